@@ -1,0 +1,83 @@
+"""Counting every catalog model: paramcount versus transformers on the meta device.
+
+Run: python benchmarks/bench_count.py   (needs the test extras: torch and transformers)
+
+Both sides start from the same config dict and give the same total (asserted); the
+figures are per model, and the ratio is the point: it holds across machines.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+import warnings
+
+import paramcount
+from paramcount.frontends import catalog
+
+
+def best_of(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def ours(entry: catalog.Entry) -> int:
+    m = paramcount.load(entry.config)
+    m.components()
+    return m.total
+
+
+def meta(entry: catalog.Entry) -> int:
+    import torch
+    import transformers
+
+    from paramcount.frontends.config import from_config
+
+    cls = from_config(entry.config, entry.id).class_name
+    kwargs = {k: v for k, v in entry.config.items() if k != "model_type"}
+    config = transformers.AutoConfig.for_model(paramcount.load(entry.config).model_type, **kwargs)
+    with torch.device("meta"):
+        model = getattr(transformers, cls)(config)
+    return sum(p.numel() for p in model.parameters())
+
+
+def cold_start(args: list[str], repeat: int = 5) -> float:
+    return best_of(lambda: subprocess.run(args, check=True, capture_output=True), repeat)
+
+
+def main() -> None:
+    warnings.filterwarnings("ignore")
+    import transformers  # noqa: F401  (imported once up front: not part of the per-model figure)
+
+    rows = []
+    for entry in catalog.entries():
+        assert ours(entry) == meta(entry), entry.id
+        a = best_of(lambda e=entry: ours(e), 20)
+        b = best_of(lambda e=entry: meta(e), 2)
+        rows.append((entry.id, a, b))
+        print(f"{entry.id:45s} paramcount {a * 1e3:8.3f} ms   meta {b * 1e3:9.1f} ms   {b / a:8.0f}x", flush=True)
+    ratios = [b / a for _, a, b in rows]
+    print(
+        f"\n{len(rows)} models: paramcount median {statistics.median(a for _, a, _ in rows) * 1e3:.3f} ms, "
+        f"max {max(a for _, a, _ in rows) * 1e3:.3f} ms per model; meta median "
+        f"{statistics.median(b for _, _, b in rows) * 1e3:.1f} ms"
+    )
+    print(f"speed-up: median {statistics.median(ratios):,.0f}x, min {min(ratios):,.0f}x")
+
+    cli = cold_start([sys.executable, "-m", "paramcount", "--json"])
+    imp = cold_start([sys.executable, "-c", "import transformers"])
+    base = cold_start([sys.executable, "-c", "pass"])
+    print(
+        f"cold start: paramcount (default model, JSON) {cli:.3f} s; python -c 'import transformers' {imp:.3f} s; "
+        f"bare python {base:.3f} s; ratio {imp / cli:.1f}x"
+    )
+
+
+if __name__ == "__main__":
+    main()

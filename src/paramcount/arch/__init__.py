@@ -1,0 +1,78 @@
+"""Architecture families: one module per transformers ``model_type``, found by its file name.
+
+A family module defines ``FAMILY``; the registry imports it only when a config asks for it,
+so ``import paramcount`` stays cheap however many families there are.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from ..errors import ParamcountError
+from ..ir import Block
+from .config import Cfg
+
+_NOT_FAMILIES = {"blocks", "config"}
+
+
+@dataclass(frozen=True)
+class Family:
+    """How one ``model_type`` becomes a tree.
+
+    ``defaults`` are the values transformers' config class gives absent fields (only those
+    the builders read); ``aliases`` the other names a field may carry in a file;
+    ``classes`` maps each supported transformers class name to its builder.
+    ``check`` validates field combinations that no single field can (heads into width).
+    ``notes`` are said in the output for a config (where we depart from transformers, say).
+    ``flag_fields`` renames the standard fields the CLI's dimension flags set where the
+    family's config class calls them otherwise (Falcon: ``num_kv_heads``).
+    """
+
+    model_type: str
+    defaults: Mapping[str, Any]
+    classes: Mapping[str, Callable[[Cfg], Block]]
+    backbone: str
+    aliases: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    check: Callable[[Cfg], None] | None = None
+    notes: Callable[[Cfg, str], list[str]] | None = None
+    flag_fields: Mapping[str, str] = field(default_factory=dict)
+
+    def cfg(self, raw: Mapping[str, Any], source: str | None) -> Cfg:
+        return Cfg(raw, self.defaults, source, self.aliases)
+
+
+def _module_name(model_type: str) -> str:
+    return model_type.replace("-", "_")
+
+
+@cache
+def supported() -> tuple[str, ...]:
+    """The model_types we can count, from the family files present (no imports)."""
+    found = (m.name for m in pkgutil.iter_modules(__path__) if m.name not in _NOT_FAMILIES)
+    return tuple(sorted(found))
+
+
+def family(model_type: str, source: str | None = None) -> Family:
+    """The family for ``model_type`` (``xlm-roberta`` and ``xlm_roberta`` alike)."""
+    if not isinstance(model_type, str) or _module_name(model_type) not in supported():
+        raise ParamcountError(
+            f"unknown model_type {model_type!r}; supported: {', '.join(supported())}",
+            source=source,
+            field="model_type",
+        )
+    return importlib.import_module(f"{__name__}.{_module_name(model_type)}").FAMILY
+
+
+@cache
+def _class_index() -> dict[str, str]:
+    return {cls: name for name in supported() for cls in family(name).classes}
+
+
+def model_type_of_class(class_name: str) -> str | None:
+    """Which family defines ``class_name`` (for configs without ``model_type``)."""
+    return _class_index().get(class_name)

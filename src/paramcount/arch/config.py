@@ -1,0 +1,145 @@
+"""Reading a family's config fields: defaults, legacy names, types and bounds in one place."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import ParamcountError
+from ..ir import Sym
+
+# The letters a derivation writes for each config field (the seed articles' own where they have one).
+SYMBOLS = {
+    "vocab_size": "V",
+    "hidden_size": "h",
+    "n_embd": "h",
+    "d_model": "h",
+    "dim": "h",
+    "embedding_size": "E_emb",
+    "num_hidden_layers": "L",
+    "n_layer": "L",
+    "num_layers": "L",
+    "encoder_layers": "L_enc",
+    "decoder_layers": "L_dec",
+    "num_decoder_layers": "L_dec",
+    "intermediate_size": "I",
+    "n_inner": "I",
+    "d_ff": "I",
+    "ffn_dim": "I",
+    "encoder_ffn_dim": "I_enc",
+    "decoder_ffn_dim": "I_dec",
+    "hidden_dim": "I",
+    "num_attention_heads": "a",
+    "n_head": "a",
+    "num_heads": "a",
+    "encoder_attention_heads": "a_enc",
+    "decoder_attention_heads": "a_dec",
+    "num_key_value_heads": "a_kv",
+    "head_dim": "d_head",
+    "d_kv": "d_head",
+    "max_position_embeddings": "P",
+    "n_positions": "P",
+    "type_vocab_size": "T",
+    "num_labels": "C",
+    "num_local_experts": "E",
+    "num_experts": "E",
+    "n_routed_experts": "E",
+    "n_shared_experts": "E_s",
+    "num_experts_per_tok": "k",
+    "moe_intermediate_size": "I_e",
+    "shared_expert_intermediate_size": "I_s",
+    "q_lora_rank": "r_q",
+    "kv_lora_rank": "r_kv",
+    "qk_rope_head_dim": "d_rope",
+    "qk_nope_head_dim": "d_nope",
+    "v_head_dim": "d_v",
+    "num_hidden_groups": "G",
+    "rotary_dim": "d_rot",
+}
+
+MAX_DIM = 1 << 26  # 67,108,864: far above any real width, vocabulary or depth
+
+
+class Cfg:
+    """A config dict seen through one family's defaults and legacy field names.
+
+    ``aliases`` maps a field to other names it may appear under in a file (checked in
+    order, the canonical name first), as transformers' ``attribute_map`` and legacy
+    keyword arguments do.
+    """
+
+    def __init__(
+        self,
+        raw: Mapping[str, Any],
+        defaults: Mapping[str, Any],
+        source: str | None = None,
+        aliases: Mapping[str, tuple[str, ...]] | None = None,
+    ):
+        self.raw = raw
+        self.defaults = defaults
+        self.source = source
+        self.aliases = aliases or {}
+        self.seen: set[str] = set()  # every name looked up, to tell which given fields mattered
+
+    def error(self, field: str, message: str) -> ParamcountError:
+        return ParamcountError(message, source=self.source, field=field)
+
+    def has(self, field: str) -> bool:
+        return any(self.raw.get(n) is not None for n in self._names(field))
+
+    def _names(self, field: str) -> tuple[str, ...]:
+        return (field, *self.aliases.get(field, ()))
+
+    def lookup(self, field: str, default: Any = ...) -> tuple[str, Any]:
+        """(the name the value was found under, the value): the file's, else the default."""
+        self.seen.update(self._names(field))
+        for name in self._names(field):
+            if self.raw.get(name) is not None:
+                return name, self.raw[name]
+        if field in self.defaults:
+            return field, self.defaults[field]
+        if default is ...:
+            raise self.error(field, "is missing and has no default")
+        return field, default
+
+    def get(self, field: str, default: Any = ...) -> Any:
+        """The field's value from the file, else the family default, else ``default``."""
+        return self.lookup(field, default)[1]
+
+    def int(self, field: str, *, low: int = 1, high: int = MAX_DIM, default: Any = ...) -> Sym:
+        """An integer field as a :class:`Sym` named for the derivation, bounds checked."""
+        name, value = self.lookup(field, default)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(name, f"expected an integer, got {value!r}")
+        if not low <= value <= high:
+            raise self.error(name, f"{value} is out of range (must be {low}..{high:,})")
+        return Sym(value, SYMBOLS.get(field, field))
+
+    def opt_int(self, field: str, *, low: int = 1, high: int = MAX_DIM) -> Sym | None:
+        """An integer field that may be null (``head_dim: null`` means 'derive it')."""
+        return None if self.get(field, None) is None else self.int(field, low=low, high=high)
+
+    def bool(self, field: str, default: Any = ...) -> bool:
+        name, value = self.lookup(field, default)
+        if not isinstance(value, bool):
+            raise self.error(name, f"expected true or false, got {value!r}")
+        return value
+
+    def str(self, field: str, default: Any = ...) -> str:
+        name, value = self.lookup(field, default)
+        if not isinstance(value, str):
+            raise self.error(name, f"expected a string, got {value!r}")
+        return value
+
+    def number(self, field: str, default: Any = ...) -> float:
+        name, value = self.lookup(field, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.error(name, f"expected a number, got {value!r}")
+        return value
+
+    def divides(self, whole: str, part: str) -> None:
+        """Raise unless field ``whole`` is a multiple of field ``part`` (heads into width)."""
+        w, p = self.int(whole), self.int(part)
+        if w % p:
+            named = self.lookup(whole)[0], self.lookup(part)[0]
+            raise self.error(named[0], f"{int(w)} is not divisible by {named[1]} ({int(p)})")

@@ -1,0 +1,162 @@
+"""DeepSeek-V3 (DeepSeek-AI 2024): multi-head latent attention (queries and keys/values
+pass through low-rank bottlenecks with their own RMSNorms, a shared rotary key slice), the
+first ``first_k_dense_replace`` layers dense, the rest mixture-of-experts with shared
+experts and a sigmoid router whose score-correction bias is a buffer, not a parameter."""
+
+from __future__ import annotations
+
+from ..ir import Block, Node, Sym
+from . import Family
+from .blocks import block, decoder_classes, embedding, fused_experts, gated_mlp, linear, norm, router, stack
+from .config import Cfg
+
+DEFAULTS = {
+    "vocab_size": 129280,
+    "hidden_size": 7168,
+    "intermediate_size": 18432,
+    "moe_intermediate_size": 2048,
+    "num_hidden_layers": 61,
+    "num_attention_heads": 128,
+    "n_shared_experts": 1,
+    "n_routed_experts": 256,
+    "kv_lora_rank": 512,
+    "q_lora_rank": 1536,
+    "qk_rope_head_dim": 64,
+    "v_head_dim": 128,
+    "qk_nope_head_dim": 128,
+    "num_experts_per_tok": 8,
+    "first_k_dense_replace": 3,
+    "attention_bias": False,
+    "tie_word_embeddings": False,
+    # Read only for the notes: the class field num_mtp_layers (default 1) is an alias of it.
+    "num_nextn_predict_layers": 1,
+}
+
+# DeepseekV3Config.attribute_map.
+ALIASES = {
+    "n_routed_experts": ("num_local_experts",),
+    "num_nextn_predict_layers": ("num_mtp_layers",),
+}
+
+
+def q_lora_rank(c: Cfg) -> Sym | None:
+    """``q_lora_rank: null`` (DeepSeek-V2-Lite style) means a direct q_proj; only a missing
+    field takes the default 1536, so an explicit null must be told apart from absence."""
+    if "q_lora_rank" in c.raw and c.raw["q_lora_rank"] is None:
+        return None
+    return c.int("q_lora_rank")
+
+
+def query(c: Cfg, h: Sym, out: Sym, bias: bool) -> tuple[Node, ...]:
+    """Queries straight from h, or down to r_q, normed, and up to the heads."""
+    r_q = q_lora_rank(c)
+    if r_q is None:
+        return (linear("q_proj", h, out, bias=False),)
+    return (
+        linear("q_a_proj", h, r_q, bias),
+        norm("q_a_layernorm", r_q, bias=False),
+        linear("q_b_proj", r_q, out, bias=False),
+    )
+
+
+def self_attn(c: Cfg) -> Block:
+    """MLA: keys and values share one latent of width r_kv (plus the rotary key slice,
+    common to all heads), expanded per head by kv_b_proj."""
+    h, a = c.int("hidden_size"), c.int("num_attention_heads")
+    rope, nope, v = c.int("qk_rope_head_dim"), c.int("qk_nope_head_dim"), c.int("v_head_dim")
+    r_kv = c.int("kv_lora_rank")
+    bias = c.bool("attention_bias")
+    return block(
+        "self_attn",
+        *query(c, h, a * (nope + rope), bias),
+        linear("kv_a_proj_with_mqa", h, r_kv + rope, bias),
+        norm("kv_a_layernorm", r_kv, bias=False),
+        linear("kv_b_proj", r_kv, a * (nope + v), bias=False),
+        linear("o_proj", a * v, h, bias),
+        kind="attention",
+    )
+
+
+def dense_mlp(c: Cfg) -> Block:
+    return gated_mlp("mlp", c.int("hidden_size"), c.int("intermediate_size"))
+
+
+def moe(c: Cfg) -> Block:
+    """Routed experts (k of E run), the router's weight (its e_score_correction_bias is a
+    buffer), and the always-on shared experts as one MLP of width I_e·E_s."""
+    h, e, i_e = c.int("hidden_size"), c.int("n_routed_experts"), c.int("moe_intermediate_size")
+    k = c.int("num_experts_per_tok", high=int(e))
+    shared = c.int("n_shared_experts", low=0)
+    return block(
+        "mlp",
+        fused_experts(e, h, i_e, k),
+        router("gate", h, e),
+        gated_mlp("shared_experts", h, i_e * shared, kind="experts"),  # as qwen2_moe's shared_expert
+    )
+
+
+def layer(c: Cfg, mlp: Block) -> tuple[Node, ...]:
+    h = c.int("hidden_size")
+    return (
+        self_attn(c),
+        mlp,
+        norm("input_layernorm", h, bias=False),
+        norm("post_attention_layernorm", h, bias=False),
+    )
+
+
+def backbone(c: Cfg) -> tuple[Node, ...]:
+    """Two runs of layers under one ``layers`` list: dense up to first_k_dense_replace,
+    MoE after (transformers makes a layer MoE exactly when its index reaches it)."""
+    h, n = c.int("hidden_size"), c.int("num_hidden_layers")
+    first_moe = c.int("first_k_dense_replace", low=0)
+    dense = n if first_moe >= n else first_moe
+    runs = (
+        stack("layers", dense, *layer(c, dense_mlp(c))) if dense else None,
+        stack("layers", n - dense, *layer(c, moe(c)), start=int(dense)) if n > dense else None,
+    )
+    return (
+        embedding("embed_tokens", c.int("vocab_size"), h),
+        *(r for r in runs if r is not None),
+        norm("norm", h, bias=False),
+    )
+
+
+def notes(c: Cfg, cls: str) -> list[str]:
+    """Where DeepSeek's checkpoint or its own code differ from the transformers model counted."""
+    out = []
+    mtp, n = c.int("num_nextn_predict_layers", low=0), int(c.int("num_hidden_layers"))
+    if mtp:
+        where = f"model.layers.{n}" if mtp == 1 else f"model.layers.{n}-{n + int(mtp) - 1}"
+        out.append(
+            f"the published checkpoint also holds {int(mtp)} multi-token-prediction layer(s) ({where}) "
+            "that the transformers model does not build; they are not counted"
+        )
+    freq = c.raw.get("moe_layer_freq", 1)
+    if freq not in (1, None):
+        out.append(
+            f"moe_layer_freq = {freq!r} is ignored by transformers (every layer from first_k_dense_replace "
+            "on is MoE), as counted here; DeepSeek's own code would make only every n-th layer MoE"
+        )
+    if int(c.int("first_k_dense_replace", low=0)) < n:
+        out.append("each MoE router also stores e_score_correction_bias, a buffer, not a parameter: not counted")
+    return out
+
+
+def check(c: Cfg) -> None:
+    c.int("num_experts_per_tok", high=int(c.int("n_routed_experts")))
+
+
+FAMILY = Family(
+    model_type="deepseek_v3",
+    defaults=DEFAULTS,
+    aliases=ALIASES,
+    backbone="DeepseekV3Model",
+    check=check,
+    notes=notes,
+    classes=decoder_classes(
+        "DeepseekV3", backbone, heads=("ForCausalLM", "ForSequenceClassification", "ForTokenClassification")
+    ),
+)
+
+__all__ = ["FAMILY", "backbone", "moe", "q_lora_rank", "self_attn"]

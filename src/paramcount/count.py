@@ -1,0 +1,79 @@
+"""Totals over the tree: repeats multiply, ties count once, nothing is unrolled."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from .ir import Block, Node, Tie, join
+
+
+def total(node: Node) -> int:
+    """Unique parameters: what ``sum(p.numel() for p in model.parameters())`` gives."""
+    return node.count
+
+
+def total_with_ties(node: Node) -> int:
+    """Parameters if every tied tensor were counted again where it is reused."""
+    if isinstance(node, Block):
+        return node.count_with_ties
+    return node.aliased_count if isinstance(node, Tie) else node.count
+
+
+def active(node: Node) -> int:
+    """Parameters one token passes through: of n routed experts only k run."""
+    if not isinstance(node, Block):
+        return node.count
+    inner = sum(active(c) for c in node.children)
+    if node.active:
+        k, n = node.active
+        return inner * node.copies * k // n
+    return inner * node.copies
+
+
+def by_kind(node: Node, kind: str = "other") -> Counter[str]:
+    """Unique parameters per component kind (embeddings, attention, …)."""
+    kind = node.kind or kind
+    if not isinstance(node, Block):
+        return Counter({kind: node.count})
+    sums: Counter[str] = Counter()
+    for child in node.children:
+        sums.update(by_kind(child, kind))
+    return Counter({k: v * node.copies for k, v in sums.items()})
+
+
+@dataclass(frozen=True)
+class LayerGroup:
+    """A run of identical layers: ``path`` numbered ``first``…``first+copies-1``."""
+
+    path: str
+    first: int
+    copies: int
+    each: int
+
+    @property
+    def count(self) -> int:
+        return self.each * self.copies
+
+
+def layer_groups(node: Block, prefix: str = "") -> Iterator[LayerGroup]:
+    """Each stack of layers (not of experts), in model order."""
+    for child in node.children:
+        if not isinstance(child, Block):
+            continue
+        path = join(prefix, child.name)
+        if child.repeat is not None and child.label == "layer" and child.copies:
+            yield LayerGroup(path, child.start, child.copies, child.count // child.copies)
+        else:
+            yield from layer_groups(child, path)
+
+
+def ties(node: Node, prefix: str = "") -> Iterator[tuple[str, Tie]]:
+    """Every tie with its full name (ties never sit inside repeated blocks we build)."""
+    if isinstance(node, Tie):
+        yield join(prefix, node.name), node
+    elif isinstance(node, Block):
+        here = join(prefix, node.name)
+        for child in node.children:
+            yield from ties(child, here if node.repeat is None else join(here, str(node.start)))

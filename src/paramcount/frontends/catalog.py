@@ -1,0 +1,80 @@
+"""The bundled catalog: real config.json files of popular models, offline, under their hub ids.
+
+Each entry is one JSON file in ``paramcount/catalog/`` named ``org--name.json``::
+
+    {"id": "google-bert/bert-base-uncased", "aliases": ["bert-base-uncased"],
+     "published": {"total": 109482240, "class": "BertModel", "source": "where the figure is printed"},
+     "config": {... the model's config.json ...}}
+
+``published`` is optional: only an exact count its authors print (a test holds us to it).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from ..errors import ParamcountError
+
+DEFAULT = "google-bert/bert-base-chinese"  # the seed article's model
+
+
+@dataclass(frozen=True)
+class Entry:
+    id: str
+    config: dict[str, Any]
+    aliases: tuple[str, ...] = ()
+    published: dict[str, Any] = field(default_factory=dict)
+    note: str = ""
+
+
+def _file_name(model_id: str) -> str:
+    return model_id.replace("/", "--") + ".json"
+
+
+def _parse(text: str) -> Entry:
+    data = json.loads(text)
+    return Entry(
+        id=data["id"],
+        config=data["config"],
+        aliases=tuple(data.get("aliases", ())),
+        published=data.get("published", {}),
+        note=data.get("note", ""),
+    )
+
+
+def _folder():
+    return resources.files("paramcount") / "catalog"
+
+
+@cache
+def entries() -> tuple[Entry, ...]:
+    """Every catalog entry, sorted by id."""
+    files = (f for f in _folder().iterdir() if f.name.endswith(".json"))
+    return tuple(sorted((_parse(f.read_text(encoding="utf-8")) for f in files), key=lambda e: e.id.lower()))
+
+
+@cache
+def _names() -> dict[str, Entry]:
+    return {n.lower(): e for e in entries() for n in (e.id, *e.aliases)}
+
+
+def find(name: str) -> Entry | None:
+    """The entry called ``name`` (its hub id or an alias, any case), or None."""
+    direct = _folder() / _file_name(name)
+    if direct.is_file():  # the common case reads one file, not the whole catalog
+        return _parse(direct.read_text(encoding="utf-8"))
+    return _names().get(name.lower())
+
+
+def get(name: str) -> Entry:
+    entry = find(name)
+    if entry is None:
+        close = difflib.get_close_matches(name.lower(), _names(), n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(close)}?" if close else "; 'paramcount list' shows the catalog"
+        raise ParamcountError(f"not in the catalog, and not a file or folder{hint}", source=name)
+    return entry

@@ -1,0 +1,116 @@
+"""A Hugging Face ``config.json`` (a file, a model folder, or a dict) becomes a Model."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..arch import Family, family, model_type_of_class
+from ..errors import ParamcountError
+from ..model import Model
+
+MAX_CONFIG_BYTES = 16 << 20  # real configs are a few KB; refuse to parse a huge file
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    """A JSON object from ``path``, or a one-line error naming the file."""
+    src = str(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_CONFIG_BYTES:
+            raise ParamcountError(f"file is {size:,} bytes; a config is at most {MAX_CONFIG_BYTES:,}", source=src)
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ParamcountError("no such file", source=src) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ParamcountError(f"cannot read: {e.__class__.__name__}: {e}", source=src) from None
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as e:
+        where = f" (line {e.lineno}, column {e.colno})" if isinstance(e, json.JSONDecodeError) else ""
+        raise ParamcountError(f"not valid JSON{where}", source=src) from None
+    if not isinstance(data, dict):
+        raise ParamcountError(f"expected a JSON object, got {type(data).__name__}", source=src)
+    return data
+
+
+def config_path(path: Path) -> Path:
+    """A folder stands for the ``config.json`` inside it."""
+    return path / "config.json" if path.is_dir() else path
+
+
+def model_type(raw: Mapping[str, Any], source: str) -> str:
+    """``model_type``, or for older files the family of the class in ``architectures``."""
+    if raw.get("model_type") is not None:
+        return raw["model_type"]
+    for cls in raw.get("architectures") or ():
+        found = isinstance(cls, str) and model_type_of_class(cls)
+        if found:
+            return found
+    raise ParamcountError(
+        "is missing, and no known class in 'architectures' names the family", source=source, field="model_type"
+    )
+
+
+def pick_class(fam: Family, raw: Mapping[str, Any], wanted: str | None, source: str) -> tuple[str, list[str]]:
+    """The class to count: ``wanted`` (a class name or 'base'), else the config's
+    ``architectures`` entry, else the backbone."""
+    if wanted in (None, "auto"):
+        archs = raw.get("architectures") or []
+        first = archs[0] if isinstance(archs, list) and archs else None
+        if first is None or first in fam.classes:
+            return first or fam.backbone, []
+        return fam.backbone, [f"class {first} from 'architectures' is not modelled; counting {fam.backbone}"]
+    if wanted == "base":
+        return fam.backbone, []
+    if wanted not in fam.classes:
+        raise ParamcountError(
+            f"unknown class {wanted!r} for {fam.model_type}; choose one of: base, {', '.join(fam.classes)}",
+            source=source,
+            field="class",
+        )
+    return wanted, []
+
+
+def from_config(
+    raw: Mapping[str, Any],
+    source: str,
+    name: str | None = None,
+    model_class: str | None = None,
+    num_labels: int | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Model:
+    """Count the model a config describes, for ``model_class`` and for its backbone."""
+    if not isinstance(raw, Mapping):
+        raise ParamcountError(f"expected a JSON object, got {type(raw).__name__}", source=source)
+    raw = {**raw, **(overrides or {})}
+    given = [k for k in (overrides or {}) if k != "model_type"]
+    if num_labels is not None:
+        raw = {k: v for k, v in raw.items() if k not in ("id2label", "label2id")} | {"num_labels": num_labels}
+    fam = family(model_type(raw, source), source)
+    cfg = fam.cfg(raw, source)
+    if fam.check:
+        fam.check(cfg)
+    cls, notes = pick_class(fam, raw, model_class, source)
+    tree = fam.classes[cls](cfg)
+    backbone = fam.classes[fam.backbone](cfg)
+    notes += fam.notes(cfg, cls) if fam.notes else []
+    notes += [f"{k} was given but changes no parameter of {fam.model_type}" for k in given if k not in cfg.seen]
+    return Model(
+        name=name or source,
+        source=source,
+        model_type=fam.model_type,
+        class_name=cls,
+        tree=tree,
+        backbone_class=fam.backbone,
+        backbone=backbone,
+        config=raw,
+        notes=tuple(notes),
+    )
+
+
+def from_file(path: str | Path, **kwargs: Any) -> Model:
+    p = config_path(Path(path))
+    return from_config(read_json(p), str(p), name=str(path), **kwargs)

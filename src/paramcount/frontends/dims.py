@@ -1,0 +1,46 @@
+"""Plain dimensions for a model that does not exist yet: a family plus config fields."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..errors import ParamcountError
+
+# Friendly flags -> the standard transformers field each family reads (or aliases).
+FLAGS = {
+    "layers": "num_hidden_layers",
+    "hidden": "hidden_size",
+    "heads": "num_attention_heads",
+    "kv_heads": "num_key_value_heads",
+    "head_dim": "head_dim",
+    "intermediate": "intermediate_size",
+    "vocab": "vocab_size",
+    "context": "max_position_embeddings",
+}
+
+
+def parse_set(items: Sequence[str]) -> dict[str, Any]:
+    """``name=value`` pairs; a value is read as JSON (numbers, true, null, lists) else as text."""
+    fields: dict[str, Any] = {}
+    for item in items:
+        name, eq, text = item.partition("=")
+        if not eq or not name.strip():
+            raise ParamcountError(f"expected name=value, got {item!r}", field="--set")
+        try:
+            fields[name.strip()] = json.loads(text)
+        except json.JSONDecodeError:
+            fields[name.strip()] = text
+    return fields
+
+
+def config(arch: str, dims: Mapping[str, int | None], extra: Mapping[str, Any] = ()) -> dict[str, Any]:
+    """A config dict for family ``arch`` from flag values (None = not given) and extra fields."""
+    from ..arch import family
+
+    rename = family(arch, f"--arch {arch}").flag_fields
+    raw: dict[str, Any] = {"model_type": arch}
+    raw.update({rename.get(FLAGS[k], FLAGS[k]): v for k, v in dims.items() if v is not None})
+    raw.update(extra)
+    return raw

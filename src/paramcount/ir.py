@@ -1,0 +1,207 @@
+"""The intermediate representation every input becomes and every output reads.
+
+A model is a tree of :class:`Block` nodes whose leaves are named parameter tensors
+(:class:`Tensor`) or aliases of another tensor (:class:`Tie`). A block that repeats
+(``layers × 32``, ``experts × 8``) is stored once with ``repeat=n``: counting multiplies,
+it never unrolls. Dimensions are :class:`Sym` integers that remember the config symbols
+they came from, so the same tree yields the number, the formula and the derivation.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+# Component kinds a breakdown groups by; a node without one inherits its parent's.
+KINDS = (
+    "embeddings",
+    "attention",
+    "feed_forward",
+    "experts",
+    "router",
+    "norms",
+    "output_head",
+    "pooler",
+    "other",
+)
+
+_ATOM, _MUL, _ADD = 0, 1, 2  # operator precedence of a Sym's expression
+
+
+class Sym(int):
+    """An int that carries the expression it was computed from (``h``, ``3·h``, ``h/a``)."""
+
+    expr: str
+    prec: int
+
+    def __new__(cls, value: int, expr: str | None = None, prec: int = _ATOM) -> Sym:
+        self = super().__new__(cls, value)
+        self.expr = str(int(value)) if expr is None else expr
+        self.prec = prec
+        return self
+
+    def __repr__(self) -> str:
+        return f"Sym({int(self)}, {self.expr!r})"
+
+    def _wrap(self, prec: int) -> str:
+        return f"({self.expr})" if self.prec > prec else self.expr
+
+    @staticmethod
+    def of(value: int) -> Sym:
+        return value if isinstance(value, Sym) else Sym(value)
+
+    def _bin(self, other: int, op: str, value: int, prec: int, swap: bool = False) -> Sym:
+        if not isinstance(other, int) or isinstance(other, bool):
+            return NotImplemented
+        a, b = self, Sym.of(other)
+        if swap:
+            a, b = b, a
+        right = b._wrap(prec - 1 if op in ("-", "/") else prec)
+        return Sym(value, f"{a._wrap(prec)}{op}{right}", prec)
+
+    def __add__(self, o):
+        return self._bin(o, " + ", int(self) + int(o), _ADD) if isinstance(o, int) else NotImplemented
+
+    def __radd__(self, o):
+        return self._bin(o, " + ", int(o) + int(self), _ADD, swap=True) if isinstance(o, int) else NotImplemented
+
+    def __sub__(self, o):
+        return self._bin(o, " - ", int(self) - int(o), _ADD) if isinstance(o, int) else NotImplemented
+
+    def __rsub__(self, o):
+        return self._bin(o, " - ", int(o) - int(self), _ADD, swap=True) if isinstance(o, int) else NotImplemented
+
+    def __mul__(self, o):
+        return self._bin(o, "·", int(self) * int(o), _MUL) if isinstance(o, int) else NotImplemented
+
+    def __rmul__(self, o):
+        return self._bin(o, "·", int(o) * int(self), _MUL, swap=True) if isinstance(o, int) else NotImplemented
+
+    def __floordiv__(self, o):
+        return self._bin(o, "/", int(self) // int(o), _MUL) if isinstance(o, int) else NotImplemented
+
+    def __rfloordiv__(self, o):
+        return self._bin(o, "/", int(o) // int(self), _MUL, swap=True) if isinstance(o, int) else NotImplemented
+
+
+def expr(value: int) -> str:
+    """The symbolic expression of a dimension (its digits if it carries none)."""
+    return value.expr if isinstance(value, Sym) else str(int(value))
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """A named parameter tensor; ``name`` is its last dotted segment(s) within the parent."""
+
+    name: str
+    shape: tuple[int, ...]
+    kind: str | None = None
+    dtype: str | None = None  # as a checkpoint stores it, when the source says
+
+    @property
+    def count(self) -> int:
+        return math.prod(int(d) for d in self.shape)
+
+
+@dataclass(frozen=True)
+class Tie:
+    """A parameter that is another one (``lm_head.weight`` is the token embedding).
+
+    It adds no parameters; ``target`` is the full name of the tensor it aliases.
+    """
+
+    name: str
+    shape: tuple[int, ...]
+    target: str
+    kind: str | None = None
+
+    @property
+    def count(self) -> int:
+        return 0
+
+    @property
+    def aliased_count(self) -> int:
+        return math.prod(int(d) for d in self.shape)
+
+
+@dataclass(frozen=True)
+class Block:
+    """A module. With ``repeat=n`` it is a list (``layers.0`` … ``layers.n-1``) of identical
+    copies of its children, numbered from ``start``; ``repeat=None`` is a plain module.
+
+    ``active`` = (k, n) says only k of n copies run per token (routed experts).
+    ``checkpoint`` is the same parameters under the names a checkpoint stores (per-expert
+    tensors where transformers fuses them), used when comparing with file headers.
+    """
+
+    name: str
+    children: tuple[Node, ...] = ()
+    repeat: int | None = None
+    start: int = 0
+    kind: str | None = None
+    active: tuple[int, int] | None = None
+    checkpoint: Block | None = None
+    label: str | None = None  # what the block is, for trees and per-layer lines
+
+    @property
+    def copies(self) -> int:
+        return 1 if self.repeat is None else int(self.repeat)
+
+    @property
+    def count(self) -> int:
+        return self.copies * sum(c.count for c in self.children)
+
+    @property
+    def count_with_ties(self) -> int:
+        return self.copies * sum(
+            c.count_with_ties if isinstance(c, Block) else (c.aliased_count if isinstance(c, Tie) else c.count)
+            for c in self.children
+        )
+
+    def indices(self) -> range:
+        return range(self.start, self.start + self.copies)
+
+
+Node = Tensor | Tie | Block
+
+
+def join(prefix: str, name: str) -> str:
+    return f"{prefix}.{name}" if prefix and name else prefix or name
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """One tensor of the unrolled model, under its full state-dict name."""
+
+    name: str
+    shape: tuple[int, ...]
+    kind: str
+    tied_to: str | None = None
+    dtype: str | None = None
+
+    @property
+    def count(self) -> int:
+        return math.prod(int(d) for d in self.shape)
+
+
+def leaves(node: Node, prefix: str = "", kind: str = "other", checkpoint: bool = False) -> Iterator[Leaf]:
+    """Every tensor and tie under ``node`` with its full name, unrolling repeats.
+
+    This is for listing; counting never needs it. With ``checkpoint`` a block's checkpoint
+    naming replaces its in-memory one.
+    """
+    kind = node.kind or kind
+    if isinstance(node, Tensor):
+        yield Leaf(join(prefix, node.name), node.shape, kind, dtype=node.dtype)
+    elif isinstance(node, Tie):
+        yield Leaf(join(prefix, node.name), node.shape, kind, tied_to=node.target)
+    else:
+        if checkpoint and node.checkpoint is not None:
+            yield from leaves(node.checkpoint, prefix, kind, checkpoint)
+            return
+        base = join(prefix, node.name)
+        for i in node.indices() if node.repeat is not None else (None,):
+            here = base if i is None else join(base, str(i))
+            for child in node.children:
+                yield from leaves(child, here, kind, checkpoint)

@@ -1,0 +1,115 @@
+"""The bundled catalog: every entry parses, its names are unique, it counts, it equals
+transformers on the meta device, and it reproduces every exact figure its authors print."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import pytest
+
+from paramcount.frontends import catalog
+from paramcount.frontends.config import from_config
+
+ENTRIES = catalog.entries()
+IDS = [e.id for e in ENTRIES]
+PUBLISHED = [e for e in ENTRIES if e.published]
+
+# The seed articles' figures, counted from the models (none is printed by the models' authors,
+# so they live here rather than under "published"), looked up by the names people type.
+SEEDS = {
+    ("bert-base-uncased", "BertModel"): 109_482_240,
+    ("bert-base-chinese", "BertModel"): 102_267_648,
+    ("bloom-1b4-zh", "BloomForCausalLM"): 1_303_111_680,
+    ("gpt2", "GPT2LMHeadModel"): 124_439_808,
+    ("gpt-3", "GPT2LMHeadModel"): 174_604_259_328,
+}
+
+# transformers 5 always ties the T5/mT5 LM head when it builds a model from a config, while these
+# checkpoints store lm_head.weight on its own and paramcount counts it (see arch/t5.py).
+UNTIED_T5_HEADS = {"google/flan-t5-base", "google/flan-t5-large", "google/flan-t5-xl", "google/mt5-base"}
+
+
+def entry(model_id: str) -> catalog.Entry:
+    return next(e for e in ENTRIES if e.id == model_id)
+
+
+def test_the_catalog_is_populated():
+    assert len(ENTRIES) >= 60
+    assert catalog.DEFAULT in IDS
+
+
+def test_every_file_parses_and_is_named_after_its_id():
+    folder = resources.files("paramcount") / "catalog"
+    for f in folder.iterdir():
+        if not f.name.endswith(".json"):
+            continue
+        data = json.loads(f.read_text(encoding="utf-8"))
+        assert set(data) <= {"id", "aliases", "note", "published", "config"}, f.name
+        assert f.name == data["id"].replace("/", "--") + ".json"
+
+
+@pytest.mark.parametrize("model_id", IDS)
+def test_entry_is_well_formed(model_id):
+    e = entry(model_id)
+    org, _, name = e.id.partition("/")
+    assert org and name and "/" not in name
+    assert all(isinstance(a, str) and a and a.strip() == a for a in e.aliases)
+    assert isinstance(e.note, str)
+    assert isinstance(e.config, dict) and (e.config.get("model_type") or e.config.get("architectures"))
+    if e.published:
+        assert set(e.published) == {"total", "class", "source"}
+        assert isinstance(e.published["total"], int) and e.published["total"] > 0
+        assert e.published["class"] and e.published["source"]
+
+
+def test_names_are_unique_in_any_case():
+    seen: dict[str, str] = {}
+    for e in ENTRIES:
+        for name in (e.id, *e.aliases):
+            key = name.lower()
+            assert key not in seen, f"{name!r} names both {seen[key]} and {e.id}"
+            seen[key] = e.id
+
+
+@pytest.mark.parametrize("model_id", IDS)
+def test_every_name_finds_its_entry(model_id):
+    e = entry(model_id)
+    for name in (e.id, e.id.upper(), *e.aliases, *(a.upper() for a in e.aliases)):
+        found = catalog.find(name)
+        assert found is not None and found.id == e.id, name
+
+
+@pytest.mark.parametrize("model_id", IDS)
+def test_entry_counts(model_id):
+    e = entry(model_id)
+    model = from_config(e.config, e.id)
+    assert model.total > 0 and model.backbone_total > 0
+
+
+@pytest.mark.parametrize("model_id", IDS)
+def test_entry_matches_transformers(model_id):
+    from .oracle.oracle import expect_class, expect_same, truth
+
+    e = entry(model_id)
+    if e.id not in UNTIED_T5_HEADS:
+        expect_same(e.config)
+        return
+    expect_class(e.config, "base")
+    ours = from_config(e.config, e.id)
+    built = truth(e.config, ours.class_name, ours.model_type)
+    head = e.config["vocab_size"] * e.config["d_model"]
+    assert ours.total == built.total + head
+
+
+@pytest.mark.parametrize("model_id", [e.id for e in PUBLISHED])
+def test_published_total(model_id):
+    e = entry(model_id)
+    model = from_config(e.config, e.id, model_class=e.published["class"])
+    assert model.total == e.published["total"], e.published["source"]
+
+
+@pytest.mark.parametrize(("name", "cls"), SEEDS)
+def test_seed_figures(name, cls):
+    e = catalog.get(name)
+    assert from_config(e.config, e.id, model_class=cls).total == SEEDS[name, cls]

@@ -1,0 +1,131 @@
+"""The command line: outputs as snapshots at a fixed width, errors as one line and exit 2."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from paramcount.cli import main
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_default_is_bert_base_chinese(capsys, snapshot):
+    code, out, err = run(capsys, "--width", "100")
+    assert code == 0 and not err
+    assert "BertModel" in out and "102,267,648" in out
+    snapshot("default.txt", out)
+
+
+def test_bert_base_uncased_shows_backbone_beside_class(capsys, snapshot):
+    code, out, _ = run(capsys, "bert-base-uncased", "--width", "100")
+    assert code == 0
+    assert "BertForMaskedLM" in out and "BertModel" in out and "109,482,240" in out
+    snapshot("bert-base-uncased.txt", out)
+
+
+def test_tree(capsys, snapshot):
+    code, out, _ = run(capsys, "bert-base-uncased", "--class", "base", "--tree", "3", "--width", "100")
+    assert code == 0 and "layer.0–11" in out
+    snapshot("bert-base-uncased-tree.txt", out)
+
+
+def test_gpt3_from_dimensions(capsys):
+    code, out, _ = run(
+        capsys,
+        "--arch",
+        "gpt2",
+        "--layers",
+        "96",
+        "--hidden",
+        "12288",
+        "--heads",
+        "96",
+        "--vocab",
+        "50257",
+        "--context",
+        "2048",
+        "--class",
+        "GPT2LMHeadModel",
+    )
+    assert code == 0 and "174,604,259,328" in out
+
+
+def test_set_overrides_any_field(capsys):
+    code, out, _ = run(
+        capsys, "--arch", "llama", "--set", "num_hidden_layers=2", "--set", "tie_word_embeddings=true", "--json"
+    )
+    assert code == 0
+    data = json.loads(out)
+    assert data["class"] == "LlamaModel" and {g["count"] for g in data["layers"]} == {2}
+
+
+def test_json_schema(capsys):
+    code, out, _ = run(capsys, "bert-base-uncased", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["schema"] == "paramcount.count/1"
+    assert data["class"] == "BertForMaskedLM" and data["backbone"] == {"class": "BertModel", "total": 109482240}
+    assert data["total"] == sum(t["count"] for t in data["tensors"])
+    assert data["total_with_ties"] - data["total"] == sum(t["count"] for t in data["ties"])
+    tied = {t["name"]: t["tied_to"] for t in data["tensors"] if t["tied_to"]}
+    assert tied["cls.predictions.decoder.weight"] == "bert.embeddings.word_embeddings.weight"
+    first = data["tensors"][0]
+    assert set(first) == {"name", "shape", "dims", "count", "component", "tied_to"}
+    assert first["dims"] == ["V", "h"]
+
+
+def test_num_labels(capsys):
+    code, out, _ = run(
+        capsys, "bert-base-uncased", "--class", "BertForSequenceClassification", "--num-labels", "7", "--json"
+    )
+    assert code == 0
+    data = json.loads(out)
+    assert data["total"] == 109482240 + 768 * 7 + 7
+
+
+def test_list(capsys):
+    code, out, _ = run(capsys, "list", "--width", "160")
+    assert code == 0 and "google-bert/bert-base-chinese" in out
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["no-such-model"], "no-such-model: not in the catalog"),
+        (["bert-base-chinesee"], "did you mean"),
+        (["--arch", "nonsense"], "unknown model_type 'nonsense'; supported:"),
+        (["--arch", "llama", "--hidden", "770"], "hidden_size: 770 is not divisible by num_attention_heads"),
+        (["--arch", "llama", "--layers", "0"], "num_hidden_layers: 0 is out of range"),
+        (["--arch", "llama", "--layers", "-3"], "num_hidden_layers: -3 is out of range"),
+        (["--arch", "bert", "--hidden", "99999999999"], "hidden_size: 99999999999 is out of range"),
+        (["--arch", "llama", "--set", 'hidden_size="big"'], "hidden_size: expected an integer, got 'big'"),
+        (["--arch", "llama", "--set", "hidden_size=12.5"], "hidden_size: expected an integer, got 12.5"),
+        (["--arch", "llama", "--kv-heads", "5"], "num_key_value_heads: 5 does not divide num_attention_heads"),
+        (
+            ["--arch", "gpt2", "--class", "GPT2LMHeadModel", "--set", "tie_word_embeddings=3"],
+            "tie_word_embeddings: expected true or false",
+        ),
+        (["bert-base-uncased", "--class", "Nope"], "unknown class 'Nope' for bert"),
+        (["--set", "novalue"], "expected name=value"),
+        (["--layers", "3"], "dimension flags need --arch"),
+        (["--tree", "x"], "argument --tree: invalid int value"),
+        (["bert-base-uncased", "--arch", "bert"], "give a model or --arch, not both"),
+    ],
+)
+def test_errors_are_one_line_exit_2(capsys, argv, message):
+    code, _, err = run(capsys, *argv)
+    assert code == 2
+    assert message in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_help_documents_every_command_and_flag():
+    out = subprocess.run([sys.executable, "-m", "paramcount", "--help"], capture_output=True, text=True).stdout
+    for word in ("--class", "--num-labels", "--set", "--json", "--tree", "--arch", "--layers", "paramcount list"):
+        assert word in out
