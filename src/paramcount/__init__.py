@@ -15,10 +15,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .check import check, parse_answer
+from .compare import compare
+from .derive import derive
 from .errors import ParamcountError
 from .model import Model
 
-__all__ = ["Model", "ParamcountError", "from_dims", "load"]
+__all__ = ["Model", "ParamcountError", "check", "compare", "derive", "from_dims", "from_module", "load", "parse_answer"]
 __version__ = "0.1.0"
 
 
@@ -35,16 +38,47 @@ def load(
     ``overrides`` replaces config fields (``{"num_hidden_layers": 48}``).
     """
     from .frontends import catalog
-    from .frontends.config import from_config, from_file
+    from .frontends.config import from_config
 
     opts = {"model_class": model_class, "num_labels": num_labels, "overrides": overrides}
     if isinstance(source, Mapping):
         return from_config(source, "<config>", **opts)
+    if str(source) == "-":
+        from .frontends import printout
+
+        return printout.read_stdin()
     path = Path(source)
     if path.exists():
-        return from_file(path, **opts)
+        return _load_path(path, opts)
+    if catalog.find(str(source)) is None:
+        from .frontends import hub
+
+        if hub.looks_like_repo_id(str(source)):
+            return hub.load(str(source), **opts)
     entry = catalog.get(str(source))
     return from_config(entry.config, f"catalog:{entry.id}", name=entry.id, **opts)
+
+
+def _load_path(path: Path, opts: dict[str, Any]) -> Model:
+    """A file or folder: a GGUF file, a print(model) text, safetensors weights, else a config."""
+    from .frontends import gguf, printout
+    from .frontends.checkpoint import load_path
+    from .frontends.config import from_file
+
+    if path.is_file():
+        for reader in (gguf.read, printout.read):  # each answers None when the file is not its kind
+            model = reader(path)
+            if model is not None:
+                return model
+    found = load_path(path, **opts)  # None unless safetensors weights are there
+    return found if found is not None else from_file(path, **opts)
+
+
+def from_module(module: Any, name: str | None = None) -> Model:
+    """Count a live torch ``nn.Module`` (any device, meta included); ties from shared tensors."""
+    from .frontends.module import from_module as count_module
+
+    return count_module(module, name)
 
 
 def from_dims(arch: str, model_class: str | None = None, **fields: Any) -> Model:

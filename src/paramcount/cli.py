@@ -18,6 +18,11 @@ examples:
   paramcount Qwen/Qwen2.5-7B --class Qwen2ForSequenceClassification --num-labels 3 --json
   paramcount --arch gpt2 --layers 96 --hidden 12288 --heads 96 --vocab 50257 --context 2048
   paramcount list                            the catalog with totals
+  paramcount explain bert-base-chinese --lang zh --format md    the derivation, term by term
+  paramcount check bert-base-uncased 108891648                 which slips explain a hand count
+  paramcount compare bert-base-uncased bert-base-chinese       side by side, by component
+  paramcount path/to/model-folder            a checkpoint's headers: dtypes, bytes, vs its config.json
+  paramcount diff config.json model.safetensors                every tensor that differs
 """
 
 
@@ -88,6 +93,12 @@ def run_count(argv: Sequence[str]) -> int:
 
 
 def show(model, args: argparse.Namespace) -> int:
+    if getattr(model, "checkpoint", None) is not None:  # counted from weight files: say what they hold
+        from .render import checkpoint
+
+        out = checkpoint.dumps(model) if args.json else checkpoint.render(model, args.tree)
+        print(out) if args.json else checkpoint.text.console(args.width).print(out)
+        return 0
     if args.json:
         from .render.json import dumps
 
@@ -115,7 +126,108 @@ def run_list(argv: Sequence[str]) -> int:
     return 0
 
 
-COMMANDS = {"count": run_count, "list": run_list}
+# ---- explain, check, compare: the working shown -------------------------------------------
+
+
+def model_args(p: Parser) -> None:
+    """The source of a model and its class, as the count command takes them."""
+    p.add_argument("--class", dest="model_class", metavar="NAME", help="transformers class name, or 'base'")
+    p.add_argument("--num-labels", type=int, metavar="N", help="labels for ...ForSequenceClassification and the like")
+    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help="override a config field")
+
+
+def output_args(p: Parser) -> None:
+    from .render.doc import FORMATS, LANGS
+
+    p.add_argument("--format", choices=FORMATS, default="text", help="text (default), md (Markdown) or tex (LaTeX)")
+    p.add_argument("--lang", choices=LANGS, default="en", help="en (default) or zh (Chinese)")
+
+
+def load_model(name: str, args: argparse.Namespace, default_class: str | None = None):
+    from . import load
+    from .frontends import dims
+
+    return load(name, args.model_class or default_class, args.num_labels, dims.parse_set(args.set) or None)
+
+
+def run_explain(argv: Sequence[str]) -> int:
+    from .derive import derive
+    from .frontends import catalog
+    from .render.derivation import render_derivation
+
+    p = Parser(
+        prog="paramcount explain",
+        description="The derivation of a count, section by section, checked; of the backbone unless --class.",
+    )
+    p.add_argument("model", nargs="?", help="catalog name, config.json, or model folder (default: bert-base-chinese)")
+    model_args(p)
+    output_args(p)
+    args = p.parse_args(argv)
+    model = load_model(args.model or catalog.DEFAULT, args, "base")  # the backbone, as the seed articles derive
+    print(render_derivation(derive(model), args.format, args.lang), end="")
+    return 0
+
+
+def run_check(argv: Sequence[str]) -> int:
+    from .check import check
+    from .render.check import render_check
+
+    p = Parser(prog="paramcount check", description="Check a hand-computed count and name the slips behind it.")
+    p.add_argument("model", help="catalog name, config.json, or model folder")
+    p.add_argument("answer", help="the count to check: 108891648, 108,891,648, 110M, 1.3B, 1.3e9")
+    model_args(p)
+    p.add_argument("--active", action="store_true", help="check against the parameters active per token (MoE)")
+    output_args(p)
+    args = p.parse_args(argv)
+    result = check(load_model(args.model, args), args.answer, active=args.active)
+    print(render_check(result, args.format, args.lang), end="")
+    return 0
+
+
+def run_compare(argv: Sequence[str]) -> int:
+    from .compare import compare
+    from .render.check import render_compare
+
+    p = Parser(prog="paramcount compare", description="Models side by side, by component, with differences.")
+    p.add_argument("models", nargs="+", metavar="MODEL", help="two or more catalog names, configs or folders")
+    model_args(p)
+    output_args(p)
+    args = p.parse_args(argv)
+    result = compare([load_model(name, args) for name in args.models])
+    print(render_compare(result, args.format, args.lang), end="")
+    return 0
+
+
+def run_diff(argv: Sequence[str]) -> int:
+    """Exit 0 when A and B hold the same tensors, 1 when they differ (like diff), 2 on bad input."""
+    import json
+
+    from .frontends.diff import diff_models
+    from .render import checkpoint
+
+    p = Parser(prog="paramcount diff", description="Two sources compared tensor by tensor: name, shape, dtype, ties.")
+    p.add_argument("a", help="catalog name, config.json, .safetensors file or index, or model folder")
+    p.add_argument("b", help="the same kinds of source")
+    model_args(p)
+    p.add_argument("--json", action="store_true", help="print the differences as JSON")
+    p.add_argument("--width", type=int, help="terminal width")
+    args = p.parse_args(argv)
+    result = diff_models(load_model(args.a, args), load_model(args.b, args))
+    if args.json:
+        print(json.dumps(checkpoint.diff_dict(result), indent=2, ensure_ascii=False))
+    else:
+        checkpoint.text.console(args.width).print(checkpoint.render_diff(result))
+    return 1 if result.differences else 0
+
+
+COMMANDS = {
+    "count": run_count,
+    "list": run_list,
+    "explain": run_explain,
+    "check": run_check,
+    "compare": run_compare,
+    "diff": run_diff,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

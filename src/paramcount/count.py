@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -32,15 +31,20 @@ def active(node: Node) -> int:
     return inner * node.copies
 
 
-def by_kind(node: Node, kind: str = "other") -> Counter[str]:
+def by_kind(node: Node, kind: str = "other") -> dict[str, int]:
     """Unique parameters per component kind (embeddings, attention, …)."""
+    sums: dict[str, int] = {}
+    _add_kinds(node, kind, 1, sums)
+    return sums
+
+
+def _add_kinds(node: Node, kind: str, times: int, sums: dict[str, int]) -> None:
     kind = node.kind or kind
-    if not isinstance(node, Block):
-        return Counter({kind: node.count})
-    sums: Counter[str] = Counter()
-    for child in node.children:
-        sums.update(by_kind(child, kind))
-    return Counter({k: v * node.copies for k, v in sums.items()})
+    if isinstance(node, Block):
+        for child in node.children:
+            _add_kinds(child, kind, times * node.copies, sums)
+    else:
+        sums[kind] = sums.get(kind, 0) + times * node.count
 
 
 @dataclass(frozen=True)

@@ -138,9 +138,20 @@ def derive(model: Model) -> Derivation:
 # ---- cutting the tree into sections ---------------------------------------------------------
 
 
-def split(root: Block) -> Iterator[Section]:
+def split(root: Block) -> list[Section]:
     """Sections in model order: each layer stack on its own, the lines between stacks grouped
-    by the outermost component kind above them (the embedding LayerNorm is an embedding line)."""
+    by the outermost component kind above them (the embedding LayerNorm is an embedding line,
+    and so is a norm standing between the embeddings and the first layers, as in BLOOM)."""
+    out: list[Section] = []
+    for s in _split(root):
+        if s.kind == "norms" and out and out[-1].kind == "embeddings":
+            out[-1] = Section("embeddings", _common([out[-1].path, s.path]), out[-1].lines + s.lines)
+        else:
+            out.append(s)
+    return out
+
+
+def _split(root: Block) -> Iterator[Section]:
     pending: list[tuple[str, Line]] = []
     for item in _items(root, "", None, None):
         if isinstance(item, Section):
@@ -198,26 +209,30 @@ def _is_module(node: Block) -> bool:
     return node.repeat is None and all(isinstance(c, (Tensor, Tie)) for c in node.children)
 
 
-def _lines(node: Node, path: str, kind: str | None, repeat: tuple[int, ...]) -> Iterator[Line]:
-    """The lines under ``node``; nested repeats (experts, inner layer lists) multiply."""
+def _lines(
+    node: Node, path: str, kind: str | None, repeat: tuple[int, ...], active: tuple[int, int] | None = None
+) -> Iterator[Line]:
+    """The lines under ``node``; nested repeats (experts, inner layer lists) multiply, and
+    routed experts pass their (k, n) down to every line below them."""
     here = join(path, node.name)
     kind = node.kind or kind or "other"
     if isinstance(node, (Tensor, Tie)):
-        yield _line(here, kind, (node,), repeat)
+        yield _line(here, kind, (node,), repeat, active)
         return
+    active = node.active or active
     if _is_module(node):
-        yield _line(here, kind, node.children, repeat, active=node.active)
+        yield _line(here, kind, node.children, repeat, active)
         return
     inner = (*repeat, node.repeat) if node.repeat is not None else repeat
     loose = tuple(c for c in node.children if not isinstance(c, Block))
-    if loose and node.active:  # fused experts: one line for the 3-D tensors, counted with k of n
-        yield _line(here, kind, loose, inner, active=node.active)
+    if loose and node.active:  # fused experts: one line for the 3-D tensors
+        yield _line(here, kind, loose, inner, active)
     else:
         for t in loose:
-            yield _line(join(here, t.name), kind, (t,), inner)
+            yield _line(join(here, t.name), kind, (t,), inner, active)
     for child in node.children:
         if isinstance(child, Block):
-            yield from _lines(child, here, kind, inner)
+            yield from _lines(child, here, kind, inner, active)
 
 
 def _line(
@@ -262,6 +277,8 @@ def role(kind: str, name: str, params: Sequence[Param]) -> str:
         return "layernorm" if any(p.name == "bias" for p in params) else "rmsnorm"
     if kind == "attention":
         return next((r for r, names in ATTENTION.items() if low in names), "")
+    if kind == "experts" and any(len(p.shape) == 3 for p in params):
+        return "experts"  # transformers 5 holds routed experts as 3-D tensors
     if kind in ("feed_forward", "experts"):
         found = next((r for r, names in FEED_FORWARD.items() if low in names), "")
         return found or _ffn_by_shape(params)
@@ -282,7 +299,7 @@ def _embedding_role(params: Sequence[Param]) -> str:
 
 def dim_symbols(dim: int) -> set[str]:
     """The symbols a dimension's expression names (``P + 2`` names P)."""
-    return set(re.findall(r"[A-Za-z_]\w*", expression(dim)))
+    return set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", expression(dim)))
 
 
 def _ffn_by_shape(params: Sequence[Param]) -> str:

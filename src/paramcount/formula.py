@@ -85,7 +85,7 @@ class Poly:
         """1/self, defined only for a single monomial (``h/a`` is ``h·a⁻¹``)."""
         if len(self.terms) != 1:
             raise ValueError("division by a sum")
-        (m, c), = self.terms
+        ((m, c),) = self.terms
         return Poly(((tuple((s, -p) for s, p in m), 1 / c),))
 
     def symbols(self) -> set[str]:
@@ -159,7 +159,7 @@ class _Parser:
             return inner
         if token.isdigit():
             return Poly.const(int(token))
-        if re.fullmatch(r"[A-Za-z_]\w*", token):
+        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", token):
             return Poly.symbol(token)
         raise ValueError(f"unexpected {token!r}")
 
@@ -215,7 +215,7 @@ class Symbols:
         """Record the plain symbols (``h``, ``V``) among ``dims`` with their values."""
         for d in dims:
             text = expression(d)
-            if re.fullmatch(r"[A-Za-z_]\w*", text):
+            if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", text):
                 self.values.setdefault(text, int(d))
 
     def poly(self, dim: int) -> Poly:
@@ -227,7 +227,7 @@ class Symbols:
     def _poly(self, text: str, value: int) -> Poly:
         try:
             p = parse(text)
-            if all(self._resolve(s) for s in p.symbols()) and p.evaluate(self.values) == value:
+            if all(self.resolve(s) for s in p.symbols()) and p.evaluate(self.values) == value:
                 return p
         except (ValueError, ZeroDivisionError):
             pass
@@ -235,7 +235,7 @@ class Symbols:
         self.values[name] = value
         return Poly.symbol(name)
 
-    def _resolve(self, symbol: str) -> bool:
+    def resolve(self, symbol: str) -> bool:
         if symbol not in self.values:
             found = config_value(self.model, symbol)
             if found is None:

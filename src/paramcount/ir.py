@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # Component kinds a breakdown groups by; a node without one inherits its parent's.
 KINDS = (
@@ -41,8 +41,8 @@ class Sym(int):
         self.prec = prec
         return self
 
-    def __repr__(self) -> str:
-        return f"Sym({int(self)}, {self.expr!r})"
+    def __repr__(self) -> str:  # reads as the number it is; ``.expr`` has the symbols
+        return int.__repr__(self)
 
     def _wrap(self, prec: int) -> str:
         return f"({self.expr})" if self.prec > prec else self.expr
@@ -98,10 +98,10 @@ class Tensor:
     shape: tuple[int, ...]
     kind: str | None = None
     dtype: str | None = None  # as a checkpoint stores it, when the source says
+    count: int = field(init=False, repr=False, compare=False)
 
-    @property
-    def count(self) -> int:
-        return math.prod(int(d) for d in self.shape)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "count", math.prod([int(d) for d in self.shape]))
 
 
 @dataclass(frozen=True)
@@ -143,14 +143,14 @@ class Block:
     active: tuple[int, int] | None = None
     checkpoint: Block | None = None
     label: str | None = None  # what the block is, for trees and per-layer lines
+    copies: int = field(init=False, repr=False, compare=False)
+    count: int = field(init=False, repr=False, compare=False)
 
-    @property
-    def copies(self) -> int:
-        return 1 if self.repeat is None else int(self.repeat)
-
-    @property
-    def count(self) -> int:
-        return self.copies * sum(c.count for c in self.children)
+    def __post_init__(self) -> None:
+        # Trees are built bottom-up and never change, so totals are summed once, here.
+        copies = 1 if self.repeat is None else int(self.repeat)
+        object.__setattr__(self, "copies", copies)
+        object.__setattr__(self, "count", copies * sum([c.count for c in self.children]))
 
     @property
     def count_with_ties(self) -> int:

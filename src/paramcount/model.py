@@ -50,9 +50,10 @@ class Model:
         return self.active_total != self.total
 
     def components(self) -> dict[str, int]:
-        """Unique parameters per component, in a fixed order, zero rows left out."""
+        """Unique parameters per component, in a fixed order; a component that is all ties
+        (a tied output head) is present with 0."""
         sums = count.by_kind(self.tree)
-        return {k: sums[k] for k in KINDS if sums.get(k)}
+        return {k: sums[k] for k in KINDS if k in sums}
 
     def layers(self) -> list[count.LayerGroup]:
         return list(count.layer_groups(self.tree))

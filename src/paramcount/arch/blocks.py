@@ -17,7 +17,7 @@ Builder = Callable[[Cfg], Block]
 
 def block(name: str, *children: Node | None, kind: str | None = None, label: str | None = None) -> Block:
     """A module holding ``children``; ``None`` children (switched-off parts) are dropped."""
-    return Block(name, tuple(c for c in children if c is not None), kind=kind, label=label)
+    return Block(name, tuple([c for c in children if c is not None]), kind=kind, label=label)
 
 
 def stack(name: str, count: int, *children: Node | None, start: int = 0, label: str = "layer") -> Block:

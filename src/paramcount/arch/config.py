@@ -80,6 +80,7 @@ class Cfg:
         self.source = source
         self.aliases = aliases or {}
         self.seen: set[str] = set()  # every name looked up, to tell which given fields mattered
+        self._ints: dict[tuple, Sym] = {}
 
     def error(self, field: str, message: str) -> ParamcountError:
         return ParamcountError(message, source=self.source, field=field)
@@ -108,6 +109,12 @@ class Cfg:
 
     def int(self, field: str, *, low: int = 1, high: int = MAX_DIM, default: Any = ...) -> Sym:
         """An integer field as a :class:`Sym` named for the derivation, bounds checked."""
+        key = (field, low, high, default)
+        if key not in self._ints:  # builders ask for the same few fields many times
+            self._ints[key] = self._int(field, low, high, default)
+        return self._ints[key]
+
+    def _int(self, field: str, low: int, high: int, default: Any) -> Sym:
         name, value = self.lookup(field, default)
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.error(name, f"expected an integer, got {value!r}")

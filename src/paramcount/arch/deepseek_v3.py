@@ -9,6 +9,7 @@ from ..ir import Block, Node, Sym
 from . import Family
 from .blocks import block, decoder_classes, embedding, fused_experts, gated_mlp, linear, norm, router, stack
 from .config import Cfg
+from .llama import rms_layer
 
 DEFAULTS = {
     "vocab_size": 129280,
@@ -96,13 +97,7 @@ def moe(c: Cfg) -> Block:
 
 
 def layer(c: Cfg, mlp: Block) -> tuple[Node, ...]:
-    h = c.int("hidden_size")
-    return (
-        self_attn(c),
-        mlp,
-        norm("input_layernorm", h, bias=False),
-        norm("post_attention_layernorm", h, bias=False),
-    )
+    return rms_layer(c, self_attn(c), mlp)
 
 
 def backbone(c: Cfg) -> tuple[Node, ...]:

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from ..ir import Block, Node
 from . import Family
-from .blocks import decoder_classes, gated_mlp, norm
+from .blocks import decoder_classes, gated_mlp
 from .config import Cfg
 from .llama import backbone as llama_backbone
-from .llama import check, self_attn
+from .llama import check, rms_layer, self_attn
 
 DEFAULTS = {
     "vocab_size": 256000,
@@ -33,13 +33,7 @@ def mlp(c: Cfg) -> Block:
 
 
 def layer(c: Cfg) -> tuple[Node, ...]:
-    h = c.int("hidden_size")
-    return (
-        self_attn(c),
-        mlp(c),
-        norm("input_layernorm", h, bias=False),
-        norm("post_attention_layernorm", h, bias=False),
-    )
+    return rms_layer(c, self_attn(c), mlp(c))
 
 
 def backbone(c: Cfg) -> tuple[Node, ...]:

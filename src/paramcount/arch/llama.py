@@ -55,14 +55,14 @@ def mlp(c: Cfg) -> Block:
     return gated_mlp("mlp", c.int("hidden_size"), c.int("intermediate_size"), bias=c.bool("mlp_bias"))
 
 
-def layer(c: Cfg) -> tuple[Node, ...]:
+def rms_layer(c: Cfg, attn: Block, ff: Block) -> tuple[Node, ...]:
+    """A pre-norm decoder layer with the two RMSNorms Llama names (shared by its variants)."""
     h = c.int("hidden_size")
-    return (
-        self_attn(c),
-        mlp(c),
-        norm("input_layernorm", h, bias=False),
-        norm("post_attention_layernorm", h, bias=False),
-    )
+    return attn, ff, norm("input_layernorm", h, bias=False), norm("post_attention_layernorm", h, bias=False)
+
+
+def layer(c: Cfg) -> tuple[Node, ...]:
+    return rms_layer(c, self_attn(c), mlp(c))
 
 
 def backbone(c: Cfg, layer: Callable[[Cfg], tuple[Node, ...]] = layer) -> tuple[Node, ...]:
@@ -82,4 +82,4 @@ FAMILY = Family(
     classes=decoder_classes("Llama", backbone, qa_attr="transformer"),
 )
 
-__all__ = ["FAMILY", "backbone", "block", "check", "head_dim", "kv_heads", "layer", "mlp", "self_attn"]
+__all__ = ["FAMILY", "backbone", "block", "check", "head_dim", "kv_heads", "layer", "mlp", "rms_layer", "self_attn"]

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 
 from ..ir import Block, Node, Sym
 from . import Family, llama
-from .blocks import attention, decoder_classes, gated_mlp, norm
+from .blocks import attention, decoder_classes, gated_mlp
 from .config import Cfg
 
 DEFAULTS = {
@@ -53,14 +53,8 @@ def swiglu(c: Cfg, inter: int | None = None, name: str = "mlp", kind: str = "fee
     return gated_mlp(name, c.int("hidden_size"), inter or c.int("intermediate_size"), kind=kind)
 
 
-def rms_layer(c: Cfg, attn: Block, ff: Block) -> tuple[Node, ...]:
-    """A pre-norm decoder layer with the two RMSNorms Llama names."""
-    h = c.int("hidden_size")
-    return attn, ff, norm("input_layernorm", h, bias=False), norm("post_attention_layernorm", h, bias=False)
-
-
 def layer(c: Cfg) -> tuple[Node, ...]:
-    return rms_layer(c, self_attn(c), swiglu(c))
+    return llama.rms_layer(c, self_attn(c), swiglu(c))
 
 
 def backbone(c: Cfg, layer: Layer = layer) -> tuple[Node, ...]:
@@ -75,4 +69,4 @@ FAMILY = Family(
     classes=decoder_classes("Mistral", backbone),
 )
 
-__all__ = ["FAMILY", "backbone", "check", "kv_heads", "layer", "rms_layer", "self_attn", "swiglu"]
+__all__ = ["FAMILY", "backbone", "check", "kv_heads", "layer", "self_attn", "swiglu"]

@@ -5,7 +5,7 @@ over ``num_local_experts`` SwiGLU experts; checkpoints store them per expert as
 from __future__ import annotations
 
 from ..ir import Block, Node
-from . import Family, mistral
+from . import Family, llama, mistral
 from .blocks import decoder_classes, fused_experts, router
 from .config import Cfg
 
@@ -39,7 +39,7 @@ def sparse_moe(c: Cfg) -> Block:
 
 
 def layer(c: Cfg) -> tuple[Node, ...]:
-    return mistral.rms_layer(c, mistral.self_attn(c), sparse_moe(c))
+    return llama.rms_layer(c, mistral.self_attn(c), sparse_moe(c))
 
 
 def backbone(c: Cfg) -> tuple[Node, ...]:

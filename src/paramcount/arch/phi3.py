@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from ..ir import Block, Node
 from . import Family
-from .blocks import block, decoder_classes, linear, norm
+from .blocks import block, decoder_classes, linear
 from .config import Cfg
 from .llama import backbone as llama_backbone
-from .llama import check, head_dim, kv_heads
+from .llama import check, head_dim, kv_heads, rms_layer
 
 DEFAULTS = {
     "vocab_size": 32064,
@@ -46,13 +46,7 @@ def mlp(c: Cfg) -> Block:
 
 
 def layer(c: Cfg) -> tuple[Node, ...]:
-    h = c.int("hidden_size")
-    return (
-        self_attn(c),
-        mlp(c),
-        norm("input_layernorm", h, bias=False),
-        norm("post_attention_layernorm", h, bias=False),
-    )
+    return rms_layer(c, self_attn(c), mlp(c))
 
 
 def backbone(c: Cfg) -> tuple[Node, ...]:

@@ -4,7 +4,7 @@ projections (always; the output projection has none) and a 151k-token vocabulary
 from __future__ import annotations
 
 from ..ir import Node
-from . import Family, mistral
+from . import Family, llama, mistral
 from .blocks import decoder_classes
 from .config import Cfg
 
@@ -21,7 +21,7 @@ DEFAULTS = {
 
 
 def layer(c: Cfg) -> tuple[Node, ...]:
-    return mistral.rms_layer(c, mistral.self_attn(c, bias=True, out_bias=False), mistral.swiglu(c))
+    return llama.rms_layer(c, mistral.self_attn(c, bias=True, out_bias=False), mistral.swiglu(c))
 
 
 def backbone(c: Cfg) -> tuple[Node, ...]:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from itertools import pairwise
 
 from ..ir import Block, Node, Sym
-from . import Family, mistral
+from . import Family, llama, mistral
 from .blocks import block, decoder_classes, embedding, fused_experts, linear, norm, router, stack
 from .config import Cfg
 
@@ -101,7 +101,7 @@ def sparse_moe(c: Cfg) -> Block:
 def layer(c: Cfg, sparse: bool) -> tuple[Node, ...]:
     bias = c.bool("qkv_bias")
     attn = mistral.self_attn(c, bias=bias, out_bias=False)
-    return mistral.rms_layer(c, attn, sparse_moe(c) if sparse else mistral.swiglu(c))
+    return llama.rms_layer(c, attn, sparse_moe(c) if sparse else mistral.swiglu(c))
 
 
 def layer_runs(c: Cfg, layer: SparseLayer, experts: Experts = num_experts) -> tuple[Node, ...]:

@@ -29,7 +29,7 @@ def self_attn(c: Cfg) -> Block:
 
 
 def layer(c: Cfg) -> tuple[Node, ...]:
-    return mistral.rms_layer(c, self_attn(c), mistral.swiglu(c))
+    return llama.rms_layer(c, self_attn(c), mistral.swiglu(c))
 
 
 def backbone(c: Cfg) -> tuple[Node, ...]:

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from ..ir import Node, Sym
-from . import Family, mistral, qwen2_moe, qwen3
+from . import Family, llama, mistral, qwen2_moe, qwen3
 from .blocks import block, decoder_classes
 from .config import Cfg
 
@@ -43,7 +43,7 @@ def check(c: Cfg) -> None:
 
 def layer(c: Cfg, sparse: bool) -> tuple[Node, ...]:
     ff = block("mlp", *qwen2_moe.routed(c, num_experts)) if sparse else mistral.swiglu(c)
-    return mistral.rms_layer(c, qwen3.self_attn(c), ff)
+    return llama.rms_layer(c, qwen3.self_attn(c), ff)
 
 
 def backbone(c: Cfg) -> tuple[Node, ...]:

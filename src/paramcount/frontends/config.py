@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,10 @@ def read_json(path: Path) -> dict[str, Any]:
     """A JSON object from ``path``, or a one-line error naming the file."""
     src = str(path)
     try:
-        size = path.stat().st_size
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):  # a pipe or device would block or never end
+            raise ParamcountError("not a regular file", source=src)
+        size = info.st_size
         if size > MAX_CONFIG_BYTES:
             raise ParamcountError(f"file is {size:,} bytes; a config is at most {MAX_CONFIG_BYTES:,}", source=src)
         text = path.read_text(encoding="utf-8")
@@ -95,7 +99,7 @@ def from_config(
         fam.check(cfg)
     cls, notes = pick_class(fam, raw, model_class, source)
     tree = fam.classes[cls](cfg)
-    backbone = fam.classes[fam.backbone](cfg)
+    backbone = tree if cls == fam.backbone else fam.classes[fam.backbone](cfg)
     notes += fam.notes(cfg, cls) if fam.notes else []
     notes += [f"{k} was given but changes no parameter of {fam.model_type}" for k in given if k not in cfg.seen]
     return Model(

@@ -77,9 +77,7 @@ def _runs(name: str, items: dict[str, Any], kind: Callable[[str], str], in_list:
         alike = runs and runs[-1][-1] == i - 1 and _signature(items[str(i)]) == _signature(items[str(runs[-1][0])])
         runs[-1].append(i) if alike else runs.append([i])
     label = None if in_list else "layer"
-    return [
-        Block(name, _children(items[str(r[0])], kind, True), repeat=len(r), start=r[0], label=label) for r in runs
-    ]
+    return [Block(name, _children(items[str(r[0])], kind, True), repeat=len(r), start=r[0], label=label) for r in runs]
 
 
 def tree(tensors: Iterable[Flat], kind: Callable[[str], str] = kind_of) -> Block:

@@ -7,10 +7,11 @@ of layers, the pooler, the output head, the total, checked against the count.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from ..derive import Derivation, Line, Section
-from ..formula import ClosedForm, expression
+from ..formula import ClosedForm, expression, parse, render, symbol_key
 from .doc import Cell, Code, Doc, Mark, Math, Num, cell, write
 
 WORDS = {
@@ -22,6 +23,7 @@ WORDS = {
         "numbers": "numbers",
         "subtotal": "subtotal",
         "one_layer": "one layer",
+        "layer": "one layer",
         "layers_title": "One layer of {path}, layers {first}–{last}",
         "layer_title": "Layer {path}.{first}",
         "times": "× {n} layers",
@@ -30,7 +32,7 @@ WORDS = {
         "closed": "Closed form",
         "expanded": "expanded",
         "approx": "Approximations",
-        "approx_line": "{name} = {value} ({error:+.2%} against the exact count)",  # noqa: RUF001
+        "approx_error": " ({error:+.2%} against the exact count)",
         "tied": "tied to {target}: 0 new parameters ({n} shared)",
         "active": "{k} of {n} active per token",
         "tied_section": "tied: 0 new parameters",
@@ -75,6 +77,7 @@ WORDS = {
             "lm_head": "output projection",
             "classifier": "classifier",
             "output_bias": "output bias",
+            "experts": "routed experts",
         },
     },
     "zh": {
@@ -85,6 +88,7 @@ WORDS = {
         "numbers": "代入数值",
         "subtotal": "小计",
         "one_layer": "单层合计",
+        "layer": "单层",
         "layers_title": "单个 Transformer 层（{path}，第 {first}–{last} 层）",
         "layer_title": "Transformer 层（{path}.{first}）",
         "times": "× {n} 层",
@@ -93,7 +97,7 @@ WORDS = {
         "closed": "闭式公式",
         "expanded": "展开",
         "approx": "近似估算",
-        "approx_line": "{name} = {value}（相对精确值误差 {error:+.2%}）",
+        "approx_error": "（相对精确值误差 {error:+.2%}）",
         "tied": "与 {target} 共享权重：0 个新参数（共享 {n}）",
         "active": "每个 token 激活 {n} 个中的 {k} 个",
         "tied_section": "共享权重：0 个新参数",
@@ -101,15 +105,15 @@ WORDS = {
         "active_total": "每个 token 实际激活的参数量（路由专家）：{n}。",
         "note": "注：",
         "sections": {
-            "embeddings": "嵌入层 (embedding)",
+            "embeddings": "嵌入层",
             "norms": "归一化层",
             "final_norm": "最后的归一化层",
-            "pooler": "池化层 (pooler)",
-            "output_head": "输出层 (output head)",
+            "pooler": "池化层",
+            "output_head": "输出层",
             "attention": "注意力层",
-            "feed_forward": "前馈层 (feed forward)",
-            "experts": "专家 (experts)",
-            "router": "路由器 (router)",
+            "feed_forward": "前馈层",
+            "experts": "专家层",
+            "router": "路由器",
             "other": "其他",
         },
         "roles": {
@@ -138,6 +142,7 @@ WORDS = {
             "lm_head": "输出投影 (lm_head)",
             "classifier": "分类器",
             "output_bias": "输出偏置",
+            "experts": "路由专家",
         },
     },
 }
@@ -150,9 +155,22 @@ def words(lang: str) -> dict:
 # ---- one line --------------------------------------------------------------------------------
 
 
-def _factor(dim: int, many: bool) -> str:
+def simplest(dim: int) -> str:
+    """A dimension's expression, simplified when that leaves fewer symbols (``a·h/a`` is h)."""
     text = expression(dim)
-    compound = not (text.isidentifier() or text.isdigit())
+    try:
+        poly = parse(text)
+    except (ValueError, ZeroDivisionError):
+        return text
+    short = render(poly)
+    atoms = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+    fewer = len(atoms.findall(short)) < len(atoms.findall(text))
+    return short if len(poly.terms) == 1 and fewer else text
+
+
+def _factor(dim: int, many: bool) -> str:
+    text = simplest(dim)
+    compound = not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*|\d+", text)
     return f"({text})" if compound and many else text
 
 
@@ -196,9 +214,10 @@ def line_row(line: Line, base: str, lang: str) -> tuple[Cell, ...]:
     untied = any(not p.tied_to for p in line.params)
     sym, num = _repeat(line, *_terms(line, tied=not untied))
     notes: list = []
-    for p in line.params:
-        if p.tied_to:
-            notes.append(w["tied"].format(target=p.tied_to, n=f"{p.size:,}"))
+    tied = [p for p in line.params if p.tied_to]
+    if tied:
+        targets = ", ".join(p.tied_to for p in tied)
+        notes.append(w["tied"].format(target=targets, n=f"{sum(p.size for p in tied):,}"))
     if line.active:
         notes.append(w["active"].format(k=line.active[0], n=line.active[1]))
     return (
@@ -220,11 +239,10 @@ def title(section: Section, previous: Section | None, lang: str) -> str:
         if section.copies == 1:
             return w["layer_title"].format(path=section.path, first=section.first)
         return w["layers_title"].format(path=section.path, first=section.first, last=section.last)
-    kind = "final_norm" if section.kind == "norms" and previous and previous.kind == "layers" else section.kind
-    name = w["sections"].get(kind, kind)
-    return f"{name}（{section.path}）" if lang == "zh" and section.path else (
-        f"{name} ({section.path})" if section.path else name
-    )
+    name = short(section, previous, lang)
+    if not section.path:
+        return name
+    return f"{name}（{section.path}）" if lang == "zh" else f"{name} ({section.path})"
 
 
 def section_rows(section: Section, lang: str) -> tuple[list[tuple[Cell, ...]], list[int]]:
@@ -236,8 +254,11 @@ def section_rows(section: Section, lang: str) -> tuple[list[tuple[Cell, ...]], l
             rows.append((cell(w["subtotal"]), (), (), (), cell(Num(section.total))))
             return rows, [len(rows) - 1]
         return rows, []
+    if section.copies == 1 and expression(section.repeat) == "1":  # a run of one layer (T5's block 0)
+        rows.append((cell(w["subtotal"]), (), (), (), cell(Num(section.total))))
+        return rows, [len(rows) - 1]
     rows.append((cell(w["one_layer"]), (), (), (), cell(Num(section.each))))
-    n = expression(section.repeat)
+    n = _factor(section.repeat, True)
     times = w["times"].format(n=n if n.isdigit() else f"{n} = {section.copies}")
     product = f"{section.copies} × {section.each:,}"
     rows.append((cell(times), (), (), cell(Math(product)), cell(Num(section.total))))
@@ -254,7 +275,8 @@ def header(lang: str) -> tuple[Cell, ...]:
 
 def legend(closed: ClosedForm, lang: str) -> list:
     pieces: list = [words(lang)["symbols"] + (": " if lang == "en" else "：")]
-    for i, (sym, value) in enumerate(closed.values.items()):
+    for i, sym in enumerate(sorted(closed.values, key=symbol_key)):
+        value = closed.values[sym]
         field = closed.fields.get(sym)
         pieces += [", " if i else "", Math(f"{sym} = {value:,}")]
         pieces += [" (", Code(field), ")"] if field and field != sym else []
@@ -279,11 +301,23 @@ def document(d: Derivation, lang: str = "en") -> Doc:
     return doc
 
 
+def short(section: Section, previous: Section | None, lang: str) -> str:
+    """A section's name in the sum of the total: ``embeddings``, ``12 × one layer``."""
+    w = words(lang)
+    if section.kind == "layers":
+        one = section.copies == 1 and expression(section.repeat) == "1"
+        return w["layer"] if one else f"{section.copies} × {w['layer']}"
+    kind = "final_norm" if section.kind == "norms" and previous and previous.kind == "layers" else section.kind
+    return w["sections"].get(kind, kind)
+
+
 def _total(doc: Doc, d: Derivation, lang: str) -> None:
     w = words(lang)
-    terms = " + ".join(f"{s.total:,}" for s in d.sections)
     doc.heading(w["total"])
-    text = f"{w['total']} = {terms} = {d.total:,}" if len(d.sections) > 1 else f"{w['total']} = {d.total:,}"
+    names = [short(s, d.sections[i - 1] if i else None, lang) for i, s in enumerate(d.sections)]
+    doc.para(f"{w['total']} = " + " + ".join(names))
+    terms = " + ".join(f"{s.total:,}" for s in d.sections)
+    text = f"N = {terms} = {d.total:,}" if len(d.sections) > 1 else f"N = {d.total:,}"
     doc.para(Math(text), "  ", Mark(), " ", w["checked"])
 
 
@@ -302,8 +336,7 @@ def _closed(doc: Doc, closed: ClosedForm, lang: str) -> None:
     if closed.approximations:
         doc.heading(w["approx"])
         for a in closed.approximations:
-            line = w["approx_line"].format(name="", value=f"{a.value:,}", error=a.error)
-            doc.para(Math(f"{a.name} = {a.value:,}"), line.split(" ", 1)[1])
+            doc.para(Math(f"{a.name} = {a.value:,}"), w["approx_error"].format(error=a.error))
 
 
 def _extras(doc: Doc, d: Derivation, lang: str) -> None:
@@ -316,6 +349,6 @@ def _extras(doc: Doc, d: Derivation, lang: str) -> None:
         doc.para(w["note"] + note)
 
 
-def render(d: Derivation, fmt: str = "text", lang: str = "en") -> str:
+def render_derivation(d: Derivation, fmt: str = "text", lang: str = "en") -> str:
     """The derivation written out (text, md or tex; en or zh)."""
     return write(document(d, lang), fmt)

@@ -78,8 +78,16 @@ class Doc:
         right: Sequence[int] = (),
         strong: Sequence[int] = (),
     ) -> None:
-        block = Block("table", tuple(header), tuple(tuple(r) for r in rows), tuple(right), tuple(strong))
+        cols = len(header)
+        while cols > 1 and empty(header[cols - 1]) and all(len(r) < cols or empty(r[cols - 1]) for r in rows):
+            cols -= 1  # an empty last column (a notes column with no notes)
+        rows = [tuple(r[:cols]) for r in rows]
+        block = Block("table", tuple(header[:cols]), tuple(rows), tuple(right), tuple(strong))
         self.blocks.append(block)
+
+
+def empty(c: Cell) -> bool:
+    return all(p == "" for p in c)
 
 
 def cell(*pieces: Piece) -> Cell:
@@ -120,9 +128,6 @@ def _text_table(block: Block) -> list[str]:
     rows = [[_plain(c) for c in row] for row in (block.cells, *block.rows)]
     cols = max(len(r) for r in rows)
     rows = [r + [""] * (cols - len(r)) for r in rows]
-    while cols > 1 and not any(r[cols - 1] for r in rows):  # an empty last column (no notes)
-        cols -= 1
-        rows = [r[:cols] for r in rows]
     widths = [max(width(r[i]) for r in rows) for i in range(cols)]
     out = []
     for row in rows:
@@ -225,15 +230,15 @@ def _tex_symbol(name: str) -> str:
 def tex_math(formula: str) -> str:
     """Our formula notation as LaTeX math."""
     out = []
-    for tok in re.findall(r"\[[^\]]*\]|[A-Za-z_]\w*|\d[\d,]*|[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+|.", formula):
+    for tok in re.findall(r"\[[^\]]*\]|[A-Za-z_][A-Za-z0-9_]*|\d[\d,]*|[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+|.", formula):
         if tok.startswith("["):
             out.append(r"\mathrm{[" + tex_escape(tok[1:-1]) + "]}")
         elif tok[0].isalpha() or tok[0] == "_":
             out.append(_tex_symbol(tok))
+        elif tok[0] in _SUPER or tok[0] == "⁻":  # before digits: "²".isdigit() is true
+            out.append("^{" + "".join(_SUPER.get(c, "-") for c in tok) + "}")
         elif tok[0].isdigit():
             out.append(tok.replace(",", "{,}"))
-        elif tok[0] in _SUPER or tok[0] == "⁻":
-            out.append("^{" + "".join(_SUPER.get(c, "-") for c in tok) + "}")
         else:
             out.append({"·": r" \cdot ", "×": r" \times ", "−": "-", "→": r" \to ", "≈": r" \approx "}.get(tok, tok))
     return "".join(out)
@@ -258,13 +263,13 @@ def _tex(cell_: Cell) -> str:
 def _tex_table(b: Block) -> list[str]:
     spec = "".join("r" if i in b.right else "l" for i in range(len(b.cells)))
     head = " & ".join(r"\textbf{" + _tex(c) + "}" if _tex(c) else "" for c in b.cells)
-    out = [r"\par\noindent\begin{tabular}{" + spec + "}", r"\hline", head + r" \\", r"\hline"]
+    out = [r"\par\noindent{\footnotesize\begin{tabular}{" + spec + "}", r"\hline", head + r" \\", r"\hline"]
     for i, row in enumerate(b.rows):
         cells = [_tex(c) for c in row] + [""] * (len(b.cells) - len(row))
         if i in b.strong:
             cells = [r"\textbf{" + c + "}" if c else c for c in cells]
         out.append(" & ".join(cells) + r" \\")
-    return [*out, r"\hline", r"\end{tabular}\par\medskip"]
+    return [*out, r"\hline", r"\end{tabular}}\par\medskip"]
 
 
 def _latex(doc: Doc) -> str:
@@ -276,6 +281,7 @@ def _latex(doc: Doc) -> str:
         r"\usepackage{amsmath,amssymb}",
         *([r"\usepackage{CJKutf8}"] if zh else []),
         r"\setlength{\parindent}{0pt}",
+        r"\setlength{\tabcolsep}{4pt}",
         r"\begin{document}",
         *([r"\begin{CJK}{UTF8}{gbsn}"] if zh else []),
     ]

@@ -50,7 +50,7 @@ def components(model: Model) -> Table:
     t.add_column("share", justify="right")
     total = model.total or 1
     for kind, value in model.components().items():
-        t.add_row(LABELS[kind], n(value), f"{100 * value / total:.2f}%")
+        t.add_row(LABELS[kind], n(value) if value else "0 (tied)", f"{100 * value / total:.2f}%")
     t.add_row(Text("total", style="bold"), Text(n(model.total), style="bold"), "100.00%")
     return t
 
@@ -106,8 +106,8 @@ def _branch(parent: Tree, node: Node, depth: int) -> None:
 
 def render(model: Model, tree_depth: int = 0) -> Group:
     head = Text(model.name, style="bold")
-    if model.source != model.name:
-        head.append(f"  ({model.source})", style="dim")
+    where = "bundled catalog" if model.source == f"catalog:{model.name}" else model.source
+    head.append(f"  {model.model_type} · {where}" if where != model.name else f"  {model.model_type}", style="dim")
     parts = [head, summary(model), Text(""), components(model)]
     parts += [Text(""), *layer_lines(model)] if model.layers() else []
     parts += tie_lines(model)

@@ -1,0 +1,477 @@
+"""A GGUF file (llama.cpp and friends) becomes a Model from its header alone.
+
+The header is parsed here, with bounds on every count and length, from a read-only memory
+map: only the pages holding the header are read, never tensor data. The ``gguf`` package
+supplies the format's constants and the quant block table (``GGML_QUANT_SIZES``: elements per
+block and bytes per block), so a tensor's bytes are exact, not rounded bits per weight.
+Shapes are given in PyTorch order (rows first), the reverse of GGUF's ``ne`` order.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import mmap
+import re
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ParamcountError
+from ..model import Model
+from .flat import kind_of, tree
+
+MAGIC = b"GGUF"
+MAX_NAME_BYTES = 1 << 16  # ggml allows 64-byte tensor names; be lenient, not unbounded
+MAX_DIMS = 4  # GGML_MAX_DIMS
+MAX_ARRAY_NESTING = 4
+MAX_KEPT_ARRAY = 1024  # per-layer arrays (head counts) are kept; vocabularies only counted
+MAX_KEPT_STRING = 4096
+MAX_ELEMENTS = 1 << 62  # ggml counts elements in int64
+
+# GGUFValueType -> struct code, for the fixed-size scalar types.
+_SCALAR = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+_STRING, _ARRAY = 8, 9
+
+# Component of a tensor from its GGUF name (the part after ``blk.N.``), checked in order.
+_KINDS = [
+    ("norms", r"(^|_)norm(_|$)"),
+    ("router", r"^ffn_gate_inp(_shexp)?$|^exp_probs_b$"),
+    ("experts", r"_(ch)?exps$|_shexp$"),
+    ("embeddings", r"^(token_embd|pos_embd|token_types)$"),
+    ("output_head", r"^(output|cls|cls_out)$"),
+    ("attention", r"^attn"),
+    ("feed_forward", r"^ffn"),
+]
+_KIND_RX = [(kind, re.compile(rx)) for kind, rx in _KINDS]
+_STEM = re.compile(r"^(?:blk\.\d+\.)?(.*?)(?:\.(weight|bias|scale))?$")
+
+# Architecture metadata worth showing, as ``{arch}.<key>``.
+ARCH_KEYS = (
+    "block_count",
+    "context_length",
+    "embedding_length",
+    "feed_forward_length",
+    "attention.head_count",
+    "attention.head_count_kv",
+    "attention.key_length",
+    "attention.value_length",
+    "expert_count",
+    "expert_used_count",
+    "expert_shared_count",
+    "expert_feed_forward_length",
+    "leading_dense_block_count",
+    "vocab_size",
+)
+
+
+def kind(name: str) -> str:
+    """The component of a GGUF tensor (``blk.3.ffn_gate_exps.weight`` is experts)."""
+    m = _STEM.match(name)
+    stem = m.group(1) if m else name
+    for k, rx in _KIND_RX:
+        if rx.search(stem):
+            return k
+    return kind_of(name)
+
+
+def _constants() -> Any:
+    try:
+        import gguf
+    except ImportError:
+        raise ParamcountError("reading GGUF needs the gguf package: pip install 'paramcount[gguf]'") from None
+    return gguf
+
+
+@dataclass(frozen=True)
+class GGUFTensor:
+    name: str
+    shape: tuple[int, ...]  # PyTorch order: the reverse of the file's ne[]
+    type_name: str  # Q4_K, F16, …
+    type_id: int
+    offset: int  # from the start of the data section
+    elements: int
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class TypeSplit:
+    """The tensors of one quant type."""
+
+    type_name: str
+    tensors: int
+    elements: int
+    nbytes: int
+
+    @property
+    def bits_per_weight(self) -> float:
+        return 8 * self.nbytes / self.elements if self.elements else 0.0
+
+
+@dataclass(frozen=True)
+class GGUFFile:
+    path: str
+    version: int
+    byte_order: str  # "<" or ">"
+    alignment: int
+    data_offset: int
+    file_size: int
+    metadata: Mapping[str, Any]  # arrays longer than MAX_KEPT_ARRAY become ("array", type, length)
+    tensors: tuple[GGUFTensor, ...]
+
+    @property
+    def elements(self) -> int:
+        return sum(t.elements for t in self.tensors)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.nbytes for t in self.tensors)
+
+    @property
+    def bits_per_weight(self) -> float:
+        """Tensor bytes × 8 / elements: the file's effective bits per weight."""
+        return 8 * self.nbytes / self.elements if self.elements else 0.0
+
+    @property
+    def architecture(self) -> str | None:
+        arch = self.metadata.get("general.architecture")
+        return arch if isinstance(arch, str) else None
+
+    def by_type(self) -> list[TypeSplit]:
+        """Tensors, elements and bytes per quant type, most bytes first."""
+        acc: dict[str, list[int]] = {}
+        for t in self.tensors:
+            row = acc.setdefault(t.type_name, [0, 0, 0])
+            row[0] += 1
+            row[1] += t.elements
+            row[2] += t.nbytes
+        rows = [TypeSplit(name, *vals) for name, vals in acc.items()]
+        return sorted(rows, key=lambda r: (-r.nbytes, r.type_name))
+
+    def arch_metadata(self) -> dict[str, Any]:
+        """``block_count``, ``context_length``, head counts, … without the ``{arch}.`` prefix."""
+        arch = self.architecture
+        out: dict[str, Any] = {}
+        if arch:
+            for key in ARCH_KEYS:
+                value = self.metadata.get(f"{arch}.{key}")
+                if value is not None:
+                    out[key] = value
+        tokens = self.metadata.get("tokenizer.ggml.tokens")
+        if "vocab_size" not in out and isinstance(tokens, tuple) and tokens[:1] == ("array",):
+            out["vocab_size"] = tokens[2]
+        return out
+
+
+class _Reader:
+    """Bounded little- or big-endian reads from the memory-mapped header."""
+
+    def __init__(self, buf: mmap.mmap | bytes, source: str):
+        self.buf, self.source, self.pos, self.order = buf, source, 0, "<"
+        self.size = len(buf)
+
+    def fail(self, message: str) -> ParamcountError:
+        return ParamcountError(message, source=self.source)
+
+    def need(self, n: int, what: str) -> None:
+        if n < 0 or self.pos + n > self.size:
+            raise self.fail(f"truncated: {what} needs {n:,} bytes at offset {self.pos:,}; the file has {self.size:,}")
+
+    def scalar(self, code: str, what: str) -> Any:
+        n = struct.calcsize(code)
+        self.need(n, what)
+        (value,) = struct.unpack_from(self.order + code, self.buf, self.pos)
+        self.pos += n
+        return value
+
+    def u32(self, what: str) -> int:
+        return self.scalar("I", what)
+
+    def u64(self, what: str) -> int:
+        return self.scalar("Q", what)
+
+    def string(self, what: str, limit: int | None = None) -> bytes:
+        n = self.u64(f"the length of {what}")
+        if limit is not None and n > limit:
+            raise self.fail(f"{what} is {n:,} bytes long; at most {limit:,} allowed")
+        self.need(n, what)
+        data = bytes(self.buf[self.pos : self.pos + n])
+        self.pos += n
+        return data
+
+    def skip_string(self, what: str) -> int:
+        n = self.u64(f"the length of {what}")
+        self.need(n, what)
+        self.pos += n
+        return n
+
+    def remaining(self) -> int:
+        return self.size - self.pos
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+def _value(r: _Reader, vtype: int, key: str, depth: int = 0) -> Any:
+    if vtype in _SCALAR:
+        return r.scalar(_SCALAR[vtype], key)
+    if vtype == _STRING:
+        n = r.u64(f"the length of {key}")
+        r.need(n, key)
+        value = _text(bytes(r.buf[r.pos : r.pos + min(n, MAX_KEPT_STRING)]))
+        r.pos += n
+        return value
+    if vtype == _ARRAY:
+        return _array(r, key, depth)
+    raise r.fail(f"metadata {key}: unknown value type {vtype}")
+
+
+def _array(r: _Reader, key: str, depth: int) -> Any:
+    if depth >= MAX_ARRAY_NESTING:
+        raise r.fail(f"metadata {key}: arrays nested more than {MAX_ARRAY_NESTING} deep")
+    item = r.u32(f"the item type of {key}")
+    count = r.u64(f"the length of {key}")
+    smallest = struct.calcsize(_SCALAR[item]) if item in _SCALAR else (8 if item in (_STRING, _ARRAY) else None)
+    if smallest is None:
+        raise r.fail(f"metadata {key}: unknown array item type {item}")
+    if count * smallest > r.remaining():
+        raise r.fail(f"metadata {key}: array of {count:,} items cannot fit in the {r.remaining():,} bytes left")
+    if item in _SCALAR and count > MAX_KEPT_ARRAY:
+        r.pos += count * smallest
+        return ("array", item, count)
+    if item == _STRING and count > MAX_KEPT_ARRAY:
+        for _ in range(count):  # a vocabulary: walk it, keep only its length
+            r.skip_string(f"an item of {key}")
+        return ("array", item, count)
+    return [_value(r, item, key, depth + 1) for _ in range(count)]
+
+
+def _metadata(r: _Reader, kv_count: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for i in range(kv_count):
+        key = _text(r.string(f"metadata key {i}", MAX_NAME_BYTES))
+        vtype = r.u32(f"the type of metadata {key}")
+        out[key] = _value(r, vtype, key)
+    return out
+
+
+def _alignment(meta: Mapping[str, Any], default: int, r: _Reader) -> int:
+    align = meta.get("general.alignment", default)
+    if not isinstance(align, int) or isinstance(align, bool) or align <= 0 or align & (align - 1) or align > 1 << 30:
+        raise r.fail(f"general.alignment {align!r} is not a power of two")
+    return align
+
+
+def _tensor_info(r: _Reader, i: int, sizes: Mapping[int, tuple[int, int]], names: Mapping[int, str]) -> GGUFTensor:
+    name = _text(r.string(f"the name of tensor {i}", MAX_NAME_BYTES))
+    n_dims = r.u32(f"the rank of {name}")
+    if n_dims > MAX_DIMS:
+        raise r.fail(f"tensor {name}: {n_dims} dimensions; GGUF allows at most {MAX_DIMS}")
+    ne = [r.u64(f"dimension {d} of {name}") for d in range(n_dims)]
+    type_id = r.u32(f"the type of {name}")
+    offset = r.u64(f"the data offset of {name}")
+    if type_id not in sizes:
+        raise r.fail(f"tensor {name}: unknown ggml type {type_id}")
+    elements = math.prod(ne)
+    if any(d >= 1 << 63 for d in ne) or elements > MAX_ELEMENTS:
+        raise r.fail(f"tensor {name}: dimensions {ne} are absurd ({elements:,} elements)")
+    block, type_size = sizes[type_id]
+    if ne and ne[0] % block:
+        raise r.fail(f"tensor {name}: row length {ne[0]:,} is not a multiple of {names[type_id]}'s block of {block}")
+    return GGUFTensor(
+        name, tuple(reversed(ne)), names[type_id], type_id, offset, elements, elements // block * type_size
+    )
+
+
+def _check_data(r: _Reader, tensors: list[GGUFTensor], data_offset: int, alignment: int) -> None:
+    seen: set[str] = set()
+    for t in tensors:
+        if t.name in seen:
+            raise r.fail(f"tensor {t.name} appears twice")
+        seen.add(t.name)
+        if t.offset % alignment:
+            raise r.fail(f"tensor {t.name}: data offset {t.offset:,} is not aligned to {alignment}")
+        end = data_offset + t.offset + t.nbytes
+        if end > r.size:
+            raise r.fail(f"truncated: tensor {t.name}'s data ends at byte {end:,}; the file has {r.size:,}")
+    ordered = sorted(tensors, key=lambda t: t.offset)
+    for a, b in itertools.pairwise(ordered):
+        if a.offset + a.nbytes > b.offset:
+            raise r.fail(f"tensors {a.name} and {b.name} overlap in the data section")
+
+
+def parse(buf: mmap.mmap | bytes, source: str) -> GGUFFile:
+    """The header of a GGUF file held in ``buf`` (only header bytes are read)."""
+    g = _constants()
+    sizes = {int(k): v for k, v in g.GGML_QUANT_SIZES.items()}
+    names = {int(k): k.name for k in g.GGML_QUANT_SIZES}
+    r = _Reader(buf, source)
+    if not len(buf):
+        raise r.fail("empty file, not GGUF")
+    if len(buf) < 4 or bytes(buf[:4]) != MAGIC:
+        found = bytes(buf[:4])
+        raise r.fail(f"not a GGUF file: bad magic {found!r}, expected {MAGIC!r}")
+    r.pos = 4
+    version = r.u32("the version")
+    if version & 0xFFFF == 0:  # written on the other endianness
+        r.order = ">"
+        version = struct.unpack(">I", struct.pack("<I", version))[0]
+    if version not in (2, 3):
+        raise r.fail(f"GGUF version {version} is not supported (2 and 3 are)")
+    tensor_count = r.u64("the tensor count")
+    kv_count = r.u64("the metadata count")
+    # each metadata entry takes at least 13 bytes and each tensor info at least 24
+    if kv_count * 13 + tensor_count * 24 > r.remaining():
+        raise r.fail(
+            f"header claims {tensor_count:,} tensors and {kv_count:,} metadata entries; "
+            f"the {r.size:,}-byte file cannot hold them"
+        )
+    meta = _metadata(r, kv_count)
+    tensors = [_tensor_info(r, i, sizes, names) for i in range(tensor_count)]
+    alignment = _alignment(meta, g.GGUF_DEFAULT_ALIGNMENT, r)
+    data_offset = -(-r.pos // alignment) * alignment
+    _check_data(r, tensors, data_offset, alignment)
+    return GGUFFile(source, version, r.order, alignment, data_offset, r.size, meta, tuple(tensors))
+
+
+def read_header(path: str | Path) -> GGUFFile:
+    """Parse ``path``'s GGUF header through a read-only memory map; tensor data stays unread."""
+    src = str(path)
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, 2)
+            if size < 24:  # magic, version and the two counts
+                f.seek(0)
+                return parse(f.read(size), src)
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+                return parse(buf, src)
+    except FileNotFoundError:
+        raise ParamcountError("no such file", source=src) from None
+    except (OSError, ValueError) as e:
+        raise ParamcountError(f"cannot read: {e.__class__.__name__}: {e}", source=src) from None
+
+
+_SHARD = re.compile(r"(?P<stem>.*)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf", re.I)
+MAX_SHARDS = 10_000
+
+
+def read_shards(path: str | Path) -> GGUFFile:
+    """The header of ``path``, or of all its shards merged when it is one of a split model.
+
+    llama.cpp's gguf-split (and GGUFWriter) name shards ``NAME-00001-of-00003.gguf`` and
+    write ``split.count`` into each; the first shard holds the model's metadata.
+    """
+    path = Path(path)
+    first = read_header(path)
+    count = first.metadata.get("split.count")
+    if not isinstance(count, int) or isinstance(count, bool) or count <= 1:
+        return first
+    m = _SHARD.fullmatch(path.name)
+    if not m or int(m["count"]) != count or count > MAX_SHARDS:
+        raise ParamcountError(
+            f"split.count says {count} shards, but the name does not follow NAME-00001-of-{count:05d}.gguf",
+            source=str(path),
+        )
+    files = []
+    for i in range(1, count + 1):
+        shard = path.with_name(f"{m['stem']}-{i:05d}-of-{count:05d}.gguf")
+        if not shard.is_file():
+            raise ParamcountError(f"shard {i} of {count} is missing: {shard.name}", source=str(path))
+        files.append(first if shard.name == path.name else read_header(shard))
+    return _merge(files, count, str(path.with_name(f"{m['stem']}-*-of-{count:05d}.gguf")))
+
+
+def _merge(files: list[GGUFFile], count: int, source: str) -> GGUFFile:
+    tensors = [t for f in files for t in f.tensors]
+    names = [t.name for t in tensors]
+    if len(set(names)) != len(names):
+        twice = next(n for n in names if names.count(n) > 1)
+        raise ParamcountError(f"tensor {twice} is in more than one shard", source=source)
+    main = next((f for f in files if f.metadata.get("general.architecture")), files[0])
+    said = main.metadata.get("split.tensors.count")
+    if isinstance(said, int) and said != len(tensors):
+        raise ParamcountError(
+            f"the {count} shards hold {len(tensors):,} tensors; split.tensors.count says {said:,}", source=source
+        )
+    return GGUFFile(
+        source,
+        main.version,
+        main.byte_order,
+        main.alignment,
+        main.data_offset,
+        sum(f.file_size for f in files),
+        {**main.metadata, "split.count": count},
+        tuple(tensors),
+    )
+
+
+def _split_line(s: TypeSplit) -> str:
+    tensors = f"{s.tensors:,} tensor{'s' if s.tensors != 1 else ''}"
+    return f"{s.type_name} {tensors}, {s.elements:,} elements, {s.nbytes:,} bytes ({s.bits_per_weight:.4f} bits each)"
+
+
+def _notes(info: GGUFFile) -> list[str]:
+    arch = info.architecture or "unknown architecture"
+    shards = info.metadata.get("split.count")
+    files = f" in {shards} shards" if isinstance(shards, int) and shards > 1 else ""
+    notes = [
+        f"GGUF v{info.version}, {arch}{files}: {len(info.tensors):,} tensors, {info.elements:,} elements in "
+        f"{info.nbytes:,} bytes of tensor data, {info.bits_per_weight:.4f} bits per weight",
+        "by type: " + "; ".join(_split_line(s) for s in info.by_type()),
+    ]
+    meta = info.arch_metadata()
+    if meta:
+        notes.append("metadata: " + ", ".join(f"{k} {v}" for k, v in meta.items()))
+    names = {t.name for t in info.tensors}
+    if "token_embd.weight" in names and "output.weight" not in names:
+        notes.append("no output.weight: the output head reuses token_embd.weight (tied)")
+    if "rope_freqs.weight" in names:
+        notes.append("rope_freqs.weight is a stored RoPE frequency table, counted as the file counts it")
+    return notes
+
+
+def to_model(info: GGUFFile) -> Model:
+    flat = [(t.name, t.shape, t.type_name) for t in info.tensors]
+    try:
+        full = tree(flat, kind)
+        body = tree([f for f in flat if f[0] != "output.weight"], kind)
+    except ValueError as e:
+        raise ParamcountError(f"tensor names do not form a tree: {e}", source=info.path) from None
+    name = info.metadata.get("general.name")
+    return Model(
+        name=name if isinstance(name, str) and name else info.path,
+        source=info.path,
+        model_type=info.architecture or "unknown",
+        class_name="GGUF",
+        tree=full,
+        backbone_class="GGUF without output.weight",
+        backbone=body,
+        config=info.arch_metadata(),  # GGUF key names; the full metadata is read_header(path).metadata
+        notes=tuple(_notes(info)),
+    )
+
+
+def from_file(path: str | Path) -> Model:
+    """The Model of a GGUF file (all shards of a split model, given any one of them)."""
+    return to_model(read_shards(path))
+
+
+def read(source: str | Path) -> Model | None:
+    """A Model if ``source`` is a GGUF file (by its ``.gguf`` name or its magic), else None."""
+    path = Path(source)
+    if not path.is_file():
+        return None
+    if path.suffix.lower() != ".gguf":
+        try:
+            with open(path, "rb") as f:
+                if f.read(4) != MAGIC:
+                    return None
+        except OSError:
+            return None
+    return from_file(path)
+
+
+__all__ = ["GGUFFile", "GGUFTensor", "TypeSplit", "from_file", "kind", "read", "read_header", "read_shards", "to_model"]

@@ -1,0 +1,269 @@
+"""``paramcount check`` and ``paramcount compare`` written out (text, Markdown or LaTeX; en or zh)."""
+
+from __future__ import annotations
+
+from ..check import CheckResult, Explanation, Step
+from ..compare import Comparison
+from .doc import Code, Doc, Mark, Math, Num, cell, write
+
+SLIPS = {
+    "en": {
+        "pooler": "without the pooler",
+        "tied_head_twice": "with the tied output head counted twice",
+        "biases": "without the biases",
+        "norms": "without the norms (LayerNorm/RMSNorm)",
+        "embedding_norm": "without the embedding LayerNorm",
+        "final_norm": "without the final norm",
+        "layer_norms": "without the norms inside the layers",
+        "rms_as_layernorm": "with each RMSNorm counted as a LayerNorm (weight and bias)",
+        "segment_omitted": "without the segment embeddings",
+        "position_omitted": "without the position embeddings",
+        "tied_embeddings_twice": "with the shared (tied) embeddings counted again",
+        "gate_omitted": "without the gate projections (a gated feed-forward has three matrices, not two)",
+        "router": "without the router",
+        "experts_active": "counting only the {k} active experts of {n}",
+        "experts_all": "counting all {n} experts, not the {k} active per token",
+        "ffn_4h": "with the feed-forward size taken as 4h = {four_h:,}",
+        "kv_heads": "with as many key/value heads as query heads ({a}, not {a_kv})",
+        "positions_counted": "with position embeddings counted (P·h, P = {P:,}) that are not parameters here",
+        "segment_added": "with segment embeddings it does not have (2·h)",
+    },
+    "zh": {
+        "pooler": "漏算了池化层 (pooler)",
+        "tied_head_twice": "把与词嵌入共享权重的输出层 (lm_head) 重复计算了一次",
+        "biases": "漏算了偏置 (bias)",
+        "norms": "漏算了所有归一化层 (LayerNorm/RMSNorm)",
+        "embedding_norm": "漏算了嵌入层的层归一化 (LayerNorm)",
+        "final_norm": "漏算了最后的归一化层",
+        "layer_norms": "漏算了各层内的归一化层",
+        "rms_as_layernorm": "把 RMSNorm 当成了带偏置的 LayerNorm",
+        "segment_omitted": "漏算了句子/段嵌入 (segment embedding)",
+        "position_omitted": "漏算了位置嵌入 (position embedding)",
+        "tied_embeddings_twice": "把共享的嵌入矩阵重复计算了",
+        "gate_omitted": "漏算了门控前馈层的 gate 投影（门控 FFN 有三个矩阵）",
+        "router": "漏算了路由器 (router)",
+        "experts_active": "只算了每个 token 激活的 {k} 个专家（共 {n} 个）",
+        "experts_all": "算了全部 {n} 个专家，而不是每个 token 激活的 {k} 个",
+        "ffn_4h": "把前馈层维度当成了 4h = {four_h:,}",
+        "kv_heads": "把键/值头数当成了查询头数（{a}，实际为 {a_kv}）",
+        "positions_counted": "把没有参数的位置编码当成了位置嵌入 (P·h，P = {P:,})",
+        "segment_added": "多算了并不存在的句子/段嵌入 (2·h)",
+    },
+}
+
+WORDS = {
+    "en": {
+        "title": "Checking {answer} against {name}",
+        "counts": "{cls} has {total} parameters; its backbone {bb} has {bbtotal}.",
+        "counts_same": "{cls} has {total} parameters.",
+        "active": " (parameters active per token)",
+        "exact": "{answer} is exact: the count of {cls}.",
+        "rounded": "{answer} is {total} rounded: the count of {cls}.",
+        "backbone": "That is the backbone; {cls} as configured has {total}.",
+        "explained": "{answer} is not exact. It is explained exactly:",
+        "explained_rounded": "{answer} is not the count rounded; it could be:",
+        "also": "Also possible:",
+        "none": "No combination of up to three common slips gives {answer}.",
+        "nearest": "Nearest explanations:",
+        "remaining": "remaining difference",
+        "and": " and ",
+        "exactly": "the exact count",
+    },
+    "zh": {
+        "title": "核对 {answer}（{name}）",
+        "counts": "{cls} 的参数量为 {total}；主干模型 {bb} 为 {bbtotal}。",
+        "counts_same": "{cls} 的参数量为 {total}。",
+        "active": "（每个 token 激活的参数量）",
+        "exact": "{answer} 正确：就是 {cls} 的参数量。",
+        "rounded": "{answer} 是 {total} 的近似值：{cls} 的参数量。",
+        "backbone": "这是主干模型的参数量；按配置的 {cls} 为 {total}。",
+        "explained": "{answer} 不是精确值。差异可以被完全解释：",
+        "explained_rounded": "{answer} 不是精确值的近似；可能是：",
+        "also": "也可能是：",
+        "none": "三种以内的常见错误组合都得不到 {answer}。",
+        "nearest": "最接近的解释：",
+        "remaining": "剩余差值",
+        "and": "，并且",
+        "exactly": "精确值",
+    },
+}
+
+
+def phrase(step: Step, lang: str) -> str:
+    return SLIPS[lang][step.key].format(**step.info)
+
+
+def sentence(e: Explanation, answer: str, lang: str, rel: str = "=") -> str:
+    """``108,891,648 = BertModel without the pooler (590,592)``."""
+    parts = [f"{phrase(s, lang)} ({abs(s.change):,})" for s in e.steps]
+    joined = WORDS[lang]["and"].join([", ".join(parts[:-1]), parts[-1]] if len(parts) > 1 else parts)
+    return f"{answer} {rel} {e.class_name} {joined}" if lang == "en" else f"{answer} {rel} {e.class_name}，{joined}"
+
+
+def working(e: Explanation) -> str:
+    """``109,482,240 - 590,592 = 108,891,648``."""
+    text = f"{e.base_total:,}"
+    for s in e.steps:
+        text += f" {'+' if s.change >= 0 else '-'} {abs(s.change):,}"
+    return f"{text} = {e.value:,}"
+
+
+def _answer(result: CheckResult) -> str:
+    a = result.answer
+    return f"{int(a.value):,}" if not a.rounded and a.value.denominator == 1 else a.text.strip()
+
+
+def check_document(result: CheckResult, lang: str = "en") -> Doc:
+    w, doc, answer = WORDS[lang], Doc(lang), _answer(result)
+    doc.title(w["title"].format(answer=answer, name=result.name))
+    same = result.backbone_class == result.class_name
+    key = "counts_same" if same else "counts"
+    counts = w[key].format(
+        cls=result.class_name, total=f"{result.total:,}", bb=result.backbone_class, bbtotal=f"{result.backbone_total:,}"
+    )
+    doc.para(counts + (w["active"] if result.active else ""))
+    if result.exact:
+        _exact(doc, result, answer, w)
+    elif result.explanations:
+        _explained(doc, result, answer, lang)
+    else:
+        _nearest(doc, result, answer, lang)
+    return doc
+
+
+def _exact(doc: Doc, result: CheckResult, answer: str, w: dict) -> None:
+    best = result.explanations[0]
+    key = "rounded" if result.answer.rounded else "exact"
+    doc.para(Mark(), " ", w[key].format(answer=answer, cls=best.class_name, total=f"{best.value:,}"))
+    if best.backbone:
+        doc.para(w["backbone"].format(cls=result.class_name, total=f"{result.total:,}"))
+
+
+def _explained(doc: Doc, result: CheckResult, answer: str, lang: str) -> None:
+    w = WORDS[lang]
+    doc.para(w["explained_rounded" if result.answer.rounded else "explained"].format(answer=answer))
+    first, *others = result.explanations
+    rel = "≈" if result.answer.rounded else "="
+    doc.para(sentence(first, answer, lang, rel))
+    doc.para(Math(working(first)), *(("  ", Mark()) if rel == "=" else ()))
+    if others:
+        doc.para(w["also"])
+        for e in others:
+            doc.para("- ", sentence(e, answer, lang, rel), "  (", Math(working(e)), ")")
+
+
+def _nearest(doc: Doc, result: CheckResult, answer: str, lang: str) -> None:
+    w = WORDS[lang]
+    doc.para(w["none"].format(answer=answer))
+    doc.para(w["nearest"])
+    for e in result.nearest:
+        rest = int(e.remaining(result.answer))
+        what = sentence(e, f"{e.value:,}", lang) if e.steps else f"{e.value:,} = {e.class_name} ({w['exactly']})"
+        doc.para("- ", what, f"; {w['remaining']} ", Math(f"{rest:+,}"))
+
+
+def render_check(result: CheckResult, fmt: str = "text", lang: str = "en") -> str:
+    return write(check_document(result, lang), fmt)
+
+
+# ---- compare -----------------------------------------------------------------------------------
+
+COMPARE = {
+    "en": {
+        "title": "Comparing {n} models",
+        "component": "component",
+        "total": "total",
+        "backbone": "backbone",
+        "active": "active per token",
+        "layers": "layers",
+        "diff": "{b} − {a}",
+        "symbols": "config symbols",
+    },
+    "zh": {
+        "title": "比较 {n} 个模型",
+        "component": "组成部分",
+        "total": "总参数量",
+        "backbone": "主干模型",
+        "active": "每个 token 激活",
+        "layers": "层数",
+        "diff": "{b} − {a}",
+        "symbols": "配置符号",
+    },
+}
+KINDS = {
+    "en": {
+        "embeddings": "embeddings",
+        "attention": "attention",
+        "feed_forward": "feed-forward",
+        "experts": "experts",
+        "router": "router",
+        "norms": "norms",
+        "output_head": "output head",
+        "pooler": "pooler",
+        "other": "other",
+    },
+    "zh": {
+        "embeddings": "嵌入层",
+        "attention": "注意力层",
+        "feed_forward": "前馈层",
+        "experts": "专家层",
+        "router": "路由器",
+        "norms": "归一化层",
+        "output_head": "输出层",
+        "pooler": "池化层",
+        "other": "其他",
+    },
+}
+
+
+def _value(v: int | None) -> tuple:
+    return cell(Num(v)) if v is not None else cell("—")
+
+
+def _diff(a: int | None, b: int | None) -> tuple:
+    if a is None and b is None:
+        return cell("")
+    d = (b or 0) - (a or 0)
+    return cell(Math(f"{d:+,}" if d else "0"))
+
+
+def _sym_diff(a: int | None, b: int | None) -> tuple:
+    """A symbol one model does not use has no difference to show."""
+    return cell("") if a is None or b is None else _diff(a, b)
+
+
+def compare_document(c: Comparison, lang: str = "en") -> Doc:
+    w, k, doc = COMPARE[lang], KINDS[lang], Doc(lang)
+    doc.title(w["title"].format(n=len(c.names)))
+    short = [f"#{i + 1}" for i in range(len(c.names))]
+    for s, name, cls in zip(short, c.names, c.classes, strict=True):
+        doc.para(f"{s}: ", Code(name), f" ({cls})")
+    header = [cell(w["component"]), *(cell(s) for s in short)]
+    header += [cell(w["diff"].format(a=short[0], b=s)) for s in short[1:]]
+    rows = []
+    for label, values in _rows(c, w, k):
+        rows.append([cell(label), *(_value(v) for v in values), *(_diff(values[0], v) for v in values[1:])])
+    right = tuple(range(1, len(header)))
+    doc.table(header, rows, right=right, strong=(len(c.kinds),))
+    if c.symbols:
+        doc.heading(w["symbols"])
+        sym_rows = [
+            [cell(Math(s)), *(_value(v) for v in vals), *(_sym_diff(vals[0], v) for v in vals[1:])]
+            for s, vals in c.symbols.items()
+        ]
+        doc.table([cell(""), *header[1:]], sym_rows, right=right)
+    return doc
+
+
+def _rows(c: Comparison, w: dict, k: dict):
+    for kind in c.kinds:
+        yield k.get(kind, kind), [comp.get(kind) for comp in c.components]
+    yield w["total"], list(c.totals)
+    yield w["backbone"], list(c.backbone_totals)
+    if any(a != t for a, t in zip(c.active, c.totals, strict=True)):
+        yield w["active"], list(c.active)
+    yield w["layers"], list(c.layers)
+
+
+def render_compare(c: Comparison, fmt: str = "text", lang: str = "en") -> str:
+    return write(compare_document(c, lang), fmt)

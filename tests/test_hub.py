@@ -1,0 +1,168 @@
+"""Hub ids read through huggingface_hub, against a local cache laid out the way it lays one out.
+
+No test touches the network: offline mode reads the cache; the online path is exercised with
+huggingface_hub's own metadata classes standing in for its range requests.
+"""
+
+import hashlib
+import json
+import sys
+
+import pytest
+
+import paramcount
+from paramcount.cli import main
+from paramcount.errors import ParamcountError
+from paramcount.frontends import hub
+from paramcount.frontends.safetensors import read_header
+
+from .ckpt import TINY_LLAMA, build, save, state, torch, total
+
+huggingface_hub = pytest.importorskip("huggingface_hub")
+REPO = "tiny-org/tiny-llama"
+REVISION = "0123456789abcdef0123456789abcdef01234567"
+
+
+def cache_repo(cache, files: dict[str, bytes], repo=REPO):
+    """models--org--name/{blobs,refs/main,snapshots/<rev>/…}, snapshot files linking to blobs."""
+    root = cache / f"models--{repo.replace('/', '--')}"
+    (root / "refs").mkdir(parents=True, exist_ok=True)
+    (root / "refs" / "main").write_text(REVISION)
+    snapshot = root / "snapshots" / REVISION
+    snapshot.mkdir(parents=True, exist_ok=True)
+    (root / "blobs").mkdir(exist_ok=True)
+    for name, data in files.items():
+        blob = root / "blobs" / hashlib.sha256(data).hexdigest()
+        blob.write_bytes(data)
+        (snapshot / name).symlink_to(f"../../blobs/{blob.name}")
+    return snapshot
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """config.json and model.safetensors bytes of a tiny llama, and its true total."""
+    folder = tmp_path_factory.mktemp("src")
+    model = build(TINY_LLAMA, dtype=torch.float16)
+    save(folder / "model.safetensors", state(model))
+    config = json.dumps(TINY_LLAMA).encode()
+    return {"config.json": config, "model.safetensors": (folder / "model.safetensors").read_bytes()}, total(model)
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return tmp_path / "hub"
+
+
+def test_offline_reads_config_and_headers_from_the_cache(cache, tiny):
+    files, expected = tiny
+    cache_repo(cache, files)
+    m = paramcount.load(REPO)
+    assert m.total == expected and m.name == REPO
+    assert m.source == "Hub cache: model.safetensors"
+    assert m.checkpoint.differences == ()
+
+
+def test_offline_with_only_config_cached(cache, tiny):
+    files, _ = tiny
+    cache_repo(cache, {"config.json": files["config.json"]})
+    m = paramcount.load(REPO)
+    assert m.total == paramcount.load(TINY_LLAMA).total
+    assert "HF_HUB_OFFLINE is set" in m.notes[-1] and "config.json alone" in m.notes[-1]
+
+
+def test_offline_and_not_cached_is_a_clear_error(cache, capsys):
+    with pytest.raises(ParamcountError, match="not in the local Hugging Face cache and HF_HUB_OFFLINE is set"):
+        hub.load(REPO)
+    assert main([REPO]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"paramcount: error: {REPO}: not in the local") and err.count("\n") == 1
+
+
+def test_partial_shard_set_in_cache_falls_back_to_config(cache, tiny):
+    files, _ = tiny
+    index = {"metadata": {}, "weight_map": {"model.embed_tokens.weight": "model-00001-of-00002.safetensors"}}
+    cache_repo(cache, {"config.json": files["config.json"], "model.safetensors.index.json": json.dumps(index).encode()})
+    m = hub.load(REPO)
+    assert m.total == paramcount.load(TINY_LLAMA).total and "config.json alone" in m.notes[-1]
+
+
+def _metadata(path):
+    """What get_safetensors_metadata returns for a one-file repository, built from a real header."""
+    from huggingface_hub.utils import SafetensorsFileMetadata, SafetensorsRepoMetadata, TensorInfo
+
+    header = read_header(path)
+    tensors = {t.name: TensorInfo(t.dtype, list(t.shape), (t.begin, t.end)) for t in header.tensors}
+    weight_map = dict.fromkeys(tensors, "model.safetensors")
+    files = {"model.safetensors": SafetensorsFileMetadata(metadata=dict(header.metadata), tensors=tensors)}
+    return SafetensorsRepoMetadata(metadata=None, sharded=False, weight_map=weight_map, files_metadata=files)
+
+
+def test_online_reads_headers_by_range_requests(tmp_path, monkeypatch, tiny):
+    """Only config.json is cached; the weights' headers come from the metadata call."""
+    files, expected = tiny
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    snapshot = cache_repo(tmp_path / "hub", {"config.json": files["config.json"]})
+    (tmp_path / "model.safetensors").write_bytes(files["model.safetensors"])
+    calls = []
+
+    def download(repo_id, filename, **kwargs):
+        calls.append((repo_id, filename, kwargs.get("local_files_only")))
+        return str(snapshot / filename)
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", download)
+    monkeypatch.setattr(
+        huggingface_hub, "get_safetensors_metadata", lambda repo, **kw: _metadata(tmp_path / "model.safetensors")
+    )
+    m = hub.load(REPO)
+    assert calls == [(REPO, "config.json", False)]
+    assert m.total == expected and m.checkpoint.differences == ()
+    assert m.source.startswith("Hub: model.safetensors (1 file, headers by range requests)")
+    assert m.checkpoint.file_bytes is None and m.checkpoint.data_bytes == 2 * expected
+
+
+def test_hub_errors_are_one_line(tmp_path, monkeypatch):
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+
+    class RepositoryNotFoundError(Exception):
+        pass
+
+    def missing(*args, **kwargs):
+        raise RepositoryNotFoundError("404 Client Error\nmore lines")
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", missing)
+    with pytest.raises(ParamcountError, match="no such model on the Hub"):
+        hub.load(REPO)
+
+
+def test_custom_code_is_reported_never_run(cache, tiny):
+    files, _ = tiny
+    config = {**TINY_LLAMA, "auto_map": {"AutoModelForCausalLM": "modeling_evil.EvilForCausalLM"}}
+    cache_repo(cache, {**files, "config.json": json.dumps(config).encode()})
+    m = paramcount.load(REPO)
+    assert "never run" in m.notes[-1]
+
+
+def test_without_huggingface_hub_installed(monkeypatch):
+    monkeypatch.setitem(sys.modules, "huggingface_hub", None)
+    with pytest.raises(ParamcountError, match=r"pip install 'paramcount\[hub\]'"):
+        hub.load(REPO)
+
+
+@pytest.mark.parametrize(
+    "name, expected",
+    [("org/name", True), ("Qwen/Qwen2.5-7B", True), ("bert-base-uncased", False), ("a/b/c", False), ("../x", False)],
+)
+def test_repo_id_shape(name, expected):
+    assert hub.looks_like_repo_id(name) == expected
+
+
+def test_cli_counts_a_cached_hub_model(cache, tiny, capsys):
+    files, expected = tiny
+    cache_repo(cache, files)
+    assert main([REPO, "--width", "120"]) == 0
+    out = capsys.readouterr().out
+    assert f"{expected:,}" in out and "parameters by storage" in out
