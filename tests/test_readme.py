@@ -19,6 +19,7 @@ READMES = [p for p in (ROOT / "README.md", ROOT / "README.zh-CN.md") if p.exists
 
 def run(command: str, capsys, monkeypatch) -> str:
     monkeypatch.setenv("COLUMNS", "100")
+    monkeypatch.chdir(ROOT)  # examples name files relative to the repository
     argv = shlex.split(command)[1:]
     main(argv)
     out, err = capsys.readouterr()
