@@ -127,5 +127,7 @@ def test_errors_are_one_line_exit_2(capsys, argv, message):
 
 def test_help_documents_every_command_and_flag():
     out = subprocess.run([sys.executable, "-m", "paramcount", "--help"], capture_output=True, text=True).stdout
-    for word in ("--class", "--num-labels", "--set", "--json", "--tree", "--arch", "--layers", "paramcount list"):
+    words = ("--class", "--num-labels", "--set", "--json", "--tree", "--arch", "--layers", "paramcount list")
+    commands = ("explain", "check", "compare", "diff", ".gguf", "print(model)")
+    for word in words + commands:
         assert word in out

@@ -23,6 +23,8 @@ examples:
   paramcount compare bert-base-uncased bert-base-chinese       side by side, by component
   paramcount path/to/model-folder            a checkpoint's headers: dtypes, bytes, vs its config.json
   paramcount diff config.json model.safetensors                every tensor that differs
+  paramcount model.Q4_K_M.gguf               a GGUF file: quant types, bytes, bits per weight
+  paramcount - < model.txt                   the text print(model) printed
 """
 
 
@@ -38,7 +40,12 @@ def count_parser() -> Parser:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("model", nargs="?", help="catalog name, config.json, or model folder (default: bert-base-chinese)")
+    p.add_argument(
+        "model",
+        nargs="?",
+        help="catalog name or hub id, config.json, model folder, .safetensors file or index, .gguf file, "
+        "print(model) text file, or - for that text on stdin (default: bert-base-chinese)",
+    )
     p.add_argument(
         "--class", dest="model_class", metavar="NAME", help="transformers class name, or 'base' for the backbone"
     )
@@ -159,7 +166,12 @@ def run_explain(argv: Sequence[str]) -> int:
         prog="paramcount explain",
         description="The derivation of a count, section by section, checked; of the backbone unless --class.",
     )
-    p.add_argument("model", nargs="?", help="catalog name, config.json, or model folder (default: bert-base-chinese)")
+    p.add_argument(
+        "model",
+        nargs="?",
+        help="catalog name or hub id, config.json, model folder, .safetensors file or index, .gguf file, "
+        "print(model) text file, or - for that text on stdin (default: bert-base-chinese)",
+    )
     model_args(p)
     output_args(p)
     args = p.parse_args(argv)
