@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..check import CheckResult, Explanation, Step
 from ..compare import Comparison
 from .doc import Code, Doc, Mark, Math, Num, cell, write
+from .labels import KINDS
 
 SLIPS = {
     "en": {
@@ -188,30 +189,6 @@ COMPARE = {
         "layers": "层数",
         "diff": "{b} − {a}",
         "symbols": "配置符号",
-    },
-}
-KINDS = {
-    "en": {
-        "embeddings": "embeddings",
-        "attention": "attention",
-        "feed_forward": "feed-forward",
-        "experts": "experts",
-        "router": "router",
-        "norms": "norms",
-        "output_head": "output head",
-        "pooler": "pooler",
-        "other": "other",
-    },
-    "zh": {
-        "embeddings": "嵌入层",
-        "attention": "注意力层",
-        "feed_forward": "前馈层",
-        "experts": "专家层",
-        "router": "路由器",
-        "norms": "归一化层",
-        "output_head": "输出层",
-        "pooler": "池化层",
-        "other": "其他",
     },
 }
 

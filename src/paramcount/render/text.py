@@ -11,18 +11,9 @@ from rich.tree import Tree
 
 from ..ir import Block, Node, Tie
 from ..model import Model
+from .labels import KINDS
 
-LABELS = {
-    "embeddings": "embeddings",
-    "attention": "attention",
-    "feed_forward": "feed-forward",
-    "experts": "experts",
-    "router": "router",
-    "norms": "norms",
-    "output_head": "output head",
-    "pooler": "pooler",
-    "other": "other",
-}
+LABELS = KINDS["en"]
 
 
 def n(value: int) -> str:

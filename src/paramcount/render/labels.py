@@ -1,0 +1,26 @@
+"""What each component kind is called, in each output language (one table for every renderer)."""
+
+KINDS = {
+    "en": {
+        "embeddings": "embeddings",
+        "attention": "attention",
+        "feed_forward": "feed-forward",
+        "experts": "experts",
+        "router": "router",
+        "norms": "norms",
+        "output_head": "output head",
+        "pooler": "pooler",
+        "other": "other",
+    },
+    "zh": {
+        "embeddings": "嵌入层",
+        "attention": "注意力层",
+        "feed_forward": "前馈层",
+        "experts": "专家层",
+        "router": "路由器",
+        "norms": "归一化层",
+        "output_head": "输出层",
+        "pooler": "池化层",
+        "other": "其他",
+    },
+}
