@@ -63,13 +63,17 @@ def main() -> None:
         b = best_of(lambda e=entry, c=m.class_name: meta(e, c), 3)
         rows.append((entry.id, a, b))
         print(f"{entry.id:45s} paramcount {a * 1e3:8.3f} ms   meta {b * 1e3:9.1f} ms   {b / a:8.0f}x", flush=True)
-    ratios = [b / a for _, a, b in rows]
+    ratios = sorted((b / a, name) for name, a, b in rows)
     print(
         f"\n{len(rows)} models: paramcount median {statistics.median(a for _, a, _ in rows) * 1e3:.3f} ms, "
         f"max {max(a for _, a, _ in rows) * 1e3:.3f} ms per model; meta median "
         f"{statistics.median(b for _, _, b in rows) * 1e3:.1f} ms"
     )
-    print(f"speed-up: median {statistics.median(ratios):,.0f}x, min {min(ratios):,.0f}x")
+    (low, low_name), (high, high_name) = ratios[0], ratios[-1]
+    print(
+        f"speed-up: median {statistics.median(r for r, _ in ratios):,.0f}x, "
+        f"min {low:,.0f}x ({low_name}), max {high:,.0f}x ({high_name})"
+    )
 
     cli = cold_start([sys.executable, "-m", "paramcount", "--json"])
     imp = cold_start([sys.executable, "-c", "import transformers"])

@@ -29,6 +29,9 @@ def write(tmp_path, name, text):
         ('{"model_type": 5}', "model_type: unknown model_type 5"),
         ('{"model_type": "gpt2", "n_embd": 1e400}', "n_embd"),
         ("[" * 100000 + "]" * 100000, "not valid JSON"),
+        ('{"architectures": 5}', "architectures: must be a list of class names, not 5"),
+        ('{"model_type": "llama", "architectures": [[1]]}', "architectures: must be a list of class names"),
+        ('{"model_type": "llama", "architectures": "LlamaModel"}', "architectures: must be a list"),
     ],
 )
 def test_bad_config_file(tmp_path, capsys, text, message):

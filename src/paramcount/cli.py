@@ -25,6 +25,11 @@ examples:
   paramcount diff config.json model.safetensors                every tensor that differs
   paramcount model.Q4_K_M.gguf               a GGUF file: quant types, bytes, bits per weight
   paramcount - < model.txt                   the text print(model) printed
+  paramcount memory meta-llama/Llama-2-13b-hf --dtype int4 --context 4096     weights, KV cache, activations, overhead
+  paramcount memory meta-llama/Llama-2-7b-hf --train --qlora --plot mem.png   training memory per GPU, drawn
+  paramcount fit meta-llama/Llama-2-13b-hf --gpu rtx3060    per precision: fits? largest context and batch
+  paramcount fit meta-llama/Llama-3.1-70B --train --gpu h100   and for training the fewest GPUs
+  paramcount serve                           the local web page on http://127.0.0.1:8000/
 """
 
 
@@ -232,6 +237,165 @@ def run_diff(argv: Sequence[str]) -> int:
     return 1 if result.differences else 0
 
 
+def run_serve(argv: Sequence[str]) -> int:
+    """The local web page and its JSON API, until interrupted (needs the ``web`` extra)."""
+    from .web.server import DEFAULT_HOST, DEFAULT_PORT, serve
+
+    p = Parser(
+        prog="paramcount serve", description="The local web page and its JSON API (pip install 'paramcount[web]')."
+    )
+    p.add_argument(
+        "--host", default=DEFAULT_HOST, help=f"address to listen on (default {DEFAULT_HOST}: this machine only)"
+    )
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 for any free one)")
+    p.add_argument("--open", action="store_true", help="open the page in a browser")
+    args = p.parse_args(argv)
+    serve(args.host, args.port, args.open)
+    return 0
+
+
+# ---- memory and fit: what a run needs, and whether it fits -----------------------------------
+
+TRAIN_FLAGS = ("optimizer", "precision", "zero", "gpus", "recompute", "no_flash", "lora_rank", "lora_targets", "qlora")
+INFERENCE_FLAGS = ("kv_dtype", "keep", "kv_cache", "encoder_length", "mla")
+
+
+def plan_args(p: Parser) -> None:
+    """The flags ``memory`` and ``fit`` share: the model, the run's shape, its settings, output."""
+    from .memory.kv_cache import CACHES, MLA_FORMS
+    from .memory.plan import TRAINING_PRECISIONS
+    from .memory.training import OPTIMIZERS, ZERO_STAGES
+
+    p.add_argument("model", help="catalog name or hub id, config.json, model folder, .safetensors or .gguf file")
+    model_args(p)
+    p.add_argument("--context", type=int, metavar="N", help="tokens per sequence (default: the model's limit, ≤ 4,096)")
+    p.add_argument("--batch", type=int, default=1, metavar="N", help="sequences at once; training: per GPU (default 1)")
+    p.add_argument(
+        "--overhead", metavar="SPEC", help="runtime overhead, a size and/or a share: 1GiB+5%% (default 0.5GiB+10%%)"
+    )
+    p.add_argument("--json", action="store_true", help="print the versioned JSON document instead of tables")
+    p.add_argument("--width", type=int, help="terminal width for the tables")
+    i = p.add_argument_group("inference")
+    i.add_argument(
+        "--kv-dtype", metavar="DTYPE", help="KV cache: fp32, fp16, bf16, fp8, int8, int4 (default: compute dtype)"
+    )
+    i.add_argument(
+        "--kv-cache", choices=CACHES, help="transformers' dynamic (default) or static cache; llama.cpp's (GGUF default)"
+    )
+    i.add_argument("--encoder-length", type=int, metavar="N", help="encoder-decoder: source tokens (default --context)")
+    i.add_argument("--mla", choices=MLA_FORMS, help="MLA models: cache the latent (default) or expanded heads")
+    i.add_argument("--keep", metavar="ITEMS", help="what stays in high precision: output, embeddings, lm_head, none, …")
+    t = p.add_argument_group("training (--train; memory per GPU)")
+    t.add_argument("--train", action="store_true", help="plan a training step instead of inference")
+    t.add_argument("--optimizer", choices=OPTIMIZERS, help="default adamw")
+    t.add_argument("--precision", choices=TRAINING_PRECISIONS, help="default mixed (bf16, fp32 master weights)")
+    t.add_argument("--zero", type=int, choices=ZERO_STAGES, help="ZeRO stage (default 0)")
+    t.add_argument("--gpus", type=int, metavar="N", help="data-parallel GPUs sharing ZeRO's partitions (default 1)")
+    t.add_argument("--recompute", choices=("none", "selective", "full"), help="activation recomputation (default none)")
+    t.add_argument("--no-flash", action="store_true", help="attention stores its s×s matrices (no fused kernel)")
+    t.add_argument("--lora-rank", type=int, metavar="R", help="train LoRA adapters of rank R (targets q_proj,v_proj)")
+    t.add_argument("--lora-targets", metavar="NAMES", help="LoRA target modules, comma-separated, or all-linear")
+    t.add_argument("--qlora", action="store_true", help="an NF4 base under the LoRA adapters (rank 8 by default)")
+
+
+def _given(args: argparse.Namespace, flags: tuple[str, ...]) -> list[str]:
+    return [f for f in flags if getattr(args, f) is not None and getattr(args, f) is not False]  # 0 is given
+
+
+def plan_options(args: argparse.Namespace) -> dict:
+    """The keyword arguments the flags give; a flag of the other mode is an error."""
+    wrong = _given(args, (*INFERENCE_FLAGS, "dtype") if args.train else TRAIN_FLAGS)
+    if wrong:
+        fix = "only for inference (training: --precision)" if args.train else "only for training: add --train"
+        raise ParamcountError(fix, field="--" + wrong[0].replace("_", "-"))
+    names = {"lora_rank": "lora", "kv_cache": "cache", "no_flash": "flash"}
+    options = {names.get(f, f): getattr(args, f) for f in _given(args, TRAIN_FLAGS if args.train else INFERENCE_FLAGS)}
+    if "flash" in options:
+        options["flash"] = False
+    return {**options, "overhead": args.overhead}
+
+
+def run_memory(argv: Sequence[str]) -> int:
+    from .memory import plan
+    from .memory.gpus import gpu
+    from .render import memory as render
+    from .render.text import console
+
+    p = Parser(
+        prog="paramcount memory",
+        description="The memory a model needs to run or train, term by term: each with its formula, its "
+        "assumptions, and whether it is exact or an estimate.",
+    )
+    plan_args(p)
+    p.add_argument(
+        "--dtype",
+        metavar="SCHEME",
+        help="inference weights: fp32, bf16, int8, int4, nf4, gptq-int4, q4_k_m, … or stored "
+        "(default: stored for a .gguf/.safetensors checkpoint, else bf16)",
+    )
+    p.add_argument(
+        "--gpu", metavar="NAME", help="say whether it fits on this GPU (a name, or a size like 24GB or 20GiB)"
+    )
+    p.add_argument(
+        "--plot", metavar="FILE", help="draw memory against context and batch, stacked by term (.png or .svg)"
+    )
+    args = p.parse_args(argv)
+    options = plan_options(args)
+    model = load_model(args.model, args)
+    card = gpu(args.gpu) if args.gpu else None
+    if args.train:
+        result = plan.train(model, batch=args.batch, context=args.context, **options)
+    else:
+        result = plan.inference(model, args.dtype, args.context, args.batch, **options)
+    if args.plot:
+        from .render.plot import plot
+
+        plot(result, args.plot, card)
+    if args.json:
+        print(render.dumps(result, card))
+    else:
+        console(args.width).print(render.render_plan(result, card))
+    return 0
+
+
+def run_fit(argv: Sequence[str]) -> int:
+    from .memory.fit import fit, overview
+    from .render import memory as render
+    from .render.text import console
+
+    p = Parser(
+        prog="paramcount fit",
+        description="Whether a model fits on a GPU at each precision: headroom, the largest context and batch "
+        "that fit, and for training the fewest GPUs.",
+    )
+    plan_args(p)
+    p.add_argument(
+        "--gpu",
+        metavar="NAME",
+        help="rtx3060, rtx4090, a100-80gb, h100, h200, mi300x, apple-64gb, … or a "
+        "size (24GB, 20GiB); without it, every GPU in the table",
+    )
+    p.add_argument(
+        "--dtype",
+        metavar="SCHEMES",
+        help="inference precisions to show, comma-separated (default: fp32,bf16,int8,int4,nf4,q8_0,q4_k_m; "
+        "a checkpoint adds stored first)",
+    )
+    args = p.parse_args(argv)
+    options = plan_options(args)
+    only = options.pop("precision", None) if args.train else args.dtype
+    mode, shown = ("training" if args.train else "inference"), tuple(only.split(",")) if only else None
+    model = load_model(args.model, args)
+    if args.gpu:
+        result = fit(model, args.gpu, args.context, args.batch, mode, only=shown, **options)
+        out = render.render_fit(result)
+    else:
+        result = overview(model, args.context, args.batch, mode, only=shown, **options)
+        out = render.render_overview(result)
+    print(render.dumps(result)) if args.json else console(args.width).print(out)
+    return 0
+
+
 COMMANDS = {
     "count": run_count,
     "list": run_list,
@@ -239,6 +403,9 @@ COMMANDS = {
     "check": run_check,
     "compare": run_compare,
     "diff": run_diff,
+    "serve": run_serve,
+    "memory": run_memory,
+    "fit": run_fit,
 }
 
 

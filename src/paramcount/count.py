@@ -33,18 +33,22 @@ def active(node: Node) -> int:
 
 def by_kind(node: Node, kind: str = "other") -> dict[str, int]:
     """Unique parameters per component kind (embeddings, attention, …)."""
+    if not isinstance(node, Block):
+        return {node.kind or kind: node.count}
     sums: dict[str, int] = {}
     _add_kinds(node, kind, 1, sums)
     return sums
 
 
-def _add_kinds(node: Node, kind: str, times: int, sums: dict[str, int]) -> None:
+def _add_kinds(node: Block, kind: str, times: int, sums: dict[str, int]) -> None:
     kind = node.kind or kind
-    if isinstance(node, Block):
-        for child in node.children:
-            _add_kinds(child, kind, times * node.copies, sums)
-    else:
-        sums[kind] = sums.get(kind, 0) + times * node.count
+    times *= node.copies
+    for child in node.children:
+        if isinstance(child, Block):
+            _add_kinds(child, kind, times, sums)
+        else:  # a tensor or tie: leaves are summed here, not visited
+            k = child.kind or kind
+            sums[k] = sums.get(k, 0) + times * child.count
 
 
 @dataclass(frozen=True)

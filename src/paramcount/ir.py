@@ -10,7 +10,7 @@ they came from, so the same tree yields the number, the formula and the derivati
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 # Component kinds a breakdown groups by; a node without one inherits its parent's.
@@ -29,60 +29,62 @@ KINDS = (
 _ATOM, _MUL, _ADD = 0, 1, 2  # operator precedence of a Sym's expression
 
 
-class Sym(int):
-    """An int that carries the expression it was computed from (``h``, ``3·h``, ``h/a``)."""
+def _binary(op: str, prec: int, compute: Callable[[int, int], int], swap: bool = False) -> Callable[[Sym, int], Sym]:
+    """A Sym operator: the int result, remembering its operands (``swap`` for ``__radd__`` and kin)."""
 
-    expr: str
-    prec: int
+    def method(self: Sym, other: int) -> Sym:
+        if not isinstance(other, int) or isinstance(other, bool):
+            return NotImplemented
+        a, b = (other, self) if swap else (self, other)
+        return Sym(compute(a, b), (a, op, b), prec)
+
+    return method
+
+
+class Sym(int):
+    """An int that carries the expression it was computed from (``h``, ``3·h``, ``h/a``).
+
+    Arithmetic keeps its operands and writes the text only when ``expr`` is read: counting
+    does arithmetic on every build, derivations read the text once.
+    """
+
+    _expr: str | tuple[int, str, int] | None  # the text; None: its digits; (a, op, b): not yet written
+    prec: int  # operator precedence of the expression: when it needs parentheses
 
     def __new__(cls, value: int, expr: str | None = None, prec: int = _ATOM) -> Sym:
-        self = super().__new__(cls, value)
-        self.expr = str(int(value)) if expr is None else expr
+        self = int.__new__(cls, value)
+        self._expr = expr
         self.prec = prec
         return self
+
+    @property
+    def expr(self) -> str:
+        if self._expr is None:
+            return int.__repr__(self)
+        if isinstance(self._expr, tuple):  # written once, on first read
+            a, op, b = self._expr
+            right = self.prec - 1 if op in (" - ", "/") else self.prec  # a - (b + c), a/(b·c)
+            self._expr = f"{_wrap(a, self.prec)}{op}{_wrap(b, right)}"
+        return self._expr
 
     def __repr__(self) -> str:  # reads as the number it is; ``.expr`` has the symbols
         return int.__repr__(self)
 
-    def _wrap(self, prec: int) -> str:
-        return f"({self.expr})" if self.prec > prec else self.expr
+    __add__ = _binary(" + ", _ADD, int.__add__)
+    __radd__ = _binary(" + ", _ADD, int.__add__, swap=True)
+    __sub__ = _binary(" - ", _ADD, int.__sub__)
+    __rsub__ = _binary(" - ", _ADD, int.__sub__, swap=True)
+    __mul__ = _binary("·", _MUL, int.__mul__)
+    __rmul__ = _binary("·", _MUL, int.__mul__, swap=True)
+    __floordiv__ = _binary("/", _MUL, int.__floordiv__)
+    __rfloordiv__ = _binary("/", _MUL, int.__floordiv__, swap=True)
 
-    @staticmethod
-    def of(value: int) -> Sym:
-        return value if isinstance(value, Sym) else Sym(value)
 
-    def _bin(self, other: int, op: str, value: int, prec: int, swap: bool = False) -> Sym:
-        if not isinstance(other, int) or isinstance(other, bool):
-            return NotImplemented
-        a, b = self, Sym.of(other)
-        if swap:
-            a, b = b, a
-        right = b._wrap(prec - 1 if op in ("-", "/") else prec)
-        return Sym(value, f"{a._wrap(prec)}{op}{right}", prec)
-
-    def __add__(self, o):
-        return self._bin(o, " + ", int(self) + int(o), _ADD) if isinstance(o, int) else NotImplemented
-
-    def __radd__(self, o):
-        return self._bin(o, " + ", int(o) + int(self), _ADD, swap=True) if isinstance(o, int) else NotImplemented
-
-    def __sub__(self, o):
-        return self._bin(o, " - ", int(self) - int(o), _ADD) if isinstance(o, int) else NotImplemented
-
-    def __rsub__(self, o):
-        return self._bin(o, " - ", int(o) - int(self), _ADD, swap=True) if isinstance(o, int) else NotImplemented
-
-    def __mul__(self, o):
-        return self._bin(o, "·", int(self) * int(o), _MUL) if isinstance(o, int) else NotImplemented
-
-    def __rmul__(self, o):
-        return self._bin(o, "·", int(o) * int(self), _MUL, swap=True) if isinstance(o, int) else NotImplemented
-
-    def __floordiv__(self, o):
-        return self._bin(o, "/", int(self) // int(o), _MUL) if isinstance(o, int) else NotImplemented
-
-    def __rfloordiv__(self, o):
-        return self._bin(o, "/", int(o) // int(self), _MUL, swap=True) if isinstance(o, int) else NotImplemented
+def _wrap(value: int, prec: int) -> str:
+    """An operand's text, parenthesised where it binds looser than the operator around it."""
+    if isinstance(value, Sym) and value.prec > prec:
+        return f"({value.expr})"
+    return expr(value)
 
 
 def expr(value: int) -> str:
@@ -90,7 +92,12 @@ def expr(value: int) -> str:
     return value.expr if isinstance(value, Sym) else str(int(value))
 
 
-@dataclass(frozen=True)
+# Nodes are never changed once made (trees share subtrees), so they hash by value. They
+# are not frozen dataclasses only because a frozen __init__ costs three times as much, and
+# every count builds a few dozen of them.
+
+
+@dataclass(slots=True, unsafe_hash=True)
 class Tensor:
     """A named parameter tensor; ``name`` is its last dotted segment(s) within the parent."""
 
@@ -101,10 +108,10 @@ class Tensor:
     count: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "count", math.prod([int(d) for d in self.shape]))
+        self.count = math.prod(map(int, self.shape))
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Tie:
     """A parameter that is another one (``lm_head.weight`` is the token embedding).
 
@@ -125,7 +132,7 @@ class Tie:
         return math.prod(int(d) for d in self.shape)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Block:
     """A module. With ``repeat=n`` it is a list (``layers.0`` … ``layers.n-1``) of identical
     copies of its children, numbered from ``start``; ``repeat=None`` is a plain module.
@@ -148,9 +155,8 @@ class Block:
 
     def __post_init__(self) -> None:
         # Trees are built bottom-up and never change, so totals are summed once, here.
-        copies = 1 if self.repeat is None else int(self.repeat)
-        object.__setattr__(self, "copies", copies)
-        object.__setattr__(self, "count", copies * sum([c.count for c in self.children]))
+        self.copies = 1 if self.repeat is None else int(self.repeat)
+        self.count = self.copies * sum([c.count for c in self.children])
 
     @property
     def count_with_ties(self) -> int:

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..errors import ParamcountError
 from ..ir import Block
+from .blocks import WithHead
 from .config import Cfg
 
 _NOT_FAMILIES = {"blocks", "config"}
@@ -45,6 +46,16 @@ class Family:
     def cfg(self, raw: Mapping[str, Any], source: str | None) -> Cfg:
         return Cfg(raw, self.defaults, source, self.aliases)
 
+    def build(self, cls: str, cfg: Cfg) -> tuple[Block, Block]:
+        """The trees of class ``cls`` and of the backbone class. A class that holds the
+        backbone's own modules lends them to the backbone tree: they are built once."""
+        builder, base = self.classes[cls], self.classes[self.backbone]
+        tree = builder(cfg)
+        if cls == self.backbone:
+            return tree, tree
+        shared = builder.backbone_tree(tree, base, cfg) if isinstance(builder, WithHead) else None
+        return tree, base(cfg) if shared is None else shared
+
 
 def _module_name(model_type: str) -> str:
     return model_type.replace("-", "_")
@@ -65,7 +76,12 @@ def family(model_type: str, source: str | None = None) -> Family:
             source=source,
             field="model_type",
         )
-    return importlib.import_module(f"{__name__}.{_module_name(model_type)}").FAMILY
+    return _family(_module_name(model_type))
+
+
+@cache
+def _family(module: str) -> Family:
+    return importlib.import_module(f"{__name__}.{module}").FAMILY
 
 
 @cache

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..ir import Block, Node, Tensor, Tie, join
 from . import Family, roberta
-from .blocks import base, block, classifier, linear, norm, num_labels, stack, with_head
+from .blocks import Pooled, base, block, classifier, linear, norm, num_labels, stack, with_head
 from .config import Cfg
 
 DEFAULTS = {
@@ -57,19 +57,17 @@ def encoder(c: Cfg) -> Block:
     )
 
 
-def backbone(c: Cfg, pooler: bool = True) -> tuple[Node, ...]:
-    """Embeddings, encoder and a pooler that is a bare Linear named ``pooler``."""
-    h = c.int("hidden_size")
-    pool = linear("pooler", h, h, kind="pooler") if pooler else None
-    return tuple(n for n in (roberta.embeddings(c, c.int("embedding_size")), encoder(c), pool) if n is not None)
-
-
-def full(c: Cfg) -> tuple[Node, ...]:
-    return backbone(c, pooler=True)
-
-
 def no_pooler(c: Cfg) -> tuple[Node, ...]:
-    return backbone(c, pooler=False)
+    return roberta.embeddings(c, c.int("embedding_size")), encoder(c)
+
+
+def pooler(c: Cfg) -> Block:
+    """A bare Linear named ``pooler`` (BERT's is a module holding ``dense``)."""
+    h = c.int("hidden_size")
+    return linear("pooler", h, h, kind="pooler")
+
+
+full = Pooled(no_pooler, pooler)
 
 
 def mlm_head(c: Cfg, body: Block) -> list[Node]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..ir import Block, Node, Tensor, Tie
 from . import Family
-from .blocks import base, block, classifier, embedding, find, linear, norm, num_labels, stack, with_head
+from .blocks import Pooled, base, block, classifier, embedding, find, linear, norm, num_labels, stack, with_head
 from .config import Cfg
 
 DEFAULTS = {
@@ -62,17 +62,13 @@ def check(c: Cfg) -> None:
         raise c.error("add_cross_attention", "needs is_decoder: true (transformers refuses it otherwise)")
 
 
-def backbone(c: Cfg, pooler: bool = True) -> tuple[Node, ...]:
+def no_pooler(c: Cfg) -> tuple[Node, ...]:
+    return embeddings(c), block("encoder", stack("layer", c.int("num_hidden_layers"), *layer(c)))
+
+
+def pooler(c: Cfg) -> Block:
     h = c.int("hidden_size")
-    return (
-        embeddings(c),
-        block("encoder", stack("layer", c.int("num_hidden_layers"), *layer(c))),
-        block("pooler", linear("dense", h, h), kind="pooler") if pooler else None,
-    )
-
-
-def _backbone(pooler: bool):
-    return lambda c: tuple(n for n in backbone(c, pooler) if n is not None)
+    return block("pooler", linear("dense", h, h), kind="pooler")
 
 
 def mlm_head(c: Cfg, body: Block, embed: str = "embeddings.word_embeddings.weight") -> list[Node]:
@@ -115,7 +111,7 @@ def choice_head(c: Cfg, body: Block) -> list[Node]:
     return [linear("classifier", c.int("hidden_size"), 1, kind="output_head")]
 
 
-full, no_pooler = _backbone(True), _backbone(False)
+full = Pooled(no_pooler, pooler)
 
 FAMILY = Family(
     model_type="bert",

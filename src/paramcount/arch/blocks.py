@@ -8,6 +8,7 @@ composition of these. Dimensions are passed as :class:`~paramcount.ir.Sym` value
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from ..ir import Block, Node, Sym, Tensor, Tie, join
 from .config import Cfg
@@ -22,22 +23,22 @@ def block(name: str, *children: Node | None, kind: str | None = None, label: str
 
 def stack(name: str, count: int, *children: Node | None, start: int = 0, label: str = "layer") -> Block:
     """A ModuleList of ``count`` identical modules, stored once."""
-    return Block(name, tuple(c for c in children if c is not None), repeat=count, start=start, label=label)
+    return Block(name, tuple([c for c in children if c is not None]), repeat=count, start=start, label=label)
 
 
 def linear(name: str, d_in: int, d_out: int, bias: bool = True, kind: str | None = None) -> Block:
     """nn.Linear: weight (out, in), bias (out)."""
-    bias_t = Tensor("bias", (d_out,)) if bias else None
-    return block(name, Tensor("weight", (d_out, d_in)), bias_t, kind=kind)
+    weight = Tensor("weight", (d_out, d_in))
+    return Block(name, (weight, Tensor("bias", (d_out,))) if bias else (weight,), kind=kind)
 
 
 def conv1d(name: str, d_in: int, d_out: int) -> Block:
     """HF Conv1D (GPT-2): a linear layer stored transposed, weight (in, out), always biased."""
-    return block(name, Tensor("weight", (d_in, d_out)), Tensor("bias", (d_out,)))
+    return Block(name, (Tensor("weight", (d_in, d_out)), Tensor("bias", (d_out,))))
 
 
 def embedding(name: str, rows: int, dim: int) -> Block:
-    return block(name, Tensor("weight", (rows, dim)), kind="embeddings")
+    return Block(name, (Tensor("weight", (rows, dim)),), kind="embeddings")
 
 
 def norm(name: str, dim: int, bias: bool = True, weight: bool = True) -> Block:
@@ -60,12 +61,13 @@ def attention(
     """Separate Q, K, V and output projections; GQA/MQA when ``kv_heads < heads``."""
     q, k, v, o = names
     out_bias = bias if out_bias is None else out_bias
+    width, kv_width = heads * head_dim, kv_heads * head_dim
     return block(
         name,
-        linear(q, hidden, heads * head_dim, bias),
-        linear(k, hidden, kv_heads * head_dim, bias),
-        linear(v, hidden, kv_heads * head_dim, bias),
-        linear(o, heads * head_dim, hidden, out_bias),
+        linear(q, hidden, width, bias),
+        linear(k, hidden, kv_width, bias),
+        linear(v, hidden, kv_width, bias),
+        linear(o, width, hidden, out_bias),
         *extra,
         kind="attention",
     )
@@ -138,6 +140,7 @@ def find(node: Block, path: str) -> Tensor:
 # ---- model classes: a backbone wrapped under its attribute name with a head ----
 
 Backbone = Callable[[Cfg], tuple[Node, ...]]
+Head = Callable[[Cfg, Block], Sequence[Node]]  # (config, backbone block) -> the head's modules
 
 
 def num_labels(c: Cfg) -> Sym:
@@ -148,18 +151,64 @@ def num_labels(c: Cfg) -> Sym:
     return c.int("num_labels", default=2)
 
 
+@dataclass(frozen=True)
+class Base:
+    """The backbone class itself (``LlamaModel``): the backbone's modules at the root."""
+
+    backbone: Backbone
+
+    def __call__(self, c: Cfg) -> Block:
+        return Block("", self.backbone(c), label="backbone")
+
+
+@dataclass(frozen=True)
+class Pooled:
+    """A backbone whose last module is a pooler that some classes leave out (transformers'
+    ``add_pooling_layer=False``): ``body`` is the backbone without it."""
+
+    body: Backbone
+    pooler: Callable[[Cfg], Node]
+
+    def __call__(self, c: Cfg) -> tuple[Node, ...]:
+        return (*self.body(c), self.pooler(c))
+
+
+@dataclass(frozen=True)
+class WithHead:
+    """A class holding the backbone as attribute ``prefix``, followed by the head's modules.
+
+    When ``backbone`` is the backbone class's own, or that one without its pooler, the class
+    tree holds the backbone tree's modules (:meth:`backbone_tree`): a count builds them once.
+    """
+
+    backbone: Backbone
+    prefix: str
+    head: Head
+
+    def __call__(self, c: Cfg) -> Block:
+        body = Block(self.prefix, self.backbone(c), label="backbone")
+        return Block("", (body, *self.head(c, body)))
+
+    def backbone_tree(self, tree: Block, base: Builder, c: Cfg) -> Block | None:
+        """The tree ``base`` would build, made from the modules of ``tree`` (one this built),
+        when ``base`` holds the same backbone (or it with its pooler); else None."""
+        if not isinstance(base, Base):
+            return None
+        body = tree.children[0].children
+        if base.backbone is self.backbone:
+            return Block("", body, label="backbone")
+        if isinstance(base.backbone, Pooled) and base.backbone.body is self.backbone:
+            return Block("", (*body, base.backbone.pooler(c)), label="backbone")
+        return None
+
+
 def base(backbone: Backbone) -> Builder:
-    return lambda c: Block("", backbone(c), label="backbone")
+    return Base(backbone)
 
 
-def with_head(backbone: Backbone, prefix: str, head: Callable[[Cfg, Block], Sequence[Node]]) -> Builder:
+def with_head(backbone: Backbone, prefix: str, head: Head) -> Builder:
     """The backbone as attribute ``prefix`` of the model, followed by the head's modules."""
-
-    def build(c: Cfg) -> Block:
-        body = Block(prefix, backbone(c), label="backbone")
-        return Block("", (body, *head(c, body)))
-
-    return build
+    return WithHead(backbone, prefix, head)
 
 
 def lm_head(
@@ -167,7 +216,7 @@ def lm_head(
     name: str = "lm_head",
     bias: bool = False,
     tie_field: str = "tie_word_embeddings",
-) -> Callable[[Cfg, Block], Sequence[Node]]:
+) -> Head:
     """An output projection back to the vocabulary, tied to the input embedding when the
     config says so (then it adds no parameters)."""
 
@@ -184,9 +233,7 @@ def lm_head(
     return head
 
 
-def classifier(
-    name: str, hidden_field: str = "hidden_size", bias: bool = True
-) -> Callable[[Cfg, Block], Sequence[Node]]:
+def classifier(name: str, hidden_field: str = "hidden_size", bias: bool = True) -> Head:
     """A linear layer from the hidden size to ``num_labels`` (sequence or token classification)."""
 
     def head(c: Cfg, body: Block) -> Sequence[Node]:

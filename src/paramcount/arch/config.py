@@ -80,7 +80,7 @@ class Cfg:
         self.source = source
         self.aliases = aliases or {}
         self.seen: set[str] = set()  # every name looked up, to tell which given fields mattered
-        self._ints: dict[tuple, Sym] = {}
+        self._ints: dict[tuple, Sym] = {}  # builders ask for the same few fields many times
 
     def error(self, field: str, message: str) -> ParamcountError:
         return ParamcountError(message, source=self.source, field=field)
@@ -93,8 +93,9 @@ class Cfg:
 
     def lookup(self, field: str, default: Any = ...) -> tuple[str, Any]:
         """(the name the value was found under, the value): the file's, else the default."""
-        self.seen.update(self._names(field))
-        for name in self._names(field):
+        names = self._names(field)
+        self.seen.update(names)
+        for name in names:
             if self.raw.get(name) is not None:
                 return name, self.raw[name]
         if field in self.defaults:
@@ -110,9 +111,10 @@ class Cfg:
     def int(self, field: str, *, low: int = 1, high: int = MAX_DIM, default: Any = ...) -> Sym:
         """An integer field as a :class:`Sym` named for the derivation, bounds checked."""
         key = (field, low, high, default)
-        if key not in self._ints:  # builders ask for the same few fields many times
-            self._ints[key] = self._int(field, low, high, default)
-        return self._ints[key]
+        found = self._ints.get(key)
+        if found is None:
+            found = self._ints[key] = self._int(field, low, high, default)
+        return found
 
     def _int(self, field: str, low: int, high: int, default: Any) -> Sym:
         name, value = self.lookup(field, default)

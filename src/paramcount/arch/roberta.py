@@ -11,7 +11,20 @@ from collections.abc import Callable
 
 from ..ir import Block, Node, Sym, Tensor, Tie
 from . import Family, bert
-from .blocks import Builder, base, block, classifier, embedding, find, linear, norm, num_labels, stack, with_head
+from .blocks import (
+    Builder,
+    Pooled,
+    base,
+    block,
+    classifier,
+    embedding,
+    find,
+    linear,
+    norm,
+    num_labels,
+    stack,
+    with_head,
+)
 from .config import Cfg
 
 DEFAULTS = {
@@ -56,18 +69,11 @@ def encoder(c: Cfg) -> Block:
     return block("encoder", stack("layer", c.int("num_hidden_layers"), *bert.layer(c)))
 
 
-def backbone(c: Cfg, pooler: bool = True, word_tied_to: str | None = None) -> tuple[Node, ...]:
-    h = c.int("hidden_size")
-    pool = block("pooler", linear("dense", h, h), kind="pooler") if pooler else None
-    return tuple(n for n in (embeddings(c, h, word_tied_to), encoder(c), pool) if n is not None)
+def no_pooler(c: Cfg, word_tied_to: str | None = None) -> tuple[Node, ...]:
+    return embeddings(c, c.int("hidden_size"), word_tied_to), encoder(c)
 
 
-def full(c: Cfg) -> tuple[Node, ...]:
-    return backbone(c, pooler=True)
-
-
-def no_pooler(c: Cfg) -> tuple[Node, ...]:
-    return backbone(c, pooler=False)
+full = Pooled(no_pooler, bert.pooler)
 
 
 def lm_head_block(c: Cfg, decoder_weight: Node) -> Block:
@@ -108,7 +114,7 @@ def head_first_lm(attr: str) -> Builder:
         shape = (c.int("vocab_size"), c.int("hidden_size"))
         weight = Tensor("weight", shape, kind="embeddings" if tied else None)
         alias = "lm_head.decoder.weight" if tied else None
-        body = Block(attr, backbone(c, pooler=False, word_tied_to=alias), label="backbone")
+        body = Block(attr, no_pooler(c, word_tied_to=alias), label="backbone")
         return Block("", (lm_head_block(c, weight), body))
 
     return build

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..ir import Block, Node, Sym, Tensor, Tie, join
 from . import Family
-from .blocks import Builder, block, embedding, linear, norm, num_labels, stack
+from .blocks import Builder, base, block, embedding, linear, norm, num_labels, stack, with_head
 from .config import Cfg
 
 DEFAULTS = {
@@ -86,29 +86,30 @@ def feed_forward(c: Cfg) -> Block:
     return block("DenseReluDense", *projections, kind="feed_forward")
 
 
-def t5_block(c: Cfg, decoder: bool, relative_bias: bool) -> tuple[Node, ...]:
-    """T5Block's ``layer`` list: self-attention, cross-attention (decoder), feed-forward,
-    each sub-layer with its own weight-only norm."""
-    h = c.int("d_model")
-    sublayers = [
-        (attention(c, "SelfAttention", relative_bias), norm("layer_norm", h, bias=False)),
-        (attention(c, "EncDecAttention", False), norm("layer_norm", h, bias=False)) if decoder else None,
-        (feed_forward(c), norm("layer_norm", h, bias=False)),
-    ]
-    present = [s for s in sublayers if s is not None]
-    return (block("layer", *(block(str(i), *s) for i, s in enumerate(present))),)
+def t5_blocks(c: Cfg, decoder: bool) -> tuple[Block, Block]:
+    """T5Block's ``layer`` list for block 0 and for the blocks after it: self-attention,
+    cross-attention (decoder), feed-forward, each sub-layer with its own weight-only norm.
+    Only block 0's self-attention has the relative-position bias; the rest is built once."""
+    ln = norm("layer_norm", c.int("d_model"), bias=False)
+    cross = [(attention(c, "EncDecAttention", False), ln)] if decoder else []
+    after = [block(str(i), *s) for i, s in enumerate([*cross, (feed_forward(c), ln)], start=1)]
+
+    def layer(relative_bias: bool) -> Block:
+        return block("layer", block("0", attention(c, "SelfAttention", relative_bias), ln), *after)
+
+    return layer(True), layer(False)
 
 
 def t5_stack(c: Cfg, name: str, layers: Sym, decoder: bool, shared: str) -> Block:
     """A T5Stack. Only block 0 has the relative-position bias, so the layers are two runs:
     block 0, then blocks 1…n-1. Its embed_tokens is the model's ``shared`` embedding."""
     emb = (c.int("vocab_size"), c.int("d_model"))
-    rest = stack("block", layers - 1, *t5_block(c, decoder, False), start=1) if layers > 1 else None
+    first, rest = t5_blocks(c, decoder)
     return block(
         name,
         block("embed_tokens", Tie("weight", emb, target=shared), kind="embeddings"),
-        stack("block", 1, *t5_block(c, decoder, True)),
-        rest,
+        stack("block", 1, first),
+        stack("block", layers - 1, rest, start=1) if layers > 1 else None,
         norm("final_layer_norm", c.int("d_model"), bias=False),
     )
 
@@ -142,22 +143,14 @@ def encoder_only(prefix: str = "") -> Callable[[Cfg], tuple[Node, ...]]:
     return build
 
 
-def classification_head(c: Cfg) -> Block:
+def classification_head(c: Cfg, body: Block) -> list[Node]:
     h = c.int("d_model")
-    return block("classification_head", linear("dense", h, h), linear("out_proj", h, num_labels(c)), kind="output_head")
+    return [
+        block("classification_head", linear("dense", h, h), linear("out_proj", h, num_labels(c)), kind="output_head")
+    ]
 
 
-def top(body: Callable[[Cfg], tuple[Node, ...]], head: Callable[[Cfg], Node]) -> Builder:
-    """A class whose own attributes are the backbone's modules plus a head."""
-    return lambda c: Block("", (Block("", body(c), label="backbone"), head(c)))
-
-
-def nested(attr: str, body: Callable[[Cfg], tuple[Node, ...]], head: Callable[[Cfg], Node]) -> Builder:
-    """A class holding a whole backbone model under ``attr`` (``transformer``), plus a head."""
-    return lambda c: Block("", (Block(attr, body(c), label="backbone"), head(c)))
-
-
-def output_head(c: Cfg) -> Node:
+def output_head(c: Cfg, body: Block) -> list[Node]:
     """``lm_head``. transformers 5 forces ``tie_word_embeddings`` to true for T5/mT5 (the
     file's false only switches off output scaling), so a model built from a config has a
     tied head. Checkpoints whose config says false (v1.1, Flan-T5, mT5) store their own
@@ -165,28 +158,31 @@ def output_head(c: Cfg) -> Node:
     shape = (c.int("vocab_size"), c.int("d_model"))
     tied = c.bool("tie_word_embeddings")
     weight = Tie("weight", shape, target="shared.weight") if tied else Tensor("weight", shape)
-    return block("lm_head", weight, kind="output_head")
+    return [block("lm_head", weight, kind="output_head")]
 
 
-def qa_head(c: Cfg) -> Node:
-    return linear("qa_outputs", c.int("d_model"), num_labels(c), kind="output_head")
+def qa_head(c: Cfg, body: Block) -> list[Node]:
+    return [linear("qa_outputs", c.int("d_model"), num_labels(c), kind="output_head")]
 
 
-def token_head(c: Cfg) -> Node:
-    return linear("classifier", c.int("d_model"), num_labels(c), kind="output_head")
+def token_head(c: Cfg, body: Block) -> list[Node]:
+    return [linear("classifier", c.int("d_model"), num_labels(c), kind="output_head")]
 
 
 def classes(prefix: str) -> dict[str, Builder]:
-    """The T5 class set under a name prefix (``T5``, ``MT5``): their modules are the same."""
+    """The T5 class set under a name prefix (``T5``, ``MT5``): their modules are the same.
+    Most classes hold the backbone's modules as their own (attribute ``""``); the
+    classification classes hold a whole backbone model under ``transformer``."""
+    model = encoder_decoder()
     return {
-        f"{prefix}Model": lambda c: Block("", encoder_decoder()(c), label="backbone"),
-        f"{prefix}ForConditionalGeneration": top(encoder_decoder(), output_head),
-        f"{prefix}EncoderModel": lambda c: Block("", encoder_only()(c), label="backbone"),
-        f"{prefix}ForSequenceClassification": nested(
-            "transformer", encoder_decoder("transformer"), classification_head
+        f"{prefix}Model": base(model),
+        f"{prefix}ForConditionalGeneration": with_head(model, "", output_head),
+        f"{prefix}EncoderModel": base(encoder_only()),
+        f"{prefix}ForSequenceClassification": with_head(
+            encoder_decoder("transformer"), "transformer", classification_head
         ),
-        f"{prefix}ForTokenClassification": nested("transformer", encoder_only("transformer"), token_head),
-        f"{prefix}ForQuestionAnswering": top(encoder_decoder(), qa_head),
+        f"{prefix}ForTokenClassification": with_head(encoder_only("transformer"), "transformer", token_head),
+        f"{prefix}ForQuestionAnswering": with_head(model, "", qa_head),
     }
 
 

@@ -45,12 +45,22 @@ def config_path(path: Path) -> Path:
     return path / "config.json" if path.is_dir() else path
 
 
+def architectures(raw: Mapping[str, Any], source: str) -> list[str]:
+    """The config's ``architectures``: a list of class names (an absent or null one is empty)."""
+    archs = raw.get("architectures")
+    if archs is None:
+        return []
+    if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):
+        raise ParamcountError(f"must be a list of class names, not {archs!r:.60}", source=source, field="architectures")
+    return archs
+
+
 def model_type(raw: Mapping[str, Any], source: str) -> str:
     """``model_type``, or for older files the family of the class in ``architectures``."""
     if raw.get("model_type") is not None:
         return raw["model_type"]
-    for cls in raw.get("architectures") or ():
-        found = isinstance(cls, str) and model_type_of_class(cls)
+    for cls in architectures(raw, source):
+        found = model_type_of_class(cls)
         if found:
             return found
     raise ParamcountError(
@@ -62,8 +72,8 @@ def pick_class(fam: Family, raw: Mapping[str, Any], wanted: str | None, source: 
     """The class to count: ``wanted`` (a class name or 'base'), else the config's
     ``architectures`` entry, else the backbone."""
     if wanted in (None, "auto"):
-        archs = raw.get("architectures") or []
-        first = archs[0] if isinstance(archs, list) and archs else None
+        archs = architectures(raw, source)
+        first = archs[0] if archs else None
         if first is None or first in fam.classes:
             return first or fam.backbone, []
         return fam.backbone, [f"class {first} from 'architectures' is not modelled; counting {fam.backbone}"]
@@ -98,8 +108,7 @@ def from_config(
     if fam.check:
         fam.check(cfg)
     cls, notes = pick_class(fam, raw, model_class, source)
-    tree = fam.classes[cls](cfg)
-    backbone = tree if cls == fam.backbone else fam.classes[fam.backbone](cfg)
+    tree, backbone = fam.build(cls, cfg)
     notes += fam.notes(cfg, cls) if fam.notes else []
     notes += [f"{k} was given but changes no parameter of {fam.model_type}" for k in given if k not in cfg.seen]
     return Model(

@@ -1,0 +1,293 @@
+"""Does a model fit on a GPU: per precision, yes or no with headroom, the largest context and
+batch that fit, and for training the fewest GPUs.
+
+Every "largest" is found by bisection over the plan's exact figures (the total grows with the
+context, the batch and the per-GPU share of sharded states), so the answer is a boundary: one
+more token, sequence or one GPU fewer does not fit.
+
+A checkpoint (GGUF, safetensors) gets a first row ``stored``: its weights as the files hold
+them. A model planned from its weights alone (``Plan.partial``: no KV-cache layout) has no
+largest context or batch: those are None, and the row says ``partial``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ParamcountError
+from ..model import Model
+from .gpus import GPU, GPUS
+from .gpus import gpu as find_gpu
+from .plan import Plan, as_model, context_for, max_positions, model_dict, positive, size_dict
+from .stored import is_checkpoint
+
+SCHEMA = "paramcount.fit/1"
+INFERENCE = ("fp32", "bf16", "int8", "int4", "nf4", "q8_0", "q4_k_m")
+MAX_BATCH = 1 << 20
+MAX_GPUS = 1 << 16
+NO_LIMIT_CONTEXT = 1 << 30  # the search bound when the config states no context limit
+
+
+@dataclass(frozen=True)
+class Row:
+    """One precision on one GPU."""
+
+    precision: str
+    plan: Plan = field(repr=False)
+    capacity: int
+    max_context: int | None  # None: not even one token fits
+    max_batch: int | None  # None: not even one sequence fits
+    context_limit: int | None  # the model's own limit, which caps max_context
+    gpus: int | None = None  # training: fewest GPUs (ZeRO-3 data parallel); None: no count fits
+
+    @property
+    def fits(self) -> bool:
+        return self.plan.total <= self.capacity
+
+    @property
+    def headroom(self) -> int:
+        """Bytes left (negative: short by that much)."""
+        return self.capacity - self.plan.total
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "precision": self.precision,
+            "fits": self.fits,
+            "total": size_dict(self.plan.total),
+            "headroom": size_dict(self.headroom),
+            "max_context": self.max_context,
+            "context_limit": self.context_limit,
+            "max_batch": self.max_batch,
+            "gpus": self.gpus,
+            "settings": dict(self.plan.settings),
+            "terms": {t.key: t.bytes for t in self.plan.terms},
+            **({"partial": self.plan.partial} if self.plan.partial else {}),
+        }
+
+
+@dataclass(frozen=True)
+class Fit:
+    model: Model = field(repr=False)
+    gpu: GPU
+    mode: str
+    context: int
+    batch: int
+    rows: tuple[Row, ...]
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    skipped: tuple[str, ...] = ()  # default precisions the model cannot take, with the reason
+
+    def row(self, precision: str) -> Row:
+        for r in self.rows:
+            if r.precision == precision:
+                return r
+        raise KeyError(precision)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document, schema ``paramcount.fit/1``."""
+        return {
+            "schema": SCHEMA,
+            "model": model_dict(self.model),
+            "gpu": gpu_dict(self.gpu),
+            "mode": self.mode,
+            "context": self.context,
+            "batch": self.batch,
+            "settings": dict(self.settings),
+            "rows": [r.to_dict() for r in self.rows],
+            "skipped": list(self.skipped),
+        }
+
+
+def gpu_dict(g: GPU) -> dict[str, Any]:
+    return {
+        "key": g.key,
+        "name": g.name,
+        "stated": g.stated,
+        "unit": g.unit,
+        "memory": g.memory,
+        "usable": g.usable,
+        "tflops": g.tflops,
+        "note": g.note,
+    }
+
+
+def largest(fits: Callable[[int], bool], low: int, high: int) -> int | None:
+    """The largest n in [low, high] with fits(n), for a fits that is true up to a point then false."""
+    if not fits(low):
+        return None
+    if fits(high):
+        return high
+    while high - low > 1:  # fits(low) and not fits(high)
+        mid = (low + high) // 2
+        low, high = (mid, high) if fits(mid) else (low, mid)
+    return low
+
+
+def smallest(fits: Callable[[int], bool], low: int, high: int) -> int | None:
+    """The smallest n in [low, high] with fits(n), for a fits that is false up to a point then true."""
+    if not fits(high):
+        return None
+    if fits(low):
+        return low
+    while high - low > 1:  # not fits(low) and fits(high)
+        mid = (low + high) // 2
+        low, high = (low, mid) if fits(mid) else (mid, high)
+    return high
+
+
+def precisions(mode: str) -> tuple[str, ...]:
+    """The precisions a fit table shows: those the weights module knows, in a fixed order."""
+    if mode == "training":
+        from .plan import TRAINING_PRECISIONS
+
+        return TRAINING_PRECISIONS
+    from .weights import SCHEMES
+
+    return tuple(p for p in INFERENCE if p in SCHEMES)
+
+
+def _default_rows(mode: str, options: Mapping[str, Any]) -> tuple[str, ...]:
+    """Every precision, but QLoRA alone when it is asked for (it fixes the base's precision)."""
+    return ("qlora",) if mode == "training" and options.get("qlora") else precisions(mode)
+
+
+_OPTIONS = {
+    "inference": ("kv_dtype", "overhead", "keep", "cache", "encoder_length", "mla"),
+    "training": ("optimizer", "zero", "gpus", "recompute", "flash", "lora", "lora_targets", "qlora", "overhead"),
+}
+
+
+def _mode(mode: str, options: Mapping[str, Any]) -> str:
+    if mode not in _OPTIONS:
+        raise ParamcountError(f"mode is inference or training, not {mode!r}", field="mode")
+    unknown = sorted(set(options) - set(_OPTIONS[mode]))
+    if unknown:
+        raise ParamcountError(f"unknown {mode} option {unknown[0]!r}; known: {', '.join(_OPTIONS[mode])}", field="mode")
+    return mode
+
+
+def fit(
+    model: Model | str | Mapping[str, Any],
+    gpu: str | GPU,
+    context: int | None = None,
+    batch: int = 1,
+    mode: str = "inference",
+    *,
+    only: tuple[str, ...] | None = None,
+    **options: Any,
+) -> Fit:
+    """Whether ``model`` fits on ``gpu`` at each precision, at ``context`` tokens × ``batch``,
+    with the largest context and batch that fit and, for training, the fewest GPUs.
+
+    ``mode`` is ``"inference"`` (options: ``kv_dtype``, ``overhead``) or ``"training"``
+    (options as :func:`paramcount.memory.train` takes them: ``optimizer``, ``zero``, ``gpus``,
+    ``recompute``, ``lora_rank``, ``overhead``, ...).
+    """
+    model, card, mode = as_model(model), find_gpu(gpu), _mode(mode, options)
+    context, _ = context_for(model, context)
+    batch = positive(batch, "--batch")
+    planners, skipped = _planners(model, mode, only, options)
+    rows = tuple(_row(planner, p, card, model, context, batch, mode) for p, planner in planners.items())
+    return Fit(model, card, mode, context, batch, rows, _shown(options), skipped)
+
+
+def _shown(options: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in options.items() if v is not None and v is not False}
+
+
+def _row(planner: Any, precision: str, card: GPU, model: Model, context: int, batch: int, mode: str) -> Row:
+    cap, limit = card.usable, max_positions(model)
+    if getattr(planner, "partial", None):  # weights only: no context or batch to search over
+        return Row(precision, planner.plan(context=context, batch=batch), cap, None, None, limit)
+
+    def under(**kw: int) -> bool:
+        return planner.plan(**{"context": context, "batch": batch, **kw}).total <= cap
+
+    max_context = largest(lambda t: under(context=t), 1, limit or NO_LIMIT_CONTEXT)
+    max_batch = largest(lambda b: under(batch=b), 1, MAX_BATCH)
+    gpus = None
+    if mode == "training":
+        gpus = smallest(lambda g: under(gpus=g, zero=3), 1, MAX_GPUS)
+    return Row(precision, planner.plan(context=context, batch=batch), cap, max_context, max_batch, limit, gpus)
+
+
+def _planners(model: Model, mode: str, only: Any, options: Mapping[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """A planner per precision; of the default precisions, one the model cannot take (a GGUF mix
+    not stated for its family) is left out with the reason, while one asked for raises."""
+    planners, skipped = {}, []
+    rows = _default_rows(mode, options)
+    if mode == "inference" and is_checkpoint(model):
+        rows = ("stored", *rows)
+    for p in only or rows:
+        try:
+            planners[p] = _planner(model, p, mode, options)
+        except ParamcountError as e:
+            if only:
+                raise
+            skipped.append(f"{p}: {e}")
+    return planners, tuple(skipped)
+
+
+def _planner(model: Model, precision: str, mode: str, options: Mapping[str, Any]) -> Any:
+    if mode == "training":
+        from .plan import TrainingPlanner
+
+        return TrainingPlanner(model, precision, **options)
+    from .plan import InferencePlanner
+
+    return InferencePlanner(model, precision, **options)
+
+
+@dataclass(frozen=True)
+class Overview:
+    """Every GPU in the table against each precision's plan at one context and batch."""
+
+    model: Model = field(repr=False)
+    mode: str
+    context: int
+    batch: int
+    plans: Mapping[str, Plan]
+    gpus: tuple[GPU, ...]
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    skipped: tuple[str, ...] = ()
+
+    def headroom(self, gpu: GPU, precision: str) -> int:
+        return gpu.usable - self.plans[precision].total
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document, schema ``paramcount.fit/1`` with ``gpu`` null and a ``table``."""
+        return {
+            "schema": SCHEMA,
+            "model": model_dict(self.model),
+            "gpu": None,
+            "mode": self.mode,
+            "context": self.context,
+            "batch": self.batch,
+            "settings": dict(self.settings),
+            "needs": {p: size_dict(plan.total) for p, plan in self.plans.items()},
+            "table": [
+                {"gpu": gpu_dict(g), "headroom": {p: self.headroom(g, p) for p in self.plans}} for g in self.gpus
+            ],
+            "skipped": list(self.skipped),
+        }
+
+
+def overview(
+    model: Model | str | Mapping[str, Any],
+    context: int | None = None,
+    batch: int = 1,
+    mode: str = "inference",
+    *,
+    gpus: tuple[str | GPU, ...] | None = None,
+    only: tuple[str, ...] | None = None,
+    **options: Any,
+) -> Overview:
+    """Each precision's total at ``context`` × ``batch`` against every GPU in the table."""
+    model, mode = as_model(model), _mode(mode, options)
+    context, _ = context_for(model, context)
+    batch = positive(batch, "--batch")
+    cards = tuple(find_gpu(g) for g in gpus) if gpus else tuple(GPUS.values())
+    planners, skipped = _planners(model, mode, only, options)
+    plans = {p: planner.plan(context=context, batch=batch) for p, planner in planners.items()}
+    return Overview(model, mode, context, batch, plans, cards, _shown(options), skipped)

@@ -1,0 +1,139 @@
+"""The KV-cache layout of a GGUF file, as llama.cpp (the runtime that reads GGUF) lays it out.
+
+llama.cpp sizes each layer's cache from the file's metadata alone (``llama_kv_cache``,
+src/llama-kv-cache.cpp): per cell, ``n_embd_k_gqa = key_length × head_count_kv(il)`` key
+elements and ``n_embd_v_gqa = value_length × head_count_kv(il)`` value elements, where
+``key_length`` and ``value_length`` default to ``embedding_length / head_count`` and
+``head_count_kv`` (a number or one per layer) defaults to ``head_count``. Which layers slide is
+llama.cpp's rule per architecture (``llama_model::load_hparams``), not transformers':
+
+- ``gemma2``: every other layer (layers 0, 2, 4, …) slides, window ``attention.sliding_window``
+  (4,096 when absent); ``gemma3``: five of every six (``il % 6 < 5``) when the file states a
+  window, none otherwise.
+- ``phi3``: llama.cpp disables Phi-3's sliding window (ggml-org/llama.cpp#13676): every layer
+  keeps the whole context, where transformers' Phi-3 keeps a window.
+- ``llama`` (Mistral 7B is converted as ``llama``), ``qwen2``, ``qwen3``, ``qwen2moe``,
+  ``qwen3moe``, ``gemma``, ``starcoder2``, ``falcon``, ``gpt2``, ``gptneox``, ``bloom``: no
+  sliding layers. Falcon keeps its ``head_count_kv`` heads (transformers' Falcon 40B/180B
+  broadcasts them to every query head first).
+- ``deepseek2`` with MLA (the file states ``attention.key_length_mla``, as conversions since
+  ggml-org/llama.cpp#12801 do): one cached row of ``kv_lora_rank + rope`` elements per token and
+  layer (``key_length`` with one KV head) and no value cache, the value being a view of it: the
+  same latent transformers 5 and vLLM cache. An older deepseek2 file without MLA keys caches
+  full per-head keys and values, as its metadata says.
+
+Other architectures are refused, naming the architecture. How many cells each layer holds at a
+context (padding, the sliding-window cache's size) is :mod:`paramcount.memory.kv_cache`'s
+``llama.cpp`` cache rule.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .gguf_file import Meta, metadata
+from .kv_layout import LayerKind, Layout, NoLayout, _runs
+
+ARCHS = (
+    "llama",
+    "qwen2",
+    "qwen3",
+    "qwen2moe",
+    "qwen3moe",
+    "phi3",
+    "gemma",
+    "gemma2",
+    "gemma3",
+    "starcoder2",
+    "falcon",
+    "gpt2",
+    "gptneox",
+    "bloom",
+    "deepseek2",
+)
+MAX_LAYERS = 512  # llama.cpp's LLAMA_MAX_LAYERS
+GEMMA2_WINDOW = 4096  # llama.cpp's default for a gemma2 file that states none
+PATTERNS = {"gemma2": 2, "gemma3": 6}  # llama_hparams::set_swa_pattern(n): layer il slides if il % n < n − 1
+
+
+def gguf_layout(model: Any, mla: str = "latent") -> Layout:
+    """The cache layout llama.cpp builds for a GGUF model (see the module docstring)."""
+    if model.model_type not in ARCHS:
+        raise NoLayout(
+            f"no KV-cache layout for GGUF architecture {model.model_type!r}; stated for: {', '.join(ARCHS)}",
+            source=model.source,
+        )
+    meta = metadata(model)
+    layers = meta.integer("block_count")
+    if layers > MAX_LAYERS:
+        raise NoLayout(f"{meta.arch}.block_count {layers:,} is over llama.cpp's {MAX_LAYERS}")
+    window, notes = _window(meta)
+    is_mla = _mla(meta)
+    if is_mla and mla != "latent":
+        raise NoLayout("llama.cpp caches the MLA latent of a GGUF file; --mla expanded is for transformers configs")
+    kinds = _kinds(meta, layers, window, is_mla)
+    notes.append(
+        "GGUF: llama.cpp's cache layout (the runtime that reads the file), from its metadata; "
+        "a transformers model of the same weights may slide other layers or cache other heads"
+    )
+    return Layout(model.name, model.model_type, tuple(kinds), tuple(notes), "latent" if is_mla else None, "llama.cpp")
+
+
+def _window(meta: Meta) -> tuple[int | None, list[str]]:
+    """llama.cpp's sliding window for this architecture: its width, or None when no layer slides."""
+    arch, stated = meta.arch, meta.get("attention.sliding_window")
+    if arch in PATTERNS and not meta.complete and stated is None:
+        raise meta.missing("attention.sliding_window")
+    if arch == "gemma2":
+        return meta.integer("attention.sliding_window", GEMMA2_WINDOW), []
+    if arch == "gemma3":
+        return (meta.integer("attention.sliding_window") if stated else None), []
+    if stated:
+        said = "disables Phi-3's sliding window (ggml-org/llama.cpp#13676)" if arch == "phi3" else "ignores it"
+        return None, [f"the file states a sliding window of {stated}; llama.cpp {said}: every layer keeps T tokens"]
+    return None, []
+
+
+def _mla(meta: Meta) -> bool:
+    """llama.cpp's ``is_mla()``: a deepseek2 file with the MLA head sizes stated."""
+    if meta.arch != "deepseek2":
+        return False
+    if not meta.complete and not meta.has("attention.key_length_mla"):
+        raise meta.missing("attention.key_length_mla")
+    return bool(meta.get("attention.key_length_mla")) and bool(meta.get("attention.value_length_mla"))
+
+
+def _per_layer(meta: Meta, key: str, layers: int, default: Any = ...) -> list[int]:
+    """A number for every layer, or a list of one per layer (``head_count_kv`` of hybrid models)."""
+    value = meta.get(key, default)
+    if value is ...:
+        raise meta.missing(key)
+    if isinstance(value, list):
+        if len(value) != layers or any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in value):
+            raise NoLayout(f"{meta.arch}.{key}: expected {layers} whole numbers, one per layer")
+        return value
+    return [meta.integer(key, low=0)] * layers
+
+
+def _kinds(meta: Meta, layers: int, window: int | None, is_mla: bool) -> list[LayerKind]:
+    """The layers grouped by what each caches: (sliding?, KV heads, key and value widths)."""
+    heads = _per_layer(meta, "attention.head_count", layers)
+    kv = _per_layer(meta, "attention.head_count_kv", layers, heads)
+    width = meta.integer("embedding_length") // max(heads[0], 1)
+    d_k, d_v = meta.integer("attention.key_length", width), meta.integer("attention.value_length", width)
+    period = PATTERNS.get(meta.arch) if window else None
+    groups: dict[tuple[bool, int], list[int]] = {}
+    for i in range(layers):
+        if kv[i]:  # a layer without KV heads (a recurrent one) keeps no cache
+            groups.setdefault((bool(window) and (period is None or i % period < period - 1), kv[i]), []).append(i)
+    return [_kind(meta, at, sliding, n_kv, d_k, d_v, window, is_mla) for (sliding, n_kv), at in groups.items()]
+
+
+def _kind(meta: Meta, at: list[int], sliding: bool, n_kv: int, d_k: int, d_v: int, w: Any, is_mla: bool) -> LayerKind:
+    attention, where, window = ("sliding" if sliding else "full"), _runs(at), w if sliding else None
+    if not is_mla:
+        return LayerKind(attention, len(at), n_kv, d_k, d_v, window, where)
+    rank = meta.integer("attention.kv_lora_rank")
+    if n_kv != 1 or d_k <= rank:
+        raise NoLayout(f"{meta.arch}: an MLA file caches one row of key_length > kv_lora_rank; got {n_kv} × {d_k}")
+    return LayerKind(attention, len(at), 1, rank, d_k - rank, window, where, "mla-latent")

@@ -1,0 +1,455 @@
+"""A memory plan: every term a run needs, each with its formula and assumptions, and the total.
+
+Inference = weights + KV cache + activation working set + runtime overhead. Training = the
+training terms (weights, master weights, gradients, optimizer states, activations, adapters)
++ runtime overhead. Weights and KV cache are identities of the model's shapes and the chosen
+dtypes; activations and overhead are estimates and say so, with their sources.
+
+A model read from weight files (a GGUF file, a safetensors checkpoint) is planned by default
+with its weights as stored (scheme ``stored``) and its compute dtype (fp16 for GGUF, GPTQ and
+AWQ; bf16 for bitsandbytes; else the stored float type). A model with no KV-cache layout (a
+``print(model)`` text, weights without a config.json, a GGUF architecture not mapped) is
+planned at inference as its weights and overhead alone, the plan saying why (``partial``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ParamcountError
+from ..model import Model
+from . import overhead as _overhead
+from .terms import GB, GIB, Term
+
+SCHEMA = "paramcount.memory/1"
+DEFAULT_CONTEXT = 4096  # when neither the caller nor a smaller model limit says otherwise
+_POSITIONS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "n_ctx", "context_length")
+DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The memory a run needs: ``terms`` (each a :class:`Term`) and their ``total`` in bytes.
+
+    ``settings`` holds every choice the figures depend on (scheme, context, batch, dtypes, ...).
+    """
+
+    model: Model = field(repr=False)
+    mode: str  # "inference" or "training"
+    terms: tuple[Term, ...]
+    settings: Mapping[str, Any]
+    notes: tuple[str, ...] = ()
+    planner: Any = field(default=None, repr=False, compare=False)  # re-plans at another context/batch
+    partial: str | None = None  # why only the weights and overhead are planned (no KV-cache layout)
+
+    @property
+    def total(self) -> int:
+        return sum(t.bytes for t in self.terms)
+
+    @property
+    def estimated(self) -> int:
+        """The part of the total that is modelled rather than exact."""
+        return sum(t.bytes for t in self.terms if t.estimate)
+
+    def at(self, context: int, batch: int) -> Plan:
+        """The same setup at another context and batch (what plots and fit searches draw on)."""
+        return self.planner.plan(context, batch)
+
+    def term(self, key: str) -> Term:
+        for t in self.terms:
+            if t.key == key:
+                return t
+        raise KeyError(key)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document, schema ``paramcount.memory/1`` (see README, "Memory and fit")."""
+        return {
+            "schema": SCHEMA,
+            "model": model_dict(self.model),
+            "mode": self.mode,
+            "settings": dict(self.settings),
+            "total": size_dict(self.total),
+            "estimated": size_dict(self.estimated),
+            "terms": [term_dict(t) for t in self.terms],
+            "notes": list(self.notes),
+            **({"partial": self.partial} if self.partial else {}),
+        }
+
+
+def size_dict(n: int) -> dict[str, Any]:
+    return {"bytes": n, "gb": round(n / GB, 3), "gib": round(n / GIB, 3)}
+
+
+def term_dict(t: Term) -> dict[str, Any]:
+    return {
+        "key": t.key,
+        "label": t.label,
+        **size_dict(t.bytes),
+        "formula": t.formula,
+        "assumption": t.assumption,
+        "estimate": t.estimate,
+        "source": t.source,
+        "parts": [term_dict(p) for p in t.parts],
+    }
+
+
+def model_dict(model: Model) -> dict[str, Any]:
+    return {"name": model.name, "source": model.source, "class": model.class_name, "parameters": model.total}
+
+
+# ---- settings ---------------------------------------------------------------------------------
+
+
+def as_model(model: Model | str | Mapping[str, Any]) -> Model:
+    """A counted model, or a catalog name / path / config dict to count."""
+    if isinstance(model, Model):
+        return model
+    from .. import load
+
+    return load(model)
+
+
+def positive(value: Any, field: str, low: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ParamcountError(f"expected an integer ≥ {low}, got {value!r}", field=field)
+    return value
+
+
+def max_positions(model: Model) -> int | None:
+    """The longest context the model's config allows, when it says."""
+    for name in _POSITIONS:
+        value = model.config.get(name)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+def context_for(model: Model, context: int | None) -> tuple[int, str]:
+    """The context to plan for, and why it is that."""
+    if context is not None:
+        return positive(context, "--context"), "--context"
+    limit = max_positions(model)
+    if limit is None:
+        return DEFAULT_CONTEXT, "the default; the config states no limit"
+    if limit <= DEFAULT_CONTEXT:
+        return limit, "the model's limit"
+    return DEFAULT_CONTEXT, f"the default; the model allows {limit:,}"
+
+
+def default_scheme(model: Model) -> str:
+    """``stored`` for a model read from weight files, else bf16."""
+    from .stored import is_checkpoint
+
+    return "stored" if is_checkpoint(model) else "bf16"
+
+
+def compute_dtype(scheme: str, model: Model | None = None) -> str:
+    """What a scheme computes in, which activations and (by default) the KV cache use: fp32 and
+    fp16 themselves; fp16 for GGUF (llama.cpp's default f16 cache), GPTQ and AWQ (fp16 kernels);
+    bf16 for the rest (bitsandbytes' and transformers' usual compute dtype); for ``stored``,
+    the checkpoint's (:func:`paramcount.memory.stored.compute_dtype`)."""
+    from .weights import scheme as find
+
+    s = find(scheme)
+    if s.method == "stored":
+        from .stored import compute_dtype as stored_dtype
+
+        return stored_dtype(model)
+    if s.qtype in ("fp32", "fp16"):
+        return s.qtype
+    return "fp16" if s.method in ("gguf", "gptq", "awq") else "bf16"
+
+
+def activation_bytes(dtype: str) -> int:
+    if dtype not in DTYPE_BYTES:
+        raise ParamcountError(f"activations are fp32, fp16 or bf16, not {dtype!r}", field="--dtype")
+    return DTYPE_BYTES[dtype]
+
+
+# ---- inference --------------------------------------------------------------------------------
+
+
+class InferencePlanner:
+    """The weights term computed once; plans for any context and batch (fit bisects over these).
+
+    ``scheme`` defaults to ``stored`` for a checkpoint and bf16 otherwise; ``keep`` goes to
+    :func:`~paramcount.memory.weights.weights`; ``cache`` (default: dynamic, llama.cpp for a
+    GGUF file), ``encoder_length`` and ``mla`` to :func:`~paramcount.memory.kv_cache.kv_cache`.
+    ``partial`` is why only the weights and overhead can be planned, or None.
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        scheme: str | None = None,
+        kv_dtype: str | None = None,
+        overhead: Any = None,
+        *,
+        keep: Any = None,
+        cache: str | None = None,
+        encoder_length: int | None = None,
+        mla: str = "latent",
+    ):
+        from .weights import scheme as find
+        from .weights import weights
+
+        self.model = model
+        self.scheme = find(scheme or default_scheme(model)).name
+        self.dtype = compute_dtype(self.scheme, model)
+        self.kv_dtype = kv_dtype or self.dtype
+        self.cache = {"cache": cache, "encoder_length": encoder_length, "mla": mla}
+        self.overhead = _overhead.parse(overhead if overhead is not None else _overhead.DEFAULT)
+        w = weights(model, self.scheme, keep=keep)
+        self.keep = ",".join(w.keep) or "none"
+        self.weights = w.term()
+        self.stored_as = w.options if self.scheme == "stored" else None
+        self.partial = _no_layout(model, mla)
+        self.widths = None if self.partial else shape_widths(model)
+
+    def plan(self, context: int, batch: int = 1, why: str = "--context") -> Plan:
+        from .kv_cache import kv_cache
+        from .working_set import activations
+
+        context, batch = positive(context, "--context"), positive(batch, "--batch")
+        if self.partial:
+            return self._weights_only(batch)
+        cache = kv_cache(self.model, context, batch, self.kv_dtype, **self.cache)
+        kv = cache.term()
+        act = activations(self.model, context, batch, activation_bytes(self.dtype), self.dtype, self.widths)
+        base = (self.weights, kv, act)
+        extra = self.overhead.term(sum(t.bytes for t in base), "weights + KV cache + activations")
+        settings = self._settings(cache.dtype, cache.cache, context, why, batch)
+        return Plan(self.model, "inference", (*base, extra), settings, tuple(cache.notes), planner=self)
+
+    def _settings(self, kv_dtype: Any, kv_cache: Any, context: Any, why: str, batch: int) -> dict[str, Any]:
+        """Every choice the figures depend on; ``stored_as`` only for weights as stored."""
+        stored = {"stored_as": self.stored_as} if self.stored_as else {}
+        return {
+            "scheme": self.scheme,
+            **stored,
+            "keep": self.keep,
+            "compute_dtype": self.dtype,
+            "kv_dtype": kv_dtype,
+            "kv_cache": kv_cache,
+            "context": context,
+            "context_from": why,
+            "batch": batch,
+            "overhead": self.overhead.text,
+        }
+
+    def _weights_only(self, batch: int) -> Plan:
+        """The weights and the overhead on them, for a model without a KV-cache layout."""
+        extra = self.overhead.term(self.weights.bytes, "the weights")
+        settings = self._settings(None, None, None, "weights only", batch)
+        note = f"weights and overhead only, no KV cache or activations: {self.partial}"
+        return Plan(self.model, "inference", (self.weights, extra), settings, (note,), self, self.partial)
+
+    def total(self, context: int, batch: int = 1) -> int:
+        return self.plan(context, batch).total
+
+
+def _no_layout(model: Model, mla: str) -> str | None:
+    """Why the model has no KV-cache layout (a printout, a bare checkpoint, an unmapped GGUF
+    architecture), or None when it has one."""
+    from .kv_layout import NoLayout, attention_layout
+
+    try:
+        attention_layout(model, mla=mla)
+    except NoLayout as e:
+        return str(e)
+    return None
+
+
+def shape_widths(model: Model) -> Any:
+    """The layer widths the activation estimate reads: a GGUF file's from its tensors, a
+    checkpoint's from its config.json's model (the architecture, whatever the storage)."""
+    from .gguf_file import is_gguf
+    from .gguf_file import widths as gguf_widths
+    from .working_set import widths
+
+    if is_gguf(model):
+        return gguf_widths(model)
+    if getattr(model, "checkpoint", None) is not None and model.config:
+        from ..frontends.config import from_config
+
+        try:
+            return widths(from_config(model.config, model.source, model_class=model.class_name))
+        except ParamcountError:
+            pass
+    return widths(model)
+
+
+def inference(
+    model: Model | str | Mapping[str, Any],
+    scheme: str | None = None,
+    context: int | None = None,
+    batch: int = 1,
+    kv_dtype: str | None = None,
+    overhead: Any = None,
+    **options: Any,
+) -> Plan:
+    """Inference memory: weights at ``scheme`` + KV cache + activation working set + overhead.
+
+    ``scheme`` defaults to ``stored`` (the weights as the files hold them) for a model read from
+    a GGUF or safetensors checkpoint, and to bf16 otherwise. A model without a KV-cache layout
+    gets its weights and overhead alone (``Plan.partial`` says why).
+    ``context`` defaults to the model's limit capped at 4,096 tokens; ``kv_dtype`` to the
+    scheme's compute dtype (bf16; fp32/fp16 for those schemes; fp16 for GGUF, GPTQ and AWQ);
+    ``overhead`` is ``"0.5GiB+10%"`` unless given (a string like ``"1GB+5%"`` or an Overhead).
+    ``options``: ``keep`` (what stays in high precision), ``cache`` (``dynamic``/``static``/``llama.cpp``),
+    ``encoder_length``, ``mla`` (``latent``/``expanded``), as the weights and KV modules take them.
+    """
+    model = as_model(model)
+    context, why = context_for(model, context)
+    return InferencePlanner(model, scheme, kv_dtype, overhead, **options).plan(context, batch, why)
+
+
+# ---- training ---------------------------------------------------------------------------------
+
+# The rows of a training fit: full fine-tuning at each precision, and QLoRA (NF4 base + LoRA).
+TRAINING_PRECISIONS = ("fp32", "mixed", "bf16", "qlora")
+
+
+class TrainingPlanner:
+    """One training setup; plans for any context, batch, GPU count and ZeRO stage.
+
+    The model states (weights, master weights, gradients, optimizer states, adapters) come from
+    :func:`paramcount.memory.training.training` once per (ZeRO stage, GPUs); the activations from
+    :func:`paramcount.memory.activations.activations` per (context, batch).
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        precision: str = "mixed",
+        *,
+        optimizer: str = "adamw",
+        zero: int = 0,
+        gpus: int = 1,
+        recompute: str = "none",
+        flash: bool = True,
+        lora: Any = None,
+        lora_targets: Any = None,
+        qlora: bool | int = False,
+        overhead: Any = None,
+    ):
+        self.model = model
+        self.qlora_bits = (4 if qlora is True else qlora or None) if precision != "qlora" else 4
+        self.precision = "mixed" if precision == "qlora" else precision
+        self.optimizer, self.zero, self.gpus = optimizer, zero, gpus
+        self.recompute, self.flash = recompute, flash
+        self.adapters = _adapters(model, lora, lora_targets, self.qlora_bits)
+        self.overhead = _overhead.parse(overhead if overhead is not None else _overhead.DEFAULT)
+        self._states: dict[tuple[int, int], list[Term]] = {}
+
+    def states(self, zero: int, gpus: int) -> list[Term]:
+        if (zero, gpus) not in self._states:
+            from .training import training
+
+            terms = training(
+                self.model,
+                optimizer=self.optimizer,
+                precision=self.precision,
+                zero=zero,
+                gpus=gpus,
+                lora=self.adapters,
+                qlora_bits=self.qlora_bits,
+            )
+            self._states[zero, gpus] = [t for t in terms if t.key != "activations"]
+        return self._states[zero, gpus]
+
+    def plan(
+        self, context: int, batch: int = 1, gpus: int | None = None, zero: int | None = None, why: str = ""
+    ) -> Plan:
+        from .activations import activations
+
+        context, batch = positive(context, "--context"), positive(batch, "--batch")
+        gpus, zero = gpus or self.gpus, self.zero if zero is None else zero
+        dtype = "fp32" if self.precision == "fp32" else "bf16"
+        act = activations(self.model, batch, context, recompute=self.recompute, flash=self.flash, dtype=dtype)
+        base = (*self.states(zero, gpus), act)
+        extra = self.overhead.term(sum(t.bytes for t in base), "the training terms")
+        settings = self._settings(context, batch, gpus, zero, why)
+        return Plan(self.model, "training", (*base, extra), settings, planner=self)
+
+    def _settings(self, context: int, batch: int, gpus: int, zero: int, why: str) -> dict[str, Any]:
+        a = self.adapters
+        return {
+            "precision": "qlora" if self.qlora_bits else self.precision,
+            "optimizer": self.optimizer,
+            "zero": zero,
+            "gpus": gpus,
+            "context": context,
+            "context_from": why or "--context",
+            "batch": batch,
+            "recompute": self.recompute,
+            "flash": self.flash,
+            "lora": None if a is None else f"rank {a.rank} on {_targets_text(a.targets)}",
+            "qlora": {4: "nf4", 8: "int8"}.get(self.qlora_bits),
+            "overhead": self.overhead.text,
+        }
+
+    def total(self, context: int, batch: int = 1) -> int:
+        return self.plan(context, batch).total
+
+
+def _targets_text(targets: Any) -> str:
+    return targets if isinstance(targets, str) else ",".join(targets)
+
+
+def _adapters(model: Model, lora: Any, targets: Any, qlora_bits: int | None) -> Any:
+    """A LoRA result from a rank (and targets), or the one given; QLoRA implies rank 8."""
+    from .lora import LoRA
+    from .lora import lora as make_lora
+
+    if isinstance(lora, LoRA):
+        return lora
+    if lora is None and targets is None and qlora_bits is None:
+        return None
+    if isinstance(targets, str) and "," in targets:
+        targets = tuple(t.strip() for t in targets.split(",") if t.strip())
+    kwargs = {} if targets is None else {"targets": targets}
+    return make_lora(model, rank=8 if lora is None else lora, **kwargs)
+
+
+def train(
+    model: Model | str | Mapping[str, Any],
+    *,
+    optimizer: str = "adamw",
+    precision: str = "mixed",
+    zero: int = 0,
+    gpus: int = 1,
+    batch: int = 1,
+    context: int | None = None,
+    recompute: str = "none",
+    flash: bool = True,
+    lora: Any = None,
+    lora_targets: Any = None,
+    qlora: bool | int = False,
+    overhead: Any = None,
+) -> Plan:
+    """Training memory per GPU: the terms of :func:`paramcount.memory.training.training` + overhead.
+
+    ``precision`` is ``mixed`` (bf16 with fp32 master weights), ``fp32``, ``bf16`` or ``qlora``
+    (an NF4 base with LoRA adapters); ``lora`` a rank (default targets q_proj, v_proj, or
+    ``lora_targets``) or a :class:`~paramcount.memory.lora.LoRA`; ``qlora`` True (4-bit) or 8;
+    ``batch`` the micro-batch per GPU; ``context`` as for :func:`inference`.
+    """
+    model = as_model(model)
+    context, why = context_for(model, context)
+    planner = TrainingPlanner(
+        model,
+        precision,
+        optimizer=optimizer,
+        zero=zero,
+        gpus=gpus,
+        recompute=recompute,
+        flash=flash,
+        lora=lora,
+        lora_targets=lora_targets,
+        qlora=qlora,
+        overhead=overhead,
+    )
+    return planner.plan(context, batch, why=why)

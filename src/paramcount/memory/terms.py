@@ -1,0 +1,35 @@
+"""One result type for every memory figure: a term with its bytes, formula and assumptions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+GB = 10**9
+GIB = 2**30
+
+
+@dataclass(frozen=True)
+class Term:
+    """A memory figure, shown with how it was computed and what it assumes.
+
+    ``estimate`` marks modelled figures (activations, runtime overhead) as opposed to
+    identities (weights, KV cache); ``source`` cites the formula of an estimate. ``parts``
+    are sub-terms whose bytes sum to this one.
+    """
+
+    key: str
+    label: str
+    bytes: int
+    formula: str
+    assumption: str
+    estimate: bool = False
+    source: str = ""
+    parts: tuple[Term, ...] = ()
+
+    @property
+    def gb(self) -> float:
+        return self.bytes / GB
+
+    @property
+    def gib(self) -> float:
+        return self.bytes / GIB

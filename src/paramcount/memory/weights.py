@@ -1,0 +1,539 @@
+"""Weight memory by precision and quantisation scheme, exact to the byte.
+
+Every figure is tensors × their storage as the runtime holds it, from integer tables
+(:mod:`paramcount.dtypes`), never rounded bits per weight. Repeated layers are counted once
+and multiplied; a tied tensor is stored once. The schemes (``SCHEMES``):
+
+* ``fp32``, ``fp16``, ``bf16``, ``fp8`` (E4M3), ``fp8_e5m2``, ``int8``, ``int4``: every parameter
+  in that type, nothing else (int4 packs two per byte with no scales: exactly half a byte).
+  ``fp16`` keeps the modules transformers' ``from_pretrained`` keeps in fp32 (T5's ``wo``).
+* ``nf4``, ``fp4``: bitsandbytes ``Linear4bit`` as transformers 5 loads it with
+  ``BitsAndBytesConfig(load_in_4bit=True)``: per linear layer, n/2 bytes of packed values
+  (rounded up), an fp32 absmax per 64 values and a 16-value fp32 quant map; with double
+  quantisation the absmax is one byte each, plus an fp32 absmax per 256 blocks, a 256-value
+  fp32 map and an fp32 offset. Only ``nn.Linear``/``Conv1D`` weights are quantised: the fused
+  3-D MoE expert tensors of transformers 5 are not linear layers and stay bf16.
+* ``bnb-int8``: bitsandbytes LLM.int8 (``load_in_8bit=True``): int8 weights and an fp32 scale
+  per output row (``SCB``).
+* ``gptq-int4``, ``gptq-int8``: the GPTQ checkpoint layout (AutoGPTQ / GPTQModel / transformers):
+  ``qweight`` int32 [in·bits/32, out], ``qzeros`` int32 [⌈in/g⌉, out·bits/32], ``scales`` fp16
+  [⌈in/g⌉, out], ``g_idx`` int32 [in]; group g = 128 unless ``group_size`` says (-1: one
+  group per row). ``awq-int4``: AutoAWQ GEMM: ``qweight`` int32 [in, out/8], ``qzeros`` int32
+  [in/g, out/8], ``scales`` fp16 [in/g, out]. Only linear layers inside the decoder layers
+  (experts one by one, as the checkpoints store them), not routers; the rest fp16.
+* GGUF types (``q4_0``, ``q8_0``, ``q4_k``, ``q6_k``, ``iq4_xs``, …) and the llama.cpp mixes
+  ``q4_k_s``, ``q4_k_m``, ``q5_k_s``, ``q5_k_m``: see :mod:`paramcount.memory.gguf_types`.
+* ``stored``: a checkpoint's weights exactly as its files store them (a GGUF file's types, a
+  safetensors checkpoint's dtypes, packings and quantisation bookkeeping): see
+  :mod:`paramcount.memory.stored`. Only for models read from weight files.
+
+Bytes are those of the tensors in memory. A saved bitsandbytes state dict also holds a small
+JSON blob per 4-bit layer (``quant_state.bitsandbytes__nf4``, whose length depends on the
+data) and a one-byte ``weight_format`` per 8-bit layer, and leaves out the 4-byte offset,
+which lives inside that blob.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+
+from ..dtypes import DTYPES
+from ..errors import ParamcountError
+from ..ir import KINDS
+from . import gguf_types as gg
+from .layouts import Part, awq, bnb4, gptq, part
+from .slots import Slot, slots
+from .terms import GB, GIB, Term
+
+GROUP = 128  # GPTQ's and AWQ's usual group size
+
+# transformers' `_keep_in_fp32_modules` for the families modelled: fp32 when loading in fp16,
+# never quantised by bitsandbytes. (The `_strict` lists name only buffers here, not weights.)
+FP32_MODULES = {"t5": ("wo",), "mt5": ("wo",)}
+
+KEEP_WORDS = (*KINDS, "output", "outside", "none", "default")
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """How a scheme stores what it quantises (``qtype``) and what it leaves (``base``)."""
+
+    name: str
+    method: str  # cast | bnb4 | bnb8 | gptq | awq | gguf
+    qtype: str  # the storage of quantised tensors: "int4", "nf4", "Q4_K", or a mix name
+    base: str  # the dtype of tensors kept in high precision
+    keep: tuple[str, ...] = ()  # what stays in ``base`` by default
+    bits: int = 0
+
+
+def _schemes() -> dict[str, Scheme]:
+    out = {
+        "fp32": Scheme("fp32", "cast", "fp32", "fp32"),
+        "fp16": Scheme("fp16", "cast", "fp16", "fp32"),
+        "bf16": Scheme("bf16", "cast", "bf16", "fp32"),
+        "fp8": Scheme("fp8", "cast", "fp8_e4m3", "bf16"),
+        "fp8_e5m2": Scheme("fp8_e5m2", "cast", "fp8_e5m2", "bf16"),
+        "int8": Scheme("int8", "cast", "int8", "bf16"),
+        "int4": Scheme("int4", "cast", "int4", "bf16"),
+        "nf4": Scheme("nf4", "bnb4", "nf4", "bf16", ("output",), 4),
+        "fp4": Scheme("fp4", "bnb4", "fp4", "bf16", ("output",), 4),
+        "bnb-int8": Scheme("bnb-int8", "bnb8", "int8", "bf16", ("output",), 8),
+        "gptq-int4": Scheme("gptq-int4", "gptq", "int4", "fp16", ("outside", "router"), 4),
+        "gptq-int8": Scheme("gptq-int8", "gptq", "int8", "fp16", ("outside", "router"), 8),
+        "awq-int4": Scheme("awq-int4", "awq", "int4", "fp16", ("outside", "router"), 4),
+        "stored": Scheme("stored", "stored", "stored", "stored"),
+    }
+    out.update({t: Scheme(t, "gguf", t.upper(), "F16") for t in gg.PURE})
+    out.update({m: Scheme(m, "gguf", m, "F16") for m in gg.MIXES})
+    return out
+
+
+_SCHEME = _schemes()
+SCHEMES: tuple[str, ...] = tuple(_SCHEME)
+ALIASES = {
+    "float32": "fp32",
+    "float16": "fp16",
+    "half": "fp16",
+    "bfloat16": "bf16",
+    "fp8_e4m3": "fp8",
+    "llm.int8": "bnb-int8",
+    "llm-int8": "bnb-int8",
+    "bnb-nf4": "nf4",
+    "bnb-fp4": "fp4",
+    "gptq": "gptq-int4",
+    "awq": "awq-int4",
+}
+
+
+def scheme(name: str) -> Scheme:
+    """The scheme called ``name`` (case-insensitive; ``Q4_K_M`` is ``q4_k_m``)."""
+    key = name.strip().lower() if isinstance(name, str) else None
+    key = ALIASES.get(key, key)
+    if key not in _SCHEME:
+        raise ParamcountError(f"unknown scheme {name!r}; choose one of: {', '.join(SCHEMES)}", field="dtype")
+    return _SCHEME[key]
+
+
+@dataclass(frozen=True)
+class Row:
+    """A tensor, or a group of identical ones across repeats, and how it is stored."""
+
+    name: str  # full name, repeats as ranges: "model.layers.0–31.mlp.down_proj.weight"
+    count: int  # tensors in the group
+    shape: tuple[int, ...]  # of one tensor (the unquantised parameter)
+    format: str  # "nf4", "bf16", "Q4_K", "GPTQ int4, group 128", "tied"
+    role: str  # "quantised", "kept", "not quantised", "fp32 (transformers)", "tied", "stored", "bookkeeping"
+    parts: tuple[Part, ...]  # what one tensor is stored as
+    kind: str = "other"
+
+    @property
+    def parameters(self) -> int:
+        """Parameters held (0 for a tie, counted where it is stored, and for quantisation bookkeeping)."""
+        return 0 if self.role in ("tied", "bookkeeping") else self.count * _prod(self.shape)
+
+    @property
+    def bytes(self) -> int:
+        return self.count * sum(p.bytes for p in self.parts)
+
+
+def _prod(shape: Sequence[int]) -> int:
+    out = 1
+    for d in shape:
+        out *= int(d)
+    return out
+
+
+@dataclass(frozen=True)
+class Weights:
+    """The weights of ``model`` under ``scheme``: rows of tensors and their exact bytes."""
+
+    model: str
+    scheme: str
+    rows: tuple[Row, ...]
+    keep: tuple[str, ...]  # the keep items in force
+    options: str = ""  # "double quant", "group 128", "Q4_K_M GGUF file", …
+    note: str = ""  # what is assumed, where the scheme's own words do not say it (stored weights)
+
+    @property
+    def bytes(self) -> int:
+        return sum(r.bytes for r in self.rows)
+
+    @property
+    def parameters(self) -> int:
+        return sum(r.parameters for r in self.rows)
+
+    @property
+    def gb(self) -> float:
+        return self.bytes / GB
+
+    @property
+    def gib(self) -> float:
+        return self.bytes / GIB
+
+    @property
+    def by_dtype(self) -> dict[str, int]:
+        """Bytes per storage dtype (``uint8``, ``fp32``, ``Q4_K``, …), largest first."""
+        return _largest_first(self._sums(lambda r, p: p.dtype, lambda r, p: r.count * p.bytes))
+
+    def by_format(self) -> dict[str, int]:
+        """Bytes per row format (``nf4``, ``bf16``, ``Q6_K``, …), largest first."""
+        acc: dict[str, int] = {}
+        for r in self.rows:
+            acc[r.format] = acc.get(r.format, 0) + r.bytes
+        return _largest_first(acc)
+
+    def _sums(self, key, value) -> dict[str, int]:
+        acc: dict[str, int] = {}
+        for r in self.rows:
+            for p in r.parts:
+                acc[key(r, p)] = acc.get(key(r, p), 0) + value(r, p)
+        return acc
+
+    def term(self) -> Term:
+        """The figure as a memory-plan term, with parts per format."""
+        elements = self._sums(lambda r, p: p.dtype, lambda r, p: r.count * p.elements)
+        parts = tuple(_format_term(self, f) for f in self.by_format() if f != "tied")
+        return Term(
+            key="weights",
+            label=f"weights ({self.scheme}{', ' + self.options if self.options else ''})",
+            bytes=self.bytes,
+            formula=_formula(elements, self.by_dtype, self.bytes),
+            assumption=self.note or _assumption(self),
+            estimate=False,
+            parts=parts,
+        )
+
+
+def _largest_first(acc: dict[str, int]) -> dict[str, int]:
+    return dict(sorted(acc.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _formula(elements: dict[str, int], sizes: dict[str, int], total: int) -> str:
+    """``n × s B`` per element type, ``n / block × s B`` per block type, then the total; a type
+    without a table row (a checkpoint's ``U32``, ``BOOL``) as its bytes."""
+    terms = []
+    for dtype in sizes:
+        per, size = DTYPES.get(dtype, (0, 0))
+        n = elements[dtype]
+        if not per:
+            terms.append(f"{sizes[dtype]:,} B ({dtype})")
+        else:
+            terms.append(f"{n:,} × {size} B ({dtype})" if per == 1 else f"{n:,} / {per} × {size} B ({dtype})")
+    return " + ".join(terms or ["0"]) + f" = {total:,} B"
+
+
+def _format_term(w: Weights, fmt: str) -> Term:
+    rows = [r for r in w.rows if r.format == fmt]
+    sub = Weights(w.model, w.scheme, tuple(rows), w.keep, w.options)
+    elements = sub._sums(lambda r, p: p.dtype, lambda r, p: r.count * p.elements)
+    n = sum(r.count for r in rows)
+    return Term(
+        key=f"weights.{fmt}",
+        label=f"{fmt}: {n:,} tensors, {sub.parameters:,} parameters",
+        bytes=sub.bytes,
+        formula=_formula(elements, sub.by_dtype, sub.bytes),
+        assumption=", ".join(sorted({r.role for r in rows})),
+        estimate=False,
+    )
+
+
+def _assumption(w: Weights) -> str:
+    high = sorted({_kind_words(r) for r in w.rows if r.role in ("kept", "not quantised") and r.bytes})
+    fp32 = [r.name for r in w.rows if r.role == "fp32 (transformers)"]
+    s = scheme(w.scheme)
+    text = f"scheme {w.scheme}" + (f" ({w.options})" if w.options else "")
+    if s.method != "cast" or high:
+        text += f"; in {_base_label(w)}: {', '.join(high) if high else 'nothing'}"
+    if fp32:
+        text += f"; kept in fp32 as transformers loads them: {len(fp32)} groups"
+    return text + f"; keep: {','.join(w.keep) or 'none'} (--dtype, --keep)"
+
+
+def _base_label(w: Weights) -> str:
+    return "/".join(sorted({r.format for r in w.rows if r.role in ("kept", "not quantised")})) or scheme(w.scheme).base
+
+
+def _kind_words(r: Row) -> str:
+    if r.name.rsplit(".", 1)[-1] == "bias":
+        return "biases"
+    return r.kind.replace("_", " ")
+
+
+@dataclass(frozen=True)
+class _Plan:
+    model_type: str
+    scheme: Scheme
+    group: int
+    double_quant: bool
+    fp32: frozenset[int]  # slot orders kept in fp32 (transformers)
+    skip: frozenset[int]  # slot orders bitsandbytes never converts (non-strict fp32 modules)
+    kept: frozenset[int]  # slot orders kept by the keep items
+    kept_last: frozenset[int] = frozenset()  # slot orders whose last layer's copy is kept
+    mix: tuple = ()  # GGUF mix: (facts, {(layer, order): attn_v rank}, attn_v count)
+
+
+def weights(
+    model,
+    scheme: str = "bf16",
+    *,
+    keep: str | Iterable[str] | None = None,
+    group_size: int | None = None,
+    double_quant: bool | None = None,
+) -> Weights:
+    """The exact weight memory of ``model`` stored under ``scheme`` (see ``SCHEMES``).
+
+    ``keep`` names what stays in high precision (the scheme's ``base`` dtype: bf16 for
+    bitsandbytes, fp16 for GPTQ/AWQ, F16 for GGUF, fp32 for fp16/bf16) instead of the
+    scheme's default. It is a comma-separated string (or a list) of items:
+
+    * a component: ``embeddings``, ``attention``, ``feed_forward``, ``experts``, ``router``,
+      ``norms``, ``output_head``, ``pooler``, ``other``;
+    * ``output``: what transformers' quantisers skip: tied layers, the output embeddings (the
+      projection to the vocabulary) and the module of the model's last parameter if a weight;
+    * ``outside``: everything outside the decoder-layer stack;
+    * a module or tensor name or glob, matched against the full name with layer ranges
+      (``lm_head``, ``mlp.gate``, ``model.layers.*.mlp.down_proj.weight``);
+    * ``default`` (the scheme's own list: ``output`` for bitsandbytes, ``outside,router`` for
+      GPTQ/AWQ, nothing otherwise) or ``none``.
+
+    Tensors a scheme cannot hold (1-D tensors and biases under bitsandbytes, GPTQ, AWQ and
+    GGUF; fused MoE experts under bitsandbytes) stay in high precision whatever ``keep`` says.
+    ``group_size`` applies to GPTQ/AWQ (default 128; -1 for GPTQ's one group per row);
+    ``double_quant`` to nf4/fp4 (default False, as ``BitsAndBytesConfig``; QLoRA uses True).
+    ``stored`` (a checkpoint's weights as its files hold them) takes none of these options.
+    """
+    s = _scheme_arg(scheme)
+    group, dq = _options(s, group_size, double_quant)
+    if s.method == "stored":
+        if _keep_items(keep, s):
+            raise ParamcountError("--keep applies to schemes computed from the shapes, not to stored", field="keep")
+        from .stored import stored_weights
+
+        return stored_weights(model)
+    found = slots(model.tree, model.model_type, checkpoint=s.method in ("gptq", "awq"))
+    items = _keep_items(keep, s)
+    plan = _make_plan(model, s, group, dq, found, items)
+    rows = tuple(r for slot in found for r in _rows(slot, plan))
+    return Weights(getattr(model, "name", ""), s.name, rows, items, _options_text(s, group, dq))
+
+
+def _scheme_arg(name: str | Scheme) -> Scheme:
+    return name if isinstance(name, Scheme) else scheme(name)
+
+
+def _options(s: Scheme, group_size: int | None, double_quant: bool | None) -> tuple[int, bool]:
+    if group_size is not None and s.method not in ("gptq", "awq"):
+        raise ParamcountError(f"group_size applies to GPTQ and AWQ schemes, not {s.name}", field="group_size")
+    if double_quant and s.method != "bnb4":
+        raise ParamcountError(f"double_quant applies to nf4 and fp4, not {s.name}", field="double_quant")
+    group = GROUP if group_size is None else group_size
+    valid = (
+        isinstance(group, int) and not isinstance(group, bool) and (group > 0 or (group == -1 and s.method == "gptq"))
+    )
+    if not valid:
+        allowed = "a positive integer" + (" or -1 (one group per row)" if s.method == "gptq" else "")
+        raise ParamcountError(f"group_size must be {allowed}, not {group_size!r}", field="group_size")
+    return group, bool(double_quant)
+
+
+def _options_text(s: Scheme, group: int, dq: bool) -> str:
+    if s.method in ("gptq", "awq"):
+        return "one group per row" if group == -1 else f"group {group}"
+    return "double quant" if s.method == "bnb4" and dq else ""
+
+
+def _keep_items(keep: str | Iterable[str] | None, s: Scheme) -> tuple[str, ...]:
+    if keep is None:
+        return s.keep
+    raw = keep.split(",") if isinstance(keep, str) else list(keep)
+    items = [str(i).strip() for i in raw if str(i).strip()]
+    out: list[str] = []
+    for item in items:
+        if item == "none":
+            continue
+        out.extend(s.keep if item == "default" else [item])
+    return tuple(dict.fromkeys(out))
+
+
+def _make_plan(model, s: Scheme, group: int, dq: bool, found: Sequence[Slot], items: tuple[str, ...]) -> _Plan:
+    mt = model.model_type
+    fp32 = _matching(found, FP32_MODULES.get(mt, ()))
+    bnb = s.method in ("bnb4", "bnb8")  # loaded in bf16, where transformers upcasts nothing
+    kept, kept_last = _kept(found, items)
+    plan = _Plan(
+        mt, s, group, dq, fp32 if s.name == "fp16" else frozenset(), fp32 if bnb else frozenset(), kept, kept_last
+    )
+    return replace(plan, mix=_mix(model, found)) if s.qtype in gg.MIXES else plan
+
+
+def _matching(found: Sequence[Slot], names: Sequence[str]) -> frozenset[int]:
+    """Slots whose name has one of ``names`` as a dotted segment (``wo``, ``e_score_correction_bias``)."""
+    return frozenset(s.order for s in found if any(n in s.name.split(".") for n in names))
+
+
+def _kept(found: Sequence[Slot], items: Sequence[str]) -> tuple[frozenset[int], frozenset[int]]:
+    """Slot orders kept whole, and those of which only the last layer's copy is kept."""
+    out: set[int] = set()
+    output, last = _output_modules(found) if "output" in items else (set(), set())
+    for item in items:
+        hit = {s.order for s in found if _keeps(item, s, output)}
+        if not hit and item not in KEEP_WORDS:
+            raise ParamcountError(
+                f"keep item {item!r} names no component and matches no tensor;"
+                f" use {', '.join(KEEP_WORDS)} or a tensor name or glob",
+                field="keep",
+            )
+        out |= hit
+    return frozenset(out), frozenset(s.order for s in found if _module(s) in last) - out
+
+
+def _keeps(item: str, s: Slot, output: set[str]) -> bool:
+    if item in KINDS:
+        return s.kind == item
+    if item == "output":
+        return _module(s) in output
+    if item == "outside":
+        return s.layers is None
+    name = s.name
+    return any(fnmatch.fnmatchcase(name, p) for p in (item, f"{item}.*", f"*.{item}", f"*.{item}.*"))
+
+
+def _module(s: Slot) -> str:
+    return s.name.rsplit(".", 1)[0]
+
+
+def _output_modules(found: Sequence[Slot]) -> tuple[set[str], set[str]]:
+    """What transformers' quantisers leave alone (``get_keys_to_not_convert``): tied modules
+    and the output embeddings (the projection to the vocabulary), whole; and the module of
+    the model's last parameter when that is a ``weight`` (a bias leaves its module converted),
+    which in a layer stack is only the last layer's copy. ``from_pretrained`` asks before it
+    ties weights, so a tied head counts as the last parameter."""
+    targets = {s.tie for s in found if s.tie}
+    tied = {_module(s) for s in found if s.tie or s.name in targets}
+    out = _output_slot(found)
+    whole = tied | ({_module(out)} if out is not None else set())
+    last = found[-1] if found and found[-1].rest.endswith("weight") else None
+    if last is not None and last.layers is None:
+        whole.add(_module(last))
+    return whole, ({_module(last)} if last is not None and last.layers is not None else set())
+
+
+def _output_slot(found: Sequence[Slot]) -> Slot | None:
+    """The output embeddings: the last linear layer of the output head (or tied to the input
+    embeddings) that projects to the vocabulary."""
+    vocab = {s.shape[0] for s in found if gg.token_embedding(s)}
+    head = [
+        s
+        for s in found
+        if s.linear and s.rest.endswith("weight") and s.kind in ("output_head", "embeddings") and s.shape[0] in vocab
+    ]
+    return head[-1] if head else None
+
+
+def _mix(model, found: Sequence[Slot]) -> tuple:
+    """llama.cpp's state for a mix: model facts and each attn_v-like slot's (rank, count)."""
+    if model.model_type not in gg.MIX_FAMILIES:
+        raise ParamcountError(
+            f"the llama.cpp mixes are stated here for {', '.join(sorted(gg.MIX_FAMILIES))},"
+            f" not {model.model_type!r}; use a single GGUF type such as q4_k",
+            field="dtype",
+        )
+    n_expert = max((n for n in _expert_counts(model.tree)), default=0)
+    facts = gg.Facts.of(model.model_type, dict(model.config or {}), found, n_expert, _output_slot(found))
+    wv = [s for s in found if gg.allowed(s) and gg.category(s, facts) == "attn_v"]
+    order = sorted((i, s.order) for s in wv for i in (s.layers or (0,)) for _ in range(s.per_layer))
+    ranks: dict[tuple[int, int], int] = {}
+    for rank, key in enumerate(order):
+        ranks.setdefault(key, rank)
+    return facts, ranks, len(order)
+
+
+def _expert_counts(node) -> Iterable[int]:
+    if getattr(node, "active", None):
+        yield node.active[1]
+    for child in getattr(node, "children", ()):
+        yield from _expert_counts(child)
+
+
+def _rows(s: Slot, plan: _Plan) -> list[Row]:
+    if s.order in plan.kept_last and s.layers:
+        return _split_last(s, plan)
+    sch = plan.scheme
+    if s.tie is not None:
+        return [Row(s.name, s.copies, s.shape, "tied", "tied", (), s.kind)]
+    if s.order in plan.fp32:
+        return [_stored(s, "fp32", "fp32 (transformers)")]
+    if not _quantisable(s, plan):
+        return [_stored(s, gg.unquantised(s) if sch.method == "gguf" else sch.base, "not quantised")]
+    if s.order in plan.kept:
+        return [_stored(s, sch.base, "kept")]
+    if sch.method == "gguf":
+        return _gguf_rows(s, plan)
+    fmt, parts = _quantise(s, plan)
+    return [Row(s.name, s.copies, s.shape, fmt, "quantised", parts, s.kind)]
+
+
+def _split_last(s: Slot, plan: _Plan) -> list[Row]:
+    """The layers before the last as planned, the last layer's copy kept."""
+    inner = replace(plan, kept_last=frozenset())
+    head = replace(s, layers=s.layers[:-1], copies=s.per_layer * (len(s.layers) - 1))
+    tail = replace(s, layers=s.layers[-1:], copies=s.per_layer)
+    rows = _rows(head, inner) if head.layers else []
+    return rows + _rows(tail, replace(inner, kept=inner.kept | {s.order}))
+
+
+def _quantisable(s: Slot, plan: _Plan) -> bool:
+    method = plan.scheme.method
+    if method == "cast":
+        return True
+    if method == "gguf":
+        return gg.allowed(s)
+    return s.linear and s.order not in plan.skip
+
+
+def _stored(s: Slot, dtype: str, role: str) -> Row:
+    return Row(s.name, s.copies, s.shape, dtype, role, (_plain(s, dtype),), s.kind)
+
+
+def _plain(s: Slot, dtype: str) -> Part:
+    n = s.elements
+    if dtype == "int4":  # packed two per byte; an odd count leaves half a byte unused
+        return Part("weight", dtype, n, (n + 1) // 2)
+    return part("weight", dtype, n)
+
+
+def _quantise(s: Slot, plan: _Plan) -> tuple[str, tuple[Part, ...]]:
+    sch = plan.scheme
+    if sch.method == "cast":
+        return sch.qtype, (_plain(s, sch.qtype),)
+    if sch.method == "bnb4":
+        return sch.qtype + (", double quant" if plan.double_quant else ""), bnb4(s.elements, plan.double_quant)
+    if sch.method == "bnb8":
+        return "int8 (LLM.int8)", (part("weight", "int8", s.elements), part("SCB (row scales)", "fp32", s.in_out[1]))
+    if sch.method == "gptq":
+        return f"GPTQ int{sch.bits}, {_options_text(sch, plan.group, False)}", gptq(s, sch.bits, plan.group)
+    return f"AWQ int4, group {plan.group}", awq(s, plan.group)
+
+
+def _gguf_rows(s: Slot, plan: _Plan) -> list[Row]:
+    qtype = plan.scheme.qtype
+    if not plan.mix:
+        return [_gguf_row(s, s.layers, gg.fallback(qtype, s), s.copies)]
+    facts, ranks, n_wv = plan.mix
+    runs: list[tuple[str, list[int]]] = []
+    for i in s.layers or (None,):
+        key = (i or 0, s.order)
+        t = gg.fallback(gg.mix_type(qtype, s, facts, i or 0, (ranks.get(key, 0), n_wv)), s)
+        if runs and runs[-1][0] == t:
+            runs[-1][1].append(i)
+        else:
+            runs.append((t, [i]))
+    if s.layers is None:
+        return [_gguf_row(s, None, runs[0][0], s.copies)]
+    return [_gguf_row(s, range(ix[0], ix[-1] + 1), t, len(ix) * s.per_layer) for t, ix in runs]
+
+
+def _gguf_row(s: Slot, layers: range | None, qtype: str, count: int) -> Row:
+    return Row(s.name_at(layers), count, s.shape, qtype, "quantised", (part("weight", qtype, s.elements),), s.kind)

@@ -1,0 +1,229 @@
+"""Memory plans and fits in the terminal (rich) and as JSON (schemas paramcount.memory/1, paramcount.fit/1)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from ..memory.fit import Fit, Overview, Row, gpu_dict
+from ..memory.gpus import GPU
+from ..memory.plan import Plan
+from ..memory.terms import GB, GIB, Term
+from .text import n
+
+
+def gb(b: int) -> str:
+    return f"{b / GB:,.2f}"
+
+
+def gib(b: int) -> str:
+    return f"{b / GIB:,.2f}"
+
+
+def capacity(g: GPU) -> str:
+    """``GeForce RTX 3060: 12 GB GDDR6 = 12 GiB (12,884,901,888 B)`` and what one program may use."""
+    amount = f"{g.memory // GIB} GiB" if g.unit == "GiB" else f"{gb(g.memory)} GB"
+    line = f"{g.name}: {g.stated} = {amount} ({n(g.memory)} B)"
+    if g.usable != g.memory:
+        line += f", usable {gib(g.usable)} GiB ({n(g.usable)} B)"
+    return line
+
+
+def heading(plan: Plan) -> Group:
+    m, s = plan.model, plan.settings
+    head = Text(m.name, style="bold")
+    head.append(f"  {m.class_name} · {n(m.total)} parameters", style="dim")
+    if plan.mode == "inference" and plan.partial:
+        return Group(head, Text(f"inference · {weights_text(s)} · weights and overhead only (no KV cache)"))
+    if plan.mode == "inference":
+        kv = f"KV cache {s['kv_dtype']}" + ("" if s["kv_cache"] == "dynamic" else f" ({s['kv_cache']})")
+        what = f"inference · {weights_text(s)} · {kv} · {n(s['context'])} tokens × batch {n(s['batch'])}"
+    else:
+        what = _training_line(s)
+    why = s.get("context_from")
+    return Group(head, Text(what + (f" (context: {why})" if why and why != "--context" else "")))
+
+
+def weights_text(s: Mapping[str, Any]) -> str:
+    """``weights int4``, or for a checkpoint ``weights as stored (Q4_K_M GGUF file)``."""
+    return f"weights as stored ({s['stored_as']})" if s.get("stored_as") else f"weights {s['scheme']}"
+
+
+def _training_line(s: Mapping[str, Any]) -> str:
+    gpus = f"{n(s['gpus'])} GPU{'s' * (s['gpus'] != 1)}"
+    said = [f"training, per GPU · {s['precision']}", s["optimizer"], f"ZeRO-{s['zero']} on {gpus}"]
+    said.append(f"{n(s['context'])} tokens × batch {n(s['batch'])}")
+    said.append(f"recompute {s['recompute']}" + ("" if s["flash"] else ", no flash attention"))
+    return " · ".join(said + ([f"LoRA {s['lora']}"] if s.get("lora") else []))
+
+
+def _row_label(t: Term, indent: int = 0) -> Text:
+    label = Text("  " * indent + ("· " if indent else "") + t.label, style="dim" if indent else "")
+    return label
+
+
+def terms_table(plan: Plan) -> Table:
+    t = Table(show_edge=False)
+    t.add_column("term")
+    t.add_column("bytes", justify="right")
+    t.add_column("GB", justify="right")
+    t.add_column("GiB", justify="right")
+    t.add_column("figure")
+    for term in plan.terms:
+        t.add_row(_row_label(term), n(term.bytes), gb(term.bytes), gib(term.bytes), _kind(term))
+        for part in term.parts:
+            style = "dim"
+            cells = (Text(x, style) for x in (n(part.bytes), gb(part.bytes), gib(part.bytes)))
+            t.add_row(_row_label(part, 1), *cells, "")
+    bold = "bold"
+    total = plan.total
+    t.add_row(Text("total", bold), Text(n(total), bold), Text(gb(total), bold), Text(gib(total), bold), "")
+    return t
+
+
+def _kind(t: Term) -> Text:
+    return Text("estimate", style="yellow") if t.estimate else Text("exact")
+
+
+def how(plan: Plan) -> list[Any]:
+    """Each term's formula, assumption and, for an estimate, where its formula comes from."""
+    out: list[Any] = []
+    for t in plan.terms:
+        out.append(Text(t.label + (" [estimate]" if t.estimate else ""), style="bold"))
+        g = Table.grid(padding=(0, 1))
+        g.add_column(style="dim", no_wrap=True)
+        g.add_column(overflow="fold")
+        g.add_row("  formula", t.formula)
+        if t.assumption:
+            g.add_row("  assumes", t.assumption)
+        if t.estimate and t.source:
+            g.add_row("  source", t.source)
+        out.append(g)
+    return out
+
+
+def render_plan(plan: Plan, gpu: GPU | None = None) -> Group:
+    parts: list[Any] = [heading(plan), Text(""), terms_table(plan), Text("")]
+    share = plan.estimated / plan.total if plan.total else 0
+    parts.append(Text(f"estimates (activations, overhead) are {share:.1%} of the total; how each term is computed:"))
+    parts += how(plan)
+    parts += [Text(f"note: {note}", style="yellow") for note in plan.notes]
+    if gpu is not None:
+        parts += [Text(""), fits_line(plan.total, gpu)]
+    return Group(*parts)
+
+
+def fits_line(total: int, g: GPU) -> Text:
+    left = g.usable - total
+    verdict = "fits" if left >= 0 else "does not fit"
+    room = f"{gb(left)} GB to spare" if left >= 0 else f"{gb(-left)} GB short"
+    return Text(f"{verdict} on {capacity(g)}: {room}", style="green" if left >= 0 else "red")
+
+
+# ---- fit ----------------------------------------------------------------------------------------
+
+
+def _context_cell(r: Row) -> str:
+    if r.plan.partial:
+        return "n/a"
+    if r.max_context is None:
+        return "none"
+    if r.context_limit is not None and r.max_context == r.context_limit:
+        return f"{n(r.max_context)} (model max)"
+    return n(r.max_context)
+
+
+def fit_table(fit: Fit) -> Table:
+    t = Table(show_edge=False)
+    for col, just in (("precision", "left"), ("needs GB", "right"), ("fits", "left"), ("headroom GB", "right")):
+        t.add_column(col, justify=just)
+    t.add_column("max context", justify="right")
+    t.add_column("max batch", justify="right")
+    if fit.mode == "training":
+        t.add_column("min GPUs", justify="right")
+    for r in fit.rows:
+        cells = [r.precision, gb(r.plan.total), Text("yes" if r.fits else "no", "green" if r.fits else "red")]
+        batch = "n/a" if r.plan.partial else n(r.max_batch) if r.max_batch else "none"
+        cells += [gb(r.headroom), _context_cell(r), batch]
+        if fit.mode == "training":
+            cells.append(n(r.gpus) if r.gpus else "none")
+        t.add_row(*cells)
+    return t
+
+
+def render_fit(fit: Fit) -> Group:
+    m = fit.model
+    head = Text(m.name, style="bold")
+    head.append(f"  {m.class_name} · {n(m.total)} parameters", style="dim")
+    what = f"{fit.mode} at {n(fit.context)} tokens × batch {n(fit.batch)}" + _options_of(fit.settings)
+    parts: list[Any] = [head, Text(f"on {capacity(fit.gpu)}"), Text(what), Text(""), fit_table(fit), Text("")]
+    if fit.gpu.note:
+        parts.append(Text(f"note: {fit.gpu.note}", style="yellow"))
+    parts += [Text(f"left out: {why}", style="yellow") for why in fit.skipped]
+    parts.append(
+        Text(f"max context: at batch {n(fit.batch)}; max batch: at {n(fit.context)} tokens; none: not even one")
+    )
+    if fit.mode == "training":
+        parts.append(
+            Text("min GPUs: data parallel with ZeRO-3 (weights, gradients, optimizer states sharded over them)")
+        )
+    partial = _partial(r.plan for r in fit.rows)
+    parts += partial or [
+        Text("every figure includes the estimated activations and overhead; `paramcount memory` itemises them")
+    ]
+    return Group(*parts)
+
+
+def _options_of(settings: Mapping[str, Any]) -> str:
+    shown = {k.replace("_", "-"): v for k, v in settings.items() if v is not None}
+    return " · " + ", ".join(f"{k} {v}" for k, v in shown.items()) if shown else ""
+
+
+# ---- JSON -----------------------------------------------------------------------------------------
+
+
+def dumps(obj: Plan | Fit | Overview, gpu: GPU | None = None) -> str:
+    """The JSON document; a plan with ``gpu`` also says whether it fits there (``"gpu"``)."""
+    data = obj.to_dict()
+    if gpu is not None and isinstance(obj, Plan):
+        data["gpu"] = {**gpu_dict(gpu), "fits": obj.total <= gpu.usable, "headroom": gpu.usable - obj.total}
+    return json.dumps(data, indent=2, ensure_ascii=False)
+
+
+def overview_table(o: Overview) -> Table:
+    t = Table(show_edge=False)
+    t.add_column("--gpu", no_wrap=True)
+    t.add_column("usable GiB", justify="right")
+    for p in o.plans:
+        t.add_column(p, justify="right")
+    needs = [Text(gb(plan.total), "bold") for plan in o.plans.values()]
+    t.add_row(Text("needs (GB)", "bold"), "", *needs)
+    for g in o.gpus:
+        cells = []
+        for p in o.plans:
+            left = o.headroom(g, p)
+            cells.append(Text(f"{'+' if left >= 0 else '-'}{gb(abs(left))}", "green" if left >= 0 else "red"))
+        t.add_row(g.key, gib(g.usable), *cells)
+    return t
+
+
+def render_overview(o: Overview) -> Group:
+    m = o.model
+    head = Text(m.name, style="bold")
+    head.append(f"  {m.class_name} · {n(m.total)} parameters", style="dim")
+    what = f"{o.mode} at {n(o.context)} tokens × batch {n(o.batch)}" + _options_of(o.settings)
+    legend = "cells: GB to spare (+) or short (-) on each GPU's usable memory; --gpu NAME for context and batch limits"
+    skipped = [Text(f"left out: {why}", style="yellow") for why in o.skipped]
+    partial = _partial(o.plans.values())
+    return Group(head, Text(what), Text(""), overview_table(o), Text(""), Text(legend), *skipped, *partial)
+
+
+def _partial(plans: Any) -> list[Text]:
+    """The reason once, when the figures are weights and overhead alone."""
+    why = next((p.partial for p in plans if p.partial), None)
+    return [Text(f"n/a, and every figure is weights + overhead only: {why}", style="yellow")] if why else []

@@ -1,0 +1,180 @@
+"""The JSON API and the page: a FastAPI app over the public library calls.
+
+Every route reads a typed body (see schemas.py, published as /openapi.json), makes the same
+library calls the command line makes, and answers JSON. Bad input is a ParamcountError,
+answered 400 with its message and field, which the page shows beside the input at fault.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+from collections.abc import Iterator, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException
+
+from .. import __version__
+from ..errors import ParamcountError
+from . import planner, schemas, sources, views
+from .guard import MAX_BODY, Guard
+
+STATIC = Path(__file__).parent / "static"
+UPLOAD_BODY = sources.MAX_HEADER_UPLOAD * 4 // 3 + MAX_BODY  # base64 of the largest header, and a config
+LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+ERRORS = {400: {"model": schemas.Error}, 413: {"model": schemas.Error}, 422: {"model": schemas.Error}}
+
+
+class Bug(Exception):
+    """The library failed on an input in a way it should have named: said as such, never a 500."""
+
+
+@contextlib.contextmanager
+def counting() -> Iterator[None]:
+    try:
+        yield
+    except ParamcountError:
+        raise
+    except Exception as e:  # a library bug on this input: the page says so plainly
+        raise Bug(f"paramcount could not read this input ({type(e).__name__}: {str(e)[:300]}); please report it") from e
+
+
+def create_app(hosts: Sequence[str] | None = LOOPBACK) -> Any:
+    """The ASGI app; ``hosts`` are the Host names it answers to (None: any, for a public bind)."""
+    api = FastAPI(
+        title="paramcount",
+        version=__version__,
+        description="Exact parameter counts, derivations and memory plans of Transformer models.",
+        docs_url=None,  # the interactive docs load scripts from a CDN; /openapi.json is the schema
+        redoc_url=None,
+    )
+    api.state.uploads = sources.Uploads()
+    _handlers(api)
+    _routes(api)
+    api.mount("/static", StaticFiles(directory=STATIC), name="static")
+    return Guard(api, None if hosts is None else [*hosts, *LOOPBACK], limits={"/api/upload": UPLOAD_BODY})
+
+
+def _error(status: int, message: str, field: str | None = None, source: str | None = None, bug: bool = False):
+    return JSONResponse({"error": message, "field": field, "source": source, "bug": bug}, status_code=status)
+
+
+def _handlers(api: FastAPI) -> None:
+    @api.exception_handler(ParamcountError)
+    async def bad_input(request: Request, e: ParamcountError):
+        return _error(400, str(e), e.field, e.source)
+
+    @api.exception_handler(Bug)
+    async def bug(request: Request, e: Bug):
+        return _error(422, str(e), bug=True)
+
+    @api.exception_handler(RequestValidationError)
+    async def invalid(request: Request, e: RequestValidationError):
+        first = e.errors()[0] if e.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
+        return _error(422, f"{where or 'request'}: {first.get('msg', 'invalid request')}", where or None)
+
+    @api.exception_handler(HTTPException)
+    async def http(request: Request, e: HTTPException):
+        return _error(e.status_code, str(e.detail))
+
+
+@cache
+def catalog() -> list[dict[str, Any]]:
+    from ..frontends import catalog
+    from ..frontends.config import from_config
+
+    rows = []
+    for e in catalog.entries():
+        m = from_config(e.config, f"catalog:{e.id}", name=e.id)
+        rows.append(
+            {
+                "id": e.id,
+                "aliases": list(e.aliases),
+                "model_type": m.model_type,
+                "class_name": m.class_name,
+                "total": m.total,
+                "backbone_class": m.backbone_class,
+                "backbone_total": m.backbone_total,
+                "note": e.note,
+            }
+        )
+    return rows
+
+
+def describe(request: Request, q: schemas.ModelRequest) -> dict[str, Any]:
+    """Everything the page shows of a model but its memory plan."""
+    with counting():
+        model, classes = sources.load(q.source, q.model_class, q.num_labels, q.overrides, request.app.state.uploads)
+        data = {**views.summary(model), "classes": classes, "tree": views.root(model)}
+        data["derivation"], data["derivation_error"] = _derivation(model, q)
+        data["storage"] = _storage(model, q, request)
+    return data
+
+
+def _derivation(model, q: schemas.ModelRequest) -> tuple[dict[str, Any] | None, str | None]:
+    target = sources.with_backbone_tree(model) if q.derive == "backbone" else model
+    try:
+        return views.derivation(target, q.lang), None
+    except ParamcountError as e:
+        return None, str(e)
+
+
+def _storage(model, q: schemas.ModelRequest, request: Request) -> dict[str, Any] | None:
+    if q.source.kind == "upload":
+        up = request.app.state.uploads.get(q.source.id)
+        if up.format == "gguf":
+            return views.gguf_storage(up.parsed)
+    return views.checkpoint(model)
+
+
+def _routes(api: FastAPI) -> None:
+    @api.get("/", include_in_schema=False)
+    def page() -> FileResponse:
+        return FileResponse(STATIC / "index.html", headers={"cache-control": "no-cache"})
+
+    @api.get("/api/catalog", response_model=list[schemas.CatalogEntry])
+    def list_catalog() -> list[dict[str, Any]]:
+        """The bundled catalog: each entry's class and backbone with their totals."""
+        return catalog()
+
+    @api.post("/api/model", response_model=schemas.ModelResponse, responses=ERRORS)
+    def count_model(q: schemas.ModelRequest, request: Request) -> dict[str, Any]:
+        """Count a model: totals, components, layers, ties, the tree and the derivation."""
+        return describe(request, q)
+
+    @api.post("/api/upload", response_model=schemas.UploadResponse, responses=ERRORS)
+    def upload(u: schemas.UploadRequest, request: Request) -> dict[str, Any]:
+        """Header bytes of a safetensors or GGUF file (never the weights), parsed and held for /api/model."""
+        try:
+            header = base64.b64decode(u.header, validate=True)
+        except (binascii.Error, ValueError):
+            raise ParamcountError("header is not base64", field="header") from None
+        with counting():
+            parsed = sources.parse_upload(u.format, u.name, u.size, header, u.config)
+        key = sources.Uploads.key(u.format, parsed.name, u.size, header, u.config)
+        request.app.state.uploads.put(key, parsed)
+        return {"id": key, "name": parsed.name, "format": u.format}
+
+    @api.get("/api/info", response_model=schemas.Info)
+    def info() -> dict[str, Any]:
+        return {"version": __version__}
+
+    @api.get("/api/memory/options", response_model=schemas.MemoryOptions)
+    def memory_options() -> dict[str, Any]:
+        """What the memory planner offers: precisions, cache dtypes, optimizers and GPUs."""
+        return planner.options()
+
+    @api.post("/api/memory", response_model=schemas.MemoryResponse, responses=ERRORS)
+    def memory(q: schemas.MemoryRequest, request: Request) -> dict[str, Any]:
+        """A memory plan: its terms, memory against context, and the fit on the GPU at each precision."""
+        with counting():
+            model, _ = sources.load(q.source, q.model_class, q.num_labels, q.overrides, request.app.state.uploads)
+            return planner.plan(model, q)

@@ -1,0 +1,298 @@
+"""Request and response bodies of the JSON API: what the OpenAPI schema publishes.
+
+Bounds here are the page's, not new rules: anything inside them still goes through the
+readers and validators the command line uses, which answer with a ParamcountError.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..frontends.printout import MAX_TEXT_CHARS
+
+NAME = Annotated[str, Field(min_length=1, max_length=200)]
+Count = Annotated[int, Field(ge=0)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CatalogSource(Strict):
+    kind: Literal["catalog"]
+    name: NAME = Field(description="hub id or alias of a bundled catalog entry, e.g. bert-base-chinese")
+
+
+class ConfigSource(Strict):
+    kind: Literal["config"]
+    config: dict[str, Any] = Field(description="a Hugging Face config.json, as a JSON object")
+
+
+class PrintoutSource(Strict):
+    kind: Literal["printout"]
+    text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, description="what print(model) printed")
+    tied: bool | None = Field(None, description="whether the head shares the token embedding; default: the family's")
+
+
+class UploadSource(Strict):
+    kind: Literal["upload"]
+    id: str = Field(pattern=r"^[0-9a-f]{32}$", description="the id /api/upload answered")
+
+
+Source = Annotated[CatalogSource | ConfigSource | PrintoutSource | UploadSource, Field(discriminator="kind")]
+
+
+class ModelQuery(Strict):
+    source: Source
+    model_class: str | None = Field(
+        None, max_length=200, description="a transformers class, 'base' for the backbone, or 'auto'/null"
+    )
+    num_labels: int | None = Field(None, ge=1, le=1_000_000)
+    overrides: list[Annotated[str, Field(max_length=10_000)]] = Field(
+        default_factory=list, max_length=100, description="config fields as FIELD=VALUE, read as --set reads them"
+    )
+
+
+class ModelRequest(ModelQuery):
+    lang: Literal["en", "zh"] = "en"
+    derive: Literal["backbone", "class"] = Field("backbone", description="derive the backbone (as explain does)")
+
+
+class UploadRequest(Strict):
+    format: Literal["safetensors", "gguf"]
+    name: str = Field(max_length=1000, description="the file's name, shown as its label")
+    size: int = Field(ge=0, le=2**63, description="the whole file's length in bytes")
+    header: str = Field(description="base64 of the header bytes: safetensors 8 + N bytes, GGUF up to its data")
+    config: dict[str, Any] | None = Field(None, description="a config.json beside a safetensors file")
+
+
+class UploadResponse(BaseModel):
+    id: str
+    name: str
+    format: str
+
+
+class Error(BaseModel):
+    error: str
+    field: str | None = None
+    source: str | None = None
+    bug: bool = False
+
+
+class Component(BaseModel):
+    kind: str
+    label: str
+    count: Count
+
+
+class Layers(BaseModel):
+    path: str
+    first: int
+    copies: int
+    each: int
+    total: int
+
+
+class TieInfo(BaseModel):
+    name: str
+    target: str
+    count: Count
+
+
+class TreeNode(BaseModel):
+    name: str
+    type: Literal["block", "tensor", "tie"]
+    kind: str
+    count: Count
+    repeat: int | None = None
+    start: int | None = None
+    label: str | None = None
+    active: list[int] | None = None
+    shape: list[int] | None = None
+    dims: list[str] | None = None
+    dtype: str | None = None
+    tied_to: str | None = None
+    children: list[TreeNode] | None = None
+
+
+class Piece(BaseModel):
+    t: Literal["text", "math", "code", "num", "mark"]
+    v: str
+    text: str | None = None
+
+
+class DocBlock(BaseModel):
+    kind: str
+    cells: list[list[Piece]]
+    rows: list[list[list[Piece]]]
+    right: list[int]
+    strong: list[int]
+
+
+class Derivation(BaseModel):
+    lang: str
+    blocks: list[DocBlock]
+
+
+class StorageRow(BaseModel):
+    name: str
+    tensors: int
+    elements: int
+    bytes: int
+
+
+class Storage(BaseModel):
+    read: str
+    file_bytes: int | None
+    header_bytes: int | None
+    data_bytes: int
+    parameters: int
+    by_dtype: list[StorageRow]
+    by_storage: list[StorageRow]
+    quantization: str | None
+    differences: int
+
+
+class ModelResponse(BaseModel):
+    name: str
+    source: str
+    model_type: str
+    class_name: str
+    total: Count
+    total_with_ties: Count
+    active: Count
+    backbone_class: str
+    backbone_total: Count
+    components: list[Component]
+    layers: list[Layers]
+    ties: list[TieInfo]
+    notes: list[str]
+    classes: list[str] = Field(description="what model_class may be besides auto")
+    tree: TreeNode
+    derivation: Derivation | None
+    derivation_error: str | None = None
+    storage: Storage | None = None
+
+
+class CatalogEntry(BaseModel):
+    id: str
+    aliases: list[str]
+    model_type: str
+    class_name: str
+    total: Count
+    backbone_class: str
+    backbone_total: Count
+    note: str
+
+
+class MemoryRequest(ModelQuery):
+    mode: Literal["inference", "training", "lora"] = "inference"
+    scheme: str = Field(
+        "bf16",
+        min_length=1,
+        max_length=40,
+        description="inference: the weights' precision or quantisation (bf16, int4, q4_k_m, ...); "
+        "training and lora: fp32, mixed, bf16, or qlora (lora only)",
+    )
+    kv_dtype: str | None = Field(None, max_length=40, description="KV cache dtype; default the compute dtype")
+    optimizer: str | None = Field(None, max_length=40, description="training: the optimizer (default adamw)")
+    recompute: str | None = Field(None, max_length=20, description="training: activation recomputation")
+    lora_rank: int | None = Field(None, ge=1, le=65536, description="lora: the adapters' rank (default 8)")
+    lora_targets: str | None = Field(
+        None,
+        max_length=1000,
+        description="lora: modules to adapt, comma-separated, or all-linear (default q_proj,v_proj)",
+    )
+    context: int | None = Field(None, ge=1, le=1 << 30, description="tokens; default the model's limit up to 4,096")
+    batch: int = Field(1, ge=1, le=1 << 20)
+    gpu: str = Field("rtx4090", min_length=1, max_length=100, description="a GPU name or a size like 24GB")
+
+
+class MemTerm(BaseModel):
+    key: str
+    label: str
+    bytes: int
+    formula: str
+    assumption: str
+    estimate: bool
+    source: str
+    parts: list[MemTerm]
+
+
+class GPUInfo(BaseModel):
+    key: str
+    name: str
+    stated: str
+    memory: int
+    usable: int
+    note: str = ""
+
+
+class Series(BaseModel):
+    key: str
+    label: str
+    bytes: list[int]
+
+
+class Curve(BaseModel):
+    contexts: list[int]
+    series: list[Series]
+
+
+class PrecisionRow(BaseModel):
+    scheme: str
+    label: str
+    available: bool
+    why: str | None = None
+    weights: int | None = None
+    total: int | None = None
+    fits: bool | None = None
+    max_context: int | None = None
+    context_limit: int | None = None
+    gpus: int | None = Field(None, description="training: the fewest GPUs that fit with ZeRO-3")
+
+
+class MemoryResponse(BaseModel):
+    mode: str
+    partial: bool = Field(description="true when only the weights could be planned (no config: no KV cache layout)")
+    total: int
+    terms: list[MemTerm]
+    settings: dict[str, Any]
+    notes: list[str]
+    gpu: GPUInfo
+    fits: bool
+    context_limit: int | None
+    curve: Curve
+    precisions: list[PrecisionRow]
+
+
+class Choice(BaseModel):
+    value: str
+    label: str
+
+
+class GPUOption(BaseModel):
+    key: str
+    name: str
+    stated: str
+    memory: int
+    usable: int
+    group: str
+
+
+class MemoryOptions(BaseModel):
+    schemes: list[Choice]
+    training_precisions: list[Choice]
+    kv_dtypes: list[str]
+    optimizers: list[str]
+    recompute: list[str]
+    default_lora_rank: int
+    gpus: list[GPUOption]
+    default_gpu: str
+    context_range: list[int]
+
+
+class Info(BaseModel):
+    version: str

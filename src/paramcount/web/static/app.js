@@ -1,0 +1,881 @@
+/* paramcount's page: picks a source, asks the local JSON API, draws what it answers.
+   Nothing here counts; every figure on the page is the library's, via /api/*. */
+"use strict";
+
+(function () {
+  const $ = (id) => document.getElementById(id);
+  const C = window.Charts;
+  const LABELS = {
+    embeddings: "embeddings", attention: "attention", feed_forward: "feed-forward", experts: "experts",
+    router: "router", norms: "norms", output_head: "output head", pooler: "pooler", other: "other",
+  };
+  const DEFAULT_MODEL = "google-bert/bert-base-chinese";
+  const MAX_HEADER = 32 * 1024 * 1024; // the server's bound on header bytes
+
+  const state = {
+    source: { kind: "catalog", name: DEFAULT_MODEL },
+    modelClass: "auto",
+    numLabels: null,
+    overrides: [],
+    lang: "en",
+    derive: "backbone",
+    model: null,
+    catalog: [],
+    options: null,
+    mem: {
+      mode: "inference", scheme: "bf16", kv_dtype: "", optimizer: "adamw", recompute: "none",
+      lora_rank: 8, lora_targets: "", context: null, batch: 1, gpu: "rtx4090",
+      schemes: { inference: "bf16", training: "mixed", lora: "qlora" }, // each mode keeps its own choice
+    },
+  };
+  let modelSeq = 0;
+  let memorySeq = 0;
+
+  /* ---- the API ------------------------------------------------------------------------- */
+
+  async function api(path, body) {
+    const init = body === undefined ? {} : {
+      method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body),
+    };
+    const res = await fetch(path, init);
+    let data;
+    try {
+      data = await res.json();
+    } catch (e) {
+      data = { error: `${res.status} ${res.statusText}` };
+    }
+    if (!res.ok) {
+      const err = new Error(data.error || res.statusText);
+      err.field = data.field;
+      throw err;
+    }
+    return data;
+  }
+
+  function showError(box, err) {
+    box.hidden = false;
+    box.textContent = err.message;
+    if (err.field) {
+      const f = document.createElement("span");
+      f.className = "field";
+      f.textContent = err.field;
+      box.appendChild(f);
+    }
+  }
+
+  function fmt(n) {
+    return C.fmtInt(n);
+  }
+
+  function gb(bytes) {
+    return (bytes / 1e9).toFixed(2);
+  }
+
+  function gib(bytes) {
+    return (bytes / 2 ** 30).toFixed(2);
+  }
+
+  function text(tag, cls, content) {
+    const node = document.createElement(tag);
+    if (cls) node.className = cls;
+    if (content !== undefined) node.textContent = content;
+    return node;
+  }
+
+  /* ---- the model ----------------------------------------------------------------------- */
+
+  function modelQuery() {
+    return {
+      source: state.source,
+      model_class: state.modelClass === "auto" ? null : state.modelClass,
+      num_labels: state.numLabels,
+      overrides: state.overrides,
+    };
+  }
+
+  async function loadModel() {
+    const seq = ++modelSeq;
+    $("loading").hidden = false;
+    try {
+      const m = await api("/api/model", { ...modelQuery(), lang: state.lang, derive: state.derive });
+      if (seq !== modelSeq) return;
+      state.model = m;
+      $("error").hidden = true;
+      renderModel(m);
+      planMemory();
+    } catch (err) {
+      if (seq === modelSeq) showError($("error"), err);
+    } finally {
+      if (seq === modelSeq) $("loading").hidden = true;
+    }
+  }
+
+  function renderModel(m) {
+    $("model-name").textContent = m.name;
+    $("model-type").textContent = m.model_type;
+    $("model-source").textContent = m.source;
+    $("class-name").textContent = m.class_name;
+    $("total").textContent = fmt(m.total);
+    $("backbone-class").textContent = m.backbone_class;
+    $("backbone-total").textContent = fmt(m.backbone_total);
+    $("active-stat").hidden = m.active === m.total;
+    $("active-total").textContent = fmt(m.active);
+    $("ties-stat").hidden = m.total_with_ties === m.total;
+    $("with-ties").textContent = fmt(m.total_with_ties);
+    renderClasses(m);
+    renderComponents(m);
+    renderSide(m);
+    C.sunburst($("sunburst"), m.tree, LABELS, m.total);
+    C.legend($("legend"), m.components.filter((c) => c.count > 0).map((c) => c.kind), LABELS);
+    renderDerivation(m);
+    renderTree(m.tree);
+  }
+
+  function renderClasses(m) {
+    const select = $("class");
+    select.innerHTML = "";
+    const auto = new Option(state.modelClass === "auto" ? `${m.class_name} (as given)` : "as given", "auto");
+    select.add(auto);
+    for (const c of m.classes) {
+      select.add(new Option(c === "base" ? `base (the backbone, ${m.backbone_class})` : c, c));
+    }
+    select.value = m.classes.includes(state.modelClass) ? state.modelClass : "auto";
+    select.disabled = !m.classes.length;
+    const configured = ["catalog", "config"].includes(state.source.kind);
+    $("num-labels").disabled = !configured;
+    $("overrides").disabled = !configured;
+  }
+
+  function renderComponents(m) {
+    const body = $("components").tBodies[0];
+    body.innerHTML = "";
+    for (const c of m.components) {
+      const tr = document.createElement("tr");
+      const name = text("td");
+      const sw = text("span", "swatch");
+      sw.style.background = C.KIND_COLORS[c.kind] || C.KIND_COLORS.other;
+      name.append(sw, c.label);
+      const share = m.total ? (100 * c.count) / m.total : 0;
+      const shareCell = text("td", "", share.toFixed(2) + "%");
+      const bar = text("span", "sharebar");
+      const fill = text("b");
+      fill.style.width = share + "%";
+      fill.style.background = sw.style.background;
+      bar.appendChild(fill);
+      shareCell.appendChild(bar);
+      const tied = c.count === 0 && c.kind === "output_head";
+      tr.append(name, text("td", "", tied ? "0 (tied)" : fmt(c.count)), shareCell);
+      body.appendChild(tr);
+    }
+    const tr = text("tr", "total");
+    tr.append(text("td", "", "total"), text("td", "", fmt(m.total)), text("td", "", "100.00%"));
+    body.appendChild(tr);
+  }
+
+  function renderSide(m) {
+    const runs = $("layer-runs");
+    runs.innerHTML = "";
+    for (const g of m.layers) {
+      const div = text("div", "sub");
+      const last = g.first + g.copies - 1;
+      div.append(text("span", "mono", `${g.path}.${g.first}–${last}`), `: ${g.copies} × ${fmt(g.each)} = ${fmt(g.total)}`);
+      runs.appendChild(div);
+    }
+    for (const t of m.ties) {
+      const div = text("div", "sub");
+      div.append("tied: ", text("span", "mono", t.name), " is ", text("span", "mono", t.target),
+        `; its ${fmt(t.count)} parameters are counted once`);
+      runs.appendChild(div);
+    }
+    renderStorage(m.storage);
+    const notes = $("notes");
+    notes.innerHTML = "";
+    for (const n of m.notes) notes.appendChild(text("li", "", n));
+  }
+
+  function renderStorage(s) {
+    const box = $("storage");
+    box.innerHTML = "";
+    if (!s) return;
+    box.appendChild(text("h3", "", "What the file stores"));
+    const table = text("table", "nums");
+    table.innerHTML = "<thead><tr><th>stored as</th><th>tensors</th><th>elements</th><th>bytes</th></tr></thead>";
+    const body = document.createElement("tbody");
+    for (const r of s.by_dtype) {
+      const tr = document.createElement("tr");
+      tr.append(text("td", "mono", r.name), text("td", "", fmt(r.tensors)), text("td", "", fmt(r.elements)), text("td", "", fmt(r.bytes)));
+      body.appendChild(tr);
+    }
+    table.appendChild(body);
+    box.appendChild(table);
+    const line = [];
+    if (s.quantization) line.push(s.quantization);
+    if (s.header_bytes !== null && s.file_bytes !== null) {
+      line.push(`a header of ${fmt(s.header_bytes)} bytes in a ${gb(s.file_bytes)} GB file`);
+    }
+    box.appendChild(text("div", "sub muted", line.join(" · ")));
+  }
+
+  /* ---- the derivation ------------------------------------------------------------------ */
+
+  function pieces(parent, cell) {
+    for (const p of cell) {
+      if (p.t === "math") {
+        const span = text("span", "math");
+        if (window.katex) {
+          window.katex.render(p.v, span, { throwOnError: false });
+        } else {
+          span.textContent = p.text;
+        }
+        parent.appendChild(span);
+      } else if (p.t === "code") {
+        parent.appendChild(text("code", "", p.v));
+      } else if (p.t === "mark") {
+        parent.appendChild(text("span", "mark", p.v));
+      } else {
+        parent.appendChild(document.createTextNode(p.v));
+      }
+    }
+  }
+
+  function renderDerivation(m) {
+    const body = $("derivation-body");
+    body.innerHTML = "";
+    if (!m.derivation) {
+      body.appendChild(text("p", "muted", m.derivation_error || "no derivation for this source"));
+      return;
+    }
+    for (const b of m.derivation.blocks) body.appendChild(docBlock(b));
+  }
+
+  function docBlock(b) {
+    if (b.kind === "table") return docTable(b);
+    const tag = { title: "div", heading: "div", para: "p" }[b.kind] || "p";
+    const node = text(tag, b.kind === "title" ? "d-title" : b.kind === "heading" ? "d-heading" : "");
+    pieces(node, b.cells[0] || []);
+    return node;
+  }
+
+  function docTable(b) {
+    const table = document.createElement("table");
+    const head = document.createElement("tr");
+    b.cells.forEach((c, i) => {
+      const th = text("th", b.right.includes(i) ? "r" : "");
+      pieces(th, c);
+      head.appendChild(th);
+    });
+    table.appendChild(document.createElement("thead")).appendChild(head);
+    const body = table.appendChild(document.createElement("tbody"));
+    b.rows.forEach((row, r) => {
+      const tr = text("tr", b.strong.includes(r) ? "strong" : "");
+      for (let i = 0; i < b.cells.length; i++) {
+        const td = text("td", b.right.includes(i) ? "r" : "");
+        pieces(td, row[i] || []);
+        tr.appendChild(td);
+      }
+      body.appendChild(tr);
+    });
+    return table;
+  }
+
+  /* ---- the tensor tree ------------------------------------------------------------------ */
+
+  function shapeText(node) {
+    const nums = node.shape.map((d) => d.toLocaleString("en-US")).join(" × ");
+    const syms = node.dims.join(" × ");
+    return syms !== node.shape.join(" × ") ? `${syms} = ${nums}` : nums;
+  }
+
+  function row(node, depth) {
+    const name = text("span", "nm");
+    const dot = text("span", "dot");
+    dot.style.background = C.KIND_COLORS[node.kind] || C.KIND_COLORS.other;
+    name.append(dot, node.name);
+    let shape = "";
+    let count = fmt(node.count);
+    if (node.type === "block" && node.repeat !== null && node.repeat !== undefined) {
+      const last = node.start + node.repeat - 1;
+      name.lastChild.textContent = `${node.name}.${node.start}–${last}`;
+      name.appendChild(text("span", "rep", `× ${node.repeat}`));
+      const each = node.repeat ? node.count / node.repeat : 0;
+      count = `${fmt(each)} each = ${fmt(node.count)}`;
+    } else if (node.type !== "block") {
+      shape = shapeText(node);
+    }
+    if (node.type === "tie") count = `tied → ${node.tied_to}`;
+    return [name, text("span", "shape", shape), text("span", node.type === "tie" ? "ct tied" : "ct", count)];
+  }
+
+  function treeNode(node, depth) {
+    if (node.type !== "block") {
+      const leaf = text("div", "leaf");
+      leaf.style.setProperty("--depth", depth);
+      leaf.append(...row(node, depth));
+      return leaf;
+    }
+    const details = document.createElement("details");
+    const summary = document.createElement("summary");
+    summary.style.setProperty("--depth", depth);
+    summary.append(...row(node, depth));
+    details.appendChild(summary);
+    let filled = false;
+    const fill = () => {
+      if (filled) return;
+      filled = true;
+      for (const child of node.children) details.appendChild(treeNode(child, depth + 1));
+    };
+    details.addEventListener("toggle", () => details.open && fill());
+    details.fill = fill;
+    return details;
+  }
+
+  function renderTree(tree) {
+    const box = $("tree");
+    box.innerHTML = "";
+    const top = treeNode(tree, 0);
+    box.appendChild(top);
+    top.open = true;
+    top.fill();
+  }
+
+  function setOpen(open, maxDepth) {
+    const walk = (details, depth) => {
+      if (open && depth < maxDepth) {
+        details.fill();
+        details.open = true;
+      } else if (!open && depth > 0) {
+        details.open = false;
+      }
+      for (const child of details.children) if (child.tagName === "DETAILS") walk(child, depth + 1);
+    };
+    const top = $("tree").firstChild;
+    if (top) walk(top, 0);
+  }
+
+  /* ---- the catalog search ---------------------------------------------------------------- */
+
+  function matches(query) {
+    const words = query.toLowerCase().split(/\s+/).filter(Boolean);
+    const scored = [];
+    for (const e of state.catalog) {
+      const names = [e.id, ...e.aliases].map((s) => s.toLowerCase());
+      const hay = names.join(" ");
+      if (!words.every((w) => hay.includes(w))) continue;
+      const q = query.toLowerCase().trim();
+      const score = names.includes(q) ? 0 : names.some((n) => n.startsWith(q) || n.split("/").pop().startsWith(q)) ? 1 : 2;
+      scored.push([score, e]);
+    }
+    scored.sort((a, b) => a[0] - b[0] || a[1].id.localeCompare(b[1].id));
+    return scored.slice(0, 14).map((s) => s[1]);
+  }
+
+  function showResults() {
+    const list = $("results");
+    const found = matches($("search").value);
+    list.innerHTML = "";
+    found.forEach((e, i) => {
+      const li = document.createElement("li");
+      li.setAttribute("role", "option");
+      li.setAttribute("aria-selected", i === 0 ? "true" : "false");
+      li.dataset.id = e.id;
+      li.append(text("span", "id", e.id), text("span", "n", C.short(e.total)),
+        text("span", "cls", `${e.class_name} · ${fmt(e.total)} · backbone ${fmt(e.backbone_total)}`));
+      li.addEventListener("mousedown", (ev) => {
+        ev.preventDefault();
+        pick(e.id);
+      });
+      list.appendChild(li);
+    });
+    list.hidden = !found.length;
+    $("search").setAttribute("aria-expanded", String(!list.hidden));
+  }
+
+  function moveSelection(step) {
+    const items = [...$("results").children];
+    if (!items.length) return;
+    let i = items.findIndex((li) => li.getAttribute("aria-selected") === "true");
+    i = (i + step + items.length) % items.length;
+    items.forEach((li, k) => li.setAttribute("aria-selected", k === i ? "true" : "false"));
+    items[i].scrollIntoView({ block: "nearest" });
+  }
+
+  function pick(id) {
+    $("search").value = id;
+    $("results").hidden = true;
+    $("search").setAttribute("aria-expanded", "false");
+    setSource({ kind: "catalog", name: id });
+  }
+
+  function setSource(source) {
+    state.source = source;
+    state.modelClass = "auto";
+    state.numLabels = null;
+    state.overrides = [];
+    state.mem.context = null;
+    $("num-labels").value = "";
+    $("overrides").value = "";
+    loadModel();
+  }
+
+  function bindSearch() {
+    const input = $("search");
+    input.addEventListener("input", showResults);
+    input.addEventListener("focus", showResults);
+    input.addEventListener("blur", () => setTimeout(() => ($("results").hidden = true), 120));
+    input.addEventListener("keydown", (ev) => {
+      if (ev.key === "ArrowDown" || ev.key === "ArrowUp") {
+        ev.preventDefault();
+        if ($("results").hidden) showResults();
+        moveSelection(ev.key === "ArrowDown" ? 1 : -1);
+      } else if (ev.key === "Enter") {
+        ev.preventDefault();
+        const chosen = $("results").querySelector('[aria-selected="true"]');
+        if (chosen) pick(chosen.dataset.id);
+        else if (input.value.trim()) setSource({ kind: "catalog", name: input.value.trim() });
+      } else if (ev.key === "Escape") {
+        $("results").hidden = true;
+      }
+    });
+  }
+
+  /* ---- pasted text and dropped files ------------------------------------------------------ */
+
+  function bindTabs() {
+    for (const tab of document.querySelectorAll(".tab")) {
+      tab.addEventListener("click", () => {
+        for (const t of document.querySelectorAll(".tab")) t.setAttribute("aria-selected", String(t === tab));
+        for (const p of document.querySelectorAll(".panel")) p.hidden = p.dataset.panel !== tab.dataset.tab;
+      });
+    }
+  }
+
+  function bindPaste() {
+    $("count-config").addEventListener("click", () => {
+      let config;
+      try {
+        config = JSON.parse($("config-text").value);
+      } catch (e) {
+        showError($("error"), { message: `config.json is not valid JSON: ${e.message}`, field: "config" });
+        return;
+      }
+      if (config === null || typeof config !== "object" || Array.isArray(config)) {
+        showError($("error"), { message: "config.json must be a JSON object", field: "config" });
+        return;
+      }
+      setSource({ kind: "config", config });
+    });
+    $("count-printout").addEventListener("click", () => {
+      const tied = $("printout-tied").value;
+      setSource({ kind: "printout", text: $("printout-text").value, tied: tied === "" ? null : tied === "true" });
+    });
+  }
+
+  function base64(bytes) {
+    let s = "";
+    for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000));
+    return btoa(s);
+  }
+
+  async function slice(file, end) {
+    return new Uint8Array(await file.slice(0, Math.min(end, file.size)).arrayBuffer());
+  }
+
+  // safetensors: an 8-byte length N, then N bytes of JSON. Only those are read.
+  async function safetensorsHeader(file) {
+    const head = await slice(file, 8);
+    if (head.length < 8) return head; // the server says what is wrong
+    const n = new DataView(head.buffer).getBigUint64(0, true);
+    const end = n > BigInt(MAX_HEADER) ? 8 : 8 + Number(n);
+    return slice(file, end);
+  }
+
+  // GGUF: walk the metadata and tensor infos to where the tensor data starts, reading more of
+  // the file only while the header goes on (the tokenizer can make it several MB).
+  async function ggufHeader(file) {
+    let size = Math.min(file.size, 1 << 20);
+    for (;;) {
+      const bytes = await slice(file, size);
+      const end = ggufEnd(bytes);
+      if (end >= 0) return bytes.subarray(0, end);
+      if (size >= file.size || size >= MAX_HEADER) return bytes;
+      size = Math.min(file.size, size * 4, MAX_HEADER);
+    }
+  }
+
+  const SCALAR = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8 };
+
+  // The offset where GGUF tensor infos end; -1 when more bytes are needed; the whole buffer
+  // when the header is malformed (the server's reader then names the fault).
+  function ggufEnd(bytes) {
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    let pos = 4;
+    let little = true;
+    const need = (n) => {
+      if (pos + n > bytes.length) throw "more";
+    };
+    const u32 = () => { need(4); const v = view.getUint32(pos, little); pos += 4; return v; };
+    const u64 = () => {
+      need(8);
+      const v = view.getBigUint64(pos, little);
+      pos += 8;
+      if (v > BigInt(Number.MAX_SAFE_INTEGER)) throw "bad";
+      return Number(v);
+    };
+    const str = () => { const n = u64(); need(n); pos += n; };
+    const value = (type, depth) => {
+      if (type in SCALAR) { need(SCALAR[type]); pos += SCALAR[type]; return; }
+      if (type === 8) return str();
+      if (type !== 9 || depth > 4) throw "bad";
+      const item = u32();
+      const count = u64();
+      if (item in SCALAR) { need(count * SCALAR[item]); pos += count * SCALAR[item]; return; }
+      for (let i = 0; i < count; i++) value(item, depth + 1);
+    };
+    try {
+      if (bytes.length < 8) throw "more";
+      if ((view.getUint32(4, true) & 0xffff) === 0) little = false;
+      u32();
+      const tensors = u64();
+      const kvs = u64();
+      for (let i = 0; i < kvs; i++) { str(); value(u32(), 0); }
+      for (let i = 0; i < tensors; i++) {
+        str();
+        const dims = u32();
+        if (dims > 8) throw "bad";
+        need(8 * dims + 12);
+        pos += 8 * dims + 12;
+      }
+      return pos;
+    } catch (e) {
+      if (e === "more") return -1;
+      return bytes.length;
+    }
+  }
+
+  async function readFile(file) {
+    const status = $("file-status");
+    const magic = await slice(file, 4);
+    const isGguf = /\.gguf$/i.test(file.name) || String.fromCharCode(...magic) === "GGUF";
+    const format = isGguf ? "gguf" : "safetensors";
+    status.textContent = `reading the header of ${file.name} …`;
+    const header = isGguf ? await ggufHeader(file) : await safetensorsHeader(file);
+    let config = null;
+    const configText = $("file-config").value.trim();
+    if (configText && !isGguf) {
+      try {
+        config = JSON.parse(configText);
+      } catch (e) {
+        throw Object.assign(new Error(`the config.json beside the file is not valid JSON: ${e.message}`), { field: "config" });
+      }
+    }
+    const up = await api("/api/upload", { format, name: file.name, size: file.size, header: base64(header), config });
+    status.textContent = `${file.name}: read ${fmt(header.length)} header bytes of ${fmt(file.size)}; the weights were not read.`;
+    setSource({ kind: "upload", id: up.id });
+  }
+
+  function bindFile() {
+    const drop = $("drop");
+    const take = (file) => file && readFile(file).catch((err) => showError($("error"), err));
+    $("file").addEventListener("change", () => take($("file").files[0]));
+    drop.addEventListener("dragover", (ev) => { ev.preventDefault(); drop.classList.add("over"); });
+    drop.addEventListener("dragleave", () => drop.classList.remove("over"));
+    drop.addEventListener("drop", (ev) => {
+      ev.preventDefault();
+      drop.classList.remove("over");
+      take(ev.dataTransfer.files[0]);
+    });
+    drop.addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter" || ev.key === " ") $("file").click();
+    });
+  }
+
+  function bindOptions() {
+    $("class").addEventListener("change", () => {
+      state.modelClass = $("class").value;
+      loadModel();
+    });
+    $("apply-options").addEventListener("click", () => {
+      const labels = $("num-labels").value.trim();
+      state.numLabels = labels === "" ? null : Number(labels);
+      state.overrides = $("overrides").value.split(/\s+/).filter(Boolean);
+      loadModel();
+    });
+    segmented($("derive-target"), (v) => { state.derive = v; loadModel(); });
+    segmented($("lang"), (v) => { state.lang = v; loadModel(); });
+    $("expand-all").addEventListener("click", () => setOpen(true, 4));
+    $("collapse-all").addEventListener("click", () => setOpen(false, 0));
+  }
+
+  function segmented(group, onChange) {
+    for (const b of group.querySelectorAll("button")) {
+      b.addEventListener("click", () => {
+        for (const o of group.querySelectorAll("button")) o.setAttribute("aria-checked", String(o === b));
+        onChange(b.dataset.value);
+      });
+    }
+  }
+
+  /* ---- the memory planner ------------------------------------------------------------------ */
+
+  function fillSelect(select, items, value) {
+    select.innerHTML = "";
+    for (const it of items) {
+      if (it.group) {
+        let og = [...select.children].find((o) => o.label === it.group);
+        if (!og) {
+          og = document.createElement("optgroup");
+          og.label = it.group;
+          select.appendChild(og);
+        }
+        og.appendChild(new Option(it.label, it.value));
+      } else {
+        select.add(new Option(it.label, it.value));
+      }
+    }
+    select.value = value;
+  }
+
+  async function loadOptions() {
+    const o = await api("/api/memory/options");
+    state.options = o;
+    state.mem.gpu = o.default_gpu;
+    state.mem.lora_rank = o.default_lora_rank;
+    fillSchemes();
+    fillSelect($("kv-dtype"), [{ value: "", label: "default" }, ...o.kv_dtypes.map((d) => ({ value: d, label: d }))], "");
+    fillSelect($("optimizer"), o.optimizers.map((d) => ({ value: d, label: d })), state.mem.optimizer);
+    fillSelect($("recompute"), o.recompute.map((d) => ({ value: d, label: d })), state.mem.recompute);
+    fillSelect($("gpu"), o.gpus.map((g) => ({ value: g.key, label: `${g.name} · ${g.stated}`, group: g.group })), state.mem.gpu);
+  }
+
+  function fillSchemes() {
+    const o = state.options;
+    const m = state.mem;
+    let items = o.schemes;
+    if (m.mode !== "inference") {
+      items = o.training_precisions.filter((p) => m.mode === "lora" || p.value !== "qlora");
+    }
+    m.scheme = m.schemes[m.mode];
+    fillSelect($("scheme"), items, m.scheme);
+  }
+
+  function bindMemory() {
+    let timer = null;
+    const later = () => {
+      clearTimeout(timer);
+      timer = setTimeout(planMemory, 80);
+    };
+    segmented($("mode"), (v) => {
+      state.mem.mode = v;
+      fillSchemes();
+      showModeControls();
+      planMemory();
+    });
+    $("scheme").addEventListener("change", () => {
+      state.mem.scheme = state.mem.schemes[state.mem.mode] = $("scheme").value;
+      planMemory();
+    });
+    $("recompute").addEventListener("change", () => { state.mem.recompute = $("recompute").value; planMemory(); });
+    $("lora-rank").addEventListener("input", () => {
+      const r = Number($("lora-rank").value);
+      if (Number.isInteger(r) && r >= 1) { state.mem.lora_rank = r; later(); }
+    });
+    $("lora-targets").addEventListener("change", () => { state.mem.lora_targets = $("lora-targets").value.trim(); planMemory(); });
+    $("kv-dtype").addEventListener("change", () => { state.mem.kv_dtype = $("kv-dtype").value; planMemory(); });
+    $("optimizer").addEventListener("change", () => { state.mem.optimizer = $("optimizer").value; planMemory(); });
+    $("gpu").addEventListener("change", () => { state.mem.gpu = $("gpu").value; planMemory(); });
+    $("batch").addEventListener("input", () => {
+      const b = Number($("batch").value);
+      if (Number.isInteger(b) && b >= 1) { state.mem.batch = b; later(); }
+    });
+    $("context").addEventListener("input", () => {
+      state.mem.context = 2 ** Number($("context").value);
+      $("context-value").textContent = fmt(state.mem.context) + " tokens";
+      later();
+    });
+    showModeControls();
+  }
+
+  function showModeControls() {
+    for (const c of document.querySelectorAll("[data-for]")) {
+      c.hidden = !c.dataset.for.split(" ").includes(state.mem.mode);
+    }
+  }
+
+  async function planMemory() {
+    if (!state.model || !state.options) return;
+    const seq = ++memorySeq;
+    const m = state.mem;
+    const model = state.model;
+    const body = {
+      ...modelQuery(), mode: m.mode, scheme: m.scheme, kv_dtype: m.kv_dtype || null,
+      optimizer: m.optimizer, recompute: m.recompute, lora_rank: m.lora_rank, lora_targets: m.lora_targets || null,
+      context: m.context, batch: m.batch, gpu: m.gpu,
+    };
+    try {
+      const plan = await api("/api/memory", body);
+      if (seq !== memorySeq) return;
+      $("memory-error").hidden = true;
+      renderMemory(plan);
+      // what the drawing is of, for whoever waits on it (the browser tests)
+      Object.assign($("memory").dataset, { model: model.name, total: String(model.total), scheme: m.scheme, mode: m.mode });
+    } catch (err) {
+      if (seq === memorySeq) {
+        showError($("memory-error"), err);
+        state.plan = null;
+        clearMemory();
+      }
+    }
+  }
+
+  function clearMemory() {
+    $("verdict").innerHTML = "";
+    for (const id of ["membar", "memplot"]) $(id).innerHTML = "";
+    $("terms").tBodies[0].innerHTML = "";
+    $("precisions").tBodies[0].innerHTML = "";
+    $("memory-notes").innerHTML = "";
+  }
+
+  function renderMemory(p) {
+    state.plan = p;
+    const g = p.gpu;
+    const ctx = p.settings.context;
+    const slider = $("context");
+    slider.max = String(p.context_limit ? Math.max(8, Math.min(20, Math.ceil(Math.log2(p.context_limit)))) : 20);
+    if (!ctx) $("context-value").textContent = "not planned";
+    if (ctx) {
+      slider.value = String(Math.min(Number(slider.max), Math.max(7, Math.round(Math.log2(ctx)))));
+      $("context-value").textContent = fmt(ctx) + " tokens";
+    }
+    const v = $("verdict");
+    v.innerHTML = "";
+    const usable = `${gb(g.usable)} GB usable on ${g.name} (${gib(p.total)} of ${gib(g.usable)} GiB)`;
+    if (p.partial) {
+      v.append(text("span", "tag part", "weights only"), text("span", "big", `${gb(p.total)} GB`),
+        text("span", "muted", `of weights at ${p.settings.scheme}, against ${usable}`));
+    } else {
+      const tag = text("span", "tag " + (p.fits ? "yes" : "no"), p.fits ? "fits" : "does not fit");
+      v.append(tag, text("span", "big", `${gb(p.total)} GB`), text("span", "muted", `needed of ${usable}`));
+    }
+    const label = `${g.name}: ${gb(g.usable)} GB`;
+    C.memoryBar($("membar"), p.terms, g.usable, label);
+    C.memoryPlot($("memplot"), p.curve, g.usable, label, ctx);
+    $("memplot").hidden = p.partial;
+    $("plot-empty").hidden = !p.partial;
+    renderPlotLegend(p.curve);
+    renderPrecisions(p);
+    renderTerms(p.terms);
+    const notes = $("memory-notes");
+    notes.innerHTML = "";
+    for (const n of p.notes) notes.appendChild(text("li", "", n));
+  }
+
+  function renderPrecisions(p) {
+    $("precisions-title").textContent = p.partial
+      ? `Weights at each precision`
+      : `At each precision on ${p.gpu.name}, ${fmt(p.settings.context)} tokens × ${p.settings.batch}`;
+    const body = $("precisions").tBodies[0];
+    body.innerHTML = "";
+    for (const r of p.precisions) {
+      const tr = text("tr", r.scheme === state.mem.scheme ? "current" : "");
+      tr.dataset.scheme = r.scheme;
+      if (!r.available) {
+        const cell = text("td", "why");
+        cell.colSpan = state.mem.mode === "inference" ? 4 : 5;
+        const msg = text("div", "", `not available: ${r.why}`);
+        cell.title = r.why;
+        cell.appendChild(msg);
+        tr.append(text("td", "", r.label), cell);
+        body.appendChild(tr);
+        continue;
+      }
+      if (p.partial) {
+        tr.append(text("td", "", r.label), text("td", "", `${gb(r.weights)} GB`), text("td", "muted", "–"), text("td", "muted", "–"), text("td", "muted", "–"));
+        tr.addEventListener("click", () => {
+          state.mem.scheme = state.mem.schemes[state.mem.mode] = r.scheme;
+          $("scheme").value = r.scheme;
+          planMemory();
+        });
+        body.appendChild(tr);
+        continue;
+      }
+      const fits = text("td", r.fits ? "fit-yes" : "fit-no", r.fits ? "✓ fits" : "✗ no");
+      let longest = r.max_context === null ? "none" : fmt(r.max_context);
+      if (r.max_context !== null && r.max_context === r.context_limit) longest += " (limit)";
+      tr.append(text("td", "", r.label), text("td", "", `${gb(r.weights)} GB`), text("td", "", `${gb(r.total)} GB`), fits, text("td", "", longest));
+      if (state.mem.mode !== "inference") tr.appendChild(text("td", "", r.gpus === null ? "> 65,536" : fmt(r.gpus)));
+      tr.addEventListener("click", () => {
+        state.mem.scheme = state.mem.schemes[state.mem.mode] = r.scheme;
+        $("scheme").value = r.scheme;
+        planMemory();
+      });
+      body.appendChild(tr);
+    }
+  }
+
+  function renderPlotLegend(curve) {
+    const box = $("plot-legend");
+    box.innerHTML = "";
+    curve.series.forEach((s, i) => {
+      const span = document.createElement("span");
+      const sw = text("i");
+      sw.style.background = C.termColor(s.key, i);
+      span.append(sw, s.label);
+      box.appendChild(span);
+    });
+  }
+
+  function renderTerms(terms) {
+    const body = $("terms").tBodies[0];
+    body.innerHTML = "";
+    const add = (t, part, i) => {
+      const tr = text("tr", part ? "part" : "");
+      tr.dataset.key = t.key;
+      const name = text("td");
+      if (!part) {
+        const sw = text("span", "swatch");
+        sw.style.background = C.termColor(t.key, i);
+        name.appendChild(sw);
+      }
+      name.append(t.label);
+      if (t.estimate) name.appendChild(text("span", "est", "estimate"));
+      const how = text("td");
+      how.append(text("div", "formula", t.formula), text("div", "assume", t.assumption + (t.source ? ` — ${t.source}` : "")));
+      tr.append(name, text("td", "r", gb(t.bytes)), text("td", "r", gib(t.bytes)), how);
+      body.appendChild(tr);
+      for (const sub of t.parts || []) add(sub, true, i);
+    };
+    terms.forEach((t, i) => add(t, false, i));
+  }
+
+  /* ---- start ---------------------------------------------------------------------------- */
+
+  async function start() {
+    bindTabs();
+    bindSearch();
+    bindPaste();
+    bindFile();
+    bindOptions();
+    bindMemory();
+    api("/api/info").then((i) => ($("version").textContent = i.version), () => {});
+    try {
+      state.catalog = await api("/api/catalog");
+      $("catalog-count").textContent = `${state.catalog.length} models in the bundled catalog`;
+      $("search").value = DEFAULT_MODEL;
+    } catch (err) {
+      showError($("error"), err);
+    }
+    try {
+      await loadOptions();
+    } catch (err) {
+      showError($("memory-error"), err);
+    }
+    await loadModel();
+  }
+
+  let resized = null;
+  window.addEventListener("resize", () => {
+    clearTimeout(resized);
+    resized = setTimeout(() => state.plan && renderMemory(state.plan), 150); // redraw, no new request
+  });
+  document.addEventListener("DOMContentLoaded", start);
+})();

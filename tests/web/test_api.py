@@ -1,0 +1,332 @@
+"""The JSON API answers what the library answers, for every kind of source, and refuses bad input
+with a message and a field; it never reads a path a client names."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+import paramcount
+from paramcount.frontends import catalog
+from paramcount.frontends.printout import from_text
+from paramcount.web.app import create_app
+
+from .conftest import BLOOM_TEXT, ROOT, gguf_header, safetensors_header, upload_body
+
+
+def post(client, source, **extra):
+    return client.post("/api/model", json={"source": source, **extra})
+
+
+def catalog_source(name):
+    return {"kind": "catalog", "name": name}
+
+
+def check_tree_sums(node):
+    """Every block's count is its copies times the sum of its children, as the library counts."""
+    if node["type"] != "block":
+        assert node["count"] == (0 if node["type"] == "tie" else _prod(node["shape"]))
+        return
+    copies = node["repeat"] if node["repeat"] is not None else 1
+    assert node["count"] == copies * sum(c["count"] for c in node["children"])
+    for child in node["children"]:
+        check_tree_sums(child)
+
+
+def _prod(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+# --- the catalog and the counts -------------------------------------------------------------
+
+
+def test_catalog_lists_every_entry_with_the_library_totals(client):
+    rows = client.get("/api/catalog").json()
+    assert [r["id"] for r in rows] == [e.id for e in catalog.entries()]
+    for r in rows:
+        m = paramcount.load(r["id"])
+        assert (r["class_name"], r["total"], r["backbone_total"]) == (m.class_name, m.total, m.backbone_total)
+
+
+def test_bert_base_chinese_backbone_and_derivation(client):
+    r = post(client, catalog_source("bert-base-chinese"))
+    assert r.status_code == 200, r.text
+    m, lib = r.json(), paramcount.load("bert-base-chinese")
+    assert m["backbone_total"] == 102_267_648 == lib.backbone_total
+    assert m["total"] == lib.total and m["class_name"] == "BertForMaskedLM"
+    assert {c["kind"]: c["count"] for c in m["components"]} == lib.components()
+    assert sum(c["count"] for c in m["components"]) == m["total"]
+    assert m["tree"]["count"] == m["total"] and m["tree"]["name"] == "BertForMaskedLM"
+    check_tree_sums(m["tree"])
+    assert m["ties"] == [{"name": n, "target": t, "count": c} for n, t, c in lib.ties()]
+    title = m["derivation"]["blocks"][0]["cells"][0]
+    assert {"t": "num", "v": "102,267,648", "text": None} in title  # the backbone, as `explain` derives
+    pieces = [p for b in m["derivation"]["blocks"] for c in b["cells"] for p in c]
+    assert any(p["t"] == "math" and "\\cdot" in p["v"] for p in pieces)  # formulas go out as TeX
+
+
+def test_derivation_of_the_chosen_class_and_in_chinese(client):
+    m = post(client, catalog_source("bert-base-chinese"), derive="class", lang="zh").json()
+    title = m["derivation"]["blocks"][0]["cells"][0]
+    assert {"t": "num", "v": "102,290,312", "text": None} in title
+    assert any("个参数" in p["v"] for p in title)
+
+
+def test_class_choice_and_num_labels_go_through_the_library(client):
+    m = post(client, catalog_source("bert-base-chinese"), model_class="BertForSequenceClassification", num_labels=3)
+    lib = paramcount.load("bert-base-chinese", "BertForSequenceClassification", 3)
+    assert m.json()["total"] == lib.total and m.json()["class_name"] == "BertForSequenceClassification"
+    assert "base" in m.json()["classes"] and "BertForMaskedLM" in m.json()["classes"]
+    bad = post(client, catalog_source("bert-base-chinese"), model_class="GPT2Model")
+    assert bad.status_code == 400 and bad.json()["field"] == "class" and "choose one of" in bad.json()["error"]
+
+
+def test_a_moe_model_reports_active_parameters(client):
+    m = post(client, catalog_source("mixtral-8x7b")).json()
+    assert m["active"] == paramcount.load("mixtral-8x7b").active_total < m["total"]
+    check_tree_sums(m["tree"])
+
+
+def test_config_json_counts_as_the_catalog_does_and_takes_set_fields(client):
+    config = catalog.get("meta-llama/Meta-Llama-3-8B").config
+    m = post(client, {"kind": "config", "config": config}).json()
+    assert m["total"] == 8_030_261_248 == paramcount.load(config).total
+    m = post(
+        client, {"kind": "config", "config": config}, overrides=["num_hidden_layers=8", "tie_word_embeddings=true"]
+    )
+    assert (
+        m.json()["total"]
+        == paramcount.load(config, overrides={"num_hidden_layers": 8, "tie_word_embeddings": True}).total
+    )
+    bad = post(client, {"kind": "config", "config": config}, overrides=["num_hidden_layers"])
+    assert bad.status_code == 400 and bad.json() == {
+        "error": "--set: expected name=value, got 'num_hidden_layers'",
+        "field": "--set",
+        "source": None,
+        "bug": False,
+    }
+
+
+def test_bad_config_values_are_named(client):
+    r = post(client, {"kind": "config", "config": {"model_type": "llama", "hidden_size": -3}})
+    assert r.status_code == 400
+    assert r.json()["field"] == "hidden_size" and "out of range" in r.json()["error"]
+    r = post(client, {"kind": "config", "config": {"model_type": "no-such-family"}})
+    assert r.status_code == 400 and r.json()["field"] == "model_type"
+
+
+def test_bloom_printout_counts_and_offers_tied_and_untied(client):
+    m = post(client, {"kind": "printout", "text": BLOOM_TEXT}).json()
+    assert m["total"] == 1_303_111_680 == from_text(BLOOM_TEXT).model.total
+    assert m["classes"] == ["base"] and m["class_name"] == "BloomForCausalLM"
+    untied = post(client, {"kind": "printout", "text": BLOOM_TEXT, "tied": False}).json()
+    assert untied["total"] == 1_397_616_640
+    base = post(client, {"kind": "printout", "text": BLOOM_TEXT}, model_class="base").json()
+    assert base["class_name"] == "BloomModel" and base["total"] == 1_303_111_680
+    assert base["derivation"]["blocks"][0]["cells"][0][1]["v"] == "1,303,111,680"
+
+
+def test_printout_errors_say_where(client):
+    r = post(client, {"kind": "printout", "text": "BloomForCausalLM(\n(lm_head): Linear(in_features=2"})
+    assert r.status_code == 400 and "line 2, column 18: '(' of Linear is never closed" in r.json()["error"]
+    r = post(client, {"kind": "printout", "text": BLOOM_TEXT}, overrides=["n_layer=2"])
+    assert r.status_code == 400 and r.json()["field"] == "overrides"
+
+
+# --- never a server path ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "tests/fixtures/bloom-1b4-zh.txt",  # a file that exists where the tests run
+        "pyproject.toml",
+        str(ROOT / "tests" / "fixtures" / "bloom-1b4-zh.txt"),
+        "../../../../etc/passwd",
+        "src/paramcount/catalog",
+        "some-org/some-model",  # a hub id: the page never goes to the network
+    ],
+)
+def test_catalog_names_are_never_paths_or_hub_ids(client, name, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    r = post(client, catalog_source(name))
+    assert r.status_code == 400, r.text
+    assert "not in the catalog" in r.json()["error"] and r.json()["field"] == "name"
+
+
+def test_unknown_name_gets_suggestions(client):
+    r = post(client, catalog_source("bert-base-chinse"))
+    assert r.status_code == 400 and "did you mean bert-base-chinese" in r.json()["error"]
+
+
+# --- header bytes from the browser ----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def llama_folder(tmp_path_factory):
+    from ..ckpt import TINY_LLAMA, build, torch
+
+    folder = tmp_path_factory.mktemp("llama")
+    model = build(TINY_LLAMA, dtype=torch.float16)
+    model.save_pretrained(folder)
+    return folder, model, TINY_LLAMA
+
+
+def upload(client, fmt, path, header, config=None):
+    r = client.post("/api/upload", json=upload_body(fmt, path, header, config))
+    assert r.status_code == 200, r.text
+    return {"kind": "upload", "id": r.json()["id"]}
+
+
+def test_safetensors_header_counts_as_the_file_does(client, llama_folder):
+    folder, model, config = llama_folder
+    path = folder / "model.safetensors"
+    header = safetensors_header(path)
+    alone = post(client, upload(client, "safetensors", path, header)).json()
+    lib = paramcount.load(path)  # the command line's reading of the whole file (with config.json beside it)
+    assert alone["total"] == lib.total == sum(p.numel() for p in model.parameters())
+    assert alone["storage"]["by_dtype"] == [
+        {"name": k, "tensors": t, "elements": e, "bytes": b} for k, (t, e, b) in lib.checkpoint.by_dtype().items()
+    ]
+    assert alone["storage"]["file_bytes"] == path.stat().st_size
+    assert alone["storage"]["header_bytes"] == len(header)
+    with_config = post(client, upload(client, "safetensors", path, header, config)).json()
+    assert with_config["class_name"] == lib.class_name == "LlamaForCausalLM"
+    assert with_config["components"] == post(client, {"kind": "config", "config": config}).json()["components"]
+    assert "LlamaModel" in with_config["classes"]
+
+
+def test_gguf_header_counts_as_the_file_does(client, tmp_path):
+    from ..test_gguf import LLAMA, META, write
+
+    path = write(tmp_path / "tiny.gguf", LLAMA, meta=META)
+    m = post(client, upload(client, "gguf", path, gguf_header(path))).json()
+    lib = paramcount.load(path)
+    assert m["total"] == lib.total and m["components"] == [
+        {"kind": k, "label": k.replace("_", " ").replace("feed forward", "feed-forward"), "count": n}
+        for k, n in lib.components().items()
+    ]
+    from paramcount.frontends.gguf import read_header
+
+    info = read_header(path)
+    assert m["storage"]["data_bytes"] == info.nbytes
+    assert {r["name"]: r["bytes"] for r in m["storage"]["by_dtype"]} == {s.type_name: s.nbytes for s in info.by_type()}
+    cut = client.post("/api/upload", json=upload_body("gguf", path, gguf_header(path)[:-40]))
+    assert cut.status_code == 400 and "runs past the" in cut.json()["error"]
+    other = post(client, upload(client, "gguf", path, gguf_header(path)), model_class="LlamaModel")
+    assert other.status_code == 400 and other.json()["field"] == "model_class"
+
+
+@pytest.mark.parametrize(
+    ("header", "size", "message"),
+    [
+        (b"", 0, "fewer than 8"),
+        ((2**40).to_bytes(8, "little"), 2**41, "is absurd"),
+        ((10).to_bytes(8, "little") + b'{"a":', 100, "the header is 8 + 10 bytes; 13 were sent"),
+        ((2).to_bytes(8, "little") + b"[]", 10, "not a JSON object"),
+        ((2).to_bytes(8, "little") + b"{}", 5, "smaller than the 10 header bytes"),
+    ],
+)
+def test_hostile_safetensors_headers_are_named(client, header, size, message, tmp_path):
+    body = {"format": "safetensors", "name": "../../x.safetensors", "size": size}
+    r = client.post("/api/upload", json={**body, "header": base64.b64encode(header).decode()})
+    assert r.status_code == 400 and message in r.json()["error"], r.text
+    assert r.json()["source"] in (None, "x.safetensors")  # the client's name, never a path
+
+
+def test_upload_refuses_what_is_not_base64_and_forgets_old_ids(client):
+    r = client.post("/api/upload", json={"format": "gguf", "name": "a", "size": 9, "header": "!!!"})
+    assert r.status_code == 400 and r.json()["field"] == "header"
+    r = post(client, {"kind": "upload", "id": "0" * 32})
+    assert r.status_code == 400 and "drop the file again" in r.json()["error"]
+
+
+# --- limits and headers -----------------------------------------------------------------------
+
+
+def test_body_limit_counts_bytes_not_content_length(client):
+    r = client.post("/api/model", content=b"x" * (3 << 20), headers={"content-type": "application/json"})
+    assert r.status_code == 413 and "at most 2,097,152" in r.json()["error"]
+    chunks = (b"x" * (1 << 20) for _ in range(3))  # chunked: no Content-Length at all
+    r = client.post("/api/model", content=chunks, headers={"content-type": "application/json"})
+    assert r.status_code == 413
+
+
+async def _call(app, headers, chunks):
+    sent, messages = [], [{"type": "http.request", "body": c, "more_body": True} for c in chunks]
+    messages[-1]["more_body"] = False
+
+    async def receive():
+        return messages.pop(0)
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": "/api/model", "headers": headers, "query_string": b""}
+    await app(scope, receive, send)
+    return sent[0]["status"], json.loads(sent[1]["body"])
+
+
+def test_a_content_length_that_lies_does_not_get_a_big_body_past():
+    import asyncio
+
+    app = create_app()
+    headers = [(b"host", b"127.0.0.1:8000"), (b"content-length", b"10"), (b"content-type", b"application/json")]
+    status, body = asyncio.run(_call(app, headers, [b"{" * (1 << 20)] * 3))
+    assert status == 413 and "over 2,097,152 bytes" in body["error"]
+    status, body = asyncio.run(_call(app, [(b"host", b"localhost"), (b"content-length", b"1e9")], [b"{}"]))
+    assert status == 400 and body["field"] == "content-length"
+
+
+def test_other_hosts_are_refused():
+    from fastapi.testclient import TestClient
+
+    c = TestClient(create_app(), base_url="http://127.0.0.1:8000")
+    assert c.get("/api/catalog").status_code == 200
+    assert c.get("/api/catalog", headers={"host": "localhost:8000"}).status_code == 200
+    r = c.get("/api/catalog", headers={"host": "attacker.example"})
+    assert r.status_code == 400 and "does not answer to host" in r.json()["error"]
+
+
+def test_page_and_assets_are_local_with_a_strict_policy(client):
+    page = client.get("/")
+    assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+    assert "default-src 'self'" in page.headers["content-security-policy"]
+    assert "script-src 'self';" in page.headers["content-security-policy"]
+    assert page.headers["x-content-type-options"] == "nosniff"
+    for asset in ("/static/app.js", "/static/charts.js", "/static/style.css", "/static/vendor/katex/katex.min.js"):
+        assert client.get(asset).status_code == 200, asset
+    assert "http://" not in page.text and "https://" not in page.text
+
+
+def test_validation_errors_name_the_field(client):
+    r = post(client, catalog_source("gpt2"), num_labels=0)
+    assert r.status_code == 422 and r.json()["field"] == "num_labels"
+    r = client.post("/api/model", content=b"{not json", headers={"content-type": "application/json"})
+    assert r.status_code == 422 and r.json()["error"]
+    r = client.get("/no/such/page")
+    assert r.status_code == 404 and r.json()["error"] == "Not Found"
+
+
+def test_openapi_schema_is_published_without_cdn_docs(client):
+    schema = client.get("/openapi.json").json()
+    assert {"/api/catalog", "/api/model", "/api/upload"} <= set(schema["paths"])
+    assert client.get("/docs").status_code == 404  # the interactive docs would load scripts from a CDN
+
+
+def test_every_page_asset_is_package_data():
+    """A wheel ships the page: each file under web/static/ matches a package-data glob."""
+    from fnmatch import fnmatch
+
+    tomllib = pytest.importorskip("tomllib")
+    globs = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["package-data"]
+    static = ROOT / "src" / "paramcount" / "web" / "static"
+    files = [p.relative_to(static.parent.parent).as_posix() for p in static.rglob("*") if p.is_file()]
+    assert len(files) > 20
+    missed = [f for f in files if not any(fnmatch(f, g) and f.count("/") == g.count("/") for g in globs["paramcount"])]
+    assert not missed

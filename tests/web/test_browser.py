@@ -1,0 +1,318 @@
+"""The page in a real headless Chromium (Debian's, driven by Playwright), against a live server.
+
+Every figure checked on the page is compared with what the library computes in this process.
+Screenshots go to tests/web/artifacts/ (git-ignored); UPDATE_SCREENSHOTS=1 also rewrites the
+README's docs/web-page.png.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import paramcount
+from paramcount.frontends.printout import from_text
+
+from .conftest import BLOOM_TEXT, ROOT
+
+ARTIFACTS = Path(__file__).parent / "artifacts"
+DOCS_SHOT = ROOT / "docs" / "web-page.png"
+TIMEOUT = 15_000  # ms for any one thing to appear
+
+
+def chromium() -> str:
+    """Debian's chromium; installed with apt when the tests run as root on a machine without it."""
+    for name in ("chromium", "chromium-browser"):
+        if shutil.which(name):
+            return shutil.which(name)
+    if shutil.which("apt-get") and hasattr(os, "geteuid") and os.geteuid() == 0:
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        subprocess.run(["apt-get", "update", "-qq"], env=env, check=False, capture_output=True)
+        subprocess.run(
+            ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "chromium"],
+            env=env,
+            check=False,
+            capture_output=True,
+        )
+        if shutil.which("chromium"):
+            return shutil.which("chromium")
+    pytest.fail(
+        "the browser tests need Debian's chromium: apt-get install chromium (as root they install it themselves)",
+        pytrace=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def live_server():
+    """The real server (uvicorn, the app `paramcount serve` runs) on a free loopback port, in a thread."""
+    from paramcount.web.server import bind, server, url
+
+    sock = bind("127.0.0.1", 0)
+    srv = server(sock, "127.0.0.1")
+    thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not srv.started and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert srv.started, "the server did not start"
+    yield url(sock).rstrip("/")
+    srv.should_exit = True
+    thread.join(10)
+    sock.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail("the browser tests need playwright: pip install -e '.[test]'", pytrace=False)
+    path = chromium()
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=path, args=["--no-sandbox", "--disable-dev-shm-usage"])
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, live_server, request):
+    """A fresh page that records every request it makes and every script error."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, device_scale_factor=1)
+    pg = context.new_page()
+    pg.set_default_timeout(TIMEOUT)
+    pg.requests, pg.errors = [], []
+    pg.on("request", lambda r: pg.requests.append(r.url))
+    pg.on("pageerror", lambda e: pg.errors.append(str(e)))
+    # a refused request (400) is logged by the browser; the page shows it, so it is no script error
+    pg.on(
+        "console", lambda m: m.type == "error" and "Failed to load resource" not in m.text and pg.errors.append(m.text)
+    )
+    pg.base = live_server
+    yield pg
+    ARTIFACTS.mkdir(exist_ok=True)
+    pg.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
+    context.close()
+    elsewhere = [u for u in pg.requests if not u.startswith(live_server + "/")]
+    assert not elsewhere, f"the page loaded from another host: {elsewhere}"
+    assert not pg.errors, pg.errors
+
+
+def fmt(n: int) -> str:
+    return f"{n:,}"
+
+
+def text_of(pg, selector: str) -> str:
+    return pg.locator(selector).inner_text().strip()
+
+
+def wait_text(pg, selector: str, expected: str) -> None:
+    pg.wait_for_function(
+        "([s, t]) => document.querySelector(s) && document.querySelector(s).textContent.trim() === t",
+        arg=[selector, expected],
+    )
+
+
+def wait_memory(pg, model, scheme: str, mode: str = "inference") -> None:
+    """Until the planner has drawn ``model`` at ``scheme``."""
+    pg.wait_for_selector(f'#memory[data-total="{model.total}"][data-scheme="{scheme}"][data-mode="{mode}"]')
+
+
+def test_three_actions_bert_then_llama_3_8b_on_a_24_gb_gpu(page):
+    from paramcount.memory.fit import fit
+
+    page.goto(page.base + "/")  # action 1: open the page
+    bert = paramcount.load("bert-base-chinese")
+    wait_text(page, "#backbone-total", fmt(bert.backbone_total))
+    assert bert.backbone_total == 102_267_648
+    assert text_of(page, "#total") == fmt(bert.total) and text_of(page, "#backbone-class") == "BertModel"
+    assert page.locator("#sunburst path").count() > 20  # the chart of where the parameters live
+    title = text_of(page, "#derivation-body .d-title")
+    assert title == "BertModel: 102,267,648 parameters"
+    assert page.locator("#derivation-body .katex").count() > 20  # formulas rendered by KaTeX
+    for c in page.locator("#components tbody tr").all()[:-1]:
+        assert c.inner_text()  # one row per component
+
+    page.fill("#search", "Llama-3-8B")  # action 2: type the name
+    page.keyboard.press("Enter")  # action 3: pick it
+    llama = paramcount.load("llama-3-8b")
+    wait_text(page, "#total", fmt(llama.total))
+    assert text_of(page, "#model-name") == "meta-llama/Meta-Llama-3-8B"
+    wait_memory(page, llama, "bf16")
+    gpu_label = page.locator("#gpu option:checked").inner_text()
+    assert gpu_label.startswith("GeForce RTX 4090") and "24 GB" in gpu_label
+    expected = fit(llama, "rtx4090")
+    rows = page.locator("#precisions tbody tr")
+    assert rows.count() == len(expected.rows)
+    for i, row in enumerate(expected.rows):
+        cells = rows.nth(i).locator("td").all_inner_texts()
+        assert cells[0] == row.precision
+        assert cells[2] == f"{row.plan.total / 1e9:.2f} GB"
+        assert cells[3] == ("✓ fits" if row.fits else "✗ no")
+    assert not expected.row("fp32").fits  # 32 GB of weights alone: no
+    if os.environ.get("UPDATE_SCREENSHOTS"):
+        page.locator("#input").scroll_into_view_if_needed()
+        DOCS_SHOT.parent.mkdir(exist_ok=True)
+        page.screenshot(path=str(DOCS_SHOT), clip={"x": 0, "y": 0, "width": 1280, "height": 1900}, full_page=True)
+
+
+def test_bloom_printout_then_change_the_precision(page):
+    from paramcount.memory.weights import weights
+
+    page.goto(page.base + "/")
+    wait_text(page, "#backbone-total", fmt(paramcount.load("bert-base-chinese").backbone_total))
+    page.click("#tab-printout")
+    page.fill("#printout-text", BLOOM_TEXT)
+    page.click("#count-printout")
+    bloom = from_text(BLOOM_TEXT).model
+    wait_text(page, "#total", fmt(bloom.total))
+    assert bloom.total == 1_303_111_680
+    assert text_of(page, "#class-name") == "BloomForCausalLM"
+    assert page.locator("#sunburst path").count() > 20
+
+    wait_memory(page, bloom, "bf16")
+    first = page.locator('#terms tr[data-key="weights"] td').nth(1).inner_text()
+    assert first == f"{weights(bloom, 'bf16').bytes / 1e9:.2f}"
+    page.select_option("#scheme", "int4")
+    wait_memory(page, bloom, "int4")
+    int4 = weights(bloom, "int4").bytes
+    assert page.locator('#terms tr[data-key="weights"] td').nth(1).inner_text() == f"{int4 / 1e9:.2f}"
+    assert text_of(page, "#verdict .big") == f"{int4 / 1e9:.2f} GB"
+    assert "weights only" in text_of(page, "#verdict")  # a printout has no config: no KV cache layout
+
+
+def test_a_catalog_model_redraws_as_the_controls_change(page):
+    from paramcount.memory.plan import inference
+
+    page.goto(page.base + "/")
+    page.fill("#search", "qwen2.5-7b")
+    page.keyboard.press("Enter")
+    qwen = paramcount.load("Qwen/Qwen2.5-7B")
+    wait_text(page, "#total", fmt(qwen.total))
+    wait_memory(page, qwen, "bf16")
+    page.select_option("#scheme", "q4_k_m")
+    wait_memory(page, qwen, "q4_k_m")
+    page.fill("#batch", "4")
+    plan = inference(qwen, "q4_k_m", 4096, batch=4)
+    wait_text(page, "#verdict .big", f"{plan.total / 1e9:.2f} GB")
+    kv = page.locator('#terms tr[data-key="kv_cache"] td').nth(1).inner_text()
+    assert kv == f"{plan.term('kv_cache').bytes / 1e9:.2f}"
+    assert page.locator("#memplot polygon").count() == len(plan.terms)
+
+    from paramcount.memory.plan import train
+
+    page.click('#mode button[data-value="training"]')
+    wait_memory(page, qwen, "mixed", "training")
+    full = train(qwen, precision="mixed", context=4096, batch=4)
+    assert text_of(page, "#verdict .big") == f"{full.total / 1e9:.2f} GB"
+    assert page.locator('#terms tr[data-key="optimizer"]').count() == 1
+    page.click('#mode button[data-value="lora"]')
+    wait_memory(page, qwen, "qlora", "lora")
+    qlora = train(qwen, precision="qlora", lora=8, context=4096, batch=4)
+    assert text_of(page, "#verdict .big") == f"{qlora.total / 1e9:.2f} GB"
+    assert page.locator('#terms tr[data-key="adapters"]').count() == 1
+
+
+def sparse_llama_3_8b(path: Path) -> Path:
+    """Llama-3-8B as a Q4_K/Q6_K GGUF with its 128,256-token vocabulary: a real multi-MB header
+    and a hole where its 4.9 GB of tensor data would be (nothing is written or read there)."""
+    import gguf
+    import numpy as np
+
+    from ..test_gguf import Q, expected
+
+    h, ff, v, kv, layers = 4096, 14336, 128256, 1024, 32
+    tensors = [("token_embd.weight", (v, h), Q.Q4_K)]
+    for i in range(layers):
+        tensors += [
+            (f"blk.{i}.attn_norm.weight", (h,), Q.F32),
+            (f"blk.{i}.attn_q.weight", (h, h), Q.Q4_K),
+            (f"blk.{i}.attn_k.weight", (kv, h), Q.Q4_K),
+            (f"blk.{i}.attn_v.weight", (kv, h), Q.Q6_K),
+            (f"blk.{i}.attn_output.weight", (h, h), Q.Q4_K),
+            (f"blk.{i}.ffn_norm.weight", (h,), Q.F32),
+            (f"blk.{i}.ffn_gate.weight", (ff, h), Q.Q4_K),
+            (f"blk.{i}.ffn_up.weight", (ff, h), Q.Q4_K),
+            (f"blk.{i}.ffn_down.weight", (h, ff), Q.Q6_K),
+        ]
+    tensors += [("output_norm.weight", (h,), Q.F32), ("output.weight", (v, h), Q.Q6_K)]
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_block_count(layers)
+    w.add_token_list([f"token-{i}" for i in range(v)])
+    sizes = expected(tensors)
+    for name, shape, q in tensors:
+        w.add_tensor_info(name, shape, np.dtype(np.float32), sizes[name][1], raw_dtype=q)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    w.close()
+    header = path.stat().st_size
+    os.truncate(path, -(-header // 32) * 32 + sum(-(-b // 32) * 32 for _, b in sizes.values()))
+    return path
+
+
+def test_a_gguf_file_is_read_by_its_header_only(page, tmp_path):
+    from paramcount.frontends.gguf import read_header
+
+    path = sparse_llama_3_8b(tmp_path / "llama-3-8b.Q4_K_M.gguf")
+    info = read_header(path)
+    assert info.data_offset > 1 << 20  # more than the page's first read: it reads on as the header goes on
+    page.goto(page.base + "/")
+    wait_text(page, "#backbone-total", fmt(paramcount.load("bert-base-chinese").backbone_total))
+    page.click("#tab-file")
+    with page.expect_request("**/api/upload") as sent:
+        page.set_input_files("#file", str(path))
+    lib = paramcount.load(path)
+    wait_text(page, "#total", fmt(lib.total))
+    assert lib.total == 8_030_261_248
+    import base64
+    import json
+
+    header = base64.b64decode(json.loads(sent.value.post_data)["header"])
+    assert info.data_offset - 32 < len(header) <= info.data_offset  # the header, to the end of its tensor infos
+    assert path.stat().st_size > 4_000_000_000 and f"read {fmt(len(header))} header bytes" in text_of(
+        page, "#file-status"
+    )
+    assert page.locator("#storage tbody tr").count() == len(info.by_type())
+
+
+def test_a_safetensors_file_with_its_config_beside_it(page, tmp_path):
+    import json
+
+    np = pytest.importorskip("numpy")
+    st = pytest.importorskip("safetensors.numpy")
+    from ..ckpt import TINY_LLAMA
+
+    expected = paramcount.load(TINY_LLAMA)
+    path = tmp_path / "model.safetensors"
+    st.save_file({t.name: np.zeros(t.shape, dtype=np.float16) for t in expected.tensors()}, str(path))
+    page.goto(page.base + "/")
+    wait_text(page, "#backbone-total", fmt(paramcount.load("bert-base-chinese").backbone_total))
+    page.click("#tab-file")
+    page.click("details.beside summary")
+    page.fill("#file-config", json.dumps(TINY_LLAMA))
+    page.set_input_files("#file", str(path))
+    wait_text(page, "#total", fmt(expected.total))
+    assert text_of(page, "#class-name") == "LlamaForCausalLM" and text_of(page, "#backbone-class") == "LlamaModel"
+    assert page.locator("#storage tbody tr").all_inner_texts() == [
+        f"F16\t{len(expected.tensors())}\t{fmt(expected.total)}\t{fmt(2 * expected.total)}"
+    ]
+
+
+def test_bad_input_is_said_on_the_page(page):
+    page.goto(page.base + "/")
+    wait_text(page, "#backbone-total", fmt(paramcount.load("bert-base-chinese").backbone_total))
+    page.fill("#search", "bert-base-chinse")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#error:not([hidden])")
+    assert "not in the catalog; did you mean bert-base-chinese" in text_of(page, "#error")
+    page.click("#tab-config")
+    page.fill("#config-text", '{"model_type": "llama", "hidden_size": -3}')
+    page.click("#count-config")
+    page.wait_for_function("() => document.querySelector('#error').textContent.includes('out of range')")
+    assert "hidden_size" in text_of(page, "#error .field")

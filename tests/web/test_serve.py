@@ -1,0 +1,79 @@
+"""`paramcount serve` as a user runs it: a real process on a port, loopback unless told otherwise."""
+
+from __future__ import annotations
+
+import re
+import signal
+import socket
+import subprocess
+import sys
+
+import httpx
+import pytest
+
+from paramcount import __version__
+from paramcount.cli import main
+
+
+def start(*args: str) -> tuple[subprocess.Popen, str, list[str]]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "paramcount", "serve", *args], stderr=subprocess.PIPE, text=True, bufsize=1
+    )
+    lines = []
+    for line in proc.stderr:
+        lines.append(line)
+        found = re.search(r"serving on (http://\S+)", line)
+        if found:
+            return proc, found.group(1), lines
+    proc.wait(10)
+    pytest.fail("".join(lines))
+
+
+def stop(proc: subprocess.Popen) -> int:
+    proc.send_signal(signal.SIGINT)
+    try:
+        return proc.wait(15)
+    finally:
+        proc.stderr.close()
+
+
+def test_serve_binds_loopback_and_answers_page_and_api():
+    proc, url, lines = start("--port", "0")
+    try:
+        assert url.startswith("http://127.0.0.1:")
+        assert not any("warning" in line for line in lines)
+        assert httpx.get(url + "api/info").json() == {"version": __version__}
+        page = httpx.get(url)
+        assert page.status_code == 200 and "<title>paramcount</title>" in page.text
+        assert httpx.get(url + "api/catalog", headers={"host": "evil.example"}).status_code == 400
+    finally:
+        assert stop(proc) == 130  # stopped by Ctrl+C, as a shell reports it
+
+
+def test_serving_beyond_loopback_says_so():
+    proc, url, lines = start("--host", "0.0.0.0", "--port", "0")
+    try:
+        assert any("warning: serving on 0.0.0.0, not loopback" in line for line in lines)
+        port = url.rsplit(":", 1)[1].strip("/")
+        assert httpx.get(f"http://127.0.0.1:{port}/api/info").status_code == 200
+    finally:
+        stop(proc)
+
+
+def test_a_busy_port_is_one_line_and_exit_2(capsys):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        assert main(["serve", "--port", str(port)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"paramcount: error: --port: cannot listen on 127.0.0.1:{port}: ")
+
+
+def test_without_the_web_extra_it_says_what_to_install(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "uvicorn", None)  # as if not installed
+    assert main(["serve", "--port", "0"]) == 2
+    assert (
+        capsys.readouterr().err.strip()
+        == "paramcount: error: serve: the web page needs uvicorn: pip install 'paramcount[web]'"
+    )
