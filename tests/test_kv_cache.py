@@ -391,7 +391,7 @@ def test_a_model_without_a_config_is_refused() -> None:
     # A GGUF file's metadata uses its own key names: never read as a transformers config; its
     # layout (llama.cpp's, tests/test_memory_checkpoints.py) needs the GGUF keys.
     gguf = replace(paramcount.load("meta-llama/Llama-3.2-1B"), class_name="GGUF", config={"block_count": 16})
-    with pytest.raises(ParamcountError, match="llama.attention.head_count is needed for the KV cache"):
+    with pytest.raises(ParamcountError, match=r"llama\.attention\.head_count is needed for the KV cache"):
         attention_layout(gguf)
 
 

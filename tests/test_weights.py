@@ -322,6 +322,7 @@ def test_bnb_quantises_the_linear_layers_transformers_converts():
     """On the meta device, every class of several families: the set of quantised weights is
     what replace_with_bnb_linear converts after get_keys_to_not_convert (asked, as
     from_pretrained asks it, before the weights are tied)."""
+    import transformers.initialization  # noqa: F401  (bare from_config on meta needs it loaded; run alone it is not)
     from transformers.pytorch_utils import Conv1D
     from transformers.quantizers.base import get_keys_to_not_convert
     from transformers.quantizers.quantizers_utils import should_convert_module

@@ -64,6 +64,12 @@ ARCH_KEYS = (
     "expert_feed_forward_length",
     "leading_dense_block_count",
     "vocab_size",
+    # what the memory planner's KV cache reads (llama.cpp's hparams)
+    "attention.sliding_window",
+    "attention.kv_lora_rank",
+    "attention.key_length_mla",
+    "attention.value_length_mla",
+    "rope.dimension_count",
 )
 
 
@@ -159,6 +165,8 @@ class GGUFFile:
                 value = self.metadata.get(f"{arch}.{key}")
                 if value is not None:
                     out[key] = value
+        if isinstance(self.metadata.get("general.file_type"), int):
+            out["general.file_type"] = self.metadata["general.file_type"]  # 15: Q4_K_M, as llama.cpp names it
         tokens = self.metadata.get("tokenizer.ggml.tokens")
         if "vocab_size" not in out and isinstance(tokens, tuple) and tokens[:1] == ("array",):
             out["vocab_size"] = tokens[2]

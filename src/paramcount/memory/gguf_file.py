@@ -1,21 +1,15 @@
 """What a GGUF model needs beyond its tensor tree: the file's metadata and its layers' widths.
 
-``paramcount.load`` keeps only some ``{arch}.*`` keys as ``Model.config`` (``ARCH_KEYS`` in
-:mod:`paramcount.frontends.gguf`). The KV cache also needs keys outside that list
-(``attention.sliding_window``, ``attention.kv_lora_rank``, ``attention.key_length_mla``) and
-the weights name the file type (``general.file_type``). So when the model came from a GGUF file
-on disk, its header is read again through the same reader (header only, cached) and used when
-it holds the same tensors. A model from header bytes alone (the web page's upload) has only its
-``Model.config``: :class:`Meta` says so (``complete`` is False) and a missing key is then an
-error where it matters, never a silent default.
+``Model.config`` of a GGUF model holds the ``{arch}.*`` keys the planner reads, without the prefix
+(``ARCH_KEYS`` in :mod:`paramcount.frontends.gguf`), and ``general.file_type``; the same whether
+the file was read from disk or from header bytes alone (the web page's upload). A key the file
+does not state is an error where it matters, never a silent default.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ..errors import ParamcountError
@@ -36,7 +30,6 @@ class Meta:
 
     arch: str
     values: Mapping[str, Any]
-    complete: bool  # the whole header was read: a key absent here is absent from the file
     file_type: str | None = None  # "Q4_K_M", from general.file_type
 
     def get(self, key: str, default: Any = None) -> Any:
@@ -57,19 +50,13 @@ class Meta:
     def missing(self, key: str) -> ParamcountError:
         from .kv_layout import NoLayout
 
-        why = "the file does not state it" if self.complete else "it was not read (read the .gguf file from disk)"
-        return NoLayout(f"{self.arch}.{key} is needed for the KV cache, but {why}")
+        return NoLayout(f"{self.arch}.{key} is needed for the KV cache, but the file does not state it")
 
 
 def metadata(model: Any) -> Meta:
-    """The model's GGUF metadata: its config, completed from its file's header when there is one."""
-    base = dict(getattr(model, "config", None) or {})
-    info = _same_file(model)
-    if info is None:
-        return Meta(model.model_type, base, False)
-    prefix = f"{info.architecture}."
-    values = {k[len(prefix) :]: v for k, v in info.metadata.items() if k.startswith(prefix)}
-    return Meta(model.model_type, {**base, **values}, True, file_type(info.metadata.get("general.file_type")))
+    """The model's GGUF metadata, as its reader kept it in ``Model.config``."""
+    values = dict(getattr(model, "config", None) or {})
+    return Meta(model.model_type, values, file_type(values.get("general.file_type")))
 
 
 def file_type(value: Any) -> str | None:
@@ -83,37 +70,6 @@ def file_type(value: Any) -> str | None:
     except (ImportError, ValueError):
         return None
     return None if name == "GUESSED" else name.removeprefix("MOSTLY_").removeprefix("ALL_")
-
-
-def _same_file(model: Any) -> Any:
-    """The header of the file the model was read from, if it is on disk and holds the same tree."""
-    path = _path(getattr(model, "source", ""))
-    if path is None:
-        return None
-    try:
-        stat = path.stat()
-        info, tree = _read(str(path), stat.st_size, stat.st_mtime_ns)
-    except (OSError, ParamcountError):
-        return None
-    return info if tree == model.tree else None
-
-
-def _path(source: Any) -> Path | None:
-    """A split model's source names its shards with ``*``: the first shard holds the metadata."""
-    if not isinstance(source, str) or not source:
-        return None
-    p = Path(source)
-    if "*" in p.name:
-        p = p.with_name(p.name.replace("*", "00001", 1))
-    return p if p.is_file() else None
-
-
-@functools.lru_cache(maxsize=8)
-def _read(path: str, size: int, mtime: int) -> tuple[Any, Block]:
-    from ..frontends.gguf import read_shards, to_model
-
-    info = read_shards(path)
-    return info, to_model(info).tree
 
 
 # --- the widths the activation estimate needs, from the tensors' shapes ---------------------

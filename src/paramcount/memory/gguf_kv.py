@@ -82,8 +82,6 @@ def gguf_layout(model: Any, mla: str = "latent") -> Layout:
 def _window(meta: Meta) -> tuple[int | None, list[str]]:
     """llama.cpp's sliding window for this architecture: its width, or None when no layer slides."""
     arch, stated = meta.arch, meta.get("attention.sliding_window")
-    if arch in PATTERNS and not meta.complete and stated is None:
-        raise meta.missing("attention.sliding_window")
     if arch == "gemma2":
         return meta.integer("attention.sliding_window", GEMMA2_WINDOW), []
     if arch == "gemma3":
@@ -98,8 +96,6 @@ def _mla(meta: Meta) -> bool:
     """llama.cpp's ``is_mla()``: a deepseek2 file with the MLA head sizes stated."""
     if meta.arch != "deepseek2":
         return False
-    if not meta.complete and not meta.has("attention.key_length_mla"):
-        raise meta.missing("attention.key_length_mla")
     return bool(meta.get("attention.key_length_mla")) and bool(meta.get("attention.value_length_mla"))
 
 

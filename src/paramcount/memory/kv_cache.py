@@ -19,10 +19,11 @@ llama.cpp's own allocation, ``cache="llama.cpp"``: what ``llama-server -c T·B -
 separate stream per sequence), from src/llama-context.cpp and src/llama-kv-cache-iswa.cpp.
 The context is padded up to a multiple of 256 cells (``n_ctx``), each sequence gets
 ``n_ctx_seq`` = ``n_ctx / B`` padded to 256 (which comes to T padded to 256), and every
-full-attention layer allocates that many cells per sequence up front; a sliding-window layer allocates
-``min(n_ctx_seq, W + n_ubatch)`` padded to 256, where ``n_ubatch = min(T·B, 512)``, since a
-micro-batch is written before the window is trimmed. A cell holds one token's keys and values.
-The cache dtype defaults to fp16, llama.cpp's ``-ctk``/``-ctv`` default (f16).
+full-attention layer allocates that many cells per sequence up front; a sliding-window layer
+allocates ``min(n_ctx_seq, W + n_ubatch)`` padded to 256, where ``n_ubatch = min(T·B, 512)``,
+since a micro-batch is written before the window is trimmed. A cell holds one token's keys
+and values. The cache dtype defaults to fp16, llama.cpp's ``-ctk``/``-ctv`` default (f16).
+Checked against this rule restated from llama.cpp's source, not against a llama.cpp run.
 
 Cache dtypes: fp32 4 B, fp16 and bf16 2 B, fp8 1 B per element plus one fp32 scale per key
 and per value tensor of each layer (transformers' ``QuantizedCache(backend="fp8")``, and

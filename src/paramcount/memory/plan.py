@@ -262,23 +262,28 @@ def _no_layout(model: Model, mla: str) -> str | None:
     return None
 
 
-def shape_widths(model: Model) -> Any:
-    """The layer widths the activation estimate reads: a GGUF file's from its tensors, a
-    checkpoint's from its config.json's model (the architecture, whatever the storage)."""
-    from .gguf_file import is_gguf
-    from .gguf_file import widths as gguf_widths
-    from .working_set import widths
-
-    if is_gguf(model):
-        return gguf_widths(model)
+def shape_model(model: Model) -> Model:
+    """The model activation estimates read layer widths from: a safetensors checkpoint's
+    config.json model (the same architecture, in the nested tree the estimates walk; a tree
+    built from a checkpoint's flat names has no attention blocks to find), else the model."""
     if getattr(model, "checkpoint", None) is not None and model.config:
         from ..frontends.config import from_config
 
         try:
-            return widths(from_config(model.config, model.source, model_class=model.class_name))
+            return from_config(model.config, model.source, model_class=model.class_name)
         except ParamcountError:
             pass
-    return widths(model)
+    return model
+
+
+def shape_widths(model: Model) -> Any:
+    """The layer widths the inference activation estimate reads: a GGUF file's from its tensors
+    (:func:`paramcount.memory.gguf_file.widths`), any other model's from :func:`shape_model`."""
+    from .gguf_file import is_gguf
+    from .gguf_file import widths as gguf_widths
+    from .working_set import widths
+
+    return gguf_widths(model) if is_gguf(model) else widths(shape_model(model))
 
 
 def inference(
@@ -343,6 +348,7 @@ class TrainingPlanner:
         self.adapters = _adapters(model, lora, lora_targets, self.qlora_bits)
         self.overhead = _overhead.parse(overhead if overhead is not None else _overhead.DEFAULT)
         self._states: dict[tuple[int, int], list[Term]] = {}
+        self.shapes = shape_model(model)  # what the activation estimate reads widths from
 
     def states(self, zero: int, gpus: int) -> list[Term]:
         if (zero, gpus) not in self._states:
@@ -368,7 +374,7 @@ class TrainingPlanner:
         context, batch = positive(context, "--context"), positive(batch, "--batch")
         gpus, zero = gpus or self.gpus, self.zero if zero is None else zero
         dtype = "fp32" if self.precision == "fp32" else "bf16"
-        act = activations(self.model, batch, context, recompute=self.recompute, flash=self.flash, dtype=dtype)
+        act = activations(self.shapes, batch, context, recompute=self.recompute, flash=self.flash, dtype=dtype)
         base = (*self.states(zero, gpus), act)
         extra = self.overhead.term(sum(t.bytes for t in base), "the training terms")
         settings = self._settings(context, batch, gpus, zero, why)

@@ -53,17 +53,18 @@ def is_checkpoint(model: Any) -> bool:
 
 def stored_weights(model: Any) -> Weights:
     """The weights of a checkpoint as its files store them (see the module docstring)."""
-    if is_gguf(model):
-        rows = tuple(_gguf_rows(model))
-    elif getattr(model, "checkpoint", None) is not None:
-        rows = _safetensors_rows(model.checkpoint)
-    else:
-        raise ParamcountError(
-            "weights as stored need a checkpoint (a .gguf or .safetensors file, or a model folder); "
-            "this model was read from shapes alone: pick a --dtype (bf16, int4, q4_k_m, …)",
-            field="dtype",
-        )
+    if not is_checkpoint(model):
+        raise _not_a_checkpoint()
+    rows = tuple(_gguf_rows(model)) if is_gguf(model) else _safetensors_rows(model.checkpoint)
     return Weights(getattr(model, "name", ""), STORED, rows, (), describe(model), _assumption(model, rows))
+
+
+def _not_a_checkpoint() -> ParamcountError:
+    return ParamcountError(
+        "weights as stored need a checkpoint (a .gguf or .safetensors file, or a model folder); "
+        "this model was read from shapes alone: pick a precision (--dtype bf16, int4, q4_k_m, …)",
+        field="dtype",
+    )
 
 
 def describe(model: Any) -> str:
@@ -87,6 +88,8 @@ def compute_dtype(model: Any) -> str:
     packings (transformers' usual compute dtype); else the float type holding the most bytes."""
     if is_gguf(model):
         return "fp16"
+    if not is_checkpoint(model):
+        raise _not_a_checkpoint()
     ck = model.checkpoint
     packed = " ".join(p.scheme for p in ck.params if p.scheme).lower()
     if "gptq" in packed or "awq" in packed:

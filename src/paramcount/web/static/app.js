@@ -100,6 +100,7 @@
       const m = await api("/api/model", { ...modelQuery(), lang: state.lang, derive: state.derive });
       if (seq !== modelSeq) return;
       state.model = m;
+      pickStored(Boolean(m.storage));
       $("error").hidden = true;
       renderModel(m);
       planMemory();
@@ -645,6 +646,14 @@
     fillSelect($("optimizer"), o.optimizers.map((d) => ({ value: d, label: d })), state.mem.optimizer);
     fillSelect($("recompute"), o.recompute.map((d) => ({ value: d, label: d })), state.mem.recompute);
     fillSelect($("gpu"), o.gpus.map((g) => ({ value: g.key, label: `${g.name} · ${g.stated}`, group: g.group })), state.mem.gpu);
+  }
+
+  // A file's weights are planned as it stores them; a config's at bf16 unless the user chose.
+  function pickStored(isFile) {
+    const m = state.mem;
+    if (isFile) m.schemes.inference = "stored";
+    else if (m.schemes.inference === "stored") m.schemes.inference = "bf16";
+    if (m.mode === "inference" && state.options) fillSchemes();
   }
 
   function fillSchemes() {

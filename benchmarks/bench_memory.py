@@ -1,0 +1,642 @@
+"""Memory plans against measured memory: paramcount.memory's terms next to a real run's bytes.
+
+For each model (a catalog name, optionally with config fields changed: ``NAME:field=value``) the
+script builds the transformers class with random weights and measures:
+
+- inference: one prefill forward (``use_cache=True``, ``logits_to_keep=1`` as ``generate``
+  does, under ``torch.no_grad``) at bf16, against :func:`paramcount.memory.inference` at bf16.
+  Weights are the parameters' storage (exact); the KV cache the storage the returned cache
+  holds; activations the forward's peak less the bytes before it and less that KV cache;
+  ``kv+act`` the peak less the bytes before; total the peak.
+- training: one steady-state step (the optimizer's states made by a warm-up step first)
+  against :func:`paramcount.memory.train` at the same precision, overhead excluded:
+  ``mixed`` keeps the model in bf16 with bf16 gradients and an fp32 master copy that AdamW
+  updates (ZeRO §3.1, what the plan models: 2 + 2 + 4 + 8 bytes a parameter; the step runs one
+  tensor at a time so only one fp32 gradient exists at once); ``bf16`` is pure bf16 AdamW;
+  ``fp32`` is fp32 throughout; ``autocast`` is fp32 parameters under bf16 autocast (what
+  Trainer(bf16=True) does), compared with the ``mixed`` plan (its fp32 parameters against the
+  plan's weights + master weights). Model states are the tensors' storage; activations what the
+  forward leaves allocated for the backward (the loss kept); total the step's peak.
+  AdamW runs its for-loop implementation (``foreach=False``): the foreach path adds temporaries
+  of a whole model's size, which no plan term models.
+
+Where the bytes come from. On CUDA, ``torch.cuda.memory_allocated`` and
+``torch.cuda.max_memory_allocated`` (the CUDA context and the allocator's cached blocks are not
+in them, nor in the compared terms). On CPU, the storage of live tensors tracked op by op by a
+TorchDispatchMode (as tests/test_plan.py measures the working set), on top of the storage of
+the tensors that exist before the measured call (parameters, buffers, inputs, master copies,
+optimizer states); kernels' internal scratch is not seen.
+
+    python benchmarks/bench_memory.py                       # CUDA when available, else CPU
+    python benchmarks/bench_memory.py --device cuda --out benchmarks/memory_cuda.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import gc
+import json
+import math
+import sys
+import time
+import weakref
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CUDA_MODELS = (
+    "Qwen/Qwen2.5-0.5B",
+    "Qwen/Qwen3-0.6B",
+    "meta-llama/Llama-3.2-1B",
+    "google/gemma-2-2b",
+    "Qwen/Qwen1.5-MoE-A2.7B",
+    "meta-llama/Llama-3.1-8B",
+)
+# CPU: the same configs cut to 2 layers (gemma-2 keeps one sliding and one global layer) and
+# the MoE to 8 of its 60 experts, so that a run takes minutes on 2 cores.
+CPU_MODELS = (
+    "Qwen/Qwen2.5-0.5B:num_hidden_layers=2",
+    "Qwen/Qwen3-0.6B:num_hidden_layers=2",
+    "meta-llama/Llama-3.2-1B:num_hidden_layers=2",
+    "google/gemma-2-2b:num_hidden_layers=2",
+    "Qwen/Qwen1.5-MoE-A2.7B:num_hidden_layers=2:num_experts=8",
+)
+POINTS = {
+    ("cuda", "inference"): "512x1,2048x1,8192x1,2048x8",
+    ("cuda", "training"): "512x1,2048x1,1024x4",
+    ("cpu", "inference"): "256x1,1024x1,512x4",
+    ("cpu", "training"): "256x1,128x4",
+}
+PRECISIONS = ("mixed", "bf16", "fp32", "autocast")
+DEFAULT_PRECISIONS = {"cuda": "mixed,bf16,autocast", "cpu": "mixed,bf16"}
+BUDGET = {"cuda": 0.9, "cpu": 0.6}  # of free memory a point's plan may use before it is skipped
+LR = 1e-5
+
+
+class Refusal(Exception):
+    """A setting or environment the run cannot use: printed as one line, exit 2."""
+
+
+# ---- setup ---------------------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    p.add_argument("--models", help="comma-separated NAME[:field=value...] (default: per device)")
+    p.add_argument("--inference", help="context x batch points, e.g. 512x1,2048x4 ('' for none)")
+    p.add_argument("--training", help="context x batch points for a training step ('' for none)")
+    p.add_argument("--precision", help=f"training precisions, any of {','.join(PRECISIONS)}")
+    p.add_argument("--out", type=Path, help="write the results: .md for Markdown, else JSON")
+    p.add_argument("--seed", type=int, default=0)
+    return p.parse_args(argv)
+
+
+def need_frameworks() -> tuple[Any, Any]:
+    try:
+        import torch
+        import transformers
+    except ImportError as e:
+        raise Refusal(f"bench_memory needs torch and transformers (pip install -e '.[test]'): {e}") from e
+    transformers.logging.set_verbosity_error()
+    return torch, transformers
+
+
+def pick_device(torch: Any, wanted: str) -> str:
+    if wanted == "cuda" and not torch.cuda.is_available():
+        raise Refusal("--device cuda: torch.cuda.is_available() is False on this machine")
+    if wanted == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return wanted
+
+
+def points(text: str) -> list[tuple[int, int]]:
+    out = []
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        context, _, batch = item.partition("x")
+        if not (context.isdigit() and batch.isdigit() and int(context) > 0 and int(batch) > 0):
+            raise Refusal(f"a point is CONTEXTxBATCH with positive integers, not {item!r}")
+        out.append((int(context), int(batch)))
+    return out
+
+
+def precisions(text: str) -> list[str]:
+    out = [s.strip() for s in text.split(",") if s.strip()]
+    bad = [s for s in out if s not in PRECISIONS]
+    if bad:
+        raise Refusal(f"--precision takes {', '.join(PRECISIONS)}, not {', '.join(bad)}")
+    return out
+
+
+def model_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """``NAME[:field=value...]``: a catalog name and the config fields to change (JSON values)."""
+    name, *changes = spec.split(":")
+    overrides = {}
+    for change in changes:
+        key, eq, value = change.partition("=")
+        if not eq or not key:
+            raise Refusal(f"{spec!r}: a change is field=value, not {change!r}")
+        try:
+            overrides[key] = json.loads(value)
+        except json.JSONDecodeError:
+            overrides[key] = value
+    return name, overrides
+
+
+# ---- measuring ---------------------------------------------------------------------------------
+
+
+def storage_bytes(tensors: Any) -> int:
+    """Bytes of the distinct storages behind ``tensors`` (a tied weight once)."""
+    seen = {}
+    for t in tensors:
+        if t is not None:
+            s = t.untyped_storage()
+            seen[s.data_ptr()] = s.nbytes()
+    return sum(seen.values())
+
+
+class CudaMeter:
+    """The caching allocator's own counts (the CUDA context is outside them)."""
+
+    def __init__(self, torch: Any):
+        self.torch = torch
+
+    def track(self, before: int) -> Any:
+        return nullcontext()
+
+    def allocated(self) -> int:
+        self.torch.cuda.synchronize()
+        return self.torch.cuda.memory_allocated()
+
+    def reset_peak(self) -> None:
+        self.torch.cuda.synchronize()
+        self.torch.cuda.reset_peak_memory_stats()
+
+    def peak(self) -> int:
+        self.torch.cuda.synchronize()
+        return self.torch.cuda.max_memory_allocated()
+
+    def free(self) -> int:
+        return self.torch.cuda.mem_get_info()[0]
+
+
+class CpuMeter:
+    """Storage of live tensors, tracked op by op, on top of the storage that existed before."""
+
+    def __init__(self, torch: Any):
+        self.torch, self.mode, self.before = torch, None, 0
+
+    @contextmanager
+    def track(self, before: int) -> Any:
+        self.before, self.mode = before, live_storage(self.torch)
+        with self.mode:
+            yield
+        self.mode = None
+
+    def allocated(self) -> int:
+        return self.before + self.mode.live
+
+    def reset_peak(self) -> None:
+        self.mode.peak = self.mode.live
+
+    def peak(self) -> int:
+        return self.before + self.mode.peak
+
+    def free(self) -> int:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+        return 8 << 30
+
+
+def live_storage(torch: Any) -> Any:
+    """A TorchDispatchMode counting the bytes of storages created while it is on and still alive."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    class Live(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.refs: dict[int, int] = {}
+            self.size: dict[int, int] = {}
+            self.live = self.peak = 0
+
+        def _drop(self, key: int) -> None:
+            self.refs[key] -= 1
+            if not self.refs[key]:
+                self.live -= self.size.pop(key)
+                del self.refs[key]
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            flat = tree_flatten((args, kwargs))[0]
+            inputs = {a.untyped_storage().data_ptr() for a in flat if isinstance(a, torch.Tensor)}
+            out = func(*args, **(kwargs or {}))
+            for t in tree_flatten(out)[0]:
+                if isinstance(t, torch.Tensor):
+                    self._count(t, inputs)
+            return out
+
+        def _count(self, t: Any, inputs: set[int]) -> None:
+            key = t.untyped_storage().data_ptr()
+            if key in inputs and key not in self.refs:  # a view of, or written into, an older tensor
+                return
+            if key not in self.refs:
+                self.refs[key], self.size[key] = 0, t.untyped_storage().nbytes()
+                self.live += self.size[key]
+                self.peak = max(self.peak, self.live)
+            self.refs[key] += 1
+            weakref.finalize(t, self._drop, key)
+
+    return Live()
+
+
+# ---- the models ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Subject:
+    """A counted model and the live transformers module built from the same config."""
+
+    spec: str
+    model: Any  # paramcount Model
+    module: Any
+    attention: str  # the attention implementation transformers runs
+    experts: str | None
+    built_s: float
+
+
+def build(spec: str, torch: Any, transformers: Any, device: str) -> Subject:
+    from transformers.initialization import no_init_weights
+
+    import paramcount
+
+    name, overrides = model_spec(spec)
+    model = paramcount.load(name, overrides=overrides or None)
+    cls = getattr(transformers, model.class_name)
+    config = transformers.AutoConfig.for_model(
+        model.model_type, **{k: v for k, v in model.config.items() if k != "model_type"}
+    )
+    attention = "sdpa" if getattr(cls, "_supports_sdpa", False) else "eager"
+    start = time.perf_counter()
+    with torch.device(device), no_init_weights():  # random values below: transformers' init is slow
+        module = cls._from_config(config, dtype=torch.bfloat16, attn_implementation=attention)
+    with torch.no_grad():
+        for p in module.parameters():
+            p.uniform_(-0.02, 0.02)
+    module.tie_weights()  # no_init_weights skips the tying too
+    experts = getattr(module.config, "_experts_implementation", None)
+    return Subject(spec, model, module.eval(), attention, experts, time.perf_counter() - start)
+
+
+def cache_bytes(cache: Any) -> int:
+    """Storage of the tensors the returned cache holds (transformers 5 cache layers)."""
+    tensors = [
+        v for layer in getattr(cache, "layers", ()) for v in vars(layer).values() if hasattr(v, "untyped_storage")
+    ]
+    return storage_bytes(tensors)
+
+
+# ---- comparisons -------------------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    """One (model, mode, precision, context, batch) point: its rows or why it has none."""
+
+    model: str
+    mode: str
+    precision: str
+    context: int
+    batch: int
+    status: str = "ok"
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    phases: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, term: str, estimate: int, measured: int, exact: bool) -> None:
+        error = None if measured == 0 else estimate / measured - 1
+        self.rows.append({"term": term, "estimate": estimate, "measured": measured, "error": error, "exact": exact})
+
+
+def plan_bytes(plan: Any, *keys: str) -> int:
+    return sum(plan.term(k).bytes for k in keys if any(t.key == k for t in plan.terms))
+
+
+def planned_without_overhead(plan: Any) -> int:
+    return sum(t.bytes for t in plan.terms if t.key != "overhead")
+
+
+def fits(run: Run, need: int, meter: Any, device: str, held: int = 0) -> bool:
+    """Whether the point's planned bytes beyond what is already ``held`` fit in the free memory."""
+    room = int(meter.free() * BUDGET[device]) + held
+    if need > room:
+        run.status = f"skipped: the plan needs {need / 1e9:.1f} GB, {room / 1e9:.1f} GB may be used here"
+    return need <= room
+
+
+# ---- inference -----------------------------------------------------------------------------------
+
+
+def inference_run(run: Run, s: Subject, meter: Any, torch: Any, device: str) -> None:
+    from paramcount.memory import inference
+
+    context, batch = run.context, run.batch
+    plan = inference(s.model, "bf16", context=context, batch=batch)
+    if not fits(run, planned_without_overhead(plan) - plan.term("weights").bytes, meter, device):
+        return
+    weights = storage_bytes(s.module.parameters())
+    ids = torch.randint(0, s.module.config.vocab_size, (batch, context), device=device)
+    before_known = storage_bytes([*s.module.parameters(), *s.module.buffers(), ids])
+    with meter.track(before_known):
+        before = meter.allocated()
+        meter.reset_peak()
+        with torch.no_grad():
+            out = s.module(input_ids=ids, use_cache=True, logits_to_keep=1)
+        peak, kv = meter.peak(), cache_bytes(out.past_key_values)
+        del out
+    compare_inference(run, plan, weights, kv, peak - before, peak)
+    if s.attention != "sdpa":
+        run.notes.append(f"{s.attention} attention: the T×T scores are held, the plan assumes a fused kernel")
+
+
+def compare_inference(run: Run, plan: Any, weights: int, kv: int, working: int, peak: int) -> None:
+    run.add("weights", plan_bytes(plan, "weights"), weights, True)
+    run.add("kv_cache", plan_bytes(plan, "kv_cache"), kv, True)
+    run.add("activations (peak - before - KV)", plan_bytes(plan, "activations"), working - kv, False)
+    run.add("kv+act (peak - before)", plan_bytes(plan, "kv_cache", "activations"), working, False)
+    run.add("total (peak)", planned_without_overhead(plan), peak, False)
+
+
+# ---- training ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Trainer:
+    """A model at one precision, its optimizer, and (mixed) the fp32 master copies."""
+
+    precision: str
+    params: list[Any]
+    masters: list[Any]
+    optimizer: Any
+    autocast: bool
+
+
+def forward_loss(s: Subject, t: Trainer, torch: Any, ids: Any) -> Any:
+    device = ids.device.type
+    with torch.autocast(device, dtype=torch.bfloat16) if t.autocast else nullcontext():
+        return s.module(input_ids=ids, labels=ids).loss
+
+
+def optimizer_step(t: Trainer, torch: Any) -> None:
+    """Mixed: each bf16 gradient becomes its master's fp32 gradient, the master is stepped and
+    copied back, one tensor at a time; else the optimizer steps the parameters themselves."""
+    if not t.masters:
+        t.optimizer.step()
+        t.optimizer.zero_grad(set_to_none=True)
+        return
+    with torch.no_grad():
+        for p, m in zip(t.params, t.masters, strict=True):
+            m.grad, p.grad = p.grad.float(), None
+            t.optimizer.step()  # only m has a gradient now
+            p.copy_(m)
+            m.grad = None
+
+
+def state_tensors(t: Trainer) -> list[Any]:
+    return [v for state in t.optimizer.state.values() for v in state.values() if hasattr(v, "untyped_storage")]
+
+
+def training_plan(s: Subject, precision: str, context: int, batch: int) -> Any:
+    """The plan a step at ``precision`` is held to; eager attention planned with its s×s matrices."""
+    from paramcount.memory import train
+
+    modelled = "mixed" if precision == "autocast" else precision
+    return train(s.model, precision=modelled, context=context, batch=batch, flash=s.attention == "sdpa")
+
+
+def training_runs(s: Subject, meter: Any, torch: Any, device: str, precision: str, todo: list[Run]) -> None:
+    """Every point at one precision, with one optimizer (its states made once, by a warm-up step)."""
+    t = None
+    for run in todo:
+        plan = training_plan(s, precision, run.context, run.batch)
+        held = storage_bytes(s.module.parameters()) + (storage_bytes([*t.masters, *state_tensors(t)]) if t else 0)
+        if not fits(run, planned_without_overhead(plan), meter, device, held):
+            continue
+        t = t or trainer(s, torch, precision)
+        guarded(run, s, torch, measure_step, s, t, meter, torch, device)
+        if run.status == "ok":
+            compare_training(run, plan, t)
+            if s.attention != "sdpa":
+                run.notes.append(f"{s.attention} attention: planned with flash=False (s×s matrices stored)")
+    del t
+    release(s, torch)
+
+
+def compare_training(run: Run, plan: Any, t: Trainer) -> None:
+    ph, weights = run.phases, storage_bytes(t.params)
+    if t.precision == "autocast":
+        run.add("weights + master (fp32 params)", plan_bytes(plan, "weights", "master_weights"), weights, True)
+    else:
+        run.add("weights", plan_bytes(plan, "weights"), weights, True)
+    if t.masters:
+        run.add("master_weights", plan_bytes(plan, "master_weights"), storage_bytes(t.masters), True)
+    run.add("gradients", plan_bytes(plan, "gradients"), ph["gradients"], True)
+    run.add("optimizer", plan_bytes(plan, "optimizer"), storage_bytes(state_tensors(t)), True)
+    kept = ph["after_forward"] - ph["before"]
+    run.add("activations (after forward - before)", plan_bytes(plan, "activations"), kept, False)
+    phase = max(("forward", "backward", "step"), key=lambda k: ph[f"{k}_peak"])
+    run.add("total (step peak)", planned_without_overhead(plan), ph[f"{phase}_peak"], False)
+    run.notes.append(f"peak in the {phase}")
+
+
+def trainer(s: Subject, torch: Any, precision: str) -> Trainer:
+    dtype = torch.float32 if precision in ("fp32", "autocast") else torch.bfloat16
+    s.module.to(dtype).train()
+    params = [p for p in s.module.parameters() if p.requires_grad]
+    masters = [p.detach().float() for p in params] if precision == "mixed" else []
+    optimizer = torch.optim.AdamW(masters or params, lr=LR, foreach=False)
+    t = Trainer(precision, params, masters, optimizer, precision == "autocast")
+    warm = torch.randint(0, s.module.config.vocab_size, (1, 8), device=params[0].device)
+    forward_loss(s, t, torch, warm).backward()
+    optimizer_step(t, torch)
+    return t
+
+
+def measure_step(run: Run, s: Subject, t: Trainer, meter: Any, torch: Any, device: str) -> None:
+    """One step in three phases, the peak of each and the bytes between them."""
+    ids = torch.randint(0, s.module.config.vocab_size, (run.batch, run.context), device=device)
+    known = [*s.module.parameters(), *s.module.buffers(), *t.masters, *state_tensors(t), ids]
+    with meter.track(storage_bytes(known)):
+        before = meter.allocated()
+        meter.reset_peak()
+        loss = forward_loss(s, t, torch, ids)
+        run.phases.update(before=before, after_forward=meter.allocated(), forward_peak=meter.peak())
+        meter.reset_peak()
+        loss.backward()
+        del loss
+        run.phases.update(gradients=storage_bytes(p.grad for p in t.params), backward_peak=meter.peak())
+        meter.reset_peak()
+        optimizer_step(t, torch)
+        run.phases.update(step_peak=meter.peak(), after_step=meter.allocated())
+
+
+# ---- the run -----------------------------------------------------------------------------------------
+
+
+def guarded(run: Run, s: Subject, torch: Any, measure: Any, *args: Any) -> None:
+    """One point; running out of memory is a result, not the end of the run."""
+    try:
+        measure(run, *args)
+    except torch.OutOfMemoryError:
+        run.status, run.rows = "out of memory", []
+    release(s, torch)
+
+
+def release(s: Subject, torch: Any) -> None:
+    for p in s.module.parameters():
+        p.grad = None
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def subject_runs(s: Subject, meter: Any, torch: Any, device: str, args: argparse.Namespace) -> list[Run]:
+    out = []
+    for context, batch in args.inference_points:
+        run = Run(s.spec, "inference", "bf16", context, batch)
+        guarded(run, s, torch, inference_run, s, meter, torch, device)
+        out.append(show(run))
+    for precision in args.precision_list:
+        todo = [Run(s.spec, "training", precision, c, b) for c, b in args.training_points]
+        training_runs(s, meter, torch, device, precision, todo)
+        out += [show(r) for r in todo]
+    return out
+
+
+def run_all(args: argparse.Namespace) -> dict[str, Any]:
+    torch, transformers = need_frameworks()
+    device = pick_device(torch, args.device)
+    settle(args, device)
+    torch.manual_seed(args.seed)
+    meter = CudaMeter(torch) if device == "cuda" else CpuMeter(torch)
+    header = environment(torch, transformers, device, args)
+    print(render_header(header), flush=True)
+    runs, start = [], time.perf_counter()
+    for spec in args.model_list:
+        s = build_or_refuse(spec, torch, transformers, device)
+        print(f"\n{spec}: {s.model.total:,} parameters, {s.attention} attention, built in {s.built_s:.1f} s")
+        runs += subject_runs(s, meter, torch, device, args)
+        del s
+        gc.collect()
+    header["seconds"] = round(time.perf_counter() - start, 1)
+    return {**header, "runs": [vars(r) for r in runs]}
+
+
+def settle(args: argparse.Namespace, device: str) -> None:
+    """The defaults of the chosen device for whatever was not given."""
+    args.model_list = [m.strip() for m in (args.models or ",".join(MODELS[device])).split(",") if m.strip()]
+    args.inference_points = points(POINTS[device, "inference"] if args.inference is None else args.inference)
+    args.training_points = points(POINTS[device, "training"] if args.training is None else args.training)
+    args.precision_list = precisions(args.precision or DEFAULT_PRECISIONS[device]) if args.training_points else []
+    for spec in args.model_list:
+        model_spec(spec)
+
+
+def build_or_refuse(spec: str, torch: Any, transformers: Any, device: str) -> Subject:
+    from paramcount.errors import ParamcountError
+
+    try:
+        return build(spec, torch, transformers, device)
+    except ParamcountError as e:
+        raise Refusal(f"{spec}: {e}") from e
+    except (AttributeError, ValueError, ImportError) as e:  # a class or option this transformers lacks
+        raise Refusal(f"{spec}: transformers {transformers.__version__} cannot build it: {e}") from e
+
+
+def environment(torch: Any, transformers: Any, device: str, args: argparse.Namespace) -> dict[str, Any]:
+    name = torch.cuda.get_device_name() if device == "cuda" else f"CPU ({torch.get_num_threads()} threads)"
+    return {
+        "schema": "paramcount.bench_memory/1",
+        "date": datetime.date.today().isoformat(),
+        "command": "python benchmarks/bench_memory.py " + " ".join(sys.argv[1:]),
+        "device": name,
+        "measured_by": MEASURED_BY[device],
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+    }
+
+
+MODELS = {"cuda": CUDA_MODELS, "cpu": CPU_MODELS}
+MEASURED_BY = {
+    "cuda": "torch.cuda.memory_allocated / max_memory_allocated (CUDA context and cached blocks excluded)",
+    "cpu": "storage of live tensors tracked by a TorchDispatchMode, plus the storage existing before",
+}
+
+
+# ---- rendering ---------------------------------------------------------------------------------------
+
+COLUMNS = ("model", "mode", "T×B", "term", "estimate GB", "measured GB", "error")
+
+
+def gb(n: int) -> str:
+    return f"{n / 1e9:.4f}" if abs(n) < 1e9 else f"{n / 1e9:.3f}"
+
+
+def pct(error: float | None) -> str:
+    return "n/a" if error is None or math.isinf(error) else f"{error:+.1%}"
+
+
+def cells(run: Run) -> list[list[str]]:
+    """One table row per compared term (or one saying why the point has none)."""
+    where = [run.model, run.mode if run.mode == "inference" else f"train {run.precision}", f"{run.context}×{run.batch}"]
+    if run.status != "ok":
+        return [[*where, run.status, "", "", ""]]
+    return [[*where, r["term"], gb(r["estimate"]), gb(r["measured"]), pct(r["error"])] for r in run.rows]
+
+
+def render_header(h: dict[str, Any]) -> str:
+    return f"{h['device']}; torch {h['torch']}, transformers {h['transformers']}; bytes: {h['measured_by']}"
+
+
+def show(run: Run) -> Run:
+    for row in cells(run):
+        print("  " + " | ".join(row[1:]))
+    for note in run.notes:
+        print(f"    note: {note}")
+    return run
+
+
+def markdown(result: dict[str, Any]) -> str:
+    head = [f"Measured {result['date']} on {render_header(result)}.", "", f"`{result['command']}`", ""]
+    table = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    for r in result["runs"]:
+        table += ["| " + " | ".join(c) + " |" for c in cells(Run(**r))]
+    notes = sorted({f"{r['model']}: {n}" for r in result["runs"] for n in r["notes"] if not n.startswith("peak")})
+    return "\n".join([*head, *table, "", *(f"- {n}" for n in notes)]) + "\n"
+
+
+def write(result: dict[str, Any], out: Path) -> None:
+    text = markdown(result) if out.suffix == ".md" else json.dumps(result, indent=2) + "\n"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    print(f"\nwrote {out}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        result = run_all(args)
+    except Refusal as e:
+        print(f"bench_memory: {e}", file=sys.stderr)
+        return 2
+    print(f"\n{len(result['runs'])} points in {result['seconds']} s")
+    if args.out:
+        write(result, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
