@@ -15,8 +15,9 @@ script builds the transformers class with random weights and measures:
   tensor at a time so only one fp32 gradient exists at once); ``bf16`` is pure bf16 AdamW;
   ``fp32`` is fp32 throughout; ``autocast`` is fp32 parameters under bf16 autocast (what
   Trainer(bf16=True) does), compared with the ``mixed`` plan (its fp32 parameters against the
-  plan's weights + master weights). Model states are the tensors' storage; activations what the
-  forward leaves allocated for the backward (the loss kept); total the step's peak.
+  plan's weights + master weights; its activations include autocast's cached bf16 copies of the
+  weights). Model states are the tensors' storage; activations what the forward leaves
+  allocated for the backward (the loss kept); total the step's peak.
   AdamW runs its for-loop implementation (``foreach=False``): the foreach path adds temporaries
   of a whole model's size, which no plan term models.
 
@@ -37,7 +38,6 @@ import argparse
 import datetime
 import gc
 import json
-import math
 import sys
 import time
 import weakref
@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 CUDA_MODELS = (
+    "openai-community/gpt2",
     "Qwen/Qwen2.5-0.5B",
     "Qwen/Qwen3-0.6B",
     "meta-llama/Llama-3.2-1B",
@@ -54,20 +55,23 @@ CUDA_MODELS = (
     "Qwen/Qwen1.5-MoE-A2.7B",
     "meta-llama/Llama-3.1-8B",
 )
-# CPU: the same configs cut to 2 layers (gemma-2 keeps one sliding and one global layer) and
-# the MoE to 8 of its 60 experts, so that a run takes minutes on 2 cores.
+# CPU: the same configs cut to 2 layers (gemma-2 keeps one sliding and one global layer); gemma-2
+# and the MoE also to a 32,768-token vocabulary, gemma-2 to a 512-token window (so that the
+# points pass it) and the MoE to 8 of its 60 experts: a run takes about two minutes on 2 cores
+# and under 10 GB.
 CPU_MODELS = (
+    "openai-community/gpt2",
     "Qwen/Qwen2.5-0.5B:num_hidden_layers=2",
     "Qwen/Qwen3-0.6B:num_hidden_layers=2",
     "meta-llama/Llama-3.2-1B:num_hidden_layers=2",
-    "google/gemma-2-2b:num_hidden_layers=2",
-    "Qwen/Qwen1.5-MoE-A2.7B:num_hidden_layers=2:num_experts=8",
+    "google/gemma-2-2b:num_hidden_layers=2:vocab_size=32768:sliding_window=512",
+    "Qwen/Qwen1.5-MoE-A2.7B:num_hidden_layers=2:num_experts=8:vocab_size=32768",
 )
 POINTS = {
     ("cuda", "inference"): "512x1,2048x1,8192x1,2048x8",
     ("cuda", "training"): "512x1,2048x1,1024x4",
     ("cpu", "inference"): "256x1,1024x1,512x4",
-    ("cpu", "training"): "256x1,128x4",
+    ("cpu", "training"): "256x2",
 }
 PRECISIONS = ("mixed", "bf16", "fp32", "autocast")
 DEFAULT_PRECISIONS = {"cuda": "mixed,bf16,autocast", "cpu": "mixed,bf16"}
@@ -268,35 +272,58 @@ class Subject:
     built_s: float
 
 
-def build(spec: str, torch: Any, transformers: Any, device: str) -> Subject:
-    from transformers.initialization import no_init_weights
-
+def count(spec: str) -> Any:
+    """The paramcount model of ``NAME[:field=value...]``; a bad name or field is refused up front."""
     import paramcount
+    from paramcount.errors import ParamcountError
 
     name, overrides = model_spec(spec)
-    model = paramcount.load(name, overrides=overrides or None)
+    try:
+        model = paramcount.load(name, overrides=overrides or None)
+    except ParamcountError as e:
+        raise Refusal(f"{spec}: {e}") from e
+    if model.class_name not in causal_classes():
+        raise Refusal(f"{spec}: {model.class_name} is not a causal language model (prefill and loss need one)")
+    return model
+
+
+def causal_classes() -> set[str]:
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES as names
+
+    return {c for v in names.values() for c in ((v,) if isinstance(v, str) else v)}
+
+
+def build(spec: str, model: Any, torch: Any, transformers: Any, device: str) -> Subject:
+    """The model's own transformers class at bf16 with random weights, SDPA where it has it."""
     cls = getattr(transformers, model.class_name)
     config = transformers.AutoConfig.for_model(
         model.model_type, **{k: v for k, v in model.config.items() if k != "model_type"}
     )
     attention = "sdpa" if getattr(cls, "_supports_sdpa", False) else "eager"
     start = time.perf_counter()
-    with torch.device(device), no_init_weights():  # random values below: transformers' init is slow
+    with torch.device(device), skipped_init(transformers):  # transformers' own init is slow on CPU
         module = cls._from_config(config, dtype=torch.bfloat16, attn_implementation=attention)
     with torch.no_grad():
         for p in module.parameters():
             p.uniform_(-0.02, 0.02)
-    module.tie_weights()  # no_init_weights skips the tying too
+    module.tie_weights()  # skipping the init skips the tying too
     experts = getattr(module.config, "_experts_implementation", None)
     return Subject(spec, model, module.eval(), attention, experts, time.perf_counter() - start)
 
 
+def skipped_init(transformers: Any) -> Any:
+    try:
+        from transformers.initialization import no_init_weights
+    except ImportError:  # transformers 4
+        from transformers.modeling_utils import no_init_weights
+    return no_init_weights()
+
+
 def cache_bytes(cache: Any) -> int:
-    """Storage of the tensors the returned cache holds (transformers 5 cache layers)."""
-    tensors = [
-        v for layer in getattr(cache, "layers", ()) for v in vars(layer).values() if hasattr(v, "untyped_storage")
-    ]
-    return storage_bytes(tensors)
+    """Storage of the keys and values the returned cache holds (transformers 5 cache layers; a
+    sliding layer's window-size tensor is not cache)."""
+    layers = getattr(cache, "layers", ())
+    return storage_bytes(getattr(layer, name, None) for layer in layers for name in ("keys", "values"))
 
 
 # ---- comparisons -------------------------------------------------------------------------------
@@ -316,9 +343,13 @@ class Run:
     phases: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
-    def add(self, term: str, estimate: int, measured: int, exact: bool) -> None:
+    def add(self, term: str, estimate: int, measured: int, how: str = "") -> None:
+        """A compared term: the plan's bytes, the measured bytes (``how``: what was measured)."""
         error = None if measured == 0 else estimate / measured - 1
-        self.rows.append({"term": term, "estimate": estimate, "measured": measured, "error": error, "exact": exact})
+        self.rows.append({"term": term, "estimate": estimate, "measured": measured, "error": error, "how": how})
+
+    def row(self, term: str) -> dict[str, Any] | None:
+        return next((r for r in self.rows if r["term"] == term), None)
 
 
 def plan_bytes(plan: Any, *keys: str) -> int:
@@ -329,8 +360,15 @@ def planned_without_overhead(plan: Any) -> int:
     return sum(t.bytes for t in plan.terms if t.key != "overhead")
 
 
-def fits(run: Run, need: int, meter: Any, device: str, held: int = 0) -> bool:
-    """Whether the point's planned bytes beyond what is already ``held`` fit in the free memory."""
+def fits(run: Run, s: Subject, need: int, meter: Any, device: str, held: int = 0) -> bool:
+    """Whether the model takes the context, and the point's planned bytes beyond what is already
+    ``held`` fit in the free memory (a position past the table is a device-side assert on CUDA)."""
+    from paramcount.memory.plan import max_positions
+
+    limit = max_positions(s.model)
+    if limit is not None and run.context > limit:
+        run.status = f"skipped: the model takes {limit:,} positions"
+        return False
     room = int(meter.free() * BUDGET[device]) + held
     if need > room:
         run.status = f"skipped: the plan needs {need / 1e9:.1f} GB, {room / 1e9:.1f} GB may be used here"
@@ -345,7 +383,7 @@ def inference_run(run: Run, s: Subject, meter: Any, torch: Any, device: str) -> 
 
     context, batch = run.context, run.batch
     plan = inference(s.model, "bf16", context=context, batch=batch)
-    if not fits(run, planned_without_overhead(plan) - plan.term("weights").bytes, meter, device):
+    if not fits(run, s, planned_without_overhead(plan) - plan.term("weights").bytes, meter, device):
         return
     weights = storage_bytes(s.module.parameters())
     ids = torch.randint(0, s.module.config.vocab_size, (batch, context), device=device)
@@ -363,11 +401,11 @@ def inference_run(run: Run, s: Subject, meter: Any, torch: Any, device: str) -> 
 
 
 def compare_inference(run: Run, plan: Any, weights: int, kv: int, working: int, peak: int) -> None:
-    run.add("weights", plan_bytes(plan, "weights"), weights, True)
-    run.add("kv_cache", plan_bytes(plan, "kv_cache"), kv, True)
-    run.add("activations (peak - before - KV)", plan_bytes(plan, "activations"), working - kv, False)
-    run.add("kv+act (peak - before)", plan_bytes(plan, "kv_cache", "activations"), working, False)
-    run.add("total (peak)", planned_without_overhead(plan), peak, False)
+    run.add("weights", plan_bytes(plan, "weights"), weights, "parameter storage")
+    run.add("kv_cache", plan_bytes(plan, "kv_cache"), kv, "storage of the returned cache")
+    run.add("activations", plan_bytes(plan, "activations"), working - kv, "peak - before - KV cache")
+    run.add("kv+act", plan_bytes(plan, "kv_cache", "activations"), working, "peak - before")
+    run.add("total", planned_without_overhead(plan), peak, "peak (plan: overhead excluded)")
 
 
 # ---- training ------------------------------------------------------------------------------------
@@ -423,10 +461,11 @@ def training_runs(s: Subject, meter: Any, torch: Any, device: str, precision: st
     for run in todo:
         plan = training_plan(s, precision, run.context, run.batch)
         held = storage_bytes(s.module.parameters()) + (storage_bytes([*t.masters, *state_tensors(t)]) if t else 0)
-        if not fits(run, planned_without_overhead(plan), meter, device, held):
+        if not fits(run, s, planned_without_overhead(plan), meter, device, held):
             continue
         t = t or trainer(s, torch, precision)
         guarded(run, s, torch, measure_step, s, t, meter, torch, device)
+        t.optimizer.zero_grad(set_to_none=True)  # what a step cut short by OOM left behind
         if run.status == "ok":
             compare_training(run, plan, t)
             if s.attention != "sdpa":
@@ -438,18 +477,21 @@ def training_runs(s: Subject, meter: Any, torch: Any, device: str, precision: st
 def compare_training(run: Run, plan: Any, t: Trainer) -> None:
     ph, weights = run.phases, storage_bytes(t.params)
     if t.precision == "autocast":
-        run.add("weights + master (fp32 params)", plan_bytes(plan, "weights", "master_weights"), weights, True)
+        run.add("weights", plan_bytes(plan, "weights", "master_weights"), weights, "fp32 parameters (plan: + master)")
+        run.notes.append("autocast: the activations include its cached bf16 copies of the weights")
     else:
-        run.add("weights", plan_bytes(plan, "weights"), weights, True)
+        run.add("weights", plan_bytes(plan, "weights"), weights, "parameter storage")
     if t.masters:
-        run.add("master_weights", plan_bytes(plan, "master_weights"), storage_bytes(t.masters), True)
-    run.add("gradients", plan_bytes(plan, "gradients"), ph["gradients"], True)
-    run.add("optimizer", plan_bytes(plan, "optimizer"), storage_bytes(state_tensors(t)), True)
+        run.add("master_weights", plan_bytes(plan, "master_weights"), storage_bytes(t.masters), "fp32 copies")
+    run.add("gradients", plan_bytes(plan, "gradients"), ph["gradients"], ".grad storage after backward")
+    run.add("optimizer", plan_bytes(plan, "optimizer"), storage_bytes(state_tensors(t)), "optimizer.state tensors")
+    states = sum(r["measured"] for r in run.rows)
+    run.add("states", sum(r["estimate"] for r in run.rows), states, "the four above")
     kept = ph["after_forward"] - ph["before"]
-    run.add("activations (after forward - before)", plan_bytes(plan, "activations"), kept, False)
+    run.add("activations", plan_bytes(plan, "activations"), kept, "after forward - before (loss kept)")
     phase = max(("forward", "backward", "step"), key=lambda k: ph[f"{k}_peak"])
-    run.add("total (step peak)", planned_without_overhead(plan), ph[f"{phase}_peak"], False)
-    run.notes.append(f"peak in the {phase}")
+    run.add("total", planned_without_overhead(plan), ph[f"{phase}_peak"], f"step peak, in the {phase}")
+    run.phases["peak_phase"] = phase
 
 
 def trainer(s: Subject, torch: Any, precision: str) -> Trainer:
@@ -490,7 +532,7 @@ def guarded(run: Run, s: Subject, torch: Any, measure: Any, *args: Any) -> None:
     """One point; running out of memory is a result, not the end of the run."""
     try:
         measure(run, *args)
-    except torch.OutOfMemoryError:
+    except torch.cuda.OutOfMemoryError:
         run.status, run.rows = "out of memory", []
     release(s, torch)
 
@@ -524,15 +566,35 @@ def run_all(args: argparse.Namespace) -> dict[str, Any]:
     meter = CudaMeter(torch) if device == "cuda" else CpuMeter(torch)
     header = environment(torch, transformers, device, args)
     print(render_header(header), flush=True)
-    runs, start = [], time.perf_counter()
+    runs, models, start = [], [], time.perf_counter()
     for spec in args.model_list:
-        s = build_or_refuse(spec, torch, transformers, device)
-        print(f"\n{spec}: {s.model.total:,} parameters, {s.attention} attention, built in {s.built_s:.1f} s")
+        s = build_or_skip(spec, torch, transformers, device)
+        if isinstance(s, Run):
+            runs.append(show(s))
+            continue
+        models.append(described(s))
+        print(f"\n{spec}: " + ", ".join(f"{k} {v}" for k, v in models[-1].items() if k != "model"))
+        began = time.perf_counter()
         runs += subject_runs(s, meter, torch, device, args)
+        print(f"  ({time.perf_counter() - began:.1f} s)")
         del s
         gc.collect()
+        if device == "cuda":
+            torch.cuda.empty_cache()
     header["seconds"] = round(time.perf_counter() - start, 1)
-    return {**header, "runs": [vars(r) for r in runs]}
+    return {**header, "models": models, "runs": [vars(r) for r in runs]}
+
+
+def described(s: Subject) -> dict[str, Any]:
+    """What ran: the class and the kernels transformers chose."""
+    return {
+        "model": s.spec,
+        "class": s.model.class_name,
+        "parameters": s.model.total,
+        "attention": s.attention,
+        "experts": s.experts,
+        "built_s": round(s.built_s, 1),
+    }
 
 
 def settle(args: argparse.Namespace, device: str) -> None:
@@ -542,18 +604,17 @@ def settle(args: argparse.Namespace, device: str) -> None:
     args.training_points = points(POINTS[device, "training"] if args.training is None else args.training)
     args.precision_list = precisions(args.precision or DEFAULT_PRECISIONS[device]) if args.training_points else []
     for spec in args.model_list:
-        model_spec(spec)
+        count(spec)
 
 
-def build_or_refuse(spec: str, torch: Any, transformers: Any, device: str) -> Subject:
-    from paramcount.errors import ParamcountError
-
+def build_or_skip(spec: str, torch: Any, transformers: Any, device: str) -> Subject | Run:
+    """The built model, or a run saying why this transformers could not build it."""
     try:
-        return build(spec, torch, transformers, device)
-    except ParamcountError as e:
-        raise Refusal(f"{spec}: {e}") from e
-    except (AttributeError, ValueError, ImportError) as e:  # a class or option this transformers lacks
-        raise Refusal(f"{spec}: transformers {transformers.__version__} cannot build it: {e}") from e
+        return build(spec, count(spec), torch, transformers, device)
+    except (AttributeError, TypeError, ValueError, ImportError) as e:  # a class or option it lacks
+        return Run(spec, "build", "", 0, 0, status=f"not built by transformers {transformers.__version__}: {e}")
+    except torch.cuda.OutOfMemoryError:
+        return Run(spec, "build", "", 0, 0, status="out of memory while building")
 
 
 def environment(torch: Any, transformers: Any, device: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -578,23 +639,47 @@ MEASURED_BY = {
 
 # ---- rendering ---------------------------------------------------------------------------------------
 
-COLUMNS = ("model", "mode", "T×B", "term", "estimate GB", "measured GB", "error")
-
 
 def gb(n: int) -> str:
     return f"{n / 1e9:.4f}" if abs(n) < 1e9 else f"{n / 1e9:.3f}"
 
 
 def pct(error: float | None) -> str:
-    return "n/a" if error is None or math.isinf(error) else f"{error:+.1%}"
+    return "n/a" if error is None else f"{error:+.1%}"
 
 
-def cells(run: Run) -> list[list[str]]:
-    """One table row per compared term (or one saying why the point has none)."""
-    where = [run.model, run.mode if run.mode == "inference" else f"train {run.precision}", f"{run.context}×{run.batch}"]
+def versus(row: dict[str, Any] | None, exact: bool = False) -> str:
+    """``estimate / measured (error)`` in GB, or the error alone for an identity that held."""
+    if row is None:
+        return ""
+    if exact and row["estimate"] == row["measured"]:
+        return f"{gb(row['measured'])} (exact)"
+    return f"{gb(row['estimate'])} / {gb(row['measured'])} ({pct(row['error'])})"
+
+
+INFERENCE = ("model", "T×B", "weights", "KV cache", "activations", "KV + activations", "total")
+TRAINING = ("model", "precision", "T×B", "weights, grads, optimizer", "activations", "total (peak)", "peak in")
+
+
+def inference_cells(run: Run) -> list[str]:
+    where = [run.model, f"{run.context}×{run.batch}"]
     if run.status != "ok":
-        return [[*where, run.status, "", "", ""]]
-    return [[*where, r["term"], gb(r["estimate"]), gb(r["measured"]), pct(r["error"])] for r in run.rows]
+        return [*where, run.status, "", "", "", ""]
+    exact = [versus(run.row(k), exact=True) for k in ("weights", "kv_cache")]
+    return [*where, *exact, versus(run.row("activations")), versus(run.row("kv+act")), versus(run.row("total"))]
+
+
+def training_cells(run: Run) -> list[str]:
+    where = [run.model, run.precision, f"{run.context}×{run.batch}"]
+    if run.status != "ok":
+        return [*where, run.status, "", "", ""]
+    states, act, total = (versus(run.row(k), exact=k == "states") for k in ("states", "activations", "total"))
+    return [*where, states, act, total, run.phases["peak_phase"]]
+
+
+def table(columns: tuple[str, ...], rows: list[list[str]]) -> list[str]:
+    lines = [columns, ["---"] * len(columns), *rows]
+    return ["| " + " | ".join(cells) + " |" for cells in lines]
 
 
 def render_header(h: dict[str, Any]) -> str:
@@ -602,20 +687,26 @@ def render_header(h: dict[str, Any]) -> str:
 
 
 def show(run: Run) -> Run:
-    for row in cells(run):
-        print("  " + " | ".join(row[1:]))
+    """The run's rows on the terminal as they come: term, estimate, measured, error."""
+    where = f"{run.mode} {run.precision} {run.context}×{run.batch}"
+    if run.status != "ok":
+        print(f"  {where}: {run.status}")
+    for r in run.rows:
+        print(f"  {where} | {r['term']:<14} | {gb(r['estimate']):>9} | {gb(r['measured']):>9} | {pct(r['error']):>7}")
     for note in run.notes:
         print(f"    note: {note}")
     return run
 
 
 def markdown(result: dict[str, Any]) -> str:
+    """Two tables, estimate / measured GB (error = estimate / measured - 1), and the notes."""
+    runs = [Run(**r) for r in result["runs"]]
     head = [f"Measured {result['date']} on {render_header(result)}.", "", f"`{result['command']}`", ""]
-    table = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    for r in result["runs"]:
-        table += ["| " + " | ".join(c) + " |" for c in cells(Run(**r))]
-    notes = sorted({f"{r['model']}: {n}" for r in result["runs"] for n in r["notes"] if not n.startswith("peak")})
-    return "\n".join([*head, *table, "", *(f"- {n}" for n in notes)]) + "\n"
+    inference = table(INFERENCE, [inference_cells(r) for r in runs if r.mode == "inference"])
+    training = table(TRAINING, [training_cells(r) for r in runs if r.mode == "training"])
+    failed = [f"- {r.model}: {r.status}" for r in runs if r.mode == "build"]
+    notes = sorted({f"- {r.model}: {n}" for r in runs for n in r.notes})
+    return "\n".join([*head, *inference, "", *training, "", *failed, *notes]) + "\n"
 
 
 def write(result: dict[str, Any], out: Path) -> None:

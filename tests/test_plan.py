@@ -254,6 +254,15 @@ TINY = {
     "mixtral": dict(
         hidden_size=256, intermediate_size=512, num_attention_heads=4, num_key_value_heads=2, num_local_experts=4
     ),
+    "qwen2_moe": dict(  # routed experts and a shared expert, run one after the other
+        hidden_size=256,
+        moe_intermediate_size=256,
+        shared_expert_intermediate_size=1024,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        num_experts=8,
+        num_experts_per_tok=2,
+    ),
 }
 
 

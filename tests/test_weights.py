@@ -128,8 +128,10 @@ def build(raw: dict, device: str = "cpu", tie: bool = True):
     leaves tied weights apart, as ``from_pretrained`` has them while it plans quantisation."""
     kwargs = {k: v for k, v in raw.items() if k not in ("model_type", "architectures")}
     config = transformers.AutoConfig.for_model(raw["model_type"], **kwargs)
+    from transformers.initialization import no_tie_weights  # a submodule the lazy top level may not expose
+
     torch.manual_seed(0)
-    with torch.device(device), contextlib.nullcontext() if tie else transformers.initialization.no_tie_weights():
+    with torch.device(device), contextlib.nullcontext() if tie else no_tie_weights():
         return getattr(transformers, raw["architectures"][0])(config)
 
 
@@ -322,7 +324,6 @@ def test_bnb_quantises_the_linear_layers_transformers_converts():
     """On the meta device, every class of several families: the set of quantised weights is
     what replace_with_bnb_linear converts after get_keys_to_not_convert (asked, as
     from_pretrained asks it, before the weights are tied)."""
-    import transformers.initialization  # noqa: F401  (bare from_config on meta needs it loaded; run alone it is not)
     from transformers.pytorch_utils import Conv1D
     from transformers.quantizers.base import get_keys_to_not_convert
     from transformers.quantizers.quantizers_utils import should_convert_module

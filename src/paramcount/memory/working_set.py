@@ -66,9 +66,12 @@ def _ffn_width(f: FeedForward, h: int) -> int:
 
 
 def _layer_widths(g: Layer) -> tuple[int, int, int]:
-    """(h, W_attn, W_ffn) of one layer: attention holds q, k, v and its output."""
+    """(h, W_attn, W_ffn) of one layer: attention holds q, k, v and its output. Several MLPs
+    in one layer (routed experts and a shared expert) run one after another: the widest one's
+    tensors, plus the h-wide outputs of the others held until they are summed."""
     attention = max((a.qkv + a.width for a in g.attention), default=0)
-    return g.hidden, attention, sum(_ffn_width(f, g.hidden) for f in g.ffn)
+    ffn = max((_ffn_width(f, g.hidden) for f in g.ffn), default=0) + g.hidden * max(len(g.ffn) - 1, 0)
+    return g.hidden, attention, ffn
 
 
 def widths(model: Model) -> Widths:
