@@ -29,6 +29,7 @@ examples:
   paramcount memory meta-llama/Llama-2-7b-hf --train --qlora --plot mem.png   training memory per GPU, drawn
   paramcount fit meta-llama/Llama-2-13b-hf --gpu rtx3060    per precision: fits? largest context and batch
   paramcount fit meta-llama/Llama-3.1-70B --train --gpu h100   and for training the fewest GPUs
+  paramcount compute openai/gpt-3-175b --tokens 300B --gpu a100-80gb --gpus 1024   FLOPs, 6·N·D, time
   paramcount serve                           the local web page on http://127.0.0.1:8000/
 """
 
@@ -396,6 +397,33 @@ def run_fit(argv: Sequence[str]) -> int:
     return 0
 
 
+def run_compute(argv: Sequence[str]) -> int:
+    from .compute_report import report
+    from .render import compute as render
+    from .render.text import console
+
+    p = Parser(
+        prog="paramcount compute",
+        description="Forward FLOPs per token, training FLOPs (6·N·D beside the exact count), the Chinchilla "
+        "token budget and, on a GPU, the time: each figure with its formula.",
+    )
+    p.add_argument("model", help="catalog name or hub id, config.json, model folder, .safetensors or .gguf file")
+    model_args(p)
+    p.add_argument("--context", type=int, metavar="N", help="tokens per sequence (default: the model's limit, ≤ 4,096)")
+    p.add_argument("--batch", type=int, default=1, metavar="N", help="sequences in the forward pass shown (default 1)")
+    p.add_argument("--tokens", metavar="D", help="training tokens: 300B, 2T, 1.4e12, 2_000_000 (default 20·N)")
+    p.add_argument("--gpu", metavar="NAME", help="rtx4090, a100-80gb, h100, mi300x, …: the time at its peak")
+    p.add_argument("--gpus", type=int, metavar="N", help="GPUs sharing the work (default 1)")
+    p.add_argument("--utilisation", type=float, metavar="U", help="share of the peak achieved, in (0, 1] (default 0.4)")
+    p.add_argument("--json", action="store_true", help="print the versioned JSON document instead of tables")
+    p.add_argument("--width", type=int, help="terminal width for the tables")
+    args = p.parse_args(argv)
+    model = load_model(args.model, args)
+    result = report(model, args.context, args.batch, args.tokens, args.gpu, args.gpus, args.utilisation)
+    print(render.dumps(result)) if args.json else console(args.width).print(render.render_report(result))
+    return 0
+
+
 COMMANDS = {
     "count": run_count,
     "list": run_list,
@@ -406,6 +434,7 @@ COMMANDS = {
     "serve": run_serve,
     "memory": run_memory,
     "fit": run_fit,
+    "compute": run_compute,
 }
 
 

@@ -20,7 +20,9 @@ it for both choices of N beside the exact count and the error of each.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
+from fractions import Fraction
 
 from .errors import ParamcountError
 from .ir import Tensor
@@ -124,11 +126,21 @@ class TrainingFlops:
 
 def forward_flops(model: Model, context: int, batch: int = 1) -> Forward:
     """FLOPs of a forward pass over ``batch`` sequences of ``context`` tokens (see the module)."""
+    context, batch = _positive(context, "context"), _positive(batch, "batch")
+    width = sum(width * runs for width, runs in attention_widths(model).items())
+    return Forward(context, batch, matmul_params(model), width, non_embedding(model))
+
+
+def attention_widths(model: Model) -> dict[int, int]:
+    """``{d_attn: attention blocks run per forward pass}``: GPT-3's ``{12288: 96}``, T5-small's
+    ``{512: 18}`` (6 encoder, 6 decoder self- and 6 cross-attention blocks)."""
     from .memory.layers import layers
 
-    context, batch = _positive(context, "context"), _positive(batch, "batch")
-    width = sum(g.runs * a.width for g in layers(model) for a in g.attention)
-    return Forward(context, batch, matmul_params(model), width, non_embedding(model))
+    out: dict[int, int] = {}
+    for g in layers(model):
+        for a in g.attention:
+            out[a.width] = out.get(a.width, 0) + g.runs
+    return out
 
 
 def training_flops(model: Model, tokens: int, context: int = 2048) -> TrainingFlops:
@@ -151,6 +163,23 @@ def train_time(flops: float, peak_flops: float, utilisation: float = 0.4, gpus: 
     if isinstance(utilisation, bool) or not isinstance(utilisation, (int, float)) or not 0 < utilisation <= 1:
         raise ParamcountError(f"utilisation must be in (0, 1], not {utilisation!r}", field="utilisation")
     return flops / (peak_flops * utilisation * _positive(gpus, "gpus"))
+
+
+_TOKENS = re.compile(r"(\d+(?:\.\d+)?)(?:e\+?(\d{1,2}))?([kmbt]?)")
+_TOKEN_SCALES = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12}
+
+
+def parse_tokens(text: str | int) -> int:
+    """A token count as people write it: ``300B``, ``2T``, ``1.4e12``, ``2_000_000``, ``2,000,000``
+    (k, M, B, T are 10^3, 10^6, 10^9, 10^12); a whole number ≥ 1, else a ParamcountError."""
+    raw = str(text)
+    m = _TOKENS.fullmatch(re.sub(r"[\s,_]", "", raw).lower())
+    value = Fraction(m.group(1)) * 10 ** int(m.group(2) or 0) * _TOKEN_SCALES[m.group(3)] if m else None
+    if value is None or value.denominator != 1 or value < 1:
+        raise ParamcountError(
+            f"expected a whole number of tokens ≥ 1 like 300B, 2T, 1.4e12 or 2_000_000, got {raw!r}", field="--tokens"
+        )
+    return int(value)
 
 
 # ---- counting ---------------------------------------------------------------------------------
@@ -201,10 +230,12 @@ __all__ = [
     "CHINCHILLA_TOKENS_PER_PARAM",
     "Forward",
     "TrainingFlops",
+    "attention_widths",
     "chinchilla_tokens",
     "forward_flops",
     "matmul_params",
     "non_embedding",
+    "parse_tokens",
     "train_time",
     "training_flops",
 ]
