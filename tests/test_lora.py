@@ -262,3 +262,29 @@ def test_half_of_a_fused_expert_weight_is_refused_like_peft():
 def test_bad_arguments(kwargs, message):
     with pytest.raises(ParamcountError, match=message):
         lora(load("Qwen/Qwen2.5-0.5B"), **kwargs)
+
+
+def test_default_targets_are_pefts_per_model_type():
+    """Without targets, peft's own default for the model type (its mapping, and a real
+    get_peft_model with no target_modules); where peft has none, ours, said in a note."""
+    from peft.utils.constants import TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING as PEFT
+
+    from paramcount.memory.lora import OWN_TARGETS, PEFT_TARGETS
+
+    for entry in ONE_PER_FAMILY:
+        model = load(catalog.get(entry).config)
+        assert PEFT_TARGETS.get(model.model_type) == (
+            tuple(PEFT[model.model_type]) if model.model_type in PEFT else None
+        )
+        adapters = lora(model)  # every family gets adapters: no "match nothing" error
+        assert adapters.params > 0 and (model.model_type in OWN_TARGETS) == any(
+            "peft has no" in n for n in adapters.notes
+        )
+    for model_id in (
+        "google-bert/bert-base-uncased",
+        "openai-community/gpt2",
+        "bigscience/bloom-560m",
+        "google-t5/t5-small",
+    ):
+        model, wrapped, _ = peft_model(small(model_id), None, r=8)
+        assert lora(model).trainable == wrapped.get_nb_trainable_parameters()[0], model_id

@@ -294,7 +294,12 @@ def plan_args(p: Parser) -> None:
     t.add_argument("--gpus", type=int, metavar="N", help="data-parallel GPUs sharing ZeRO's partitions (default 1)")
     t.add_argument("--recompute", choices=("none", "selective", "full"), help="activation recomputation (default none)")
     t.add_argument("--no-flash", action="store_true", help="attention stores its s×s matrices (no fused kernel)")
-    t.add_argument("--lora-rank", type=int, metavar="R", help="train LoRA adapters of rank R (targets q_proj,v_proj)")
+    t.add_argument(
+        "--lora-rank",
+        type=int,
+        metavar="R",
+        help="train LoRA adapters of rank R (targets: peft's default for the model type)",
+    )
     t.add_argument("--lora-targets", metavar="NAMES", help="LoRA target modules, comma-separated, or all-linear")
     t.add_argument("--qlora", action="store_true", help="an NF4 base under the LoRA adapters (rank 8 by default)")
 

@@ -165,13 +165,53 @@ def _show(targets: tuple[str, ...] | str) -> str:
     return repr(targets) if isinstance(targets, str) else ", ".join(targets)
 
 
+# ---- default targets ---------------------------------------------------------------------------
+
+# peft's default ``target_modules`` per model type (TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING
+# in peft.utils.constants, peft 0.21), for the families paramcount models; a test compares them.
+PEFT_TARGETS = {
+    "bert": ("query", "value"),
+    "roberta": ("query", "value"),
+    "xlm-roberta": ("query", "value"),
+    "electra": ("query", "value"),
+    "gpt2": ("c_attn",),
+    "gpt_neox": ("query_key_value",),
+    "bloom": ("query_key_value",),
+    "falcon": ("query_key_value",),
+    "phi": ("q_proj", "v_proj", "fc1", "fc2"),
+    "t5": ("q", "v"),
+    "mt5": ("q", "v"),
+    **dict.fromkeys(
+        ("gptj", "opt", "llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "bart"),
+        ("q_proj", "v_proj"),
+    ),
+}
+# Families peft names no default for (it asks for target_modules): their query and value
+# projections, as peft's default is for the others.
+OWN_TARGETS = {
+    "distilbert": ("q_lin", "v_lin"),
+    "albert": ("query", "value"),
+    "phi3": ("qkv_proj",),
+    "deepseek_v3": ("q_proj", "q_b_proj", "kv_b_proj"),  # q_proj where q_lora_rank is null
+    **dict.fromkeys(("qwen2_moe", "qwen3_moe", "olmo", "starcoder2"), ("q_proj", "v_proj")),
+}
+
+
+def default_targets(model: Model) -> tuple[tuple[str, ...], str | None]:
+    """peft's default targets for the model's type, and a note where peft has none."""
+    if model.model_type in PEFT_TARGETS:
+        return PEFT_TARGETS[model.model_type], None
+    own = OWN_TARGETS.get(model.model_type, ("q_proj", "v_proj"))
+    return own, f"peft has no default target_modules for {model.model_type}; assumed {', '.join(own)} (--lora-targets)"
+
+
 # ---- the public call --------------------------------------------------------------------------
 
 
 def lora(
     model: Model,
     rank: int = 8,
-    targets: str | Iterable[str] = ("q_proj", "v_proj"),
+    targets: str | Iterable[str] | None = None,
     *,
     alpha: float | None = None,
     bias: str = "none",
@@ -180,7 +220,8 @@ def lora(
 ) -> LoRA:
     """The adapters ``get_peft_model(model, LoraConfig(r=rank, target_modules=targets, ...))``
     adds, counted from the tree (repeated layers multiply, never unrolled unless a target names
-    a layer index). ``parameters`` is peft's ``target_parameters``.
+    a layer index). ``parameters`` is peft's ``target_parameters``. Without ``targets``, peft's
+    default for the model type (:data:`PEFT_TARGETS`; :data:`OWN_TARGETS` where peft has none).
 
     Raises ParamcountError when the targets match no module (naming the linear layers there
     are), name a module LoRA cannot wrap, or split a fused experts weight.
@@ -188,6 +229,9 @@ def lora(
     rank = _rank(rank)
     if bias not in BIASES:
         raise ParamcountError(f"bias must be one of {', '.join(BIASES)}, not {bias!r}", field="bias")
+    default = None
+    if targets is None:
+        targets, default = default_targets(model)
     given = targets if isinstance(targets, str) else tuple(_names(targets, "targets"))
     parameters = tuple(_names(parameters, "parameters"))
     saves = tuple(_names(modules_to_save, "modules_to_save"))
@@ -197,7 +241,8 @@ def lora(
         raise _no_match(model, given, params)
     unfrozen = _biases(walk(model) if bias == "all" else hits if bias == "lora_only" else ())
     alpha = DEFAULT_ALPHA if alpha is None else alpha
-    return LoRA(model, rank, alpha, given, bias, tuple(rows), _saved(model, saves), unfrozen, _notes(model, params))
+    notes = (*_notes(model, params), *([default] if default else []))
+    return LoRA(model, rank, alpha, given, bias, tuple(rows), _saved(model, saves), unfrozen, notes)
 
 
 def _rows(

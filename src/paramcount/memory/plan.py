@@ -439,7 +439,7 @@ def train(
     """Training memory per GPU: the terms of :func:`paramcount.memory.training.training` + overhead.
 
     ``precision`` is ``mixed`` (bf16 with fp32 master weights), ``fp32``, ``bf16`` or ``qlora``
-    (an NF4 base with LoRA adapters); ``lora`` a rank (default targets q_proj, v_proj, or
+    (an NF4 base with LoRA adapters); ``lora`` a rank (default targets peft's for the model type, or
     ``lora_targets``) or a :class:`~paramcount.memory.lora.LoRA`; ``qlora`` True (4-bit) or 8;
     ``batch`` the micro-batch per GPU; ``context`` as for :func:`inference`.
     """
