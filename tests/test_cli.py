@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -131,3 +132,8 @@ def test_help_documents_every_command_and_flag():
     commands = ("explain", "check", "compare", "diff", ".gguf", "print(model)")
     for word in words + commands:
         assert word in out
+    from paramcount.cli import COMMANDS
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    for command in set(COMMANDS) - {"count"}:  # every command in the help's examples and the README
+        assert f"paramcount {command}" in out and f"paramcount {command}" in readme, command
