@@ -210,9 +210,12 @@ def test_read_recognises_gguf_by_name_or_magic(llama, tmp_path):
     assert pg.read(other) is None and pg.read(tmp_path) is None
 
 
-def test_sparse_8b_file_counts_in_well_under_a_second(tmp_path):
-    """Llama-3-8B as a Q4_K/Q6_K GGUF: a real header, a hole for its 5.2 GB of data."""
-    h, ff, v, kv, layers = 4096, 14336, 128256, 1024, 32
+LLAMA_3_8B = (4096, 14336, 128256, 1024, 32)  # hidden, ffn, vocabulary, kv width, layers
+
+
+def llama_3_8b_tensors() -> list[tuple[str, tuple[int, ...], int]]:
+    """Meta-Llama-3-8B's tensors in llama.cpp's names, Q4_K with Q6_K for attn_v, ffn_down and output."""
+    h, ff, v, kv, layers = LLAMA_3_8B
     tensors = [("token_embd.weight", (v, h), Q.Q4_K)]
     for i in range(layers):
         tensors += [
@@ -226,10 +229,18 @@ def test_sparse_8b_file_counts_in_well_under_a_second(tmp_path):
             (f"blk.{i}.ffn_up.weight", (ff, h), Q.Q4_K),
             (f"blk.{i}.ffn_down.weight", (h, ff), Q.Q6_K),
         ]
-    tensors += [("output_norm.weight", (h,), Q.F32), ("output.weight", (v, h), Q.Q6_K)]
-    path = tmp_path / "llama-3-8b.Q4_K_M.gguf"
+    return [*tensors, ("output_norm.weight", (h,), Q.F32), ("output.weight", (v, h), Q.Q6_K)]
+
+
+def write_sparse_llama_3_8b(path, token_list: bool = False) -> dict:
+    """Llama-3-8B as a Q4_K/Q6_K GGUF: a real header (with its 128,256-token vocabulary when
+    ``token_list``) and a hole where its tensor data would be: nothing is written or read there.
+    Returns each tensor's (shape, bytes)."""
+    tensors = llama_3_8b_tensors()
     w = gguf.GGUFWriter(str(path), "llama")
-    w.add_block_count(layers)
+    w.add_block_count(LLAMA_3_8B[4])
+    if token_list:
+        w.add_token_list([f"token-{i}" for i in range(LLAMA_3_8B[2])])
     sizes = expected(tensors)
     for name, shape, q in tensors:
         w.add_tensor_info(name, shape, np.dtype(np.float32), sizes[name][1], raw_dtype=q)
@@ -238,8 +249,14 @@ def test_sparse_8b_file_counts_in_well_under_a_second(tmp_path):
     w.write_ti_data_to_file()
     w.close()
     header = os.path.getsize(path)
-    data = sum(-(-b // 32) * 32 for _, b in sizes.values())
-    os.truncate(path, -(-header // 32) * 32 + data)  # a hole: no data is written or read
+    os.truncate(path, -(-header // 32) * 32 + sum(-(-b // 32) * 32 for _, b in sizes.values()))
+    return sizes
+
+
+def test_sparse_8b_file_counts_in_well_under_a_second(tmp_path):
+    """Llama-3-8B as a Q4_K/Q6_K GGUF: a real header, a hole for its 5.2 GB of data."""
+    path = tmp_path / "llama-3-8b.Q4_K_M.gguf"
+    sizes = write_sparse_llama_3_8b(path)
 
     start = time.perf_counter()
     m = pg.from_file(path)

@@ -221,38 +221,9 @@ def test_a_catalog_model_redraws_as_the_controls_change(page):
 def sparse_llama_3_8b(path: Path) -> Path:
     """Llama-3-8B as a Q4_K/Q6_K GGUF with its 128,256-token vocabulary: a real multi-MB header
     and a hole where its 4.9 GB of tensor data would be (nothing is written or read there)."""
-    import gguf
-    import numpy as np
+    from ..test_gguf import write_sparse_llama_3_8b
 
-    from ..test_gguf import Q, expected
-
-    h, ff, v, kv, layers = 4096, 14336, 128256, 1024, 32
-    tensors = [("token_embd.weight", (v, h), Q.Q4_K)]
-    for i in range(layers):
-        tensors += [
-            (f"blk.{i}.attn_norm.weight", (h,), Q.F32),
-            (f"blk.{i}.attn_q.weight", (h, h), Q.Q4_K),
-            (f"blk.{i}.attn_k.weight", (kv, h), Q.Q4_K),
-            (f"blk.{i}.attn_v.weight", (kv, h), Q.Q6_K),
-            (f"blk.{i}.attn_output.weight", (h, h), Q.Q4_K),
-            (f"blk.{i}.ffn_norm.weight", (h,), Q.F32),
-            (f"blk.{i}.ffn_gate.weight", (ff, h), Q.Q4_K),
-            (f"blk.{i}.ffn_up.weight", (ff, h), Q.Q4_K),
-            (f"blk.{i}.ffn_down.weight", (h, ff), Q.Q6_K),
-        ]
-    tensors += [("output_norm.weight", (h,), Q.F32), ("output.weight", (v, h), Q.Q6_K)]
-    w = gguf.GGUFWriter(str(path), "llama")
-    w.add_block_count(layers)
-    w.add_token_list([f"token-{i}" for i in range(v)])
-    sizes = expected(tensors)
-    for name, shape, q in tensors:
-        w.add_tensor_info(name, shape, np.dtype(np.float32), sizes[name][1], raw_dtype=q)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_ti_data_to_file()
-    w.close()
-    header = path.stat().st_size
-    os.truncate(path, -(-header // 32) * 32 + sum(-(-b // 32) * 32 for _, b in sizes.values()))
+    write_sparse_llama_3_8b(path, token_list=True)
     return path
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ParamcountError
+from ..memory.fit import gpu_dict
+from ..memory.plan import term_dict
 from ..model import Model
 
 DEFAULT_GPU = "rtx4090"  # the 24 GB card people most often ask about
@@ -74,10 +76,10 @@ def _full(model: Model, q: Any, card: Any) -> dict[str, Any]:
         "mode": q.mode,
         "partial": False,
         "total": p.total,
-        "terms": [_term(t) for t in p.terms],
+        "terms": [term_dict(t) for t in p.terms],
         "settings": {**{k: _plain(v) for k, v in p.settings.items()}, "context": context, "context_from": why},
         "notes": list(p.notes),
-        "gpu": _gpu(card),
+        "gpu": gpu_dict(card),
         "fits": p.total <= card.usable,
         "context_limit": limit,
         "curve": _curve(planner, q.batch, context, limit),
@@ -114,10 +116,10 @@ def _weights_only(model: Model, q: Any, card: Any, why: str) -> dict[str, Any]:
         "mode": q.mode,
         "partial": True,
         "total": term.bytes,
-        "terms": [_term(term)],
+        "terms": [term_dict(term)],
         "settings": {"scheme": q.scheme, "context": None, "batch": q.batch},
         "notes": [f"weights only: {why}"],
-        "gpu": _gpu(card),
+        "gpu": gpu_dict(card),
         "fits": term.bytes <= card.usable,
         "context_limit": None,
         "curve": {"contexts": [], "series": []},
@@ -137,23 +139,6 @@ def _weights_row(model: Model, name: str) -> dict[str, Any]:
 
 def _plain(value: Any) -> Any:
     return value if isinstance(value, str | int | float | bool) or value is None else str(value)
-
-
-def _term(t: Any) -> dict[str, Any]:
-    return {
-        "key": t.key,
-        "label": t.label,
-        "bytes": t.bytes,
-        "formula": t.formula,
-        "assumption": t.assumption,
-        "estimate": t.estimate,
-        "source": t.source,
-        "parts": [_term(p) for p in t.parts],
-    }
-
-
-def _gpu(g: Any) -> dict[str, Any]:
-    return {"key": g.key, "name": g.name, "stated": g.stated, "memory": g.memory, "usable": g.usable, "note": g.note}
 
 
 def contexts(context: int, limit: int | None) -> list[int]:

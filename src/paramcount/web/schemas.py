@@ -203,7 +203,7 @@ class MemoryRequest(ModelQuery):
     lora_targets: str | None = Field(
         None,
         max_length=1000,
-        description="lora: modules to adapt, comma-separated, or all-linear (default q_proj,v_proj)",
+        description="lora: modules to adapt, comma-separated, or all-linear (default: peft's for the model type)",
     )
     context: int | None = Field(None, ge=1, le=1 << 30, description="tokens; default the model's limit up to 4,096")
     batch: int = Field(1, ge=1, le=1 << 20)
