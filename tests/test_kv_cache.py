@@ -21,10 +21,11 @@ from paramcount import ParamcountError
 from paramcount.memory.kv_cache import CACHE_DTYPES, kv_cache
 from paramcount.memory.kv_layout import attention_layout
 
+from .cache_oracle import V, build, cache_bytes, forward, ours
+
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-V = 64  # vocabulary of every tiny model
 LM = {"vocab_size": V, "hidden_size": 32, "num_hidden_layers": 3, "num_attention_heads": 4, "intermediate_size": 40}
 GQA = {**LM, "num_key_value_heads": 2}
 MOE = {"moe_intermediate_size": 16, "num_experts_per_tok": 2}
@@ -124,48 +125,6 @@ ENCODER_DECODER = [
     ("mt5", "mt5", {**T5, "num_decoder_layers": None}, "MT5ForConditionalGeneration"),
     ("bart", "bart", {**BART, "decoder_layers": 3}, "BartForConditionalGeneration"),
 ]
-
-
-def build(model_type: str, fields: dict[str, Any], cls: str, dtype: Any = None) -> Any:
-    config = transformers.AutoConfig.for_model(model_type, **{k: v for k, v in fields.items() if v is not None})
-    torch.manual_seed(0)
-    model = getattr(transformers, cls)(config).eval()
-    return model.to(dtype) if dtype is not None else model
-
-
-def layer_tensors(layer: Any) -> list[Any]:
-    """The tensors a cache layer holds: keys, values, and a quantised layer's states and scales."""
-    found = [t for t in (layer.keys, layer.values) if isinstance(t, torch.Tensor)]
-    for q in (getattr(layer, "_quantized_keys", None), getattr(layer, "_quantized_values", None)):
-        found += [t for t in (q or ()) if isinstance(t, torch.Tensor)]
-    return found
-
-
-def cache_bytes(cache: Any) -> int:
-    """Bytes of every tensor in a transformers cache (both halves of an EncoderDecoderCache)."""
-    if cache is None:
-        return 0
-    halves = (
-        [cache.self_attention_cache, cache.cross_attention_cache]
-        if hasattr(cache, "cross_attention_cache")
-        else [cache]
-    )
-    return sum(t.numel() * t.element_size() for c in halves for layer in c.layers for t in layer_tensors(layer))
-
-
-def forward(model: Any, tokens: int, batch: int = 2, source: int | None = None, cache: Any = None) -> Any:
-    ids = torch.randint(4, V, (batch, tokens))
-    args: dict[str, Any] = {"input_ids": ids, "use_cache": True}
-    if source is not None:
-        args = {"input_ids": torch.randint(4, V, (batch, source)), "decoder_input_ids": ids, "use_cache": True}
-    if cache is not None:
-        args["past_key_values"] = cache
-    with torch.no_grad():
-        return model(**args).past_key_values
-
-
-def ours(model_type: str, fields: dict[str, Any], cls: str) -> paramcount.Model:
-    return paramcount.load({"model_type": model_type, **fields}, model_class=cls)
 
 
 @pytest.mark.parametrize(("model_type", "fields", "cls"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])

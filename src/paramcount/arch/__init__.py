@@ -32,6 +32,10 @@ class Family:
     ``notes`` are said in the output for a config (where we depart from transformers, say).
     ``flag_fields`` renames the standard fields the CLI's dimension flags set where the
     family's config class calls them otherwise (Falcon: ``num_kv_heads``).
+    ``cache_layout`` gives the family's KV-cache and recurrent-state layout, as transformers' caches
+    hold it: ``cache_layout(cfg, model_type, class_name, mla) -> (kinds, notes)`` with ``kinds`` a list
+    of :class:`paramcount.memory.kv_layout.LayerKind` (see that module for the helpers). The
+    older families' layouts live in ``kv_layout.BUILDERS``; a family with neither has none.
     """
 
     model_type: str
@@ -42,6 +46,7 @@ class Family:
     check: Callable[[Cfg], None] | None = None
     notes: Callable[[Cfg, str], list[str]] | None = None
     flag_fields: Mapping[str, str] = field(default_factory=dict)
+    cache_layout: Callable[[Cfg, str, str, str], tuple[list[Any], list[str]]] | None = None
 
     def cfg(self, raw: Mapping[str, Any], source: str | None) -> Cfg:
         return Cfg(raw, self.defaults, source, self.aliases)

@@ -120,7 +120,7 @@ class KVCache:
             return Term("kv_cache", label, self.bytes, self.layers[0].formula, assumption)
         unit = "cells per sequence" if self.cache == "llama.cpp" else "tokens"
         parts = tuple(
-            Term(f"kv_cache.{r.kind.attention}", r.label, r.bytes, r.formula, f"{r.tokens:,} {unit} per layer")
+            Term(f"kv_cache.{_part_key(r.kind)}", r.label, r.bytes, r.formula, _part_assumption(r, unit))
             for r in self.layers
         )
         formula = " + ".join(f"{p.bytes:,}" for p in parts) + f" = {self.bytes:,} B"
@@ -131,7 +131,9 @@ class KVCache:
             tokens = f"{self.context:,} target + {self.encoder_length:,} source tokens"
         else:
             tokens = f"{self.context:,} tokens"
-        return f"KV cache ({self.dtype}, {tokens} × {self.batch})"
+        kinds = {k.attention == "state" for k in self.layout.kinds}
+        what = {frozenset({True}): "Recurrent state", frozenset({True, False}): "KV cache + recurrent state"}
+        return f"{what.get(frozenset(kinds), 'KV cache')} ({self.dtype}, {tokens} × {self.batch})"
 
     def _assumption(self) -> str:
         said = [f"cache dtype {self.dtype}, {_size(CACHE_DTYPES[self.dtype])} per element (--kv-dtype)"]
@@ -150,6 +152,20 @@ class KVCache:
         if self.layout.mla:
             said.append(f"MLA {self.layout.mla} cache (--mla)")
         return "; ".join(said)
+
+
+def _part_key(kind: LayerKind) -> str:
+    """The term key of one row: ``kv_cache.full``, ``kv_cache.sliding``, ``kv_cache.conv_state`` …"""
+    if kind.attention == "state":
+        return kind.stores.lower().replace(" ", "_")
+    return kind.attention + ("_indexer" if kind.stores == "indexer" else "")
+
+
+def _part_assumption(row: KVRow, unit: str) -> str:
+    if row.kind.attention == "state":
+        own = f" (kept in {row.kind.dtype} whatever --kv-dtype says)" if row.kind.dtype else ""
+        return f"{row.kind.state:,} elements per layer and sequence, whatever the context{own}"
+    return f"{row.tokens:,} {unit} per layer"
 
 
 def kv_cache(
@@ -207,7 +223,10 @@ def _count(value: Any, field: str, high: int) -> int:
 
 
 def _tokens(kind: LayerKind, context: int, batch: int, source: int, cache: str) -> int:
-    """Tokens each sequence keeps in one layer of ``kind`` (llama.cpp: cells allocated per sequence)."""
+    """Tokens each sequence keeps in one layer of ``kind`` (llama.cpp: cells allocated per sequence);
+    a recurrent state keeps none, however long the context."""
+    if kind.attention == "state":
+        return 0
     if kind.attention == "cross":
         return source
     if cache == "llama.cpp":
@@ -241,7 +260,10 @@ _LLAMA_SWA = "; a sliding layer keeps n_swa = min(n_ctx_seq, W + min(T·B, 512))
 
 
 def _row_bytes(kind: LayerKind, tokens: int, batch: int, dtype: str) -> int:
-    """Each layer's key and value tensors, packed whole (int4: two per byte), plus fp8 scales."""
+    """Each layer's key and value tensors, packed whole (int4: two per byte), plus fp8 scales;
+    a state kind's fixed elements, in its own dtype where it has one."""
+    if kind.attention == "state":
+        return kind.layers * -(-batch * kind.state * CACHE_DTYPES[kind.dtype or dtype] // 8)
     bits = CACHE_DTYPES[dtype]
     per_layer = sum(-(-batch * kind.kv_heads * tokens * d * bits // 8) for d in (kind.key_dim, kind.value_dim))
     return kind.layers * (per_layer + 2 * SCALE_BYTES.get(dtype, 0))
@@ -255,10 +277,15 @@ def _row(kind: LayerKind, context: int, batch: int, source: int, dtype: str, cac
 
 def _formula(kind: LayerKind, tokens: int, batch: int, dtype: str, cache: str, size: int) -> str:
     """``symbols × size = numbers × size = bytes``, as the row was computed."""
-    t_sym = _tokens_symbol(kind, cache)
     n, kv, dk, dv = kind.layers, kind.kv_heads, kind.key_dim, kind.value_dim
+    if kind.attention == "state":
+        el = _size(CACHE_DTYPES[kind.dtype or dtype])
+        return f"L · S · B × {el} = {n} · {kind.state:,} · {batch:,} × {el} = {size:,} B"
+    t_sym = _tokens_symbol(kind, cache)
     if kind.stores == "mla-latent":
         sym, nums = f"L · (r_kv + d_rope) · {t_sym} · B", f"{n} · ({dk} + {dv})"
+    elif kind.stores == "indexer":
+        sym, nums = f"L · d_index · {t_sym} · B", f"{n} · {dk}"
     elif dk == dv:
         sym, nums = f"2 · L · n_kv · d_head · {t_sym} · B", f"2 · {n} · {kv} · {dk}"
     else:

@@ -19,6 +19,14 @@ through the family machinery so that absent fields take the transformers default
   cross-attention holds the encoder's keys and values, fixed by the source length.
 - Encoder-only models (BERT family) keep no cache.
 
+- Recurrent state (Mamba, gated DeltaNet and other linear attention, short convolutions): a
+  ``"state"`` kind holds a fixed number of elements per layer and sequence (``state``), however
+  long the context: transformers' ``LinearAttentionLayer`` conv and recurrent states.
+- Sparse-attention indexers (DeepSeek-V3.2, GLM-5): one key of ``index_head_dim`` per token,
+  ``stores="indexer"`` (``DynamicIndexedLayer.indexer_keys``).
+
+A family states its own layout with ``Family.cache_layout`` (built from :func:`self_kinds`,
+:func:`state_kind` and :func:`typed_groups`); the older families' are in :data:`BUILDERS`.
 Layers are grouped by kind with counts; patterns are counted arithmetically, never unrolled.
 A GGUF file gets llama.cpp's layout instead (:mod:`paramcount.memory.gguf_kv`). A model read
 without a transformers config (a ``print(model)`` text, a bare checkpoint) or of a family with
@@ -63,9 +71,15 @@ class LayerKind:
     """Layers that cache alike: ``layers`` of them, each keeping per token and per sequence
     ``kv_heads · key_dim`` key elements and ``kv_heads · value_dim`` value elements.
 
-    ``attention`` is ``"full"`` (grows with the context), ``"sliding"`` (capped by ``window``)
-    or ``"cross"`` (encoder-decoder cross-attention: fixed by the encoder length).
-    ``stores`` is ``"kv"``, or for MLA ``"mla-latent"`` / ``"mla-expanded"``.
+    ``attention`` is ``"full"`` (grows with the context), ``"sliding"`` (capped by ``window``),
+    ``"cross"`` (encoder-decoder cross-attention: fixed by the encoder length) or ``"state"``
+    (a recurrent or convolution state: ``state`` elements per layer and sequence, constant in
+    the context; its key and value fields are 0).
+    ``stores`` is ``"kv"``, for MLA ``"mla-latent"`` / ``"mla-expanded"``, ``"indexer"`` for a
+    sparse-attention indexer's keys (one head, ``value_dim`` 0), and for a state what it is
+    (``"conv state"``, ``"SSM state"``, ``"recurrent state"``).
+    ``dtype`` fixes the element type where transformers keeps it whatever the cache dtype
+    (a recurrent state kept in fp32); None follows the cache dtype.
     ``where`` says which layer indices, in words.
     """
 
@@ -77,6 +91,8 @@ class LayerKind:
     window: int | None = None
     where: str = ""
     stores: str = "kv"
+    state: int = 0
+    dtype: str | None = None
 
     @property
     def per_token_elements(self) -> int:
@@ -85,10 +101,14 @@ class LayerKind:
 
     @property
     def label(self) -> str:
+        if self.attention == "state":
+            return f"{self.stores} (constant in context)"
         name = {"full": "full attention", "sliding": "sliding window", "cross": "cross-attention"}[self.attention]
         if self.window is not None:
             name += f" (W = {self.window:,})"
-        if self.stores != "kv":
+        if self.stores == "indexer":
+            name += ", indexer keys"
+        elif self.stores != "kv":
             name += f", MLA {self.stores.removeprefix('mla-')}"
         return name
 
@@ -127,11 +147,11 @@ def attention_layout(model: Any, *, mla: str = "latent") -> Layout:
 
         return gguf_layout(model, mla)
     c = _cfg(model)
-    builder = BUILDERS.get(model.model_type)
+    builder = BUILDERS.get(model.model_type) or family(model.model_type, model.source).cache_layout
     if builder is None:
         raise NoLayout(f"no KV-cache layout for model_type {model.model_type!r}", source=model.source)
     kinds, notes = builder(c, model.model_type, model.class_name, mla)
-    form = mla if model.model_type == "deepseek_v3" else None
+    form = mla if any(k.stores.startswith("mla-") for k in kinds) else None
     return Layout(model.name, model.model_type, tuple(kinds), tuple(notes), form)
 
 
@@ -317,8 +337,36 @@ def _self_kinds(c: Cfg, model_type: str, dims: tuple[int, int, int], stores: str
     """A decoder stack's self-attention kinds, one per layer group; ``dims`` = (n_kv, d_k, d_v)."""
     groups = layer_groups(c, model_type, int(c.int("num_hidden_layers")))
     kinds = [LayerKind(kind, n, *dims, w, where, stores) for kind, n, where, w in groups]
-    notes = ["a sliding-window layer keeps at most its last W−1 tokens in a DynamicCache (W in a StaticCache)"]
-    return kinds, notes if any(k.window for k in kinds) else []
+    return kinds, window_notes(kinds)
+
+
+self_kinds = _self_kinds  # for families' ``cache_layout``
+
+
+def window_notes(kinds: Sequence[LayerKind]) -> list[str]:
+    """The note every layout with sliding layers carries."""
+    if not any(k.window for k in kinds):
+        return []
+    return ["a sliding-window layer keeps at most its last W−1 tokens in a DynamicCache (W in a StaticCache)"]
+
+
+def state_kind(layers: int, elements: int, stores: str, where: str, dtype: str | None = None) -> LayerKind:
+    """``layers`` layers each keeping ``elements`` state elements per sequence (Mamba's SSM
+    state, a DeltaNet recurrent state, a convolution's last kernel−1 inputs)."""
+    return LayerKind("state", layers, 0, 0, 0, where=where, stores=stores, state=elements, dtype=dtype)
+
+
+def typed_groups(c: Cfg, field: str, types: Any, layers: int) -> dict[str, tuple[int, str]]:
+    """A per-layer list of layer types (``layer_types``, a decoded hybrid pattern) as
+    ``{type: (how many layers, which in words)}``, in first-seen order; the list is already
+    in memory, so this walks it once without unrolling anything else."""
+    if not isinstance(types, list) or len(types) != layers or not all(isinstance(t, str) for t in types):
+        got = f"{len(types)} entries" if isinstance(types, list) else repr(types)
+        raise c.error(field, f"expected a list of {layers} layer type names, got {got}")
+    at: dict[str, list[int]] = {}
+    for i, t in enumerate(types):
+        at.setdefault(t, []).append(i)
+    return {t: (len(idx), _runs(idx)) for t, idx in at.items()}
 
 
 def _decoder(heads: Heads) -> Builder:

@@ -1,0 +1,84 @@
+"""The cache oracle: what a real transformers cache holds after a CPU forward on a tiny model.
+
+``real_cache_bytes`` sums every tensor a cache keeps: keys and values, a quantised layer's
+states and scales, a sparse-attention indexer's keys, and a linear-attention or Mamba layer's
+conv and recurrent states. ``expect_cache`` asserts paramcount's ``kv_cache`` equals it. Family
+oracle tests call it on a tiny config of their family; paramcount itself never imports this.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import paramcount
+from paramcount.memory.kv_cache import kv_cache
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+V = 64  # vocabulary of every tiny model
+
+
+def build(model_type: str, fields: dict[str, Any], cls: str, dtype: Any = None) -> Any:
+    config = transformers.AutoConfig.for_model(model_type, **{k: v for k, v in fields.items() if v is not None})
+    torch.manual_seed(0)
+    model = getattr(transformers, cls)(config).eval()
+    return model.to(dtype) if dtype is not None else model
+
+
+def layer_tensors(layer: Any) -> list[Any]:
+    """The tensors a cache layer holds: keys, values, a quantised layer's states and scales,
+    indexer keys, and conv and recurrent states."""
+    found = [t for t in (getattr(layer, "keys", None), getattr(layer, "values", None)) if isinstance(t, torch.Tensor)]
+    for q in (getattr(layer, "_quantized_keys", None), getattr(layer, "_quantized_values", None)):
+        found += [t for t in (q or ()) if isinstance(t, torch.Tensor)]
+    found += [t for t in (getattr(layer, "indexer_keys", None),) if isinstance(t, torch.Tensor)]
+    for states in (getattr(layer, "conv_states", None), getattr(layer, "recurrent_states", None)):
+        if isinstance(states, dict):
+            found += [t for t in states.values() if isinstance(t, torch.Tensor)]
+    return found
+
+
+def cache_bytes(cache: Any) -> int:
+    """Bytes of every tensor in a transformers cache (both halves of an EncoderDecoderCache)."""
+    if cache is None:
+        return 0
+    halves = (
+        [cache.self_attention_cache, cache.cross_attention_cache]
+        if hasattr(cache, "cross_attention_cache")
+        else [cache]
+    )
+    return sum(t.numel() * t.element_size() for c in halves for layer in c.layers for t in layer_tensors(layer))
+
+
+def forward(model: Any, tokens: int, batch: int = 2, source: int | None = None, cache: Any = None) -> Any:
+    ids = torch.randint(4, V, (batch, tokens))
+    args: dict[str, Any] = {"input_ids": ids, "use_cache": True}
+    if source is not None:
+        args = {"input_ids": torch.randint(4, V, (batch, source)), "decoder_input_ids": ids, "use_cache": True}
+    if cache is not None:
+        args["past_key_values"] = cache
+    with torch.no_grad():
+        return model(**args).past_key_values
+
+
+def ours(model_type: str, fields: dict[str, Any], cls: str) -> paramcount.Model:
+    return paramcount.load({"model_type": model_type, **fields}, model_class=cls)
+
+
+DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+
+
+def expect_cache(
+    model_type: str, fields: dict[str, Any], cls: str, tokens: int = 9, batch: int = 2, dtype: str = "fp32"
+) -> int:
+    """paramcount's cache bytes equal the real cache's after a ``batch`` × ``tokens`` prefill in
+    ``dtype`` (the tiny config's vocabulary must be ``V``); returns the bytes."""
+    model = build(model_type, {"vocab_size": V, **fields}, cls, getattr(torch, DTYPES[dtype]))
+    real = cache_bytes(forward(model, tokens=tokens, batch=batch))
+    mine = kv_cache(ours(model_type, {"vocab_size": V, **fields}, cls), tokens, batch=batch, dtype=dtype)
+    assert real > 0
+    assert mine.bytes == real, f"ours {mine.bytes:,} B ({[r.label for r in mine.layers]}), transformers {real:,} B"
+    return real
