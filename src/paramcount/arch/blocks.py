@@ -7,7 +7,7 @@ composition of these. Dimensions are passed as :class:`~paramcount.ir.Sym` value
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 from ..ir import Block, Node, Sym, Tensor, Tie, join
@@ -24,6 +24,36 @@ def block(name: str, *children: Node | None, kind: str | None = None, label: str
 def stack(name: str, count: int, *children: Node | None, start: int = 0, label: str = "layer") -> Block:
     """A ModuleList of ``count`` identical modules, stored once."""
     return Block(name, tuple([c for c in children if c is not None]), repeat=count, start=start, label=label)
+
+
+def runs(kinds: Sequence[Hashable]) -> list[tuple[int, int, Hashable]]:
+    """(first index, length, kind) of each run of equal consecutive entries of a per-layer list."""
+    out: list[tuple[int, int, Hashable]] = []
+    for i, k in enumerate(kinds):
+        if out and out[-1][2] == k:
+            out[-1] = (out[-1][0], out[-1][1] + 1, k)
+        else:
+            out.append((i, 1, k))
+    return out
+
+
+def typed_stacks(
+    name: str, kinds: Sequence[Hashable], build: Callable[[Hashable], Sequence[Node | None]], count: int | None = None
+) -> tuple[Block, ...]:
+    """A heterogeneous ModuleList (hybrid schedules, dense-then-MoE, ``layer_types``): one stack
+    per run of alike layers, each starting at its first index. ``build(kind)`` gives one layer's
+    modules and is called once per distinct kind (the subtree is shared by its runs). A single
+    run spanning ``count`` layers keeps ``count`` itself (its symbol ``L`` for derivations)."""
+    made: dict[Hashable, tuple[Node | None, ...]] = {}
+    found = runs(kinds)
+    if len(found) == 1 and count is not None:
+        return (stack(name, count, *build(found[0][2])),)
+    out = []
+    for first, n, kind in found:
+        if kind not in made:
+            made[kind] = tuple(build(kind))
+        out.append(stack(name, n, *made[kind], start=first))
+    return tuple(out)
 
 
 def linear(name: str, d_in: int, d_out: int, bias: bool = True, kind: str | None = None) -> Block:
