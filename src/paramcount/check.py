@@ -358,6 +358,7 @@ def check(model: Model, answer: str | int | Answer, active: bool = False) -> Che
     """Explain ``answer`` as the model's count (its class or backbone) with the fewest slips.
 
     ``active`` checks against the parameters active per token (routed experts) instead."""
+    model.require_native("checking an answer")
     ans = answer if isinstance(answer, Answer) else parse_answer(str(answer))
     scored = [(b, bb, combo, b.value(combo)) for b, bb in bases(model, active) for combo in combos(b)]
     hits = sorted((c for c in scored if ans.matches(c[3])), key=_rank(ans))

@@ -114,6 +114,7 @@ class Derivation:
 def derive(model: Model) -> Derivation:
     """The derivation of ``model.tree`` (its class; load with ``model_class="base"`` for the
     backbone). Raises AssertionError if the sections do not add up to the count."""
+    model.require_native("a derivation")
     sections = tuple(split(model.tree))
     total_ = sum(s.total for s in sections)
     if total_ != model.total:

@@ -16,6 +16,8 @@ class Model:
 
     ``total`` is unique parameters (buffers are not parameters; a tied tensor counts once),
     equal to ``sum(p.numel() for p in model.parameters())`` in transformers.
+    ``counted_by`` is ``"paramcount"`` for a native count, ``"transformers"`` for one made by
+    transformers on the meta device (a model_type with no native family: no formulas).
     """
 
     name: str
@@ -27,6 +29,7 @@ class Model:
     backbone: Block
     config: Mapping[str, Any] = field(default_factory=dict, repr=False)
     notes: tuple[str, ...] = ()
+    counted_by: str = "paramcount"  # "transformers": a model_type with no native family (the fallback)
 
     @property
     def total(self) -> int:
@@ -68,3 +71,15 @@ class Model:
     def ties(self) -> list[tuple[str, str, int]]:
         """(tied name, target name, parameters shared) for each tie."""
         return [(name, t.target, t.aliased_count) for name, t in count.ties(self.tree)]
+
+    def require_native(self, what: str) -> None:
+        """Refuse ``what`` (a derivation, a slip check) for a count without config symbols."""
+        if self.counted_by != "paramcount":
+            from .errors import ParamcountError
+
+            raise ParamcountError(
+                f"{what} needs a native paramcount family; {self.model_type!r} was counted by {self.counted_by} "
+                "(the count, --tree, --json, memory, fit, compute, compare and diff work)",
+                source=self.source,
+                field="model_type",
+            )

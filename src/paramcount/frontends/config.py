@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..arch import Family, family, model_type_of_class
+from ..arch import Family, family, model_type_of_class, supported
 from ..errors import ParamcountError
 from ..model import Model
 
@@ -95,15 +95,22 @@ def from_config(
     model_class: str | None = None,
     num_labels: int | None = None,
     overrides: Mapping[str, Any] | None = None,
+    fallback: bool = True,
 ) -> Model:
-    """Count the model a config describes, for ``model_class`` and for its backbone."""
+    """Count the model a config describes, for ``model_class`` and for its backbone.
+
+    A model_type with no native family is counted by transformers on the meta device when it
+    is installed and ``fallback`` is on (:mod:`paramcount.frontends.fallback`)."""
     if not isinstance(raw, Mapping):
         raise ParamcountError(f"expected a JSON object, got {type(raw).__name__}", source=source)
     raw = {**raw, **(overrides or {})}
     given = [k for k in (overrides or {}) if k != "model_type"]
     if num_labels is not None:
         raw = {k: v for k, v in raw.items() if k not in ("id2label", "label2id")} | {"num_labels": num_labels}
-    fam = family(model_type(raw, source), source)
+    mtype = model_type(raw, source)
+    if not is_native(mtype):
+        return _fallback(raw, source, mtype, name, model_class, fallback)
+    fam = family(mtype, source)
     cfg = fam.cfg(raw, source)
     if fam.check:
         fam.check(cfg)
@@ -122,6 +129,22 @@ def from_config(
         config=raw,
         notes=tuple(notes),
     )
+
+
+def is_native(model_type: Any) -> bool:
+    return isinstance(model_type, str) and model_type.replace("-", "_") in supported()
+
+
+def _fallback(
+    raw: Mapping[str, Any], source: str, mtype: Any, name: str | None, model_class: str | None, allowed: bool
+) -> Model:
+    """A model_type paramcount does not know natively: transformers counts it, or one line why not."""
+    from . import fallback
+
+    if allowed and fallback.can_count(mtype):
+        return fallback.from_transformers(raw, source, mtype, name=name, model_class=model_class)
+    refused = fallback.remote_code_error(raw, source) if allowed and fallback.available() else None
+    raise refused or fallback.unknown(mtype, source, supported())
 
 
 def from_file(path: str | Path, **kwargs: Any) -> Model:

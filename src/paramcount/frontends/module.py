@@ -60,7 +60,7 @@ def _config_model(module: Any) -> Model | None:
 
     raw = {k: v for k, v in to_dict().items() if k != "architectures"}
     try:
-        return from_config(raw, "<module config>", model_class=type(module).__name__)
+        return from_config(raw, "<module config>", model_class=type(module).__name__, fallback=False)
     except ParamcountError:
         return None
 

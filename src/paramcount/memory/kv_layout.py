@@ -169,6 +169,12 @@ def _as_model(model: Any) -> Any:
 
 def _cfg(model: Any) -> Cfg:
     """The model's config seen through its family, or an error for a model without one."""
+    if getattr(model, "counted_by", "paramcount") != "paramcount":
+        raise NoLayout(
+            f"no KV-cache layout for {model.model_type!r}: it was counted by {model.counted_by} "
+            "(no native paramcount family), so its attention layout is not known here",
+            source=model.source,
+        )
     if not model.config or model.model_type in ("unknown", "module"):
         raise NoLayout(
             "the KV cache needs the model's transformers config (config.json): this model was read "

@@ -19,6 +19,7 @@ def to_dict(model: Model, tensors: bool = True) -> dict[str, Any]:
         "source": model.source,
         "model_type": model.model_type,
         "class": model.class_name,
+        "counted_by": model.counted_by,
         "total": model.total,
         "total_with_ties": model.total_with_ties,
         "active": model.active_total,

@@ -99,6 +99,8 @@ def render(model: Model, tree_depth: int = 0) -> Group:
     head = Text(model.name, style="bold")
     where = "bundled catalog" if model.source == f"catalog:{model.name}" else model.source
     head.append(f"  {model.model_type} · {where}" if where != model.name else f"  {model.model_type}", style="dim")
+    if model.counted_by != "paramcount":
+        head.append(f" · counted by {model.counted_by}", style="yellow")
     parts = [head, summary(model), Text(""), components(model)]
     parts += [Text(""), *layer_lines(model)] if model.layers() else []
     parts += tie_lines(model)

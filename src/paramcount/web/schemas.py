@@ -160,6 +160,7 @@ class ModelResponse(BaseModel):
     source: str
     model_type: str
     class_name: str
+    counted_by: str = Field("paramcount", description="paramcount (native) or transformers (the fallback)")
     total: Count
     total_with_ties: Count
     active: Count

@@ -72,6 +72,8 @@ def family_classes(model: Model) -> list[str]:
     """``base`` and every class the model's family defines (where a config names the family)."""
     from ..arch import family
 
+    if model.counted_by != "paramcount":  # the transformers fallback: the class it was asked for
+        return sorted({"base", model.class_name})
     return ["base", *family(model.model_type).classes]
 
 

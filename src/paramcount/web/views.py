@@ -21,6 +21,7 @@ def summary(model: Model) -> dict[str, Any]:
         "source": model.source,
         "model_type": model.model_type,
         "class_name": model.class_name,
+        "counted_by": model.counted_by,
         "total": model.total,
         "total_with_ties": model.total_with_ties,
         "active": model.active_total,
