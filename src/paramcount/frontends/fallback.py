@@ -89,33 +89,68 @@ def _check_bounds(value: Any, source: str, field: str, depth: int = 0) -> None:
 
 
 def _class(transformers: Any, model_type: str, wanted: str | None, archs: list[str], source: str) -> tuple[str, str]:
-    """(class to count, backbone class): ``wanted`` or the config's architectures, else the backbone."""
-    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
-
-    backbone = MODEL_MAPPING_NAMES.get(model_type)
-    if isinstance(backbone, (list, tuple)):
-        backbone = backbone[0]
+    """(class to count, backbone class): ``wanted`` or the config's architectures, else the
+    backbone (``AutoModel``'s class, or for a sub-model config the class built from it)."""
+    backbone = _backbone(transformers, model_type)
     if wanted in (None, "auto"):
-        wanted = next((a for a in archs if hasattr(transformers, a)), None) or backbone
+        wanted = next((a for a in archs if _exists(transformers, a)), None) or backbone
     elif wanted == "base":
         wanted = backbone
     if wanted is None:
         raise ParamcountError(
-            f"transformers has no base model class for {model_type!r}; name one with --class",
+            f"transformers has no model class for {model_type!r} to build from this config; name one with --class",
             source=source,
             field="class",
         )
-    if not isinstance(getattr(transformers, wanted, None), type):
+    if not _exists(transformers, wanted):
         raise ParamcountError(f"transformers has no class {wanted!r}", source=source, field="class")
     return wanted, backbone or wanted
 
 
-def _instantiate(transformers: Any, cls_name: str, config: Any, source: str) -> Any:
+def _exists(transformers: Any, name: str) -> bool:
+    try:  # a class whose backend (timm, torchaudio) is missing raises on access
+        return isinstance(getattr(transformers, name, None), type)
+    except ImportError:
+        return False
+
+
+def _backbone(transformers: Any, model_type: str) -> str | None:
+    """``AutoModel``'s class for ``model_type``; for a sub-model config (``clip_text_model``),
+    the plainest class of its own modeling module that is built from exactly that config class."""
+    import importlib
+
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+
+    found = MODEL_MAPPING_NAMES.get(model_type)
+    if found:
+        return found[0] if isinstance(found, (list, tuple)) else found
+    config_class = transformers.CONFIG_MAPPING[model_type]
+    try:
+        modeling = importlib.import_module(config_class.__module__.replace(".configuration_", ".modeling_"))
+    except ImportError:
+        return None
+    built = [
+        name
+        for name, obj in vars(modeling).items()
+        if isinstance(obj, type) and getattr(obj, "config_class", None) is config_class and _exists(transformers, name)
+    ]
+    built = [n for n in built if not n.endswith("PreTrainedModel")]
+    plain = [n for n in built if "For" not in n]
+    return min(plain or built, key=len, default=None)
+
+
+def _instantiate(transformers: Any, cls_name: str, config: Any, source: str, strict: bool = True) -> Any:
+    """The model on the meta device. ``strict``: the class must be built from this config's class
+    (transformers' own AutoModel mapping may pair a config with another family's class)."""
     import torch
 
     cls = getattr(transformers, cls_name)
-    config_class = getattr(cls, "config_class", None)
-    if config_class is not None and not isinstance(config, config_class):
+    try:
+        config_class = getattr(cls, "config_class", None)
+    except ImportError as e:  # a placeholder for a class whose backend (timm, torchaudio) is missing
+        text = " ".join(str(e).split())[:200]
+        raise ParamcountError(f"transformers cannot build {cls_name} here: {text}", source=source) from None
+    if strict and config_class is not None and not isinstance(config, config_class):
         raise ParamcountError(
             f"{cls_name} is built from a {config_class.__name__}, not this {type(config).__name__}",
             source=source,
@@ -183,7 +218,7 @@ def from_transformers(
     hf_logging.set_verbosity_error()
     config = _config(transformers, model_type, raw, source)
     cls, backbone_cls = _class(transformers, model_type, model_class, architectures(raw, source), source)
-    module = _instantiate(transformers, cls, config, source)
+    module = _instantiate(transformers, cls, config, source, strict=cls != backbone_cls)
     counted = from_module(module, name or source)
     counted = replace(counted, tree=_mark_embeddings(counted.tree, _embedding_names(module)))
     backbone = counted.tree
@@ -193,7 +228,7 @@ def from_transformers(
         backbone = (
             replace(inner, name="")
             if inner is not None
-            else from_module(_instantiate(transformers, backbone_cls, config, source)).tree
+            else from_module(_instantiate(transformers, backbone_cls, config, source, strict=False)).tree
         )
     said = (
         f"counted by transformers {transformers.__version__} on the meta device: {model_type!r} has no native "

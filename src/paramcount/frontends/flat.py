@@ -62,7 +62,7 @@ def _children(node: dict[str, Any], kind: Callable[[str], str], in_list: bool) -
         if isinstance(value, tuple):
             shape, dtype, full = value
             out.append(Tensor(key, shape, kind(full), dtype))
-        elif value and all(k.isdigit() for k in value):
+        elif value and all(k.isdigit() for k in value) and all(isinstance(v, dict) for v in value.values()):
             out.extend(_runs(key, value, kind, in_list))
         else:
             out.append(Block(key, _children(value, kind, in_list)))

@@ -1,0 +1,47 @@
+"""Every model_type transformers 5.23 knows, from its own default config: counted natively or by
+the transformers fallback, and equal to transformers tensor by tensor, or refused in one line
+only where transformers itself cannot build a model from that config here (a missing optional
+backend such as timm, a default config its own code rejects, a sub-config with no model class).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import paramcount
+from paramcount import ParamcountError
+
+from .oracle import differences, ours, transformers, truth
+
+MODEL_TYPES = sorted(transformers.CONFIG_MAPPING.keys())
+
+# The only reasons a default config may be refused: each is transformers' own limit.
+TRANSFORMERS_CANNOT = (
+    "transformers could not build",
+    "transformers cannot build",
+    "transformers rejects this config",
+    "transformers has no model class",
+    "transformers has no class",
+)
+SEEN: dict[str, bool] = {}  # model_type -> counted (filled by the parametrized test)
+
+
+@pytest.mark.parametrize("model_type", MODEL_TYPES)
+def test_default_config_is_counted_exactly(model_type):
+    try:
+        model = paramcount.load({"model_type": model_type})
+    except ParamcountError as e:
+        assert any(why in str(e) for why in TRANSFORMERS_CANNOT), str(e)
+        assert "\n" not in str(e)
+        SEEN[model_type] = False
+        return
+    SEEN[model_type] = True
+    assert not differences(ours(model), truth({"model_type": model_type}, model.class_name, model_type))
+
+
+def test_most_model_types_are_counted():
+    """A floor (run after the sweep above), so that a regression that refuses many at once cannot
+    pass as a list of one-line refusals."""
+    if len(SEEN) < len(MODEL_TYPES):
+        pytest.skip("needs the whole sweep above in the same run")
+    assert sum(SEEN.values()) >= 650, sum(SEEN.values())
