@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 KINDS = (
     "embeddings",
     "attention",
+    "recurrent",  # token mixers without a KV cache: Mamba/SSM, linear attention, short convolutions
     "feed_forward",
     "experts",
     "router",

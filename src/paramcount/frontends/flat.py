@@ -23,7 +23,8 @@ _KIND_RULES = [
     ("router", r"\.(gate|router)\.(weight|bias)$|shared_expert_gate"),
     ("experts", r"(^|\.)(experts|shared_experts?)\."),
     ("embeddings", r"embed|wte|wpe|shared\.weight|token_type|position_embeddings|token_embd"),
-    ("attention", r"attn|attention|\.(q|k|v|o)(_proj)?\.|query|key|value|qkv|mixer|ssm|\.conv1d\."),
+    ("recurrent", r"mixer|ssm|linear_attn|\.conv1d\."),
+    ("attention", r"attn|attention|\.(q|k|v|o)(_proj)?\.|query|key|value|qkv"),
     ("feed_forward", r"mlp|ffn|fc\d|intermediate|dense_h_to_4h|dense_4h_to_h|\.w[123]\.|wi|wo|c_fc"),
 ]
 _COMPILED = [(kind, re.compile(rx)) for kind, rx in _KIND_RULES]

@@ -4,6 +4,7 @@ KINDS = {
     "en": {
         "embeddings": "embeddings",
         "attention": "attention",
+        "recurrent": "recurrent (SSM, linear attn.)",
         "feed_forward": "feed-forward",
         "experts": "experts",
         "router": "router",
@@ -15,6 +16,7 @@ KINDS = {
     "zh": {
         "embeddings": "嵌入层",
         "attention": "注意力层",
+        "recurrent": "循环层（状态空间、线性注意力）",
         "feed_forward": "前馈层",
         "experts": "专家层",
         "router": "路由器",

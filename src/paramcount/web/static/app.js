@@ -6,7 +6,8 @@
   const $ = (id) => document.getElementById(id);
   const C = window.Charts;
   const LABELS = {
-    embeddings: "embeddings", attention: "attention", feed_forward: "feed-forward", experts: "experts",
+    embeddings: "embeddings", attention: "attention", recurrent: "recurrent (SSM, linear attn.)",
+    feed_forward: "feed-forward", experts: "experts",
     router: "router", norms: "norms", output_head: "output head", pooler: "pooler", other: "other",
   };
   const DEFAULT_MODEL = "google-bert/bert-base-chinese";

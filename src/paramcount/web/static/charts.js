@@ -7,6 +7,7 @@
   const KIND_COLORS = {
     embeddings: "#4c78a8",
     attention: "#f58518",
+    recurrent: "#ff9da6",
     feed_forward: "#54a24b",
     experts: "#2f9e8f",
     router: "#b279a2",
