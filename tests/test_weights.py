@@ -11,8 +11,10 @@ import re
 import pytest
 
 import paramcount
-from paramcount.dtypes import DTYPES, GGML_TYPES, nbytes
+from paramcount.dtypes import DTYPES, GGML_IDS, GGML_TYPES, nbytes
 from paramcount.errors import ParamcountError
+from paramcount.frontends.gguf import DEFAULT_ALIGNMENT
+from paramcount.memory.gguf_file import FILE_TYPES
 from paramcount.memory.terms import GB, GIB
 from paramcount.memory.weights import SCHEMES, scheme, weights
 
@@ -157,6 +159,11 @@ def test_ggml_rows_equal_gguf_packages_table():
     assert {t: tuple(DTYPES[t]) for t in GGML_TYPES} == {t: sizes[t] for t in GGML_TYPES}
     # every type llama.cpp stores in files is in the table (Q8_1 is only a dot-product operand)
     assert set(sizes) - set(GGML_TYPES) <= {"Q8_1"}
+    # and the GGUF reader's own type ids (it needs no gguf package) are gguf-py's
+    assert {k.name: int(k) for k in gguf.GGMLQuantizationType if k.name in GGML_TYPES} == GGML_IDS
+    assert gguf.GGUF_DEFAULT_ALIGNMENT == DEFAULT_ALIGNMENT
+    names = {int(k): k.name.removeprefix("MOSTLY_").removeprefix("ALL_") for k in gguf.LlamaFileType}
+    assert names == {**FILE_TYPES, 1024: "GUESSED"}
 
 
 def test_element_types_equal_torch_element_sizes():

@@ -77,6 +77,45 @@ DTYPES: dict[str, Block] = {
 # The GGUF / GGML names above (upper case, as ggml spells them).
 GGML_TYPES = tuple(k for k in DTYPES if k[0].isupper())
 
+# The type ids a GGUF tensor info stores (ggml.h's ``enum ggml_type``; gaps are types llama.cpp
+# removed), so that a GGUF header is read with no package beyond this one; a test holds them
+# equal to gguf-py's ``GGMLQuantizationType``.
+GGML_IDS: dict[str, int] = {
+    "F32": 0,
+    "F16": 1,
+    "Q4_0": 2,
+    "Q4_1": 3,
+    "Q5_0": 6,
+    "Q5_1": 7,
+    "Q8_0": 8,
+    "Q2_K": 10,
+    "Q3_K": 11,
+    "Q4_K": 12,
+    "Q5_K": 13,
+    "Q6_K": 14,
+    "Q8_K": 15,
+    "IQ2_XXS": 16,
+    "IQ2_XS": 17,
+    "IQ3_XXS": 18,
+    "IQ1_S": 19,
+    "IQ4_NL": 20,
+    "IQ3_S": 21,
+    "IQ2_S": 22,
+    "IQ4_XS": 23,
+    "I8": 24,
+    "I16": 25,
+    "I32": 26,
+    "I64": 27,
+    "F64": 28,
+    "IQ1_M": 29,
+    "BF16": 30,
+    "TQ1_0": 34,
+    "TQ2_0": 35,
+    "MXFP4": 39,
+    "NVFP4": 40,
+    "Q1_0": 41,
+}
+
 _ALIASES = {
     "float64": "fp64",
     "double": "fp64",

@@ -19,11 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..dtypes import DTYPES, GGML_IDS
 from ..errors import ParamcountError
 from ..model import Model
 from .flat import kind_of, tree
 
 MAGIC = b"GGUF"
+DEFAULT_ALIGNMENT = 32  # general.alignment when the file does not say (GGUF_DEFAULT_ALIGNMENT)
 MAX_NAME_BYTES = 1 << 16  # ggml allows 64-byte tensor names; be lenient, not unbounded
 MAX_DIMS = 4  # GGML_MAX_DIMS
 MAX_ARRAY_NESTING = 4
@@ -81,14 +83,6 @@ def kind(name: str) -> str:
         if rx.search(stem):
             return k
     return kind_of(name)
-
-
-def _constants() -> Any:
-    try:
-        import gguf
-    except ImportError:
-        raise ParamcountError("reading GGUF needs the gguf package: pip install 'paramcount[gguf]'") from None
-    return gguf
 
 
 @dataclass(frozen=True)
@@ -313,9 +307,8 @@ def _check_data(r: _Reader, tensors: list[GGUFTensor], data_offset: int, alignme
 
 def parse(buf: mmap.mmap | bytes, source: str) -> GGUFFile:
     """The header of a GGUF file held in ``buf`` (only header bytes are read)."""
-    g = _constants()
-    sizes = {int(k): v for k, v in g.GGML_QUANT_SIZES.items()}
-    names = {int(k): k.name for k in g.GGML_QUANT_SIZES}
+    sizes = {i: DTYPES[name] for name, i in GGML_IDS.items()}
+    names = {i: name for name, i in GGML_IDS.items()}
     r = _Reader(buf, source)
     if not len(buf):
         raise r.fail("empty file, not GGUF")
@@ -339,7 +332,7 @@ def parse(buf: mmap.mmap | bytes, source: str) -> GGUFFile:
         )
     meta = _metadata(r, kv_count)
     tensors = [_tensor_info(r, i, sizes, names) for i in range(tensor_count)]
-    alignment = _alignment(meta, g.GGUF_DEFAULT_ALIGNMENT, r)
+    alignment = _alignment(meta, DEFAULT_ALIGNMENT, r)
     data_offset = -(-r.pos // alignment) * alignment
     _check_data(r, tensors, data_offset, alignment)
     return GGUFFile(source, version, r.order, alignment, data_offset, r.size, meta, tuple(tensors))

@@ -59,17 +59,22 @@ def metadata(model: Any) -> Meta:
     return Meta(model.model_type, values, file_type(values.get("general.file_type")))
 
 
+# ``general.file_type`` values as llama.cpp names them (``enum llama_ftype``; a test holds the
+# table equal to gguf-py's ``LlamaFileType``, so reading a file needs no gguf package).
+FILE_TYPES = {
+    0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1", 10: "Q2_K",
+    11: "Q3_K_S", 12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M", 16: "Q5_K_S", 17: "Q5_K_M",
+    18: "Q6_K", 19: "IQ2_XXS", 20: "IQ2_XS", 21: "Q2_K_S", 22: "IQ3_XS", 23: "IQ3_XXS", 24: "IQ1_S",
+    25: "IQ4_NL", 26: "IQ3_S", 27: "IQ3_M", 28: "IQ2_S", 29: "IQ2_M", 30: "IQ4_XS", 31: "IQ1_M",
+    32: "BF16", 36: "TQ1_0", 37: "TQ2_0", 38: "MXFP4_MOE", 39: "NVFP4", 40: "Q1_0",
+}  # fmt: skip
+
+
 def file_type(value: Any) -> str | None:
-    """``general.file_type`` as llama.cpp names it (15 -> ``Q4_K_M``), if the gguf package knows it."""
+    """``general.file_type`` as llama.cpp names it (15 -> ``Q4_K_M``), or None if unknown."""
     if isinstance(value, bool) or not isinstance(value, int):
         return None
-    try:
-        import gguf
-
-        name = gguf.LlamaFileType(value).name
-    except (ImportError, ValueError):
-        return None
-    return None if name == "GUESSED" else name.removeprefix("MOSTLY_").removeprefix("ALL_")
+    return FILE_TYPES.get(value)
 
 
 # --- the widths the activation estimate needs, from the tensors' shapes ---------------------
