@@ -1,5 +1,6 @@
 """``import paramcount`` and counting a config stay free of heavy libraries."""
 
+import json
 import subprocess
 import sys
 
@@ -13,3 +14,28 @@ def test_import_and_count_load_nothing_heavy():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_a_count_loads_only_what_it_needs():
+    """The slip checker, the derivation and the formula engine load on first use, not on import;
+    none of the ~80 family modules but the one asked for."""
+    code = (
+        "import json, sys, paramcount; paramcount.load('bert-base-chinese');"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('paramcount.'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    loaded = json.loads(out)
+    assert not {"paramcount.check", "paramcount.derive", "paramcount.formula", "paramcount.compare"} & set(loaded)
+    assert [m for m in loaded if m.startswith("paramcount.arch.") and m.count(".") == 2] == [
+        "paramcount.arch.bert",
+        "paramcount.arch.blocks",
+        "paramcount.arch.config",
+    ]
+
+
+def test_the_lazy_names_are_the_functions():
+    import paramcount
+    from paramcount.check import check
+    from paramcount.derive import derive
+
+    assert paramcount.check is check and paramcount.derive is derive
