@@ -95,6 +95,7 @@ class Term:
     name: str  # the tensor's own name: weight, bias, …
     tied: bool
     ratio: Fraction = Fraction(1)  # k/n for routed experts
+    active: tuple[int, int] | None = None  # (k, n) as configured (the ratio is reduced: 2/8 is 1/4)
 
 
 def terms(sections: Sequence[Section], syms: Symbols) -> list[Term]:
@@ -106,7 +107,8 @@ def terms(sections: Sequence[Section], syms: Symbols) -> list[Term]:
             ratio = Fraction(*line.active) if line.active else Fraction(1)
             for p in line.params:
                 poly = repeat * each * syms.product(p.shape)
-                out.append(Term(poly, s.kind, line.kind, line.role, p.name, bool(p.tied_to), ratio))
+                active = tuple(int(x) for x in line.active) if line.active else None
+                out.append(Term(poly, s.kind, line.kind, line.role, p.name, bool(p.tied_to), ratio, active))
     return out
 
 
@@ -163,10 +165,13 @@ def _experts(ts: Sequence[Term], active: bool) -> list[Slip]:
     routed = [t for t in ts if t.ratio != 1]
     if not routed:
         return []
-    k, n = routed[0].ratio.numerator, routed[0].ratio.denominator
+    k, n = routed[0].active or (routed[0].ratio.numerator, routed[0].ratio.denominator)
     if active:  # the base counts k of n; the slip counts all n
         return [Slip("experts_all", "experts", lambda t, w: w / t.ratio, info={"k": k, "n": n})]
-    return [Slip("experts_active", "experts", lambda t, w: w * t.ratio, info={"k": k, "n": n})]
+    # "8 × 7B": the model taken as n dense models, each with one expert per layer, so every
+    # part but the experts is counted n times.
+    as_models = Slip("experts_as_models", "experts", lambda t, w: w * n if t.ratio == 1 else w, info={"n": n})
+    return [Slip("experts_active", "experts", lambda t, w: w * t.ratio, info={"k": k, "n": n}), as_models]
 
 
 def _symbol_slips(ts: Sequence[Term], syms: Symbols) -> list[Slip]:
@@ -336,6 +341,7 @@ ORDER = (
     "router",
     "experts_active",
     "experts_all",
+    "experts_as_models",
     "ffn_4h",
     "kv_heads",
     "positions_counted",

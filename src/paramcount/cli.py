@@ -130,11 +130,17 @@ def run_list(argv: Sequence[str]) -> int:
 
     p = Parser(prog="paramcount list", description="The bundled catalog with totals.")
     p.add_argument("--width", type=int)
+    p.add_argument("--json", action="store_true", help="print the catalog as JSON (schema paramcount.list/1)")
     args = p.parse_args(argv)
     rows = []
     for e in catalog.entries():
         m = from_config(e.config, f"catalog:{e.id}", name=e.id)
         rows.append((e.id, m.model_type, m.class_name, m.total, m.backbone_total))
+    if args.json:
+        from .render import docs_json
+
+        print(docs_json.dumps(docs_json.catalog_dict(rows)))
+        return 0
     text.console(args.width).print(text.catalog_table(rows))
     return 0
 
@@ -149,11 +155,12 @@ def model_args(p: Parser) -> None:
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help="override a config field")
 
 
-def output_args(p: Parser) -> None:
+def output_args(p: Parser, schema: str) -> None:
     from .render.doc import FORMATS, LANGS
 
     p.add_argument("--format", choices=FORMATS, default="text", help="text (default), md (Markdown) or tex (LaTeX)")
     p.add_argument("--lang", choices=LANGS, default="en", help="en (default) or zh (Chinese)")
+    p.add_argument("--json", action="store_true", help=f"print JSON instead (schema paramcount.{schema}/1)")
 
 
 def load_model(name: str, args: argparse.Namespace, default_class: str | None = None):
@@ -179,9 +186,14 @@ def run_explain(argv: Sequence[str]) -> int:
         "print(model) text file, or - for that text on stdin (default: bert-base-chinese)",
     )
     model_args(p)
-    output_args(p)
+    output_args(p, "explain")
     args = p.parse_args(argv)
     model = load_model(args.model or catalog.DEFAULT, args, "base")  # the backbone, as the seed articles derive
+    if args.json:
+        from .render import docs_json
+
+        print(docs_json.dumps(docs_json.derivation_dict(derive(model))))
+        return 0
     print(render_derivation(derive(model), args.format, args.lang), end="")
     return 0
 
@@ -190,16 +202,25 @@ def run_check(argv: Sequence[str]) -> int:
     from .check import check
     from .render.check import render_check
 
-    p = Parser(prog="paramcount check", description="Check a hand-computed count and name the slips behind it.")
+    p = Parser(
+        prog="paramcount check",
+        description="Check a hand-computed count and name the slips behind it. "
+        "Exit status: 0 when the answer is the count (or the count rounded), 1 when it is not, 2 on bad input.",
+    )
     p.add_argument("model", help="catalog name, config.json, or model folder")
     p.add_argument("answer", help="the count to check: 108891648, 108,891,648, 110M, 1.3B, 1.3e9")
     model_args(p)
     p.add_argument("--active", action="store_true", help="check against the parameters active per token (MoE)")
-    output_args(p)
+    output_args(p, "check")
     args = p.parse_args(argv)
     result = check(load_model(args.model, args), args.answer, active=args.active)
-    print(render_check(result, args.format, args.lang), end="")
-    return 0
+    if args.json:
+        from .render import docs_json
+
+        print(docs_json.dumps(docs_json.check_dict(result)))
+    else:
+        print(render_check(result, args.format, args.lang), end="")
+    return 0 if result.exact else 1
 
 
 def run_compare(argv: Sequence[str]) -> int:
@@ -209,9 +230,14 @@ def run_compare(argv: Sequence[str]) -> int:
     p = Parser(prog="paramcount compare", description="Models side by side, by component, with differences.")
     p.add_argument("models", nargs="+", metavar="MODEL", help="two or more catalog names, configs or folders")
     model_args(p)
-    output_args(p)
+    output_args(p, "compare")
     args = p.parse_args(argv)
     result = compare([load_model(name, args) for name in args.models])
+    if args.json:
+        from .render import docs_json
+
+        print(docs_json.dumps(docs_json.compare_dict(result)))
+        return 0
     print(render_compare(result, args.format, args.lang), end="")
     return 0
 

@@ -211,10 +211,15 @@ def _relative(path: str, base: str) -> str:
     return path[len(base) + 1 :] if base and path.startswith(base + ".") else path
 
 
+def line_formula(line: Line) -> tuple[str, str]:
+    """(symbols, numbers) of a line: ``h·h + h`` and ``768·768 + 768`` (a tied line: its target's)."""
+    untied = any(not p.tied_to for p in line.params)
+    return _repeat(line, *_terms(line, tied=not untied))
+
+
 def line_row(line: Line, base: str, lang: str) -> tuple[Cell, ...]:
     w = words(lang)
-    untied = any(not p.tied_to for p in line.params)
-    sym, num = _repeat(line, *_terms(line, tied=not untied))
+    sym, num = line_formula(line)
     notes: list = []
     tied = [p for p in line.params if p.tied_to]
     if tied:
