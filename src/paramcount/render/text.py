@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Sequence
+from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console, Group
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
@@ -14,6 +19,7 @@ from ..model import Model
 from .labels import KINDS
 
 LABELS = KINDS["en"]
+PIPED_WIDTH = 200  # wide enough for every table here; lines of prose wrap at it
 
 
 def n(value: int) -> str:
@@ -126,5 +132,73 @@ def catalog_table(rows: Sequence[tuple[str, str, str, int, int]]) -> Table:
     return t
 
 
+class _Console(Console):
+    """A console whose tables never cut a number: right-aligned (numeric) columns keep their
+    widest cell whole, and the other columns fold their text instead of cutting it."""
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        for obj in objects:
+            _whole_numbers(obj)
+        super().print(*(self._fit(obj) for obj in objects), **kwargs)
+
+    def _fit(self, obj: Any) -> Any:
+        """A table too wide for the console even with its names folded is cut into several,
+        each repeating the first (label) column: numbers are never cropped."""
+        if isinstance(obj, Group):
+            return Group(*(self._fit(r) for r in obj.renderables))
+        if not isinstance(obj, Table) or len(obj.columns) < 3:
+            return obj
+        if _minimum(self, obj) <= self.width:
+            return obj
+        return Group(*_split(obj, self, self.width))
+
+
+def _whole_numbers(obj: Any) -> None:
+    if isinstance(obj, Group):
+        for r in obj.renderables:
+            _whole_numbers(r)
+    elif isinstance(obj, Table):
+        for col in obj.columns:
+            if col.justify == "right":
+                col.no_wrap = True
+                col.min_width = max([cell_len(str(c)) for c in col.cells] + [col.min_width or 0])
+            elif col.overflow == "ellipsis":
+                col.overflow = "fold"
+            for c in col.cells:
+                _whole_numbers(c)
+
+
+def _minimum(con: Console, table: Table) -> int:
+    """The narrowest the table can be drawn (rich clamps a measurement to the console's width)."""
+    return Measurement.get(con, con.options.update(max_width=1 << 16), table).minimum
+
+
+def _split(table: Table, con: Console, width: int) -> list[Table]:
+    """``table``'s columns in groups that fit ``width``, each group behind the first column."""
+    first, rest = table.columns[0], table.columns[1:]
+    groups: list[list[Any]] = [[]]
+    for col in rest:
+        trial = _subtable(table, [first, *groups[-1], col])
+        if groups[-1] and _minimum(con, trial) > width:
+            groups.append([])
+        groups[-1].append(col)
+    return [_subtable(table, [first, *g]) for g in groups]
+
+
+def _subtable(table: Table, columns: list[Any]) -> Table:
+    t = Table(title=table.title, title_justify=table.title_justify, show_edge=table.show_edge, box=table.box)
+    for col in columns:
+        t.add_column(
+            col.header, justify=col.justify, no_wrap=col.no_wrap, min_width=col.min_width, overflow=col.overflow
+        )
+    for i in range(table.row_count):
+        t.add_row(*(col._cells[i] for col in columns))
+    return t
+
+
 def console(width: int | None = None) -> Console:
-    return Console(width=width, highlight=False, soft_wrap=False)
+    """The console for ``width`` columns; piped output (not a terminal, no ``COLUMNS``) takes the
+    width its tables need rather than rich's 80, so nothing is folded there either."""
+    if width is None and not os.environ.get("COLUMNS") and not sys.stdout.isatty():
+        width = PIPED_WIDTH
+    return _Console(width=width, highlight=False, soft_wrap=False)
