@@ -113,6 +113,7 @@ def test_online_reads_headers_by_range_requests(tmp_path, monkeypatch, tiny):
         return str(snapshot / filename)
 
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", download)
+    monkeypatch.setattr(hub, "reachable", lambda endpoint: True)
     monkeypatch.setattr(
         huggingface_hub, "get_safetensors_metadata", lambda repo, **kw: _metadata(tmp_path / "model.safetensors")
     )
@@ -134,6 +135,7 @@ def test_hub_errors_are_one_line(tmp_path, monkeypatch):
         raise RepositoryNotFoundError("404 Client Error\nmore lines")
 
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", missing)
+    monkeypatch.setattr(hub, "reachable", lambda endpoint: True)
     with pytest.raises(ParamcountError, match="no such model on the Hub"):
         hub.load(REPO)
 
@@ -166,3 +168,36 @@ def test_cli_counts_a_cached_hub_model(cache, tiny, capsys):
     assert main([REPO, "--width", "120"]) == 0
     out = capsys.readouterr().out
     assert f"{expected:,}" in out and "parameters by storage" in out
+
+
+def closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_an_unreachable_hub_is_one_quick_line(tmp_path, monkeypatch, capsys):
+    """No retry storm: one connection attempt, then the cache, then one line."""
+    import time
+
+    from paramcount.cli import main
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", f"http://127.0.0.1:{closed_port()}")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    start = time.monotonic()
+    code = main([REPO])
+    err = capsys.readouterr().err
+    assert code == 2 and time.monotonic() - start < hub.PROBE_SECONDS + 2
+    assert err.count("\n") == 1 and "did not answer" in err and "Retry" not in err
+
+
+def test_reachable_is_bounded_in_time():
+    import time
+
+    start = time.monotonic()
+    assert hub.reachable(f"http://127.0.0.1:{closed_port()}", seconds=0.5) is False
+    assert time.monotonic() - start < 1.5

@@ -40,6 +40,33 @@ def offline() -> bool:
     return bool(constants.HF_HUB_OFFLINE)
 
 
+PROBE_SECONDS = 3.0  # one connection attempt to the Hub before any request (its client retries for ~20 s)
+
+
+def reachable(endpoint: str, seconds: float = PROBE_SECONDS) -> bool:
+    """Whether one TCP connection to the Hub's endpoint opens within ``seconds``: name lookup
+    included (it has no timeout of its own, so it runs in a thread that is left behind)."""
+    import socket
+    import threading
+    from urllib.parse import urlsplit
+
+    url = urlsplit(endpoint)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    result: list[bool] = []
+
+    def attempt() -> None:
+        try:
+            socket.create_connection((url.hostname, port), timeout=seconds).close()
+            result.append(True)
+        except (OSError, ValueError):
+            result.append(False)
+
+    thread = threading.Thread(target=attempt, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    return bool(result and result[0])
+
+
 def cache_dir() -> str | None:
     """HF_HUB_CACHE, else HF_HOME/hub, read now; None lets huggingface_hub use its default."""
     if os.environ.get("HF_HUB_CACHE"):
@@ -58,11 +85,11 @@ def _hub(repo_id: str):
     return huggingface_hub
 
 
-def _error(repo_id: str, e: Exception, off: bool) -> ParamcountError:
-    """One line for whatever huggingface_hub raised."""
+def _error(repo_id: str, e: Exception, off: bool | str) -> ParamcountError:
+    """One line for whatever huggingface_hub raised; ``off`` is why nothing was fetched, if so."""
     name = type(e).__name__
     if name in ("LocalEntryNotFoundError", "OfflineModeIsEnabled") or (off and isinstance(e, FileNotFoundError)):
-        why = "HF_HUB_OFFLINE is set" if off else "the Hub cannot be reached"
+        why = off if isinstance(off, str) else "HF_HUB_OFFLINE is set" if off else "the Hub cannot be reached"
         return ParamcountError(f"not in the local Hugging Face cache and {why}: nothing to count", source=repo_id)
     if name == "GatedRepoError":
         return ParamcountError("is gated: accept its licence on the Hub and log in (HF_TOKEN)", source=repo_id)
@@ -76,10 +103,10 @@ def _error(repo_id: str, e: Exception, off: bool) -> ParamcountError:
     return ParamcountError(f"the Hub could not be read: {name}: {first}", source=repo_id)
 
 
-def _config(hub, repo_id: str, revision: str | None, off: bool) -> Path:
+def _config(hub, repo_id: str, revision: str | None, off: bool | str) -> Path:
     try:
         path = hub.hf_hub_download(
-            repo_id, "config.json", revision=revision, cache_dir=cache_dir(), local_files_only=off
+            repo_id, "config.json", revision=revision, cache_dir=cache_dir(), local_files_only=bool(off)
         )
     except Exception as e:  # every failure of the library becomes one line
         raise _error(repo_id, e, off) from None
@@ -147,7 +174,12 @@ def load(
 ) -> Model:
     """Count a Hub model: config.json, then the weights' headers (cached, else range requests)."""
     hub = _hub(repo_id)
-    off = offline()
+    from huggingface_hub.utils import logging as hub_logging
+
+    hub_logging.set_verbosity_error()  # its retry messages would flood the terminal
+    off: bool | str = offline()
+    if not off and not reachable(hub.constants.ENDPOINT):
+        off = f"the Hub ({hub.constants.ENDPOINT}) did not answer within {PROBE_SECONDS:g} s"
     opts = {"model_class": model_class, "num_labels": num_labels, "overrides": overrides}
     config_file = _config(hub, repo_id, revision, off)
     folder = config_file.parent
@@ -157,7 +189,8 @@ def load(
         model = _remote(hub, repo_id, revision, folder, config, opts)
     if model is None:
         model = from_config(config, f"{repo_id}/config.json", name=repo_id, **opts)
-        why = "HF_HUB_OFFLINE is set and the cache holds no complete set" if off else "the repository has none"
+        why = f"{off if isinstance(off, str) else 'HF_HUB_OFFLINE is set'} and the cache holds no complete set"
+        why = why if off else "the repository has none"
         model = _noted(model, f"no safetensors weights read ({why}); counted from config.json alone")
     if isinstance(config.get("auto_map"), dict):
         model = _noted(model, "config.json points at custom code (auto_map); it is never run, only the config is read")
