@@ -215,7 +215,7 @@ def _row(planner: Any, precision: str, card: GPU, model: Model, context: int, ba
 def _planners(model: Model, mode: str, only: Any, options: Mapping[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
     """A planner per precision; of the default precisions, one the model cannot take (a GGUF mix
     not stated for its family) is left out with the reason, while one asked for raises."""
-    planners, skipped = {}, []
+    planners, errors = {}, []
     rows = _default_rows(mode, options)
     if mode == "inference" and is_checkpoint(model):
         rows = ("stored", *rows)
@@ -225,8 +225,10 @@ def _planners(model: Model, mode: str, only: Any, options: Mapping[str, Any]) ->
         except ParamcountError as e:
             if only:
                 raise
-            skipped.append(f"{p}: {e}")
-    return planners, tuple(skipped)
+            errors.append((p, e))
+    if not planners:  # nothing to show: the reason once, as an error, never an empty table
+        raise errors[0][1]
+    return planners, tuple(f"{p}: {e}" for p, e in errors)
 
 
 def _planner(model: Model, precision: str, mode: str, options: Mapping[str, Any]) -> Any:

@@ -169,10 +169,13 @@ def _as_model(model: Any) -> Any:
 
 def _cfg(model: Any) -> Cfg:
     """The model's config seen through its family, or an error for a model without one."""
-    if getattr(model, "counted_by", "paramcount") != "paramcount":
+    from ..frontends.config import is_native
+
+    if getattr(model, "counted_by", "paramcount") != "paramcount" or not is_native(model.model_type):
+        how = f"it was counted by {model.counted_by}" if model.counted_by != "paramcount" else "it was read"
         raise NoLayout(
-            f"no KV-cache layout for {model.model_type!r}: it was counted by {model.counted_by} "
-            "(no native paramcount family), so its attention layout is not known here",
+            f"no KV-cache layout for {model.model_type!r}: {how} without a native paramcount family, "
+            "so its attention layout is not known here",
             source=model.source,
         )
     if not model.config or model.model_type in ("unknown", "module"):
