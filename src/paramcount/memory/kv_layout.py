@@ -171,17 +171,17 @@ def _cfg(model: Any) -> Cfg:
     """The model's config seen through its family, or an error for a model without one."""
     from ..frontends.config import is_native
 
+    if not model.config or model.model_type in ("unknown", "module"):
+        raise NoLayout(
+            "the KV cache needs the model's transformers config (config.json): this model was read "
+            "without one; put config.json beside the weights, or load its config or catalog name instead",
+            source=model.source,
+        )
     if getattr(model, "counted_by", "paramcount") != "paramcount" or not is_native(model.model_type):
         how = f"it was counted by {model.counted_by}" if model.counted_by != "paramcount" else "it was read"
         raise NoLayout(
             f"no KV-cache layout for {model.model_type!r}: {how} without a native paramcount family, "
             "so its attention layout is not known here",
-            source=model.source,
-        )
-    if not model.config or model.model_type in ("unknown", "module"):
-        raise NoLayout(
-            "the KV cache needs the model's transformers config (config.json): this model was read "
-            "without one; put config.json beside the weights, or load its config or catalog name instead",
             source=model.source,
         )
     return family(model.model_type, model.source).cfg(model.config, model.source)
