@@ -19,6 +19,11 @@ from ..model import Model
 from .labels import KINDS
 
 LABELS = KINDS["en"]
+# Counts read from file headers alone, with no config to name a class.
+HEADER_ONLY = {
+    "checkpoint": "every tensor in the safetensors headers (no config of a known family names a class)",
+    "GGUF": "every tensor in the GGUF header",
+}
 PIPED_WIDTH = 200  # wide enough for every table here; lines of prose wrap at it
 
 
@@ -31,8 +36,13 @@ def summary(model: Model) -> Table:
     t.add_column(style="bold")
     t.add_column()
     t.add_column(justify="right")
-    t.add_row("class", model.class_name, n(model.total))
-    t.add_row("backbone", model.backbone_class, n(model.backbone_total))
+    if model.class_name in HEADER_ONLY:  # no transformers class: say what was counted instead
+        t.add_row("counted", HEADER_ONLY[model.class_name], n(model.total))
+        if model.backbone_total != model.total:
+            t.add_row("without the head", model.backbone_class, n(model.backbone_total))
+    else:
+        t.add_row("class", model.class_name, n(model.total))
+        t.add_row("backbone", model.backbone_class, n(model.backbone_total))
     if model.total_with_ties != model.total:
         t.add_row("ties counted twice", "", n(model.total_with_ties))
     if model.is_moe:
@@ -53,9 +63,15 @@ def components(model: Model) -> Table:
 
 
 def layer_lines(model: Model) -> list[Text]:
-    return [
-        Text(f"{_span(g.path, g.first, g.copies)}: {g.copies} × {n(g.each)} = {n(g.count)}") for g in model.layers()
-    ]
+    """One line per run of layers of equal size (a GGUF's runs split by quant type are one here)."""
+    runs: list[tuple[str, int, int, int]] = []  # (path, first, copies, each)
+    for g in model.layers():
+        path, first, copies, each = runs[-1] if runs else ("", 0, 0, 0)
+        if runs and (path, each, first + copies) == (g.path, g.each, g.first):
+            runs[-1] = (path, first, copies + g.copies, each)
+        else:
+            runs.append((g.path, g.first, g.copies, g.each))
+    return [Text(f"{_span(p, f, c)}: {c} × {n(e)} = {n(c * e)}") for p, f, c, e in runs]
 
 
 def _span(path: str, first: int, copies: int) -> str:
