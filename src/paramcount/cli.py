@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 from collections.abc import Sequence
 
@@ -36,12 +37,40 @@ examples:
 
 class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2, no usage dump
-        self.exit(2, f"paramcount: error: {message}\n")
+        self.exit(2, f"paramcount: error: {message}{self._suggestion(message)}\n")
+
+    def _suggestion(self, message: str) -> str:
+        """``did you mean --context?`` for a mistyped flag."""
+        if not message.startswith("unrecognized arguments:"):
+            return ""
+        flags = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
+        for word in message.split(":", 1)[1].split():
+            close = difflib.get_close_matches(word.split("=")[0], flags, n=1, cutoff=0.7)
+            if word.startswith("-") and close:
+                return f"; did you mean {close[0]}?"
+        return ""
+
+
+CONTEXT_HELP = "tokens per sequence, 4096 or 32k (default: the model's limit, ≤ 4,096)"
+
+
+def tokens(text: str) -> int:
+    """A count of tokens: ``4096``, ``4,096``, ``32k`` or ``128K`` (k = 1,024, as context sizes are
+    named: 32k is 32,768), ``1M`` (1,048,576)."""
+    t = text.strip().replace(",", "").replace("_", "")
+    scale = {"k": 1 << 10, "m": 1 << 20}.get(t[-1:].lower(), 1)
+    digits = t[:-1] if scale > 1 else t
+    if not digits.isdecimal() or len(digits) > 12:
+        raise argparse.ArgumentTypeError(f"expected a count of tokens like 4096 or 32k, got {text!r}")
+    return int(digits) * scale
 
 
 def count_parser() -> Parser:
     p = Parser(
         prog="paramcount",
+        usage="paramcount [MODEL] [options]\n       paramcount {"
+        + ",".join(c for c in COMMANDS if c != "count")
+        + "} ... (paramcount COMMAND --help)",
         description="Exact parameter counts of Transformer models, with where they live.",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -295,7 +324,12 @@ def plan_args(p: Parser) -> None:
 
     p.add_argument("model", help="catalog name or hub id, config.json, model folder, .safetensors or .gguf file")
     model_args(p)
-    p.add_argument("--context", type=int, metavar="N", help="tokens per sequence (default: the model's limit, ≤ 4,096)")
+    p.add_argument(
+        "--context",
+        type=tokens,
+        metavar="N",
+        help="tokens per sequence, 4096 or 32k (default: the model's limit, ≤ 4,096)",
+    )
     p.add_argument("--batch", type=int, default=1, metavar="N", help="sequences at once; training: per GPU (default 1)")
     p.add_argument(
         "--overhead", metavar="SPEC", help="runtime overhead, a size and/or a share: 1GiB+5%% (default 0.5GiB+10%%)"
@@ -309,7 +343,9 @@ def plan_args(p: Parser) -> None:
     i.add_argument(
         "--kv-cache", choices=CACHES, help="transformers' dynamic (default) or static cache; llama.cpp's (GGUF default)"
     )
-    i.add_argument("--encoder-length", type=int, metavar="N", help="encoder-decoder: source tokens (default --context)")
+    i.add_argument(
+        "--encoder-length", type=tokens, metavar="N", help="encoder-decoder: source tokens (default --context)"
+    )
     i.add_argument("--mla", choices=MLA_FORMS, help="MLA models: cache the latent (default) or expanded heads")
     i.add_argument("--keep", metavar="ITEMS", help="what stays in high precision: output, embeddings, lm_head, none, …")
     t = p.add_argument_group("training (--train; memory per GPU)")
@@ -440,7 +476,12 @@ def run_compute(argv: Sequence[str]) -> int:
     )
     p.add_argument("model", help="catalog name or hub id, config.json, model folder, .safetensors or .gguf file")
     model_args(p)
-    p.add_argument("--context", type=int, metavar="N", help="tokens per sequence (default: the model's limit, ≤ 4,096)")
+    p.add_argument(
+        "--context",
+        type=tokens,
+        metavar="N",
+        help="tokens per sequence, 4096 or 32k (default: the model's limit, ≤ 4,096)",
+    )
     p.add_argument("--batch", type=int, default=1, metavar="N", help="sequences in the forward pass shown (default 1)")
     p.add_argument("--tokens", metavar="D", help="training tokens: 300B, 2T, 1.4e12, 2_000_000 (default 20·N)")
     p.add_argument("--gpu", metavar="NAME", help="rtx4090, a100-80gb, h100, mi300x, …: the time at its peak")
@@ -469,10 +510,27 @@ COMMANDS = {
 }
 
 
+def _mistyped_command(word: str) -> str | None:
+    """The command ``word`` was likely meant to be (``explian``), unless it names a model or a file."""
+    from pathlib import Path
+
+    close = difflib.get_close_matches(word, COMMANDS, n=1, cutoff=0.75)
+    if not close or word.startswith("-") or "/" in word or "." in word or Path(word).exists():
+        return None
+    from .frontends import catalog
+
+    return None if catalog.find(word) else close[0]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = COMMANDS.get(argv[0]) if argv else None
     try:
+        meant = _mistyped_command(argv[0]) if argv and not command else None
+        if meant:
+            raise ParamcountError(
+                f"unknown command {argv[0]!r}; did you mean {meant}? (commands: {', '.join(COMMANDS)})"
+            )
         return command(argv[1:]) if command else run_count(argv)
     except ParamcountError as e:
         print(f"paramcount: error: {e}", file=sys.stderr)

@@ -74,7 +74,16 @@ def find(name: str) -> Entry | None:
 def get(name: str) -> Entry:
     entry = find(name)
     if entry is None:
-        close = difflib.get_close_matches(name.lower(), _names(), n=3, cutoff=0.5)
+        close = suggestions(name)
         hint = f"; did you mean {', '.join(close)}?" if close else "; 'paramcount list' shows the catalog"
         raise ParamcountError(f"not in the catalog, and not a file or folder{hint}", source=name)
     return entry
+
+
+def suggestions(name: str, n: int = 5) -> list[str]:
+    """Names that start with ``name`` (``bert`` → ``bert-base-cased``, …), else the closest ones;
+    short names (aliases) before hub ids."""
+    key, names = name.lower(), _names()
+    short = sorted((k for k in names if "/" not in k), key=lambda k: (len(k), k))
+    starts = [k for k in short if k.startswith(key)] or sorted(k for k in names if k.split("/")[-1].startswith(key))
+    return starts[:n] or difflib.get_close_matches(key, names, n=3, cutoff=0.5)

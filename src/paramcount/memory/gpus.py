@@ -141,6 +141,8 @@ def gpu(name: str | GPU) -> GPU:
         return GPUS[index[key]]
     close = difflib.get_close_matches(key, list(index), n=3, cutoff=0.6)
     hint = f"; did you mean {', '.join(dict.fromkeys(index[c] for c in close))}?" if close else ""
+    if re.fullmatch(r"\s*\d+(\.\d+)?\s*", name):  # a bare number: the unit is missing
+        hint = f"; a size needs its unit: {name.strip()}GB or {name.strip()}GiB"
     raise ParamcountError(
         f"unknown GPU {name!r}{hint} (known: {', '.join(GPUS)}; or a size like 24GB or 20GiB)", field="--gpu"
     )

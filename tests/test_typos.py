@@ -1,0 +1,46 @@
+"""Helpful typos: commands, flags, GPU sizes, short names and token counts."""
+
+from __future__ import annotations
+
+import pytest
+
+from paramcount.cli import main, tokens
+
+
+def err(capsys, *argv: str) -> tuple[int, str]:
+    code = main(list(argv))
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["explian", "bert-base-uncased"], "unknown command 'explian'; did you mean explain?"),
+        (["memroy", "llama-2-7b"], "did you mean memory?"),
+        (["bert-base-uncased", "--jsno"], "unrecognized arguments: --jsno; did you mean --json?"),
+        (["memory", "llama-2-7b", "--contxt", "4096"], "did you mean --context?"),
+        (["fit", "llama-2-7b", "--gpu", "24"], "a size needs its unit: 24GB or 24GiB"),
+        (["bert"], "did you mean bert-base-cased, bert-base-chinese, bert-base-uncased, bert-large-uncased?"),
+        (["memory", "llama-2-7b", "--context", "32q"], "expected a count of tokens like 4096 or 32k"),
+    ],
+)
+def test_one_line_with_a_suggestion(capsys, argv, said):
+    code, text = err(capsys, *argv)
+    assert code == 2 and said in text and text.count("\n") == 1
+
+
+def test_a_model_named_like_a_command_is_still_a_model(capsys):
+    assert main(["list", "--json"]) == 0  # the real command
+    capsys.readouterr()
+    assert main(["gpt2", "--json"]) == 0  # a catalog name, not a typo of a command
+
+
+@pytest.mark.parametrize(("text", "value"), [("4096", 4096), ("4,096", 4096), ("32k", 32768), ("128K", 131072)])
+def test_token_counts(text, value):
+    assert tokens(text) == value
+
+
+def test_usage_names_the_commands(capsys):
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert "paramcount {list,explain,check,compare,diff,serve,memory,fit,compute}" in out
