@@ -44,3 +44,11 @@ def test_usage_names_the_commands(capsys):
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
     assert "paramcount {list,explain,check,compare,diff,serve,memory,fit,compute}" in out
+
+
+def test_arch_says_which_fields_came_from_defaults(capsys):
+    assert main(["--arch", "llama", "--layers", "32", "--hidden", "4096", "--heads", "32", "--json"]) == 0
+    import json
+
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert any("llama's defaults: vocab_size = 32000, intermediate_size = 11008" in n for n in notes)

@@ -118,6 +118,9 @@ def from_config(
     tree, backbone = fam.build(cls, cfg)
     notes += fam.notes(cfg, cls) if fam.notes else []
     notes += [f"{k} was given but changes no parameter of {fam.model_type}" for k in given if k not in cfg.seen]
+    if source.startswith("--arch"):  # plain dimensions: say which ones the family filled in
+        taken = [f"{f} = {v}" for f, v in fam.defaults.items() if f in cfg.seen and not cfg.has(f) and v is not None]
+        notes += [f"not given, so {fam.model_type}'s defaults: {', '.join(taken)}"] if taken else []
     return Model(
         name=name or source,
         source=source,
