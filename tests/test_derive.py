@@ -165,4 +165,4 @@ def test_chinese_readme_shows_real_output(capsys):
     assert len(blocks) >= 3
     for command, shown in blocks:
         code, out, _ = run(capsys, *command.split())
-        assert code == 0 and out == shown, command
+        assert code in (0, 1) and out == shown, command  # check exits 1 on an answer that is not the count

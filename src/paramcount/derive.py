@@ -105,6 +105,7 @@ class Derivation:
     active_total: int
     closed: ClosedForm
     notes: tuple[str, ...] = field(default=())
+    inside: tuple[str, int] | None = None  # (class, its total) when this is the backbone inside that class
 
     @property
     def layers(self) -> int:

@@ -37,6 +37,10 @@ WORDS = {
         "active": "{k} of {n} active per token",
         "tied_section": "tied: 0 new parameters",
         "with_ties": "Counting every tied tensor again would give {n}.",
+        "inside": (
+            "The backbone {backbone}, inside {cls} ({total} parameters with its head); "
+            "--class {cls} derives the whole class."
+        ),
         "active_total": "Active per token (routed experts): {n}.",
         "note": "Note: ",
         "sections": {
@@ -103,6 +107,7 @@ WORDS = {
         "active": "每个 token 激活 {n} 个中的 {k} 个",
         "tied_section": "共享权重：0 个新参数",
         "with_ties": "若把共享（tied）的权重再算一遍，会得到 {n}。",
+        "inside": "这是 {cls}（含输出头共 {total} 个参数）内部的主干模型 {backbone}；用 --class {cls} 推导整个模型。",
         "active_total": "每个 token 实际激活的参数量（路由专家）：{n}。",
         "note": "注：",
         "sections": {
@@ -295,6 +300,9 @@ def document(d: Derivation, lang: str = "en") -> Doc:
     doc = Doc(lang)
     doc.title(f"{d.class_name}: ", Num(d.total), f" {w['params']}" if lang == "en" else " 个参数")
     doc.para(Code(d.name))
+    if d.inside:
+        cls, total = d.inside
+        doc.para(w["inside"].format(backbone=d.class_name, cls=cls, total=f"{total:,}"))
     doc.para(*legend(d.closed, lang))
     previous = None
     for i, section in enumerate(d.sections, 1):

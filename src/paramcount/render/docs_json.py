@@ -70,6 +70,7 @@ def derivation_dict(d: Derivation) -> dict[str, Any]:
         "symbols": [{"symbol": k, "value": v, "field": c.fields.get(k)} for k, v in c.values.items()],
         "closed_form": {"text": c.text, "expanded": c.expanded, "value": c.evaluate()},
         "approximations": [{"name": a.name, "value": a.value, "error": a.error} for a in c.approximations],
+        "inside": {"class": d.inside[0], "total": d.inside[1]} if d.inside else None,
         "notes": list(d.notes),
     }
 
