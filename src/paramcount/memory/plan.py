@@ -203,6 +203,7 @@ class InferencePlanner:
         self.overhead = _overhead.parse(overhead if overhead is not None else _overhead.DEFAULT)
         w = weights(model, self.scheme, keep=keep)
         self.keep = ",".join(w.keep) or "none"
+        self.unquantised = w.unquantised()
         self.weights = w.term()
         self.stored_as = w.options if self.scheme == "stored" else None
         self.partial = _no_layout(model, mla)

@@ -164,6 +164,12 @@ class Weights:
     def parameters(self) -> int:
         return sum(r.parameters for r in self.rows)
 
+    def unquantised(self) -> tuple[int, tuple[str, ...]]:
+        """Parameters a quantising scheme leaves in high precision (kept by --keep, or not
+        quantised by the library, such as bitsandbytes with fused 3-D experts), and their components."""
+        rows = [r for r in self.rows if r.role in ("kept", "not quantised") and r.parameters]
+        return sum(r.parameters for r in rows), tuple(sorted({r.kind for r in rows}))
+
     @property
     def gb(self) -> float:
         return self.bytes / GB

@@ -14,7 +14,7 @@ from ..memory.fit import Fit, Overview, Row, gpu_dict
 from ..memory.gpus import GPU
 from ..memory.plan import Plan
 from ..memory.terms import GB, GIB, Term
-from .text import n
+from .text import LABELS, n
 
 
 def gb(b: int) -> str:
@@ -165,6 +165,7 @@ def render_fit(fit: Fit) -> Group:
     if fit.gpu.note:
         parts.append(Text(f"note: {fit.gpu.note}", style="yellow"))
     parts += [Text(f"left out: {why}", style="yellow") for why in fit.skipped]
+    parts += unquantised_notes({r.precision: r.plan for r in fit.rows})
     parts.append(
         Text(f"max context: at batch {n(fit.batch)}; max batch: at {n(fit.context)} tokens; none: not even one")
     )
@@ -220,7 +221,22 @@ def render_overview(o: Overview) -> Group:
     legend = "cells: GB to spare (+) or short (-) on each GPU's usable memory; --gpu NAME for context and batch limits"
     skipped = [Text(f"left out: {why}", style="yellow") for why in o.skipped]
     partial = _partial(o.plans.values())
-    return Group(head, Text(what), Text(""), overview_table(o), Text(""), Text(legend), *skipped, *partial)
+    footnotes = unquantised_notes(o.plans)
+    return Group(head, Text(what), Text(""), overview_table(o), Text(""), Text(legend), *footnotes, *skipped, *partial)
+
+
+def unquantised_notes(plans: Mapping[str, Plan]) -> list[Text]:
+    """A footnote for each scheme that leaves a large part of the model unquantised: its
+    figure is not what the scheme's name suggests (nf4 on transformers 5's fused experts)."""
+    out = []
+    for name, plan in plans.items():
+        held, kinds = getattr(plan.planner, "unquantised", (0, ()))
+        total = plan.model.total
+        if total and held * 20 > total:  # more than 5%
+            said = ", ".join(LABELS.get(k, k) for k in kinds)
+            share = f"{held:,} of {total:,} parameters ({100 * held / total:.1f}%)"
+            out.append(Text(f"{name}: {share} stay unquantised: {said}; see memory --dtype {name}", style="yellow"))
+    return out
 
 
 def _partial(plans: Any) -> list[Text]:
