@@ -52,3 +52,17 @@ def test_arch_says_which_fields_came_from_defaults(capsys):
 
     notes = json.loads(capsys.readouterr().out)["notes"]
     assert any("llama's defaults: vocab_size = 32000, intermediate_size = 11008" in n for n in notes)
+
+
+def test_set_field_typo_is_an_error_with_a_suggestion(capsys):
+    code, text = err(capsys, "llama-2-7b", "--set", "num_hiden_layers=40")
+    assert code == 2 and "'num_hiden_layers' is not a field of llama's transformers config" in text
+    assert "did you mean num_hidden_layers" in text
+
+
+def test_set_of_a_real_field_that_changes_nothing_stays_a_note(capsys):
+    assert main(["llama-2-7b", "--set", "pad_token_id=4", "--json"]) == 0
+    import json
+
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert "pad_token_id was given but changes no parameter of llama" in notes

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import stat
 from collections.abc import Mapping
@@ -117,7 +118,9 @@ def from_config(
     cls, notes = pick_class(fam, raw, model_class, source)
     tree, backbone = fam.build(cls, cfg)
     notes += fam.notes(cfg, cls) if fam.notes else []
-    notes += [f"{k} was given but changes no parameter of {fam.model_type}" for k in given if k not in cfg.seen]
+    unused = [k for k in given if k not in cfg.seen]
+    check_fields(fam.model_type, unused, source)
+    notes += [f"{k} was given but changes no parameter of {fam.model_type}" for k in unused]
     if source.startswith("--arch"):  # plain dimensions: say which ones the family filled in
         taken = [f"{f} = {v}" for f, v in fam.defaults.items() if f in cfg.seen and not cfg.has(f) and v is not None]
         notes += [f"not given, so {fam.model_type}'s defaults: {', '.join(taken)}"] if taken else []
@@ -132,6 +135,32 @@ def from_config(
         config=raw,
         notes=tuple(notes),
     )
+
+
+# Fields paramcount reads outside a family's own config class (transformers keeps them as extra
+# attributes, and its caches read them), so --set takes them for any family.
+EXTRA_FIELDS = frozenset(
+    {"sliding_window", "layer_types", "attention_chunk_size", "use_sliding_window", "max_window_layers"}
+    | {"num_labels", "torch_dtype", "rope_scaling", "rope_theta", "partial_rotary_factor"}
+)
+
+
+def check_fields(model_type: str, names: list[str], source: str) -> None:
+    """A field given with --set that the family's transformers config class does not have is a
+    typo until shown otherwise: one line with the closest real names."""
+    from importlib import resources
+
+    known_by_family = json.loads((resources.files("paramcount") / "arch" / "config_fields.json").read_text())
+    known = known_by_family.get(model_type)
+    if known is None:
+        return
+    for name in names:
+        if name not in known and name not in EXTRA_FIELDS:
+            close = difflib.get_close_matches(name, [*known, *EXTRA_FIELDS], n=3, cutoff=0.6)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise ParamcountError(
+                f"{name!r} is not a field of {model_type}'s transformers config{hint}", source=source, field="--set"
+            )
 
 
 def is_native(model_type: Any) -> bool:
