@@ -86,6 +86,7 @@ TINY = {
     "fields",
     [
         {"num_hidden_layers": 5, "sliding_window": 4},  # the default period 4: layer 3 global
+        {"num_hidden_layers": 5, "sliding_window": None},  # no window: every layer keeps all
         {"num_hidden_layers": 5, "sliding_window": 3, "sliding_window_pattern": 2},
         {
             "num_hidden_layers": 3,

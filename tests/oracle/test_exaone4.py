@@ -90,6 +90,7 @@ TINY = {"hidden_size": 32, "intermediate_size": 48, "num_attention_heads": 4, "n
     "fields",
     [
         {"num_hidden_layers": 5, "sliding_window": 4},  # the class pattern 4: layer 3 global
+        {"num_hidden_layers": 5, "sliding_window": None},  # no window: every layer keeps all
         {"num_hidden_layers": 5, "sliding_window": 3, "sliding_window_pattern": 2},
         {"num_hidden_layers": 4, "sliding_window": 4, "sliding_window_pattern": "LLLG", "layer_types": PATTERN},
         {"num_hidden_layers": 2, "sliding_window": None, "layer_types": ["full_attention"] * 2},

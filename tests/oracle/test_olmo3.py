@@ -81,6 +81,7 @@ TINY = {
     "fields",
     [
         {"num_hidden_layers": 6, "sliding_window": 4},  # built: layer 3 full
+        {"num_hidden_layers": 5, "sliding_window": None},  # no window: every layer keeps all
         {
             "num_hidden_layers": 3,
             "sliding_window": 5,
