@@ -30,6 +30,8 @@ SMOLLM3_3B = {
 CONFIGS = {
     "defaults": {"model_type": "smollm3"},
     "smollm3-3b": SMOLLM3_3B,
+    # transformers reads no_rope_layers no further than num_hidden_layers
+    "longer-no-rope-list": {**SMOLLM3_3B, "num_hidden_layers": 3},
     "biases-head-dim-untied-sliding": {
         **CAUSAL,
         "vocab_size": 500,
@@ -91,6 +93,7 @@ TINY = {
         {"num_hidden_layers": 5, "use_sliding_window": True, "sliding_window": 4},  # the no-rope layer 3 slides
         {"num_hidden_layers": 5, "use_sliding_window": True, "sliding_window": 4, "no_rope_layer_interval": 2},
         {"num_hidden_layers": 3, "use_sliding_window": True, "sliding_window": 3, "no_rope_layers": [0, 1, 0]},
+        {"num_hidden_layers": 2, "use_sliding_window": True, "sliding_window": 3, "no_rope_layers": [1, 0, 0, 1]},
         {"num_hidden_layers": 2, "sliding_window": 3, "layer_types": ["sliding_attention", "full_attention"]},
     ],
 )

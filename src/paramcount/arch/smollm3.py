@@ -41,10 +41,12 @@ def backbone(c: Cfg) -> tuple[Node, ...]:
 
 
 def check(c: Cfg) -> None:
+    """The attention of layer i reads ``no_rope_layers[i]``: a shorter list cannot be built
+    (a longer one is read no further than ``num_hidden_layers``)."""
     dense.check(c)
     flags = c.raw.get("no_rope_layers")
     layers = int(c.int("num_hidden_layers"))
-    if flags is not None and (not isinstance(flags, list) or len(flags) != layers):
+    if flags is not None and (not isinstance(flags, list) or len(flags) < layers):
         got = f"{len(flags)} entries" if isinstance(flags, list) else repr(flags)
         raise c.error("no_rope_layers", f"expected a list of {layers} flags (num_hidden_layers), got {got}")
 
@@ -63,7 +65,7 @@ def cache_layout(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list[Any]
         return [kv_layout.LayerKind("full", layers, kv, d, d, where=kv_layout._span(0, layers))], []
     flags = c.raw.get("no_rope_layers")
     if flags is not None:  # already a list in memory
-        types = ["full_attention" if f else "sliding_attention" for f in flags]
+        types = ["full_attention" if f else "sliding_attention" for f in flags[:layers]]
         seen = Cfg({**c.raw, "layer_types": types}, c.defaults, c.source, c.aliases)
         return kv_layout.self_kinds(seen, model_type, (kv, d, d))
     # the interval rule: layer i has no rope, so slides, when (i + 1) % interval == 0; that is

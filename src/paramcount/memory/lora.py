@@ -181,6 +181,7 @@ PEFT_TARGETS = {
     "phi": ("q_proj", "v_proj", "fc1", "fc2"),
     "t5": ("q", "v"),
     "mt5": ("q", "v"),
+    "stablelm": ("q_proj", "v_proj"),
     **dict.fromkeys(
         ("gptj", "opt", "llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "bart"),
         ("q_proj", "v_proj"),
@@ -194,6 +195,12 @@ OWN_TARGETS = {
     "phi3": ("qkv_proj",),
     "deepseek_v3": ("q_proj", "q_b_proj", "kv_b_proj"),  # q_proj where q_lora_rank is null
     **dict.fromkeys(("qwen2_moe", "qwen3_moe", "olmo", "starcoder2"), ("q_proj", "v_proj")),
+    # the dense Llama variants (arch/dense.py)
+    **dict.fromkeys(
+        ("granite", "cohere", "cohere2", "olmo2", "olmo3", "smollm3", "ministral3", "seed_oss", "ernie4_5", "exaone4"),
+        ("q_proj", "v_proj"),
+    ),
+    **dict.fromkeys(("apertus", "glm4"), ("q_proj", "v_proj")),
 }
 
 
