@@ -22,7 +22,9 @@ V = 64  # vocabulary of every tiny model
 
 
 def build(model_type: str, fields: dict[str, Any], cls: str, dtype: Any = None) -> Any:
-    config = transformers.AutoConfig.for_model(model_type, **{k: v for k, v in fields.items() if v is not None})
+    config = transformers.AutoConfig.for_model(
+        model_type, **{k: v for k, v in fields.items() if v is not None and k != "model_type"}
+    )
     torch.manual_seed(0)
     model = getattr(transformers, cls)(config).eval()
     return model.to(dtype) if dtype is not None else model

@@ -19,7 +19,7 @@ from .blocks import WithHead
 from .config import Cfg
 
 # Shared modules beside the families (a family file is named after its model_type).
-_NOT_FAMILIES = {"blocks", "config", "vision", "moe", "mla", "ssm", "linear_attention", "hybrid"}
+_NOT_FAMILIES = {"blocks", "config", "vision", "towers", "moe", "mla", "ssm", "linear_attention", "hybrid"}
 
 
 @dataclass(frozen=True)

@@ -93,11 +93,13 @@ class Cfg:
         defaults: Mapping[str, Any],
         aliases: Mapping[str, tuple[str, ...]] | None = None,
         legacy: str | None = None,
+        absent: Mapping[str, Any] | None = None,
     ) -> Cfg:
         """A nested config (``text_config``, ``vision_config``) through its own class's defaults:
-        absent or null is all defaults, as transformers builds it; ``legacy`` names an older
-        field whose values win over it (CLIP's ``text_config_dict``)."""
-        merged: dict[str, Any] = {}
+        absent or null is the composite's own ``absent`` fields over them (transformers'
+        ``SubConfigSpec.init_kwargs``, used only then); ``legacy`` names an older field whose
+        values win (CLIP's ``text_config_dict``)."""
+        merged: dict[str, Any] = dict(absent or {}) if self.raw.get(field) is None else {}
         for name in (field, legacy):
             value = self.raw.get(name) if name else None
             if value is not None and not isinstance(value, Mapping):

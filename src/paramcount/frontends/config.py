@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..arch import Family, family, model_type_of_class, supported
+from ..arch.towers import NoNativeTower
 from ..errors import ParamcountError
 from ..model import Model
 
@@ -113,10 +114,17 @@ def from_config(
         return _fallback(raw, source, mtype, name, model_class, fallback)
     fam = family(mtype, source)
     cfg = fam.cfg(raw, source)
-    if fam.check:
-        fam.check(cfg)
-    cls, notes = pick_class(fam, raw, model_class, source)
-    tree, backbone = fam.build(cls, cfg)
+    try:
+        if fam.check:
+            fam.check(cfg)
+        cls, notes = pick_class(fam, raw, model_class, source)
+        tree, backbone = fam.build(cls, cfg)
+    except NoNativeTower as e:  # a composite with a tower only transformers knows
+        if not (fallback and _transformers_can(mtype) and _transformers_can(getattr(e, "model_type", None))):
+            raise
+        from . import fallback as fb
+
+        return fb.from_transformers(raw, source, mtype, name=name, model_class=model_class, notes=(str(e),))
     notes += fam.notes(cfg, cls) if fam.notes else []
     unused = [k for k in given if k not in cfg.seen]
     check_fields(fam.model_type, unused, source)
@@ -165,6 +173,12 @@ def check_fields(model_type: str, names: list[str], source: str) -> None:
 
 def is_native(model_type: Any) -> bool:
     return isinstance(model_type, str) and model_type.replace("-", "_") in supported()
+
+
+def _transformers_can(model_type: str) -> bool:
+    from . import fallback as fb
+
+    return fb.can_count(model_type)
 
 
 def _fallback(

@@ -128,10 +128,12 @@ def max_positions(model: Model) -> int | None:
         fam = family(model.model_type)
         if fam.max_tokens is not None:
             return int(fam.max_tokens(fam.cfg(model.config, model.source)))
-    for name in _POSITIONS:
-        value = model.config.get(name)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
+    text = model.config.get("text_config") if model.config else None  # a composite's language model
+    for config in (model.config or {}, text if isinstance(text, Mapping) else {}):
+        for name in _POSITIONS:
+            value = config.get(name)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
     return None
 
 
