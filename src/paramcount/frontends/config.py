@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from ..arch import Family, family, model_type_of_class, supported
-from ..arch.towers import NoNativeTower
 from ..errors import ParamcountError
 from ..model import Model
 
@@ -119,8 +118,9 @@ def from_config(
             fam.check(cfg)
         cls, notes = pick_class(fam, raw, model_class, source)
         tree, backbone = fam.build(cls, cfg)
-    except NoNativeTower as e:  # a composite with a tower only transformers knows
-        if not (fallback and _transformers_can(mtype) and _transformers_can(getattr(e, "model_type", None))):
+    except ParamcountError as e:  # a composite with a tower only transformers knows goes to the fallback
+        tower_type = getattr(e, "model_type", None)  # set by arch.towers.NoNativeTower only
+        if not (tower_type and fallback and _transformers_can(mtype) and _transformers_can(tower_type)):
             raise
         from . import fallback as fb
 
