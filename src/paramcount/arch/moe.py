@@ -1,0 +1,124 @@
+"""Mixture-of-experts pieces shared by the MoE families: routed experts (fused as transformers 5
+holds them, with the checkpoint's per-expert names), top-k routers with or without a bias or a
+score-correction bias, shared experts with or without a sigmoid gate, and the schedule of which
+layers route (dense first layers, ``mlp_only_layers``, a sparse step, a start/end window).
+
+``Block.active = (k, E)`` on the routed experts makes :attr:`Model.active_total` the parameters
+one token passes through: k of E experts, everything else (router, shared experts, dense
+layers, attention, embeddings) in full.
+
+Whether ``e_score_correction_bias`` counts depends on the family: DeepSeek-V3, GLM-4.5,
+MiniMax-M2 and MiMo-V2 keep it as a buffer (not counted, said in a note); ERNIE 4.5 makes it a
+parameter (``gate.moe_statics.e_score_correction_bias``, counted).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from itertools import pairwise
+
+from ..ir import Block, Node, Sym, Tensor
+from .blocks import block, fused_experts, gated_mlp, linear, stack
+from .config import Cfg
+
+Run = tuple[int, int, bool]  # (first layer, how many, routes experts)
+GATE_UP_DOWN = ("gate_proj", "up_proj", "down_proj")
+
+
+def experts(
+    n: int,
+    hidden: int,
+    inter: int,
+    k: int,
+    *,
+    bias: bool = False,
+    transposed: bool = False,
+    checkpoint_names: Sequence[str] | None = GATE_UP_DOWN,
+) -> Block:
+    """Routed experts, k of ``n`` active per token: 3-D ``gate_up_proj`` and ``down_proj``
+    (gpt-oss stores them ``transposed``, (E, in, out), and adds per-expert biases
+    ``gate_up_proj_bias`` and ``down_proj_bias``). ``checkpoint_names`` are the per-expert
+    modules checkpoints store (None: the checkpoint keeps the fused tensors, as gpt-oss's)."""
+    if not bias and not transposed and checkpoint_names is not None:
+        return fused_experts(n, hidden, inter, k, checkpoint_names)
+    up, down = (hidden, 2 * inter), (inter, hidden)
+    tensors = [
+        Tensor("gate_up_proj", (n, *(up if transposed else up[::-1]))),
+        Tensor("gate_up_proj_bias", (n, 2 * inter)) if bias else None,
+        Tensor("down_proj", (n, *(down if transposed else down[::-1]))),
+        Tensor("down_proj_bias", (n, hidden)) if bias else None,
+    ]
+    return Block("experts", tuple(t for t in tensors if t is not None), kind="experts", active=(int(k), int(n)))
+
+
+def router(name: str, hidden: int, n: int, *, bias: bool = False, extra: Sequence[Node] = ()) -> Block:
+    """A top-k router's (E, h) weight, with a bias where the family has one (gpt-oss) and any
+    parameters it holds besides (ERNIE's ``moe_statics``)."""
+    return block(name, *linear(name, hidden, n, bias).children, *extra, kind="router")
+
+
+def shared_mlp(hidden: int, inter: int, name: str = "shared_experts", gate: str | None = None) -> tuple[Block, ...]:
+    """Always-on shared experts as one SwiGLU MLP of the summed width, and where the family
+    scales them by a sigmoid gate (Qwen2-MoE's ``shared_expert_gate``), its (1, h) weight."""
+    mlp = gated_mlp(name, hidden, inter, kind="experts")
+    return (mlp,) if gate is None else (mlp, linear(gate, hidden, 1, bias=False, kind="router"))
+
+
+def top_k(c: Cfg, n: Sym, field: str = "num_experts_per_tok") -> Sym:
+    """The experts each token routes to, refused above the routed expert count."""
+    k = c.int(field)
+    if n and k > n:
+        raise c.error(c.lookup(field)[0], f"{int(k)} is more than the {int(n)} routed experts")
+    return k
+
+
+def runs(
+    layers: int,
+    *,
+    first: int = 0,
+    last: int | None = None,
+    step: int = 1,
+    dense: frozenset[int] | set[int] = frozenset(),
+) -> list[Run]:
+    """(first index, length, routes experts) of each run of alike layers, where layer ``i``
+    routes when ``first <= i <= last``, ``(i + 1) % step == 0`` and ``i`` is not in ``dense``
+    (``first_k_dense_replace``; ERNIE's start/end/interval; Qwen's ``decoder_sparse_step`` and
+    ``mlp_only_layers``). Only the indices where that can change are visited, so the work grows
+    with the runs, not the layers. A single run spans all layers."""
+    last = layers - 1 if last is None else last
+    cuts = {0, layers} | {x for x in (first, last + 1) if 0 <= x <= layers}
+    cuts |= {x for d in dense for x in (d, d + 1) if 0 <= x <= layers}
+    if step > 1:
+        cuts |= {x for i in range(step - 1, layers, step) for x in (i, i + 1)}
+    out: list[Run] = []
+    for start, end in pairwise(sorted(cuts)):
+        sparse = first <= start <= last and (start + 1) % step == 0 and start not in dense
+        if out and out[-1][2] == sparse:
+            out[-1] = (out[-1][0], end - out[-1][0], sparse)
+        else:
+            out.append((start, end - start, sparse))
+    return out
+
+
+def layer_stacks(
+    runs: Sequence[Run], layers: Sym, build: Callable[[bool], Sequence[Node | None]], name: str = "layers"
+) -> tuple[Block, ...]:
+    """One ``layers`` stack per run, each kind of layer built once; a single run keeps the
+    symbol of the layer count for derivations."""
+    made: dict[bool, Sequence[Node | None]] = {}
+    out = []
+    for first, n, sparse in runs:
+        if sparse not in made:
+            made[sparse] = build(sparse)
+        out.append(stack(name, layers if len(runs) == 1 else n, *made[sparse], start=first))
+    return tuple(out)
+
+
+def correction_note(runs: Sequence[Run], where: str = "router") -> list[str]:
+    """The note for a family whose ``e_score_correction_bias`` is a buffer (not counted)."""
+    if not any(sparse for _, _, sparse in runs):
+        return []
+    return [f"each MoE {where} also stores e_score_correction_bias, a buffer, not a parameter: not counted"]
+
+
+__all__ = ["correction_note", "experts", "layer_stacks", "router", "runs", "shared_mlp", "top_k"]
