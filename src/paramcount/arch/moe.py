@@ -57,6 +57,15 @@ def router(name: str, hidden: int, n: int, *, bias: bool = False, extra: Sequenc
     return block(name, *linear(name, hidden, n, bias).children, *extra, kind="router")
 
 
+def block_sparse_moe(hidden: int, n: int, inter: int, k: int, router_name: str = "gate") -> Block:
+    """Mixtral-style routing under ``mlp`` (the router as ``router_name``, fused experts), whose
+    checkpoints keep the older names: ``block_sparse_moe.gate`` and per-expert ``w1`` (gate),
+    ``w3`` (up), ``w2`` (down). Mixtral, PhiMoE and MiniMax-M2 store them so."""
+    saved = (router("gate", hidden, n), experts(n, hidden, inter, k, checkpoint_names=("w1", "w3", "w2")))
+    live = (router(router_name, hidden, n), experts(n, hidden, inter, k))
+    return Block("mlp", live, checkpoint=Block("block_sparse_moe", saved))
+
+
 def shared_mlp(hidden: int, inter: int, name: str = "shared_experts", gate: str | None = None) -> tuple[Block, ...]:
     """Always-on shared experts as one SwiGLU MLP of the summed width, and where the family
     scales them by a sigmoid gate (Qwen2-MoE's ``shared_expert_gate``), its (1, h) weight."""
@@ -121,4 +130,4 @@ def correction_note(runs: Sequence[Run], where: str = "router") -> list[str]:
     return [f"each MoE {where} also stores e_score_correction_bias, a buffer, not a parameter: not counted"]
 
 
-__all__ = ["correction_note", "experts", "layer_stacks", "router", "runs", "shared_mlp", "top_k"]
+__all__ = ["block_sparse_moe", "correction_note", "experts", "layer_stacks", "router", "runs", "shared_mlp", "top_k"]
