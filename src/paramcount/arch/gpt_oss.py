@@ -72,11 +72,17 @@ def alternating(c: Cfg) -> list[str]:
     return ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(int(c.int("num_hidden_layers")))]
 
 
-def check(c: Cfg) -> None:
-    refuse_nulls(c, ("num_key_value_heads", "head_dim"))
-    heads, kv = c.int("num_attention_heads"), kv_heads(c)
+def check_heads(c: Cfg, kv: Sym) -> None:
+    """The KV heads divide the query heads (the width need not divide by the heads: a head
+    width is then explicit or h // a, rounded down, as transformers takes it)."""
+    heads = c.int("num_attention_heads")
     if heads % kv:
         raise c.error("num_key_value_heads", f"{int(kv)} does not divide num_attention_heads ({int(heads)})")
+
+
+def check(c: Cfg) -> None:
+    refuse_nulls(c, ("num_key_value_heads", "head_dim"))
+    check_heads(c, kv_heads(c))
     moe.top_k(c, c.int("num_experts"))
     layer_types(c, [])
 
@@ -125,4 +131,4 @@ FAMILY = Family(
     ),
 )
 
-__all__ = ["FAMILY", "alternating", "head_dim", "kv_heads", "layer_types", "refuse_nulls", "self_attn"]
+__all__ = ["FAMILY", "alternating", "check_heads", "head_dim", "kv_heads", "layer_types", "refuse_nulls", "self_attn"]

@@ -73,6 +73,15 @@ def shared_mlp(hidden: int, inter: int, name: str = "shared_experts", gate: str 
     return (mlp,) if gate is None else (mlp, linear(gate, hidden, 1, bias=False, kind="router"))
 
 
+def with_shared(hidden: int, n: int, inter: int, k: int, shared: int, gate: Block | None = None) -> Block:
+    """DeepSeek-style MoE under ``mlp``: fused ``experts`` (k of ``n``), the router ``gate``
+    (weight only unless ``gate`` is given) and ``shared_experts``, one always-on SwiGLU MLP of
+    width ``shared`` (I_e times the shared expert count; 0 leaves empty tensors, as transformers
+    builds them). DeepSeek-V3, GLM-4.5 and ERNIE 4.5 share it."""
+    gate = gate or router("gate", hidden, n)
+    return block("mlp", experts(n, hidden, inter, k), gate, *shared_mlp(hidden, shared))
+
+
 def top_k(c: Cfg, n: Sym, field: str = "num_experts_per_tok") -> Sym:
     """The experts each token routes to, refused above the routed expert count."""
     k = c.int(field)
@@ -130,4 +139,14 @@ def correction_note(runs: Sequence[Run], where: str = "router") -> list[str]:
     return [f"each MoE {where} also stores e_score_correction_bias, a buffer, not a parameter: not counted"]
 
 
-__all__ = ["block_sparse_moe", "correction_note", "experts", "layer_stacks", "router", "runs", "shared_mlp", "top_k"]
+__all__ = [
+    "block_sparse_moe",
+    "correction_note",
+    "experts",
+    "layer_stacks",
+    "router",
+    "runs",
+    "shared_mlp",
+    "top_k",
+    "with_shared",
+]
