@@ -132,11 +132,11 @@ def layer_stacks(
     return tuple(out)
 
 
-def correction_note(runs: Sequence[Run], where: str = "router") -> list[str]:
+def correction_note(runs: Sequence[Run], where: str = "MoE router") -> list[str]:
     """The note for a family whose ``e_score_correction_bias`` is a buffer (not counted)."""
     if not any(sparse for _, _, sparse in runs):
         return []
-    return [f"each MoE {where} also stores e_score_correction_bias, a buffer, not a parameter: not counted"]
+    return [f"each {where} also stores e_score_correction_bias, a buffer, not a parameter: not counted"]
 
 
 __all__ = [
