@@ -66,20 +66,26 @@ def block_sparse_moe(hidden: int, n: int, inter: int, k: int, router_name: str =
     return Block("mlp", live, checkpoint=Block("block_sparse_moe", saved))
 
 
-def shared_mlp(hidden: int, inter: int, name: str = "shared_experts", gate: str | None = None) -> tuple[Block, ...]:
+def shared_mlp(
+    hidden: int, inter: int, name: str = "shared_experts", gate: str | None = None, bias: bool = False
+) -> tuple[Block, ...]:
     """Always-on shared experts as one SwiGLU MLP of the summed width, and where the family
     scales them by a sigmoid gate (Qwen2-MoE's ``shared_expert_gate``), its (1, h) weight."""
-    mlp = gated_mlp(name, hidden, inter, kind="experts")
+    mlp = gated_mlp(name, hidden, inter, bias, kind="experts")
     return (mlp,) if gate is None else (mlp, linear(gate, hidden, 1, bias=False, kind="router"))
 
 
-def with_shared(hidden: int, n: int, inter: int, k: int, shared: int, gate: Block | None = None) -> Block:
+def with_shared(
+    hidden: int, n: int, inter: int, k: int, shared: int | None, gate: Block | None = None, bias: bool = False
+) -> Block:
     """DeepSeek-style MoE under ``mlp``: fused ``experts`` (k of ``n``), the router ``gate``
     (weight only unless ``gate`` is given) and ``shared_experts``, one always-on SwiGLU MLP of
-    width ``shared`` (I_e times the shared expert count; 0 leaves empty tensors, as transformers
-    builds them). DeepSeek-V3, GLM-4.5 and ERNIE 4.5 share it."""
+    width ``shared`` (I_e times the shared expert count: DeepSeek and GLM build it even at 0,
+    as empty tensors; None leaves it out, as ERNIE does without shared experts). DeepSeek-V3,
+    GLM-4.5 and ERNIE 4.5 share it."""
     gate = gate or router("gate", hidden, n)
-    return block("mlp", experts(n, hidden, inter, k), gate, *shared_mlp(hidden, shared))
+    extra = shared_mlp(hidden, shared, bias=bias) if shared is not None else ()
+    return block("mlp", experts(n, hidden, inter, k), gate, *extra)
 
 
 def top_k(c: Cfg, n: Sym, field: str = "num_experts_per_tok") -> Sym:
