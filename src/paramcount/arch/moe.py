@@ -108,12 +108,13 @@ def runs(
     routes when ``first <= i <= last``, ``(i + 1) % step == 0`` and ``i`` is not in ``dense``
     (``first_k_dense_replace``; ERNIE's start/end/interval; Qwen's ``decoder_sparse_step`` and
     ``mlp_only_layers``). Only the indices where that can change are visited, so the work grows
-    with the runs, not the layers. A single run spans all layers."""
-    last = layers - 1 if last is None else last
-    cuts = {0, layers} | {x for x in (first, last + 1) if 0 <= x <= layers}
-    cuts |= {x for d in dense for x in (d, d + 1) if 0 <= x <= layers}
+    with the runs, not the layers. A single run spans all ``layers`` (its symbol kept)."""
+    n = int(layers)
+    last = n - 1 if last is None else last
+    cuts = {0, n} | {x for x in (first, last + 1) if 0 <= x <= n}
+    cuts |= {x for d in dense for x in (d, d + 1) if 0 <= x <= n}
     if step > 1:
-        cuts |= {x for i in range(step - 1, layers, step) for x in (i, i + 1)}
+        cuts |= {x for i in range(step - 1, n, step) for x in (i, i + 1)}
     out: list[Run] = []
     for start, end in pairwise(sorted(cuts)):
         sparse = first <= start <= last and (start + 1) % step == 0 and start not in dense
@@ -121,7 +122,7 @@ def runs(
             out[-1] = (out[-1][0], end - out[-1][0], sparse)
         else:
             out.append((start, end - start, sparse))
-    return out
+    return [(0, layers, out[0][2])] if len(out) == 1 else out  # keeps the symbol L
 
 
 def layer_stacks(
