@@ -112,6 +112,7 @@ def test_mimo_v2_flash_notes():
         ({"num_experts_per_tok": 7}, "num_experts_per_tok"),
         ({"layer_types": ["full_attention"] * 3}, "layer_types"),
         ({"mlp_layer_types": ["dense", "moe"] + ["dense"] * 5}, "mlp_layer_types"),
+        ({"mlp_layer_types": ["dense"] * 8}, "mlp_layer_types"),  # transformers checks the length
         ({"v_head_dim": None}, "v_head_dim"),
     ],
 )
