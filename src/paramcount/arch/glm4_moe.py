@@ -63,9 +63,9 @@ def sparse_mlp(c: Cfg) -> Block:
     return moe.with_shared(h, n, inter, moe.top_k(c, n), inter * c.int("n_shared_experts", low=0))
 
 
-def layer(c: Cfg, sparse: bool) -> tuple[Node, ...]:
+def layer(c: Cfg, sparse: bool, attn: Block | None = None) -> tuple[Node, ...]:
     ff = sparse_mlp(c) if sparse else gated_mlp("mlp", c.int("hidden_size"), c.int("intermediate_size"))
-    return llama.rms_layer(c, self_attn(c), ff)
+    return llama.rms_layer(c, attn or self_attn(c), ff)
 
 
 def runs(c: Cfg) -> list[moe.Run]:
@@ -74,7 +74,8 @@ def runs(c: Cfg) -> list[moe.Run]:
 
 def backbone(c: Cfg) -> tuple[Node, ...]:
     h = c.int("hidden_size")
-    layers = moe.layer_stacks(runs(c), c.int("num_hidden_layers"), lambda sparse: layer(c, sparse))
+    attn = self_attn(c)  # alike in dense and MoE layers: built once
+    layers = moe.layer_stacks(runs(c), c.int("num_hidden_layers"), lambda sparse: layer(c, sparse, attn))
     return (embedding("embed_tokens", c.int("vocab_size"), h), *layers, norm("norm", h, bias=False))
 
 
@@ -100,7 +101,8 @@ def mtp_note(c: Cfg, layer_params: int) -> list[str]:
 
 def notes(c: Cfg, cls: str) -> list[str]:
     found = runs(c)
-    return [*mtp_note(c, sum(n.count for n in layer(c, True))), *moe.correction_note(found)]
+    mtp = mtp_note(c, sum(n.count for n in layer(c, True))) if c.int("num_nextn_predict_layers", low=0) else []
+    return [*mtp, *moe.correction_note(found)]
 
 
 def cache_layout(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list, list[str]]:

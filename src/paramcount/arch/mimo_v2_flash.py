@@ -100,15 +100,13 @@ def mlp(c: Cfg, sparse: bool) -> Block:
     return block("mlp", moe.experts(n, h, c.int("moe_intermediate_size"), moe.top_k(c, n)), moe.router("gate", h, n))
 
 
-def layer(c: Cfg, kind: tuple[str, str]) -> tuple[Node, ...]:
-    attn, ff = kind
-    return llama.rms_layer(c, self_attn(c, attn == "sliding_attention"), mlp(c, ff == "sparse"))
-
-
 def backbone(c: Cfg) -> tuple[Node, ...]:
+    """One stack per run of alike (attention, MLP) kinds; each attention and MLP built once."""
     h, n = c.int("hidden_size"), c.int("num_hidden_layers")
+    attn = {t: self_attn(c, t == "sliding_attention") for t in set(attention_types(c))}
+    ffn = {t: mlp(c, t == "sparse") for t in set(mlp_types(c))}
     kinds = list(zip(attention_types(c), mlp_types(c), strict=True))
-    layers = typed_stacks("layers", kinds, lambda kind: layer(c, kind), count=n)
+    layers = typed_stacks("layers", kinds, lambda kind: llama.rms_layer(c, attn[kind[0]], ffn[kind[1]]), count=n)
     return (embedding("embed_tokens", c.int("vocab_size"), h), *layers, norm("norm", h, bias=False))
 
 
