@@ -37,6 +37,36 @@ ERNIE_21B_A3B = {
     "moe_use_aux_free": True,
 }
 
+# baidu/ERNIE-4.5-300B-A47B-PT, its architecture fields as Huawei's atb_llm tests quote them: three
+# dense layers, MoE from layer 3 to 53, no shared experts.
+ERNIE_300B_A47B = {
+    "model_type": "ernie4_5_moe",
+    "architectures": ["Ernie4_5_MoeForCausalLM"],
+    "hidden_act": "silu",
+    "hidden_size": 8192,
+    "intermediate_size": 28672,
+    "max_position_embeddings": 131072,
+    "num_attention_heads": 64,
+    "num_key_value_heads": 8,
+    "num_hidden_layers": 54,
+    "pad_token_id": 0,
+    "bos_token_id": 1,
+    "eos_token_id": 2,
+    "rms_norm_eps": 1e-05,
+    "use_cache": False,
+    "vocab_size": 103424,
+    "rope_theta": 500000.0,
+    "moe_num_experts": 64,
+    "moe_num_shared_experts": 0,
+    "moe_layer_start_index": 3,
+    "moe_layer_end_index": 53,
+    "moe_intermediate_size": 3584,
+    "moe_gate": "topk_fused",
+    "moe_k": 8,
+    "moe_layer_interval": 1,
+    "tie_word_embeddings": True,
+}
+
 SMALL = {
     "model_type": "ernie4_5_moe",
     "vocab_size": 500,
@@ -54,6 +84,7 @@ SMALL = {
 CONFIGS = {
     "defaults": {"model_type": "ernie4_5_moe"},
     "ernie-4.5-21b-a3b": ERNIE_21B_A3B,
+    "ernie-4.5-300b-a47b": ERNIE_300B_A47B,
     "biased-untied-interval-2-window": {
         **SMALL,
         "use_bias": True,
@@ -88,6 +119,13 @@ def test_ernie_21b_a3b_total_and_active():
     assert round((model.active_total - 103424 * 2560) / 1e9) == 3
     assert model.total - model.active_total == 27 * (64 - 6) * 3 * 2560 * 1536
     assert [(g.first, g.copies) for g in model.layers()] == [(0, 1), (1, 27)]
+
+
+def test_ernie_300b_a47b_total_and_active():
+    """The name's 300B total and 47B active: 8 of 64 experts, no shared expert, in layers 3-53."""
+    model = from_config(ERNIE_300B_A47B, "t")
+    assert (model.total, model.active_total) == (298_636_913_856, 47_079_337_152)
+    assert [(g.first, g.copies) for g in model.layers()] == [(0, 3), (3, 51)]
 
 
 def test_ernie_layer_schedule():
