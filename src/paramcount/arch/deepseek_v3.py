@@ -106,14 +106,8 @@ def backbone(c: Cfg) -> tuple[Node, ...]:
 
 def notes(c: Cfg, cls: str) -> list[str]:
     """Where DeepSeek's checkpoint or its own code differ from the transformers model counted."""
-    out = []
-    mtp, n = c.int("num_nextn_predict_layers", low=0), int(c.int("num_hidden_layers"))
-    if mtp:
-        where = f"model.layers.{n}" if mtp == 1 else f"model.layers.{n}-{n + int(mtp) - 1}"
-        out.append(
-            f"the published checkpoint also holds {int(mtp)} multi-token-prediction layer(s) ({where}) "
-            "that the transformers model does not build; they are not counted"
-        )
+    n = int(c.int("num_hidden_layers"))
+    out = shared_moe.mtp_note(c, lambda: sum(x.count for x in layer(c, moe(c))))
     freq = c.raw.get("moe_layer_freq", 1)
     if freq not in (1, None):
         out.append(

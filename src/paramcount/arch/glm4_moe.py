@@ -79,29 +79,9 @@ def backbone(c: Cfg) -> tuple[Node, ...]:
     return (embedding("embed_tokens", c.int("vocab_size"), h), *layers, norm("norm", h, bias=False))
 
 
-def mtp_note(c: Cfg, layer_params: int) -> list[str]:
-    """The checkpoint's multi-token-prediction layers (``model.layers.L…``): each a MoE decoder
-    layer plus ``eh_proj`` (2h → h), ``enorm``, ``hnorm`` and ``shared_head.norm``; they share
-    the model's embedding and output head. transformers builds none of them."""
-    mtp, n, h = (
-        int(c.int("num_nextn_predict_layers", low=0)),
-        int(c.int("num_hidden_layers")),
-        int(c.int("hidden_size")),
-    )
-    if not mtp:
-        return []
-    each = layer_params + 2 * h * h + 3 * h
-    where = f"model.layers.{n}" if mtp == 1 else f"model.layers.{n}-{n + mtp - 1}"
-    return [
-        f"the published checkpoint also holds {mtp} multi-token-prediction layer(s) ({where}, {mtp * each:,} "
-        "parameters: a MoE decoder layer with eh_proj, enorm, hnorm and shared_head.norm, sharing the embedding "
-        "and output head) that the transformers model does not build; they are not counted"
-    ]
-
-
 def notes(c: Cfg, cls: str) -> list[str]:
     found = runs(c)
-    mtp = mtp_note(c, sum(n.count for n in layer(c, True))) if c.int("num_nextn_predict_layers", low=0) else []
+    mtp = moe.mtp_note(c, lambda: sum(n.count for n in layer(c, True)))
     return [*mtp, *moe.correction_note(found)]
 
 
@@ -123,4 +103,4 @@ FAMILY = Family(
     classes=decoder_classes("Glm4Moe", backbone, heads=("ForCausalLM",)),
 )
 
-__all__ = ["FAMILY", "mtp_note", "routed"]
+__all__ = ["FAMILY", "routed"]

@@ -139,6 +139,24 @@ def layer_stacks(
     return tuple(out)
 
 
+def mtp_note(c: Cfg, layer_params: Callable[[], int], field: str = "num_nextn_predict_layers") -> list[str]:
+    """The checkpoint's multi-token-prediction layers (``model.layers.L…``) that transformers
+    does not build (DeepSeek-V3, GLM-4.5): each a MoE decoder layer (``layer_params()``, built
+    only when there are any) plus ``eh_proj`` (2h → h), ``enorm``, ``hnorm`` and
+    ``shared_head.norm``; they share the model's embedding and output head."""
+    mtp = int(c.int(field, low=0))
+    if not mtp:
+        return []
+    n, h = int(c.int("num_hidden_layers")), int(c.int("hidden_size"))
+    each = layer_params() + 2 * h * h + 3 * h
+    where = f"model.layers.{n}" if mtp == 1 else f"model.layers.{n}-{n + mtp - 1}"
+    return [
+        f"the published checkpoint also holds {mtp} multi-token-prediction layer(s) ({where}, {mtp * each:,} "
+        "parameters: a MoE decoder layer with eh_proj, enorm, hnorm and shared_head.norm, sharing the embedding "
+        "and output head) that the transformers model does not build; they are not counted"
+    ]
+
+
 def correction_note(runs: Sequence[Run], where: str = "MoE router") -> list[str]:
     """The note for a family whose ``e_score_correction_bias`` is a buffer (not counted)."""
     if not any(sparse for _, _, sparse in runs):
@@ -151,6 +169,7 @@ __all__ = [
     "correction_note",
     "experts",
     "layer_stacks",
+    "mtp_note",
     "router",
     "runs",
     "shared_mlp",
