@@ -44,8 +44,9 @@ def small(model_id: str, layers: int = 3) -> dict:
         raw["num_experts_per_tok"] = 2
     if "first_k_dense_replace" in raw:
         raw |= {"first_k_dense_replace": 1, "n_group": 1, "topk_group": 1}
-    if "layer_types" in raw:
-        raw["layer_types"] = raw["layer_types"][:layers]
+    for f in ("layer_types", "mlp_layer_types"):
+        if f in raw:
+            raw[f] = raw[f][:layers]
     return raw
 
 

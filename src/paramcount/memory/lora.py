@@ -194,6 +194,9 @@ OWN_TARGETS = {
     "phi3": ("qkv_proj",),
     "deepseek_v3": ("q_proj", "q_b_proj", "kv_b_proj"),  # q_proj where q_lora_rank is null
     **dict.fromkeys(("qwen2_moe", "qwen3_moe", "olmo", "starcoder2"), ("q_proj", "v_proj")),
+    **dict.fromkeys(
+        ("gpt_oss", "olmoe", "phimoe", "ernie4_5_moe", "minimax_m2", "glm4_moe", "mimo_v2_flash"), ("q_proj", "v_proj")
+    ),
 }
 
 
