@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import json
 import stat
+from functools import cache
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -156,10 +157,9 @@ EXTRA_FIELDS = frozenset(
 def check_fields(model_type: str, names: list[str], source: str) -> None:
     """A field given with --set that the family's transformers config class does not have is a
     typo until shown otherwise: one line with the closest real names."""
-    from importlib import resources
-
-    known_by_family = json.loads((resources.files("paramcount") / "arch" / "config_fields.json").read_text())
-    known = known_by_family.get(model_type)
+    if not names:
+        return
+    known = _config_fields().get(model_type)
     if known is None:
         return
     for name in names:
@@ -169,6 +169,13 @@ def check_fields(model_type: str, names: list[str], source: str) -> None:
             raise ParamcountError(
                 f"{name!r} is not a field of {model_type}'s transformers config{hint}", source=source, field="--set"
             )
+
+
+@cache
+def _config_fields() -> dict[str, list[str]]:
+    from importlib import resources
+
+    return json.loads((resources.files("paramcount") / "arch" / "config_fields.json").read_text())
 
 
 def is_native(model_type: Any) -> bool:
