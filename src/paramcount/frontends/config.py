@@ -5,8 +5,8 @@ from __future__ import annotations
 import difflib
 import json
 import stat
-from functools import cache
 from collections.abc import Mapping
+from functools import cache
 from pathlib import Path
 from typing import Any
 
