@@ -18,7 +18,7 @@ from ..ir import Block
 from .blocks import WithHead
 from .config import Cfg
 
-_NOT_FAMILIES = {"blocks", "config"}
+_NOT_FAMILIES = {"blocks", "config", "linear_attention"}
 
 
 @dataclass(frozen=True)
