@@ -121,3 +121,9 @@ def test_qwen3_5_moe_text_cache_equals_transformers(dtype):
 def test_impossible_qwen3_5_moe_text_configs_are_refused(fields, field):
     with pytest.raises(ParamcountError, match=field):
         from_config({"model_type": "qwen3_5_moe_text", **fields}, "test")
+
+
+def test_qwen3_5_moe_mtp_layer_is_noted_with_its_size():
+    model = from_config(QWEN3_5_397B, "test")
+    full = next(g for g in model.layers() if g.first == 3).each  # a full-attention MoE layer
+    assert f"mtp.*, {full + 2 * 4096 * 4096 + 3 * 4096:,} parameters" in " ".join(model.notes)

@@ -91,3 +91,12 @@ def test_qwen3_5_text_cache_equals_transformers(dtype):
 def test_impossible_qwen3_5_text_configs_are_refused(fields, field):
     with pytest.raises(ParamcountError, match=field):
         from_config({"model_type": "qwen3_5_text", **fields}, "test")
+
+
+def test_qwen3_5_mtp_layer_is_noted_with_its_size():
+    model = from_config(QWEN3_5_27B, "test")
+    full = next(g for g in model.layers() if g.first == 3).each  # a full-attention layer
+    said = " ".join(model.notes)
+    assert f"mtp.*, {full + 2 * 5120 * 5120 + 3 * 5120:,} parameters" in said
+    twice = " ".join(from_config({**QWEN3_5_27B, "mtp_num_hidden_layers": 2}, "test").notes)
+    assert f"2 multi-token-prediction layer(s) (mtp.*, {2 * (full + 2 * 5120 * 5120 + 3 * 5120):,}" in twice

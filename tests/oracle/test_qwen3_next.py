@@ -125,3 +125,10 @@ def test_qwen3_next_cache_equals_transformers(dtype):
 def test_impossible_qwen3_next_configs_are_refused(fields, field):
     with pytest.raises(ParamcountError, match=field):
         from_config({"model_type": "qwen3_next", **fields}, "test")
+
+
+def test_qwen3_next_mtp_layer_is_noted_with_its_size():
+    """One full-attention MoE layer (1,642,076,672) + fc 2h·h + three RMSNorms of h."""
+    said = " ".join(from_config(QWEN3_NEXT_80B, "test").notes)
+    assert f"mtp.*, {1_642_076_672 + 2 * 2048 * 2048 + 3 * 2048:,} parameters" in said
+    assert not from_config({**QWEN3_NEXT_80B, "num_nextn_predict_layers": 0}, "test").notes

@@ -213,3 +213,19 @@ RECURRENT_NOTE = (
     "linear-attention layers keep a fixed-size recurrent state instead of a KV cache; "
     "transformers keeps it in fp32 whatever the model dtype"
 )
+
+
+def mtp_note(c: Cfg, field: str, layer: Sequence[Node]) -> list[str]:
+    """Qwen3-Next and Qwen3.5 checkpoints hold multi-token-prediction weights (``mtp.*``) that
+    transformers skips on load: per MTP layer one full-attention decoder layer (``layer``), plus
+    ``fc`` (2h → h) and three RMSNorms, as vLLM's MTP modules build them (the embedding and
+    head are the model's own). ``field`` gives their number (default 1, as vLLM reads it)."""
+    n = int(c.int(field, low=0, default=1))
+    if not n:
+        return []
+    h = int(c.int("hidden_size"))
+    each = sum(node.count for node in layer) + 2 * h * h + 3 * h
+    return [
+        f"the published checkpoint also holds {n} multi-token-prediction layer(s) (mtp.*, {n * each:,} parameters) "
+        "that the transformers model skips on load; they are not counted"
+    ]

@@ -56,11 +56,16 @@ def check(c: Cfg) -> None:
     qwen2_moe.check_top_k(c)
 
 
+def notes(c: Cfg, cls: str) -> list[str]:
+    return la.mtp_note(c, "mtp_num_hidden_layers", layer(c, la.FULL))
+
+
 FAMILY = Family(
     model_type="qwen3_5_moe_text",
     defaults=DEFAULTS,
     backbone="Qwen3_5MoeTextModel",
     check=check,
+    notes=notes,
     cache_layout=qwen3_next.cache_layout,
     classes={
         "Qwen3_5MoeTextModel": base(backbone),

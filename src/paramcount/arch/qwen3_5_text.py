@@ -51,11 +51,16 @@ def check(c: Cfg) -> None:
     la.check_deltanet(c)
 
 
+def notes(c: Cfg, cls: str) -> list[str]:
+    return la.mtp_note(c, "mtp_num_hidden_layers", layer(c, la.FULL))
+
+
 FAMILY = Family(
     model_type="qwen3_5_text",
     defaults=DEFAULTS,
     backbone="Qwen3_5TextModel",
     check=check,
+    notes=notes,
     cache_layout=qwen3_next.cache_layout,
     classes={
         "Qwen3_5TextModel": base(backbone),

@@ -70,6 +70,11 @@ def check(c: Cfg) -> None:
     qwen2_moe.check_top_k(c)
 
 
+def notes(c: Cfg, cls: str) -> list[str]:
+    sparse = int(qwen2_moe.num_experts(c)) > 0
+    return la.mtp_note(c, "num_nextn_predict_layers", layer(c, (la.FULL, sparse)))
+
+
 def cache_layout(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list, list[str]]:
     """Full-attention layers cache keys and values (GQA heads × head_dim); DeltaNet layers keep
     a conv window and an fp32 recurrent state, constant in the context."""
@@ -90,6 +95,7 @@ FAMILY = Family(
     defaults=DEFAULTS,
     backbone="Qwen3NextModel",
     check=check,
+    notes=notes,
     cache_layout=cache_layout,
     classes=decoder_classes("Qwen3Next", backbone, qa_attr="transformer"),
 )
