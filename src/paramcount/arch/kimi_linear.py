@@ -119,7 +119,7 @@ def mlp_types(c: Cfg) -> list[str]:
     return given
 
 
-def mla(c: Cfg) -> Block:
+def mla_attention(c: Cfg) -> Block:
     """DeepSeek's MLA, read with Kimi's default of no query bottleneck (q_lora_rank null)."""
     if "q_lora_rank" not in c.raw:
         view = Cfg({**c.raw, "q_lora_rank": None}, c.defaults, c.source, c.aliases)
@@ -147,7 +147,7 @@ def moe(c: Cfg) -> Block:
 
 def layer(c: Cfg, kind: Hashable) -> tuple[Node, ...]:
     mixer, ff = kind  # type: ignore[misc]
-    attn = mla(c) if mixer == la.FULL else kda(c)
+    attn = mla_attention(c) if mixer == la.FULL else kda(c)
     return rms_layer(
         c, attn, moe(c) if ff == "sparse" else gated_mlp("mlp", c.int("hidden_size"), c.int("intermediate_size"))
     )

@@ -194,6 +194,8 @@ OWN_TARGETS = {
     "phi3": ("qkv_proj",),
     "deepseek_v3": ("q_proj", "q_b_proj", "kv_b_proj"),  # q_proj where q_lora_rank is null
     **dict.fromkeys(("qwen2_moe", "qwen3_moe", "olmo", "starcoder2"), ("q_proj", "v_proj")),
+    # linear-attention hybrids: the softmax layers' q_proj/v_proj (and Kimi's KDA projections of those names)
+    **dict.fromkeys(("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "kimi_linear", "minimax"), ("q_proj", "v_proj")),
 }
 
 
