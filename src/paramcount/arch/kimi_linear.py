@@ -100,10 +100,11 @@ def layer_types(c: Cfg) -> list[str]:
 
 
 def _indices(c: Cfg, value: Any, key: str, n: int) -> list[int]:
-    if not isinstance(value, list) or any(
-        isinstance(i, bool) or not isinstance(i, int) or not 1 <= i <= n for i in value
-    ):
-        raise c.error(f"linear_attn_config.{key}", f"expected a list of layer numbers 1..{n}, got {value!r}")
+    if not isinstance(value, list):
+        raise c.error(f"linear_attn_config.{key}", f"expected a list of layer numbers 1..{n}, got {value!r:.80}")
+    bad = [i for i in value if isinstance(i, bool) or not isinstance(i, int) or not 1 <= i <= n]
+    if bad:
+        raise c.error(f"linear_attn_config.{key}", f"{bad[0]!r:.40} is not a layer number 1..{n} (num_hidden_layers)")
     return value
 
 
@@ -114,8 +115,12 @@ def mlp_types(c: Cfg) -> list[str]:
     if given is None:
         first = int(c.int("first_k_dense_replace", low=0, default=1))
         return ["dense" if i < first else "sparse" for i in range(n)]
-    if not isinstance(given, list) or len(given) != n or any(t not in ("dense", "sparse") for t in given):
-        raise c.error("mlp_layer_types", f'expected a list of {n} entries "dense" or "sparse", got {given!r}')
+    if not isinstance(given, list) or len(given) != n:
+        got = f"{len(given)} entries" if isinstance(given, list) else f"{given!r:.80}"
+        raise c.error("mlp_layer_types", f"expected a list of {n} entries (num_hidden_layers), got {got}")
+    unknown = sorted({f"{t!r:.40}" for t in given if t not in ("dense", "sparse")})
+    if unknown:
+        raise c.error("mlp_layer_types", f'unknown entries {", ".join(unknown[:3])}; expected "dense" or "sparse"')
     return given
 
 

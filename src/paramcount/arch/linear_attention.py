@@ -30,11 +30,12 @@ def layer_types(c: Cfg, default: Callable[[int], str], allowed: Sequence[str] = 
     if given is None:
         return [default(i) for i in range(n)]
     if not isinstance(given, list) or len(given) != n:
-        got = f"{len(given)} entries" if isinstance(given, list) else repr(given)
+        got = f"{len(given)} entries" if isinstance(given, list) else f"{given!r:.80}"
         raise c.error("layer_types", f"expected a list of {n} layer types (num_hidden_layers), got {got}")
-    unknown = sorted({repr(t) for t in given if t not in allowed})
+    unknown = sorted({f"{t!r:.40}" for t in given if t not in allowed})
     if unknown:
-        raise c.error("layer_types", f"unknown layer type(s) {', '.join(unknown)}; expected {' or '.join(allowed)}")
+        named = ", ".join(unknown[:3]) + (", …" if len(unknown) > 3 else "")
+        raise c.error("layer_types", f"unknown layer type(s) {named}; expected {' or '.join(allowed)}")
     return list(given)
 
 

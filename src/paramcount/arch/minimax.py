@@ -59,7 +59,7 @@ def attn_type_note(c: Cfg) -> list[str]:
     if given is None or c.get("layer_types", None) is not None:
         return []
     if not isinstance(given, list) or not all(t in (0, 1) for t in given):
-        return [f"attn_type_list = {given!r} is not read by transformers, nor here"]
+        return [f"attn_type_list = {given!r:.80} is not read by transformers, nor here"]
     mine = [1 if t == la.FULL else 0 for t in layer_types(c)]
     if given == mine:
         return []
