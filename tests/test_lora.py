@@ -47,6 +47,10 @@ def small(model_id: str, layers: int = 3) -> dict:
     for f in ("layer_types", "mlp_layer_types"):
         if f in raw:
             raw[f] = raw[f][:layers]
+    if isinstance(raw.get("linear_attn_config"), dict):  # Kimi's 1-based layer lists
+        own = raw["linear_attn_config"]
+        cut = {k: [i for i in own[k] if i <= layers] for k in ("full_attn_layers", "kda_layers") if k in own}
+        raw["linear_attn_config"] = own | cut
     return raw
 
 
