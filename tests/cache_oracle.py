@@ -2,8 +2,9 @@
 
 ``real_cache_bytes`` sums every tensor a cache keeps: keys and values, a quantised layer's
 states and scales, a sparse-attention indexer's keys, and a linear-attention or Mamba layer's
-conv and recurrent states. ``expect_cache`` asserts paramcount's ``kv_cache`` equals it. Family
-oracle tests call it on a tiny config of their family; paramcount itself never imports this.
+conv and recurrent states, and MiniMax's lightning-attention states (``MiniMaxCache.linear_cache``).
+``expect_cache`` asserts paramcount's ``kv_cache`` equals it. Family oracle tests call it on a
+tiny config of their family; paramcount itself never imports this.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ V = 64  # vocabulary of every tiny model
 
 
 def build(model_type: str, fields: dict[str, Any], cls: str, dtype: Any = None) -> Any:
-    config = transformers.AutoConfig.for_model(model_type, **{k: v for k, v in fields.items() if v is not None})
+    config = transformers.AutoConfig.for_model(
+        model_type, **{k: v for k, v in fields.items() if v is not None and k != "model_type"}
+    )
     torch.manual_seed(0)
     model = getattr(transformers, cls)(config).eval()
     return model.to(dtype) if dtype is not None else model
@@ -50,7 +53,9 @@ def cache_bytes(cache: Any) -> int:
         if hasattr(cache, "cross_attention_cache")
         else [cache]
     )
-    return sum(t.numel() * t.element_size() for c in halves for layer in c.layers for t in layer_tensors(layer))
+    found = [t for c in halves for layer in c.layers for t in layer_tensors(layer)]
+    found += [t for t in getattr(cache, "linear_cache", ()) if isinstance(t, torch.Tensor)]  # MiniMaxCache
+    return sum(t.numel() * t.element_size() for t in found)
 
 
 def forward(model: Any, tokens: int, batch: int = 2, source: int | None = None, cache: Any = None) -> Any:

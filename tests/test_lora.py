@@ -44,8 +44,13 @@ def small(model_id: str, layers: int = 3) -> dict:
         raw["num_experts_per_tok"] = 2
     if "first_k_dense_replace" in raw:
         raw |= {"first_k_dense_replace": 1, "n_group": 1, "topk_group": 1}
-    if "layer_types" in raw:
-        raw["layer_types"] = raw["layer_types"][:layers]
+    for f in ("layer_types", "mlp_layer_types"):
+        if f in raw:
+            raw[f] = raw[f][:layers]
+    if isinstance(raw.get("linear_attn_config"), dict):  # Kimi's 1-based layer lists
+        own = raw["linear_attn_config"]
+        cut = {k: [i for i in own[k] if i <= layers] for k in ("full_attn_layers", "kda_layers") if k in own}
+        raw["linear_attn_config"] = own | cut
     return raw
 
 

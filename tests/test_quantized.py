@@ -228,7 +228,8 @@ def test_cli_shows_bookkeeping(tmp_path, capsys):
 
 
 def test_unmodelled_family_is_counted_from_the_checkpoint_alone(tmp_path):
-    """A gpt-oss style folder: the family is not modelled, the mxfp4 experts still count."""
+    """A gpt-oss style folder of a family paramcount does not model (nor transformers): the
+    mxfp4 experts still count."""
     experts, rows, blocks = 2, 8, 2
     tensors = {
         "model.embed_tokens.weight": zeros(16, 64, dtype=torch.bfloat16),
@@ -237,7 +238,7 @@ def test_unmodelled_family_is_counted_from_the_checkpoint_alone(tmp_path):
         "model.layers.0.mlp.experts.down_proj_bias": zeros(experts, rows, dtype=torch.bfloat16),
     }
     save(tmp_path / "model.safetensors", tensors)
-    write_config(tmp_path, {"model_type": "gpt_oss", "quantization_config": {"quant_method": "mxfp4"}})
+    write_config(tmp_path, {"model_type": "private_moe", "quantization_config": {"quant_method": "mxfp4"}})
     m = load_path(tmp_path)
     assert m.total == 16 * 64 + experts * rows * blocks * 32 + experts * rows
     assert m.class_name == "checkpoint" and any("counted from the checkpoint alone" in n for n in m.notes)

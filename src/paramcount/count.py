@@ -51,6 +51,30 @@ def _add_kinds(node: Block, kind: str, times: int, sums: dict[str, int]) -> None
             sums[k] = sums.get(k, 0) + times * child.count
 
 
+def by_tower(node: Block) -> dict[str, int]:
+    """Unique parameters per tower of a composite model (the outermost block naming one),
+    the rest under ``other``; empty for a model of one tower."""
+    sums: dict[str, int] = {}
+    rest = _add_towers(node, 1, sums)
+    if sums and rest:
+        sums["other"] = sums.get("other", 0) + rest
+    return sums
+
+
+def _add_towers(node: Block, times: int, sums: dict[str, int]) -> int:
+    """Adds the towers under ``node`` to ``sums``; returns the parameters in no tower."""
+    times *= node.copies
+    rest = 0
+    for child in node.children:
+        if isinstance(child, Block) and child.tower:
+            sums[child.tower] = sums.get(child.tower, 0) + times * child.count
+        elif isinstance(child, Block):
+            rest += _add_towers(child, times, sums)
+        else:
+            rest += times * child.count
+    return rest
+
+
 @dataclass(frozen=True)
 class LayerGroup:
     """A run of identical layers: ``path`` numbered ``first``…``first+copies-1``."""

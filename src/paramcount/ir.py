@@ -151,6 +151,7 @@ class Block:
     active: tuple[int, int] | None = None
     checkpoint: Block | None = None
     label: str | None = None  # what the block is, for trees and per-layer lines
+    tower: str | None = None  # a composite model's part: vision_encoder, projector, language_model, …
     copies: int = field(init=False, repr=False, compare=False)
     count: int = field(init=False, repr=False, compare=False)
 
@@ -171,6 +172,9 @@ class Block:
 
 
 Node = Tensor | Tie | Block
+
+# The parts of a composite model (image+text, speech, dual encoders), each its own tower.
+TOWERS = ("vision_encoder", "audio_encoder", "text_encoder", "projector", "language_model", "other")
 
 
 def join(prefix: str, name: str) -> str:

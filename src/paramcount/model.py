@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import count
-from .ir import KINDS, Block, Leaf, leaves
+from .ir import KINDS, TOWERS, Block, Leaf, leaves
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,12 @@ class Model:
         (a tied output head) is present with 0."""
         sums = count.by_kind(self.tree)
         return {k: sums[k] for k in KINDS if k in sums}
+
+    def towers(self) -> dict[str, int]:
+        """Unique parameters per tower of a composite model (vision encoder, projector, language
+        model, …) in a fixed order; empty for a model of one tower."""
+        sums = count.by_tower(self.tree)
+        return {k: sums[k] for k in TOWERS if k in sums}
 
     def layers(self) -> list[count.LayerGroup]:
         return list(count.layer_groups(self.tree))

@@ -18,7 +18,8 @@ from ..ir import Block
 from .blocks import WithHead
 from .config import Cfg
 
-_NOT_FAMILIES = {"blocks", "config", "dense"}
+# Shared modules beside the families (a family file is named after its model_type).
+_NOT_FAMILIES = {"blocks", "config", "vision", "towers", "moe", "mla", "ssm", "linear_attention", "hybrid", "dense"}
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class Family:
     notes: Callable[[Cfg, str], list[str]] | None = None
     flag_fields: Mapping[str, str] = field(default_factory=dict)
     cache_layout: Callable[[Cfg, str, str, str], tuple[list[Any], list[str]]] | None = None
+    max_tokens: Callable[[Cfg], int] | None = None  # tokens in one input, where not max_position_embeddings
 
     def cfg(self, raw: Mapping[str, Any], source: str | None) -> Cfg:
         return Cfg(raw, self.defaults, source, self.aliases)

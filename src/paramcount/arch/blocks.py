@@ -16,9 +16,12 @@ from .config import Cfg
 Builder = Callable[[Cfg], Block]
 
 
-def block(name: str, *children: Node | None, kind: str | None = None, label: str | None = None) -> Block:
-    """A module holding ``children``; ``None`` children (switched-off parts) are dropped."""
-    return Block(name, tuple([c for c in children if c is not None]), kind=kind, label=label)
+def block(
+    name: str, *children: Node | None, kind: str | None = None, label: str | None = None, tower: str | None = None
+) -> Block:
+    """A module holding ``children``; ``None`` children (switched-off parts) are dropped.
+    ``tower`` marks a composite model's part (``vision_encoder``, ``projector``, …)."""
+    return Block(name, tuple([c for c in children if c is not None]), kind=kind, label=label, tower=tower)
 
 
 def stack(name: str, count: int, *children: Node | None, start: int = 0, label: str = "layer") -> Block:

@@ -74,16 +74,39 @@ class Cfg:
         defaults: Mapping[str, Any],
         source: str | None = None,
         aliases: Mapping[str, tuple[str, ...]] | None = None,
+        prefix: str = "",
     ):
         self.raw = raw
         self.defaults = defaults
         self.source = source
         self.aliases = aliases or {}
+        self.prefix = prefix  # "text_config." for a sub-config: errors name the field in the file
         self.seen: set[str] = set()  # every name looked up, to tell which given fields mattered
         self._ints: dict[tuple, Sym] = {}  # builders ask for the same few fields many times
 
     def error(self, field: str, message: str) -> ParamcountError:
-        return ParamcountError(message, source=self.source, field=field)
+        return ParamcountError(message, source=self.source, field=self.prefix + field)
+
+    def sub(
+        self,
+        field: str,
+        defaults: Mapping[str, Any],
+        aliases: Mapping[str, tuple[str, ...]] | None = None,
+        legacy: str | None = None,
+        absent: Mapping[str, Any] | None = None,
+    ) -> Cfg:
+        """A nested config (``text_config``, ``vision_config``) through its own class's defaults:
+        absent or null is the composite's own ``absent`` fields over them (transformers'
+        ``SubConfigSpec.init_kwargs``, used only then); ``legacy`` names an older field whose
+        values win (CLIP's ``text_config_dict``)."""
+        merged: dict[str, Any] = dict(absent or {}) if self.raw.get(field) is None else {}
+        for name in (field, legacy):
+            value = self.raw.get(name) if name else None
+            if value is not None and not isinstance(value, Mapping):
+                raise self.error(name, f"expected an object, got {value!r:.60}")
+            merged.update(value or {})
+        self.seen.add(field)
+        return Cfg(merged, defaults, self.source, aliases, prefix=f"{self.prefix}{field}.")
 
     def has(self, field: str) -> bool:
         return any(self.raw.get(n) is not None for n in self._names(field))

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from ..ir import Block, Node, Sym
 from . import Family
-from .blocks import block, decoder_classes, embedding, fused_experts, gated_mlp, linear, norm, router, stack
+from . import moe as shared_moe
+from .blocks import block, decoder_classes, embedding, gated_mlp, linear, norm
 from .config import Cfg
 from .llama import rms_layer
 
@@ -87,13 +88,7 @@ def moe(c: Cfg) -> Block:
     buffer), and the always-on shared experts as one MLP of width I_e·E_s."""
     h, e, i_e = c.int("hidden_size"), c.int("n_routed_experts"), c.int("moe_intermediate_size")
     k = c.int("num_experts_per_tok", high=int(e))
-    shared = c.int("n_shared_experts", low=0)
-    return block(
-        "mlp",
-        fused_experts(e, h, i_e, k),
-        router("gate", h, e),
-        gated_mlp("shared_experts", h, i_e * shared, kind="experts"),  # as qwen2_moe's shared_expert
-    )
+    return shared_moe.with_shared(h, e, i_e, k, i_e * c.int("n_shared_experts", low=0))
 
 
 def layer(c: Cfg, mlp: Block) -> tuple[Node, ...]:
@@ -101,32 +96,18 @@ def layer(c: Cfg, mlp: Block) -> tuple[Node, ...]:
 
 
 def backbone(c: Cfg) -> tuple[Node, ...]:
-    """Two runs of layers under one ``layers`` list: dense up to first_k_dense_replace,
-    MoE after (transformers makes a layer MoE exactly when its index reaches it)."""
+    """Dense layers up to first_k_dense_replace, MoE after (transformers makes a layer MoE
+    exactly when its index reaches it), as runs under one ``layers`` list."""
     h, n = c.int("hidden_size"), c.int("num_hidden_layers")
-    first_moe = c.int("first_k_dense_replace", low=0)
-    dense = n if first_moe >= n else first_moe
-    runs = (
-        stack("layers", dense, *layer(c, dense_mlp(c))) if dense else None,
-        stack("layers", n - dense, *layer(c, moe(c)), start=int(dense)) if n > dense else None,
-    )
-    return (
-        embedding("embed_tokens", c.int("vocab_size"), h),
-        *(r for r in runs if r is not None),
-        norm("norm", h, bias=False),
-    )
+    runs = shared_moe.runs(int(n), first=int(c.int("first_k_dense_replace", low=0)))
+    layers = shared_moe.layer_stacks(runs, n, lambda sparse: layer(c, moe(c) if sparse else dense_mlp(c)))
+    return (embedding("embed_tokens", c.int("vocab_size"), h), *layers, norm("norm", h, bias=False))
 
 
 def notes(c: Cfg, cls: str) -> list[str]:
     """Where DeepSeek's checkpoint or its own code differ from the transformers model counted."""
-    out = []
-    mtp, n = c.int("num_nextn_predict_layers", low=0), int(c.int("num_hidden_layers"))
-    if mtp:
-        where = f"model.layers.{n}" if mtp == 1 else f"model.layers.{n}-{n + int(mtp) - 1}"
-        out.append(
-            f"the published checkpoint also holds {int(mtp)} multi-token-prediction layer(s) ({where}) "
-            "that the transformers model does not build; they are not counted"
-        )
+    n = int(c.int("num_hidden_layers"))
+    out = shared_moe.mtp_note(c, lambda: sum(x.count for x in layer(c, moe(c))))
     freq = c.raw.get("moe_layer_freq", 1)
     if freq not in (1, None):
         out.append(

@@ -5,8 +5,8 @@ over ``num_local_experts`` SwiGLU experts; checkpoints store them per expert as
 from __future__ import annotations
 
 from ..ir import Block, Node
-from . import Family, llama, mistral
-from .blocks import decoder_classes, fused_experts, router
+from . import Family, llama, mistral, moe
+from .blocks import decoder_classes
 from .config import Cfg
 
 # MixtralConfig's class defaults; the expert count is read under its standard name
@@ -32,10 +32,7 @@ def sparse_moe(c: Cfg) -> Block:
     """Router ``gate`` and fused experts under ``mlp``; the checkpoint's older module names
     (``block_sparse_moe``, ``w1`` gate, ``w3`` up, ``w2`` down) as its checkpoint view."""
     h, experts, k = c.int("hidden_size"), c.int("num_experts"), c.int("num_experts_per_tok")
-    inter = c.int("intermediate_size")
-    gate = router("gate", h, experts)
-    saved = Block("block_sparse_moe", (gate, fused_experts(experts, h, inter, k, checkpoint_names=("w1", "w3", "w2"))))
-    return Block("mlp", (gate, fused_experts(experts, h, inter, k)), checkpoint=saved)
+    return moe.block_sparse_moe(h, experts, c.int("intermediate_size"), k)
 
 
 def layer(c: Cfg) -> tuple[Node, ...]:

@@ -8,11 +8,10 @@ backbone is runs of identical layers, each a stack starting at its first index.
 from __future__ import annotations
 
 from collections.abc import Callable
-from itertools import pairwise
 
 from ..ir import Block, Node, Sym
-from . import Family, llama, mistral
-from .blocks import block, decoder_classes, embedding, fused_experts, linear, norm, router, stack
+from . import Family, llama, mistral, moe
+from .blocks import block, decoder_classes, embedding, fused_experts, norm, router, stack
 from .config import Cfg
 
 DEFAULTS = {
@@ -53,24 +52,12 @@ def mlp_only_layers(c: Cfg) -> set[int]:
 def sparse_runs(c: Cfg, experts: Experts = num_experts) -> list[tuple[int, int, bool]]:
     """(first index, length, routes experts) of each run of alike layers. A layer routes
     when, as the decoder layer decides it, experts are configured, it is not listed in
-    ``mlp_only_layers`` and its index + 1 is a multiple of ``decoder_sparse_step``.
-
-    Only the indices where that can change are visited: the work grows with the runs,
-    not the layers. A single run keeps the symbol ``L`` for derivations."""
+    ``mlp_only_layers`` and its index + 1 is a multiple of ``decoder_sparse_step``
+    (:func:`paramcount.arch.moe.runs`: the work grows with the runs, not the layers)."""
     layers, dense = c.int("num_hidden_layers"), mlp_only_layers(c)
     if experts(c) == 0:
         return [(0, layers, False)]
-    step = int(c.int("decoder_sparse_step"))
-    cuts = {0, int(layers)} | {x for d in dense for x in (d, d + 1) if 0 <= x <= layers}
-    cuts |= {x for i in range(step - 1, layers, step) for x in (i, i + 1)} if step > 1 else set()
-    out: list[tuple[int, int, bool]] = []
-    for first, end in pairwise(sorted(cuts)):
-        sparse = first not in dense and (first + 1) % step == 0
-        if out and out[-1][2] == sparse:
-            out[-1] = (out[-1][0], end - out[-1][0], sparse)
-        else:
-            out.append((first, end - first, sparse))
-    return [(0, layers, out[0][2])] if len(out) == 1 else out
+    return moe.runs(layers, step=int(c.int("decoder_sparse_step")), dense=dense)
 
 
 def check_top_k(c: Cfg, experts: Experts = num_experts) -> None:
@@ -92,10 +79,8 @@ def routed(c: Cfg, experts: Experts = num_experts) -> tuple[Block, Block]:
 
 
 def sparse_moe(c: Cfg) -> Block:
-    h = c.int("hidden_size")
-    shared = mistral.swiglu(c, c.int("shared_expert_intermediate_size"), name="shared_expert", kind="experts")
-    gate = linear("shared_expert_gate", h, 1, bias=False, kind="router")
-    return block("mlp", *routed(c), shared, gate)
+    h, shared = c.int("hidden_size"), c.int("shared_expert_intermediate_size")
+    return block("mlp", *routed(c), *moe.shared_mlp(h, shared, name="shared_expert", gate="shared_expert_gate"))
 
 
 def layer(c: Cfg, sparse: bool) -> tuple[Node, ...]:

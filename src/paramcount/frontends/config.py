@@ -6,6 +6,7 @@ import difflib
 import json
 import stat
 from collections.abc import Mapping
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -113,10 +114,18 @@ def from_config(
         return _fallback(raw, source, mtype, name, model_class, fallback)
     fam = family(mtype, source)
     cfg = fam.cfg(raw, source)
-    if fam.check:
-        fam.check(cfg)
-    cls, notes = pick_class(fam, raw, model_class, source)
-    tree, backbone = fam.build(cls, cfg)
+    try:
+        if fam.check:
+            fam.check(cfg)
+        cls, notes = pick_class(fam, raw, model_class, source)
+        tree, backbone = fam.build(cls, cfg)
+    except ParamcountError as e:  # a composite with a tower only transformers knows goes to the fallback
+        tower_type = getattr(e, "model_type", None)  # set by arch.towers.NoNativeTower only
+        if not (tower_type and fallback and _transformers_can(mtype) and _transformers_can(tower_type)):
+            raise
+        from . import fallback as fb
+
+        return fb.from_transformers(raw, source, mtype, name=name, model_class=model_class, notes=(str(e),))
     notes += fam.notes(cfg, cls) if fam.notes else []
     unused = [k for k in given if k not in cfg.seen]
     check_fields(fam.model_type, unused, source)
@@ -148,10 +157,9 @@ EXTRA_FIELDS = frozenset(
 def check_fields(model_type: str, names: list[str], source: str) -> None:
     """A field given with --set that the family's transformers config class does not have is a
     typo until shown otherwise: one line with the closest real names."""
-    from importlib import resources
-
-    known_by_family = json.loads((resources.files("paramcount") / "arch" / "config_fields.json").read_text())
-    known = known_by_family.get(model_type)
+    if not names:
+        return
+    known = _config_fields().get(model_type)
     if known is None:
         return
     for name in names:
@@ -163,8 +171,21 @@ def check_fields(model_type: str, names: list[str], source: str) -> None:
             )
 
 
+@cache
+def _config_fields() -> dict[str, list[str]]:
+    from importlib import resources
+
+    return json.loads((resources.files("paramcount") / "arch" / "config_fields.json").read_text())
+
+
 def is_native(model_type: Any) -> bool:
     return isinstance(model_type, str) and model_type.replace("-", "_") in supported()
+
+
+def _transformers_can(model_type: str) -> bool:
+    from . import fallback as fb
+
+    return fb.can_count(model_type)
 
 
 def _fallback(

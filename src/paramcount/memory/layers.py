@@ -118,9 +118,22 @@ def _feed_forwards(inner: list[Module], units: list[Module], h: int) -> Iterator
 
 
 def _experts(x: Module, h: int) -> Iterator[FeedForward]:
-    """Fused experts: 3-D (E, out, in) weights, k of E run per token."""
-    shapes = [tuple(int(d) for d in t.shape) for t in x.tensors() if isinstance(t, Tensor) and len(t.shape) == 3]
-    ups = sum(out for _, out, d_in in shapes if d_in == h)
-    inner = next((d_in for _, out, d_in in shapes if out == h), 0)
-    if inner:
-        yield FeedForward(ups, inner, x.block.active[0])
+    """Fused experts: 3-D (E, out, in) weights, k of E run per token. gpt-oss stores them
+    (E, in, out): its up projection reads h first, or its down projection ends in h."""
+    tensors = [t for t in x.tensors() if isinstance(t, Tensor) and len(t.shape) == 3]
+    shapes = [tuple(int(d) for d in t.shape) for t in tensors]
+    if any(_transposed(t.name, s, h) for t, s in zip(tensors, shapes, strict=True)):
+        shapes = [(e, d_in, out) for e, out, d_in in shapes]
+    downs = [i for i, (_, out, _) in enumerate(shapes) if out == h]
+    down = next((i for i in downs if tensors[i].name.startswith("down")), downs[0] if downs else None)
+    if down is not None:
+        ups = sum(out for i, (_, out, d_in) in enumerate(shapes) if d_in == h and i != down)
+        yield FeedForward(ups, shapes[down][2], x.block.active[0])
+
+
+def _transposed(name: str, shape: tuple[int, ...], h: int) -> bool:
+    """Whether an expert tensor is stored (E, in, out); a square one cannot tell."""
+    _, first, last = shape
+    if name.startswith("down"):
+        return last == h != first
+    return first == h != last

@@ -195,6 +195,12 @@ OWN_TARGETS = {
     "phi3": ("qkv_proj",),
     "deepseek_v3": ("q_proj", "q_b_proj", "kv_b_proj"),  # q_proj where q_lora_rank is null
     **dict.fromkeys(("qwen2_moe", "qwen3_moe", "olmo", "starcoder2"), ("q_proj", "v_proj")),
+    **dict.fromkeys(
+        ("gpt_oss", "olmoe", "phimoe", "ernie4_5_moe", "minimax_m2", "glm4_moe", "mimo_v2_flash"), ("q_proj", "v_proj")
+    ),
+    **dict.fromkeys(("vit", "dinov2", "clip", "clip_text_model", "clip_vision_model", "llava"), ("q_proj", "v_proj")),
+    # linear-attention hybrids: the softmax layers' q_proj/v_proj (and Kimi's KDA projections of those names)
+    **dict.fromkeys(("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "kimi_linear", "minimax"), ("q_proj", "v_proj")),
     # the dense Llama variants (arch/dense.py)
     **dict.fromkeys(
         ("granite", "cohere", "cohere2", "olmo2", "olmo3", "smollm3", "ministral3", "seed_oss", "ernie4_5", "exaone4"),

@@ -18,6 +18,9 @@ LINEAR, CONV1D, EMBEDDING = "Linear", "Conv1D", "Embedding"
 
 # transformers' Conv1D (a linear layer stored in→out) survives only in GPT-2 among our families.
 _CONV1D = {"gpt2": frozenset({"c_attn", "q_attn", "c_proj", "c_fc"})}
+# transformers 5 routers are their own modules holding a weight, not nn.Linear: ``gate`` in most
+# MoE families, ``router`` in gpt-oss (PhiMoE's ``router`` is an nn.Linear subclass).
+_ROUTERS = {"gpt_oss": ("router",)}
 # Embedding tables that sit outside an embeddings block: T5's relative position buckets.
 _EMBEDDINGS = frozenset({"relative_attention_bias"})
 
@@ -59,7 +62,7 @@ def module_type(block: Block, kind: str, model_type: str) -> tuple[str | None, i
     rows, cols = (int(d) for d in weight.shape)
     if (block.kind == "embeddings" or block.name in _EMBEDDINGS) and "bias" not in own:
         return EMBEDDING, rows, cols
-    if kind == "router" and block.name == "gate":  # transformers 5 routers are their own modules, not nn.Linear
+    if kind == "router" and block.name in _ROUTERS.get(model_type, ("gate",)):
         return None, 0, 0
     if block.name in _CONV1D.get(model_type, ()):
         return CONV1D, rows, cols

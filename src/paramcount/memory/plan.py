@@ -118,11 +118,22 @@ def positive(value: Any, field: str, low: int = 1) -> int:
 
 
 def max_positions(model: Model) -> int | None:
-    """The longest context the model's config allows, when it says."""
-    for name in _POSITIONS:
-        value = model.config.get(name)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
+    """The longest context the model's config allows, when it says (a vision encoder: its
+    patches and class token)."""
+    from ..frontends.config import is_native
+
+    if model.config and is_native(model.model_type) and model.counted_by == "paramcount":
+        from ..arch import family
+
+        fam = family(model.model_type)
+        if fam.max_tokens is not None:
+            return int(fam.max_tokens(fam.cfg(model.config, model.source)))
+    text = model.config.get("text_config") if model.config else None  # a composite's language model
+    for config in (model.config or {}, text if isinstance(text, Mapping) else {}):
+        for name in _POSITIONS:
+            value = config.get(name)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
     return None
 
 

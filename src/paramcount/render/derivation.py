@@ -182,7 +182,9 @@ def _factor(dim: int, many: bool) -> str:
 
 
 def _product(shape: Sequence[int]) -> tuple[str, str]:
-    """(symbols, numbers) of one tensor: ``(a_kv·d_head)·h`` and ``1024·4096``."""
+    """(symbols, numbers) of one tensor: ``(a_kv·d_head)·h`` and ``1024·4096``; a scalar is 1."""
+    if not shape:  # a 0-d parameter (CLIP's logit_scale) holds one number
+        return "1", "1"
     many = len(shape) > 1
     return "·".join(_factor(d, many) for d in shape), "·".join(str(int(d)) for d in shape)
 

@@ -24,6 +24,7 @@ def to_dict(model: Model, tensors: bool = True) -> dict[str, Any]:
         "total_with_ties": model.total_with_ties,
         "active": model.active_total,
         "backbone": {"class": model.backbone_class, "total": model.backbone_total},
+        "towers": model.towers(),
         "components": model.components(),
         "layers": [
             {"path": g.path, "first": g.first, "count": g.copies, "each": g.each, "total": g.count}

@@ -26,3 +26,22 @@ KINDS = {
         "other": "其他",
     },
 }
+
+TOWERS = {
+    "en": {
+        "vision_encoder": "vision encoder",
+        "audio_encoder": "audio encoder",
+        "text_encoder": "text encoder",
+        "projector": "projector",
+        "language_model": "language model",
+        "other": "other",
+    },
+    "zh": {
+        "vision_encoder": "视觉编码器",
+        "audio_encoder": "音频编码器",
+        "text_encoder": "文本编码器",
+        "projector": "投影层（多模态适配器）",
+        "language_model": "语言模型",
+        "other": "其他",
+    },
+}

@@ -16,9 +16,10 @@ from rich.tree import Tree
 
 from ..ir import Block, Node, Tie
 from ..model import Model
-from .labels import KINDS
+from .labels import KINDS, TOWERS
 
 LABELS = KINDS["en"]
+TOWER_LABELS = TOWERS["en"]
 # Counts read from file headers alone, with no config to name a class.
 HEADER_ONLY = {
     "checkpoint": "every tensor in the safetensors headers (no config of a known family names a class)",
@@ -43,6 +44,8 @@ def summary(model: Model) -> Table:
     else:
         t.add_row("class", model.class_name, n(model.total))
         t.add_row("backbone", model.backbone_class, n(model.backbone_total))
+    for tower, value in model.towers().items():
+        t.add_row(f"  {TOWER_LABELS[tower]}", "", n(value))
     if model.total_with_ties != model.total:
         t.add_row("ties counted twice", "", n(model.total_with_ties))
     if model.is_moe:

@@ -155,6 +155,12 @@ class Storage(BaseModel):
     differences: int
 
 
+class Tower(BaseModel):
+    tower: str
+    label: str
+    count: Count
+
+
 class ModelResponse(BaseModel):
     name: str
     source: str
@@ -166,6 +172,7 @@ class ModelResponse(BaseModel):
     active: Count
     backbone_class: str
     backbone_total: Count
+    towers: list[Tower] = Field(default_factory=list, description="a composite model's parts; empty for one tower")
     components: list[Component]
     layers: list[Layers]
     ties: list[TieInfo]

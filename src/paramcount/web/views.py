@@ -10,7 +10,7 @@ from typing import Any
 
 from ..ir import Node, Tensor, Tie, expr
 from ..model import Model
-from ..render.labels import KINDS
+from ..render.labels import KINDS, TOWERS
 
 
 def summary(model: Model) -> dict[str, Any]:
@@ -27,6 +27,7 @@ def summary(model: Model) -> dict[str, Any]:
         "active": model.active_total,
         "backbone_class": model.backbone_class,
         "backbone_total": model.backbone_total,
+        "towers": [{"tower": k, "label": TOWERS["en"][k], "count": n} for k, n in model.towers().items()],
         "components": [{"kind": k, "label": labels.get(k, k), "count": n} for k, n in model.components().items()],
         "layers": [
             {"path": g.path, "first": g.first, "copies": g.copies, "each": g.each, "total": g.count}

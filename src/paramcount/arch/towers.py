@@ -1,0 +1,69 @@
+"""Composite models: a config made of parts (``text_config``, ``vision_config``) becomes one
+tree with a child per tower, each built by that tower's own family (a LLaVA's language model
+is the llama family's tree, not a copy), and marked with its tower for the breakdown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import ParamcountError
+from ..ir import Block
+from .config import Cfg
+
+
+class NoNativeTower(ParamcountError):
+    """A composite whose tower has no native family: the whole model goes to the fallback."""
+
+
+def sub_family(c: Cfg, field: str, default_type: str):
+    """The family of a nested config, from its ``model_type`` (else the composite's default)."""
+    from . import family, supported
+
+    raw = c.raw.get(field) or {}
+    mt = raw.get("model_type", default_type) if isinstance(raw, dict) else default_type
+    if not isinstance(mt, str) or mt.replace("-", "_") not in supported():
+        error = NoNativeTower(
+            f"model_type {mt!r} has no native paramcount family for this tower",
+            source=c.source,
+            field=f"{c.prefix}{field}.model_type",
+        )
+        error.model_type = mt
+        raise error
+    return family(mt, c.source)
+
+
+def tower_cfg(c: Cfg, field: str, default_type: str, absent: Mapping[str, Any] | None = None) -> Cfg:
+    """The nested config seen through its own family's defaults (and the composite's ``absent``
+    fields when the file has none), checked as that family checks."""
+    fam = sub_family(c, field, default_type)
+    sub = c.sub(field, fam.defaults, fam.aliases, absent=absent)
+    if fam.check:
+        fam.check(sub)
+    return sub
+
+
+def tower(
+    c: Cfg, field: str, default_type: str, name: str, kind: str, absent: Mapping[str, Any] | None = None
+) -> Block:
+    """The backbone of the nested config's family, as module ``name`` of tower ``kind``."""
+    fam = sub_family(c, field, default_type)
+    tree = fam.classes[fam.backbone](tower_cfg(c, field, default_type, absent))
+    return Block(name, tree.children, tower=kind)
+
+
+def text_cache(field: str, default_type: str):
+    """A composite's cache layout: its language model's, from the nested config."""
+
+    def layout(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list[Any], list[str]]:
+        from ..memory.kv_layout import BUILDERS, NoLayout
+
+        fam = sub_family(c, field, default_type)
+        builder = BUILDERS.get(fam.model_type) or fam.cache_layout
+        if builder is None:
+            raise NoLayout(f"no KV-cache layout for the language model's model_type {fam.model_type!r}")
+        kinds, notes = builder(tower_cfg(c, field, default_type), fam.model_type, fam.backbone, mla)
+        return kinds, [f"the language model ({fam.model_type}) keeps the cache", *notes]
+
+    return layout
