@@ -89,6 +89,11 @@ def count_parser() -> Parser:
         "--set", action="append", default=[], metavar="FIELD=VALUE", help="override a config field (repeatable)"
     )
     p.add_argument("--json", action="store_true", help="print the versioned JSON document instead of tables")
+    p.add_argument(
+        "--collapsed",
+        action="store_true",
+        help="with --json: list a repeated block's tensors once, named layers.{0..31}…, with their copies",
+    )
     p.add_argument("--tree", type=int, default=0, metavar="DEPTH", help="show the module tree to this depth")
     p.add_argument("--width", type=int, help="terminal width for the tables")
     p.add_argument("--version", action="version", version=f"paramcount {__version__}")
@@ -135,16 +140,18 @@ def run_count(argv: Sequence[str]) -> int:
 
 
 def show(model, args: argparse.Namespace) -> int:
+    if args.collapsed and not args.json:
+        raise ParamcountError("lists tensors collapsed in the JSON document: add --json", field="--collapsed")
     if getattr(model, "checkpoint", None) is not None:  # counted from weight files: say what they hold
         from .render import checkpoint
 
-        out = checkpoint.dumps(model) if args.json else checkpoint.render(model, args.tree)
+        out = checkpoint.dumps(model, args.collapsed) if args.json else checkpoint.render(model, args.tree)
         print(out) if args.json else checkpoint.text.console(args.width).print(out)
         return 0
     if args.json:
         from .render.json import dumps
 
-        print(dumps(model))
+        print(dumps(model, collapsed=args.collapsed))
         return 0
     from .render import text
 
