@@ -68,8 +68,10 @@ def load(
         from .frontends import printout
 
         return printout.read_stdin()
+    from .frontends.config import exists
+
     path = Path(source)
-    if path.exists():
+    if exists(path):
         return _load_path(path, opts)
     if catalog.find(str(source)) is None:
         from .frontends import hub

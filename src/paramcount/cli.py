@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from . import __version__
-from .errors import ParamcountError
+from .errors import ParamcountError, printable
 
 EXAMPLES = """\
 examples:
@@ -95,7 +95,7 @@ def count_parser() -> Parser:
         help="with --json: list a repeated block's tensors once, named layers.{0..31}…, with their copies",
     )
     p.add_argument("--tree", type=int, default=0, metavar="DEPTH", help="show the module tree to this depth")
-    p.add_argument("--width", type=int, help="terminal width for the tables")
+    p.add_argument("--width", type=width, help="terminal width for the tables")
     p.add_argument("--version", action="version", version=f"paramcount {__version__}")
     dims = p.add_argument_group("plain dimensions (a model that does not exist yet)")
     dims.add_argument("--arch", metavar="MODEL_TYPE", help="the family, e.g. gpt2, llama, bert")
@@ -165,7 +165,7 @@ def run_list(argv: Sequence[str]) -> int:
     from .render import text
 
     p = Parser(prog="paramcount list", description="The bundled catalog with totals.")
-    p.add_argument("--width", type=int)
+    p.add_argument("--width", type=width)
     p.add_argument("--json", action="store_true", help="print the catalog as JSON (schema paramcount.list/1)")
     args = p.parse_args(argv)
     rows = []
@@ -233,7 +233,7 @@ def run_explain(argv: Sequence[str]) -> int:
 
         print(docs_json.dumps(docs_json.derivation_dict(derivation)))
         return 0
-    print(render_derivation(derivation, args.format, args.lang), end="")
+    print(printable(render_derivation(derivation, args.format, args.lang), layout=True), end="")
     return 0
 
 
@@ -267,7 +267,7 @@ def run_check(argv: Sequence[str]) -> int:
 
         print(docs_json.dumps(docs_json.check_dict(result)))
     else:
-        print(render_check(result, args.format, args.lang), end="")
+        print(printable(render_check(result, args.format, args.lang), layout=True), end="")
     return 0 if result.exact else 1
 
 
@@ -286,7 +286,7 @@ def run_compare(argv: Sequence[str]) -> int:
 
         print(docs_json.dumps(docs_json.compare_dict(result)))
         return 0
-    print(render_compare(result, args.format, args.lang), end="")
+    print(printable(render_compare(result, args.format, args.lang), layout=True), end="")
     return 0
 
 
@@ -302,7 +302,7 @@ def run_diff(argv: Sequence[str]) -> int:
     p.add_argument("b", help="the same kinds of source")
     model_args(p)
     p.add_argument("--json", action="store_true", help="print the differences as JSON")
-    p.add_argument("--width", type=int, help="terminal width")
+    p.add_argument("--width", type=width, help="terminal width")
     args = p.parse_args(argv)
     result = diff_models(load_model(args.a, args), load_model(args.b, args))
     if args.json:
@@ -354,7 +354,7 @@ def plan_args(p: Parser) -> None:
         "--overhead", metavar="SPEC", help="runtime overhead, a size and/or a share: 1GiB+5%% (default 0.5GiB+10%%)"
     )
     p.add_argument("--json", action="store_true", help="print the versioned JSON document instead of tables")
-    p.add_argument("--width", type=int, help="terminal width for the tables")
+    p.add_argument("--width", type=width, help="terminal width for the tables")
     i = p.add_argument_group("inference")
     i.add_argument(
         "--kv-dtype", metavar="DTYPE", help="KV cache: fp32, fp16, bf16, fp8, int8, int4 (default: compute dtype)"
@@ -507,7 +507,7 @@ def run_compute(argv: Sequence[str]) -> int:
     p.add_argument("--gpus", type=int, metavar="N", help="GPUs sharing the work (default 1)")
     p.add_argument("--utilisation", type=float, metavar="U", help="share of the peak achieved, in (0, 1] (default 0.4)")
     p.add_argument("--json", action="store_true", help="print the versioned JSON document instead of tables")
-    p.add_argument("--width", type=int, help="terminal width for the tables")
+    p.add_argument("--width", type=width, help="terminal width for the tables")
     args = p.parse_args(argv)
     model = load_model(args.model, args)
     result = report(model, args.context, args.batch, args.tokens, args.gpu, args.gpus, args.utilisation)
@@ -531,18 +531,35 @@ COMMANDS = {
 
 def _mistyped_command(word: str) -> str | None:
     """The command ``word`` was likely meant to be (``explian``), unless it names a model or a file."""
-    from pathlib import Path
+
+    from .frontends.config import exists
 
     close = difflib.get_close_matches(word, COMMANDS, n=1, cutoff=0.75)
-    if not close or word.startswith("-") or "/" in word or "." in word or Path(word).exists():
+    if not close or word.startswith("-") or "/" in word or "." in word or exists(word):
         return None
     from .frontends import catalog
 
     return None if catalog.find(word) else close[0]
 
 
+def width(text: str) -> int:
+    """A terminal width in columns: 20 to 10,000 (a table needs some room; rich lays out each column)."""
+    value = int(text) if text.strip().isdecimal() and len(text.strip()) <= 6 else 0
+    if not 20 <= value <= 10_000:
+        raise argparse.ArgumentTypeError(f"expected a width of 20 to 10,000 columns, got {text[:20]!r}")
+    return value
+
+
+def _escaping(stream) -> None:
+    """A lone surrogate from input (a tensor name) is written as ``\\ud800``, never a traceback."""
+    if hasattr(stream, "reconfigure"):
+        stream.reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    _escaping(sys.stdout)
+    _escaping(sys.stderr)
     command = COMMANDS.get(argv[0]) if argv else None
     try:
         meant = _mistyped_command(argv[0]) if argv and not command else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import ParamcountError
+from ..errors import ParamcountError, brief
 from ..ir import Sym
 
 # The letters a derivation writes for each config field (the seed articles' own where they have one).
@@ -129,11 +129,11 @@ class Cfg:
     def _int(self, field: str, low: int, high: int, default: Any) -> Sym:
         name, value = self.lookup(field, default)
         if isinstance(value, bool) or not isinstance(value, int):
-            raise self.error(name, f"expected an integer, got {value!r}")
+            raise self.error(name, f"expected an integer, got {brief(value)}")
         if is_depth(field) or is_depth(name):
             high = min(high, MAX_LAYERS)
         if not low <= value <= high:
-            raise self.error(name, f"{value} is out of range (must be {low}..{high:,})")
+            raise self.error(name, f"{brief(value)} is out of range (must be {low}..{high:,})")
         return Sym(value, SYMBOLS.get(field, field))
 
     def opt_int(self, field: str, *, low: int = 1, high: int = MAX_DIM) -> Sym | None:

@@ -228,7 +228,10 @@ def _tree(params: Sequence[Param], kinds: Mapping[str, str], source: str) -> Blo
                 raise ParamcountError(f"{short(name)}: a tensor and a module share a name", source=source)
             i = name.find(".", i + 1)
     rows = [(p.name, p.shape if p.shape is not None else (p.count,), p.storage) for p in params]
-    return flat.tree(rows, kind=lambda n: kinds.get(n) or flat.kind_of(n))
+    try:
+        return flat.tree(rows, kind=lambda n: kinds.get(n) or flat.kind_of(n))
+    except ValueError as e:  # a name nested past flat.MAX_PARTS
+        raise ParamcountError(f"tensor names do not form a tree: {e}", source=source) from None
 
 
 def _backbone(tree: Block, prefix: str | None) -> Block:

@@ -14,6 +14,7 @@ from typing import Any
 from ..ir import Block, Node, Tensor
 
 Flat = tuple[str, tuple[int, ...], str | None]  # (name, shape, dtype)
+MAX_PARTS = 64  # dotted parts of a name: real ones have under a dozen; the tree is walked recursively
 
 # Component of a tensor from its name when no config says; checked in this order.
 _KIND_RULES = [
@@ -41,7 +42,9 @@ def kind_of(name: str) -> str:
 def _nest(tensors: Iterable[Flat]) -> dict[str, Any]:
     root: dict[str, Any] = {}
     for name, shape, dtype in tensors:
-        *path, leaf = name.split(".")
+        *path, leaf = name.split(".", MAX_PARTS)
+        if len(path) == MAX_PARTS:
+            raise ValueError(f"{name[:60]!r}…: more than {MAX_PARTS} dotted parts")
         node = root
         for part in path:
             node = node.setdefault(part, {})
@@ -63,11 +66,17 @@ def _children(node: dict[str, Any], kind: Callable[[str], str], in_list: bool) -
         if isinstance(value, tuple):
             shape, dtype, full = value
             out.append(Tensor(key, shape, kind(full), dtype))
-        elif value and all(k.isdigit() for k in value) and all(isinstance(v, dict) for v in value.values()):
+        elif value and all(map(_index, value)) and all(isinstance(v, dict) for v in value.values()):
             out.extend(_runs(key, value, kind, in_list))
         else:
             out.append(Block(key, _children(value, kind, in_list)))
     return tuple(out)
+
+
+def _index(key: str) -> bool:
+    """A list index as transformers writes one: ASCII digits, no leading zero (``00``, ``²``
+    and ``٣`` are module names, not positions)."""
+    return key.isascii() and key.isdecimal() and (key == "0" or key[0] != "0")
 
 
 def _runs(name: str, items: dict[str, Any], kind: Callable[[str], str], in_list: bool) -> list[Block]:

@@ -272,6 +272,8 @@ def _shard_name(folder: Path, value: Any, source: str) -> Path:
         raise _fail(source, f"weight_map names a shard {short(str(value))} that is not a file name")
     if ".." in Path(value).parts:
         raise _fail(source, f"weight_map shard {short(value)} points outside the folder")
+    if "\0" in value or any(len(part.encode("utf-8", "surrogatepass")) > 255 for part in Path(value).parts):
+        raise _fail(source, f"weight_map shard {short(value)} is not a file name (a part over 255 bytes, or NUL)")
     return folder / value
 
 
@@ -307,7 +309,7 @@ def read_index(path: Path) -> ShardSet:
 def _read_big_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_bytes())
-    except (ValueError, RecursionError):
+    except (ValueError, RecursionError):  # also integers past 4,300 digits
         raise _fail(str(path), "not valid JSON") from None
     if not isinstance(data, dict):
         raise _fail(str(path), f"expected a JSON object, got {type(data).__name__}")
