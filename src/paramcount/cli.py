@@ -146,12 +146,12 @@ def show(model, args: argparse.Namespace) -> int:
         from .render import checkpoint
 
         out = checkpoint.dumps(model, args.collapsed) if args.json else checkpoint.render(model, args.tree)
-        print(out) if args.json else checkpoint.text.console(args.width).print(out)
+        print_json(out) if args.json else checkpoint.text.console(args.width).print(out)
         return 0
     if args.json:
         from .render.json import dumps
 
-        print(dumps(model, collapsed=args.collapsed))
+        print_json(dumps(model, collapsed=args.collapsed))
         return 0
     from .render import text
 
@@ -175,7 +175,7 @@ def run_list(argv: Sequence[str]) -> int:
     if args.json:
         from .render import docs_json
 
-        print(docs_json.dumps(docs_json.catalog_dict(rows)))
+        print_json(docs_json.dumps(docs_json.catalog_dict(rows)))
         return 0
     text.console(args.width).print(text.catalog_table(rows))
     return 0
@@ -231,7 +231,7 @@ def run_explain(argv: Sequence[str]) -> int:
     if args.json:
         from .render import docs_json
 
-        print(docs_json.dumps(docs_json.derivation_dict(derivation)))
+        print_json(docs_json.dumps(docs_json.derivation_dict(derivation)))
         return 0
     print(printable(render_derivation(derivation, args.format, args.lang), layout=True), end="")
     return 0
@@ -265,7 +265,7 @@ def run_check(argv: Sequence[str]) -> int:
     if args.json:
         from .render import docs_json
 
-        print(docs_json.dumps(docs_json.check_dict(result)))
+        print_json(docs_json.dumps(docs_json.check_dict(result)))
     else:
         print(printable(render_check(result, args.format, args.lang), layout=True), end="")
     return 0 if result.exact else 1
@@ -284,7 +284,7 @@ def run_compare(argv: Sequence[str]) -> int:
     if args.json:
         from .render import docs_json
 
-        print(docs_json.dumps(docs_json.compare_dict(result)))
+        print_json(docs_json.dumps(docs_json.compare_dict(result)))
         return 0
     print(printable(render_compare(result, args.format, args.lang), layout=True), end="")
     return 0
@@ -306,7 +306,7 @@ def run_diff(argv: Sequence[str]) -> int:
     args = p.parse_args(argv)
     result = diff_models(load_model(args.a, args), load_model(args.b, args))
     if args.json:
-        print(json.dumps(checkpoint.diff_dict(result), indent=2, ensure_ascii=False))
+        print_json(json.dumps(checkpoint.diff_dict(result), indent=2, ensure_ascii=False))
     else:
         checkpoint.text.console(args.width).print(checkpoint.render_diff(result))
     return 1 if result.differences else 0
@@ -439,7 +439,7 @@ def run_memory(argv: Sequence[str]) -> int:
 
         plot(result, args.plot, card)
     if args.json:
-        print(render.dumps(result, card))
+        print_json(render.dumps(result, card))
     else:
         console(args.width).print(render.render_plan(result, card))
     return 0
@@ -479,7 +479,7 @@ def run_fit(argv: Sequence[str]) -> int:
     else:
         result = overview(model, args.context, args.batch, mode, only=shown, **options)
         out = render.render_overview(result)
-    print(render.dumps(result)) if args.json else console(args.width).print(out)
+    print_json(render.dumps(result)) if args.json else console(args.width).print(out)
     return 0
 
 
@@ -511,7 +511,7 @@ def run_compute(argv: Sequence[str]) -> int:
     args = p.parse_args(argv)
     model = load_model(args.model, args)
     result = report(model, args.context, args.batch, args.tokens, args.gpu, args.gpus, args.utilisation)
-    print(render.dumps(result)) if args.json else console(args.width).print(render.render_report(result))
+    print_json(render.dumps(result)) if args.json else console(args.width).print(render.render_report(result))
     return 0
 
 
@@ -548,6 +548,11 @@ def width(text: str) -> int:
     if not 20 <= value <= 10_000:
         raise argparse.ArgumentTypeError(f"expected a width of 20 to 10,000 columns, got {text[:20]!r}")
     return value
+
+
+def print_json(text: str) -> None:
+    """A JSON document with input's unsafe characters (ESC, surrogates, bidi overrides) escaped."""
+    print(printable(text, json=True))
 
 
 def _escaping(stream) -> None:

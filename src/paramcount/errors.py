@@ -71,7 +71,15 @@ def _escape(m: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
-def printable(text: str, layout: bool = False) -> str:
+def _json_escape(m: re.Match[str]) -> str:
+    return f"\\u{ord(m[0]):04x}"
+
+
+def printable(text: str, layout: bool = False, json: bool = False) -> str:
     """``text`` with every unsafe character written as its Python escape (``\\x1b``, ``\\ud800``);
-    ``layout`` keeps line breaks and tabs (a whole document rather than one name)."""
+    ``layout`` keeps line breaks and tabs (a whole document rather than one name). ``json`` writes
+    JSON's escape (``\\u001b``) instead, which inside a JSON string means the same character:
+    ``json.dumps(…, ensure_ascii=False)`` leaves surrogates, C1 controls and overrides raw."""
+    if json:
+        return _UNSAFE_BUT_LAYOUT.sub(_json_escape, text)
     return (_UNSAFE_BUT_LAYOUT if layout else _UNSAFE).sub(_escape, text)

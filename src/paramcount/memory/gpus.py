@@ -120,7 +120,7 @@ def parse_size(text: str, field: str = "--gpu") -> int:
         raise ParamcountError(f"a size must be positive, got {text!r}", field=field)
     if value > MAX_BYTES:  # past it, sizes in GiB as floats overflow or lose every digit
         raise ParamcountError(
-            f"{text.strip()} is more than {MAX_BYTES // 2**60} EiB; no memory is that large", field=field
+            f"{text.strip()} is more than {MAX_BYTES // 2**60:,} EiB; no memory is that large", field=field
         )
     return value
 
