@@ -134,7 +134,7 @@ def odd(tmp_path_factory) -> dict[str, str]:
     return {
         "safetensors": safetensors(base / "st", ODD_NAMES),
         "with-config": safetensors(base / "cfg", [f"model.layers.{n}" for n in ("00.w", "².w")], LLAMA),
-        "gguf": gguf(base / "odd.gguf", ODD_NAMES[:5] + ["blk.00.attn_q.weight", "blk.².ffn.weight"]),
+        "gguf": gguf(base / "odd.gguf", [*ODD_NAMES[:5], "blk.00.attn_q.weight", "blk.².ffn.weight"]),
         "architectures": safetensors(base / "arch", ["w"], {**LLAMA, "architectures": ["Llama\ud800Model"]}),
     }
 
@@ -156,7 +156,7 @@ def test_odd_names_are_counted_and_escaped(odd, capsys, source, command):
 def test_markdown_escapes_html_from_a_printout(tmp_path, capsys):
     text = tmp_path / "model.txt"
     text.write_text("Net(\n  (<img src=x onerror=alert(1)>): Linear(in_features=4, out_features=4, bias=True)\n)\n")
-    code, out, err, _ = run(["explain", str(text), "--format", "md"], capsys)
+    code, out, _, _ = run(["explain", str(text), "--format", "md"], capsys)
     assert code == 0 and "(<img" not in out and "(\\<img" in out
 
 
