@@ -83,9 +83,15 @@ def _runs(name: str, items: dict[str, Any], kind: Callable[[str], str], in_list:
     """Consecutive alike entries of a numbered list, each run stored once."""
     indices = sorted(int(k) for k in items)
     runs: list[list[int]] = []
+    head = None  # the signature of the current run's first entry, computed once per run
     for i in indices:
-        alike = runs and runs[-1][-1] == i - 1 and _signature(items[str(i)]) == _signature(items[str(runs[-1][0])])
-        runs[-1].append(i) if alike else runs.append([i])
+        sig = _signature(items[str(i)])
+        alike = runs and runs[-1][-1] == i - 1 and sig == head
+        if alike:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+            head = sig
     label = None if in_list else "layer"
     return [Block(name, _children(items[str(r[0])], kind, True), repeat=len(r), start=r[0], label=label) for r in runs]
 
