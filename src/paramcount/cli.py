@@ -65,6 +65,31 @@ def tokens(text: str) -> int:
     return int(digits) * scale
 
 
+def _integer(text: str, low: int) -> int:
+    t = text.strip().replace("_", "")
+    digits = t.removeprefix("-")
+    if digits.isascii() and digits.isdecimal() and len(digits) <= 12:  # no count has more digits
+        if int(t) >= low:
+            return int(t)
+        raise argparse.ArgumentTypeError(f"expected an integer ≥ {low}, got {t}")
+    raise argparse.ArgumentTypeError(f"expected an integer ≥ {low} of at most 12 digits, got {text[:20]!r}")
+
+
+def integer(text: str) -> int:
+    """Any integer of at most 12 digits (the config's own bounds then say what is in range)."""
+    return _integer(text, -(10**12))
+
+
+def whole(text: str) -> int:
+    """A count given on the command line: 1 or more, at most 12 digits."""
+    return _integer(text, 1)
+
+
+def depth(text: str) -> int:
+    """A tree depth: 0 or more."""
+    return _integer(text, 0)
+
+
 def count_parser() -> Parser:
     p = Parser(
         prog="paramcount",
@@ -84,7 +109,7 @@ def count_parser() -> Parser:
     p.add_argument(
         "--class", dest="model_class", metavar="NAME", help="transformers class name, or 'base' for the backbone"
     )
-    p.add_argument("--num-labels", type=int, metavar="N", help="labels for ...ForSequenceClassification and the like")
+    p.add_argument("--num-labels", type=whole, metavar="N", help="labels for ...ForSequenceClassification and the like")
     p.add_argument(
         "--set", action="append", default=[], metavar="FIELD=VALUE", help="override a config field (repeatable)"
     )
@@ -94,7 +119,7 @@ def count_parser() -> Parser:
         action="store_true",
         help="with --json: list a repeated block's tensors once, named layers.{0..31}…, with their copies",
     )
-    p.add_argument("--tree", type=int, default=0, metavar="DEPTH", help="show the module tree to this depth")
+    p.add_argument("--tree", type=depth, default=0, metavar="DEPTH", help="show the module tree to this depth")
     p.add_argument("--width", type=width, help="terminal width for the tables")
     p.add_argument("--version", action="version", version=f"paramcount {__version__}")
     dims = p.add_argument_group("plain dimensions (a model that does not exist yet)")
@@ -109,7 +134,7 @@ def count_parser() -> Parser:
         ("vocab", "vocab_size"),
         ("context", "max_position_embeddings"),
     ):
-        dims.add_argument(f"--{flag}", type=int, metavar="N", help=f"sets {field}")
+        dims.add_argument(f"--{flag}", type=integer, metavar="N", help=f"sets {field}")
     return p
 
 
@@ -187,7 +212,7 @@ def run_list(argv: Sequence[str]) -> int:
 def model_args(p: Parser) -> None:
     """The source of a model and its class, as the count command takes them."""
     p.add_argument("--class", dest="model_class", metavar="NAME", help="transformers class name, or 'base'")
-    p.add_argument("--num-labels", type=int, metavar="N", help="labels for ...ForSequenceClassification and the like")
+    p.add_argument("--num-labels", type=whole, metavar="N", help="labels for ...ForSequenceClassification and the like")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help="override a config field")
 
 
@@ -349,7 +374,9 @@ def plan_args(p: Parser) -> None:
         metavar="N",
         help="tokens per sequence, 4096 or 32k (default: the model's limit, ≤ 4,096)",
     )
-    p.add_argument("--batch", type=int, default=1, metavar="N", help="sequences at once; training: per GPU (default 1)")
+    p.add_argument(
+        "--batch", type=whole, default=1, metavar="N", help="sequences at once; training: per GPU (default 1)"
+    )
     p.add_argument(
         "--overhead", metavar="SPEC", help="runtime overhead, a size and/or a share: 1GiB+5%% (default 0.5GiB+10%%)"
     )
@@ -372,12 +399,12 @@ def plan_args(p: Parser) -> None:
     t.add_argument("--optimizer", choices=OPTIMIZERS, help="default adamw")
     t.add_argument("--precision", choices=TRAINING_PRECISIONS, help="default mixed (bf16, fp32 master weights)")
     t.add_argument("--zero", type=int, choices=ZERO_STAGES, help="ZeRO stage (default 0)")
-    t.add_argument("--gpus", type=int, metavar="N", help="data-parallel GPUs sharing ZeRO's partitions (default 1)")
+    t.add_argument("--gpus", type=whole, metavar="N", help="data-parallel GPUs sharing ZeRO's partitions (default 1)")
     t.add_argument("--recompute", choices=("none", "selective", "full"), help="activation recomputation (default none)")
     t.add_argument("--no-flash", action="store_true", help="attention stores its s×s matrices (no fused kernel)")
     t.add_argument(
         "--lora-rank",
-        type=int,
+        type=whole,
         metavar="R",
         help="train LoRA adapters of rank R (targets: peft's default for the model type)",
     )
@@ -501,10 +528,12 @@ def run_compute(argv: Sequence[str]) -> int:
         metavar="N",
         help="tokens per sequence, 4096 or 32k (default: the model's limit, ≤ 4,096)",
     )
-    p.add_argument("--batch", type=int, default=1, metavar="N", help="sequences in the forward pass shown (default 1)")
+    p.add_argument(
+        "--batch", type=whole, default=1, metavar="N", help="sequences in the forward pass shown (default 1)"
+    )
     p.add_argument("--tokens", metavar="D", help="training tokens: 300B, 2T, 1.4e12, 2_000_000 (default 20·N)")
     p.add_argument("--gpu", metavar="NAME", help="rtx4090, a100-80gb, h100, mi300x, …: the time at its peak")
-    p.add_argument("--gpus", type=int, metavar="N", help="GPUs sharing the work (default 1)")
+    p.add_argument("--gpus", type=whole, metavar="N", help="GPUs sharing the work (default 1)")
     p.add_argument("--utilisation", type=float, metavar="U", help="share of the peak achieved, in (0, 1] (default 0.4)")
     p.add_argument("--json", action="store_true", help="print the versioned JSON document instead of tables")
     p.add_argument("--width", type=width, help="terminal width for the tables")
@@ -526,6 +555,24 @@ COMMANDS = {
     "memory": run_memory,
     "fit": run_fit,
     "compute": run_compute,
+}
+
+
+# The library's names for what the command line calls a flag: an error names the flag typed.
+FLAGS = {
+    "cache": "--kv-cache",
+    "dtype": "--dtype",
+    "gpus": "--gpus",
+    "keep": "--keep",
+    "lora": "--lora-rank",
+    "mla": "--mla",
+    "optimizer": "--optimizer",
+    "precision": "--precision",
+    "rank": "--lora-rank",
+    "recompute": "--recompute",
+    "targets": "--lora-targets",
+    "utilisation": "--utilisation",
+    "zero": "--zero",
 }
 
 
@@ -574,6 +621,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         return command(argv[1:]) if command else run_count(argv)
     except ParamcountError as e:
+        e.field = FLAGS.get(e.field, e.field) if e.source is None else e.field
         print(f"paramcount: error: {e}", file=sys.stderr)
         return 2
     except SystemExit as e:  # argparse has already printed its one line
