@@ -93,6 +93,11 @@ REFUSED = [  # argv (file keys in {braces}), what the one line must say
     (["gpt2", "--width", "0"], "--width: expected a width of 20 to 10,000 columns"),
     (["memory", "gpt2", "--width", "-5"], "--width: expected a width"),
     (["gpt2", "--tree", "2", "--collapsed"], "--collapsed: lists tensors collapsed in the JSON document"),
+    (["gpt2", "--tree", "-1"], "argument --tree: expected an integer ≥ 0, got -1"),
+    (["memory", "gpt2", "--batch", BIG], "argument --batch: expected an integer ≥ 1 of at most 12 digits"),
+    (["fit", "gpt2", "--train", "--gpus", "0"], "argument --gpus: expected an integer ≥ 1, got 0"),
+    (["memory", "gpt2", "--train", "--lora-targets", "nothing_here"], "--lora-targets: "),
+    (["compute", "gpt2", "--utilisation", "0.5"], "--utilisation: only with --gpu"),
 ]
 
 

@@ -621,7 +621,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         return command(argv[1:]) if command else run_count(argv)
     except ParamcountError as e:
-        e.field = FLAGS.get(e.field, e.field) if e.source is None else e.field
+        if e.source is None or e.field not in ("dtype", "cache"):  # config.json has dtype and cache fields too
+            e.field = FLAGS.get(e.field, e.field)
         print(f"paramcount: error: {e}", file=sys.stderr)
         return 2
     except SystemExit as e:  # argparse has already printed its one line
