@@ -63,7 +63,19 @@ def files(tmp_path_factory) -> dict[str, str]:
         "long-shard": str(index),
         "one-tensor": safetensors(base / "one", ["w"]),
         "printout": str(ROOT / "fixtures" / "bloom-1b4-zh.txt"),
+        "nested-printout": _nested_printout(base / "nested.txt", depth=31),
     }
+
+
+def _nested_printout(path: Path, depth: int) -> str:
+    """print(model) text of ModuleLists of 100,000 blocks nested ``depth`` deep: 10^159 parameters."""
+    lines = ["Net("]
+    for i in range(depth):
+        lines += ["  " * (2 * i + 1) + "(layers): ModuleList(", "  " * (2 * i + 2) + "(0-99999): 100000 x Block("]
+    lines.append("  " * (2 * depth + 1) + "(lin): Linear(in_features=10, out_features=1000, bias=False)")
+    lines += ["  " * i + ")" for i in range(2 * depth, -1, -1)]
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
 
 
 REFUSED = [  # argv (file keys in {braces}), what the one line must say
@@ -98,6 +110,9 @@ REFUSED = [  # argv (file keys in {braces}), what the one line must say
     (["fit", "gpt2", "--train", "--gpus", "0"], "argument --gpus: expected an integer ≥ 1, got 0"),
     (["memory", "gpt2", "--train", "--lora-targets", "nothing_here"], "--lora-targets: "),
     (["compute", "gpt2", "--utilisation", "0.5"], "--utilisation: only with --gpu"),
+    (["compute", "{nested-printout}"], "nested.txt: counts about 10^159 parameters, past 10^30"),
+    (["memory", "{nested-printout}", "--train"], "counts about 10^159 parameters"),
+    (["memory", "{one-tensor}", "--plot", "never-written.png"], "--plot: draws memory against context"),
 ]
 
 
