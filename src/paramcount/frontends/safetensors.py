@@ -141,6 +141,8 @@ def _decode(raw: bytes, source: str) -> dict[str, Any]:
     if not raw.lstrip(b" ").startswith(b"{"):
         what = "empty" if not raw.strip() else "not a JSON object"
         raise _fail(source, f"not a safetensors file: the header is {what}")
+    if raw.count(b'"data_offsets"') > MAX_TENSORS:  # a key: inside a JSON string a quote is escaped
+        raise _fail(source, f"header holds more than {MAX_TENSORS:,} tensors; at most that many are read")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
