@@ -83,7 +83,7 @@ def test_safetensors_header_is_kept_compactly(tmp_path):
     assert peak < 8.5 * size, f"{peak / size:.1f} bytes traced per header byte"
 
 
-def test_safetensors_past_max_tensors_is_refused_while_parsing(tmp_path, monkeypatch):
+def test_safetensors_past_max_tensors_is_refused_before_parsing(tmp_path, monkeypatch):
     monkeypatch.setattr(safetensors, "MAX_TENSORS", 1000)
     path = tmp_path / "many.safetensors"
     _header(path, 1001)

@@ -105,36 +105,24 @@ class _Info(tuple):
 _ENTRY_KEYS = ("data_offsets", "dtype", "shape")
 
 
-class _Objects:
+def _objects(pairs: list[tuple[str, Any]]) -> dict[str, Any] | _Info:
     """json's object hook for a header: tensor entries become compact ``_Info``; a name given
-    twice raises, and so does the entry past ``MAX_TENSORS``, before more are made."""
-
-    def __init__(self) -> None:
-        self.tensors = 0
-
-    def __call__(self, pairs: list[tuple[str, Any]]) -> dict[str, Any] | _Info:
-        if len(pairs) == 3 and tuple(sorted(k for k, _ in pairs)) == _ENTRY_KEYS:
-            info = dict(pairs)
-            if isinstance(info["dtype"], str) and isinstance(info["shape"], list):  # not tensors so named
-                self.tensors += 1
-                if self.tensors > MAX_TENSORS:
-                    raise _TooMany
-                return _Info((info["dtype"], info["shape"], info["data_offsets"]))
-        out: dict[str, Any] = {}
-        for key, value in pairs:
-            if key in out:
-                raise _Duplicate(key)
-            out[key] = value
-        return out
+    twice raises."""
+    if len(pairs) == 3 and tuple(sorted(k for k, _ in pairs)) == _ENTRY_KEYS:
+        info = dict(pairs)
+        if isinstance(info["dtype"], str) and isinstance(info["shape"], list):  # not tensors so named
+            return _Info((info["dtype"], info["shape"], info["data_offsets"]))
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _Duplicate(key)
+        out[key] = value
+    return out
 
 
 class _Duplicate(Exception):
     def __init__(self, key: str):
         self.key = key
-
-
-class _TooMany(Exception):
-    pass
 
 
 def _decode(raw: bytes, source: str) -> dict[str, Any]:
@@ -148,9 +136,7 @@ def _decode(raw: bytes, source: str) -> dict[str, Any]:
     except UnicodeDecodeError as e:
         raise _fail(source, f"header is not UTF-8 (byte {e.start})") from None
     try:
-        data = json.loads(text, object_pairs_hook=_Objects())
-    except _TooMany:
-        raise _fail(source, f"header holds more than {MAX_TENSORS:,} tensors; at most that many are read") from None
+        data = json.loads(text, object_pairs_hook=_objects)
     except _Duplicate as e:
         raise _fail(source, f"header names {short(e.key)} twice") from None
     except json.JSONDecodeError as e:
