@@ -131,3 +131,17 @@ def test_collapsed_form_lists_what_unrolling_lists():
     collapsed = list(runs(model.tree))
     assert sum(r.copies for r in collapsed) == len(unrolled) == leaf_count(model.tree)
     assert sum(r.copies * r.leaf.count for r in collapsed if not r.leaf.tied_to) == model.total
+
+
+def test_a_checkpoint_of_max_tensors_counts_in_seconds(tmp_path, capsys):
+    from paramcount.frontends.safetensors import MAX_TENSORS
+
+    n = MAX_TENSORS
+    entry = '"model.layers.{}.mlp.w{}.weight":{{"dtype":"F32","shape":[1],"data_offsets":[{},{}]}}'
+    raw = ("{" + ",".join(entry.format(i // 8, i % 8, 4 * i, 4 * i + 4) for i in range(n)) + "}").encode()
+    (tmp_path / "model.safetensors").write_bytes(struct.pack("<Q", len(raw)) + raw + bytes(4 * n))
+    start = time.perf_counter()
+    assert main([str(tmp_path)]) == 0
+    took = time.perf_counter() - start
+    assert took < SECONDS, f"{took:.1f} s"
+    assert f"{n:,} │" in capsys.readouterr().out  # the dtype table counts every tensor
