@@ -188,6 +188,7 @@ def test_compute_on_a_checkpoint_with_no_matrix_multiply(files, capsys):
 # ---- random input through every command ----------------------------------------------------
 
 EVERY = [[], ["--json"], ["--tree", "3"], ["memory"], ["fit"], ["compute"], ["explain"], ["check", "1B"]]
+EVERY += [["compare"], ["diff", "gpt2"]]
 
 
 def _argv(command: list[str], path: str) -> list[str]:
