@@ -115,7 +115,7 @@ def test_list(capsys):
         (["bert-base-uncased", "--class", "Nope"], "unknown class 'Nope' for bert"),
         (["--set", "novalue"], "expected name=value"),
         (["--layers", "3"], "dimension flags need --arch"),
-        (["--tree", "x"], "argument --tree: invalid int value"),
+        (["--tree", "x"], "argument --tree: expected an integer ≥ 0 of at most 12 digits, got 'x'"),
         (["bert-base-uncased", "--arch", "bert"], "give a model or --arch, not both"),
     ],
 )

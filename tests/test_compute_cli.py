@@ -205,7 +205,7 @@ def test_parse_tokens_refuses(text):
         (["gpt2", "--tokens", "0"], "got '0'"),
         (
             ["gpt2", "--gpu", "h100", "--utilisation", "0"],
-            "--utilisation: expected a share in (0, 1] like 0.4, got 0.0",
+            "--utilisation: expected a share in [1e-06, 1] like 0.4, got 0.0",
         ),
         (["gpt2", "--gpu", "h100", "--utilisation", "1.5"], "got 1.5"),
         (["gpt2", "--gpu", "h100", "--utilisation", "nan"], "got nan"),

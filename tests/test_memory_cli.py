@@ -116,7 +116,10 @@ def test_plot_without_matplotlib(capsys, tmp_path, monkeypatch):
     [
         (["memory", "gpt2", "--context", "0"], "--context: expected an integer ≥ 1, got 0"),
         (["memory", "gpt2", "--batch", "-1"], "--batch: expected an integer ≥ 1, got -1"),
-        (["memory", "gpt2", "--batch", "two"], "argument --batch: invalid int value: 'two'"),
+        (
+            ["memory", "gpt2", "--batch", "two"],
+            "--batch: expected an integer ≥ 1 of at most 12 digits, got 'two'",
+        ),
         (["memory", "gpt2", "--dtype", "int3"], "unknown scheme 'int3'"),
         (["memory", "gpt2", "--kv-dtype", "int2"], "unknown KV-cache dtype 'int2'"),
         (["memory", "gpt2", "--overhead", "lots"], "--overhead: expected a size like 24GB or 20GiB, got 'lots'"),
@@ -126,7 +129,7 @@ def test_plot_without_matplotlib(capsys, tmp_path, monkeypatch):
         (["memory", "gpt2", "--train", "--kv-dtype", "fp8"], "--kv-dtype: only for inference"),
         (["memory", "gpt2", "--train", "--dtype", "int4"], "--dtype: only for inference"),
         (["memory", "gpt2", "--train", "--zero", "5"], "argument --zero: invalid choice: 5"),
-        (["memory", "gpt2", "--train", "--gpus", "0"], "gpus must be a whole number ≥ 1"),
+        (["memory", "gpt2", "--train", "--gpus", "0"], "argument --gpus: expected an integer ≥ 1, got 0"),
         (["memory", "gpt2", "--train", "--lora-rank", "8", "--lora-targets", "nope"], "nope"),
         (["fit", "gpt2", "--gpu", "a100"], "'a100' is more than one GPU"),
         (["fit", "gpt2", "--dtype", "fp32,int3"], "unknown scheme 'int3'"),

@@ -56,8 +56,13 @@ def load(
 
     ``model_class`` is a transformers class name (``BertModel``, ``LlamaForCausalLM``) or
     ``"base"`` for the backbone; by default the config's ``architectures`` class.
-    ``overrides`` replaces config fields (``{"num_hidden_layers": 48}``).
+    ``overrides`` replaces config fields (``{"num_hidden_layers": 48}``). A count past
+    ``MAX_TOTAL`` is refused.
     """
+    return _bounded(_load(source, model_class, num_labels, overrides))
+
+
+def _load(source, model_class, num_labels, overrides) -> Model:
     from .frontends import catalog
     from .frontends.config import from_config
 
@@ -68,8 +73,10 @@ def load(
         from .frontends import printout
 
         return printout.read_stdin()
+    from .frontends.config import exists
+
     path = Path(source)
-    if path.exists():
+    if exists(path):
         return _load_path(path, opts)
     if catalog.find(str(source)) is None:
         from .frontends import hub
@@ -78,6 +85,24 @@ def load(
             return hub.load(str(source), **opts)
     entry = catalog.get(str(source))
     return from_config(entry.config, f"catalog:{entry.id}", name=entry.id, **opts)
+
+
+# Past this a count is no model (GPT-3 has 1.75e11 parameters; a Mixtral config at every dimension
+# bound has 3.71e27): repeats nested in a printout or a header, whose figures would
+# overflow every float that memory and compute work in.
+MAX_TOTAL = 10**30
+
+
+def _bounded(model: Model) -> Model:
+    if model.total > MAX_TOTAL or model.total_with_ties > MAX_TOTAL:
+        from .errors import ParamcountError
+
+        digits = int(model.total_with_ties.bit_length() * 0.30103)  # no float: it may be past 1e308
+        raise ParamcountError(
+            f"counts about 10^{digits} parameters, past 10^30: repeats nested too deeply to be a model",
+            source=model.name,
+        )
+    return model
 
 
 def _load_path(path: Path, opts: dict[str, Any]) -> Model:

@@ -17,7 +17,7 @@ from fractions import Fraction
 
 from . import count
 from .derive import Section, split, symbols
-from .errors import ParamcountError
+from .errors import ParamcountError, bounded_exponent, bounded_number
 from .formula import Poly, Symbols
 from .ir import Block
 from .model import Model
@@ -72,7 +72,8 @@ def parse_answer(text: str) -> Answer:
             field="ANSWER",
         )
     digits, exp, suffix = m.groups()
-    scale = Fraction(SCALES.get(suffix, 1)) * Fraction(10) ** int(exp or 0)
+    bounded_number(digits, "ANSWER", "an answer")
+    scale = Fraction(SCALES.get(suffix, 1)) * Fraction(10) ** bounded_exponent(exp, "ANSWER")
     value = Fraction(digits) * scale
     decimals = len(digits.partition(".")[2])
     zeros = 0 if decimals else len(digits) - len(digits.rstrip("0"))

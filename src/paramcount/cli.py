@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from . import __version__
-from .errors import ParamcountError
+from .errors import ParamcountError, printable
 
 EXAMPLES = """\
 examples:
@@ -65,6 +65,31 @@ def tokens(text: str) -> int:
     return int(digits) * scale
 
 
+def _integer(text: str, low: int) -> int:
+    t = text.strip().replace("_", "")
+    digits = t.removeprefix("-")
+    if digits.isascii() and digits.isdecimal() and len(digits) <= 12:  # no count has more digits
+        if int(t) >= low:
+            return int(t)
+        raise argparse.ArgumentTypeError(f"expected an integer ≥ {low}, got {t}")
+    raise argparse.ArgumentTypeError(f"expected an integer ≥ {low} of at most 12 digits, got {text[:20]!r}")
+
+
+def integer(text: str) -> int:
+    """Any integer of at most 12 digits (the config's own bounds then say what is in range)."""
+    return _integer(text, -(10**12))
+
+
+def whole(text: str) -> int:
+    """A count given on the command line: 1 or more, at most 12 digits."""
+    return _integer(text, 1)
+
+
+def depth(text: str) -> int:
+    """A tree depth: 0 or more."""
+    return _integer(text, 0)
+
+
 def count_parser() -> Parser:
     p = Parser(
         prog="paramcount",
@@ -84,13 +109,18 @@ def count_parser() -> Parser:
     p.add_argument(
         "--class", dest="model_class", metavar="NAME", help="transformers class name, or 'base' for the backbone"
     )
-    p.add_argument("--num-labels", type=int, metavar="N", help="labels for ...ForSequenceClassification and the like")
+    p.add_argument("--num-labels", type=whole, metavar="N", help="labels for ...ForSequenceClassification and the like")
     p.add_argument(
         "--set", action="append", default=[], metavar="FIELD=VALUE", help="override a config field (repeatable)"
     )
     p.add_argument("--json", action="store_true", help="print the versioned JSON document instead of tables")
-    p.add_argument("--tree", type=int, default=0, metavar="DEPTH", help="show the module tree to this depth")
-    p.add_argument("--width", type=int, help="terminal width for the tables")
+    p.add_argument(
+        "--collapsed",
+        action="store_true",
+        help="with --json: list a repeated block's tensors once, named layers.{0..31}…, with their copies",
+    )
+    p.add_argument("--tree", type=depth, default=0, metavar="DEPTH", help="show the module tree to this depth")
+    p.add_argument("--width", type=width, help="terminal width for the tables")
     p.add_argument("--version", action="version", version=f"paramcount {__version__}")
     dims = p.add_argument_group("plain dimensions (a model that does not exist yet)")
     dims.add_argument("--arch", metavar="MODEL_TYPE", help="the family, e.g. gpt2, llama, bert")
@@ -104,7 +134,7 @@ def count_parser() -> Parser:
         ("vocab", "vocab_size"),
         ("context", "max_position_embeddings"),
     ):
-        dims.add_argument(f"--{flag}", type=int, metavar="N", help=f"sets {field}")
+        dims.add_argument(f"--{flag}", type=integer, metavar="N", help=f"sets {field}")
     return p
 
 
@@ -135,16 +165,18 @@ def run_count(argv: Sequence[str]) -> int:
 
 
 def show(model, args: argparse.Namespace) -> int:
+    if args.collapsed and not args.json:
+        raise ParamcountError("lists tensors collapsed in the JSON document: add --json", field="--collapsed")
     if getattr(model, "checkpoint", None) is not None:  # counted from weight files: say what they hold
         from .render import checkpoint
 
-        out = checkpoint.dumps(model) if args.json else checkpoint.render(model, args.tree)
-        print(out) if args.json else checkpoint.text.console(args.width).print(out)
+        out = checkpoint.dumps(model, args.collapsed) if args.json else checkpoint.render(model, args.tree)
+        print_json(out) if args.json else checkpoint.text.console(args.width).print(out)
         return 0
     if args.json:
         from .render.json import dumps
 
-        print(dumps(model))
+        print_json(dumps(model, collapsed=args.collapsed))
         return 0
     from .render import text
 
@@ -158,7 +190,7 @@ def run_list(argv: Sequence[str]) -> int:
     from .render import text
 
     p = Parser(prog="paramcount list", description="The bundled catalog with totals.")
-    p.add_argument("--width", type=int)
+    p.add_argument("--width", type=width)
     p.add_argument("--json", action="store_true", help="print the catalog as JSON (schema paramcount.list/1)")
     args = p.parse_args(argv)
     rows = []
@@ -168,7 +200,7 @@ def run_list(argv: Sequence[str]) -> int:
     if args.json:
         from .render import docs_json
 
-        print(docs_json.dumps(docs_json.catalog_dict(rows)))
+        print_json(docs_json.dumps(docs_json.catalog_dict(rows)))
         return 0
     text.console(args.width).print(text.catalog_table(rows))
     return 0
@@ -180,7 +212,7 @@ def run_list(argv: Sequence[str]) -> int:
 def model_args(p: Parser) -> None:
     """The source of a model and its class, as the count command takes them."""
     p.add_argument("--class", dest="model_class", metavar="NAME", help="transformers class name, or 'base'")
-    p.add_argument("--num-labels", type=int, metavar="N", help="labels for ...ForSequenceClassification and the like")
+    p.add_argument("--num-labels", type=whole, metavar="N", help="labels for ...ForSequenceClassification and the like")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help="override a config field")
 
 
@@ -224,9 +256,9 @@ def run_explain(argv: Sequence[str]) -> int:
     if args.json:
         from .render import docs_json
 
-        print(docs_json.dumps(docs_json.derivation_dict(derivation)))
+        print_json(docs_json.dumps(docs_json.derivation_dict(derivation)))
         return 0
-    print(render_derivation(derivation, args.format, args.lang), end="")
+    print(printable(render_derivation(derivation, args.format, args.lang), layout=True), end="")
     return 0
 
 
@@ -258,9 +290,9 @@ def run_check(argv: Sequence[str]) -> int:
     if args.json:
         from .render import docs_json
 
-        print(docs_json.dumps(docs_json.check_dict(result)))
+        print_json(docs_json.dumps(docs_json.check_dict(result)))
     else:
-        print(render_check(result, args.format, args.lang), end="")
+        print(printable(render_check(result, args.format, args.lang), layout=True), end="")
     return 0 if result.exact else 1
 
 
@@ -277,9 +309,9 @@ def run_compare(argv: Sequence[str]) -> int:
     if args.json:
         from .render import docs_json
 
-        print(docs_json.dumps(docs_json.compare_dict(result)))
+        print_json(docs_json.dumps(docs_json.compare_dict(result)))
         return 0
-    print(render_compare(result, args.format, args.lang), end="")
+    print(printable(render_compare(result, args.format, args.lang), layout=True), end="")
     return 0
 
 
@@ -295,11 +327,11 @@ def run_diff(argv: Sequence[str]) -> int:
     p.add_argument("b", help="the same kinds of source")
     model_args(p)
     p.add_argument("--json", action="store_true", help="print the differences as JSON")
-    p.add_argument("--width", type=int, help="terminal width")
+    p.add_argument("--width", type=width, help="terminal width")
     args = p.parse_args(argv)
     result = diff_models(load_model(args.a, args), load_model(args.b, args))
     if args.json:
-        print(json.dumps(checkpoint.diff_dict(result), indent=2, ensure_ascii=False))
+        print_json(json.dumps(checkpoint.diff_dict(result), indent=2, ensure_ascii=False))
     else:
         checkpoint.text.console(args.width).print(checkpoint.render_diff(result))
     return 1 if result.differences else 0
@@ -342,12 +374,14 @@ def plan_args(p: Parser) -> None:
         metavar="N",
         help="tokens per sequence, 4096 or 32k (default: the model's limit, ≤ 4,096)",
     )
-    p.add_argument("--batch", type=int, default=1, metavar="N", help="sequences at once; training: per GPU (default 1)")
+    p.add_argument(
+        "--batch", type=whole, default=1, metavar="N", help="sequences at once; training: per GPU (default 1)"
+    )
     p.add_argument(
         "--overhead", metavar="SPEC", help="runtime overhead, a size and/or a share: 1GiB+5%% (default 0.5GiB+10%%)"
     )
     p.add_argument("--json", action="store_true", help="print the versioned JSON document instead of tables")
-    p.add_argument("--width", type=int, help="terminal width for the tables")
+    p.add_argument("--width", type=width, help="terminal width for the tables")
     i = p.add_argument_group("inference")
     i.add_argument(
         "--kv-dtype", metavar="DTYPE", help="KV cache: fp32, fp16, bf16, fp8, int8, int4 (default: compute dtype)"
@@ -365,12 +399,12 @@ def plan_args(p: Parser) -> None:
     t.add_argument("--optimizer", choices=OPTIMIZERS, help="default adamw")
     t.add_argument("--precision", choices=TRAINING_PRECISIONS, help="default mixed (bf16, fp32 master weights)")
     t.add_argument("--zero", type=int, choices=ZERO_STAGES, help="ZeRO stage (default 0)")
-    t.add_argument("--gpus", type=int, metavar="N", help="data-parallel GPUs sharing ZeRO's partitions (default 1)")
+    t.add_argument("--gpus", type=whole, metavar="N", help="data-parallel GPUs sharing ZeRO's partitions (default 1)")
     t.add_argument("--recompute", choices=("none", "selective", "full"), help="activation recomputation (default none)")
     t.add_argument("--no-flash", action="store_true", help="attention stores its s×s matrices (no fused kernel)")
     t.add_argument(
         "--lora-rank",
-        type=int,
+        type=whole,
         metavar="R",
         help="train LoRA adapters of rank R (targets: peft's default for the model type)",
     )
@@ -432,7 +466,7 @@ def run_memory(argv: Sequence[str]) -> int:
 
         plot(result, args.plot, card)
     if args.json:
-        print(render.dumps(result, card))
+        print_json(render.dumps(result, card))
     else:
         console(args.width).print(render.render_plan(result, card))
     return 0
@@ -472,7 +506,7 @@ def run_fit(argv: Sequence[str]) -> int:
     else:
         result = overview(model, args.context, args.batch, mode, only=shown, **options)
         out = render.render_overview(result)
-    print(render.dumps(result)) if args.json else console(args.width).print(out)
+    print_json(render.dumps(result)) if args.json else console(args.width).print(out)
     return 0
 
 
@@ -494,17 +528,19 @@ def run_compute(argv: Sequence[str]) -> int:
         metavar="N",
         help="tokens per sequence, 4096 or 32k (default: the model's limit, ≤ 4,096)",
     )
-    p.add_argument("--batch", type=int, default=1, metavar="N", help="sequences in the forward pass shown (default 1)")
+    p.add_argument(
+        "--batch", type=whole, default=1, metavar="N", help="sequences in the forward pass shown (default 1)"
+    )
     p.add_argument("--tokens", metavar="D", help="training tokens: 300B, 2T, 1.4e12, 2_000_000 (default 20·N)")
     p.add_argument("--gpu", metavar="NAME", help="rtx4090, a100-80gb, h100, mi300x, …: the time at its peak")
-    p.add_argument("--gpus", type=int, metavar="N", help="GPUs sharing the work (default 1)")
+    p.add_argument("--gpus", type=whole, metavar="N", help="GPUs sharing the work (default 1)")
     p.add_argument("--utilisation", type=float, metavar="U", help="share of the peak achieved, in (0, 1] (default 0.4)")
     p.add_argument("--json", action="store_true", help="print the versioned JSON document instead of tables")
-    p.add_argument("--width", type=int, help="terminal width for the tables")
+    p.add_argument("--width", type=width, help="terminal width for the tables")
     args = p.parse_args(argv)
     model = load_model(args.model, args)
     result = report(model, args.context, args.batch, args.tokens, args.gpu, args.gpus, args.utilisation)
-    print(render.dumps(result)) if args.json else console(args.width).print(render.render_report(result))
+    print_json(render.dumps(result)) if args.json else console(args.width).print(render.render_report(result))
     return 0
 
 
@@ -522,20 +558,60 @@ COMMANDS = {
 }
 
 
+# The library's names for what the command line calls a flag: an error names the flag typed.
+FLAGS = {
+    "cache": "--kv-cache",
+    "dtype": "--dtype",
+    "gpus": "--gpus",
+    "keep": "--keep",
+    "lora": "--lora-rank",
+    "mla": "--mla",
+    "optimizer": "--optimizer",
+    "precision": "--precision",
+    "rank": "--lora-rank",
+    "recompute": "--recompute",
+    "targets": "--lora-targets",
+    "utilisation": "--utilisation",
+    "zero": "--zero",
+}
+
+
 def _mistyped_command(word: str) -> str | None:
     """The command ``word`` was likely meant to be (``explian``), unless it names a model or a file."""
-    from pathlib import Path
+
+    from .frontends.config import exists
 
     close = difflib.get_close_matches(word, COMMANDS, n=1, cutoff=0.75)
-    if not close or word.startswith("-") or "/" in word or "." in word or Path(word).exists():
+    if not close or word.startswith("-") or "/" in word or "." in word or exists(word):
         return None
     from .frontends import catalog
 
     return None if catalog.find(word) else close[0]
 
 
+def width(text: str) -> int:
+    """A terminal width in columns: 20 to 10,000 (a table needs some room; rich lays out each column)."""
+    value = int(text) if text.strip().isdecimal() and len(text.strip()) <= 6 else 0
+    if not 20 <= value <= 10_000:
+        raise argparse.ArgumentTypeError(f"expected a width of 20 to 10,000 columns, got {text[:20]!r}")
+    return value
+
+
+def print_json(text: str) -> None:
+    """A JSON document with input's unsafe characters (ESC, surrogates, bidi overrides) escaped."""
+    print(printable(text, json=True))
+
+
+def _escaping(stream) -> None:
+    """A lone surrogate from input (a tensor name) is written as ``\\ud800``, never a traceback."""
+    if hasattr(stream, "reconfigure"):
+        stream.reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    _escaping(sys.stdout)
+    _escaping(sys.stderr)
     command = COMMANDS.get(argv[0]) if argv else None
     try:
         meant = _mistyped_command(argv[0]) if argv and not command else None
@@ -545,6 +621,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         return command(argv[1:]) if command else run_count(argv)
     except ParamcountError as e:
+        if e.source is None or e.field not in ("dtype", "cache"):  # config.json has dtype and cache fields too
+            e.field = FLAGS.get(e.field, e.field)
         print(f"paramcount: error: {e}", file=sys.stderr)
         return 2
     except SystemExit as e:  # argparse has already printed its one line

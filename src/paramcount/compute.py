@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from .errors import ParamcountError
+from .errors import ParamcountError, bounded_exponent, bounded_number
 from .ir import Tensor
 from .model import Model
 
@@ -115,13 +115,20 @@ class TrainingFlops:
         return 3 * self.forward.per_token_causal * self.tokens
 
     @property
-    def approximations(self) -> dict[str, tuple[int, float]]:
-        """``{"6·N·D (N total)": (flops, error), "6·N·D (N non-embedding)": ...}``; error = approx/exact − 1."""
+    def approximations(self) -> dict[str, tuple[int, float | None]]:
+        """``{"6·N·D (N total)": (flops, error), "6·N·D (N non-embedding)": ...}``; error = approx/exact − 1
+        (None when the exact figure is 0)."""
         out = {}
         for what, n in (("N total", self.params), ("N non-embedding", self.non_embedding)):
             flops = 6 * n * self.tokens
-            out[f"6·N·D ({what})"] = (flops, flops / self.exact - 1)
+            out[f"6·N·D ({what})"] = (flops, relative_error(flops, self.exact))
         return out
+
+
+def relative_error(approx: int, exact: int) -> float | None:
+    """approx / exact − 1; None where the exact figure is 0 (a model with no matrix multiply:
+    a checkpoint of one embedding), when no ratio exists."""
+    return approx / exact - 1 if exact else None
 
 
 def forward_flops(model: Model, context: int, batch: int = 1) -> Forward:
@@ -162,7 +169,19 @@ def train_time(flops: float, peak_flops: float, utilisation: float = 0.4, gpus: 
             raise ParamcountError(f"{name} must be a positive number, not {value!r}", field=name)
     if isinstance(utilisation, bool) or not isinstance(utilisation, (int, float)) or not 0 < utilisation <= 1:
         raise ParamcountError(f"utilisation must be in (0, 1], not {utilisation!r}", field="utilisation")
-    return flops / (peak_flops * utilisation * _positive(gpus, "gpus"))
+    if utilisation < MIN_UTILISATION:  # 1e-320 is no share of a peak, and its quotient overflows
+        raise ParamcountError(f"utilisation {utilisation:g} is below {MIN_UTILISATION:g}", field="utilisation")
+    try:
+        seconds = flops / (peak_flops * utilisation * _positive(gpus, "gpus"))
+    except OverflowError:  # FLOPs past 10^308 (a printout of nested repeats)
+        seconds = math.inf
+    if not seconds < MAX_SECONDS:
+        raise ParamcountError(f"{flops:.3g} FLOPs take more than {MAX_SECONDS:g} seconds at this rate", field="flops")
+    return seconds
+
+
+MIN_UTILISATION = 1e-6
+MAX_SECONDS = 1e30  # 10^22 times the age of the universe: past it the figure is only noise
 
 
 _TOKENS = re.compile(r"(\d+(?:\.\d+)?)(?:e\+?(\d{1,2}))?([kmbt]?)")
@@ -174,7 +193,10 @@ def parse_tokens(text: str | int) -> int:
     (k, M, B, T are 10^3, 10^6, 10^9, 10^12); a whole number ≥ 1, else a ParamcountError."""
     raw = str(text)
     m = _TOKENS.fullmatch(re.sub(r"[\s,_]", "", raw).lower())
-    value = Fraction(m.group(1)) * 10 ** int(m.group(2) or 0) * _TOKEN_SCALES[m.group(3)] if m else None
+    if m:
+        bounded_number(m.group(1), "--tokens", "a count of tokens")
+    exp = bounded_exponent(m.group(2), "--tokens") if m else 0
+    value = Fraction(m.group(1)) * 10**exp * _TOKEN_SCALES[m.group(3)] if m else None
     if value is None or value.denominator != 1 or value < 1:
         raise ParamcountError(
             f"expected a whole number of tokens ≥ 1 like 300B, 2T, 1.4e12 or 2_000_000, got {raw!r}", field="--tokens"

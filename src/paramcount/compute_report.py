@@ -13,12 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 from .compute import (
     CHINCHILLA_TOKENS_PER_PARAM,
+    MIN_UTILISATION,
     Forward,
     TrainingFlops,
     attention_widths,
     chinchilla_tokens,
     forward_flops,
     parse_tokens,
+    relative_error,
     train_time,
     training_flops,
 )
@@ -55,6 +57,7 @@ class Figure:
     error: float | None = None
     error_causal: float | None = None
     estimate: bool = False
+    approximate: bool = False  # an approximation: a None error then means no ratio (exact is 0)
     source: str = ""
 
 
@@ -165,8 +168,10 @@ def _time(flops: int, name: str | None, gpus: int | None, utilisation: float | N
         known = ", ".join(k for k, g in GPUS.items() if g.tflops)
         raise ParamcountError(f"no peak FLOPS stated for {card.name}; one of {known}", field="--gpu")
     share = DEFAULT_UTILISATION if utilisation is None else utilisation
-    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
-        raise ParamcountError(f"expected a share in (0, 1] like 0.4, got {share!r}", field="--utilisation")
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not MIN_UTILISATION <= share <= 1:
+        raise ParamcountError(
+            f"expected a share in [{MIN_UTILISATION:g}, 1] like 0.4, got {share!r}", field="--utilisation"
+        )
     count = 1 if gpus is None else positive(gpus, "--gpus")
     return Time(card, count, share, flops, train_time(flops, card.tflops * 10**12, share, count))
 
@@ -194,7 +199,8 @@ def _flops(key: str, label: str, value: int, formula: str, **kw: Any) -> Figure:
 
 
 def _approx(key: str, label: str, value: int, formula: str, exact: int, causal: int, source: str) -> Figure:
-    return _flops(key, label, value, formula, error=value / exact - 1, error_causal=value / causal - 1, source=source)
+    error, error_causal = relative_error(value, exact), relative_error(value, causal)
+    return _flops(key, label, value, formula, error=error, error_causal=error_causal, source=source, approximate=True)
 
 
 def parameter_figures(r: Report) -> list[Figure]:

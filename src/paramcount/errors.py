@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 class ParamcountError(Exception):
     """Bad input: carries the source (file or model name) and the field at fault.
@@ -16,12 +18,68 @@ class ParamcountError(Exception):
         super().__init__(str(self))
 
     def __str__(self) -> str:
-        where = ": ".join(p for p in (self.source, self.field) if p)
+        named = (p if len(p) <= 200 else p[:200] + "…" for p in (self.source, self.field) if p)
+        where = ": ".join(named)
         text = f"{where}: {self.message}" if where else self.message
-        return " ".join(text.split())  # always one line
+        return printable(" ".join(text.split()))  # always one line, nothing a terminal obeys
 
     def at(self, source: str) -> ParamcountError:
         """The same error, said of ``source`` when the raiser did not know it."""
         if self.source is None:
             self.source = source
         return self
+
+
+# Counts of parameters, tokens and bytes written by hand never need more than 30 digits (10^30
+# is far above any of them); longer numbers are refused before Python turns them into ints,
+# which past 4,300 digits raises and far below that can take unbounded time (10**100000000).
+MAX_DIGITS = 30
+
+
+def bounded_number(text: str, field: str, what: str = "a number") -> str:
+    """``text`` (digits, maybe a point), or a one-line error when it is too long to be sane."""
+    if len(text) > MAX_DIGITS:
+        raise ParamcountError(f"{what} of {len(text):,} characters; at most {MAX_DIGITS} are read", field=field)
+    return text
+
+
+def bounded_exponent(text: str | None, field: str) -> int:
+    """A power of ten written after ``e``, at most ±MAX_DIGITS."""
+    if not text:
+        return 0
+    if len(text) > 4 or abs(int(text)) > MAX_DIGITS:
+        raise ParamcountError(f"the exponent e{text[:12]} is past ±{MAX_DIGITS}", field=field)
+    return int(text)
+
+
+def brief(value: object, limit: int = 40) -> str:
+    """An input value fit for a one-line message, however long it is (an int of 4,000 digits)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 100:
+        return f"an integer of about {int(value.bit_length() * 0.30103):,} digits"
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+# What must not reach a terminal from input: C0 and C1 control characters (ESC[2J clears the
+# screen), lone surrogates (unencodable: printing one raises) and bidirectional overrides.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
+_UNSAFE_BUT_LAYOUT = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(m: re.Match[str]) -> str:
+    code = ord(m[0])
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def _json_escape(m: re.Match[str]) -> str:
+    return f"\\u{ord(m[0]):04x}"
+
+
+def printable(text: str, layout: bool = False, json: bool = False) -> str:
+    """``text`` with every unsafe character written as its Python escape (``\\x1b``, ``\\ud800``);
+    ``layout`` keeps line breaks and tabs (a whole document rather than one name). ``json`` writes
+    JSON's escape (``\\u001b``) instead, which inside a JSON string means the same character:
+    ``json.dumps(…, ensure_ascii=False)`` leaves surrogates, C1 controls and overrides raw."""
+    if json:
+        return _UNSAFE_BUT_LAYOUT.sub(_json_escape, text)
+    return (_UNSAFE_BUT_LAYOUT if layout else _UNSAFE).sub(_escape, text)

@@ -216,3 +216,44 @@ def leaves(node: Node, prefix: str = "", kind: str = "other", checkpoint: bool =
             here = base if i is None else join(base, str(i))
             for child in node.children:
                 yield from leaves(child, here, kind, checkpoint)
+
+
+# Outputs that list every tensor unrolled (``--json``'s tensors, diff, a checkpoint compared
+# with its config) stop here: 2^17 is several times the largest published checkpoint
+# (DeepSeek-V3 stores 45,337 tensors), and diff at the bound takes a few seconds.
+MAX_LISTED = 1 << 17  # 131,072
+
+
+def leaf_count(node: Node, checkpoint: bool = False) -> int:
+    """How many entries :func:`leaves` would yield, by arithmetic over the tree."""
+    if not isinstance(node, Block):
+        return 1
+    if checkpoint and node.checkpoint is not None:
+        return leaf_count(node.checkpoint, checkpoint)
+    return node.copies * sum(leaf_count(c, checkpoint) for c in node.children)
+
+
+@dataclass(frozen=True)
+class Run:
+    """Tensors alike but for their layer (or expert) numbers, listed once: ``name`` writes each
+    repeated index as ``{first..last}``; ``copies`` is how many tensors the entry stands for."""
+
+    leaf: Leaf
+    copies: int
+
+
+def runs(node: Node, prefix: str = "", kind: str = "other", copies: int = 1) -> Iterator[Run]:
+    """Every tensor and tie under ``node`` once per repeated block, with how many copies it stands for."""
+    kind = node.kind or kind
+    if not isinstance(node, Block):
+        for leaf in leaves(node, prefix, kind):
+            yield Run(leaf, copies)
+        return
+    base = join(prefix, node.name)
+    if node.copies == 0:
+        return
+    if node.repeat is not None:
+        last = node.start + node.copies - 1
+        base, copies = join(base, f"{{{node.start}..{last}}}"), copies * node.copies
+    for child in node.children:
+        yield from runs(child, base, kind, copies)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import count
-from .ir import KINDS, TOWERS, Block, Leaf, leaves
+from .ir import KINDS, MAX_LISTED, TOWERS, Block, Leaf, leaf_count, leaves
 
 
 @dataclass(frozen=True)
@@ -67,11 +67,21 @@ class Model:
     def layers(self) -> list[count.LayerGroup]:
         return list(count.layer_groups(self.tree))
 
-    def tensors(self, checkpoint: bool = False) -> list[Leaf]:
+    def tensors(self, checkpoint: bool = False, instead: str = "") -> list[Leaf]:
         """Every parameter tensor and tie under its full transformers name (unrolled).
 
         With ``checkpoint`` the names are those a saved checkpoint uses (one tensor per
-        expert where transformers fuses experts)."""
+        expert where transformers fuses experts). Past ``ir.MAX_LISTED`` tensors this is a
+        ParamcountError, ending with ``instead`` (how to get a collapsed form)."""
+        n = leaf_count(self.tree, checkpoint)
+        if n > MAX_LISTED:
+            from .errors import ParamcountError
+
+            raise ParamcountError(
+                f"unrolls to {n:,} tensors, more than the {MAX_LISTED:,} listed one by one{instead}",
+                source=self.name,
+                field="tensors",
+            )
         return list(leaves(self.tree, checkpoint=checkpoint))
 
     def ties(self) -> list[tuple[str, str, int]]:

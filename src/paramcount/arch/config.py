@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import ParamcountError
+from ..errors import ParamcountError, brief
 from ..ir import Sym
 
 # The letters a derivation writes for each config field (the seed articles' own where they have one).
@@ -57,7 +57,17 @@ SYMBOLS = {
     "rotary_dim": "d_rot",
 }
 
-MAX_DIM = 1 << 26  # 67,108,864: far above any real width, vocabulary or depth
+MAX_DIM = 1 << 26  # 67,108,864: far above any real width or vocabulary
+# Depth has its own bound: some outputs are per layer (a llama.cpp mix's types, --json's tensor
+# list, diff), so every command must finish in seconds at it. Real models have at most a few
+# hundred layers; tests/test_bounds.py runs every command here.
+MAX_LAYERS = 1 << 12  # 4,096
+
+
+def is_depth(field: str) -> bool:
+    """A field that counts layers (``num_hidden_layers``, ``n_layer``, ``decoder_layers``)."""
+    last = field.rsplit(".", 1)[-1]
+    return last.endswith(("layers", "layer")) and "size" not in last
 
 
 class Cfg:
@@ -142,9 +152,11 @@ class Cfg:
     def _int(self, field: str, low: int, high: int, default: Any) -> Sym:
         name, value = self.lookup(field, default)
         if isinstance(value, bool) or not isinstance(value, int):
-            raise self.error(name, f"expected an integer, got {value!r}")
+            raise self.error(name, f"expected an integer, got {brief(value)}")
+        if is_depth(field) or is_depth(name):
+            high = min(high, MAX_LAYERS)
         if not low <= value <= high:
-            raise self.error(name, f"{value} is out of range (must be {low}..{high:,})")
+            raise self.error(name, f"{brief(value)} is out of range (must be {low}..{high:,})")
         return Sym(value, SYMBOLS.get(field, field))
 
     def opt_int(self, field: str, *, low: int = 1, high: int = MAX_DIM) -> Sym | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -30,6 +31,9 @@ class Entry:
     aliases: tuple[str, ...] = ()
     published: dict[str, Any] = field(default_factory=dict)
     note: str = ""
+
+
+_SAFE_FILE = re.compile(r"[\w.-]{1,200}")  # what catalog files are named; anything else is no file
 
 
 def _file_name(model_id: str) -> str:
@@ -65,8 +69,9 @@ def _names() -> dict[str, Entry]:
 
 def find(name: str) -> Entry | None:
     """The entry called ``name`` (its hub id or an alias, any case), or None."""
-    direct = _folder() / _file_name(name)
-    if direct.is_file():  # the common case reads one file, not the whole catalog
+    file = _file_name(name)
+    direct = _folder() / file
+    if _SAFE_FILE.fullmatch(file) and direct.is_file():  # the common case reads one file, not the whole catalog
         return _parse(direct.read_text(encoding="utf-8"))
     return _names().get(name.lower())
 

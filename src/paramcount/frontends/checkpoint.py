@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ParamcountError
-from ..ir import Block, Leaf, Tie, leaves
+from ..ir import MAX_LISTED, Block, Leaf, Tie, leaf_count, leaves
 from ..model import Model
 from . import flat
 from .config import from_config, read_json
@@ -138,12 +138,15 @@ class _Expected:
 
 def _variants(model: Model) -> list[_Expected]:
     """The config's class and its backbone (a base model saved alone), each under the names
-    published checkpoints use and under transformers' in-memory names (what it saves now)."""
+    published checkpoints use and under transformers' in-memory names (what it saves now).
+    A variant that unrolls past ``MAX_LISTED`` tensors is not compared name by name."""
     out: list[_Expected] = []
     for cls, tree, is_backbone in ((model.class_name, model.tree, False), (model.backbone_class, model.backbone, True)):
         if is_backbone and cls == model.class_name:
             break
         for checkpoint in (True, False):
+            if leaf_count(tree, checkpoint) > MAX_LISTED:
+                continue
             found = tuple(leaves(tree, checkpoint=checkpoint))
             if not any(v.leaves == found for v in out):
                 out.append(_Expected(model, cls, found, is_backbone, checkpoint))
@@ -225,7 +228,10 @@ def _tree(params: Sequence[Param], kinds: Mapping[str, str], source: str) -> Blo
                 raise ParamcountError(f"{short(name)}: a tensor and a module share a name", source=source)
             i = name.find(".", i + 1)
     rows = [(p.name, p.shape if p.shape is not None else (p.count,), p.storage) for p in params]
-    return flat.tree(rows, kind=lambda n: kinds.get(n) or flat.kind_of(n))
+    try:
+        return flat.tree(rows, kind=lambda n: kinds.get(n) or flat.kind_of(n))
+    except ValueError as e:  # a name nested past flat.MAX_PARTS
+        raise ParamcountError(f"tensor names do not form a tree: {e}", source=source) from None
 
 
 def _backbone(tree: Block, prefix: str | None) -> Block:
@@ -329,10 +335,17 @@ def count_read(
     if why:
         notes.append(why)
     bookkeeping = list(split.bookkeeping)
-    if expected is None:
+    variants = _variants(expected) if expected is not None else []
+    if expected is not None and not variants:
+        n = leaf_count(expected.tree)
+        notes.append(
+            f"{config_source} ({expected.class_name}) unrolls to {n:,} tensors, more than the {MAX_LISTED:,}"
+            " compared name by name; counted from the checkpoint alone"
+        )
+    if not variants:
         plan, v = _without_config(split.params, bookkeeping, notes), None
     else:
-        v, how = _choose(_variants(expected), [p.name for p in split.params])
+        v, how = _choose(variants, [p.name for p in split.params])
         plan = _with_config(split.params, bookkeeping, notes, v, how)
     tree = _tree(plan.params, plan.kinds, source)
     for name, shape, target, kind in plan.ties:

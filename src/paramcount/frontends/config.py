@@ -32,14 +32,34 @@ def read_json(path: Path) -> dict[str, Any]:
         raise ParamcountError("no such file", source=src) from None
     except (OSError, UnicodeDecodeError) as e:
         raise ParamcountError(f"cannot read: {e.__class__.__name__}: {e}", source=src) from None
-    try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as e:
-        where = f" (line {e.lineno}, column {e.colno})" if isinstance(e, json.JSONDecodeError) else ""
-        raise ParamcountError(f"not valid JSON{where}", source=src) from None
+    data = loads(text, src)
     if not isinstance(data, dict):
         raise ParamcountError(f"expected a JSON object, got {type(data).__name__}", source=src)
     return data
+
+
+def loads(text: str, source: str, field: str | None = None) -> Any:
+    """JSON text, or a one-line error: not JSON, nested past Python's recursion limit, or an
+    integer past Python's 4,300 digits."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ParamcountError(
+            f"not valid JSON (line {e.lineno}, column {e.colno})", source=source, field=field
+        ) from None
+    except RecursionError:
+        raise ParamcountError("not valid JSON: nested too deeply", source=source, field=field) from None
+    except ValueError:  # int('9' * 5000): Python refuses integers past 4,300 digits
+        raise ParamcountError("holds an integer of more than 4,300 digits", source=source, field=field) from None
+
+
+def exists(path: str | Path) -> bool:
+    """Whether ``path`` names something on disk; a name no file system accepts (longer than 255
+    bytes in one part, a NUL byte) names nothing, rather than raising."""
+    try:
+        return Path(path).exists()
+    except (OSError, ValueError):
+        return False
 
 
 def config_path(path: Path) -> Path:

@@ -204,7 +204,7 @@ def items_of(model) -> tuple[list[Item], dict[str, str]]:
     dtype = TORCH_DTYPES.get(str(config.get("torch_dtype") or config.get("dtype") or ""))
     items = [
         Item(x.name, tuple(int(d) for d in x.shape), x.count, x.dtype or dtype)
-        for x in model.tensors(checkpoint=True)
+        for x in model.tensors(checkpoint=True, instead="; paramcount compare A B compares them by component")
         if not x.tied_to
     ]
     return items, ties

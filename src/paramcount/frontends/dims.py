@@ -32,6 +32,9 @@ def parse_set(items: Sequence[str]) -> dict[str, Any]:
             fields[name.strip()] = json.loads(text)
         except json.JSONDecodeError:
             fields[name.strip()] = text
+        except (RecursionError, ValueError):  # [[[[… past the recursion limit; 5,000-digit ints
+            why = "nested too deeply" if text.lstrip().startswith(("[", "{")) else "a number too long"
+            raise ParamcountError(f"{name.strip()}: {why} to read", field="--set") from None
     return fields
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from ..ir import Block, Node, Tensor
 
 Flat = tuple[str, tuple[int, ...], str | None]  # (name, shape, dtype)
+MAX_PARTS = 64  # dotted parts of a name: real ones have under a dozen; the tree is walked recursively
 
 # Component of a tensor from its name when no config says; checked in this order.
 _KIND_RULES = [
@@ -41,7 +42,9 @@ def kind_of(name: str) -> str:
 def _nest(tensors: Iterable[Flat]) -> dict[str, Any]:
     root: dict[str, Any] = {}
     for name, shape, dtype in tensors:
-        *path, leaf = name.split(".")
+        *path, leaf = name.split(".", MAX_PARTS)
+        if len(path) == MAX_PARTS:
+            raise ValueError(f"{name[:60]!r}…: more than {MAX_PARTS} dotted parts")
         node = root
         for part in path:
             node = node.setdefault(part, {})
@@ -63,20 +66,32 @@ def _children(node: dict[str, Any], kind: Callable[[str], str], in_list: bool) -
         if isinstance(value, tuple):
             shape, dtype, full = value
             out.append(Tensor(key, shape, kind(full), dtype))
-        elif value and all(k.isdigit() for k in value) and all(isinstance(v, dict) for v in value.values()):
+        elif value and all(map(_index, value)) and all(isinstance(v, dict) for v in value.values()):
             out.extend(_runs(key, value, kind, in_list))
         else:
             out.append(Block(key, _children(value, kind, in_list)))
     return tuple(out)
 
 
+def _index(key: str) -> bool:
+    """A list index as transformers writes one: ASCII digits, no leading zero (``00``, ``²``
+    and ``٣`` are module names, not positions)."""
+    return key.isascii() and key.isdecimal() and (key == "0" or key[0] != "0")
+
+
 def _runs(name: str, items: dict[str, Any], kind: Callable[[str], str], in_list: bool) -> list[Block]:
     """Consecutive alike entries of a numbered list, each run stored once."""
     indices = sorted(int(k) for k in items)
     runs: list[list[int]] = []
+    head = None  # the signature of the current run's first entry, computed once per run
     for i in indices:
-        alike = runs and runs[-1][-1] == i - 1 and _signature(items[str(i)]) == _signature(items[str(runs[-1][0])])
-        runs[-1].append(i) if alike else runs.append([i])
+        sig = _signature(items[str(i)])
+        alike = runs and runs[-1][-1] == i - 1 and sig == head
+        if alike:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+            head = sig
     label = None if in_list else "layer"
     return [Block(name, _children(items[str(r[0])], kind, True), repeat=len(r), start=r[0], label=label) for r in runs]
 

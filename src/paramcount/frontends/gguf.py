@@ -32,6 +32,7 @@ MAX_ARRAY_NESTING = 4
 MAX_KEPT_ARRAY = 1024  # per-layer arrays (head counts) are kept; vocabularies only counted
 MAX_KEPT_STRING = 4096
 MAX_ELEMENTS = 1 << 62  # ggml counts elements in int64
+MAX_TENSORS = 1 << 17  # as safetensors.MAX_TENSORS (ggml puts a layer's experts in one tensor)
 
 # GGUFValueType -> struct code, for the fixed-size scalar types.
 _SCALAR = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
@@ -232,6 +233,9 @@ def _value(r: _Reader, vtype: int, key: str, depth: int = 0) -> Any:
 
 
 def _array(r: _Reader, key: str, depth: int) -> Any:
+    """A per-layer array of numbers that is read (``{arch}.attention.head_count_kv``) as a list;
+    any other array (a vocabulary, merges, nested arrays) walked and kept as ("array", type, length),
+    so memory stays proportional to what is kept, not to the file."""
     if depth >= MAX_ARRAY_NESTING:
         raise r.fail(f"metadata {key}: arrays nested more than {MAX_ARRAY_NESTING} deep")
     item = r.u32(f"the item type of {key}")
@@ -241,14 +245,26 @@ def _array(r: _Reader, key: str, depth: int) -> Any:
         raise r.fail(f"metadata {key}: unknown array item type {item}")
     if count * smallest > r.remaining():
         raise r.fail(f"metadata {key}: array of {count:,} items cannot fit in the {r.remaining():,} bytes left")
-    if item in _SCALAR and count > MAX_KEPT_ARRAY:
-        r.pos += count * smallest
-        return ("array", item, count)
-    if item == _STRING and count > MAX_KEPT_ARRAY:
-        for _ in range(count):  # a vocabulary: walk it, keep only its length
+    if item in _SCALAR and count <= MAX_KEPT_ARRAY and depth == 0 and _read_key(key):
+        return [r.scalar(_SCALAR[item], key) for _ in range(count)]
+    _skip_items(r, item, count, key, depth)
+    return ("array", item, count)
+
+
+def _read_key(key: str) -> bool:
+    """Whether anything reads the metadata ``key`` (an ``{arch}.`` key of ARCH_KEYS)."""
+    return any(key.endswith("." + k) for k in ARCH_KEYS)
+
+
+def _skip_items(r: _Reader, item: int, count: int, key: str, depth: int) -> None:
+    if item in _SCALAR:
+        r.pos += count * struct.calcsize(_SCALAR[item])  # fits: _array checked it against the bytes left
+    elif item == _STRING:
+        for _ in range(count):
             r.skip_string(f"an item of {key}")
-        return ("array", item, count)
-    return [_value(r, item, key, depth + 1) for _ in range(count)]
+    else:
+        for _ in range(count):
+            _array(r, key, depth + 1)
 
 
 def _metadata(r: _Reader, kv_count: int) -> dict[str, Any]:
@@ -330,6 +346,8 @@ def parse(buf: mmap.mmap | bytes, source: str) -> GGUFFile:
             f"header claims {tensor_count:,} tensors and {kv_count:,} metadata entries; "
             f"the {r.size:,}-byte file cannot hold them"
         )
+    if tensor_count > MAX_TENSORS:
+        raise r.fail(f"header holds {tensor_count:,} tensors; at most {MAX_TENSORS:,} are read")
     meta = _metadata(r, kv_count)
     tensors = [_tensor_info(r, i, sizes, names) for i in range(tensor_count)]
     alignment = _alignment(meta, DEFAULT_ALIGNMENT, r)

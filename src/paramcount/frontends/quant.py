@@ -18,7 +18,7 @@ from typing import Any
 from .safetensors import Stored
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Param:
     """A parameter of the unquantised model and the stored tensor that holds it."""
 
@@ -34,7 +34,7 @@ class Param:
         return self.stored.nbytes
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Extra:
     """A stored tensor that is not a parameter: quantisation bookkeeping or a buffer."""
 

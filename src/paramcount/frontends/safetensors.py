@@ -26,6 +26,7 @@ from .config import read_json
 MAX_HEADER_BYTES = 100_000_000  # the safetensors library refuses larger headers too
 MAX_RANK = 64  # real tensors have a handful of dimensions
 MAX_INDEX_BYTES = 64 << 20  # an index of ~100k tensors is a few MB
+MAX_TENSORS = 1 << 17  # 131,072 per checkpoint, as many as ir.MAX_LISTED: a count reads each by name
 
 # Bits per element of every dtype the format defines (safetensors 0.8).
 DTYPE_BITS = {
@@ -54,7 +55,7 @@ DTYPE_BITS = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Stored:
     """One tensor as a file holds it: dtype, shape and byte range within the data."""
 
@@ -94,7 +95,23 @@ def _fail(source: str, message: str) -> ParamcountError:
     return ParamcountError(message, source=source)
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+class _Info(tuple):
+    """A tensor's entry as parsed: (dtype, shape, data_offsets). A header of a million tensors
+    keeps a million of these while it is read, so not a dict of three keys each."""
+
+    __slots__ = ()
+
+
+_ENTRY_KEYS = ("data_offsets", "dtype", "shape")
+
+
+def _objects(pairs: list[tuple[str, Any]]) -> dict[str, Any] | _Info:
+    """json's object hook for a header: tensor entries become compact ``_Info``; a name given
+    twice raises."""
+    if len(pairs) == 3 and tuple(sorted(k for k, _ in pairs)) == _ENTRY_KEYS:
+        info = dict(pairs)
+        if isinstance(info["dtype"], str) and isinstance(info["shape"], list):  # not tensors so named
+            return _Info((info["dtype"], info["shape"], info["data_offsets"]))
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
@@ -112,12 +129,14 @@ def _decode(raw: bytes, source: str) -> dict[str, Any]:
     if not raw.lstrip(b" ").startswith(b"{"):
         what = "empty" if not raw.strip() else "not a JSON object"
         raise _fail(source, f"not a safetensors file: the header is {what}")
+    if raw.count(b'"data_offsets"') > MAX_TENSORS:  # a key: inside a JSON string a quote is escaped
+        raise _fail(source, f"header holds more than {MAX_TENSORS:,} tensors; at most that many are read")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise _fail(source, f"header is not UTF-8 (byte {e.start})") from None
     try:
-        data = json.loads(text, object_pairs_hook=_no_duplicates)
+        data = json.loads(text, object_pairs_hook=_objects)
     except _Duplicate as e:
         raise _fail(source, f"header names {short(e.key)} twice") from None
     except json.JSONDecodeError as e:
@@ -140,12 +159,15 @@ def _int(value: Any) -> bool:
 
 def tensor_entry(name: str, info: Any, source: str, file: str) -> Stored:
     where = f"tensor {short(name)}"
-    if not isinstance(info, dict):
+    if isinstance(info, _Info):
+        dtype, shape, offsets = info
+    elif not isinstance(info, dict):
         raise _fail(source, f"{where}: expected an object, got {type(info).__name__}")
-    missing = [k for k in ("dtype", "shape", "data_offsets") if k not in info]
-    if missing:
-        raise _fail(source, f"{where}: missing {', '.join(missing)}")
-    dtype, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
+    else:
+        missing = [k for k in ("dtype", "shape", "data_offsets") if k not in info]
+        if missing:
+            raise _fail(source, f"{where}: missing {', '.join(missing)}")
+        dtype, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
     if not isinstance(dtype, str) or dtype not in DTYPE_BITS:
         raise _fail(source, f"{where}: unknown dtype {short(str(dtype), 20)}")
     if not isinstance(shape, list) or len(shape) > MAX_RANK or not all(_int(d) for d in shape):
@@ -272,6 +294,8 @@ def _shard_name(folder: Path, value: Any, source: str) -> Path:
         raise _fail(source, f"weight_map names a shard {short(str(value))} that is not a file name")
     if ".." in Path(value).parts:
         raise _fail(source, f"weight_map shard {short(value)} points outside the folder")
+    if "\0" in value or any(len(part.encode("utf-8", "surrogatepass")) > 255 for part in Path(value).parts):
+        raise _fail(source, f"weight_map shard {short(value)} is not a file name (a part over 255 bytes, or NUL)")
     return folder / value
 
 
@@ -307,7 +331,7 @@ def read_index(path: Path) -> ShardSet:
 def _read_big_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_bytes())
-    except (ValueError, RecursionError):
+    except (ValueError, RecursionError):  # also integers past 4,300 digits
         raise _fail(str(path), "not valid JSON") from None
     if not isinstance(data, dict):
         raise _fail(str(path), f"expected a JSON object, got {type(data).__name__}")
@@ -379,7 +403,7 @@ class Read:
 def read_set(s: ShardSet, source: str) -> Read:
     """Read every header of ``s`` and check the index against what the shards hold."""
     complete(s, source)
-    headers = tuple(read_header(f) for f in s.files)
+    headers = _headers(s.files, source)
     seen: dict[str, str] = {}
     tensors: list[Stored] = []
     for h in headers:
@@ -389,6 +413,17 @@ def read_set(s: ShardSet, source: str) -> Read:
             seen[t.name] = h.file
             tensors.append(t)
     return Read(s, headers, tuple(tensors), tuple(_index_notes(s, seen, tensors)))
+
+
+def _headers(files: Iterable[Path], source: str) -> tuple[Header, ...]:
+    """Each file's header, refusing the set once its tensors pass MAX_TENSORS (not after reading all)."""
+    out, total = [], 0
+    for f in files:
+        out.append(read_header(f))
+        total += len(out[-1].tensors)
+        if total > MAX_TENSORS:
+            raise _fail(source, f"the shards hold more than {MAX_TENSORS:,} tensors; at most that many are read")
+    return tuple(out)
 
 
 def _index_notes(s: ShardSet, seen: Mapping[str, str], tensors: list[Stored]) -> list[str]:

@@ -18,10 +18,11 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-from ..errors import ParamcountError
+from ..errors import ParamcountError, bounded_number
 
 GB = 10**9
 GIB = 2**30
+MAX_BYTES = 2**70  # 1,024 EiB
 UNITS = {"mb": 10**6, "gb": GB, "tb": 10**12, "mib": 2**20, "gib": GIB, "tib": 2**40}
 
 
@@ -110,12 +111,17 @@ def parse_size(text: str, field: str = "--gpu") -> int:
     m = _SIZE.match(text)
     if not m or m.group(2).lower() not in UNITS:
         raise ParamcountError(f"expected a size like 24GB or 20GiB, got {text!r}", field=field)
+    bounded_number(m.group(1), field, "a size")
     try:
         value = int(Decimal(m.group(1)) * UNITS[m.group(2).lower()])
     except InvalidOperation as e:  # pragma: no cover - the pattern admits only decimals
         raise ParamcountError(f"bad size {text!r}", field=field) from e
     if value <= 0:
         raise ParamcountError(f"a size must be positive, got {text!r}", field=field)
+    if value > MAX_BYTES:  # past it, sizes in GiB as floats overflow or lose every digit
+        raise ParamcountError(
+            f"{text.strip()} is more than {MAX_BYTES // 2**60:,} EiB; no memory is that large", field=field
+        )
     return value
 
 

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from ..errors import ParamcountError
+from ..errors import ParamcountError, bounded_number
 from .gpus import GIB, parse_size
 from .terms import Term
 
@@ -81,7 +81,7 @@ def parse(text: str | Overhead) -> Overhead:
     for part in str(text).split("+"):
         m = _PERCENT.match(part)
         if m:
-            percent += Fraction(m.group(1))
+            percent += Fraction(bounded_number(m.group(1), "--overhead", "a percentage"))
         elif part.strip() != "0":
             fixed += parse_size(part, field="--overhead")
     if percent > 100:

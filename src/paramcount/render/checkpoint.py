@@ -154,11 +154,11 @@ def render(model: Model, tree_depth: int = 0) -> Group:
     return Group(*parts)
 
 
-def to_dict(model: Model) -> dict[str, Any]:
+def to_dict(model: Model, collapsed: bool = False) -> dict[str, Any]:
     """The JSON count document, with a ``checkpoint`` section when the model came from files."""
     from .json import to_dict as count_dict
 
-    data = count_dict(model)
+    data = count_dict(model, collapsed=collapsed)
     ck = model.checkpoint if isinstance(model, CheckpointModel) else None
     if ck is None:
         return data
@@ -192,10 +192,10 @@ def _difference(d: Difference) -> dict[str, str]:
     return {"kind": d.kind, "name": d.name, "a": d.a, "b": d.b}
 
 
-def dumps(model: Model) -> str:
+def dumps(model: Model, collapsed: bool = False) -> str:
     import json
 
-    return json.dumps(to_dict(model), indent=2, ensure_ascii=False)
+    return json.dumps(to_dict(model, collapsed), indent=2, ensure_ascii=False)
 
 
 def render_diff(result) -> Group:

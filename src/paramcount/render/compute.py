@@ -38,7 +38,9 @@ def table(figures: Sequence[Figure], unit: str, errors: bool) -> Table:
 
 
 def _error(f: Figure) -> Text:
-    return Text("exact") if f.error is None else Text(f"{f.error:+.2%}", style="yellow")
+    if f.error is None:
+        return Text("n/a (exact is 0)" if f.approximate else "exact")
+    return Text(f"{f.error:+.2%}", style="yellow")
 
 
 def _section(figures: Sequence[Figure], prefix: str) -> list[Figure]:

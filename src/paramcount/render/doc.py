@@ -152,12 +152,29 @@ def _text(doc: Doc) -> str:
 # ---- Markdown --------------------------------------------------------------------------------
 
 
+# Characters of text from input (a printout's module names) that Markdown would read as a
+# table cell's end, emphasis, raw HTML (``<img onerror=…>``) or an entity: each backslash-escaped.
+_MD_SPECIAL = re.compile(r"([\\|*<>&])")
+
+
+def _md_text(s: str) -> str:
+    return _MD_SPECIAL.sub(r"\\\1", s)
+
+
+def _md_code(s: str) -> str:
+    """A code span no backtick inside can close early (CommonMark: a longer fence)."""
+    fence = "`" * (max(map(len, re.findall("`+", s)), default=0) + 1)
+    pad = " " if s.startswith("`") or s.endswith("`") else ""
+    body = s.replace("|", "\\|")  # a table cell ends at | even inside code (GFM)
+    return f"{fence}{pad}{body}{pad}{fence}"
+
+
 def _md_piece(p: Piece) -> str:
     if isinstance(p, Code):
-        return f"`{p.text}`"
+        return _md_code(p.text)
     if isinstance(p, str):
-        return p.replace("|", "\\|").replace("*", "\\*")
-    return _plain_piece(p).replace("|", "\\|")
+        return _md_text(p)
+    return _md_text(_plain_piece(p))
 
 
 def _md(cell_: Cell) -> str:

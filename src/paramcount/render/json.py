@@ -5,14 +5,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..ir import expr
+from ..ir import Leaf, expr, runs
 from ..model import Model
 
 SCHEMA = "paramcount.count/1"
 
 
-def to_dict(model: Model, tensors: bool = True) -> dict[str, Any]:
-    """Everything a renderer needs, as plain JSON types."""
+COLLAPSE_HINT = "; --json --collapsed lists each repeated tensor once, with its copies"
+
+
+def to_dict(model: Model, tensors: bool = True, collapsed: bool = False) -> dict[str, Any]:
+    """Everything a renderer needs, as plain JSON types. With ``collapsed`` the tensors of a
+    repeated block are listed once: ``model.layers.{0..31}.mlp.up_proj.weight`` with
+    ``copies`` 32 (``count`` is each copy's), as the README's "JSON output" documents."""
     data: dict[str, Any] = {
         "schema": SCHEMA,
         "name": model.name,
@@ -33,20 +38,23 @@ def to_dict(model: Model, tensors: bool = True) -> dict[str, Any]:
         "ties": [{"name": n, "target": t, "count": c} for n, t, c in model.ties()],
         "notes": list(model.notes),
     }
-    if tensors:
-        data["tensors"] = [
-            {
-                "name": leaf.name,
-                "shape": [int(d) for d in leaf.shape],
-                "dims": [expr(d) for d in leaf.shape],
-                "count": 0 if leaf.tied_to else leaf.count,
-                "component": leaf.kind,
-                "tied_to": leaf.tied_to,
-            }
-            for leaf in model.tensors()
-        ]
+    if tensors and collapsed:
+        data["tensors_collapsed"] = [{**_tensor(r.leaf), "copies": r.copies} for r in runs(model.tree)]
+    elif tensors:
+        data["tensors"] = [_tensor(leaf) for leaf in model.tensors(instead=COLLAPSE_HINT)]
     return data
 
 
-def dumps(model: Model, tensors: bool = True) -> str:
-    return json.dumps(to_dict(model, tensors), indent=2, ensure_ascii=False)
+def _tensor(leaf: Leaf) -> dict[str, Any]:
+    return {
+        "name": leaf.name,
+        "shape": [int(d) for d in leaf.shape],
+        "dims": [expr(d) for d in leaf.shape],
+        "count": 0 if leaf.tied_to else leaf.count,
+        "component": leaf.kind,
+        "tied_to": leaf.tied_to,
+    }
+
+
+def dumps(model: Model, tensors: bool = True, collapsed: bool = False) -> str:
+    return json.dumps(to_dict(model, tensors, collapsed), indent=2, ensure_ascii=False)

@@ -69,6 +69,8 @@ def plot(plan: Plan, path: str | Path, gpu: GPU | None = None) -> Path:
     path = Path(path)
     fmt = _format(path)
     context, batch = plan.settings["context"], plan.settings["batch"]
+    if context is None:  # a printout or bare checkpoint says no context length: the axis needs one
+        raise ParamcountError("draws memory against context: the model states none, so give --context", field="--plot")
     fig = _figure()
     left, right = fig.subplots(1, 2)
     contexts = _grid(2 * context)

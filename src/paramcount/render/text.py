@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from rich.cells import cell_len
 from rich.console import Console, Group
 from rich.measure import Measurement
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from ..errors import printable
 from ..ir import Block, Node, Tie
 from ..model import Model
 from .labels import KINDS, TOWERS
@@ -153,7 +155,14 @@ def catalog_table(rows: Sequence[tuple[str, str, str, int, int]]) -> Table:
 
 class _Console(Console):
     """A console whose tables never cut a number: right-aligned (numeric) columns keep their
-    widest cell whole, and the other columns fold their text instead of cutting it."""
+    widest cell whole, and the other columns fold their text instead of cutting it. It reads no
+    markup (``[/]x`` in a tensor name is text) and writes input's control characters and lone
+    surrogates as escapes, never to the terminal."""
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        return super()._render_buffer(
+            Segment(printable(s.text, layout=True), s.style, s.control) if s.control is None else s for s in buffer
+        )
 
     def print(self, *objects: Any, **kwargs: Any) -> None:
         for obj in objects:
@@ -220,4 +229,4 @@ def console(width: int | None = None) -> Console:
     width its tables need rather than rich's 80, so nothing is folded there either."""
     if width is None and not os.environ.get("COLUMNS") and not sys.stdout.isatty():
         width = PIPED_WIDTH
-    return _Console(width=width, highlight=False, soft_wrap=False)
+    return _Console(width=width, highlight=False, soft_wrap=False, markup=False, emoji=False)
