@@ -30,6 +30,12 @@ class Model:
     config: Mapping[str, Any] = field(default_factory=dict, repr=False)
     notes: tuple[str, ...] = ()
     counted_by: str = "paramcount"  # "transformers": a model_type with no native family (the fallback)
+    inexact: str | None = None  # why ``total`` is only a lower bound (a printout hides parameters); None: exact
+
+    @property
+    def exact(self) -> bool:
+        """Whether ``total`` is the model's count; False when it is a lower bound (``inexact`` says why)."""
+        return self.inexact is None
 
     @property
     def total(self) -> int:

@@ -614,8 +614,9 @@ def from_text(text: str, source: str = "<text>", name: str | None = None, tied: 
     notes = [f"counted from the text of print(model) ({root.cls})", *c.notes]
     if c.ties:
         notes.append(_tie_note(c, root.cls, fam, likely, known))
-    if c.unknown:
-        notes.append(_unknown_note(c.unknown, c.tree.count))
+    inexact = _unknown_note(c.unknown, c.tree.count) if c.unknown else None
+    if inexact:
+        notes.append(inexact)
     inner = _backbone(root, fam)
     backbone = count(inner, likely).tree if inner is not None else c.tree
     model = Model(
@@ -627,6 +628,7 @@ def from_text(text: str, source: str = "<text>", name: str | None = None, tied: 
         backbone_class=inner.cls if inner is not None else root.cls,
         backbone=backbone,
         notes=tuple(notes),
+        inexact=inexact,
     )
     return Printout(model, c.unknown, c.ties, c.tied_total, c.untied_total, likely)
 

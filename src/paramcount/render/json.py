@@ -26,6 +26,8 @@ def to_dict(model: Model, tensors: bool = True, collapsed: bool = False) -> dict
         "class": model.class_name,
         "counted_by": model.counted_by,
         "total": model.total,
+        "exact": model.exact,
+        "inexact_reason": model.inexact,
         "total_with_ties": model.total_with_ties,
         "active": model.active_total,
         "backbone": {"class": model.backbone_class, "total": model.backbone_total},

@@ -167,6 +167,8 @@ class ModelResponse(BaseModel):
     model_type: str
     class_name: str
     counted_by: str = Field("paramcount", description="paramcount (native) or transformers (the fallback)")
+    exact: bool = Field(True, description="false when total is a lower bound (inexact_reason says why)")
+    inexact_reason: str | None = None
     total: Count
     total_with_ties: Count
     active: Count

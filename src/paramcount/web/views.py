@@ -22,6 +22,8 @@ def summary(model: Model) -> dict[str, Any]:
         "model_type": model.model_type,
         "class_name": model.class_name,
         "counted_by": model.counted_by,
+        "exact": model.exact,
+        "inexact_reason": model.inexact,
         "total": model.total,
         "total_with_ties": model.total_with_ties,
         "active": model.active_total,

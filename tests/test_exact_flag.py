@@ -1,0 +1,54 @@
+"""The JSON says whether a total is exact: ``"exact": false`` with the reason whenever it is a
+lower bound (a print(model) text that hides parameters), never only in a note."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from paramcount.cli import main
+from paramcount.frontends.printout import from_text
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def count_json(capsys, source: str) -> dict:
+    assert main([source, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_a_full_printout_is_exact(capsys):
+    data = count_json(capsys, str(FIXTURES / "bloom-1b4-zh.txt"))
+    assert data["exact"] is True and data["inexact_reason"] is None
+
+
+def test_a_config_count_is_exact(capsys):
+    data = count_json(capsys, "gpt2")
+    assert data["exact"] is True and data["inexact_reason"] is None
+
+
+def test_a_module_without_shown_parameters_makes_a_lower_bound(tmp_path, capsys):
+    text = "T5ForConditionalGeneration(\n  (shared): Embedding(100, 8)\n  (final_layer_norm): T5LayerNorm()\n)\n"
+    path = tmp_path / "t5.txt"
+    path.write_text(text)
+    data = count_json(capsys, str(path))
+    assert data["exact"] is False and data["total"] == 800
+    assert "lower bound" in data["inexact_reason"] and "T5LayerNorm" in data["inexact_reason"]
+
+
+def test_fused_experts_in_a_real_printout_are_flagged():
+    """transformers 5 prints fused experts as a module with no shapes (Qwen3MoeExperts())."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    config = transformers.AutoConfig.for_model(
+        "qwen3_moe", hidden_size=64, intermediate_size=96, moe_intermediate_size=32, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, num_experts=4, num_experts_per_tok=2, vocab_size=100,
+    )  # fmt: skip
+    with torch.device("meta"):
+        model = transformers.Qwen3MoeForCausalLM(config)
+    counted = from_text(str(model), "printout").model
+    real = sum(p.numel() for p in model.parameters())
+    assert not counted.exact and counted.total < real
+    assert "expert" in counted.inexact
