@@ -52,3 +52,28 @@ def test_fused_experts_in_a_real_printout_are_flagged():
     real = sum(p.numel() for p in model.parameters())
     assert not counted.exact and counted.total < real
     assert "expert" in counted.inexact
+
+
+@pytest.mark.parametrize(
+    ("model_type", "cls", "fields", "named"),
+    [
+        ("vit", "ViTModel", {"num_hidden_layers": 2}, "embeddings: cls_token, position_embeddings"),
+        ("clip", "CLIPModel", {}, "(root): logit_scale; vision_model.embeddings: class_embedding"),
+        ("llama", "LlamaForCausalLM", {"num_hidden_layers": 2, "hidden_size": 64, "intermediate_size": 96,
+                                       "num_attention_heads": 4, "vocab_size": 100}, None),
+    ],
+)  # fmt: skip
+def test_parameters_held_beside_submodules_are_never_missed_silently(model_type, cls, fields, named):
+    """ViT's class token and position table, CLIP's class embedding and temperature: a module that
+    holds raw parameters beside its children prints only the children."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    config = transformers.AutoConfig.for_model(model_type, **fields)
+    with torch.device("meta"):
+        model = getattr(transformers, cls)(config)
+    counted = from_text(str(model), "printout").model
+    real = sum(p.numel() for p in model.parameters())
+    if named is None:
+        assert counted.exact and counted.total == real
+    else:
+        assert not counted.exact and counted.total < real and named in counted.inexact

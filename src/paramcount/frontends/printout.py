@@ -562,15 +562,66 @@ def _tie_note(c: Counted, class_name: str, fam: Any, likely: bool, known: bool) 
     return f"{head} {said}, so the {chosen} count is given; tie_word_embeddings in the model's config.json settles it."
 
 
+RAW = "(raw parameters)"  # an Unknown's class for parameters held beside submodules
+
+
+def _patterns(node: Block, path: str = "") -> Iterator[tuple[str, Block]]:
+    """Every block under ``node`` with its path, a repeated block's index written ``*``."""
+    for child in node.children:
+        if isinstance(child, Block):
+            here = join(path, child.name)
+            here = f"{here}.*" if child.repeat is not None else here
+            yield here, child
+            yield from _patterns(child, here)
+
+
+def _raw(tree: Block) -> dict[str, set[str]]:
+    """Parameters a module holds beside its submodules (ViT's cls_token, Mamba's A_log and D,
+    CLIP's logit_scale, attention sinks): print(model) never shows them."""
+    out: dict[str, set[str]] = {}
+    for path, block in [("", tree), *_patterns(tree)]:
+        if any(isinstance(c, Block) for c in block.children):
+            names = {c.name for c in block.children if not isinstance(c, Block)}
+            if names:
+                out[path] = names
+    return out
+
+
+def _hidden_raw(fam: Any, class_name: str, tree: Block) -> list[Unknown]:
+    """The known family's raw parameters that the printed modules cannot have shown."""
+    if fam is None or class_name not in fam.classes:
+        return []
+    try:  # the family's tree at its defaults: which modules hold parameters beside submodules
+        expected = _raw(fam.build(class_name, fam.cfg({}, None))[0])
+    except Exception:  # only a check on the text: a family that cannot build its defaults must not stop a count
+        return []
+    printed = {path: {c.name for c in b.children if not isinstance(c, Block)} for path, b in _patterns(tree)}
+    printed[""] = {c.name for c in tree.children if not isinstance(c, Block)}
+    out = []
+    for path, names in expected.items():
+        missing = sorted(names - printed.get(path, names))
+        if missing:
+            where = path.replace("*", "0") or "(root)"
+            reason = f"holds {', '.join(missing)} beside its submodules, which print(model) does not show"
+            out.append(Unknown(where, RAW, 1, reason))
+    return out
+
+
 def _unknown_note(unknown: tuple[Unknown, ...], total: int) -> str:
     by_class: dict[str, list[Unknown]] = {}
     for u in unknown:
         by_class.setdefault(u.class_name, []).append(u)
+    raw = by_class.pop(RAW, [])
     parts = [
         f"{cls} ×{sum(u.copies for u in us)} (e.g. {us[0].path or '(root)'}: {us[0].reason})"
         for cls, us in by_class.items()
     ]
-    return f"lower bound: at least {total:,}; print(model) does not show the parameters of " + "; ".join(parts)
+    said = f"lower bound: at least {total:,}; print(model) does not show"
+    said += " the parameters of " + "; ".join(parts) if parts else ""
+    if raw:
+        held = "; ".join(f"{u.path}: {u.reason.split(' beside')[0].removeprefix('holds ')}" for u in raw)
+        said += f"{'; nor' if parts else ''} the parameters these modules hold beside their submodules: {held}"
+    return said
 
 
 @dataclass(frozen=True)
@@ -614,7 +665,8 @@ def from_text(text: str, source: str = "<text>", name: str | None = None, tied: 
     notes = [f"counted from the text of print(model) ({root.cls})", *c.notes]
     if c.ties:
         notes.append(_tie_note(c, root.cls, fam, likely, known))
-    inexact = _unknown_note(c.unknown, c.tree.count) if c.unknown else None
+    unknown = (*c.unknown, *_hidden_raw(fam, root.cls, c.tree))
+    inexact = _unknown_note(unknown, c.tree.count) if unknown else None
     if inexact:
         notes.append(inexact)
     inner = _backbone(root, fam)
@@ -630,7 +682,7 @@ def from_text(text: str, source: str = "<text>", name: str | None = None, tied: 
         notes=tuple(notes),
         inexact=inexact,
     )
-    return Printout(model, c.unknown, c.ties, c.tied_total, c.untied_total, likely)
+    return Printout(model, unknown, c.ties, c.tied_total, c.untied_total, likely)
 
 
 # --- files and standard input ------------------------------------------------------------
