@@ -5,10 +5,10 @@ experts and a sigmoid router whose score-correction bias is a buffer, not a para
 
 from __future__ import annotations
 
-from ..ir import Block, Node, Sym
-from . import Family
+from ..ir import Block, Node
+from . import Family, mla
 from . import moe as shared_moe
-from .blocks import block, decoder_classes, embedding, gated_mlp, linear, norm
+from .blocks import decoder_classes, embedding, gated_mlp, norm
 from .config import Cfg
 from .llama import rms_layer
 
@@ -41,42 +41,9 @@ ALIASES = {
 }
 
 
-def q_lora_rank(c: Cfg) -> Sym | None:
-    """``q_lora_rank: null`` (DeepSeek-V2-Lite style) means a direct q_proj; only a missing
-    field takes the default 1536, so an explicit null must be told apart from absence."""
-    if "q_lora_rank" in c.raw and c.raw["q_lora_rank"] is None:
-        return None
-    return c.int("q_lora_rank")
-
-
-def query(c: Cfg, h: Sym, out: Sym, bias: bool) -> tuple[Node, ...]:
-    """Queries straight from h, or down to r_q, normed, and up to the heads."""
-    r_q = q_lora_rank(c)
-    if r_q is None:
-        return (linear("q_proj", h, out, bias=False),)
-    return (
-        linear("q_a_proj", h, r_q, bias),
-        norm("q_a_layernorm", r_q, bias=False),
-        linear("q_b_proj", r_q, out, bias=False),
-    )
-
-
 def self_attn(c: Cfg) -> Block:
-    """MLA: keys and values share one latent of width r_kv (plus the rotary key slice,
-    common to all heads), expanded per head by kv_b_proj."""
-    h, a = c.int("hidden_size"), c.int("num_attention_heads")
-    rope, nope, v = c.int("qk_rope_head_dim"), c.int("qk_nope_head_dim"), c.int("v_head_dim")
-    r_kv = c.int("kv_lora_rank")
-    bias = c.bool("attention_bias")
-    return block(
-        "self_attn",
-        *query(c, h, a * (nope + rope), bias),
-        linear("kv_a_proj_with_mqa", h, r_kv + rope, bias),
-        norm("kv_a_layernorm", r_kv, bias=False),
-        linear("kv_b_proj", r_kv, a * (nope + v), bias=False),
-        linear("o_proj", a * v, h, bias),
-        kind="attention",
-    )
+    """MLA (arch/mla.py): a direct q_proj where ``q_lora_rank`` is null (Moonlight)."""
+    return mla.self_attn(c)
 
 
 def dense_mlp(c: Cfg) -> Block:
@@ -130,9 +97,10 @@ FAMILY = Family(
     backbone="DeepseekV3Model",
     check=check,
     notes=notes,
+    cache_layout=mla.cache_layout(),
     classes=decoder_classes(
         "DeepseekV3", backbone, heads=("ForCausalLM", "ForSequenceClassification", "ForTokenClassification")
     ),
 )
 
-__all__ = ["FAMILY", "backbone", "moe", "q_lora_rank", "self_attn"]
+__all__ = ["FAMILY", "backbone", "moe", "self_attn"]
