@@ -79,13 +79,6 @@ def indexer(c: Cfg) -> Block:
     )
 
 
-def check_index_head_dim(c: Cfg) -> None:
-    """The indexer splits its heads into a rotary slice of qk_rope_head_dim and the rest."""
-    d, rope = c.int("index_head_dim"), c.int("qk_rope_head_dim")
-    if d < rope:
-        raise c.error("index_head_dim", f"{int(d)} is narrower than qk_rope_head_dim ({int(rope)})")
-
-
 def dense_mlp(c: Cfg, bias: bool = False) -> Block:
     return gated_mlp("mlp", c.int("hidden_size"), c.int("intermediate_size"), bias=bias)
 
@@ -144,6 +137,21 @@ def backbone(c: Cfg, kinds: Sequence[Hashable], layer: Layer) -> tuple[Node, ...
     )
 
 
+def dsa_layer(c: Cfg, kind: Hashable) -> tuple[Node, ...]:
+    """A DeepSeek Sparse Attention layer (V3.2, GLM-5): MLA with the query bottleneck, its
+    indexer where the layer runs one, and a dense or MoE MLP. ``kind`` is (mlp type, indexed)."""
+    from .llama import rms_layer
+
+    mlp, indexed = kind  # type: ignore[misc]
+    attn = self_attn(c, extra=(indexer(c) if indexed else None,), nullable=False)
+    return rms_layer(c, attn, moe(c) if mlp == "sparse" else dense_mlp(c))
+
+
+def dsa_backbone(c: Cfg, indexed: Sequence[bool]) -> tuple[Node, ...]:
+    kinds = list(zip(mlp_layer_types(c), indexed, strict=True))
+    return backbone(c, kinds, lambda kind: dsa_layer(c, kind))
+
+
 def moe_layer_freq_note(c: Cfg) -> list[str]:
     freq = c.raw.get("moe_layer_freq", 1)
     if freq in (1, None):
@@ -162,7 +170,8 @@ def mtp_note(c: Cfg, layer: Sequence[Node | None]) -> list[str]:
     embedding and the output head in it (V·h each), which DeepSeek's code shares with the model's."""
     from ..count import total
 
-    mtp, n = int(c.int("num_nextn_predict_layers", low=0)), int(c.int("num_hidden_layers"))
+    mtp = int(c.int("num_nextn_predict_layers", low=0, default=0))
+    n = int(c.int("num_hidden_layers"))
     if not mtp:
         return []
     h, v = int(c.int("hidden_size")), int(c.int("vocab_size"))
@@ -176,6 +185,17 @@ def mtp_note(c: Cfg, layer: Sequence[Node | None]) -> list[str]:
     ]
 
 
+def latent_view(c: Cfg) -> Cfg:
+    """The config without a ``layer_types`` list of only ``indexed_attention`` (what DSA configs
+    default to, and what transformers writes back): every layer then caches the latent in full."""
+    types = c.raw.get("layer_types")
+    if types is None:
+        return c
+    type_list(c, "layer_types", types, ("indexed_attention",))
+    raw = {k: v for k, v in c.raw.items() if k != "layer_types"}
+    return Cfg(raw, c.defaults, c.source, c.aliases)
+
+
 def cache_layout(indexed: Callable[[Cfg], list[bool]] | None = None) -> Callable[..., tuple[list[Any], list[str]]]:
     """The MLA latent of every layer (``kv_layout._deepseek``), plus, for a DSA model, the
     indexer keys (``DynamicIndexedLayer.indexer_keys``: one ``index_head_dim`` key per token)
@@ -184,7 +204,7 @@ def cache_layout(indexed: Callable[[Cfg], list[bool]] | None = None) -> Callable
     def build(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list[Any], list[str]]:
         from ..memory.kv_layout import LayerKind, _deepseek, _runs
 
-        kinds, notes = _deepseek(c, model_type, cls, mla)
+        kinds, notes = _deepseek(latent_view(c), model_type, cls, mla)
         if indexed is None:
             return kinds, notes
         at = [i for i, on in enumerate(indexed(c)) if on]
