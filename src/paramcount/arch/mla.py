@@ -45,16 +45,24 @@ def query(c: Cfg, h: Sym, out: Sym, bias: bool, nullable: bool = True) -> tuple[
     )
 
 
-def self_attn(c: Cfg, name: str = "self_attn", extra: Sequence[Node | None] = (), nullable: bool = True) -> Block:
+def self_attn(
+    c: Cfg,
+    name: str = "self_attn",
+    extra: Sequence[Node | None] = (),
+    nullable: bool = True,
+    q_head: Sym | None = None,
+) -> Block:
     """MLA as transformers' DeepseekV2/V3 attention builds it; ``extra`` adds modules such as
-    the DSA indexer."""
+    the DSA indexer. ``q_head`` overrides the query head width qk_nope + qk_rope (LongCat's
+    settable ``qk_head_dim``)."""
     h, a = c.int("hidden_size"), c.int("num_attention_heads")
     rope, nope, v = c.int("qk_rope_head_dim"), c.int("qk_nope_head_dim"), c.int("v_head_dim")
+    q_head = nope + rope if q_head is None else q_head
     r_kv = c.int("kv_lora_rank")
     bias = c.bool("attention_bias")
     return block(
         name,
-        *query(c, h, a * (nope + rope), bias, nullable),
+        *query(c, h, a * q_head, bias, nullable),
         linear("kv_a_proj_with_mqa", h, r_kv + rope, bias),
         norm("kv_a_layernorm", r_kv, bias=False),
         linear("kv_b_proj", r_kv, a * (nope + v), bias=False),
