@@ -66,13 +66,14 @@ def counts(c: Cfg) -> tuple[int, int, int]:
 
 def experts(c: Cfg) -> Block | None:
     """gate_up_proj for all E + Z experts and down_proj for E, as transformers allocates them;
-    active: the k picks all on real experts (see :func:`notes`). The checkpoint names E experts."""
+    active: the k picks all on real experts (see :func:`notes`). No checkpoint view: the
+    checkpoint's per-expert tensors cover the E real experts only, fewer parameters than this
+    (said in a note), and a checkpoint view holds the same parameters under other names."""
     e, z, k = counts(c)
     if not e:
         return None  # transformers registers both as None
     h, i = c.int("hidden_size"), c.int("moe_intermediate_size")
     real = min(k, e)
-    per_expert = gated_mlp("", h, i, kind="experts").children
     return Block(
         "experts",
         (
@@ -80,7 +81,6 @@ def experts(c: Cfg) -> Block | None:
             Block("", (Tensor("down_proj", (e, h, i)),), active=(real, e)),
         ),
         kind="experts",
-        checkpoint=Block("experts", per_expert, repeat=e, kind="experts", active=(real, e)),
     )
 
 
@@ -134,7 +134,8 @@ def notes(c: Cfg, cls: str) -> list[str]:
         out.append(
             f"transformers allocates experts.gate_up_proj for all {e + z} experts, zero-computation ones "
             f"included: {extra:,} parameters ({z} × 2 × {i} × {h} per layer) that the checkpoint does not hold "
-            "(it stores the real experts only); counted here, as the transformers model holds them"
+            "(it stores the real experts only, one tensor per expert and projection: "
+            "mlp.experts.0.gate_proj.weight …); counted here, as the transformers model holds them"
         )
     return out
 

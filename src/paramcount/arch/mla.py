@@ -17,6 +17,7 @@ from typing import Any
 from ..ir import Block, Node, Sym
 from .blocks import block, embedding, fused_experts, gated_mlp, linear, norm, router, typed_stacks
 from .config import Cfg
+from .llama import rms_layer
 
 Layer = Callable[[Hashable], Sequence[Node | None]]
 
@@ -148,8 +149,6 @@ def backbone(c: Cfg, kinds: Sequence[Hashable], layer: Layer) -> tuple[Node, ...
 def dsa_layer(c: Cfg, kind: Hashable) -> tuple[Node, ...]:
     """A DeepSeek Sparse Attention layer (V3.2, GLM-5): MLA with the query bottleneck, its
     indexer where the layer runs one, and a dense or MoE MLP. ``kind`` is (mlp type, indexed)."""
-    from .llama import rms_layer
-
     mlp, indexed = kind  # type: ignore[misc]
     attn = self_attn(c, extra=(indexer(c) if indexed else None,), nullable=False)
     return rms_layer(c, attn, moe(c) if mlp == "sparse" else dense_mlp(c))
@@ -229,11 +228,17 @@ __all__ = [
     "backbone",
     "cache_layout",
     "dense_mlp",
+    "dsa_backbone",
+    "dsa_layer",
     "first_dense",
     "indexer",
+    "latent_view",
     "mlp_layer_types",
     "moe",
+    "moe_layer_freq_note",
     "mtp_note",
     "q_lora_rank",
     "self_attn",
+    "top_k",
+    "type_list",
 ]

@@ -193,7 +193,12 @@ OWN_TARGETS = {
     "distilbert": ("q_lin", "v_lin"),
     "albert": ("query", "value"),
     "phi3": ("qkv_proj",),
-    "deepseek_v3": ("q_proj", "q_b_proj", "kv_b_proj"),  # q_proj where q_lora_rank is null
+    # MLA: q_proj where q_lora_rank is null
+    **dict.fromkeys(
+        ("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa", "longcat_flash"),
+        ("q_proj", "q_b_proj", "kv_b_proj"),
+    ),
+    "deepseek_v4": ("q_b_proj", "kv_proj"),  # its query up-projection and shared K=V projection
     **dict.fromkeys(("qwen2_moe", "qwen3_moe", "olmo", "starcoder2"), ("q_proj", "v_proj")),
     **dict.fromkeys(
         ("gpt_oss", "olmoe", "phimoe", "ernie4_5_moe", "minimax_m2", "glm4_moe", "mimo_v2_flash"), ("q_proj", "v_proj")
