@@ -113,3 +113,11 @@ def test_longcat_flash_cache():
     tiny = {**SMALL, "head_dim": 4}  # the rotary width, which LongCat reads from head_dim
     expect_cache("longcat_flash", tiny, "LongcatFlashForCausalLM", tokens=9, batch=2)
     expect_cache("longcat_flash", tiny, "LongcatFlashForCausalLM", tokens=9, batch=2, dtype="bf16")
+
+
+def test_longcat_flash_layers_flag_counts_decoder_layers():
+    from paramcount.frontends.dims import config
+
+    raw = config("longcat_flash", {"layers": 3, "hidden": None})
+    assert raw == {"model_type": "longcat_flash", "num_layers": 3}
+    assert [(g.first, g.copies) for g in from_config({**raw, **SMALL, "num_layers": 3}, "t").layers()] == [(0, 3)]

@@ -148,7 +148,8 @@ def check(c: Cfg) -> None:
 def cache_layout(c: Cfg, model_type: str, cls: str, form: str) -> tuple[list, list[str]]:
     """Each of the 2 × num_layers MLA sublayers caches its latent (DynamicCache sizes itself by
     num_hidden_layers, which is 2 × num_layers)."""
-    view = Cfg({**c.raw, "num_hidden_layers": 2 * int(num_layers(c))}, c.defaults, c.source, c.aliases)
+    raw = {**c.raw, "num_hidden_layers": 2 * int(num_layers(c))}
+    view = Cfg(raw, c.defaults, c.source, c.aliases, prefix=c.prefix)
     kinds, said = mla.cache_layout()(view, model_type, cls, form)
     return kinds, [*said, "two MLA sublayers per decoder layer, each with its own cache entry"]
 
@@ -161,6 +162,7 @@ FAMILY = Family(
     check=check,
     notes=notes,
     cache_layout=cache_layout,
+    flag_fields={"num_hidden_layers": "num_layers"},  # --layers counts decoder layers, as the printout does
     classes=decoder_classes("LongcatFlash", backbone, heads=("ForCausalLM",)),
 )
 

@@ -200,7 +200,7 @@ def latent_view(c: Cfg) -> Cfg:
         return c
     type_list(c, "layer_types", types, ("indexed_attention",))
     raw = {k: v for k, v in c.raw.items() if k != "layer_types"}
-    return Cfg(raw, c.defaults, c.source, c.aliases)
+    return Cfg(raw, c.defaults, c.source, c.aliases, prefix=c.prefix)
 
 
 def cache_layout(indexed: Callable[[Cfg], list[bool]] | None = None) -> Callable[..., tuple[list[Any], list[str]]]:
