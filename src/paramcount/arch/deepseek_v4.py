@@ -31,7 +31,8 @@ from typing import Any
 
 from ..ir import Block, Node, Tensor
 from . import Family
-from .blocks import block, decoder_classes, embedding, fused_experts, gated_mlp, linear, norm, typed_stacks
+from . import moe as shared_moe
+from .blocks import block, decoder_classes, embedding, linear, norm, typed_stacks
 from .config import Cfg
 
 DEFAULTS = {
@@ -176,15 +177,10 @@ def self_attn(c: Cfg, kind: str) -> Block:
 
 def moe(c: Cfg) -> Block:
     """Router weight (hash layers keep it too, plus a tid2eid buffer), routed experts, and one
-    shared expert of the experts' width."""
+    shared expert of the experts' width (arch/moe.with_shared)."""
     h, e, i = c.int("hidden_size"), c.int("num_local_experts"), c.int("intermediate_size")
-    k = c.int("num_experts_per_tok", high=int(e))
-    return block(
-        "mlp",
-        block("gate", Tensor("weight", (e, h)), kind="router"),
-        fused_experts(e, h, i, k),
-        gated_mlp("shared_experts", h, i, bias=c.bool("mlp_bias"), kind="experts"),
-    )
+    k = shared_moe.top_k(c, e)
+    return shared_moe.with_shared(h, e, i, k, i, bias=c.bool("mlp_bias"))
 
 
 def hyper_connection(c: Cfg, name: str) -> Block:
@@ -255,7 +251,7 @@ def check(c: Cfg) -> None:
     for kind in kinds - {SLIDING}:
         compress_rate(c, kind)
     mlp_layer_types(c)
-    c.int("num_experts_per_tok", high=int(c.int("num_local_experts")))
+    shared_moe.top_k(c, c.int("num_local_experts"))
 
 
 def cache_layout(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list, list[str]]:

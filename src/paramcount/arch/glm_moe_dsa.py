@@ -73,7 +73,7 @@ def backbone(c: Cfg) -> tuple:
 
 
 def notes(c: Cfg, cls: str) -> list[str]:
-    out = mla.mtp_note(c, mla.dsa_layer(c, ("sparse", True)))
+    out = mla.mtp_note(c, lambda: mla.dsa_layer(c, ("sparse", True)))
     if "sparse" in mla.mlp_layer_types(c):
         out.append("each MoE router also stores e_score_correction_bias, a buffer, not a parameter: not counted")
     return out

@@ -15,7 +15,8 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from ..ir import Block, Node, Sym
-from .blocks import block, embedding, fused_experts, gated_mlp, linear, norm, router, typed_stacks
+from . import moe as shared_moe
+from .blocks import block, embedding, gated_mlp, linear, norm, typed_stacks
 from .config import Cfg
 from .llama import rms_layer
 
@@ -93,20 +94,16 @@ def dense_mlp(c: Cfg, bias: bool = False) -> Block:
 
 
 def top_k(c: Cfg) -> Sym:
-    return c.int("num_experts_per_tok", high=int(c.int("n_routed_experts")))
+    return shared_moe.top_k(c, c.int("n_routed_experts"))
 
 
 def moe(c: Cfg, shared_bias: bool = False, k: Sym | int | None = None) -> Block:
-    """Routed experts (k of E run), the router's weight, and the always-on shared experts as
-    one MLP of width I_e·E_s (zero shared experts leave empty (0, h) tensors, as transformers)."""
+    """DeepSeek's MoE (arch/moe.with_shared): routed experts (k of E run), the router's weight,
+    and the always-on shared experts as one MLP of width I_e·E_s (zero shared experts leave
+    empty (0, h) tensors, as transformers builds them)."""
     h, e, i_e = c.int("hidden_size"), c.int("n_routed_experts"), c.int("moe_intermediate_size")
-    shared = c.int("n_shared_experts", low=0)
-    return block(
-        "mlp",
-        fused_experts(e, h, i_e, top_k(c) if k is None else k),
-        router("gate", h, e),
-        gated_mlp("shared_experts", h, i_e * shared, bias=shared_bias, kind="experts"),
-    )
+    shared = i_e * c.int("n_shared_experts", low=0)
+    return shared_moe.with_shared(h, e, i_e, top_k(c) if k is None else k, shared, bias=shared_bias)
 
 
 def first_dense(c: Cfg) -> list[str]:
@@ -169,27 +166,12 @@ def moe_layer_freq_note(c: Cfg) -> list[str]:
     ]
 
 
-def mtp_note(c: Cfg, layer: Sequence[Node | None]) -> list[str]:
-    """The multi-token-prediction layers a DeepSeek-style checkpoint holds beyond the
-    ``num_hidden_layers`` transformers builds (DeepSeek-V3's README_WEIGHTS.md): each is one more
-    decoder layer (``layer``, built as the last MoE layer) plus ``enorm`` and ``hnorm`` (h each),
-    ``eh_proj`` (2h → h) and ``shared_head.norm`` (h); the checkpoint also stores a copy of the
-    embedding and the output head in it (V·h each), which DeepSeek's code shares with the model's."""
-    from ..count import total
-
-    mtp = int(c.int("num_nextn_predict_layers", low=0, default=0))
-    n = int(c.int("num_hidden_layers"))
-    if not mtp:
+def mtp_note(c: Cfg, layer: Callable[[], Sequence[Node | None]]) -> list[str]:
+    """arch/moe.mtp_note for a family whose MTP layer is built as ``layer()`` (called only
+    when the checkpoint has MTP layers); a family without the field has none."""
+    if not int(c.int("num_nextn_predict_layers", low=0, default=0)):
         return []
-    h, v = int(c.int("hidden_size")), int(c.int("vocab_size"))
-    unique = total(block("", *layer)) + 3 * h + 2 * h * h
-    where = f"model.layers.{n}" if mtp == 1 else f"model.layers.{n}-{n + mtp - 1}"
-    return [
-        f"the published checkpoint also holds {mtp} multi-token-prediction layer(s) ({where}) that the "
-        f"transformers model does not build, not counted: {mtp * unique:,} parameters of their own (a decoder "
-        f"layer, enorm, hnorm, eh_proj, shared_head.norm), {mtp * (unique + 2 * v * h):,} with the copies of "
-        "the embedding and output head stored in them"
-    ]
+    return shared_moe.mtp_note(c, lambda: sum(x.count for x in layer() if x is not None))
 
 
 def latent_view(c: Cfg) -> Cfg:
