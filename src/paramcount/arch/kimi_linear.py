@@ -11,8 +11,9 @@ from collections.abc import Hashable, Sequence
 from typing import Any
 
 from ..ir import Block, Node, Sym, Tensor
-from . import Family, deepseek_v3
+from . import Family
 from . import linear_attention as la
+from . import mla as mla_pieces
 from .blocks import base, block, embedding, find, fused_experts, gated_mlp, norm, router, typed_stacks, with_head
 from .config import Cfg
 from .llama import rms_layer
@@ -130,7 +131,7 @@ def mla_attention(c: Cfg) -> Block:
         view = Cfg({**c.raw, "q_lora_rank": None}, c.defaults, c.source, c.aliases)
         view.seen = c.seen
         c = view
-    return deepseek_v3.self_attn(c)
+    return mla_pieces.self_attn(c)
 
 
 def kda(c: Cfg) -> Block:
