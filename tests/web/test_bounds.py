@@ -62,8 +62,11 @@ def test_odd_tensor_names_are_answered(lenient, name):
         return
     for path in ("/api/model", "/api/memory"):
         r = lenient.post(path, json={"source": {"kind": "upload", "id": key}})
-        assert r.status_code == 200, r.text
+        assert r.status_code in (200, 400), r.text  # counted, or refused in one line
         data = r.json()
+        if r.status_code == 400:
+            assert "\n" not in data["error"]
+            continue
         if path == "/api/model":
             if "\ud800" not in name:
                 schemas.ModelResponse.model_validate(data)
