@@ -323,6 +323,43 @@ def test_huge_numbers_do_not_break_the_parser():
     assert p.lower_bound and p.unknown[0].class_name == "Linear"
 
 
+# --- linear time: a hostile text costs what a normal one of its size costs ------------------
+
+LAYER = (
+    "({i}): Block(\n(q): Linear(in_features={i}, out_features=64, bias=True)\n"
+    "(norm): LayerNorm((64,), eps=1e-05, elementwise_affine=True)\n(act): GELU(approximate='none')\n)\n"
+)
+
+
+def normal_printout(size: int) -> str:
+    """A ModuleList of unlike layers (none collapses into a run), ``size`` characters long."""
+    body, total, i = [], 0, 1
+    while total < size:
+        body.append(LAYER.format(i=i))
+        total, i = total + len(body[-1]), i + 1
+    return "Net(\n(h): ModuleList(\n" + "".join(body) + ")\n)"
+
+
+def seconds(text: str) -> float:
+    start = time.perf_counter()
+    printout.from_text(text)
+    return time.perf_counter() - start
+
+
+def test_hostile_printouts_parse_in_time_linear_in_their_size():
+    # 200,000 named siblings (each one rescanned its earlier siblings: > 120 s) and arguments
+    # of 4,000 digits (the float pattern backtracked: 0.58 s each), against a normal printout
+    # of the same size timed in the same run, so a slow machine moves both alike
+    siblings = "Net(\n" + "".join(f"(a{i}): Tanh()\n" for i in range(200_000)) + ")"
+    digits = "9" * 4000
+    size = len(siblings)
+    numbers = "Net(\n" + "".join(f"(a{j}): Foo(x={digits}x, y={digits}.5e)\n" for j in range(size // 8020)) + ")"
+    normal = seconds(normal_printout(size))
+    for text in (siblings, numbers):
+        assert abs(len(text) - size) < 0.01 * size
+        assert seconds(text) < 4 * normal + 0.5
+
+
 def mutations():
     seed = seed_text()
     cut = st.tuples(st.integers(0, len(seed)), st.integers(0, 40), st.text(max_size=8))

@@ -38,7 +38,9 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,199}")
 _CHILD = re.compile(r"\(([^()\n]{1,256}?)\):[ \t]*(?:(\d{1,9}) x )?(?=[A-Za-z_][A-Za-z0-9_.]{0,199}\(|None\b)")
 _RANGE = re.compile(r"(\d{1,9})-(\d{1,9})")
 _INT = re.compile(r"-?\d{1,18}")
-_FLOAT = re.compile(r"-?(\d+\.?\d*(e[-+]?\d+)?|inf|nan)", re.I)
+# Each digit run has one way to match (the dot and the exponent are required before their
+# digits), so a failing match is linear: ``\d+\.?\d*`` split every run two ways (quadratic).
+_FLOAT = re.compile(r"-?(?:\d+(?:\.\d*)?(?:e[-+]?\d+)?|\.\d+(?:e[-+]?\d+)?|inf|nan)", re.I)
 _KWARG = re.compile(r"([A-Za-z_]\w*)=(.*)", re.S)
 _PAIRS = {"(": ")", "[": "]", "{": "}"}
 _PLAIN = re.compile(r"[^()\[\]{}'\"\n]+")
@@ -128,6 +130,7 @@ class _Parser:
 
     def body(self, mod: Mod, opened: int) -> None:
         keys: set[str] = set()
+        numbered: list[Child] = []  # the last numbered child, so no child rescans its siblings
         while True:
             self.skip_space()
             if self.pos >= len(self.text):
@@ -137,27 +140,30 @@ class _Parser:
                 return
             m = _CHILD.match(self.text, self.pos)
             if m:
-                self.child(mod, m, keys)
+                self.child(mod, m, keys, numbered)
             else:
                 text = self.extra(mod, opened)
                 if text:
                     mod.extra.append(text)
 
-    def child(self, mod: Mod, m: re.Match[str], keys: set[str]) -> None:
+    def child(self, mod: Mod, m: re.Match[str], keys: set[str], numbered: list[Child]) -> None:
         key, count = m.group(1), m.group(2)
         start, copies = self.numbering(key, count, m.start())
         if key in keys:
             raise self.error(f"{mod.cls} has two children named ({key})", m.start())
         keys.add(key)
-        last = next((c for c in reversed(mod.children) if c.start is not None), None)
+        last = numbered[0] if numbered else None
         if start is not None and last is not None and last.start + last.copies > start:
             raise self.error(f"entry ({key}) of {mod.cls} comes after ({last.key})", m.start())
         self.pos = m.end()
         if self.text.startswith("None", self.pos):
             self.pos += 4
-            mod.children.append(Child(key, start, copies, None))
+            new = Child(key, start, copies, None)
         else:
-            mod.children.append(Child(key, start, copies, self.module()))
+            new = Child(key, start, copies, self.module())
+        mod.children.append(new)
+        if start is not None:
+            numbered[:] = [new]
 
     def numbering(self, key: str, count: str | None, at: int) -> tuple[int | None, int]:
         rng = _RANGE.fullmatch(key)
@@ -479,12 +485,18 @@ def _runs(mod: Mod, name: str, path: str, copies: int, in_list: bool, b: _Build)
 
 
 def _retie(node: Node, prefix: str, ties: dict[str, str]) -> Node:
+    """``node`` with the named tensors made ties; untouched subtrees are kept, not copied."""
+    if not ties:
+        return node
     if isinstance(node, Tensor):
         full = join(prefix, node.name)
         return Tie(node.name, node.shape, ties[full], node.kind) if full in ties else node
     if isinstance(node, Block) and node.repeat is None:
         here = join(prefix, node.name)
-        return replace(node, children=tuple(_retie(c, here, ties) for c in node.children))
+        children = tuple(_retie(c, here, ties) for c in node.children)
+        if all(a is b for a, b in zip(children, node.children, strict=True)):
+            return node
+        return replace(node, children=children)
     return node
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import json
 from collections.abc import Iterator, Sequence
 from functools import cache
 from pathlib import Path
@@ -24,12 +25,24 @@ from starlette.exceptions import HTTPException
 from .. import __version__
 from ..errors import ParamcountError
 from . import planner, schemas, sources, views
-from .guard import MAX_BODY, Guard
+from .guard import BODY_TIMEOUT, MAX_BODY, Guard
 
 STATIC = Path(__file__).parent / "static"
 UPLOAD_BODY = sources.MAX_HEADER_UPLOAD * 4 // 3 + MAX_BODY  # base64 of the largest header, and a config
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 ERRORS = {400: {"model": schemas.Error}, 413: {"model": schemas.Error}, 422: {"model": schemas.Error}}
+
+
+class Answer(JSONResponse):
+    """JSON that always encodes: a lone surrogate from a name or a config (which the CLI also
+    accepts) goes out as a JSON escape (``\\ud800``) instead of failing the response (a 500)."""
+
+    def render(self, content: Any) -> bytes:
+        text = json.dumps(content, ensure_ascii=False, separators=(",", ":"))
+        try:
+            return text.encode("utf-8")
+        except UnicodeEncodeError:
+            return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
 
 class Bug(Exception):
@@ -46,7 +59,7 @@ def counting() -> Iterator[None]:
         raise Bug(f"paramcount could not read this input ({type(e).__name__}: {str(e)[:300]}); please report it") from e
 
 
-def create_app(hosts: Sequence[str] | None = LOOPBACK) -> Any:
+def create_app(hosts: Sequence[str] | None = LOOPBACK, body_timeout: float = BODY_TIMEOUT) -> Any:
     """The ASGI app; ``hosts`` are the Host names it answers to (None: any, for a public bind)."""
     api = FastAPI(
         title="paramcount",
@@ -59,11 +72,21 @@ def create_app(hosts: Sequence[str] | None = LOOPBACK) -> Any:
     _handlers(api)
     _routes(api)
     api.mount("/static", StaticFiles(directory=STATIC), name="static")
-    return Guard(api, None if hosts is None else [*hosts, *LOOPBACK], limits={"/api/upload": UPLOAD_BODY})
+    return Guard(
+        api, None if hosts is None else [*hosts, *LOOPBACK], limits={"/api/upload": UPLOAD_BODY}, timeout=body_timeout
+    )
 
 
-def _error(status: int, message: str, field: str | None = None, source: str | None = None, bug: bool = False):
-    return JSONResponse({"error": message, "field": field, "source": source, "bug": bug}, status_code=status)
+def _error(
+    status: int,
+    message: str,
+    field: str | None = None,
+    source: str | None = None,
+    bug: bool = False,
+    headers: dict[str, str] | None = None,
+):
+    body = {"error": message, "field": field, "source": source, "bug": bug}
+    return Answer(body, status_code=status, headers=headers)
 
 
 def _handlers(api: FastAPI) -> None:
@@ -83,7 +106,7 @@ def _handlers(api: FastAPI) -> None:
 
     @api.exception_handler(HTTPException)
     async def http(request: Request, e: HTTPException):
-        return _error(e.status_code, str(e.detail))
+        return _error(e.status_code, str(e.detail), headers=getattr(e, "headers", None))  # 405 keeps Allow
 
 
 @cache
@@ -148,7 +171,7 @@ def _routes(api: FastAPI) -> None:
     @api.post("/api/model", response_model=schemas.ModelResponse, responses=ERRORS)
     def count_model(q: schemas.ModelRequest, request: Request) -> dict[str, Any]:
         """Count a model: totals, components, layers, ties, the tree and the derivation."""
-        return describe(request, q)
+        return Answer(describe(request, q))  # already plain JSON: schemas.py documents it
 
     @api.post("/api/upload", response_model=schemas.UploadResponse, responses=ERRORS)
     def upload(u: schemas.UploadRequest, request: Request) -> dict[str, Any]:
@@ -160,7 +183,7 @@ def _routes(api: FastAPI) -> None:
         with counting():
             parsed = sources.parse_upload(u.format, u.name, u.size, header, u.config)
         key = sources.Uploads.key(u.format, parsed.name, u.size, header, u.config)
-        request.app.state.uploads.put(key, parsed)
+        request.app.state.uploads.put(key, parsed, len(header))
         return {"id": key, "name": parsed.name, "format": u.format}
 
     @api.get("/api/info", response_model=schemas.Info)
@@ -177,4 +200,4 @@ def _routes(api: FastAPI) -> None:
         """A memory plan: its terms, memory against context, and the fit on the GPU at each precision."""
         with counting():
             model, _ = sources.load(q.source, q.model_class, q.num_labels, q.overrides, request.app.state.uploads)
-            return planner.plan(model, q)
+            return Answer(planner.plan(model, q))

@@ -8,7 +8,9 @@ through a DNS name rebound to 127.0.0.1.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -17,6 +19,7 @@ Message = dict[str, Any]
 ASGI = Callable[[Scope, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]], Awaitable[None]]
 
 MAX_BODY = 2 << 20  # a config.json is a few KB, a printout well under 1 MB
+BODY_TIMEOUT = 30.0  # seconds for a whole body; the largest upload is ~45 MB, instant on loopback
 # Where the page loads everything from: this server only. KaTeX sets inline styles, hence
 # 'unsafe-inline' for styles (never for scripts).
 CSP = (
@@ -56,10 +59,18 @@ def host_name(host: str) -> str:
 
 
 class Guard:
-    """Limits request bodies (``limits`` maps a path to its own limit), checks Host, adds headers."""
+    """Limits request bodies (``limits`` maps a path to its own limit) in size and in time,
+    checks Host, adds headers."""
 
-    def __init__(self, app: ASGI, hosts: Sequence[str] | None, limit: int = MAX_BODY, limits: Mapping[str, int] = ()):
-        self.app, self.limit, self.limits = app, limit, dict(limits)
+    def __init__(
+        self,
+        app: ASGI,
+        hosts: Sequence[str] | None,
+        limit: int = MAX_BODY,
+        limits: Mapping[str, int] = (),
+        timeout: float = BODY_TIMEOUT,
+    ):
+        self.app, self.limit, self.limits, self.timeout = app, limit, dict(limits), timeout
         self.hosts = None if hosts is None else {h.lower() for h in hosts}
 
     async def __call__(self, scope: Scope, receive, send) -> None:
@@ -74,7 +85,9 @@ class Guard:
             return await _answer(send, 400, "Content-Length is not a number", "content-length")
         if said is not None and int(said) > limit:
             return await _answer(send, 413, f"request body of {int(said):,} bytes; at most {limit:,} accepted")
-        body = await _read(receive, limit)
+        body = await _read(receive, limit, self.timeout)
+        if body is _SLOW:
+            return await _answer(send, 408, f"request body not received within {self.timeout:g} s")
         if body is None:
             return await _answer(send, 413, f"request body over {limit:,} bytes; at most {limit:,} accepted")
         if body is _GONE:
@@ -83,13 +96,19 @@ class Guard:
 
 
 _GONE = object()  # the client went away before its body arrived
+_SLOW = object()  # the body did not arrive in time
 
 
-async def _read(receive, limit: int) -> Any:
-    """The whole body, or None past ``limit``, or _GONE when the client disconnected."""
+async def _read(receive, limit: int, timeout: float) -> Any:
+    """The whole body, or None past ``limit``, _GONE when the client disconnected, or _SLOW
+    when it took longer than ``timeout`` seconds in all (a slow client holds nothing longer)."""
     chunks, size = [], 0
+    deadline = time.monotonic() + timeout
     while True:
-        message = await receive()
+        try:
+            message = await asyncio.wait_for(receive(), max(0.0, deadline - time.monotonic()))
+        except asyncio.TimeoutError:
+            return _SLOW
         if message["type"] == "http.disconnect":
             return _GONE
         chunk = message.get("body", b"")

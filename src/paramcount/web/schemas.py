@@ -115,6 +115,7 @@ class TreeNode(BaseModel):
     dtype: str | None = None
     tied_to: str | None = None
     children: list[TreeNode] | None = None
+    elided: bool = Field(False, description="children left out: nested deeper than the page draws")
 
 
 class Piece(BaseModel):

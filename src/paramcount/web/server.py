@@ -15,6 +15,8 @@ from ..errors import ParamcountError
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
+HEADER_TIMEOUT = 10.0  # seconds from connecting (or the last answer) to a request's complete headers
+BODY_TIMEOUT = 30.0  # seconds for a whole request body: the largest upload is ~45 MB of base64
 
 
 def need_extra() -> None:
@@ -55,14 +57,80 @@ def url(sock: socket.socket) -> str:
     return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
 
 
-def server(sock: socket.socket, host: str, log_level: str = "warning") -> Any:
+def protocol(header_timeout: float = HEADER_TIMEOUT) -> type:
+    """uvicorn's h11 protocol with a deadline for request headers, and TCP_NODELAY.
+
+    uvicorn waits for headers without limit (slow clients held their connections), and the
+    sockets it accepts from a socket handed to it keep Nagle's algorithm: an answer written as
+    headers then body waited on the client's delayed ACK, 40 ms a request on a kept-alive
+    connection."""
+    import asyncio
+
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class Protocol(H11Protocol):
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            sock = transport.get_extra_info("socket")
+            if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            super().connection_made(transport)
+            self._header_timer: asyncio.TimerHandle | None = None
+            self._arm()
+
+        def _arm(self) -> None:
+            """Wait ``header_timeout`` for the next request's headers (self.cycle changes)."""
+            self._disarm()
+            self._waiting_since = self.cycle
+            self._header_timer = self.loop.call_later(header_timeout, self._too_slow)
+
+        def _disarm(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def _too_slow(self) -> None:
+            self._header_timer = None
+            idle = self.cycle is None or self.cycle.response_complete  # not mid-answer (pipelining)
+            if self.cycle is self._waiting_since and idle and not self.transport.is_closing():
+                self.transport.close()
+
+        def handle_events(self) -> None:
+            super().handle_events()
+            if self._header_timer is not None and self.cycle is not self._waiting_since:
+                self._disarm()  # a request's headers arrived: the body has its own deadline
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing():
+                self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+    return Protocol
+
+
+def server(
+    sock: socket.socket,
+    host: str,
+    log_level: str = "warning",
+    header_timeout: float = HEADER_TIMEOUT,
+    body_timeout: float = BODY_TIMEOUT,
+) -> Any:
     """A uvicorn server for the app, answering to loopback names only when bound to loopback."""
     import uvicorn
 
     from .app import LOOPBACK, create_app
 
-    app = create_app(LOOPBACK if is_loopback(host) else None)
-    config = uvicorn.Config(app, log_level=log_level, timeout_graceful_shutdown=2, server_header=False)
+    app = create_app(LOOPBACK if is_loopback(host) else None, body_timeout=body_timeout)
+    config = uvicorn.Config(
+        app,
+        http=protocol(header_timeout),
+        log_level=log_level,
+        timeout_graceful_shutdown=2,
+        server_header=False,
+    )
     return uvicorn.Server(config)
 
 

@@ -24,6 +24,8 @@ from ..model import Model
 
 MAX_HEADER_UPLOAD = 32 << 20  # GGUF headers carry the tokenizer: ~8 MB for Llama 3, more for 256k vocabularies
 MAX_UPLOADS_KEPT = 16  # parsed headers kept for the page to ask about again (class, memory)
+MAX_UPLOAD_BYTES = 1 << 30  # what the kept uploads may weigh together, as UPLOAD_WEIGHT estimates it
+UPLOAD_WEIGHT = 10  # a parsed header's Python objects against its bytes (GGUF token arrays: ~8x)
 _CATALOG_NAME = re.compile(r"[\w.+\-/]{1,200}")
 _UNSAFE_NAME = re.compile(r"[^\w.+\- ()\[\]]")
 
@@ -206,8 +208,9 @@ def upload_model(up: Upload, model_class: str | None, num_labels: int | None) ->
 class Uploads:
     """The last few parsed uploads by content id, so the page need not send a header twice."""
 
-    def __init__(self, keep: int = MAX_UPLOADS_KEPT):
-        self.keep, self.items, self.lock = keep, OrderedDict(), threading.Lock()
+    def __init__(self, keep: int = MAX_UPLOADS_KEPT, max_bytes: int = MAX_UPLOAD_BYTES):
+        self.keep, self.max_bytes, self.items, self.lock = keep, max_bytes, OrderedDict(), threading.Lock()
+        self.weights: dict[str, int] = {}
 
     @staticmethod
     def key(fmt: str, name: str, size: int, header: bytes, config: Mapping[str, Any] | None) -> str:
@@ -215,12 +218,19 @@ class Uploads:
         h.update(header)
         return h.hexdigest()[:32]
 
-    def put(self, key: str, up: Upload) -> None:
+    @property
+    def weight(self) -> int:
+        return sum(self.weights.values())
+
+    def put(self, key: str, up: Upload, header_bytes: int = 0) -> None:
+        """Keep ``up``, dropping the oldest past ``keep`` uploads or ``max_bytes`` (the newest stays)."""
         with self.lock:
             self.items[key] = up
+            self.weights[key] = header_bytes * UPLOAD_WEIGHT
             self.items.move_to_end(key)
-            while len(self.items) > self.keep:
-                self.items.popitem(last=False)
+            while len(self.items) > 1 and (len(self.items) > self.keep or self.weight > self.max_bytes):
+                old, _ = self.items.popitem(last=False)
+                self.weights.pop(old, None)
 
     def get(self, key: str) -> Upload:
         with self.lock:

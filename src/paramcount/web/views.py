@@ -40,8 +40,14 @@ def summary(model: Model) -> dict[str, Any]:
     }
 
 
-def tree(node: Node, kind: str = "other") -> dict[str, Any]:
-    """One node and its children; ``kind`` is the component, inherited where a node has none."""
+MAX_TREE_DEPTH = 64  # real trees are about 8 deep; deeper blocks are sent with their count alone
+
+
+def tree(node: Node, kind: str = "other", depth: int = 0) -> dict[str, Any]:
+    """One node and its children; ``kind`` is the component, inherited where a node has none.
+
+    Blocks deeper than MAX_TREE_DEPTH (names nested hundreds of dots deep) keep their count
+    and come with ``elided: true`` and no children."""
     kind = node.kind or kind
     if isinstance(node, Tensor | Tie):
         return {
@@ -63,7 +69,8 @@ def tree(node: Node, kind: str = "other") -> dict[str, Any]:
         "start": node.start,
         "label": node.label,
         "active": list(node.active) if node.active else None,
-        "children": [tree(c, kind) for c in node.children],
+        "children": [tree(c, kind, depth + 1) for c in node.children] if depth < MAX_TREE_DEPTH else [],
+        "elided": depth >= MAX_TREE_DEPTH and bool(node.children),
     }
 
 
@@ -103,12 +110,12 @@ def _piece(p: Any) -> dict[str, str]:
     if isinstance(p, Math):
         return {"t": "math", "v": tex_math(p.text), "text": p.text}
     if isinstance(p, Code):
-        return {"t": "code", "v": p.text}
+        return {"t": "code", "v": p.text, "text": None}
     if isinstance(p, Num):
-        return {"t": "num", "v": f"{p.value:,}"}
+        return {"t": "num", "v": f"{p.value:,}", "text": None}
     if isinstance(p, Mark):
-        return {"t": "mark", "v": "✓"}
-    return {"t": "text", "v": str(p)}
+        return {"t": "mark", "v": "✓", "text": None}
+    return {"t": "text", "v": str(p), "text": None}
 
 
 def checkpoint(model: Model) -> dict[str, Any] | None:
