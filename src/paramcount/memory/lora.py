@@ -192,6 +192,7 @@ PEFT_TARGETS = {
 OWN_TARGETS = {
     "distilbert": ("q_lin", "v_lin"),
     "albert": ("query", "value"),
+    "camembert": ("query", "value"),
     "phi3": ("qkv_proj",),
     "deepseek_v3": ("q_proj", "q_b_proj", "kv_b_proj"),  # q_proj where q_lora_rank is null
     **dict.fromkeys(("qwen2_moe", "qwen3_moe", "olmo", "starcoder2"), ("q_proj", "v_proj")),
