@@ -446,6 +446,6 @@ BUILDERS: dict[str, Builder] = {
     "deepseek_v3": _deepseek,
     **dict.fromkeys(("gpt2", "bert", "roberta", "xlm-roberta", "camembert", "electra"), _with_cross),
     **dict.fromkeys(("distilbert", "albert"), _encoder_only),
-    **dict.fromkeys(("t5", "mt5"), _t5),
+    **dict.fromkeys(("t5", "mt5", "umt5"), _t5),
     "bart": _bart,
 }

@@ -193,6 +193,7 @@ OWN_TARGETS = {
     "distilbert": ("q_lin", "v_lin"),
     "albert": ("query", "value"),
     "camembert": ("query", "value"),
+    "umt5": ("q", "v"),
     "phi3": ("qkv_proj",),
     "deepseek_v3": ("q_proj", "q_b_proj", "kv_b_proj"),  # q_proj where q_lora_rank is null
     **dict.fromkeys(("qwen2_moe", "qwen3_moe", "olmo", "starcoder2"), ("q_proj", "v_proj")),
