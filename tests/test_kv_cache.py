@@ -253,7 +253,12 @@ def _catalog_decoders() -> list[str]:
     from paramcount.frontends import catalog
 
     skip = {"t5", "mt5", "bart", "bert", "roberta", "xlm-roberta", "electra", "distilbert", "albert", "deepseek_v3"}
-    skip |= {"camembert", "umt5"}  # text encoders and encoder-decoders added for issue 13: checked in their own tests
+    skip |= {
+        "camembert",
+        "umt5",
+        "mbart",
+        "m2m_100",
+    }  # text encoders and encoder-decoders added for issue 13: checked in their own tests
     skip |= {"vit", "dinov2", "clip", "clip_text_model", "clip_vision_model"}  # image and text encoders: no cache
     return [e.id for e in catalog.entries() if e.config.get("model_type") not in skip]
 
