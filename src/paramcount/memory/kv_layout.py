@@ -447,5 +447,5 @@ BUILDERS: dict[str, Builder] = {
     **dict.fromkeys(("gpt2", "bert", "roberta", "xlm-roberta", "camembert", "electra"), _with_cross),
     **dict.fromkeys(("distilbert", "albert"), _encoder_only),
     **dict.fromkeys(("t5", "mt5", "umt5"), _t5),
-    **dict.fromkeys(("bart", "mbart", "m2m_100"), _bart),
+    **dict.fromkeys(("bart", "mbart", "m2m_100", "marian"), _bart),
 }
