@@ -259,6 +259,7 @@ def _catalog_decoders() -> list[str]:
         "mbart",
         "m2m_100",
         "marian",
+        "mpnet",
     }  # text encoders and encoder-decoders added for issue 13: checked in their own tests
     skip |= {"vit", "dinov2", "clip", "clip_text_model", "clip_vision_model"}  # image and text encoders: no cache
     return [e.id for e in catalog.entries() if e.config.get("model_type") not in skip]

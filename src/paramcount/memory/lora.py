@@ -194,6 +194,7 @@ OWN_TARGETS = {
     "albert": ("query", "value"),
     "camembert": ("query", "value"),
     "umt5": ("q", "v"),
+    "mpnet": ("q", "v"),
     **dict.fromkeys(("mbart", "m2m_100", "marian"), ("q_proj", "v_proj")),
     "phi3": ("qkv_proj",),
     "deepseek_v3": ("q_proj", "q_b_proj", "kv_b_proj"),  # q_proj where q_lora_rank is null
