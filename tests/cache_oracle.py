@@ -87,3 +87,18 @@ def expect_cache(
     assert real > 0
     assert mine.bytes == real, f"ours {mine.bytes:,} B ({[r.label for r in mine.layers]}), transformers {real:,} B"
     return real
+
+
+def expect_seq2seq_cache(
+    model_type: str, fields: dict[str, Any], cls: str, tokens: int = 7, source: int = 5, dtype: str = "fp32"
+) -> int:
+    """An encoder-decoder's self- and cross-attention caches after decoding ``tokens`` over a
+    ``source``-token input equal paramcount's, row by row; returns the bytes."""
+    fields = {"vocab_size": V, **fields}
+    cache = forward(build(model_type, fields, cls, getattr(torch, DTYPES[dtype])), tokens=tokens, source=source)
+    got = kv_cache(ours(model_type, fields, cls), tokens, batch=2, dtype=dtype, encoder_length=source)
+    rows = {r.kind.attention: r.bytes for r in got.layers}
+    real = {"full": cache_bytes(cache.self_attention_cache), "cross": cache_bytes(cache.cross_attention_cache)}
+    assert rows == real, f"ours {rows}, transformers {real}"
+    assert got.bytes == cache_bytes(cache)
+    return got.bytes

@@ -27,7 +27,13 @@ SEEDS = {
 
 # transformers 5 always ties the T5/mT5 LM head when it builds a model from a config, while these
 # checkpoints store lm_head.weight on its own and paramcount counts it (see arch/t5.py).
-UNTIED_T5_HEADS = {"google/flan-t5-base", "google/flan-t5-large", "google/flan-t5-xl", "google/mt5-base"}
+UNTIED_T5_HEADS = {
+    "google/flan-t5-base",
+    "google/flan-t5-large",
+    "google/flan-t5-xl",
+    "google/mt5-base",
+    "google/umt5-xxl",
+}
 
 
 def entry(model_id: str) -> catalog.Entry:

@@ -6,6 +6,7 @@ is a buffer, not a parameter)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from ..ir import Block, Node, Sym, Tie, join
 from . import Family
@@ -36,6 +37,22 @@ ALIASES = {
 }
 
 POSITION_OFFSET = 2  # BartLearnedPositionalEmbedding keeps two rows before position 0
+
+
+@dataclass(frozen=True)
+class Variant:
+    """What a BART-like family changes in the stacks: class prefix; learned positions (BART,
+    mBART) or sinusoidal ones held in a buffer (M2M-100: no parameter); the LayerNorm on the
+    embeddings; a final ``layer_norm`` after the layers of each stack (the pre-norm mBART and
+    M2M-100). Pre- against post-norm moves no parameter."""
+
+    prefix: str = "Bart"
+    learned_positions: bool = True
+    embedding_norm: bool = True
+    final_norm: bool = False
+
+
+BART = Variant()
 
 
 def check(c: Cfg) -> None:
@@ -81,20 +98,22 @@ def tokens(c: Cfg, shared: str | None) -> Node:
     return block("embed_tokens", Tie("weight", shape, target=shared), kind="embeddings")
 
 
-def bart_stack(c: Cfg, decoder: bool, shared: str | None) -> Block:
+def bart_stack(c: Cfg, decoder: bool, shared: str | None, v: Variant = BART) -> Block:
     """BartEncoder / BartDecoder: token and position embeddings, their LayerNorm, layers."""
     h = c.int("d_model")
     layers = c.int("decoder_layers" if decoder else "encoder_layers")
+    positions = c.int("max_position_embeddings") + POSITION_OFFSET
     return block(
         "decoder" if decoder else "encoder",
         tokens(c, shared),
-        embedding("embed_positions", c.int("max_position_embeddings") + POSITION_OFFSET, h),
+        embedding("embed_positions", positions, h) if v.learned_positions else None,
         stack("layers", layers, *layer(c, decoder)),
-        norm("layernorm_embedding", h),
+        norm("layernorm_embedding", h) if v.embedding_norm else None,
+        norm("layer_norm", h) if v.final_norm else None,
     )
 
 
-def encoder_decoder(prefix: str = "") -> Callable[[Cfg], tuple[Node, ...]]:
+def encoder_decoder(prefix: str = "", v: Variant = BART) -> Callable[[Cfg], tuple[Node, ...]]:
     """BartModel's modules. The stacks share ``shared`` only when tie_word_embeddings is on
     (transformers drops every tie otherwise); tie targets carry the model's attribute."""
 
@@ -102,17 +121,21 @@ def encoder_decoder(prefix: str = "") -> Callable[[Cfg], tuple[Node, ...]]:
         target = join(prefix, "shared.weight") if c.bool("tie_word_embeddings") else None
         return (
             embedding("shared", c.int("vocab_size"), c.int("d_model")),
-            bart_stack(c, False, target),
-            bart_stack(c, True, target),
+            bart_stack(c, False, target, v),
+            bart_stack(c, True, target, v),
         )
 
     return build
 
 
-def decoder_only(c: Cfg) -> tuple[Node, ...]:
+def decoder_only(v: Variant = BART) -> Callable[[Cfg], tuple[Node, ...]]:
     """BartForCausalLM's ``model`` (BartDecoderWrapper): just the decoder, with its own
     token embedding and cross-attention modules (unused without an encoder)."""
-    return (bart_stack(c, True, None),)
+
+    def build(c: Cfg) -> tuple[Node, ...]:
+        return (bart_stack(c, True, None, v),)
+
+    return build
 
 
 def classification_head(c: Cfg, body: Block) -> list[Node]:
@@ -127,14 +150,15 @@ def qa_head(c: Cfg, body: Block) -> list[Node]:
     return [linear("qa_outputs", c.int("d_model"), 2, kind="output_head")]
 
 
-def classes() -> dict[str, Builder]:
-    model = encoder_decoder("model")
+def classes(v: Variant = BART) -> dict[str, Builder]:
+    """BART's class set (mBART has the same five)."""
+    model, p = encoder_decoder("model", v), v.prefix
     return {
-        "BartModel": base(encoder_decoder()),
-        "BartForConditionalGeneration": with_head(model, "model", lm_head("shared.weight")),
-        "BartForSequenceClassification": with_head(model, "model", classification_head),
-        "BartForQuestionAnswering": with_head(model, "model", qa_head),
-        "BartForCausalLM": with_head(decoder_only, "model", lm_head("decoder.embed_tokens.weight")),
+        f"{p}Model": base(encoder_decoder("", v)),
+        f"{p}ForConditionalGeneration": with_head(model, "model", lm_head("shared.weight")),
+        f"{p}ForSequenceClassification": with_head(model, "model", classification_head),
+        f"{p}ForQuestionAnswering": with_head(model, "model", qa_head),
+        f"{p}ForCausalLM": with_head(decoder_only(v), "model", lm_head("decoder.embed_tokens.weight")),
     }
 
 

@@ -135,22 +135,26 @@ def choice_head(c: Cfg, body: Block) -> list[Node]:
     return [linear("classifier", c.int("hidden_size"), 1, kind="output_head")]
 
 
-def classes(prefix: str, attr: str = "roberta", head_first: bool = False) -> dict[str, Builder]:
+def classes(
+    prefix: str, attr: str = "roberta", head_first: bool = False, body: Pooled | None = None
+) -> dict[str, Builder]:
     """RoBERTa's class set under a name prefix (``XLMRoberta`` shares it and ``attr``, with
-    ``head_first`` LM classes)."""
+    ``head_first`` LM classes; MPNet brings its own ``body``)."""
+    with_pooler = body or full
+    no_pooler_ = with_pooler.body
 
     def wrap(body: Callable[[Cfg], tuple[Node, ...]], head: Callable[[Cfg, Block], list[Node]]) -> Builder:
         return with_head(body, attr, head)
 
-    lm = head_first_lm(attr) if head_first else wrap(no_pooler, lm_head)
+    lm = head_first_lm(attr) if head_first else wrap(no_pooler_, lm_head)
     return {
-        f"{prefix}Model": base(full),
+        f"{prefix}Model": base(with_pooler),
         f"{prefix}ForCausalLM": lm,
         f"{prefix}ForMaskedLM": lm,
-        f"{prefix}ForSequenceClassification": wrap(no_pooler, classification_head),
-        f"{prefix}ForMultipleChoice": wrap(full, choice_head),
-        f"{prefix}ForTokenClassification": wrap(no_pooler, classifier("classifier")),
-        f"{prefix}ForQuestionAnswering": wrap(no_pooler, qa_head),
+        f"{prefix}ForSequenceClassification": wrap(no_pooler_, classification_head),
+        f"{prefix}ForMultipleChoice": wrap(with_pooler, choice_head),
+        f"{prefix}ForTokenClassification": wrap(no_pooler_, classifier("classifier")),
+        f"{prefix}ForQuestionAnswering": wrap(no_pooler_, qa_head),
     }
 
 

@@ -100,16 +100,21 @@ def t5_blocks(c: Cfg, decoder: bool) -> tuple[Block, Block]:
     return layer(True), layer(False)
 
 
-def t5_stack(c: Cfg, name: str, layers: Sym, decoder: bool, shared: str) -> Block:
+def t5_stack(c: Cfg, name: str, layers: Sym, decoder: bool, shared: str, bias_everywhere: bool = False) -> Block:
     """A T5Stack. Only block 0 has the relative-position bias, so the layers are two runs:
-    block 0, then blocks 1…n-1. Its embed_tokens is the model's ``shared`` embedding."""
+    block 0, then blocks 1…n-1 (one run when ``bias_everywhere``: UMT5 gives every block's
+    self-attention its own). Its embed_tokens is the model's ``shared`` embedding."""
     emb = (c.int("vocab_size"), c.int("d_model"))
     first, rest = t5_blocks(c, decoder)
+    runs = (
+        (stack("block", layers, first),)
+        if bias_everywhere
+        else (stack("block", 1, first), stack("block", layers - 1, rest, start=1) if layers > 1 else None)
+    )
     return block(
         name,
         block("embed_tokens", Tie("weight", emb, target=shared), kind="embeddings"),
-        stack("block", 1, first),
-        stack("block", layers - 1, rest, start=1) if layers > 1 else None,
+        *runs,
         norm("final_layer_norm", c.int("d_model"), bias=False),
     )
 
@@ -118,27 +123,28 @@ def shared(c: Cfg) -> Block:
     return embedding("shared", c.int("vocab_size"), c.int("d_model"))
 
 
-def encoder_decoder(prefix: str = "") -> Callable[[Cfg], tuple[Node, ...]]:
+def encoder_decoder(prefix: str = "", bias_everywhere: bool = False) -> Callable[[Cfg], tuple[Node, ...]]:
     """T5Model's modules; tie targets carry ``prefix``, the attribute the model sits under."""
 
     def build(c: Cfg) -> tuple[Node, ...]:
         target = join(prefix, "shared.weight")
         return (
             shared(c),
-            t5_stack(c, "encoder", c.int("num_layers"), False, target),
-            t5_stack(c, "decoder", decoder_layers(c), True, target),
+            t5_stack(c, "encoder", c.int("num_layers"), False, target, bias_everywhere),
+            t5_stack(c, "decoder", decoder_layers(c), True, target, bias_everywhere),
         )
 
     return build
 
 
-def encoder_only(prefix: str = "") -> Callable[[Cfg], tuple[Node, ...]]:
+def encoder_only(prefix: str = "", bias_everywhere: bool = False) -> Callable[[Cfg], tuple[Node, ...]]:
     """T5EncoderModel's modules. It hands the config to its stack unchanged, so an
     ``is_decoder: true`` config gives its encoder blocks cross-attention."""
 
     def build(c: Cfg) -> tuple[Node, ...]:
         target = join(prefix, "shared.weight")
-        return (shared(c), t5_stack(c, "encoder", c.int("num_layers"), c.bool("is_decoder"), target))
+        encoder = t5_stack(c, "encoder", c.int("num_layers"), c.bool("is_decoder"), target, bias_everywhere)
+        return (shared(c), encoder)
 
     return build
 
@@ -169,19 +175,21 @@ def token_head(c: Cfg, body: Block) -> list[Node]:
     return [linear("classifier", c.int("d_model"), num_labels(c), kind="output_head")]
 
 
-def classes(prefix: str) -> dict[str, Builder]:
+def classes(prefix: str, bias_everywhere: bool = False) -> dict[str, Builder]:
     """The T5 class set under a name prefix (``T5``, ``MT5``): their modules are the same.
     Most classes hold the backbone's modules as their own (attribute ``""``); the
     classification classes hold a whole backbone model under ``transformer``."""
-    model = encoder_decoder()
+    model = encoder_decoder("", bias_everywhere)
     return {
         f"{prefix}Model": base(model),
         f"{prefix}ForConditionalGeneration": with_head(model, "", output_head),
-        f"{prefix}EncoderModel": base(encoder_only()),
+        f"{prefix}EncoderModel": base(encoder_only("", bias_everywhere)),
         f"{prefix}ForSequenceClassification": with_head(
-            encoder_decoder("transformer"), "transformer", classification_head
+            encoder_decoder("transformer", bias_everywhere), "transformer", classification_head
         ),
-        f"{prefix}ForTokenClassification": with_head(encoder_only("transformer"), "transformer", token_head),
+        f"{prefix}ForTokenClassification": with_head(
+            encoder_only("transformer", bias_everywhere), "transformer", token_head
+        ),
         f"{prefix}ForQuestionAnswering": with_head(model, "", qa_head),
     }
 
@@ -196,14 +204,14 @@ def untied_head_notes(c: Cfg, cls: str) -> list[str]:
     return []
 
 
-def family(model_type: str, prefix: str, defaults: Mapping[str, Any]) -> Family:
+def family(model_type: str, prefix: str, defaults: Mapping[str, Any], bias_everywhere: bool = False) -> Family:
     return Family(
         model_type=model_type,
         defaults=defaults,
         aliases=ALIASES,
         backbone=f"{prefix}Model",
         check=check,
-        classes=classes(prefix),
+        classes=classes(prefix, bias_everywhere),
         notes=untied_head_notes,
     )
 

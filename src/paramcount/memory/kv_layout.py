@@ -444,8 +444,8 @@ BUILDERS: dict[str, Builder] = {
     **dict.fromkeys(("gpt_neox", "gptj", "bloom", "opt"), _decoder(_mha_heads)),
     "falcon": _falcon,
     "deepseek_v3": _deepseek,
-    **dict.fromkeys(("gpt2", "bert", "roberta", "xlm-roberta", "electra"), _with_cross),
-    **dict.fromkeys(("distilbert", "albert"), _encoder_only),
-    **dict.fromkeys(("t5", "mt5"), _t5),
-    "bart": _bart,
+    **dict.fromkeys(("gpt2", "bert", "roberta", "xlm-roberta", "camembert", "electra"), _with_cross),
+    **dict.fromkeys(("distilbert", "albert", "mpnet"), _encoder_only),
+    **dict.fromkeys(("t5", "mt5", "umt5"), _t5),
+    **dict.fromkeys(("bart", "mbart", "m2m_100", "marian"), _bart),
 }

@@ -192,6 +192,10 @@ PEFT_TARGETS = {
 OWN_TARGETS = {
     "distilbert": ("q_lin", "v_lin"),
     "albert": ("query", "value"),
+    "camembert": ("query", "value"),
+    "umt5": ("q", "v"),
+    "mpnet": ("q", "v"),
+    **dict.fromkeys(("mbart", "m2m_100", "marian"), ("q_proj", "v_proj")),
     "phi3": ("qkv_proj",),
     # MLA: q_proj where q_lora_rank is null
     **dict.fromkeys(
