@@ -66,7 +66,9 @@ def forward(model: Any, tokens: int, batch: int = 2, source: int | None = None, 
     if cache is not None:
         args["past_key_values"] = cache
     with torch.no_grad():
-        return model(**args).past_key_values
+        out = model(**args)
+    # Mamba's outputs carry the cache as cache_params
+    return out.past_key_values if hasattr(out, "past_key_values") else out.cache_params
 
 
 def ours(model_type: str, fields: dict[str, Any], cls: str) -> paramcount.Model:

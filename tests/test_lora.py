@@ -42,6 +42,8 @@ def small(model_id: str, layers: int = 3) -> dict:
             raw[f] = min(raw[f], 8)
     if "num_experts_per_tok" in raw:
         raw["num_experts_per_tok"] = 2
+    if "attention_types" in raw:  # GPT-Neo's pattern must expand to the layer count
+        raw["attention_types"] = [[["global"], min(raw.get("num_layers", layers), layers)]]
     if "first_k_dense_replace" in raw:
         raw |= {"first_k_dense_replace": 1, "n_group": 1, "topk_group": 1}
     for f in ("layer_types", "mlp_layer_types"):

@@ -182,6 +182,9 @@ PEFT_TARGETS = {
     "t5": ("q", "v"),
     "mt5": ("q", "v"),
     "stablelm": ("q_proj", "v_proj"),
+    "gpt_neo": ("q_proj", "v_proj"),
+    "gpt_bigcode": ("c_attn",),
+    "mpt": ("Wqkv",),
     **dict.fromkeys(
         ("gptj", "opt", "llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "bart"),
         ("q_proj", "v_proj"),
@@ -216,6 +219,9 @@ OWN_TARGETS = {
         ("q_proj", "v_proj"),
     ),
     **dict.fromkeys(("apertus", "glm4"), ("q_proj", "v_proj")),
+    # Mamba mixers have no q/v projections: their input and output projections
+    **dict.fromkeys(("mamba", "mamba2"), ("in_proj", "out_proj")),
+    "llama4_text": ("q_proj", "v_proj"),
 }
 
 
