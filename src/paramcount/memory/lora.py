@@ -199,7 +199,16 @@ OWN_TARGETS = {
     ),
     **dict.fromkeys(("vit", "dinov2", "clip", "clip_text_model", "clip_vision_model", "llava"), ("q_proj", "v_proj")),
     **dict.fromkeys(
-        ("siglip", "siglip_text_model", "siglip_vision_model", "siglip2", "siglip2_text_model", "siglip2_vision_model"),
+        (
+            "siglip",
+            "siglip_text_model",
+            "siglip_vision_model",
+            "siglip2",
+            "siglip2_text_model",
+            "siglip2_vision_model",
+            "paligemma",
+            "gemma3",
+        ),
         ("q_proj", "v_proj"),
     ),
     # linear-attention hybrids: the softmax layers' q_proj/v_proj (and Kimi's KDA projections of those names)
