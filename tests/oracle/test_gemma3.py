@@ -4,8 +4,16 @@ from paramcount.frontends.config import from_config
 
 from .oracle import expect_all_classes, expect_same
 
-SO400M_896 = {"hidden_size": 1152, "image_size": 896, "intermediate_size": 4304, "model_type": "siglip_vision_model",
-              "num_attention_heads": 16, "num_hidden_layers": 27, "patch_size": 14, "vision_use_head": False}  # fmt: skip
+SO400M_896 = {
+    "hidden_size": 1152,
+    "image_size": 896,
+    "intermediate_size": 4304,
+    "model_type": "siglip_vision_model",
+    "num_attention_heads": 16,
+    "num_hidden_layers": 27,
+    "patch_size": 14,
+    "vision_use_head": False,
+}
 # google/gemma-3-4b-it
 GEMMA3_4B = {
     "model_type": "gemma3",

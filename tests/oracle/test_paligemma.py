@@ -51,7 +51,7 @@ CONFIGS = {
         "model_type": "paligemma",
         "architectures": ["PaliGemmaForConditionalGeneration"],
         "vision_config": SMALL["vision_config"],
-    },  # fmt: skip
+    },
 }
 
 

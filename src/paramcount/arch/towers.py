@@ -100,4 +100,3 @@ def conditional_generation(
         return Block("", (Block("model", parts(c), label="backbone"), head))
 
     return build
-
