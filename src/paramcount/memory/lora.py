@@ -208,6 +208,8 @@ OWN_TARGETS = {
             "siglip2_vision_model",
             "paligemma",
             "gemma3",
+            "pixtral",
+            "mistral3",
         ),
         ("q_proj", "v_proj"),
     ),
