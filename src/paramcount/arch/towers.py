@@ -90,13 +90,15 @@ def conditional_generation(
     over the language model's vocabulary, tied to its token embedding when the config says."""
 
     def build(c: Cfg) -> Block:
-        t = tower_cfg(c, field, default_type, absent)
-        shape = (t.int("vocab_size"), t.int("hidden_size"))
-        embed = "model.language_model.embed_tokens.weight"
-        weight = (
-            Tie("weight", shape, embed) if tied(c, field, default_type, forwarded, absent) else Tensor("weight", shape)
-        )
-        head = Block("lm_head", (weight,), kind="output_head", tower="language_model")
+        head = lm_head(tower_cfg(c, field, default_type, absent), tied(c, field, default_type, forwarded, absent))
         return Block("", (Block("model", parts(c), label="backbone"), head))
 
     return build
+
+
+def lm_head(t: Cfg, tie: bool) -> Block:
+    """A composite's bias-free LM head over its language model's vocabulary (text config ``t``),
+    tied to ``model.language_model.embed_tokens.weight`` when ``tie``."""
+    shape = (t.int("vocab_size"), t.int("hidden_size"))
+    weight = Tie("weight", shape, "model.language_model.embed_tokens.weight") if tie else Tensor("weight", shape)
+    return Block("lm_head", (weight,), kind="output_head", tower="language_model")
