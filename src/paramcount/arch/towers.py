@@ -96,9 +96,9 @@ def conditional_generation(
     return build
 
 
-def lm_head(t: Cfg, tie: bool) -> Block:
+def lm_head(t: Cfg, tie: bool, embed: str = "model.language_model.embed_tokens.weight") -> Block:
     """A composite's bias-free LM head over its language model's vocabulary (text config ``t``),
-    tied to ``model.language_model.embed_tokens.weight`` when ``tie``."""
+    tied to the language model's token embedding ``embed`` when ``tie``."""
     shape = (t.int("vocab_size"), t.int("hidden_size"))
-    weight = Tie("weight", shape, "model.language_model.embed_tokens.weight") if tie else Tensor("weight", shape)
+    weight = Tie("weight", shape, embed) if tie else Tensor("weight", shape)
     return Block("lm_head", (weight,), kind="output_head", tower="language_model")

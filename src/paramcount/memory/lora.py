@@ -214,6 +214,8 @@ OWN_TARGETS = {
             "qwen2_vl_text",
             "qwen2_5_vl",
             "qwen2_5_vl_text",
+            "idefics3",
+            "smolvlm",
         ),
         ("q_proj", "v_proj"),
     ),
