@@ -216,6 +216,8 @@ OWN_TARGETS = {
             "qwen2_5_vl_text",
             "idefics3",
             "smolvlm",
+            "internvl",
+            "internvl_vision",
         ),
         ("q_proj", "v_proj"),
     ),
