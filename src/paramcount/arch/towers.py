@@ -5,11 +5,11 @@ is the llama family's tree, not a copy), and marked with its tower for the break
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import ParamcountError
-from ..ir import Block
+from ..ir import Block, Node, Tensor, Tie
 from .config import Cfg
 
 
@@ -53,8 +53,9 @@ def tower(
     return Block(name, tree.children, tower=kind)
 
 
-def text_cache(field: str, default_type: str):
-    """A composite's cache layout: its language model's, from the nested config."""
+def text_cache(field: str, default_type: str, absent: Mapping[str, Any] | None = None):
+    """A composite's cache layout: its language model's, from the nested config (``absent``:
+    the composite's text config when the file has none)."""
 
     def layout(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list[Any], list[str]]:
         from ..memory.kv_layout import BUILDERS, NoLayout
@@ -63,7 +64,41 @@ def text_cache(field: str, default_type: str):
         builder = BUILDERS.get(fam.model_type) or fam.cache_layout
         if builder is None:
             raise NoLayout(f"no KV-cache layout for the language model's model_type {fam.model_type!r}")
-        kinds, notes = builder(tower_cfg(c, field, default_type), fam.model_type, fam.backbone, mla)
+        kinds, notes = builder(tower_cfg(c, field, default_type, absent), fam.model_type, fam.backbone, mla)
         return kinds, [f"the language model ({fam.model_type}) keeps the cache", *notes]
 
     return layout
+
+
+def tied(
+    c: Cfg, field: str, default_type: str, forwarded: bool = False, absent: Mapping[str, Any] | None = None
+) -> bool:
+    """The composite's ``tie_word_embeddings``; ``forwarded`` where its config class takes the
+    text config's when that is true (pre-v5 saves kept it there: LLaVA, Qwen2-VL)."""
+    own = c.bool("tie_word_embeddings")
+    return own or (forwarded and tower_cfg(c, field, default_type, absent).bool("tie_word_embeddings"))
+
+
+def conditional_generation(
+    parts: Callable[[Cfg], tuple[Node, ...]],
+    field: str,
+    default_type: str,
+    forwarded: bool = False,
+    absent: Mapping[str, Any] | None = None,
+) -> Callable[[Cfg], Block]:
+    """``…ForConditionalGeneration``: the composite's model as ``model`` and a bias-free LM head
+    over the language model's vocabulary, tied to its token embedding when the config says."""
+
+    def build(c: Cfg) -> Block:
+        head = lm_head(tower_cfg(c, field, default_type, absent), tied(c, field, default_type, forwarded, absent))
+        return Block("", (Block("model", parts(c), label="backbone"), head))
+
+    return build
+
+
+def lm_head(t: Cfg, tie: bool, embed: str = "model.language_model.embed_tokens.weight") -> Block:
+    """A composite's bias-free LM head over its language model's vocabulary (text config ``t``),
+    tied to the language model's token embedding ``embed`` when ``tie``."""
+    shape = (t.int("vocab_size"), t.int("hidden_size"))
+    weight = Tie("weight", shape, embed) if tie else Tensor("weight", shape)
+    return Block("lm_head", (weight,), kind="output_head", tower="language_model")

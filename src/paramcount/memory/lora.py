@@ -211,6 +211,29 @@ OWN_TARGETS = {
         ("gpt_oss", "olmoe", "phimoe", "ernie4_5_moe", "minimax_m2", "glm4_moe", "mimo_v2_flash"), ("q_proj", "v_proj")
     ),
     **dict.fromkeys(("vit", "dinov2", "clip", "clip_text_model", "clip_vision_model", "llava"), ("q_proj", "v_proj")),
+    **dict.fromkeys(
+        (
+            "siglip",
+            "siglip_text_model",
+            "siglip_vision_model",
+            "siglip2",
+            "siglip2_text_model",
+            "siglip2_vision_model",
+            "paligemma",
+            "gemma3",
+            "pixtral",
+            "mistral3",
+            "qwen2_vl",
+            "qwen2_vl_text",
+            "qwen2_5_vl",
+            "qwen2_5_vl_text",
+            "idefics3",
+            "smolvlm",
+            "internvl",
+            "internvl_vision",
+        ),
+        ("q_proj", "v_proj"),
+    ),
     # linear-attention hybrids: the softmax layers' q_proj/v_proj (and Kimi's KDA projections of those names)
     **dict.fromkeys(("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "kimi_linear", "minimax"), ("q_proj", "v_proj")),
     # the dense Llama variants (arch/dense.py)

@@ -1,0 +1,64 @@
+"""Gemma 3 with vision (Gemma Team 2025): a SigLIP vision tower, a projector that average-pools
+the patch grid down to ``mm_tokens_per_image`` tokens (no parameters, so that field changes
+no count), RMS-normalises them
+(a Gemma RMSNorm of the vision width) and multiplies by one bias-free matrix
+``mm_input_projection_weight`` (vision width × text width), and the Gemma 3 text model
+(``gemma3_text``'s tree) with an LM head tied to its token embedding by default."""
+
+from __future__ import annotations
+
+from ..ir import Block, Node, Tensor
+from . import Family
+from .blocks import WithHead, block, linear, norm, num_labels
+from .config import Cfg
+from .towers import conditional_generation, text_cache, tower, tower_cfg
+
+DEFAULTS = {
+    "text_config": None,
+    "vision_config": None,
+    "tie_word_embeddings": True,
+}
+TEXT, VISION = "gemma3_text", "siglip_vision_model"
+
+
+def projector(c: Cfg) -> Block:
+    v, t = tower_cfg(c, "vision_config", VISION), tower_cfg(c, "text_config", TEXT)
+    h_v = v.int("hidden_size")
+    return block(
+        "multi_modal_projector",
+        Tensor("mm_input_projection_weight", (h_v, t.int("hidden_size"))),
+        norm("mm_soft_emb_norm", h_v, bias=False),
+        kind="feed_forward",
+        tower="projector",
+    )
+
+
+def model(c: Cfg) -> tuple[Node, ...]:
+    return (
+        tower(c, "vision_config", VISION, "vision_tower", "vision_encoder"),
+        projector(c),
+        tower(c, "text_config", TEXT, "language_model", "language_model"),
+    )
+
+
+def backbone(c: Cfg) -> Block:
+    return Block("", model(c), label="backbone")
+
+
+def _score(c: Cfg, body: Block) -> list[Node]:
+    """GenericForSequenceClassification: a bias-free score from the text width to the labels."""
+    t = tower_cfg(c, "text_config", TEXT)
+    return [linear("score", t.int("hidden_size"), num_labels(c), bias=False, kind="output_head")]
+
+
+FAMILY = Family(
+    model_type="gemma3",
+    defaults=DEFAULTS,
+    backbone="Gemma3Model",
+    cache_layout=text_cache("text_config", TEXT),
+    classes={
+        "Gemma3Model": backbone,
+        "Gemma3ForConditionalGeneration": conditional_generation(model, "text_config", TEXT),
+        "Gemma3ForSequenceClassification": WithHead(model, "model", _score),
+    },
+)
