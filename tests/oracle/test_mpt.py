@@ -52,3 +52,9 @@ def test_mpt_notes_fields_transformers_ignores():
 def test_mpt_refuses(fields, field):
     with pytest.raises(ParamcountError, match=field):
         from_config({**SMALL, **fields}, "test")
+
+
+def test_mosaicmls_own_class_casing_names_the_transformers_class():
+    """MPT's config.json names MPTForCausalLM; transformers' class is MptForCausalLM."""
+    model = from_config({"model_type": "mpt", "architectures": ["MPTForCausalLM"], "n_layers": 2}, "t")
+    assert model.class_name == "MptForCausalLM" and not any("not modelled" in n for n in model.notes)

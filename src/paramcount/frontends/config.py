@@ -96,6 +96,8 @@ def pick_class(fam: Family, raw: Mapping[str, Any], wanted: str | None, source: 
     if wanted in (None, "auto"):
         archs = architectures(raw, source)
         first = archs[0] if archs else None
+        if first is not None and first not in fam.classes:  # MosaicML's MPTForCausalLM is MptForCausalLM
+            first = next((c for c in fam.classes if c.lower() == first.lower()), first)
         if first is None or first in fam.classes:
             return first or fam.backbone, []
         return fam.backbone, [f"class {first} from 'architectures' is not modelled; counting {fam.backbone}"]
