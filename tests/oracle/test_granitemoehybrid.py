@@ -15,6 +15,13 @@ H_SMALL = {"model_type": "granitemoehybrid", "architectures": ["GraniteMoeHybrid
            "mamba_n_groups": 1, "mamba_conv_bias": True, "mamba_proj_bias": False, "attention_bias": False,
            "position_embedding_type": "nope", "tie_word_embeddings": True, "vocab_size": 100352,
            "layer_types": H_SMALL_TYPES}  # fmt: skip
+# ibm-granite/granite-4.0-h-tiny config.json (shape fields), and its dense twin granite-4.0-h-1b
+H_TINY = {**H_SMALL, "hidden_size": 1536, "num_attention_heads": 12, "num_key_value_heads": 4, "intermediate_size": 512,
+          "shared_intermediate_size": 1024, "num_local_experts": 64, "num_experts_per_tok": 6, "mamba_n_heads": 48,
+          "mamba_d_head": 64}  # fmt: skip
+H_1B = {**H_TINY, "intermediate_size": 4096, "shared_intermediate_size": 4096, "num_local_experts": 0,
+        "num_experts_per_tok": 0}  # fmt: skip
+
 SMALL = {"model_type": "granitemoehybrid", "architectures": ["GraniteMoeHybridForCausalLM"], "hidden_size": 4096,
            "num_hidden_layers": 40, "num_attention_heads": 32, "num_key_value_heads": 8, "num_local_experts": 72,
            "num_experts_per_tok": 10, "shared_intermediate_size": 1536, "intermediate_size": 768,
@@ -39,6 +46,8 @@ CAUSAL = {**SMALL, "architectures": ["GraniteMoeHybridForCausalLM"]}
 CONFIGS = {
     "defaults": {"model_type": "granitemoehybrid"},
     "granite-4.0-h-small": H_SMALL,
+    "granite-4.0-h-tiny": H_TINY,
+    "granite-4.0-h-1b-dense": H_1B,
     "small-hybrid": CAUSAL,
     "new-names-biased-untied": {**CAUSAL, "layer_types": ["linear_attention", "full_attention"] * 2,
                                 "mamba_proj_bias": True, "mamba_conv_bias": False, "attention_bias": True,
@@ -63,6 +72,9 @@ def test_total_and_active_per_token():
     m = from_config(H_SMALL, "t")
     assert (m.total, m.active_total) == (32_207_337_984, 8_803_121_664)
     assert m.total - m.active_total == 40 * 62 * 3 * 4096 * 768  # 40 layers × 62 idle experts
+    tiny, dense = from_config(H_TINY, "t"), from_config(H_1B, "t")
+    assert (tiny.total, tiny.active_total) == (6_939_037_248, 1_465_470_528)  # "7B total, 1B active"
+    assert dense.total == dense.active_total == 1_461_538_368
 
 
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
