@@ -215,7 +215,7 @@ def matmul_params(model: Model) -> int:
     for m in walk(model):
         if m.type in (LINEAR, CONV1D):
             total += m.d_in * m.d_out * m.runs
-        elif m.kind == "router" and m.block.name == "gate":  # transformers 5's router modules
+        elif m.kind == "router" and m.type is None:  # transformers 5's router modules (not nn.Linear)
             total += sum(_numel(t) for t in m.tensors() if t.name == "weight") * m.runs
         elif m.block.active is not None:  # fused experts (E, out, in): k of E per token
             k, e = m.block.active

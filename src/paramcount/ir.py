@@ -154,24 +154,31 @@ class Block:
     tower: str | None = None  # a composite model's part: vision_encoder, projector, language_model, …
     copies: int = field(init=False, repr=False, compare=False)
     count: int = field(init=False, repr=False, compare=False)
+    tied: int = field(init=False, repr=False, compare=False)  # parameters its ties alias
 
     def __post_init__(self) -> None:
-        # Trees are built bottom-up and never change, so totals are summed once, here.
+        # Trees are built bottom-up and never change, so totals are summed once, here (a walk
+        # would visit a shared subtree once per stack that holds it: hybrid schedules have dozens).
         self.copies = 1 if self.repeat is None else int(self.repeat)
         self.count = self.copies * sum([c.count for c in self.children])
+        self.tied = self.copies * sum([_tied(c) for c in self.children])
 
     @property
     def count_with_ties(self) -> int:
-        return self.copies * sum(
-            c.count_with_ties if isinstance(c, Block) else (c.aliased_count if isinstance(c, Tie) else c.count)
-            for c in self.children
-        )
+        return self.count + self.tied
 
     def indices(self) -> range:
         return range(self.start, self.start + self.copies)
 
 
 Node = Tensor | Tie | Block
+
+
+def _tied(node: Node) -> int:
+    """Parameters the ties at or below ``node`` alias (0 for a plain tensor)."""
+    if isinstance(node, Tie):
+        return node.aliased_count
+    return node.tied if isinstance(node, Block) else 0
 
 # The parts of a composite model (image+text, speech, dual encoders), each its own tower.
 TOWERS = ("vision_encoder", "audio_encoder", "text_encoder", "projector", "language_model", "other")

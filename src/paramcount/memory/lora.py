@@ -189,6 +189,7 @@ PEFT_TARGETS = {
         ("gptj", "opt", "llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "bart"),
         ("q_proj", "v_proj"),
     ),
+    "nemotron_h": ("q_proj", "k_proj", "v_proj", "o_proj"),
 }
 # Families peft names no default for (it asks for target_modules): their query and value
 # projections, as peft's default is for the others.
@@ -244,6 +245,8 @@ OWN_TARGETS = {
     **dict.fromkeys(("apertus", "glm4"), ("q_proj", "v_proj")),
     # Mamba mixers have no q/v projections: their input and output projections
     **dict.fromkeys(("mamba", "mamba2"), ("in_proj", "out_proj")),
+    # state-space hybrids: their attention layers' query and value projections
+    **dict.fromkeys(("jamba", "falcon_h1", "granitemoe", "granitemoehybrid", "lfm2"), ("q_proj", "v_proj")),
     "llama4_text": ("q_proj", "v_proj"),
 }
 

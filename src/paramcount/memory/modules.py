@@ -19,8 +19,8 @@ LINEAR, CONV1D, EMBEDDING = "Linear", "Conv1D", "Embedding"
 # transformers' Conv1D (a linear layer stored in→out) survives only in GPT-2 among our families.
 _CONV1D = {"gpt2": frozenset({"c_attn", "q_attn", "c_proj", "c_fc"})}
 # transformers 5 routers are their own modules holding a weight, not nn.Linear: ``gate`` in most
-# MoE families, ``router`` in gpt-oss (PhiMoE's ``router`` is an nn.Linear subclass).
-_ROUTERS = {"gpt_oss": ("router",)}
+# MoE families, ``router`` in gpt-oss, Jamba and GraniteMoE (PhiMoE's ``router`` is an nn.Linear subclass).
+_ROUTERS = {model_type: ("router",) for model_type in ("gpt_oss", "jamba", "granitemoe", "granitemoehybrid")}
 # Embedding tables that sit outside an embeddings block: T5's relative position buckets.
 _EMBEDDINGS = frozenset({"relative_attention_bias"})
 
