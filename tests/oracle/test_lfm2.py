@@ -16,7 +16,8 @@ LFM2_1_2B = {"model_type": "lfm2", "architectures": ["Lfm2ForCausalLM"], "block_
 # (block_auto_adjust_ff_dim false; with it on the model would count 1.9B, not 2.6B)
 LFM2_2_6B = {"model_type": "lfm2", "architectures": ["Lfm2ForCausalLM"], "hidden_size": 2048,
              "num_hidden_layers": 30, "num_attention_heads": 32, "num_key_value_heads": 8,
-             "intermediate_size": 10752, "block_auto_adjust_ff_dim": False, "vocab_size": 65536, "tie_embedding": True, "conv_L_cache": 3,
+             "intermediate_size": 10752, "block_auto_adjust_ff_dim": False, "vocab_size": 65536,
+             "tie_embedding": True, "conv_L_cache": 3,
              "layer_types": ["conv", "conv", "full_attention", "conv", "conv", "full_attention", "conv", "conv",
                              "conv", "full_attention", "conv", "conv", "conv", "full_attention", "conv", "conv",
                              "conv", "full_attention", "conv", "conv", "conv", "full_attention", "conv", "conv",
