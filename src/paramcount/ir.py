@@ -180,6 +180,7 @@ def _tied(node: Node) -> int:
         return node.aliased_count
     return node.tied if isinstance(node, Block) else 0
 
+
 # The parts of a composite model (image+text, speech, dual encoders), each its own tower.
 TOWERS = ("vision_encoder", "audio_encoder", "text_encoder", "projector", "language_model", "other")
 
