@@ -16,6 +16,15 @@ NANO_9B = {"model_type": "nemotron_h", "architectures": ["NemotronHForCausalLM"]
 # NVIDIA's 4B Nemotron Nano (hidden 3136, 42 blocks, 96 Mamba heads), config.json shape fields
 NANO_4B = {**NANO_9B, "hidden_size": 3136, "intermediate_size": 12544, "num_hidden_layers": 42,
            "mamba_num_heads": 96, "hybrid_override_pattern": "M-M-M-MM-M-M*-M-M*-M-M-M*-M-M-MM*-MMM-M-M-"}  # fmt: skip
+# nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 config.json (shape fields): 23 MoE blocks of 128 experts (top 6)
+NANO_30B_A3B = {"model_type": "nemotron_h", "architectures": ["NemotronHForCausalLM"], "hidden_size": 2688,
+                "hybrid_override_pattern": "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME", "head_dim": 128,
+                "intermediate_size": 1856, "mamba_head_dim": 64, "mamba_num_heads": 64, "mlp_bias": False,
+                "moe_intermediate_size": 1856, "moe_shared_expert_intermediate_size": 3712, "n_groups": 8,
+                "n_routed_experts": 128, "num_attention_heads": 32, "num_experts_per_tok": 6,
+                "num_hidden_layers": 52, "num_key_value_heads": 2, "ssm_state_size": 128, "conv_kernel": 4,
+                "tie_word_embeddings": False, "use_bias": False, "use_conv_bias": True,
+                "vocab_size": 131072}  # fmt: skip
 # nvidia/Nemotron-H-8B-Base-8K's published 52-block pattern over the class's default widths
 H_8B = {"model_type": "nemotron_h", "architectures": ["NemotronHForCausalLM"], "mamba_head_dim": 64,
         "hybrid_override_pattern": "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-"}  # fmt: skip
@@ -31,6 +40,7 @@ CONFIGS = {
     "defaults": {"model_type": "nemotron_h"},
     "nemotron-nano-9b-v2": NANO_9B,
     "nemotron-nano-4b": NANO_4B,
+    "nemotron-3-nano-30b-a3b": NANO_30B_A3B,
     "h-8b-pattern-on-defaults": H_8B,
     "small-moe-mlp": CAUSAL,
     "pattern-biased-tied-latent": {**{k: v for k, v in CAUSAL.items() if k != "layers_block_type"},
@@ -56,6 +66,10 @@ def test_published_sizes():
     """Nano 9B v2 as its name rounds it; the MoE's active figure is k of E routed experts,
     the shared MLP always."""
     assert from_config(NANO_9B, "t").total == 8_888_227_328
+    # NVIDIA: 31.6B total, 3.2B active (3.6B with the embeddings)
+    moe = from_config(NANO_30B_A3B, "t")
+    assert (moe.total, moe.active_total) == (31_577_937_344, 3_580_073_408)
+    assert moe.total - moe.active_total == 23 * 122 * 2 * 2688 * 1856  # 23 MoE blocks × 122 idle experts
     m = from_config(CAUSAL, "t")
     assert m.total - m.active_total == 2 * 2 * 32 * 16  # 2 idle experts × (up + down)
 
