@@ -35,20 +35,27 @@ def by_kind(node: Node, kind: str = "other") -> dict[str, int]:
     """Unique parameters per component kind (embeddings, attention, …)."""
     if not isinstance(node, Block):
         return {node.kind or kind: node.count}
-    sums: dict[str, int] = {}
-    _add_kinds(node, kind, 1, sums)
-    return sums
+    return dict(_kinds(node, kind, {}))
 
 
-def _add_kinds(node: Block, kind: str, times: int, sums: dict[str, int]) -> None:
+def _kinds(node: Block, kind: str, seen: dict[tuple[int, str], dict[str, int]]) -> dict[str, int]:
+    """The kind sums of ``node`` with its copies. Children shared by several blocks (the runs
+    of a hybrid schedule share one tuple of layer modules) are summed once per inherited kind:
+    ``seen``, keyed by the tuple's identity (every node is alive while the walk runs)."""
     kind = node.kind or kind
-    times *= node.copies
-    for child in node.children:
-        if isinstance(child, Block):
-            _add_kinds(child, kind, times, sums)
-        else:  # a tensor or tie: leaves are summed here, not visited
-            k = child.kind or kind
-            sums[k] = sums.get(k, 0) + times * child.count
+    key = (id(node.children), kind)
+    sums = seen.get(key)
+    if sums is None:
+        sums = {}
+        for child in node.children:
+            if isinstance(child, Block):
+                for k, v in _kinds(child, kind, seen).items():
+                    sums[k] = sums.get(k, 0) + v
+            else:  # a tensor or tie: leaves are summed here, not visited
+                k = child.kind or kind
+                sums[k] = sums.get(k, 0) + child.count
+        seen[key] = sums
+    return sums if node.copies == 1 else {k: v * node.copies for k, v in sums.items()}
 
 
 def by_tower(node: Block) -> dict[str, int]:

@@ -107,9 +107,11 @@ class Tensor:
     kind: str | None = None
     dtype: str | None = None  # as a checkpoint stores it, when the source says
     count: int = field(init=False, repr=False, compare=False)
+    tied: int = field(init=False, repr=False, compare=False)  # 0: a Block sums its children's
 
     def __post_init__(self) -> None:
         self.count = math.prod(map(int, self.shape))
+        self.tied = 0
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -123,6 +125,10 @@ class Tie:
     shape: tuple[int, ...]
     target: str
     kind: str | None = None
+    tied: int = field(init=False, repr=False, compare=False)  # the parameters it aliases
+
+    def __post_init__(self) -> None:
+        self.tied = math.prod(map(int, self.shape))
 
     @property
     def count(self) -> int:
@@ -130,7 +136,7 @@ class Tie:
 
     @property
     def aliased_count(self) -> int:
-        return math.prod(int(d) for d in self.shape)
+        return self.tied
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -159,9 +165,10 @@ class Block:
     def __post_init__(self) -> None:
         # Trees are built bottom-up and never change, so totals are summed once, here (a walk
         # would visit a shared subtree once per stack that holds it: hybrid schedules have dozens).
-        self.copies = 1 if self.repeat is None else int(self.repeat)
-        self.count = self.copies * sum([c.count for c in self.children])
-        self.tied = self.copies * sum([_tied(c) for c in self.children])
+        self.copies = copies = 1 if self.repeat is None else int(self.repeat)
+        children = self.children
+        self.count = copies * sum([c.count for c in children])
+        self.tied = copies * sum([c.tied for c in children])
 
     @property
     def count_with_ties(self) -> int:
@@ -172,13 +179,6 @@ class Block:
 
 
 Node = Tensor | Tie | Block
-
-
-def _tied(node: Node) -> int:
-    """Parameters the ties at or below ``node`` alias (0 for a plain tensor)."""
-    if isinstance(node, Tie):
-        return node.aliased_count
-    return node.tied if isinstance(node, Block) else 0
 
 
 # The parts of a composite model (image+text, speech, dual encoders), each its own tower.

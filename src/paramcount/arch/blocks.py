@@ -53,9 +53,9 @@ def typed_stacks(
         return (stack(name, count, *build(found[0][2])),)
     out = []
     for first, n, kind in found:
-        if kind not in made:
-            made[kind] = tuple(build(kind))
-        out.append(stack(name, n, *made[kind], start=first))
+        if kind not in made:  # one tuple per kind, shared by its stacks: counting sums it once
+            made[kind] = tuple([m for m in build(kind) if m is not None])
+        out.append(Block(name, made[kind], repeat=n, start=first, label="layer"))
     return tuple(out)
 
 

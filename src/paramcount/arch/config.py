@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Hashable, Mapping
+from functools import wraps
+from typing import Any, TypeVar
 
 from ..errors import ParamcountError, brief
 from ..ir import Sym
@@ -93,6 +94,9 @@ class Cfg:
         self.prefix = prefix  # "text_config." for a sub-config: errors name the field in the file
         self.seen: set[str] = set()  # every name looked up, to tell which given fields mattered
         self._ints: dict[tuple, Sym] = {}  # builders ask for the same few fields many times
+        # A composite's class and backbone builders both ask for its towers: built once per
+        # count (trees never change, so the class and backbone trees share them).
+        self.memo: dict[tuple, Any] = {}
 
     def error(self, field: str, message: str) -> ParamcountError:
         return ParamcountError(message, source=self.source, field=self.prefix + field)
@@ -187,3 +191,22 @@ class Cfg:
         if w % p:
             named = self.lookup(whole)[0], self.lookup(part)[0]
             raise self.error(named[0], f"{int(w)} is not divisible by {named[1]} ({int(p)})")
+
+
+R = TypeVar("R")
+
+
+def per_cfg(build: Callable[..., R]) -> Callable[..., R]:
+    """A builder called more than once per count with the same config and arguments (a
+    layer kind that both the stacks and an MTP note need, an attention alike in dense and MoE
+    layers) builds once: trees never change, so its callers share the result. Arguments must
+    be hashable; the cache lives on the :class:`Cfg`, so it ends with the count."""
+
+    @wraps(build)
+    def once(c: Cfg, *args: Hashable) -> R:
+        key = (build, *args)
+        if key not in c.memo:
+            c.memo[key] = build(c, *args)
+        return c.memo[key]
+
+    return once

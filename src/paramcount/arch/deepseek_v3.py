@@ -9,7 +9,7 @@ from ..ir import Block, Node
 from . import Family, mla
 from . import moe as shared_moe
 from .blocks import decoder_classes, embedding, gated_mlp, norm
-from .config import Cfg
+from .config import Cfg, per_cfg
 from .llama import rms_layer
 
 DEFAULTS = {
@@ -41,15 +41,18 @@ ALIASES = {
 }
 
 
+@per_cfg
 def self_attn(c: Cfg) -> Block:
     """MLA (arch/mla.py): a direct q_proj where ``q_lora_rank`` is null (Moonlight)."""
     return mla.self_attn(c)
 
 
+@per_cfg
 def dense_mlp(c: Cfg) -> Block:
     return gated_mlp("mlp", c.int("hidden_size"), c.int("intermediate_size"))
 
 
+@per_cfg
 def moe(c: Cfg) -> Block:
     """Routed experts (k of E run), the router's weight (its e_score_correction_bias is a
     buffer), and the always-on shared experts as one MLP of width I_e·E_s."""

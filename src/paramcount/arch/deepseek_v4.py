@@ -33,7 +33,7 @@ from ..ir import Block, Node, Tensor
 from . import Family
 from . import moe as shared_moe
 from .blocks import block, decoder_classes, embedding, linear, norm, typed_stacks
-from .config import Cfg
+from .config import Cfg, per_cfg
 
 DEFAULTS = {
     "vocab_size": 129280,
@@ -175,6 +175,7 @@ def self_attn(c: Cfg, kind: str) -> Block:
     )
 
 
+@per_cfg
 def moe(c: Cfg) -> Block:
     """Router weight (hash layers keep it too, plus a tid2eid buffer), routed experts, and one
     shared expert of the experts' width (arch/moe.with_shared)."""
@@ -183,6 +184,7 @@ def moe(c: Cfg) -> Block:
     return shared_moe.with_shared(h, e, i, k, i, bias=c.bool("mlp_bias"))
 
 
+@per_cfg
 def hyper_connection(c: Cfg, name: str) -> Block:
     """mHC: one projection from the hc_mult streams to the pre, post and comb weights
     ((2 + n)·n of them), their biases and three scales."""
@@ -191,6 +193,7 @@ def hyper_connection(c: Cfg, name: str) -> Block:
     return block(name, Tensor("fn", (out, n * h)), Tensor("base", (out,)), Tensor("scale", (3,)), kind="other")
 
 
+@per_cfg
 def layer(c: Cfg, kind: Hashable) -> tuple[Node, ...]:
     """One decoder layer of attention type ``kind`` (a hash_moe layer differs from a moe one
     by a buffer only, so the MLP type changes no shape)."""

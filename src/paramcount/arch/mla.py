@@ -17,7 +17,7 @@ from typing import Any
 from ..ir import Block, Node, Sym
 from . import moe as shared_moe
 from .blocks import block, embedding, gated_mlp, linear, norm, typed_stacks
-from .config import Cfg
+from .config import Cfg, per_cfg
 from .llama import rms_layer
 
 Layer = Callable[[Hashable], Sequence[Node | None]]
@@ -143,6 +143,7 @@ def backbone(c: Cfg, kinds: Sequence[Hashable], layer: Layer) -> tuple[Node, ...
     )
 
 
+@per_cfg
 def dsa_layer(c: Cfg, kind: Hashable) -> tuple[Node, ...]:
     """A DeepSeek Sparse Attention layer (V3.2, GLM-5): MLA with the query bottleneck, its
     indexer where the layer runs one, and a dense or MoE MLP. ``kind`` is (mlp type, indexed)."""

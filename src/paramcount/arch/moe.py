@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from itertools import pairwise
 
 from ..ir import Block, Node, Sym, Tensor
-from .blocks import block, fused_experts, gated_mlp, linear, stack
+from .blocks import block, fused_experts, gated_mlp, linear
 from .config import Cfg
 
 Run = tuple[int, int, bool]  # (first layer, how many, routes experts)
@@ -130,12 +130,12 @@ def layer_stacks(
 ) -> tuple[Block, ...]:
     """One ``layers`` stack per run, each kind of layer built once; a single run keeps the
     symbol of the layer count for derivations."""
-    made: dict[bool, Sequence[Node | None]] = {}
+    made: dict[bool, tuple[Node, ...]] = {}
     out = []
     for first, n, sparse in runs:
-        if sparse not in made:
-            made[sparse] = build(sparse)
-        out.append(stack(name, layers if len(runs) == 1 else n, *made[sparse], start=first))
+        if sparse not in made:  # one tuple per kind, shared by its stacks: counting sums it once
+            made[sparse] = tuple([m for m in build(sparse) if m is not None])
+        out.append(Block(name, made[sparse], repeat=layers if len(runs) == 1 else n, start=first, label="layer"))
     return tuple(out)
 
 

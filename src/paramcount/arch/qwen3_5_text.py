@@ -12,7 +12,7 @@ from ..ir import Node
 from . import Family, llama, mistral, qwen3_next
 from . import linear_attention as la
 from .blocks import base, classifier, embedding, lm_head, norm, typed_stacks, with_head
-from .config import Cfg
+from .config import Cfg, per_cfg
 
 DEFAULTS = {
     "vocab_size": 248320,
@@ -33,6 +33,7 @@ DEFAULTS = {
 }
 
 
+@per_cfg
 def layer(c: Cfg, layer_type: Hashable) -> tuple[Node, ...]:
     return llama.rms_layer(c, qwen3_next.mixer(c, str(layer_type), fused=False), mistral.swiglu(c))
 

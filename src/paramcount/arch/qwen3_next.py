@@ -13,7 +13,7 @@ from ..ir import Node
 from . import Family, llama, mistral, qwen2_moe
 from . import linear_attention as la
 from .blocks import decoder_classes, embedding, norm, typed_stacks
-from .config import Cfg
+from .config import Cfg, per_cfg
 
 DEFAULTS = {
     "vocab_size": 151936,
@@ -50,6 +50,7 @@ def layer_kinds(c: Cfg) -> list[tuple[str, bool]]:
     return list(zip(la.interval_types(c), sparse, strict=True))
 
 
+@per_cfg
 def layer(c: Cfg, kind: Hashable) -> tuple[Node, ...]:
     layer_type, sparse = kind  # type: ignore[misc]
     return llama.rms_layer(c, mixer(c, layer_type), qwen2_moe.sparse_moe(c) if sparse else mistral.swiglu(c))

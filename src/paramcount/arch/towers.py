@@ -37,20 +37,26 @@ def sub_family(c: Cfg, field: str, default_type: str):
 def tower_cfg(c: Cfg, field: str, default_type: str, absent: Mapping[str, Any] | None = None) -> Cfg:
     """The nested config seen through its own family's defaults (and the composite's ``absent``
     fields when the file has none), checked as that family checks."""
-    fam = sub_family(c, field, default_type)
-    sub = c.sub(field, fam.defaults, fam.aliases, absent=absent)
-    if fam.check:
-        fam.check(sub)
-    return sub
+    key = ("tower_cfg", field, default_type, id(absent))
+    if key not in c.memo:
+        fam = sub_family(c, field, default_type)
+        sub = c.sub(field, fam.defaults, fam.aliases, absent=absent)
+        if fam.check:
+            fam.check(sub)
+        c.memo[key] = sub
+    return c.memo[key]
 
 
 def tower(
     c: Cfg, field: str, default_type: str, name: str, kind: str, absent: Mapping[str, Any] | None = None
 ) -> Block:
     """The backbone of the nested config's family, as module ``name`` of tower ``kind``."""
-    fam = sub_family(c, field, default_type)
-    tree = fam.classes[fam.backbone](tower_cfg(c, field, default_type, absent))
-    return Block(name, tree.children, tower=kind)
+    key = ("tower", field, default_type, name, kind, id(absent))
+    if key not in c.memo:
+        fam = sub_family(c, field, default_type)
+        tree = fam.classes[fam.backbone](tower_cfg(c, field, default_type, absent))
+        c.memo[key] = Block(name, tree.children, tower=kind)
+    return c.memo[key]
 
 
 def text_cache(field: str, default_type: str, absent: Mapping[str, Any] | None = None):
