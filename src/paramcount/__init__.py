@@ -15,11 +15,14 @@ import importlib
 import sys
 import types
 from collections.abc import Mapping
-from pathlib import Path
-from typing import Any
 
 from .errors import ParamcountError
 from .model import Model
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is a twentieth of start-up
+if TYPE_CHECKING:
+    from pathlib import Path  # imported where a path is read: a catalog count needs none
+    from typing import Any
 
 __all__ = ["Model", "ParamcountError", "check", "compare", "derive", "from_dims", "from_module", "load", "parse_answer"]
 __version__ = "0.1.0"
@@ -75,9 +78,10 @@ def _load(source, model_class, num_labels, overrides) -> Model:
         return printout.read_stdin()
     from .frontends.config import exists
 
-    path = Path(source)
-    if exists(path):
-        return _load_path(path, opts)
+    if exists(source):
+        from pathlib import Path
+
+        return _load_path(Path(source), opts)
     if catalog.find(str(source)) is None:
         from .frontends import hub
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import difflib
 import sys
 from collections.abc import Sequence
 
@@ -35,7 +34,25 @@ examples:
 """
 
 
+def _help_columns() -> int:
+    """What shutil.get_terminal_size gives argparse (COLUMNS, else the terminal, else 80), less
+    2 as argparse takes; without importing shutil, which is a twentieth of start-up."""
+    import os
+
+    try:
+        return int(os.environ["COLUMNS"]) - 2
+    except (KeyError, ValueError):
+        pass
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns - 2
+    except (AttributeError, ValueError, OSError):
+        return 78
+
+
 class Parser(argparse.ArgumentParser):
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        return self.formatter_class(prog=self.prog, width=_help_columns())
+
     def error(self, message: str) -> None:  # one line, exit 2, no usage dump
         self.exit(2, f"paramcount: error: {message}{self._suggestion(message)}\n")
 
@@ -45,6 +62,8 @@ class Parser(argparse.ArgumentParser):
             return ""
         flags = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
         for word in message.split(":", 1)[1].split():
+            import difflib
+
             close = difflib.get_close_matches(word.split("=")[0], flags, n=1, cutoff=0.7)
             if word.startswith("-") and close:
                 return f"; did you mean {close[0]}?"
@@ -579,14 +598,15 @@ FLAGS = {
 def _mistyped_command(word: str) -> str | None:
     """The command ``word`` was likely meant to be (``explian``), unless it names a model or a file."""
 
+    from .frontends import catalog
     from .frontends.config import exists
 
-    close = difflib.get_close_matches(word, COMMANDS, n=1, cutoff=0.75)
-    if not close or word.startswith("-") or "/" in word or "." in word or exists(word):
+    if word.startswith("-") or "/" in word or "." in word or exists(word) or catalog.find(word):
         return None
-    from .frontends import catalog
+    import difflib  # only for a word that names nothing: it is a tenth of start-up
 
-    return None if catalog.find(word) else close[0]
+    close = difflib.get_close_matches(word, COMMANDS, n=1, cutoff=0.75)
+    return close[0] if close else None
 
 
 def width(text: str) -> int:

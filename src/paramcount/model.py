@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from . import count
 from .ir import KINDS, MAX_LISTED, TOWERS, Block, Leaf, leaf_count, leaves
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is a twentieth of start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @dataclass(frozen=True)

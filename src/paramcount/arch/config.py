@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
 from functools import wraps
-from typing import Any, TypeVar
 
 from ..errors import ParamcountError, brief
 from ..ir import Sym
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is a twentieth of start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 # The letters a derivation writes for each config field (the seed articles' own where they have one).
 SYMBOLS = {
@@ -193,17 +196,14 @@ class Cfg:
             raise self.error(named[0], f"{int(w)} is not divisible by {named[1]} ({int(p)})")
 
 
-R = TypeVar("R")
-
-
-def per_cfg(build: Callable[..., R]) -> Callable[..., R]:
+def per_cfg(build: Callable[..., Any]) -> Callable[..., Any]:
     """A builder called more than once per count with the same config and arguments (a
     layer kind that both the stacks and an MTP note need, an attention alike in dense and MoE
     layers) builds once: trees never change, so its callers share the result. Arguments must
     be hashable; the cache lives on the :class:`Cfg`, so it ends with the count."""
 
     @wraps(build)
-    def once(c: Cfg, *args: Hashable) -> R:
+    def once(c: Cfg, *args: Hashable) -> Any:
         key = (build, *args)
         if key not in c.memo:
             c.memo[key] = build(c, *args)

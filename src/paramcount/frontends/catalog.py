@@ -11,15 +11,17 @@ Each entry is one JSON file in ``paramcount/catalog/`` named ``org--name.json``:
 
 from __future__ import annotations
 
-import difflib
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
-from typing import Any
 
 from ..errors import ParamcountError
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is a twentieth of start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT = "google-bert/bert-base-chinese"  # the seed article's model
 
@@ -51,15 +53,25 @@ def _parse(text: str) -> Entry:
     )
 
 
-def _folder():
-    return resources.files("paramcount") / "catalog"
+# The package's own folder, not importlib.resources: paramcount is never run from a zip, and
+# resources' imports (zipfile, tempfile, shutil) were a tenth of the CLI's start-up.
+_FOLDER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "catalog")
+
+
+def _read(file: str) -> Entry:
+    with open(os.path.join(_FOLDER, file), encoding="utf-8") as f:
+        return _parse(f.read())
+
+
+@cache
+def _files() -> tuple[str, ...]:
+    return tuple(f for f in os.listdir(_FOLDER) if f.endswith(".json"))
 
 
 @cache
 def entries() -> tuple[Entry, ...]:
     """Every catalog entry, sorted by id."""
-    files = (f for f in _folder().iterdir() if f.name.endswith(".json"))
-    return tuple(sorted((_parse(f.read_text(encoding="utf-8")) for f in files), key=lambda e: e.id.lower()))
+    return tuple(sorted((_read(f) for f in _files()), key=lambda e: e.id.lower()))
 
 
 @cache
@@ -69,11 +81,15 @@ def _names() -> dict[str, Entry]:
 
 def find(name: str) -> Entry | None:
     """The entry called ``name`` (its hub id or an alias, any case), or None."""
-    file = _file_name(name)
-    direct = _folder() / file
-    if _SAFE_FILE.fullmatch(file) and direct.is_file():  # the common case reads one file, not the whole catalog
-        return _parse(direct.read_text(encoding="utf-8"))
-    return _names().get(name.lower())
+    file, key = _file_name(name), name.lower()
+    if _SAFE_FILE.fullmatch(file) and os.path.isfile(os.path.join(_FOLDER, file)):
+        return _read(file)  # the common cases read one file, not the whole catalog: a hub id,
+    for f in _files():  # and an alias that is the hub name without its org (bert-base-uncased)
+        if f.lower().endswith(f"--{key}.json"):
+            entry = _read(f)
+            if key in (n.lower() for n in (entry.id, *entry.aliases)):
+                return entry
+    return _names().get(key)
 
 
 def get(name: str) -> Entry:
@@ -91,4 +107,8 @@ def suggestions(name: str, n: int = 5) -> list[str]:
     key, names = name.lower(), _names()
     short = sorted((k for k in names if "/" not in k), key=lambda k: (len(k), k))
     starts = [k for k in short if k.startswith(key)] or sorted(k for k in names if k.split("/")[-1].startswith(key))
-    return starts[:n] or difflib.get_close_matches(key, names, n=3, cutoff=0.5)
+    if starts:
+        return starts[:n]
+    import difflib  # only on a miss: it is a tenth of start-up
+
+    return difflib.get_close_matches(key, names, n=3, cutoff=0.5)

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-import difflib
 import json
+import os
 import stat
 from collections.abc import Mapping
 from functools import cache
-from pathlib import Path
-from typing import Any
 
 from ..arch import Family, family, model_type_of_class, supported
 from ..errors import ParamcountError
 from ..model import Model
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is a twentieth of start-up
+if TYPE_CHECKING:
+    from pathlib import Path  # imported where a path is read: a catalog count needs none
+    from typing import Any
 
 MAX_CONFIG_BYTES = 16 << 20  # real configs are a few KB; refuse to parse a huge file
 
@@ -57,7 +60,7 @@ def exists(path: str | Path) -> bool:
     """Whether ``path`` names something on disk; a name no file system accepts (longer than 255
     bytes in one part, a NUL byte) names nothing, rather than raising."""
     try:
-        return Path(path).exists()
+        return os.path.exists(path)
     except (OSError, ValueError):
         return False
 
@@ -186,6 +189,8 @@ def check_fields(model_type: str, names: list[str], source: str) -> None:
         return
     for name in names:
         if name not in known and name not in EXTRA_FIELDS:
+            import difflib
+
             close = difflib.get_close_matches(name, [*known, *EXTRA_FIELDS], n=3, cutoff=0.6)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
             raise ParamcountError(
@@ -223,5 +228,7 @@ def _fallback(
 
 
 def from_file(path: str | Path, **kwargs: Any) -> Model:
+    from pathlib import Path
+
     p = config_path(Path(path))
     return from_config(read_json(p), str(p), name=str(path), **kwargs)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from ..errors import ParamcountError
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is a twentieth of start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 # Friendly flags -> the standard transformers field each family reads (or aliases).
 FLAGS = {

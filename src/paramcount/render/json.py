@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from ..ir import Leaf, expr, runs
 from ..model import Model
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is a twentieth of start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA = "paramcount.count/1"
 
