@@ -84,5 +84,6 @@ def main() -> None:
         f"({cli / base:.1f}x bare; goal 4x); python -c 'import transformers' {imp * 1e3:.0f} ms ({imp / cli:.1f}x ours)"
     )
 
+
 if __name__ == "__main__":
     main()
