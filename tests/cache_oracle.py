@@ -2,7 +2,8 @@
 
 ``real_cache_bytes`` sums every tensor a cache keeps: keys and values, a quantised layer's
 states and scales, a sparse-attention indexer's keys, and a linear-attention or Mamba layer's
-conv and recurrent states, and MiniMax's lightning-attention states (``MiniMaxCache.linear_cache``).
+conv and recurrent states, and MiniMax's lightning-attention states (``MiniMaxCache.linear_cache``),
+and DeepSeek-V4's compressor states; a tensor held twice (V4's values are its keys) counts once.
 ``expect_cache`` asserts paramcount's ``kv_cache`` equals it. Family oracle tests call it on a
 tiny config of their family; paramcount itself never imports this.
 """
@@ -38,10 +39,15 @@ def layer_tensors(layer: Any) -> list[Any]:
     for q in (getattr(layer, "_quantized_keys", None), getattr(layer, "_quantized_values", None)):
         found += [t for t in (q or ()) if isinstance(t, torch.Tensor)]
     found += [t for t in (getattr(layer, "indexer_keys", None),) if isinstance(t, torch.Tensor)]
-    for states in (getattr(layer, "conv_states", None), getattr(layer, "recurrent_states", None)):
+    # conv and recurrent states; DeepSeek-V4's compressors' entries, unfinished windows and
+    # carried half-windows (DeepseekV4HCACache / DeepseekV4CSACache)
+    named = ("conv_states", "recurrent_states", "compressed_kv", "buffer_kv", "buffer_gate")
+    named += ("overlap_kv", "overlap_gate")
+    for states in (getattr(layer, n, None) for n in named):
         if isinstance(states, dict):
             found += [t for t in states.values() if isinstance(t, torch.Tensor)]
-    return found
+    unique = {id(t): t for t in found}  # V4's compressed layers keep values as the keys: one tensor
+    return list(unique.values())
 
 
 def cache_bytes(cache: Any) -> int:

@@ -5,8 +5,9 @@ import pytest
 
 from paramcount.errors import ParamcountError
 from paramcount.frontends.config import from_config
-from paramcount.memory.kv_layout import NoLayout, attention_layout
+from paramcount.memory.kv_cache import kv_cache
 
+from ..cache_oracle import expect_cache
 from .oracle import expect_all_classes, expect_same
 
 CATALOG = resources.files("paramcount") / "catalog" / "deepseek-ai--DeepSeek-V4-Flash-Base.json"
@@ -107,11 +108,34 @@ def test_deepseek_v4_errors():
         from_config({**SMALL, "num_experts_per_tok": 9}, "t")
 
 
-def test_deepseek_v4_cache_is_refused_in_one_line():
-    """Sliding K=V plus compressed entries every compress_rate tokens and a partial-window buffer:
-    not expressible as per-token cache kinds, so refused (planners fall back to weights only)."""
-    with pytest.raises(NoLayout, match="deepseek_v4"):
-        attention_layout(from_config(FLASH_BASE, "t"))
+TINY_CACHE = {
+    **{k: v for k, v in SMALL.items() if k != "model_type"},
+    "sliding_window": 4,
+    "compress_rates": {CSA: 2, "heavily_compressed_attention": 3},
+    "layer_types": [CSA, "sliding_attention", "heavily_compressed_attention", "heavily_compressed_attention", CSA],
+}
+
+
+@pytest.mark.parametrize("tokens", [1, 2, 3, 5, 9, 12])
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_deepseek_v4_cache_equals_transformers(tokens, dtype):
+    """The sliding K=V window, each compressor's entries (one per m tokens), its unfinished
+    window (T mod m) and CSA's carried half-window, as DeepseekV4HCACache / DeepseekV4CSACache
+    hold them after a prefill, at contexts below, at and past every rate and window."""
+    expect_cache("deepseek_v4", TINY_CACHE, "DeepseekV4ForCausalLM", tokens=tokens, dtype=dtype)
+
+
+def test_deepseek_v4_cache_rows_and_refusals():
+    """Flash at 1M tokens: the compressed entries grow as T/m, the sliding window stays W−1;
+    only transformers' dynamic cache is modelled, so static is refused in one line."""
+    model = from_config(FLASH_BASE, "t")
+    cache = kv_cache(model, 1_048_576, dtype="bf16")
+    rows = {r.kind.stores + "@" + r.kind.attention: r.tokens for r in cache.layers}
+    assert rows["compressed KV@compressed"] in (1_048_576 // 4, 1_048_576 // 128)
+    assert {r.tokens for r in cache.layers if r.kind.attention == "sliding"} == {127}
+    assert cache.per_token < cache.bytes  # a per-token figure, of entries shared by m tokens
+    with pytest.raises(ParamcountError, match="dynamic cache only"):
+        kv_cache(model, 4096, cache="static")
 
 
 def test_every_deepseek_v4_class():

@@ -57,6 +57,7 @@ DEFAULTS = {
     "num_nextn_predict_layers": 1,
     "mlp_bias": False,
     "tie_word_embeddings": False,
+    "sliding_window": 128,
 }
 
 # DeepseekV4Config.attribute_map, keyed by the mapped names, which win when a file has both.
@@ -258,15 +259,34 @@ def check(c: Cfg) -> None:
 
 
 def cache_layout(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list, list[str]]:
-    """Refused: see the error."""
-    from ..memory.kv_layout import NoLayout
+    """transformers' DynamicCache for V4: every layer a sliding window of one K=V head
+    (``DynamicSlidingWindowLayer``, whose pure sliding layers keep keys and values apart; the
+    compressed layers' ``DeepseekV4HCACache.update`` makes values the keys). An HCA layer adds its
+    compressor's entries and the unfinished window's projected kv and gate; a CSA layer the same
+    at twice the width (two overlapping series), its indexer's own, and each one's carried
+    half-window (``DeepseekV4CSACache.update_overlap_state``)."""
+    from ..memory.kv_layout import LayerKind, typed_groups
 
-    raise NoLayout(
-        "no KV-cache layout for deepseek_v4: its layers keep a sliding window of one K=V tensor plus, in "
-        "compressed layers, one entry per compress_rate tokens and a buffer of the unfinished window, "
-        "which the per-token cache kinds here cannot express",
-        source=c.source,
-    )
+    d, d_i, w = int(c.int("head_dim")), int(c.int("index_head_dim")), int(c.int("sliding_window"))
+    groups = typed_groups(c, "layer_types", layer_types(c), int(c.int("num_hidden_layers")))
+    kinds = []
+    for kind, (n, where) in groups.items():
+        if kind == SLIDING:
+            kinds.append(LayerKind("sliding", n, 1, d, d, window=w, where=where))
+            continue
+        m = compress_rate(c, kind)
+        kinds.append(LayerKind("sliding", n, 1, d, 0, window=w, where=where, stores="k=v"))
+        kinds.append(LayerKind("compressed", n, 1, d, 0, where=where, stores="compressed KV", rate=m))
+        wide = 2 * d if kind == CSA else d  # CSA projects two series (Ca, Cb) per token
+        kinds.append(LayerKind("buffer", n, 1, wide, wide, where=where, stores="compressor buffer (kv, gate)", rate=m))
+        if kind == CSA:
+            kinds += [
+                LayerKind("overlap", n, 1, d, d, where=where, stores="compressor overlap (kv, gate)", rate=m),
+                LayerKind("compressed", n, 1, d_i, 0, where=where, stores="indexer compressed keys", rate=m),
+                LayerKind("buffer", n, 1, 2 * d_i, 2 * d_i, where=where, stores="indexer buffer (kv, gate)", rate=m),
+                LayerKind("overlap", n, 1, d_i, d_i, where=where, stores="indexer overlap (kv, gate)", rate=m),
+            ]
+    return kinds, []
 
 
 FAMILY = Family(

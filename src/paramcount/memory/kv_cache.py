@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ParamcountError
-from .kv_layout import MLA_FORMS, LayerKind, Layout, attention_layout
+from .kv_layout import COMPRESSED, MLA_FORMS, LayerKind, Layout, attention_layout
 from .terms import Term
 
 CACHE_DTYPES = {"fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4}  # bits per element
@@ -156,8 +156,10 @@ class KVCache:
 
 def _part_key(kind: LayerKind) -> str:
     """The term key of one row: ``kv_cache.full``, ``kv_cache.sliding``, ``kv_cache.conv_state`` …"""
-    if kind.attention == "state":
-        return kind.stores.lower().replace(" ", "_")
+    if kind.attention == "state" or kind.attention in COMPRESSED:
+        return kind.stores.lower().replace(" ", "_").replace("=", "")
+    if kind.stores == "k=v":
+        return f"{kind.attention}_kv_shared"
     return kind.attention + ("_indexer" if kind.stores == "indexer" else "")
 
 
@@ -200,7 +202,12 @@ def kv_cache(
     name = cache_dtype(dtype or ("fp16" if llama else "bf16"))
     rows = tuple(_row(k, context, batch, source, name, cache) for k in layout.kinds)
     one = sum(_row(k, context, 1, source, name, cache).bytes for k in layout.kinds)
-    per_token = -(-layout.per_token_elements * CACHE_DTYPES[name] // 8)
+    if cache != "dynamic" and any(k.attention in COMPRESSED for k in layout.kinds):
+        raise ParamcountError(
+            f"{layout.model_type}'s compressed attention is modelled in transformers' dynamic cache only",
+            field="cache",
+        )
+    per_token = -(-layout.per_token_bits(CACHE_DTYPES[name]) // 8)
     return KVCache(layout, context, batch, name, source, cache, rows, per_token, one)
 
 
@@ -229,6 +236,12 @@ def _tokens(kind: LayerKind, context: int, batch: int, source: int, cache: str) 
         return 0
     if kind.attention == "cross":
         return source
+    if kind.attention == "compressed":  # DeepseekV4HCACache.update_compressor_states: one entry per window
+        return context // kind.rate
+    if kind.attention == "buffer":  # store_compression_weights keeps what no full window takes
+        return context % kind.rate
+    if kind.attention == "overlap":  # DeepseekV4CSACache.update_overlap_state, once a window closes
+        return kind.rate if context >= kind.rate else 0
     if cache == "llama.cpp":
         return llama_cells(kind, context, batch)
     if kind.window is None:
@@ -286,6 +299,8 @@ def _formula(kind: LayerKind, tokens: int, batch: int, dtype: str, cache: str, s
         sym, nums = f"L · (r_kv + d_rope) · {t_sym} · B", f"{n} · ({dk} + {dv})"
     elif kind.stores == "indexer":
         sym, nums = f"L · d_index · {t_sym} · B", f"{n} · {dk}"
+    elif kind.value_dim == 0:  # one tensor: K=V, or compressed entries
+        sym, nums = f"L · d · {t_sym} · B", f"{n} · {dk}"
     elif dk == dv:
         sym, nums = f"2 · L · n_kv · d_head · {t_sym} · B", f"2 · {n} · {kv} · {dk}"
     else:
@@ -299,6 +314,8 @@ def _formula(kind: LayerKind, tokens: int, batch: int, dtype: str, cache: str, s
 def _tokens_symbol(kind: LayerKind, cache: str) -> str:
     if kind.attention == "cross":
         return "S"
+    if kind.attention in COMPRESSED:
+        return {"compressed": "⌊T/m⌋", "buffer": "(T mod m)", "overlap": "m"}[kind.attention]
     if cache == "llama.cpp":
         return "n_ctx_seq" if kind.window is None else "n_swa"
     if kind.window is None:

@@ -35,6 +35,7 @@ no layout here raises :class:`NoLayout`, which planners take as "weights only".
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -61,6 +62,14 @@ MAX_WINDOW_LAYERS = 28  # Qwen2/Qwen3/Qwen2-MoE class default
 LAYER_TYPES = {"full_attention": "full", "sliding_attention": "sliding", "chunked_attention": "sliding"}
 
 
+# DeepSeek-V4's compressed-attention kinds, with how many tokens each keeps per layer and sequence.
+COMPRESSED = {
+    "compressed": "⌊T/{m}⌋ entries",
+    "buffer": "T mod {m} tokens",
+    "overlap": "{m} tokens once T ≥ {m}",
+}
+
+
 class NoLayout(ParamcountError):
     """The source says too little for a KV-cache layout: no transformers config, a family or
     GGUF architecture without a layout here, or GGUF metadata that lacks a key."""
@@ -81,6 +90,11 @@ class LayerKind:
     ``dtype`` fixes the element type where transformers keeps it whatever the cache dtype
     (a recurrent state kept in fp32); None follows the cache dtype.
     ``where`` says which layer indices, in words.
+
+    Compressed attention (DeepSeek-V4) adds three kinds, each with its ``rate`` m (tokens per
+    compressed entry): ``"compressed"`` keeps one entry per m tokens (⌊T/m⌋), ``"buffer"`` the
+    tokens of the window not yet complete (T mod m) and ``"overlap"`` the last complete
+    window's carried half (m tokens once T ≥ m); ``stores`` names what each holds.
     """
 
     attention: str
@@ -93,21 +107,30 @@ class LayerKind:
     stores: str = "kv"
     state: int = 0
     dtype: str | None = None
+    rate: int = 1
 
     @property
     def per_token_elements(self) -> int:
-        """Key plus value elements one token adds across these layers, for one sequence."""
+        """Key plus value elements one token adds across these layers, for one sequence (a
+        compressed kind: one entry's per m tokens, so this is per m tokens; buffers and carried
+        windows, bounded by m, add none)."""
+        if self.attention in ("buffer", "overlap"):
+            return 0
         return self.layers * self.kv_heads * (self.key_dim + self.value_dim)
 
     @property
     def label(self) -> str:
         if self.attention == "state":
             return f"{self.stores} (constant in context)"
+        if self.attention in COMPRESSED:
+            return f"{self.stores} ({COMPRESSED[self.attention].format(m=self.rate)})"
         name = {"full": "full attention", "sliding": "sliding window", "cross": "cross-attention"}[self.attention]
         if self.window is not None:
             name += f" (W = {self.window:,})"
         if self.stores == "indexer":
             name += ", indexer keys"
+        elif self.stores == "k=v":
+            name += ", keys = values"
         elif self.stores != "kv":
             name += f", MLA {self.stores.removeprefix('mla-')}"
         return name
@@ -132,7 +155,18 @@ class Layout:
     def per_token_elements(self) -> int:
         """Elements one token of context adds to one sequence, before window caps (cross-attention,
         which grows with the encoder length instead, excluded)."""
-        return sum(k.per_token_elements for k in self.kinds if k.attention != "cross")
+        return sum(k.per_token_elements for k in self.kinds if k.attention not in ("cross", "compressed"))
+
+    def per_token_bits(self, bits: int) -> int:
+        """Bits one token adds to one sequence, before window caps, rounded up: the per-token
+        kinds' elements, and a compressed kind's entry shared by its m tokens."""
+        whole = self.per_token_elements * bits
+        parts = [(k.per_token_elements * bits, k.rate) for k in self.kinds if k.attention == "compressed"]
+        if not parts:
+            return whole
+        from fractions import Fraction
+
+        return whole + math.ceil(sum(Fraction(b, m) for b, m in parts))
 
 
 def attention_layout(model: Any, *, mla: str = "latent") -> Layout:
