@@ -35,27 +35,34 @@ def by_kind(node: Node, kind: str = "other") -> dict[str, int]:
     """Unique parameters per component kind (embeddings, attention, …)."""
     if not isinstance(node, Block):
         return {node.kind or kind: node.count}
-    return dict(_kinds(node, kind, {}))
+    return {k: v * node.copies for k, v in _kinds(node, kind, {}).items()}
 
 
 def _kinds(node: Block, kind: str, seen: dict[tuple[int, str], dict[str, int]]) -> dict[str, int]:
-    """The kind sums of ``node`` with its copies. Children shared by several blocks (the runs
-    of a hybrid schedule share one tuple of layer modules) are summed once per inherited kind:
-    ``seen``, keyed by the tuple's identity (every node is alive while the walk runs)."""
+    """The kind sums of one copy of ``node``'s children. Blocks sharing one tuple of children
+    (the runs of a hybrid schedule share their layer's modules) are summed once, times all
+    their copies: ``seen`` is keyed by the tuple's identity (every node is alive while the walk
+    runs) and the inherited kind."""
     kind = node.kind or kind
     key = (id(node.children), kind)
     sums = seen.get(key)
-    if sums is None:
-        sums = {}
-        for child in node.children:
-            if isinstance(child, Block):
-                for k, v in _kinds(child, kind, seen).items():
-                    sums[k] = sums.get(k, 0) + v
-            else:  # a tensor or tie: leaves are summed here, not visited
-                k = child.kind or kind
-                sums[k] = sums.get(k, 0) + child.count
-        seen[key] = sums
-    return sums if node.copies == 1 else {k: v * node.copies for k, v in sums.items()}
+    if sums is not None:
+        return sums
+    sums = {}
+    copies: dict[tuple[int, str], tuple[Block, int]] = {}  # alike child blocks, with their copies
+    for child in node.children:
+        if isinstance(child, Block):
+            k = (id(child.children), child.kind or kind)
+            found = copies.get(k)
+            copies[k] = (child, child.copies + (found[1] if found else 0))
+        else:  # a tensor or tie: leaves are summed here, not visited
+            k = child.kind or kind
+            sums[k] = sums.get(k, 0) + child.count
+    for child, n in copies.values():
+        for k, v in _kinds(child, kind, seen).items():
+            sums[k] = sums.get(k, 0) + n * v
+    seen[key] = sums
+    return sums
 
 
 def by_tower(node: Block) -> dict[str, int]:
