@@ -52,6 +52,9 @@ class Family:
     flag_fields: Mapping[str, str] = field(default_factory=dict)
     cache_layout: Callable[[Cfg, str, str, str], tuple[list[Any], list[str]]] | None = None
     max_tokens: Callable[[Cfg], int] | None = None  # tokens in one input, where not max_position_embeddings
+    # How published checkpoints name tensors where transformers renames them on loading (its
+    # conversion_mapping.py): (regex, replacement) pairs applied in order, each at most once.
+    renames: tuple[tuple[str, str], ...] = ()
 
     def cfg(self, raw: Mapping[str, Any], source: str | None) -> Cfg:
         return Cfg(raw, self.defaults, source, self.aliases)

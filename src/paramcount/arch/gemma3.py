@@ -11,7 +11,7 @@ from ..ir import Block, Node, Tensor
 from . import Family
 from .blocks import WithHead, block, linear, norm, num_labels
 from .config import Cfg
-from .towers import conditional_generation, text_cache, tower, tower_cfg
+from .towers import LLAVA_RENAMES, conditional_generation, text_cache, tower, tower_cfg
 
 DEFAULTS = {
     "text_config": None,
@@ -61,4 +61,5 @@ FAMILY = Family(
         "Gemma3ForConditionalGeneration": conditional_generation(model, "text_config", TEXT),
         "Gemma3ForSequenceClassification": WithHead(model, "model", _score),
     },
+    renames=LLAVA_RENAMES,
 )

@@ -9,7 +9,7 @@ from ..ir import Block, Node
 from . import Family
 from .blocks import block, linear, norm
 from .config import Cfg
-from .towers import conditional_generation, text_cache, tower, tower_cfg
+from .towers import LLAVA_RENAMES, conditional_generation, text_cache, tower, tower_cfg
 
 DEFAULTS = {"text_config": None, "vision_config": None, "downsample_ratio": 0.5, "tie_word_embeddings": True}
 TEXT, VISION = "qwen2", "internvl_vision"
@@ -57,4 +57,5 @@ FAMILY = Family(
         "InternVLModel": backbone,
         "InternVLForConditionalGeneration": conditional_generation(model, "text_config", TEXT),
     },
+    renames=LLAVA_RENAMES,
 )

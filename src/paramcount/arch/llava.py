@@ -9,7 +9,7 @@ from ..ir import Block, Node, Tensor, Tie
 from . import Family
 from .blocks import block, linear
 from .config import Cfg
-from .towers import text_cache, tower, tower_cfg
+from .towers import LLAVA_RENAMES, text_cache, tower, tower_cfg
 
 DEFAULTS = {
     "text_config": None,
@@ -85,4 +85,5 @@ FAMILY = Family(
     backbone="LlavaModel",
     cache_layout=text_cache("text_config", TEXT),
     classes={"LlavaModel": backbone, "LlavaForConditionalGeneration": causal_lm},
+    renames=LLAVA_RENAMES,
 )

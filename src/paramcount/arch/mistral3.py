@@ -10,7 +10,7 @@ from . import Family
 from .blocks import block, linear, norm
 from .config import Cfg
 from .llava import feature_layers
-from .towers import conditional_generation, text_cache, tower, tower_cfg
+from .towers import LLAVA_RENAMES, conditional_generation, text_cache, tower, tower_cfg
 
 DEFAULTS = {
     "text_config": None,
@@ -80,4 +80,5 @@ FAMILY = Family(
         "Mistral3Model": backbone,
         "Mistral3ForConditionalGeneration": conditional_generation(model, "text_config", TEXT, absent=TEXT_ABSENT),
     },
+    renames=LLAVA_RENAMES,
 )

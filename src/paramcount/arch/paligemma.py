@@ -8,7 +8,7 @@ from ..ir import Block, Node
 from . import Family
 from .blocks import block, linear
 from .config import Cfg
-from .towers import conditional_generation, text_cache, tower, tower_cfg
+from .towers import LLAVA_RENAMES, conditional_generation, text_cache, tower, tower_cfg
 
 DEFAULTS = {
     "text_config": None,
@@ -68,4 +68,5 @@ FAMILY = Family(
         "PaliGemmaModel": backbone,
         "PaliGemmaForConditionalGeneration": conditional_generation(model, "text_config", TEXT, absent=TEXT_ABSENT),
     },
+    renames=LLAVA_RENAMES,
 )

@@ -12,7 +12,7 @@ from .config import Cfg
 from .qwen2_vl import DEFAULTS, cache, check_vision, text_cfg, tied, vision_cfg, visual
 from .qwen2_vl_text import backbone as text_backbone
 from .qwen2_vl_text import check as text_check
-from .towers import lm_head
+from .towers import QWEN_VL_RENAMES, lm_head
 
 VISION = {
     "depth": 32,
@@ -58,4 +58,5 @@ FAMILY = Family(
     backbone="Qwen2_5_VLModel",
     cache_layout=cache,
     classes={"Qwen2_5_VLModel": backbone, "Qwen2_5_VLForConditionalGeneration": causal_lm},
+    renames=QWEN_VL_RENAMES,
 )

@@ -23,7 +23,7 @@ from .qwen2_vl_text import DEFAULTS as TEXT
 from .qwen2_vl_text import backbone as text_backbone
 from .qwen2_vl_text import cache_layout as text_layout
 from .qwen2_vl_text import check as text_check
-from .towers import lm_head
+from .towers import QWEN_VL_RENAMES, lm_head
 
 VISION = {
     "depth": 32,
@@ -117,4 +117,5 @@ FAMILY = Family(
     backbone="Qwen2VLModel",
     cache_layout=cache,
     classes={"Qwen2VLModel": backbone, "Qwen2VLForConditionalGeneration": causal_lm},
+    renames=QWEN_VL_RENAMES,
 )

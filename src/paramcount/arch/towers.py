@@ -108,3 +108,21 @@ def lm_head(t: Cfg, tie: bool, embed: str = "model.language_model.embed_tokens.w
     shape = (t.int("vocab_size"), t.int("hidden_size"))
     weight = Tie("weight", shape, embed) if tie else Tensor("weight", shape)
     return Block("lm_head", (weight,), kind="output_head", tower="language_model")
+
+
+# Checkpoints saved before transformers 5 (most LLaVA-style ones on the Hub) name the parts
+# as attributes of the class: transformers' conversion_mapping.py renames them on loading
+# ("llava", and "LlavaModel" and "CLIPVisionModel" within it); so does the checkpoint reader.
+LLAVA_RENAMES = (
+    (r"^language_model\.lm_head\.", "lm_head."),
+    (r"^language_model\.model\.", "model.language_model."),
+    (r"^language_model\.", "model.language_model."),
+    (r"^vision_tower\.vision_model\.", "model.vision_tower."),  # a CLIP or SigLIP tower's own prefix
+    (r"^vision_tower\.", "model.vision_tower."),
+    (r"^multi_modal_projector\.", "model.multi_modal_projector."),
+)
+# Qwen2-VL and Qwen2.5-VL ("Qwen2VLForConditionalGeneration"): the text model was ``model.``.
+QWEN_VL_RENAMES = (
+    (r"^visual\.", "model.visual."),
+    (r"^model\.(?!language_model\.|visual\.)", "model.language_model."),
+)

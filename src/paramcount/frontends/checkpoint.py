@@ -22,7 +22,7 @@ from ..model import Model
 from . import flat
 from .config import from_config, read_json
 from .diff import TORCH_DTYPES, Align, Difference, Item, align, compare, resolve
-from .quant import Extra, Param, classify, describe, quant_config
+from .quant import Extra, Param, Split, classify, describe, quant_config
 from .safetensors import Read, ShardSet, Stored, folder_sets, read_index, read_set, short
 
 # Tensors a state dict holds that are not parameters (registered buffers of old checkpoints).
@@ -174,6 +174,44 @@ def _choose(variants: Sequence[_Expected], names: Sequence[str]) -> tuple[_Expec
         scored.append((as_is, 2 * matched - wanted, -i, v, how))
     *_, v, how = max(scored, key=lambda s: s[:3])
     return v, how
+
+
+def _renamed(split: Split, expected: Model, notes: list[str]) -> Split:
+    """The stored names as transformers renames them on loading, where the family says how
+    (``Family.renames``: pre-transformers-5 LLaVA and Qwen2-VL checkpoints) and that makes more
+    of them the config's names."""
+    from ..arch import family
+
+    if expected.counted_by != "paramcount":
+        return split
+    rules = [(re.compile(a), b) for a, b in family(expected.model_type).renames]
+    if not rules:
+        return split
+    known = {x.name for x in leaves(expected.tree)}
+
+    def rename(name: str) -> str:
+        for pattern, to in rules:
+            name = pattern.sub(to, name, count=1)
+        return name
+
+    renamed = [replace(p, name=rename(p.name)) for p in split.params]
+    if sum(p.name in known for p in renamed) <= sum(p.name in known for p in split.params):
+        return split
+    moved = [(a.name, b.name) for a, b in zip(split.params, renamed, strict=True) if a.name != b.name]
+    said = list(dict.fromkeys(_changed_prefix(a, b) for a, b in moved))
+    notes.append(
+        f"{len(moved):,} stored names read as transformers renames them on loading: {', '.join(said[:4])}"
+        + (" …" if len(said) > 4 else "")
+    )
+    return replace(split, params=renamed)
+
+
+def _changed_prefix(old: str, new: str) -> str:
+    """``language_model.model.* → model.language_model.*``: the parts before a common ending."""
+    a, b = old.split("."), new.split(".")
+    while len(a) > 1 and len(b) > 1 and a[-1] == b[-1]:
+        a, b = a[:-1], b[:-1]
+    return f"{'.'.join(a)}.* → {'.'.join(b)}.*" if a != old.split(".") else f"{old} → {new}"
 
 
 # --- counting ------------------------------------------------------------------------------
@@ -335,6 +373,8 @@ def count_read(
     if why:
         notes.append(why)
     bookkeeping = list(split.bookkeeping)
+    if expected is not None:
+        split = _renamed(split, expected, notes)
     variants = _variants(expected) if expected is not None else []
     if expected is not None and not variants:
         n = leaf_count(expected.tree)
