@@ -62,8 +62,9 @@ def brief(value: object, limit: int = 40) -> str:
 
 # What must not reach a terminal from input: C0 and C1 control characters (ESC[2J clears the
 # screen), lone surrogates (unencodable: printing one raises) and bidirectional overrides.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
-_UNSAFE_BUT_LAYOUT = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
+# Compiled on first use: each is half a millisecond, a twentieth of the CLI's start-up.
+_UNSAFE = "[\x00-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]"
+_UNSAFE_BUT_LAYOUT = "[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]"
 
 
 def _escape(m: re.Match[str]) -> str:
@@ -80,6 +81,8 @@ def printable(text: str, layout: bool = False, json: bool = False) -> str:
     ``layout`` keeps line breaks and tabs (a whole document rather than one name). ``json`` writes
     JSON's escape (``\\u001b``) instead, which inside a JSON string means the same character:
     ``json.dumps(…, ensure_ascii=False)`` leaves surrogates, C1 controls and overrides raw."""
+    if text.isprintable():  # no control character, surrogate or override (each is unprintable)
+        return text
     if json:
-        return _UNSAFE_BUT_LAYOUT.sub(_json_escape, text)
-    return (_UNSAFE_BUT_LAYOUT if layout else _UNSAFE).sub(_escape, text)
+        return re.sub(_UNSAFE_BUT_LAYOUT, _json_escape, text)
+    return re.sub(_UNSAFE_BUT_LAYOUT if layout else _UNSAFE, _escape, text)
