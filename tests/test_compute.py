@@ -161,3 +161,36 @@ def test_train_time():
 def test_bad_input(call, message):
     with pytest.raises(ParamcountError, match=message):
         call()
+
+
+@pytest.mark.parametrize(
+    "name, reason",
+    [
+        ("deepseek-ai/DeepSeek-V3", "MLA"),
+        ("deepseek-ai/DeepSeek-V3.2-Exp", "indexer"),
+        ("Qwen/Qwen3-Next-80B-A3B-Instruct", "state updates"),
+        ("deepseek-ai/DeepSeek-V4-Flash-Base", "compressed attention"),
+        ("google/gemma-2-9b", "sliding-window"),
+    ],
+)
+def test_attention_the_dense_term_misdescribes_is_an_estimate(name, reason):
+    """MLA, sparse indexers, sliding windows, compressed attention and recurrent mixers do not
+    compute 4·T·d_attn per token and layer: every figure holding that term says estimate, the
+    JSON says attention_exact false, and a note says why; the matmul figures stay exact."""
+    from paramcount.compute_report import report
+
+    r = report(name)
+    doc = r.to_dict()
+    assert doc["attention_exact"] is False
+    assert any(reason in note for note in doc["notes"])
+    marked = {f["key"]: f["estimate"] for f in doc["figures"]}
+    assert marked["forward.attention"] and marked["forward.per_token"] and marked["training.exact"]
+    assert not marked["forward.dense"] and not marked["n.total"]
+
+
+def test_plain_full_attention_keeps_exact_figures():
+    from paramcount.compute_report import report
+
+    doc = report("meta-llama/Llama-3.1-8B").to_dict()
+    assert doc["attention_exact"] is True
+    assert not any(f["estimate"] for f in doc["figures"] if f["key"].startswith(("forward.", "training.")))

@@ -8,7 +8,7 @@ JSON document, schema ``paramcount.compute/1`` (README, "Compute").
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from .compute import (
@@ -41,6 +41,8 @@ NO_ATTENTION = (
     "no attention blocks found in this model's tree (a GGUF file's or a printout's names are not transformers'): "
     "the attention terms are 0 and the figures count the matrix multiplies alone"
 )
+# Figures without the attention term: exact whatever the attention computes.
+DENSE_ONLY = ("forward.dense", "training.6nd", "training.6nd_non_embedding")
 _FP16_ONLY = ("t4", "v100-16gb", "v100-32gb")  # no bf16: gpus.py gives their fp16 peak
 
 
@@ -98,10 +100,14 @@ class Report:
     settings: dict[str, Any]
     time: Time | None = None
     notes: tuple[str, ...] = ()
+    attention_estimate: bool = False  # the dense attention term is not what this model computes (notes say why)
 
     @property
     def figures(self) -> list[Figure]:
-        return [*parameter_figures(self), *forward_figures(self), *training_figures(self), *budget_figures(self)]
+        figures = [*forward_figures(self), *training_figures(self)]
+        if self.attention_estimate:  # every figure with the attention term in it
+            figures = [f if f.key in DENSE_ONLY else replace(f, estimate=True) for f in figures]
+        return [*parameter_figures(self), *figures, *budget_figures(self)]
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON document, schema ``paramcount.compute/1``."""
@@ -122,6 +128,7 @@ class Report:
             "training": training_dict(t),
             "chinchilla": {"tokens_per_parameter": CHINCHILLA_TOKENS_PER_PARAM, "tokens": self.chinchilla},
             "time": time_dict(self.time) if self.time else None,
+            "attention_exact": not self.attention_estimate,
             "figures": [vars(fig) for fig in self.figures],
             "notes": list(self.notes),
         }
@@ -151,7 +158,35 @@ def report(
     time = _time(training.exact, gpu, gpus, utilisation)
     settings |= {"gpu": time.gpu.key, "gpus": time.gpus, "utilisation": time.utilisation} if time else {}
     widths = attention_widths(model)
-    return Report(model, forward, training, budget, widths, settings, time, () if widths else (NO_ATTENTION,))
+    caveats = attention_caveats(model) if widths else []
+    notes = tuple(caveats) if widths else (NO_ATTENTION,)
+    return Report(model, forward, training, budget, widths, settings, time, notes, bool(caveats))
+
+
+def attention_caveats(model: Model) -> list[str]:
+    """Where the dense attention term (4·T·d_attn per token and layer, d_attn the value width)
+    is not what the model computes, from its cache layout: the attention figures are then
+    estimates, and each reason is said."""
+    from .memory.kv_layout import NoLayout, attention_layout
+
+    try:
+        kinds = attention_layout(model).kinds
+    except NoLayout:
+        return []
+    said = []
+    windows = sorted({k.window for k in kinds if k.window})
+    if windows:
+        shown = ", ".join(f"{w:,}" for w in windows)
+        said.append(f"sliding-window layers attend to at most W = {shown} keys; counted here over all T")
+    if any(k.stores.startswith("mla") for k in kinds):
+        said.append("MLA: QKᵀ runs at the query head width (qk_nope + qk_rope), counted here at the value width")
+    if any(k.stores == "indexer" for k in kinds):
+        said.append("the sparse-attention indexer's scores and top-k are not counted; attention is counted dense")
+    if any(k.attention in ("compressed", "buffer", "overlap") for k in kinds):
+        said.append("compressed attention (entries every m tokens) is counted as dense attention over T")
+    if any(k.attention == "state" for k in kinds):
+        said.append("recurrent mixers' state updates (SSM, linear attention, short convolutions) are not counted")
+    return [f"attention figures are estimates: {s}" for s in said]
 
 
 def _time(flops: int, name: str | None, gpus: int | None, utilisation: float | None) -> Time | None:

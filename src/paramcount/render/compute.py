@@ -39,8 +39,9 @@ def table(figures: Sequence[Figure], unit: str, errors: bool) -> Table:
 
 def _error(f: Figure) -> Text:
     if f.error is None:
-        return Text("n/a (exact is 0)" if f.approximate else "exact")
-    return Text(f"{f.error:+.2%}", style="yellow")
+        return Text("n/a (exact is 0)" if f.approximate else "estimate" if f.estimate else "exact")
+    error = f"{f.error:+.2%}"
+    return Text(f"{error} of est." if f.estimate else error, style="yellow")
 
 
 def _section(figures: Sequence[Figure], prefix: str) -> list[Figure]:
