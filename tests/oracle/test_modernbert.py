@@ -1,5 +1,6 @@
 import pytest
 
+import paramcount
 from paramcount.errors import ParamcountError
 from paramcount.frontends import catalog
 from paramcount.frontends.config import from_config
@@ -123,3 +124,16 @@ CATALOG = [e for e in catalog.entries() if e.config.get("model_type") == "modern
 @pytest.mark.parametrize("entry", CATALOG, ids=lambda e: e.id)
 def test_modernbert_catalog_entries_match_transformers(entry):
     expect_same(entry.config)
+
+
+@pytest.mark.parametrize("cls", ["ModernBertForMaskedLM", "ModernBertForSequenceClassification"])
+def test_a_checkpoint_maps_onto_the_tree(tmp_path, cls):
+    from ..ckpt import build, save, state, total, write_config
+
+    raw = {**SMALL, "architectures": [cls]}
+    model = build(raw)
+    save(tmp_path / "model.safetensors", state(model))
+    write_config(tmp_path, raw)
+    counted = paramcount.load(tmp_path)
+    assert counted.class_name == cls and counted.total == total(model)
+    assert counted.checkpoint.differences == ()
