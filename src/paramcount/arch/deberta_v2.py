@@ -43,11 +43,15 @@ WORD = "embeddings.word_embeddings.weight"
 
 
 def embedding_size(c: Cfg) -> Sym:
-    return c.int("embedding_size", default=int(c.int("hidden_size")))
+    """``embedding_size``, the hidden size when the file has none."""
+    return c.int("embedding_size") if c.has("embedding_size") else c.int("hidden_size")
 
 
-def head_size(c: Cfg) -> Sym:
-    return c.int("attention_head_size", default=int(c.int("hidden_size") // c.int("num_attention_heads")))
+def attention_width(c: Cfg) -> Sym:
+    """Q/K/V width: heads × ``attention_head_size``, or without one h/a each, which is h."""
+    if c.has("attention_head_size"):
+        return c.int("num_attention_heads") * c.int("attention_head_size")
+    return c.int("hidden_size")
 
 
 def whole(c: Cfg, field: str, default: int) -> int:
@@ -100,7 +104,7 @@ def attention(c: Cfg) -> Block:
     """DisentangledSelfAttention (biased Q/K/V over ``heads · attention_head_size``, and the
     position projections) and its output dense + LayerNorm."""
     h = c.int("hidden_size")
-    width = c.int("num_attention_heads") * head_size(c)
+    width = attention_width(c)
     types = pos_att_type(c)
     own_pos = c.bool("relative_attention") and not c.bool("share_att_key", default=False)
     self_ = block(
@@ -172,7 +176,7 @@ def pooled_head(outputs: int | None = None):
 
     def head(c: Cfg, body: Block) -> list[Node]:
         h = c.int("hidden_size")
-        p = c.int("pooler_hidden_size", default=int(h))
+        p = c.int("pooler_hidden_size") if c.has("pooler_hidden_size") else h
         out = num_labels(c) if outputs is None else outputs
         pooler = block("pooler", linear("dense", p, p), kind="pooler")
         return [pooler, linear("classifier", h, out, kind="output_head")]
