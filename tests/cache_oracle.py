@@ -68,7 +68,10 @@ def forward(model: Any, tokens: int, batch: int = 2, source: int | None = None, 
     ids = torch.randint(4, V, (batch, tokens))
     args: dict[str, Any] = {"input_ids": ids, "use_cache": True}
     if source is not None:
-        args = {"input_ids": torch.randint(4, V, (batch, source)), "decoder_input_ids": ids, "use_cache": True}
+        encoder_input = torch.randint(4, V, (batch, source))
+        if model.main_input_name == "input_features":  # Whisper: 2·source mel frames become source positions
+            encoder_input = torch.randn(batch, model.config.num_mel_bins, 2 * source, dtype=model.dtype)
+        args = {model.main_input_name: encoder_input, "decoder_input_ids": ids, "use_cache": True}
     if cache is not None:
         args["past_key_values"] = cache
     with torch.no_grad():

@@ -260,6 +260,7 @@ def _catalog_decoders() -> list[str]:
         "m2m_100",
         "marian",
         "mpnet",
+        "whisper",
     }  # text encoders and encoder-decoders added for issue 13: checked in their own tests
     skip |= {"vit", "dinov2", "clip", "clip_text_model", "clip_vision_model"}  # image and text encoders: no cache
     # indexed_attention layers (checked against the real cache in their oracle tests) and a refused layout

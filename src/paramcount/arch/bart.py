@@ -64,11 +64,11 @@ def check(c: Cfg) -> None:
         raise c.error("pad_token_id", f"{pad} is outside the vocabulary (vocab_size {int(vocab)})")
 
 
-def attention(name: str, h: Sym) -> Block:
-    """BartAttention: k, v, q and out projections, all h→h with biases."""
+def attention(name: str, h: Sym, key_bias: bool = True) -> Block:
+    """BartAttention: k, v, q and out projections, all h→h with biases (Whisper's key has none)."""
     return block(
         name,
-        linear("k_proj", h, h),
+        linear("k_proj", h, h, key_bias),
         linear("v_proj", h, h),
         linear("q_proj", h, h),
         linear("out_proj", h, h),
@@ -76,13 +76,13 @@ def attention(name: str, h: Sym) -> Block:
     )
 
 
-def layer(c: Cfg, decoder: bool) -> tuple[Node, ...]:
+def layer(c: Cfg, decoder: bool, key_bias: bool = True) -> tuple[Node, ...]:
     h = c.int("d_model")
     ffn = c.int("decoder_ffn_dim" if decoder else "encoder_ffn_dim")
     return (
-        attention("self_attn", h),
+        attention("self_attn", h, key_bias),
         norm("self_attn_layer_norm", h),
-        attention("encoder_attn", h) if decoder else None,
+        attention("encoder_attn", h, key_bias) if decoder else None,
         norm("encoder_attn_layer_norm", h) if decoder else None,
         linear("fc1", h, ffn, kind="feed_forward"),
         linear("fc2", ffn, h, kind="feed_forward"),

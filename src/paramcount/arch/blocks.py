@@ -70,6 +70,14 @@ def conv1d(name: str, d_in: int, d_out: int) -> Block:
     return Block(name, (Tensor("weight", (d_in, d_out)), Tensor("bias", (d_out,))))
 
 
+def conv(
+    name: str, d_in: int, d_out: int, kernel: int, groups: int = 1, bias: bool = True, kind: str | None = None
+) -> Block:
+    """torch's nn.Conv1d: weight (out, in / groups, kernel), bias (out)."""
+    weight = Tensor("weight", (d_out, d_in // groups if groups != 1 else d_in, kernel))
+    return Block(name, (weight, Tensor("bias", (d_out,))) if bias else (weight,), kind=kind)
+
+
 def embedding(name: str, rows: int, dim: int) -> Block:
     return Block(name, (Tensor("weight", (rows, dim)),), kind="embeddings")
 

@@ -190,6 +190,7 @@ PEFT_TARGETS = {
         ("q_proj", "v_proj"),
     ),
     "nemotron_h": ("q_proj", "k_proj", "v_proj", "o_proj"),
+    "deberta-v2": ("query_proj", "value_proj"),
 }
 # Families peft names no default for (it asks for target_modules): their query and value
 # projections, as peft's default is for the others.
@@ -199,6 +200,8 @@ OWN_TARGETS = {
     "camembert": ("query", "value"),
     "umt5": ("q", "v"),
     "mpnet": ("q", "v"),
+    "whisper": ("q_proj", "v_proj"),
+    "modernbert": ("Wqkv",),  # its fused query-key-value projection (peft's default for MPT's)
     **dict.fromkeys(("mbart", "m2m_100", "marian"), ("q_proj", "v_proj")),
     "phi3": ("qkv_proj",),
     # MLA: q_proj where q_lora_rank is null
