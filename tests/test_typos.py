@@ -66,3 +66,16 @@ def test_set_of_a_real_field_that_changes_nothing_stays_a_note(capsys):
 
     notes = json.loads(capsys.readouterr().out)["notes"]
     assert "pad_token_id was given but changes no parameter of llama" in notes
+
+
+def test_set_takes_the_attributes_a_config_keeps_beyond_its_fields(capsys):
+    """DeBERTa-v2 keeps share_att_key, position_buckets … as plain attributes (not config class
+    fields): --set takes them (Family.extra_fields), and a typo of one is still refused."""
+    import json
+
+    assert main(["microsoft/deberta-v3-base", "--set", "share_att_key=false", "--json"]) == 0
+    shared = json.loads(capsys.readouterr().out)["total"]
+    assert main(["microsoft/deberta-v3-base", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["total"] < shared  # own position projections again
+    code, text = err(capsys, "microsoft/deberta-v3-base", "--set", "share_att_kye=false")
+    assert code == 2 and "did you mean share_att_key" in text

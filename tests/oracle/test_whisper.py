@@ -4,6 +4,7 @@ import paramcount
 from paramcount.errors import ParamcountError
 from paramcount.frontends import catalog
 from paramcount.frontends.config import from_config
+from paramcount.memory.kv_cache import kv_cache
 from paramcount.memory.kv_layout import attention_layout
 
 from ..cache_oracle import expect_cache, expect_seq2seq_cache
@@ -154,7 +155,12 @@ def test_cache_notes_and_the_classifier_keeps_none():
         ("full", 32, 20, 64),
         ("cross", 32, 20, 64),
     ]
-    assert any("--encoder-length 1500" in n for n in layout.notes)
+    assert [k.source for k in layout.kinds] == [None, 1500]
+    assert any("holds 1,500 tokens whatever the context" in n for n in layout.notes)
+    # without --encoder-length the cross-attention holds the encoder's 1,500 frames, not the context
+    model = from_config(REAL["whisper-large-v3"], "test")
+    assert kv_cache(model, 448).encoder_length == 1500
+    assert kv_cache(model, 448).bytes == kv_cache(model, 448, encoder_length=1500).bytes
     classifier = from_config({"model_type": "whisper", **SMALL}, "test", model_class="WhisperForAudioClassification")
     assert not attention_layout(classifier).kinds
 

@@ -55,6 +55,9 @@ class Family:
     # How published checkpoints name tensors where transformers renames them on loading (its
     # conversion_mapping.py): (regex, replacement) pairs applied in order, each at most once.
     renames: tuple[tuple[str, str], ...] = ()
+    # Fields read beyond the config class's own: keyword arguments its __init__ keeps as plain
+    # attributes (DeBERTa-v2's share_att_key), which --set must accept too.
+    extra_fields: tuple[str, ...] = ()
 
     def cfg(self, raw: Mapping[str, Any], source: str | None) -> Cfg:
         return Cfg(raw, self.defaults, source, self.aliases)

@@ -228,4 +228,15 @@ FAMILY = Family(
     check=check,
     classes=classes(),
     cache_layout=cache_layout,
+    extra_fields=(
+        "share_att_key",
+        "position_buckets",
+        "norm_rel_ebd",
+        "conv_kernel_size",
+        "conv_groups",
+        "conv_act",
+        "embedding_size",
+        "attention_head_size",
+        "pooler_hidden_size",
+    ),
 )

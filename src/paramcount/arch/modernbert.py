@@ -133,4 +133,5 @@ FAMILY = Family(
     check=check,
     classes=classes(),
     cache_layout=cache_layout,
+    extra_fields=("global_attn_every_n_layers",),
 )

@@ -135,13 +135,16 @@ def cache_layout(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list[Any]
 
     if cls.endswith("ForAudioClassification"):
         return [], [NO_CACHE + f" ({cls})"]
+    from dataclasses import replace
+
     kinds, notes = BUILDERS["bart"](c, model_type, cls, mla)
     if any(k.attention == "cross" for k in kinds):
         frames = int(c.int("max_source_positions"))
+        kinds = [replace(k, source=frames) if k.attention == "cross" else k for k in kinds]
         notes = [
             *notes,
-            f"Whisper's encoder always yields max_source_positions = {frames:,} frames (30 s of audio, padded), "
-            f"so its cross-attention holds {frames:,} tokens: give --encoder-length {frames}",
+            f"Whisper's encoder always yields max_source_positions = {frames:,} frames (30 s of audio, padded): "
+            f"its cross-attention holds {frames:,} tokens whatever the context",
         ]
     return kinds, notes
 

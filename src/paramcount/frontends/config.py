@@ -153,7 +153,7 @@ def from_config(
         return fb.from_transformers(raw, source, mtype, name=name, model_class=model_class, notes=(str(e),))
     notes += fam.notes(cfg, cls) if fam.notes else []
     unused = [k for k in given if k not in cfg.seen]
-    check_fields(fam.model_type, unused, source)
+    check_fields(fam, unused, source)
     notes += [f"{k} was given but changes no parameter of {fam.model_type}" for k in unused]
     if source.startswith("--arch"):  # plain dimensions: say which ones the family filled in
         taken = [f"{f} = {v}" for f, v in fam.defaults.items() if f in cfg.seen and not cfg.has(f) and v is not None]
@@ -179,14 +179,18 @@ EXTRA_FIELDS = frozenset(
 )
 
 
-def check_fields(model_type: str, names: list[str], source: str) -> None:
+def check_fields(fam: Family, names: list[str], source: str) -> None:
     """A field given with --set that the family's transformers config class does not have is a
-    typo until shown otherwise: one line with the closest real names."""
+    typo until shown otherwise: one line with the closest real names. The fields a family reads
+    (its defaults, aliases and ``extra_fields``) count as known too."""
     if not names:
         return
-    known = _config_fields().get(model_type)
-    if known is None:
+    fields = _config_fields().get(fam.model_type)
+    if fields is None:
         return
+    read = {*fam.defaults, *fam.extra_fields, *(n for names in fam.aliases.values() for n in names)}
+    known = sorted({*fields, *read})
+    model_type = fam.model_type
     for name in names:
         if name not in known and name not in EXTRA_FIELDS:
             import difflib

@@ -183,7 +183,8 @@ def kv_cache(
     """The KV cache of ``model`` for ``batch`` sequences of ``context`` tokens, in ``dtype``.
 
     ``dtype`` defaults to bf16, and to fp16 (llama.cpp's f16) for a GGUF file;
-    ``encoder_length`` (default: ``context``) sizes an encoder-decoder's cross-attention cache;
+    ``encoder_length`` (default: the encoder output length the model fixes, as Whisper's 1,500
+    frames, else ``context``) sizes an encoder-decoder's cross-attention cache;
     ``cache`` is ``"dynamic"`` (the default) or ``"static"`` (transformers' caches), or for a
     GGUF file ``"llama.cpp"`` (its default); ``mla`` is ``"latent"`` or ``"expanded"``.
     """
@@ -195,6 +196,9 @@ def kv_cache(
     if cache is not None and cache not in CACHES:
         raise ParamcountError(f"unknown cache {cache!r}; choose one of: {', '.join(CACHES)}", field="cache")
     layout = attention_layout(model, mla=mla)
+    fixed = {k.source for k in layout.kinds if k.attention == "cross" and k.source}
+    if encoder_length is None and fixed:  # an encoder whose output length is the model's (Whisper)
+        source = max(fixed)
     llama = layout.runtime == "llama.cpp"
     cache = cache or ("llama.cpp" if llama else "dynamic")
     if cache == "llama.cpp" and not llama:

@@ -108,6 +108,7 @@ class LayerKind:
     state: int = 0
     dtype: str | None = None
     rate: int = 1
+    source: int | None = None  # cross-attention over an encoder output of fixed length (Whisper's frames)
 
     @property
     def per_token_elements(self) -> int:
