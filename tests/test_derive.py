@@ -166,3 +166,19 @@ def test_chinese_readme_shows_real_output(capsys):
     for command, shown in blocks:
         code, out, _ = run(capsys, *command.split())
         assert code in (0, 1) and out == shown, command  # check exits 1 on an answer that is not the count
+
+
+@pytest.mark.parametrize(
+    "name, form",
+    [
+        ("mosaicml/mpt-7b", "layernorm"),  # MPT's LayerNorm has no bias
+        ("CohereForAI/c4ai-command-r-v01", "layernorm"),  # so has Cohere's
+        ("answerdotai/ModernBERT-base", "layernorm"),  # norm_bias false
+        ("meta-llama/Llama-3.1-8B", "rmsnorm"),
+        ("google-bert/bert-base-uncased", "layernorm"),  # with bias
+    ],
+)
+def test_a_bias_free_layernorm_is_not_called_rmsnorm(name, form):
+    d = derive(paramcount.load(name))
+    roles = {line.role for s in d.sections for line in s.lines if line.kind == "norms"}
+    assert roles == {form}

@@ -212,29 +212,36 @@ def _is_module(node: Block) -> bool:
 
 
 def _lines(
-    node: Node, path: str, kind: str | None, repeat: tuple[int, ...], active: tuple[int, int] | None = None
+    node: Node,
+    path: str,
+    kind: str | None,
+    repeat: tuple[int, ...],
+    active: tuple[int, int] | None = None,
+    norm: str | None = None,
 ) -> Iterator[Line]:
     """The lines under ``node``; nested repeats (experts, inner layer lists) multiply, and
-    routed experts pass their (k, n) down to every line below them."""
+    routed experts pass their (k, n) down to every line below them; a norm block that says
+    what it is (a bias-free LayerNorm) says it for the lines below it."""
     here = join(path, node.name)
     kind = node.kind or kind or "other"
     if isinstance(node, (Tensor, Tie)):
-        yield _line(here, kind, (node,), repeat, active)
+        yield _line(here, kind, (node,), repeat, active, norm)
         return
     active = node.active or active
+    norm = node.label if node.label in NORM_FORMS else norm
     if _is_module(node):
-        yield _line(here, kind, node.children, repeat, active)
+        yield _line(here, kind, node.children, repeat, active, norm)
         return
     inner = (*repeat, node.repeat) if node.repeat is not None else repeat
     loose = tuple(c for c in node.children if not isinstance(c, Block))
     if loose and node.active:  # fused experts: one line for the 3-D tensors
-        yield _line(here, kind, loose, inner, active)
+        yield _line(here, kind, loose, inner, active, norm)
     else:
         for t in loose:
-            yield _line(join(here, t.name), kind, (t,), inner, active)
+            yield _line(join(here, t.name), kind, (t,), inner, active, norm)
     for child in node.children:
         if isinstance(child, Block):
-            yield from _lines(child, here, kind, inner, active)
+            yield from _lines(child, here, kind, inner, active, norm)
 
 
 def _line(
@@ -243,9 +250,10 @@ def _line(
     nodes: Sequence[Node],
     repeat: tuple[int, ...],
     active: tuple[int, int] | None = None,
+    norm: str | None = None,
 ) -> Line:
     params = tuple(Param(n.name, n.shape, n.target if isinstance(n, Tie) else None) for n in nodes)
-    return Line(path, kind, role(kind, path.rpartition(".")[2], params), params, repeat, active)
+    return Line(path, kind, role(kind, path.rpartition(".")[2], params, norm), params, repeat, active)
 
 
 # ---- what a line is --------------------------------------------------------------------------
@@ -270,13 +278,18 @@ FEED_FORWARD = {
 }
 
 
-def role(kind: str, name: str, params: Sequence[Param]) -> str:
-    """What a module is, for its label: ``q``, ``ffn_up``, ``token_embedding``, … or ``""``."""
+# What a norm block may say it is (``blocks.norm(..., form=)``); else a bias tells a LayerNorm.
+NORM_FORMS = ("layernorm", "rmsnorm")
+
+
+def role(kind: str, name: str, params: Sequence[Param], norm: str | None = None) -> str:
+    """What a module is, for its label: ``q``, ``ffn_up``, ``token_embedding``, … or ``""``.
+    ``norm`` is what an enclosing norm block says it is (a LayerNorm without bias)."""
     low = name.lower()
     if kind == "embeddings":
         return _embedding_role(params)
     if kind == "norms":
-        return "layernorm" if any(p.name == "bias" for p in params) else "rmsnorm"
+        return norm or ("layernorm" if any(p.name == "bias" for p in params) else "rmsnorm")
     if kind == "attention":
         return next((r for r, names in ATTENTION.items() if low in names), "")
     if kind == "experts" and any(len(p.shape) == 3 for p in params):

@@ -82,10 +82,11 @@ def embedding(name: str, rows: int, dim: int) -> Block:
     return Block(name, (Tensor("weight", (rows, dim)),), kind="embeddings")
 
 
-def norm(name: str, dim: int, bias: bool = True, weight: bool = True) -> Block:
-    """LayerNorm (weight and bias) or RMSNorm (``bias=False``)."""
+def norm(name: str, dim: int, bias: bool = True, weight: bool = True, form: str | None = None) -> Block:
+    """LayerNorm (weight and bias) or RMSNorm (``bias=False``); ``form="layernorm"`` marks a
+    LayerNorm without bias (Cohere, MPT, ModernBERT), which derivations must not call RMSNorm."""
     w = Tensor("weight", (dim,)) if weight else None
-    return block(name, w, Tensor("bias", (dim,)) if bias else None, kind="norms")
+    return block(name, w, Tensor("bias", (dim,)) if bias else None, kind="norms", label=form)
 
 
 def attention(

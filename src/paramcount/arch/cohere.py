@@ -26,15 +26,15 @@ DEFAULTS = {
 
 def qk_norms(c: Cfg) -> tuple[Node, ...]:
     d = dense.head_dim(c)
-    q = Block("q_norm", (Tensor("weight", (c.int("num_attention_heads"), d)),), kind="norms")
-    k = Block("k_norm", (Tensor("weight", (mistral.kv_heads(c), d)),), kind="norms")
+    q = Block("q_norm", (Tensor("weight", (c.int("num_attention_heads"), d)),), kind="norms", label="layernorm")
+    k = Block("k_norm", (Tensor("weight", (mistral.kv_heads(c), d)),), kind="norms", label="layernorm")
     return q, k
 
 
 def layer(c: Cfg) -> tuple[Node, ...]:
     extra = qk_norms(c) if c.bool("use_qk_norm") else ()
     attn = dense.attn(c, bias=c.bool("attention_bias"), extra=extra)
-    return attn, mistral.swiglu(c), norm("input_layernorm", c.int("hidden_size"), bias=False)
+    return attn, mistral.swiglu(c), norm("input_layernorm", c.int("hidden_size"), bias=False, form="layernorm")
 
 
 def backbone(c: Cfg, layer=layer) -> tuple[Node, ...]:
@@ -42,7 +42,7 @@ def backbone(c: Cfg, layer=layer) -> tuple[Node, ...]:
     return (
         embedding("embed_tokens", c.int("vocab_size"), h),
         stack("layers", c.int("num_hidden_layers"), *layer(c)),
-        norm("norm", h, bias=False),
+        norm("norm", h, bias=False, form="layernorm"),
     )
 
 

@@ -25,7 +25,7 @@ DEFAULTS = {
 
 def layer(c: Cfg) -> tuple[Node, ...]:
     attn = dense.attn(c, bias=c.bool("attention_bias"))
-    return attn, mistral.swiglu(c), norm("input_layernorm", c.int("hidden_size"), bias=False)
+    return attn, mistral.swiglu(c), norm("input_layernorm", c.int("hidden_size"), bias=False, form="layernorm")
 
 
 def backbone(c: Cfg) -> tuple[Node, ...]:

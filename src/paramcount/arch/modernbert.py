@@ -38,7 +38,7 @@ EMBED = "embeddings.tok_embeddings.weight"
 
 
 def layer_norm(c: Cfg, name: str) -> Block:
-    return norm(name, c.int("hidden_size"), bias=c.bool("norm_bias"))
+    return norm(name, c.int("hidden_size"), bias=c.bool("norm_bias"), form="layernorm")
 
 
 def layer_modules(c: Cfg, first: bool) -> tuple[Node, ...]:

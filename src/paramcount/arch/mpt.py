@@ -41,9 +41,9 @@ def layer(c: Cfg) -> tuple[Node, ...]:
     attn = (linear("Wqkv", h, 3 * h, bias=False), linear("out_proj", h, h, bias=False))
     ffn = (linear("up_proj", h, 4 * h, bias=False), linear("down_proj", 4 * h, h, bias=False))
     return (
-        norm("norm_1", h, bias=False),
+        norm("norm_1", h, bias=False, form="layernorm"),
         block("attn", *attn, kind="attention"),
-        norm("norm_2", h, bias=False),
+        norm("norm_2", h, bias=False, form="layernorm"),
         block("ffn", *ffn, kind="feed_forward"),
     )
 
@@ -53,7 +53,7 @@ def backbone(c: Cfg) -> tuple[Node, ...]:
     return (
         embedding("wte", c.int("vocab_size"), h),
         stack("blocks", c.int("num_hidden_layers"), *layer(c)),
-        norm("norm_f", h, bias=False),
+        norm("norm_f", h, bias=False, form="layernorm"),
     )
 
 

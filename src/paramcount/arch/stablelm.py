@@ -27,7 +27,7 @@ DEFAULTS = {
 
 def per_head(name: str, heads: int, d: int) -> Block:
     """A ModuleList of ``heads`` bias-free LayerNorms, each ``head_dim`` wide."""
-    return Block(name, (stack("norms", heads, Tensor("weight", (d,)), label="head"),), kind="norms")
+    return Block(name, (stack("norms", heads, Tensor("weight", (d,)), label="head"),), kind="norms", label="layernorm")
 
 
 def self_attn(c: Cfg) -> Block:
