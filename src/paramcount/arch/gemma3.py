@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..ir import Block, Node, Tensor
 from . import Family
 from .blocks import WithHead, block, linear, norm, num_labels
-from .config import Cfg
+from .config import Cfg, per_cfg
 from .towers import LLAVA_RENAMES, conditional_generation, text_cache, tower, tower_cfg
 
 DEFAULTS = {
@@ -33,6 +33,7 @@ def projector(c: Cfg) -> Block:
     )
 
 
+@per_cfg  # the class and its backbone both hold these: built once
 def model(c: Cfg) -> tuple[Node, ...]:
     return (
         tower(c, "vision_config", VISION, "vision_tower", "vision_encoder"),

@@ -11,7 +11,7 @@ from ..ir import Block, Node
 from . import Family
 from .blocks import block, linear, norm
 from .clip import check_tower, layers
-from .config import Cfg
+from .config import Cfg, per_cfg
 from .siglip import patch_embeddings
 from .towers import lm_head, text_cache, tower, tower_cfg
 
@@ -47,6 +47,7 @@ def connector(c: Cfg, v: Cfg) -> Block:
     return block("connector", block("modality_projection", proj), kind="feed_forward", tower="projector")
 
 
+@per_cfg  # the class and its backbone both hold these: built once
 def model(c: Cfg) -> tuple[Node, ...]:
     v = vision_cfg(c)
     text = tower(c, "text_config", TEXT, "text_model", "language_model", TEXT_ABSENT)

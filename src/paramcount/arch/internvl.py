@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..ir import Block, Node
 from . import Family
 from .blocks import block, linear, norm
-from .config import Cfg
+from .config import Cfg, per_cfg
 from .towers import LLAVA_RENAMES, conditional_generation, text_cache, tower, tower_cfg
 
 DEFAULTS = {"text_config": None, "vision_config": None, "downsample_ratio": 0.5, "tie_word_embeddings": True}
@@ -36,6 +36,7 @@ def projector(c: Cfg) -> Block:
     )
 
 
+@per_cfg  # the class and its backbone both hold these: built once
 def model(c: Cfg) -> tuple[Node, ...]:
     return (
         tower(c, "vision_config", VISION, "vision_tower", "vision_encoder"),

@@ -12,7 +12,7 @@ from collections.abc import Hashable
 from ..ir import Node, Sym
 from . import Family, llama, mistral, moe
 from .blocks import block, decoder_classes, embedding, fused_experts, norm, router, typed_stacks
-from .config import Cfg
+from .config import Cfg, per_cfg
 from .ssm import ATTENTION, MAMBA, STATE_NOTE, hybrid_cache, mamba_mixer, states
 
 DEFAULTS = {
@@ -71,12 +71,14 @@ def layer_kinds(c: Cfg) -> list[tuple[str, bool]]:
     ]
 
 
+@per_cfg
 def sparse_moe(c: Cfg) -> Node:
     h, n = c.int("hidden_size"), c.int("num_experts")
     k, inter = moe.top_k(c, n), c.int("intermediate_size")
     return block("feed_forward", router("router", h, n), fused_experts(n, h, inter, k))
 
 
+@per_cfg
 def mixer(c: Cfg, kind: str) -> Node:
     if kind == ATTENTION:
         return mistral.self_attn(c)

@@ -15,7 +15,7 @@ from . import Family
 from . import linear_attention as la
 from . import mla as mla_pieces
 from .blocks import base, block, embedding, find, fused_experts, gated_mlp, norm, router, typed_stacks, with_head
-from .config import Cfg
+from .config import Cfg, per_cfg
 from .llama import rms_layer
 
 DEFAULTS = {
@@ -139,6 +139,7 @@ def kda(c: Cfg) -> Block:
     return la.kda(c, heads, d, linear_dim(c, "linear_conv_kernel_dim"))
 
 
+@per_cfg
 def moe(c: Cfg) -> Block:
     """Routed experts, the sigmoid router's weight and the shared experts as one MLP of width I_e·E_s."""
     h, e, i_e = c.int("hidden_size"), num(c, "num_local_experts"), c.int("moe_intermediate_size")

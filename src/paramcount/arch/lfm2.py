@@ -16,7 +16,7 @@ from typing import Any
 from ..ir import Block, Node, Sym, Tensor, Tie, join
 from . import Family, llama, mistral
 from .blocks import attention, base, block, embedding, find, linear, norm, typed_stacks, with_head
-from .config import Cfg
+from .config import Cfg, per_cfg
 from .ssm import ATTENTION, conv, hybrid_cache
 
 CONV = "conv"
@@ -96,6 +96,7 @@ def short_conv(c: Cfg) -> Block:
     )
 
 
+@per_cfg
 def self_attn(c: Cfg) -> Block:
     h, a, d = c.int("hidden_size"), c.int("num_attention_heads"), llama.head_dim(c)
     qk = (norm("q_layernorm", d, bias=False), norm("k_layernorm", d, bias=False))

@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..ir import Block, Node, Tensor, Tie
 from . import Family
 from .blocks import block, linear
-from .config import Cfg
+from .config import Cfg, per_cfg
 from .towers import LLAVA_RENAMES, text_cache, tower, tower_cfg
 
 DEFAULTS = {
@@ -54,6 +54,7 @@ def projector(c: Cfg) -> Block:
     )
 
 
+@per_cfg  # the class and its backbone both hold these: built once
 def model(c: Cfg) -> tuple[Node, ...]:
     return (
         tower(c, "vision_config", VISION, "vision_tower", "vision_encoder", VISION_ABSENT),

@@ -18,7 +18,7 @@ from ..ir import Block, Node, Sym, Tensor
 from . import Family, moe
 from .blocks import attention, block, embedding, linear, norm, typed_stacks, with_head
 from .blocks import base as base_class
-from .config import MAX_LAYERS, Cfg
+from .config import MAX_LAYERS, Cfg, per_cfg
 from .ssm import ATTENTION, MAMBA, STATE_NOTE, check_mamba2, hybrid_cache, layer_types, mamba2_mixer, mamba2_states
 
 MOE, MLP = "moe", "mlp"
@@ -115,6 +115,7 @@ def experts(c: Cfg) -> Block:
     )
 
 
+@per_cfg
 def moe_mixer(c: Cfg) -> Block:
     """The router ``gate`` (its ``e_score_correction_bias`` is a buffer), the experts, the
     shared MLP and, with ``moe_latent_size``, the projections into and out of the latent."""
@@ -130,6 +131,7 @@ def moe_mixer(c: Cfg) -> Block:
     )
 
 
+@per_cfg
 def self_attn(c: Cfg) -> Block:
     """Bias-free GQA (``attention_bias`` is not read), ``head_dim`` wide heads."""
     h, a, kv, d = c.int("hidden_size"), c.int("num_attention_heads"), c.int("num_key_value_heads"), c.int("head_dim")

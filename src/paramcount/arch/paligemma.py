@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..ir import Block, Node
 from . import Family
 from .blocks import block, linear
-from .config import Cfg
+from .config import Cfg, per_cfg
 from .towers import LLAVA_RENAMES, conditional_generation, text_cache, tower, tower_cfg
 
 DEFAULTS = {
@@ -39,6 +39,7 @@ TEXT_ABSENT = {
 }
 
 
+@per_cfg  # the class and its backbone both hold these: built once
 def model(c: Cfg) -> tuple[Node, ...]:
     v = tower_cfg(c, "vision_config", VISION, VISION_ABSENT)
     # the config sets vision_config.projection_dim to its own projection_dim, which the projector reads

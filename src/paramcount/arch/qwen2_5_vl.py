@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..ir import Block, Node
 from . import Family
 from .blocks import block, gated_mlp, linear, norm
-from .config import Cfg
+from .config import Cfg, per_cfg
 from .qwen2_vl import DEFAULTS, cache, check_vision, text_cfg, tied, vision_cfg, visual
 from .qwen2_vl_text import backbone as text_backbone
 from .qwen2_vl_text import check as text_check
@@ -34,6 +34,7 @@ def vision_block(v: Cfg) -> tuple[Node, ...]:
     return (norm("norm1", h, bias=False), norm("norm2", h, bias=False), attn, feed)
 
 
+@per_cfg  # the class and its backbone both hold these: built once
 def model(c: Cfg) -> tuple[Node, ...]:
     v, t = vision_cfg(c, VISION), text_cfg(c)
     check_vision(v, "hidden_size")

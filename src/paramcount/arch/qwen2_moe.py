@@ -12,7 +12,7 @@ from collections.abc import Callable
 from ..ir import Block, Node, Sym
 from . import Family, llama, mistral, moe
 from .blocks import block, decoder_classes, embedding, fused_experts, norm, router, stack
-from .config import Cfg
+from .config import Cfg, per_cfg
 
 DEFAULTS = {
     "vocab_size": 151936,
@@ -78,6 +78,7 @@ def routed(c: Cfg, experts: Experts = num_experts) -> tuple[Block, Block]:
     return router("gate", h, n), fused_experts(n, h, inter, k)
 
 
+@per_cfg
 def sparse_moe(c: Cfg) -> Block:
     h, shared = c.int("hidden_size"), c.int("shared_expert_intermediate_size")
     return block("mlp", *routed(c), *moe.shared_mlp(h, shared, name="shared_expert", gate="shared_expert_gate"))

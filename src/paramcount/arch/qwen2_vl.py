@@ -18,7 +18,7 @@ from typing import Any
 from ..ir import Block, Node, Tensor
 from . import Family
 from .blocks import block, linear, mlp, norm, stack
-from .config import Cfg
+from .config import Cfg, per_cfg
 from .qwen2_vl_text import DEFAULTS as TEXT
 from .qwen2_vl_text import backbone as text_backbone
 from .qwen2_vl_text import cache_layout as text_layout
@@ -83,6 +83,7 @@ def check_vision(v: Cfg, width: str) -> None:
     v.divides(width, "num_heads")
 
 
+@per_cfg  # the class and its backbone both hold these: built once
 def model(c: Cfg) -> tuple[Node, ...]:
     v, t = vision_cfg(c), text_cfg(c)
     check_vision(v, "embed_dim")
