@@ -407,8 +407,15 @@ def typed_groups(c: Cfg, field: str, types: Any, layers: int) -> dict[str, tuple
     if not isinstance(types, list) or len(types) != layers or not all(isinstance(t, str) for t in types):
         got = f"{len(types)} entries" if isinstance(types, list) else repr(types)
         raise c.error(field, f"expected a list of {layers} layer type names, got {got}")
-    at: dict[str, list[int]] = {}
-    for i, t in enumerate(types):
+    return grouped(types)
+
+
+def grouped(kinds: Sequence[Any]) -> dict[Any, tuple[int, str]]:
+    """Any per-layer list of hashable kinds as ``{kind: (how many layers, which in words)}``,
+    in first-seen order (a family whose layers differ in more than their type: Gemma 4's head
+    sizes and KV sharing)."""
+    at: dict[Any, list[int]] = {}
+    for i, t in enumerate(kinds):
         at.setdefault(t, []).append(i)
     return {t: (len(idx), _runs(idx)) for t, idx in at.items()}
 
