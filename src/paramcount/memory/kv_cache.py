@@ -179,6 +179,7 @@ def kv_cache(
     encoder_length: int | None = None,
     cache: str | None = None,
     mla: str = "latent",
+    layout: Layout | None = None,
 ) -> KVCache:
     """The KV cache of ``model`` for ``batch`` sequences of ``context`` tokens, in ``dtype``.
 
@@ -195,7 +196,7 @@ def kv_cache(
         cache_dtype(dtype)
     if cache is not None and cache not in CACHES:
         raise ParamcountError(f"unknown cache {cache!r}; choose one of: {', '.join(CACHES)}", field="cache")
-    layout = attention_layout(model, mla=mla)
+    layout = layout or attention_layout(model, mla=mla)  # a planner passes the model's once, for every plan
     fixed = {k.source for k in layout.kinds if k.attention == "cross" and k.source}
     if encoder_length is None and fixed:  # an encoder whose output length is the model's (Whisper)
         source = max(fixed)

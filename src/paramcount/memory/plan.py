@@ -217,7 +217,7 @@ class InferencePlanner:
         self.unquantised = w.unquantised()
         self.weights = w.term()
         self.stored_as = w.options if self.scheme == "stored" else None
-        self.partial = _no_layout(model, mla)
+        self.layout, self.partial = _layout(model, mla)
         self.widths = None if self.partial else shape_widths(model)
 
     def plan(self, context: int, batch: int = 1, why: str = "--context") -> Plan:
@@ -227,7 +227,7 @@ class InferencePlanner:
         context, batch = positive(context, "--context"), positive(batch, "--batch")
         if self.partial:
             return self._weights_only(batch)
-        cache = kv_cache(self.model, context, batch, self.kv_dtype, **self.cache)
+        cache = kv_cache(self.model, context, batch, self.kv_dtype, **self.cache, layout=self.layout)
         kv = cache.term()
         act = activations(self.model, context, batch, activation_bytes(self.dtype), self.dtype, self.widths)
         base = (self.weights, kv, act)
@@ -262,16 +262,15 @@ class InferencePlanner:
         return self.plan(context, batch).total
 
 
-def _no_layout(model: Model, mla: str) -> str | None:
-    """Why the model has no KV-cache layout (a printout, a bare checkpoint, an unmapped GGUF
-    architecture), or None when it has one."""
+def _layout(model: Model, mla: str) -> tuple[Any, str | None]:
+    """The model's KV-cache layout and None, or None and why it has none (a printout, a bare
+    checkpoint, an unmapped GGUF architecture)."""
     from .kv_layout import NoLayout, attention_layout
 
     try:
-        attention_layout(model, mla=mla)
+        return attention_layout(model, mla=mla), None
     except NoLayout as e:
-        return str(e)
-    return None
+        return None, str(e)
 
 
 def shape_model(model: Model) -> Model:
