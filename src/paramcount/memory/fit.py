@@ -21,6 +21,7 @@ from ..model import Model
 from .gpus import GPU, GPUS
 from .gpus import gpu as find_gpu
 from .plan import Plan, as_model, context_for, max_positions, model_dict, positive, size_dict
+from .runtimes import LLAMA_OPTIONS
 from .stored import is_checkpoint
 
 SCHEMA = "paramcount.fit/1"
@@ -153,7 +154,7 @@ def _default_rows(mode: str, options: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 _OPTIONS = {
-    "inference": ("kv_dtype", "overhead", "keep", "cache", "encoder_length", "mla"),
+    "inference": ("kv_dtype", "overhead", "keep", "cache", "encoder_length", "mla", "runtime", *LLAMA_OPTIONS),
     "training": ("optimizer", "zero", "gpus", "recompute", "flash", "lora", "lora_targets", "qlora", "overhead"),
 }
 
@@ -236,9 +237,10 @@ def _planner(model: Model, precision: str, mode: str, options: Mapping[str, Any]
         from .plan import TrainingPlanner
 
         return TrainingPlanner(model, precision, **options)
-    from .plan import InferencePlanner
+    from .runtimes import planner
 
-    return InferencePlanner(model, precision, **options)
+    given = dict(options)
+    return planner(model, precision, given.pop("runtime", None), **given)
 
 
 @dataclass(frozen=True)

@@ -316,11 +316,16 @@ def inference(
     scheme's compute dtype (bf16; fp32/fp16 for those schemes; fp16 for GGUF, GPTQ and AWQ);
     ``overhead`` is ``"0.5GiB+10%"`` unless given (a string like ``"1GB+5%"`` or an Overhead).
     ``options``: ``keep`` (what stays in high precision), ``cache`` (``dynamic``/``static``/``llama.cpp``),
-    ``encoder_length``, ``mla`` (``latent``/``expanded``), as the weights and KV modules take them.
+    ``encoder_length``, ``mla`` (``latent``/``expanded``), as the weights and KV modules take them;
+    ``runtime`` (:mod:`paramcount.memory.runtimes`: llama.cpp by default for a GGUF file, whose
+    options are :class:`paramcount.memory.llamacpp.Options`' fields).
     """
+    from .runtimes import planner
+
     model = as_model(model)
     context, why = context_for(model, context)
-    return InferencePlanner(model, scheme, kv_dtype, overhead, **options).plan(context, batch, why)
+    runtime = options.pop("runtime", None)
+    return planner(model, scheme, runtime, kv_dtype=kv_dtype, overhead=overhead, **options).plan(context, batch, why)
 
 
 # ---- training ---------------------------------------------------------------------------------
