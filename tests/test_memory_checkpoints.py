@@ -406,7 +406,7 @@ def test_cli_memory_and_fit_of_a_gguf_file(capsys):
     code, out, _ = run(capsys, "fit", str(FIXTURE), "--gpu", "rtx4090", "--width", "120")
     assert code == 0
     rows = [line.split()[0] for line in out.splitlines() if "│" in line]
-    assert rows[0] == "stored" and "bf16" in rows and "2,048 (model max)" in out
+    assert rows[0] == "stored" and "q4_k_m" in rows and "nf4" not in rows and "2,048 (model max)" in out
     code, out, _ = run(capsys, "memory", str(FIXTURE), "--dtype", "bf16", "--json")
     data = json.loads(out)
     assert data["settings"]["scheme"] == "bf16" and data["settings"]["kv_cache"] == "llama.cpp"

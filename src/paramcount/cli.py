@@ -358,7 +358,7 @@ def run_serve(argv: Sequence[str]) -> int:
 
 TRAIN_FLAGS = ("optimizer", "precision", "zero", "gpus", "recompute", "no_flash", "lora_rank", "lora_targets", "qlora")
 LLAMA_FLAGS = ("ubatch", "flash_attn", "swa_full", "kv_unified", "cache_type_k", "cache_type_v", "device")
-INFERENCE_FLAGS = ("kv_dtype", "keep", "kv_cache", "encoder_length", "mla", "runtime", *LLAMA_FLAGS)
+INFERENCE_FLAGS = ("kv_dtype", "keep", "kv_cache", "encoder_length", "mla", "runtime", "pure", *LLAMA_FLAGS)
 
 
 def plan_args(p: Parser) -> None:
@@ -395,6 +395,9 @@ def plan_args(p: Parser) -> None:
     )
     i.add_argument("--mla", choices=MLA_FORMS, help="MLA models: cache the latent (default) or expanded heads")
     i.add_argument("--keep", metavar="ITEMS", help="what stays in high precision: output, embeddings, lm_head, none, …")
+    i.add_argument(
+        "--pure", action="store_true", help="llama.cpp types: every tensor in one type (llama-quantize --pure), no mix"
+    )
     runtime_args(p)
     t = p.add_argument_group("training (--train; memory per GPU)")
     t.add_argument("--train", action="store_true", help="plan a training step instead of inference")

@@ -372,6 +372,7 @@ class LlamaCppPlanner:
         overhead: Any = None,
         *,
         keep: Any = None,
+        pure: bool = False,
         **given: Any,
     ):
         from .plan import default_scheme, shape_widths
@@ -384,7 +385,7 @@ class LlamaCppPlanner:
             given.setdefault("type_v", kv_dtype)
         self.options = options(**given)
         self.scheme = find(scheme or default_scheme(model)).name
-        w = weights(model, self.scheme, keep=keep)
+        w = weights(model, self.scheme, keep=keep, pure=pure)
         self.keep = ",".join(w.keep) or "none"
         self.unquantised = w.unquantised()
         self.weights = replace(w.term(), source=_WEIGHTS_SRC)

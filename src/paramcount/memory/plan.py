@@ -202,6 +202,7 @@ class InferencePlanner:
         cache: str | None = None,
         encoder_length: int | None = None,
         mla: str = "latent",
+        pure: bool = False,
     ):
         from .weights import scheme as find
         from .weights import weights
@@ -212,7 +213,7 @@ class InferencePlanner:
         self.kv_dtype = kv_dtype or self.dtype
         self.cache = {"cache": cache, "encoder_length": encoder_length, "mla": mla}
         self.overhead = _overhead.parse(overhead if overhead is not None else _overhead.DEFAULT)
-        w = weights(model, self.scheme, keep=keep)
+        w = weights(model, self.scheme, keep=keep, pure=pure)
         self.keep = ",".join(w.keep) or "none"
         self.unquantised = w.unquantised()
         self.weights = w.term()
