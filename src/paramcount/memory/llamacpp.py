@@ -37,6 +37,7 @@ from ..errors import ParamcountError
 from ..model import Model
 from . import overhead as _overhead
 from .kv_layout import LayerKind, Layout
+from .limits import Limit
 from .terms import Term
 
 PAD = 256  # llama.cpp pads n_ctx, n_ctx_seq and the SWA cache to 256 cells
@@ -395,12 +396,14 @@ class LlamaCppPlanner:
         self.overhead = _overhead.parse(overhead) if overhead is not None else default
         self.layout, self.partial = _layout(model)
         self.shape = None if self.partial else shape_of(model, self.layout, shape_widths(model))
+        self.limit = Limit.of(model)
 
     def plan(self, context: int, batch: int = 1, why: str = "--context") -> Any:
         from .plan import Plan, positive
 
         context, batch = positive(context, "--context"), positive(batch, "--parallel")
         o = self.options
+        warned = self.limit.check(context, "llama.cpp")
         if self.partial:
             terms = (self.weights, *self.repack, *self._overhead(self.weights.bytes))
             note = f"weights only, no KV, compute or output buffers: {self.partial}"
@@ -416,7 +419,7 @@ class LlamaCppPlanner:
             *self.repack,
         )
         terms = (*base, *self._overhead(sum(t.bytes for t in base)))
-        notes = (*self.layout.notes, *_notes(o))
+        notes = (*warned, *self.layout.notes, *_notes(o))
         return Plan(self.model, "inference", terms, self._settings(cells, context, why, batch), notes, planner=self)
 
     def total(self, context: int, batch: int = 1) -> int:
@@ -426,7 +429,15 @@ class LlamaCppPlanner:
         if not self.overhead.fixed and not self.overhead.percent:
             return ()
         where = "the CPU" if self.options.device == "cpu" else "a GPU"
-        return (self.overhead.term(others, f"llama.cpp's buffers, on {where}"),)
+        if self.overhead.percent:
+            return (self.overhead.term(others, f"llama.cpp's buffers, on {where}"),)
+        n = self.overhead.fixed
+        said = (
+            f"on {where}: the CUDA context and library workspaces; llama.cpp sizes its own buffers exactly, "
+            "so no allocator margin is added (--overhead; --device cpu: none)"
+        )
+        src = "CUDA context: pytorch/pytorch#86509 (287 MB with lazy loading, 667 MB without)"
+        return (Term("overhead", f"overhead ({self.overhead.text})", n, f"{n:,} B", said, True, src),)
 
     def _settings(self, cells: Cells | None, context: int, why: str, batch: int) -> dict[str, Any]:
         o = self.options

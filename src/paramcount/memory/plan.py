@@ -21,6 +21,7 @@ from typing import Any
 from ..errors import ParamcountError
 from ..model import Model
 from . import overhead as _overhead
+from .limits import Limit
 from .terms import GB, GIB, Term
 
 SCHEMA = "paramcount.memory/1"
@@ -220,12 +221,14 @@ class InferencePlanner:
         self.stored_as = w.options if self.scheme == "stored" else None
         self.partial = _no_layout(model, mla)
         self.widths = None if self.partial else shape_widths(model)
+        self.limit = Limit.of(model)
 
     def plan(self, context: int, batch: int = 1, why: str = "--context") -> Plan:
         from .kv_cache import kv_cache
         from .working_set import activations
 
         context, batch = positive(context, "--context"), positive(batch, "--batch")
+        warned = self.limit.check(context, "transformers")
         if self.partial:
             return self._weights_only(batch)
         cache = kv_cache(self.model, context, batch, self.kv_dtype, **self.cache)
@@ -234,7 +237,7 @@ class InferencePlanner:
         base = (self.weights, kv, act)
         extra = self.overhead.term(sum(t.bytes for t in base), "weights + KV cache + activations")
         settings = self._settings(cache.dtype, cache.cache, context, why, batch)
-        return Plan(self.model, "inference", (*base, extra), settings, tuple(cache.notes), planner=self)
+        return Plan(self.model, "inference", (*base, extra), settings, (*warned, *cache.notes), planner=self)
 
     def _settings(self, kv_dtype: Any, kv_cache: Any, context: Any, why: str, batch: int) -> dict[str, Any]:
         """Every choice the figures depend on; ``stored_as`` only for weights as stored."""
