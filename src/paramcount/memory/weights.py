@@ -21,8 +21,10 @@ and multiplied; a tied tensor is stored once. The schemes (``SCHEMES``):
   group per row). ``awq-int4``: AutoAWQ GEMM: ``qweight`` int32 [in, out/8], ``qzeros`` int32
   [in/g, out/8], ``scales`` fp16 [in/g, out]. Only linear layers inside the decoder layers
   (experts one by one, as the checkpoints store them), not routers; the rest fp16.
-* GGUF types (``q4_0``, ``q8_0``, ``q4_k``, ``q6_k``, ``iq4_xs``, …) and the llama.cpp mixes
-  ``q4_k_s``, ``q4_k_m``, ``q5_k_s``, ``q5_k_m``: see :mod:`paramcount.memory.gguf_types`.
+* llama.cpp file types (``q4_k_m``, ``q4_0``, ``q8_0``, ``q2_k``, ``q3_k_m``, ``iq4_xs``, …), each
+  the mix ``llama-quantize`` writes (``pure=True``: every tensor in the one type), and GGUF
+  types that are no file type (``q4_k``, ``q5_k``): every tensor in that type. See
+  :mod:`paramcount.memory.gguf_types` and :mod:`paramcount.memory.quant_mix`.
 * ``stored``: a checkpoint's weights exactly as its files store them (a GGUF file's types, a
   safetensors checkpoint's dtypes, packings and quantisation bookkeeping): see
   :mod:`paramcount.memory.stored`. Only for models read from weight files.
