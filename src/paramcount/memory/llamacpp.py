@@ -501,6 +501,15 @@ def _layout(model: Model) -> tuple[Layout | None, str | None]:
         return None, str(e)
     if not any(k.attention in ("full", "sliding") for k in layout.kinds):
         return None, "no attention layer keeps a KV cache here; llama.cpp's plan covers decoder attention caches"
+    if any(k.attention not in ("full", "sliding") for k in layout.kinds):
+        return None, "llama.cpp's plan here covers attention caches only, not recurrent states or cross-attention"
+    if layout.runtime != "llama.cpp":
+        said = (
+            "the cache layout is read from the transformers config; the GGUF file llama.cpp converts from it "
+            "may differ (llama.cpp switches Phi-3's sliding window off)"
+        )
+        kept = tuple(n for n in layout.notes if "DynamicCache" not in n)  # transformers' cache rule, not this one
+        layout = replace(layout, notes=(*kept, said))
     return layout, None
 
 
