@@ -50,7 +50,14 @@ BUFFER_MODELS["llama-1b-q4_0"]["tensors"][-1][2] = "Q6_K"
 
 
 def _case(model: str, context: int, **kw: Any) -> dict[str, Any]:
-    base = {"parallel": 1, "ubatch": 512, "flash_attn": "on", "swa_full": False, "kv_unified": False}
+    base = {
+        "parallel": 1,
+        "ubatch": 512,
+        "flash_attn": "on",
+        "swa_full": False,
+        "kv_unified": False,
+        "embeddings": False,
+    }
     return {"model": model, "context": context, **base, "type_k": "f16", "type_v": "f16", **kw}
 
 
@@ -71,6 +78,7 @@ BUFFER_CASES = [
     _case("llama-1b-q4_0", 32768, type_k="q8_0", type_v="q8_0"),
     _case("llama-1b-q4_0", 8192, type_k="q4_0", type_v="q4_0"),
     *(_case("moe-tiny", 4096, flash_attn=fa) for fa in ("on", "off")),
+    _case("llama-1b-q4_0", 4096, parallel=2, embeddings=True),
 ]
 
 # F16 files for quantisation mixes: GQA (n_gqa 4) and MHA, tied and untied, Gemma 3's 640-wide
@@ -128,6 +136,7 @@ def one_buffer_case(path: str, case: dict[str, Any]) -> dict[str, Any]:
     cp.flash_attn_type = _FLASH[case["flash_attn"]]
     cp.swa_full = case["swa_full"]
     cp.kv_unified = case["kv_unified"]
+    cp.embeddings = case["embeddings"]
     cp.type_k, cp.type_v = _TYPES[case["type_k"]], _TYPES[case["type_v"]]
     cp.n_threads = cp.n_threads_batch = 1
     ctx = llama_cpp.llama_init_from_model(model, cp)

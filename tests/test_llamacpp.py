@@ -51,6 +51,7 @@ def plan_of(model, case: dict, device: str = "cpu"):
         type_k=case["type_k"],
         type_v=case["type_v"],
         device=device,
+        embeddings=case["embeddings"],
     )
 
 

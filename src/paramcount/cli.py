@@ -357,7 +357,7 @@ def run_serve(argv: Sequence[str]) -> int:
 # ---- memory and fit: what a run needs, and whether it fits -----------------------------------
 
 TRAIN_FLAGS = ("optimizer", "precision", "zero", "gpus", "recompute", "no_flash", "lora_rank", "lora_targets", "qlora")
-LLAMA_FLAGS = ("ubatch", "flash_attn", "swa_full", "kv_unified", "cache_type_k", "cache_type_v", "device")
+LLAMA_FLAGS = ("ubatch", "flash_attn", "swa_full", "kv_unified", "cache_type_k", "cache_type_v", "device", "embeddings")
 INFERENCE_FLAGS = ("kv_dtype", "keep", "kv_cache", "encoder_length", "mla", "runtime", "pure", *LLAMA_FLAGS)
 
 
@@ -450,6 +450,7 @@ def runtime_args(p: Parser) -> None:
     r.add_argument(
         "--device", choices=DEVICES, help="llama.cpp: where the buffers live; a CPU adds no overhead (default gpu)"
     )
+    r.add_argument("--embeddings", action="store_true", help="llama.cpp: the context also returns embeddings")
 
 
 def parallel(args: argparse.Namespace) -> int:

@@ -301,7 +301,11 @@ def output(shape: Shape, cells: Cells, o: Options) -> Term:
     formula = f"n_vocab · n_outputs · 4 B = {shape.vocab:,} · {n_out} · 4 B" + (
         f" + n_embd · n_outputs · 4 B = {embd:,} B" if embd else ""
     )
-    said = f"n_outputs = n_seq_max = {n_out} at context creation; the buffer grows when a batch asks for more logits"
+    said = (
+        f"n_outputs = n_seq_max = {n_out} at context creation (it grows when a batch asks for more logits); "
+        "n_vocab = the output head's rows, to which the converter pads the token list"
+        + ("; embeddings on (--embeddings)" if o.embeddings else "")
+    )
     src = "llama.cpp src/llama-context.cpp llama_context::output_reserve"
     return Term(
         "output", "output buffer (logits)", logits + embd, formula + f" = {logits + embd:,} B", said, False, src

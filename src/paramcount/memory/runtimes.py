@@ -27,6 +27,7 @@ LLAMA_OPTIONS = {
     "type_k": "--cache-type-k",
     "type_v": "--cache-type-v",
     "device": "--device",
+    "embeddings": "--embeddings",
 }
 TRANSFORMERS_OPTIONS = {"cache": "--kv-cache", "encoder_length": "--encoder-length", "mla": "--mla"}
 
