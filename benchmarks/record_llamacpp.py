@@ -77,7 +77,7 @@ BUFFER_CASES = [
     _case("llama-1b-q4_0", 4096, parallel=4),
     _case("llama-1b-q4_0", 32768, type_k="q8_0", type_v="q8_0"),
     _case("llama-1b-q4_0", 8192, type_k="q4_0", type_v="q4_0"),
-    *(_case("moe-tiny", 4096, flash_attn=fa) for fa in ("on", "off")),
+    *(_case("moe-tiny", c, flash_attn=fa) for c in (4096, 131072) for fa in ("on", "off")),
     _case("llama-1b-q4_0", 4096, parallel=2, embeddings=True),
 ]
 

@@ -237,8 +237,10 @@ def compute(shape: Shape, layout: Layout, cells: Cells, o: Options) -> Term:
       attention, else f32: ``build_attn_inp_kq_mask``), the layer's tensors
       (:attr:`Shape.attention`) and, without flash attention, the scores of every head over the
       whole cache (``build_attn_mha``: ``ggml_mul_mat(k, q)`` in f32, softmax in place);
-    * feed-forward: the residual and what ``build_ffn`` holds at once (gate, up, their product);
-    * output: the final norm, its input, and the f32 logits of every reserved token.
+    * feed-forward: the masks again (the next layers still need them), the residual and what
+      ``build_ffn`` / ``build_moe_ffn`` hold at once (gate, up, their product; per routed expert);
+    * output: the final norm, its input, and the f32 logits of every reserved token (the masks
+      are freed after the last layer).
 
     Token ids and positions (4 B a token each) are added to every moment.
     """
@@ -250,7 +252,7 @@ def compute(shape: Shape, layout: Layout, cells: Cells, o: Options) -> Term:
     scores = 0 if o.flash else widest * t * shape.heads * F32
     moments = {
         "attention": masks + shape.attention * t * F32 + scores,
-        "feed-forward": (shape.hidden + shape.ffn) * t * F32,
+        "feed-forward": masks + (shape.hidden + shape.ffn) * t * F32,
         "output": (2 * shape.hidden + shape.vocab) * t * F32,
     }
     peak = max(moments, key=moments.get)
@@ -282,10 +284,10 @@ _COMPUTE_SRC = (
 def _moment_formula(moment: str, s: Shape, t: int, n_kv: Mapping[bool, int], o: Options) -> str:
     if moment == "output":
         return f"(2 · n_embd + n_vocab) · n_tokens · 4 B = (2 · {s.hidden:,} + {s.vocab:,}) · {t:,} · 4 B"
-    if moment == "feed-forward":
-        return f"(n_embd + ffn) · n_tokens · 4 B = ({s.hidden:,} + {s.ffn:,}) · {t:,} · 4 B"
     mask = 2 if o.flash else 4
     masks = " + ".join(f"{n:,} · {t:,} · {mask} B" for n in n_kv.values()) or "0"
+    if moment == "feed-forward":
+        return f"masks {masks} + (n_embd + ffn) · n_tokens · 4 B = ({s.hidden:,} + {s.ffn:,}) · {t:,} · 4 B"
     layer = f"(2·n_embd + q + k + v + 2·out) · n_tokens · 4 B = {s.attention:,} · {t:,} · 4 B"
     if o.flash:
         return f"masks {masks} + {layer}"
