@@ -137,7 +137,10 @@ def test_gguf_stored_bytes_are_the_files_tensor_data():
 def test_checkpoints_default_to_stored_with_their_compute_dtype():
     plan = inference(paramcount.load(FIXTURE))
     assert plan.settings["scheme"] == "stored" and plan.settings["stored_as"] == "Q4_0 GGUF file"
-    assert plan.settings["kv_dtype"] == "fp16" and plan.settings["kv_cache"] == "llama.cpp"
+    assert plan.settings["runtime"] == "llama.cpp"  # a GGUF file's default runtime
+    assert plan.settings["kv_dtype"] == "f16" and plan.settings["kv_cache"] == "llama.cpp"
+    torch_plan = inference(paramcount.load(FIXTURE), runtime="transformers")
+    assert torch_plan.settings["kv_dtype"] == "fp16" and torch_plan.settings["kv_cache"] == "llama.cpp"
     assert plan.settings["context"] == MAKE.CONTEXT  # the file's context_length, under the 4,096 cap
     # a plain config keeps bf16 and no stored_as
     config = inference(FIXTURE_CONFIG)
@@ -394,12 +397,16 @@ def test_printouts_and_bare_checkpoints_plan_weights_and_overhead(tmp_path):
 def test_cli_memory_and_fit_of_a_gguf_file(capsys):
     code, out, _ = run(capsys, "memory", str(FIXTURE), "--context", "1000", "--width", "120")
     assert code == 0
-    assert "weights as stored (Q4_0 GGUF file) · KV cache fp16 (llama.cpp) · 1,000 tokens × batch 1" in out
+    assert "weights as stored (Q4_0 GGUF file) · KV cache f16 (llama.cpp) · 1,000 tokens × batch 1" in out
+    assert "L · (row_k + row_v) · cells · streams = 2 · (32 + 32) B · 1,024 · 1 = 131,072 B" in out
+    code, out, _ = run(
+        capsys, "memory", str(FIXTURE), "--context", "1000", "--runtime", "transformers", "--width", "120"
+    )
     assert "n_ctx_seq · B × 2 B = 2 · 2 · 2 · 8 · 1,024 · 1 × 2 B" in out
     code, out, _ = run(capsys, "fit", str(FIXTURE), "--gpu", "rtx4090", "--width", "120")
     assert code == 0
     rows = [line.split()[0] for line in out.splitlines() if "│" in line]
-    assert rows[0] == "stored" and "bf16" in rows and "2,048 (model max)" in out
+    assert rows[0] == "stored" and "q4_k_m" in rows and "nf4" not in rows and "2,048 (model max)" in out
     code, out, _ = run(capsys, "memory", str(FIXTURE), "--dtype", "bf16", "--json")
     data = json.loads(out)
     assert data["settings"]["scheme"] == "bf16" and data["settings"]["kv_cache"] == "llama.cpp"
@@ -420,7 +427,7 @@ def test_cli_plans_a_printout_and_a_bare_checkpoint(capsys, tmp_path):
         (["memory", "gpt2", "--dtype", "stored"], "weights as stored need a checkpoint"),
         (["memory", "gpt2", "--kv-cache", "llama.cpp"], "the llama.cpp cache is for GGUF files"),
         (["memory", str(FIXTURE), "--keep", "lm_head"], "--keep applies to schemes computed from the shapes"),
-        (["fit", str(FIXTURE), "--gpu", "rtx4090", "--dtype", "stored", "--kv-dtype", "fp7"], "KV-cache dtype"),
+        (["fit", str(FIXTURE), "--gpu", "rtx4090", "--dtype", "stored", "--kv-dtype", "fp7"], "cache types are"),
     ],
 )
 def test_cli_errors_are_one_line(capsys, argv, message):

@@ -30,6 +30,14 @@ def run(capsys, *argv):
             "fit-llama31-70b-train.txt",
         ),
         (["fit", "Qwen/Qwen2.5-7B", "--dtype", "bf16,int8,int4"], "fit-qwen25-7b-all-gpus.txt"),
+        (
+            ["memory", "meta-llama/Llama-3.1-8B", "--runtime", "llama.cpp", "--dtype", "q4_0", "--context", "32k"],
+            "memory-llama31-8b-llamacpp-q4_0.txt",
+        ),
+        (
+            ["fit", "meta-llama/Llama-3.1-8B", "--runtime", "llama.cpp", "--gpu", "rtx4090"],
+            "fit-llama31-8b-llamacpp.txt",
+        ),
     ],
 )
 def test_snapshots(capsys, snapshot, argv, name):

@@ -376,7 +376,8 @@ def run_serve(argv: Sequence[str]) -> int:
 # ---- memory and fit: what a run needs, and whether it fits -----------------------------------
 
 TRAIN_FLAGS = ("optimizer", "precision", "zero", "gpus", "recompute", "no_flash", "lora_rank", "lora_targets", "qlora")
-INFERENCE_FLAGS = ("kv_dtype", "keep", "kv_cache", "encoder_length", "mla")
+LLAMA_FLAGS = ("ubatch", "flash_attn", "swa_full", "kv_unified", "cache_type_k", "cache_type_v", "device", "embeddings")
+INFERENCE_FLAGS = ("kv_dtype", "keep", "kv_cache", "encoder_length", "mla", "runtime", "pure", *LLAMA_FLAGS)
 
 
 def plan_args(p: Parser) -> None:
@@ -413,6 +414,10 @@ def plan_args(p: Parser) -> None:
     )
     i.add_argument("--mla", choices=MLA_FORMS, help="MLA models: cache the latent (default) or expanded heads")
     i.add_argument("--keep", metavar="ITEMS", help="what stays in high precision: output, embeddings, lm_head, none, …")
+    i.add_argument(
+        "--pure", action="store_true", help="llama.cpp types: every tensor in one type (llama-quantize --pure), no mix"
+    )
+    runtime_args(p)
     t = p.add_argument_group("training (--train; memory per GPU)")
     t.add_argument("--train", action="store_true", help="plan a training step instead of inference")
     t.add_argument("--optimizer", choices=OPTIMIZERS, help="default adamw")
@@ -431,6 +436,51 @@ def plan_args(p: Parser) -> None:
     t.add_argument("--qlora", action="store_true", help="an NF4 base under the LoRA adapters (rank 8 by default)")
 
 
+def runtime_args(p: Parser) -> None:
+    """The runtime an inference plan models, and llama.cpp's context settings."""
+    from .memory.llamacpp import CACHE_TYPES, DEVICES, FLASH
+    from .memory.runtimes import RUNTIMES
+
+    r = p.add_argument_group("runtime (inference)")
+    r.add_argument(
+        "--runtime", choices=RUNTIMES, help="whose allocation to plan (default: llama.cpp for .gguf, else transformers)"
+    )
+    r.add_argument(
+        "--parallel",
+        "-np",
+        type=whole,
+        metavar="N",
+        help="llama.cpp: sequences (slots), each with its own cells; same as --batch",
+    )
+    r.add_argument(
+        "--ubatch",
+        "-ub",
+        type=whole,
+        metavar="N",
+        help="llama.cpp: micro-batch the compute buffer is reserved for (default 512)",
+    )
+    r.add_argument(
+        "--flash-attn", "-fa", choices=FLASH, help="llama.cpp: flash attention (default auto, which resolves to on)"
+    )
+    r.add_argument("--swa-full", action="store_true", help="llama.cpp: sliding-window layers keep the whole context")
+    r.add_argument("--kv-unified", "-kvu", action="store_true", help="llama.cpp: one KV stream shared by all sequences")
+    r.add_argument("--cache-type-k", "-ctk", choices=CACHE_TYPES, help="llama.cpp: K cache type (default f16)")
+    r.add_argument("--cache-type-v", "-ctv", choices=CACHE_TYPES, help="llama.cpp: V cache type (default f16)")
+    r.add_argument(
+        "--device", choices=DEVICES, help="llama.cpp: where the buffers live; a CPU adds no overhead (default gpu)"
+    )
+    r.add_argument("--embeddings", action="store_true", help="llama.cpp: the context also returns embeddings")
+
+
+def parallel(args: argparse.Namespace) -> int:
+    """The number of sequences: --batch, or llama.cpp's --parallel (the same setting)."""
+    if args.parallel is None:
+        return args.batch
+    if args.batch not in (1, args.parallel):
+        raise ParamcountError("--parallel and --batch both set the number of sequences; give one", field="--parallel")
+    return args.parallel
+
+
 def _given(args: argparse.Namespace, flags: tuple[str, ...]) -> list[str]:
     return [f for f in flags if getattr(args, f) is not None and getattr(args, f) is not False]  # 0 is given
 
@@ -441,7 +491,13 @@ def plan_options(args: argparse.Namespace) -> dict:
     if wrong:
         fix = "only for inference (training: --precision)" if args.train else "only for training: add --train"
         raise ParamcountError(fix, field="--" + wrong[0].replace("_", "-"))
-    names = {"lora_rank": "lora", "kv_cache": "cache", "no_flash": "flash"}
+    names = {
+        "lora_rank": "lora",
+        "kv_cache": "cache",
+        "no_flash": "flash",
+        "cache_type_k": "type_k",
+        "cache_type_v": "type_v",
+    }
     options = {names.get(f, f): getattr(args, f) for f in _given(args, TRAIN_FLAGS if args.train else INFERENCE_FLAGS)}
     if "flash" in options:
         options["flash"] = False
@@ -479,7 +535,7 @@ def run_memory(argv: Sequence[str]) -> int:
     if args.train:
         result = plan.train(model, batch=args.batch, context=args.context, **options)
     else:
-        result = plan.inference(model, args.dtype, args.context, args.batch, **options)
+        result = plan.inference(model, args.dtype, args.context, parallel(args), **options)
     if args.plot:
         from .render.plot import plot
 
@@ -520,10 +576,10 @@ def run_fit(argv: Sequence[str]) -> int:
     mode, shown = ("training" if args.train else "inference"), tuple(only.split(",")) if only else None
     model = load_model(args.model, args)
     if args.gpu:
-        result = fit(model, args.gpu, args.context, args.batch, mode, only=shown, **options)
+        result = fit(model, args.gpu, args.context, parallel(args), mode, only=shown, **options)
         out = render.render_fit(result)
     else:
-        result = overview(model, args.context, args.batch, mode, only=shown, **options)
+        result = overview(model, args.context, parallel(args), mode, only=shown, **options)
         out = render.render_overview(result)
     print_json(render.dumps(result)) if args.json else console(args.width).print(out)
     return 0

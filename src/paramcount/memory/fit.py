@@ -21,10 +21,12 @@ from ..model import Model
 from .gpus import GPU, GPUS
 from .gpus import gpu as find_gpu
 from .plan import Plan, as_model, context_for, max_positions, model_dict, positive, size_dict
+from .runtimes import LLAMA_OPTIONS, runtime
 from .stored import is_checkpoint
 
 SCHEMA = "paramcount.fit/1"
 INFERENCE = ("fp32", "bf16", "int8", "int4", "nf4", "q8_0", "q4_k_m")
+LLAMA_INFERENCE = ("fp16", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0", "q3_k_m", "q2_k")  # llama.cpp file types
 MAX_BATCH = 1 << 20
 MAX_GPUS = 1 << 16
 NO_LIMIT_CONTEXT = 1 << 30  # the search bound when the config states no context limit
@@ -153,7 +155,7 @@ def _default_rows(mode: str, options: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 _OPTIONS = {
-    "inference": ("kv_dtype", "overhead", "keep", "cache", "encoder_length", "mla"),
+    "inference": ("kv_dtype", "overhead", "keep", "cache", "encoder_length", "mla", "runtime", "pure", *LLAMA_OPTIONS),
     "training": ("optimizer", "zero", "gpus", "recompute", "flash", "lora", "lora_targets", "qlora", "overhead"),
 }
 
@@ -217,6 +219,8 @@ def _planners(model: Model, mode: str, only: Any, options: Mapping[str, Any]) ->
     not stated for its family) is left out with the reason, while one asked for raises."""
     planners, errors = {}, []
     rows = _default_rows(mode, options)
+    if mode == "inference" and runtime(options.get("runtime"), model) == "llama.cpp":
+        rows = LLAMA_INFERENCE  # what llama.cpp runs: GGUF types
     if mode == "inference" and is_checkpoint(model):
         rows = ("stored", *rows)
     for p in only or rows:
@@ -236,9 +240,10 @@ def _planner(model: Model, precision: str, mode: str, options: Mapping[str, Any]
         from .plan import TrainingPlanner
 
         return TrainingPlanner(model, precision, **options)
-    from .plan import InferencePlanner
+    from .runtimes import planner
 
-    return InferencePlanner(model, precision, **options)
+    given = dict(options)
+    return planner(model, precision, given.pop("runtime", None), **given)
 
 
 @dataclass(frozen=True)

@@ -1,79 +1,68 @@
 """Which GGUF type each tensor gets, as llama.cpp's ``llama-quantize`` decides it.
 
-Transcribed from ``src/llama-quant.cpp`` of ggml-org/llama.cpp (main, 2025;
-``tensor_allows_quantization``, ``llama_tensor_get_type_impl``, ``tensor_type_fallback``) and
-the F32 rule of ``convert_hf_to_gguf.py``:
+The rules themselves are :mod:`paramcount.memory.quant_mix` (one table keyed by GGUF tensor
+role, transcribed from ``src/llama-quant.cpp``). This module maps a model's tensors to those
+roles: a GGUF file's tensors by their own names; a transformers config's by the name
+llama.cpp's converter (``convert_hf_to_gguf.py``) gives them (``v_proj`` → ``attn_v``,
+``down_proj`` → ``ffn_down``, the input embeddings → ``token_embd``, the output head →
+``output``), and the F32 rule of the converter for tensors llama-quantize leaves alone:
 
 * Quantised: tensors of 2 or more dimensions whose name ends in ``weight``, except norms, the
   MoE router (``ffn_gate_inp``), positional and token-type embeddings and T5's relative
-  attention bias. The token embedding and the output head are quantised too.
+  attention bias (``tensor_allows_quantization``).
 * Not quantised, as the converter writes them: 1-D tensors, biases, norms, routers, positional
   and token-type embeddings in F32; T5's relative attention bias in F16.
-* A tensor whose rows (``ne[0]``, the input width) do not fill whole blocks falls back:
-  Q4_K→Q5_0, Q5_K→Q5_1, Q6_K→Q8_0, Q2_K/Q3_K/TQ*→Q4_0, the 256-blocks IQ types→IQ4_NL, and
-  to F16 when even that does not fit; other types have no fallback and are an error.
 
-A single type name (``q4_0``, ``q4_k``) is ``llama-quantize --pure``: every quantised tensor
-in that type. The mixes ``q4_k_s``, ``q4_k_m``, ``q5_k_s``, ``q5_k_m`` follow the per-tensor
-rule of those ftypes (no importance matrix):
-
-* ``output.weight`` (or the token embedding when the head is tied to it): Q6_K, or Q8_0 when
-  its rows are not a multiple of 256 or the model is Falcon.
-* the i-th of n ``attn_v`` / ``attn_qkv`` / ``attn_kv_b`` tensors: *_M: Q6_K when
-  ``i < n/8 or i >= 7n/8 or (i - n/8) % 3 == 2``; Q4_K_S: Q5_K for the first 4. Then Q3_K/Q4_K
-  becomes Q5_K in a "70B" model (llama architecture with 80 layers and grouped KV heads, or
-  qwen2 with 80 layers); with 8 experts it is Q8_0.
-* ``attn_k`` with 8 experts: Q8_0 (llama.cpp: "bumping this to Q8_0 trades just ~128MB").
-  ``attn_output`` with 8 experts: Q5_K for Q4_K_S / Q4_K_M.
-* ``ffn_down`` (also of experts and shared experts) of layer i: Q4_K_M: Q6_K under the same
-  rule as attn_v (Falcon: Q6_K for i < n/16, Q5_K under the rule, else Q4_K); Q5_K_M: Q6_K
-  under the rule; Q4_K_S: Q5_K for i < n/8 (not Falcon).
-* Everything else quantised: the ftype's type (Q4_K or Q5_K). Then the fallback above.
-
-llama.cpp's ``Q4_0``/``Q8_0``/``Q6_K`` ftypes differ from the single types only in
-``output.weight`` (Q6_K for Q4_0) and, with 8 experts, attn_k/attn_v in Q8_0.
+A llama.cpp file type (``q4_k_m``, ``q4_0``, ``q2_k``, ``iq4_xs``, …) is its mix: the rules per
+role, then the fallback for rows that do not fill whole blocks. With ``pure``
+(``llama-quantize --pure``), or for a type that is not a file type (``q4_k``), every
+quantisable tensor is in one type, the fallback still applying.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..dtypes import DTYPES, GGML_TYPES
-from ..errors import ParamcountError
+from . import quant_mix as qm
 from .slots import Slot
 
 # Single types llama-quantize writes (F32/F16/BF16 and the integer types are not quant targets).
 PURE = tuple(t.lower() for t in GGML_TYPES if DTYPES[t].elements > 1 and t != "Q8_K")
-MIXES = {"q4_k_s": "Q4_K", "q4_k_m": "Q4_K", "q5_k_s": "Q5_K", "q5_k_m": "Q5_K"}
+MIXES = qm.FTYPES  # llama.cpp file types, each a mix: name -> default type
 
-_FALLBACK = {
-    **dict.fromkeys(("IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S", "IQ4_XS"), "IQ4_NL"),
-    **dict.fromkeys(("Q2_K", "Q3_K", "TQ1_0", "TQ2_0"), "Q4_0"),
-    "Q4_K": "Q5_0",
-    "Q5_K": "Q5_1",
-    "Q6_K": "Q8_0",
-}
 _POSITIONS = frozenset({"wpe", "position_embeddings", "embed_positions", "pos_embed", "token_type_embeddings"})
-# Attention modules by llama.cpp category: attn_v-like (V, fused QKV, MLA's kv_b), attn_k, attn_output.
+# transformers module names -> the GGUF role llama.cpp's converter gives them (by component)
 _ATTENTION = {
-    **dict.fromkeys(("v_proj", "value", "v", "query_key_value", "c_attn", "qkv_proj", "Wqkv", "qkv"), "attn_v"),
-    "kv_b_proj": "attn_v",
+    **dict.fromkeys(("v_proj", "value", "v"), "attn_v"),
+    **dict.fromkeys(("query_key_value", "c_attn", "qkv_proj", "Wqkv", "qkv"), "attn_qkv"),
+    "kv_b_proj": "attn_kv_b",
     **dict.fromkeys(("k_proj", "key", "k"), "attn_k"),
+    **dict.fromkeys(("q_proj", "query", "q", "q_b_proj"), "attn_q"),
     **dict.fromkeys(("o_proj", "out_proj", "dense", "c_proj", "o"), "attn_output"),
 }
-_DOWN = frozenset({"down_proj", "fc2", "dense_4h_to_h", "c_proj", "fc_out", "w2", "wo"})
-# Families llama.cpp converts under the llama architecture (what the 70B rule looks at).
-_LLAMA_ARCH = frozenset({"llama", "mistral", "mixtral"})
-# Families the mixes are stated for: decoder-only, with the tensor roles mapped above.
-MIX_FAMILIES = frozenset(
-    {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text"}
-    | {"phi", "phi3", "starcoder2", "olmo", "gpt2", "gpt_neox", "gptj", "falcon", "bloom", "opt"}
-)
+_FFN = {
+    **dict.fromkeys(("down_proj", "fc2", "dense_4h_to_h", "c_proj", "fc_out", "w2", "wo"), "ffn_down"),
+    **dict.fromkeys(("up_proj", "fc1", "dense_h_to_4h", "c_fc", "fc_in", "w3", "wi", "gate_up_proj"), "ffn_up"),
+    **dict.fromkeys(("gate_proj", "w1"), "ffn_gate"),
+}
+# transformers model_type -> llama.cpp architecture (what the 70B and Falcon rules look at)
+ARCHS = {
+    "llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2": "qwen2", "qwen2_moe": "qwen2moe",
+    "qwen3": "qwen3", "qwen3_moe": "qwen3moe", "gemma": "gemma", "gemma2": "gemma2", "gemma3_text": "gemma3",
+    "phi": "phi2", "phi3": "phi3", "starcoder2": "starcoder2", "olmo": "olmo", "gpt2": "gpt2",
+    "gpt_neox": "gptneox", "gptj": "gptj", "falcon": "falcon", "bloom": "bloom", "opt": "opt",
+}  # fmt: skip
+# Families the mixes are stated for from a config: decoder-only, with the tensor roles mapped above.
+MIX_FAMILIES = frozenset(ARCHS)
 
 
-def allowed(s: Slot) -> bool:
-    """Whether llama-quantize quantises this tensor at all."""
+def allowed(s: Slot, gguf: bool = False) -> bool:
+    """Whether llama-quantize quantises this tensor at all (a GGUF file's: by its name)."""
+    if gguf:
+        return s.tie is None and qm.allows_quantization(s.rest, _n_dims(s.shape))
     if s.tie is not None or len(s.shape) < 2 or s.is_bias or s.kind == "norms":
         return False
     if s.kind == "router" and s.module == "gate":  # ffn_gate_inp (the shared-expert gate is not)
@@ -91,102 +80,68 @@ def ne0(s: Slot) -> int:
     return s.in_out[0] if s.linear else s.shape[-1]
 
 
+def _n_dims(shape: tuple[int, ...]) -> int:
+    """``ggml_n_dims``: dimensions up to the last one longer than 1 (ne[] is PyTorch's reversed)."""
+    ne = list(reversed(shape))
+    while len(ne) > 1 and ne[-1] == 1:
+        ne.pop()
+    return len(ne)
+
+
 def fallback(qtype: str, s: Slot) -> str:
     """llama.cpp's replacement type when the rows do not fill whole blocks."""
-    n = ne0(s)
-    if n % DTYPES[qtype].elements == 0:
-        return qtype
-    if qtype not in _FALLBACK:
-        raise ParamcountError(
-            f"{s.name}: rows of {n} values do not fill whole {qtype} blocks of {DTYPES[qtype].elements},"
-            f" and llama.cpp has no fallback type for {qtype}",
-            field="dtype",
-        )
-    other = _FALLBACK[qtype]
-    return other if n % DTYPES[other].elements == 0 else "F16"
-
-
-@dataclass(frozen=True)
-class Facts:
-    """What llama.cpp's mixes look at, for one model."""
-
-    n_layer: int
-    n_expert: int
-    tied: bool  # no output.weight: the token embedding is quantised as the output
-    falcon: bool
-    is_70b: bool
-    output: int | None  # order of the output-head slot
-    token_embd: int | None  # order of the token-embedding slot
-
-    @staticmethod
-    def of(model_type: str, config: dict, slots: Sequence[Slot], n_expert: int, output: Slot | None) -> Facts:
-        layered = [s for s in slots if s.layers]
-        n_layer = max((s.layers.stop for s in layered), default=0)
-        heads = config.get("num_attention_heads")
-        kv = config.get("num_key_value_heads", heads)
-        is_70b = n_layer == 80 and (
-            (model_type in _LLAMA_ARCH and n_expert != 8 and heads != kv) or model_type == "qwen2"
-        )
-        embd = next((s for s in slots if token_embedding(s)), None)
-        tied = output is None or output.tie is not None or (embd is not None and embd.tie is not None)
-        out = None if output is None or output.tie is not None else output.order
-        return Facts(n_layer, n_expert, tied, model_type == "falcon", is_70b, out, embd.order if embd else None)
+    return qm.fallback(qtype, ne0(s))
 
 
 def token_embedding(s: Slot) -> bool:
     return s.kind == "embeddings" and not s.linear and len(s.shape) == 2 and s.module not in _POSITIONS
 
 
-def category(s: Slot, facts: Facts) -> str:
-    """llama.cpp's tensor category (only those the mixes treat specially)."""
-    if s.order == facts.output or (facts.tied and s.order == facts.token_embd):
-        return "output"
-    if s.kind == "attention":
-        return _ATTENTION.get(s.role, "")
-    if s.kind in ("feed_forward", "experts") and s.role in _DOWN:
-        return "ffn_down"
-    return ""
+@dataclass(frozen=True)
+class Roles:
+    """Each slot's GGUF role, and the model's facts the rules read."""
+
+    facts: qm.Facts
+    gguf: bool  # a GGUF file: its own tensor names
+    output: int | None  # order of the output-head slot (a config)
+    token_embd: int | None  # order of the token-embedding slot (a config)
+
+    def of(self, s: Slot) -> str:
+        """The role llama.cpp's quantiser sees for this slot."""
+        if self.gguf:
+            return qm.role(s.rest)
+        if s.order == self.output:
+            return "output"
+        if s.order == self.token_embd:
+            return "token_embd"
+        if s.kind == "attention":
+            return _ATTENTION.get(s.role, "other")
+        if s.kind in ("feed_forward", "experts"):
+            return _FFN.get(s.role, "other")
+        return "other"
 
 
-def more_bits(i: int, n: int) -> bool:
-    """llama.cpp's ``use_more_bits``: the first and last eighth, and every third layer between."""
-    return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
+def config_roles(model_type: str, config: dict, slots: Sequence[Slot], n_expert: int, output: Slot | None) -> Roles:
+    """The roles and facts of a model built from a transformers config."""
+    layered = [s for s in slots if s.layers]
+    n_layer = max((s.layers.stop for s in layered), default=0)
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    heads = text.get("num_attention_heads") or 1
+    kv = text.get("num_key_value_heads") or heads
+    embd = next((s for s in slots if token_embedding(s)), None)
+    tied = output is None or output.tie is not None or (embd is not None and embd.tie is not None)
+    arch = ARCHS.get(model_type, model_type)
+    facts = qm.Facts.of(arch, n_layer, int(heads), int(kv), n_expert, tied)
+    out = None if output is None or output.tie is not None else output.order
+    return Roles(facts, False, out, embd.order if embd else None)
 
 
-def mix_type(mix: str, s: Slot, facts: Facts, i: int, wv: tuple[int, int] = (0, 0)) -> str:
-    """The type of slot ``s`` in layer ``i`` under a K-quant mix; ``wv`` is (rank, count)
-    among the attn_v-like tensors, in llama.cpp's order (by layer, then name)."""
-    base = MIXES[mix]
-    cat = category(s, facts)
-    if cat == "output":
-        return "Q8_0" if facts.falcon or ne0(s) % 256 else "Q6_K"
-    if cat == "attn_v":
-        return _attn_v(mix, base, facts, *wv)
-    if cat == "attn_k" and facts.n_expert == 8:
-        return "Q8_0"
-    if cat == "attn_output" and facts.n_expert == 8 and not facts.falcon and mix in ("q4_k_s", "q4_k_m"):
-        return "Q5_K"
-    if cat == "ffn_down":
-        return _ffn_down(mix, base, facts, i)
-    return base
-
-
-def _attn_v(mix: str, qtype: str, facts: Facts, i: int, n: int) -> str:
-    if mix in ("q4_k_m", "q5_k_m") and more_bits(i, n):
-        qtype = "Q6_K"
-    elif mix == "q4_k_s" and i < 4:
-        qtype = "Q5_K"
-    if facts.is_70b and qtype in ("Q3_K", "Q4_K"):
-        qtype = "Q5_K"
-    return "Q8_0" if facts.n_expert == 8 else qtype
-
-
-def _ffn_down(mix: str, qtype: str, facts: Facts, i: int) -> str:
-    n = facts.n_layer
-    if mix == "q4_k_m" and facts.falcon:
-        return "Q6_K" if i < n // 16 else "Q5_K" if more_bits(i, n) else "Q4_K"
-    if mix in ("q4_k_m", "q5_k_m") and more_bits(i, n):
-        return "Q6_K"
-    if mix == "q4_k_s" and not facts.falcon and i < n // 8:
-        return "Q5_K"
-    return qtype
+def gguf_roles(meta: Any, slots: Sequence[Slot]) -> Roles:
+    """The roles and facts of a GGUF file, from its metadata and tensor names."""
+    heads = meta.get("attention.head_count", 1)
+    kv = meta.get("attention.head_count_kv", heads)
+    heads, kv = (v[0] if isinstance(v, list) else v for v in (heads, kv))
+    tied = not any(s.rest == "output.weight" for s in slots)
+    n_layer = meta.integer("block_count")
+    facts = qm.Facts.of(meta.arch, n_layer, int(heads), int(kv or heads), int(meta.get("expert_count", 0) or 0), tied)
+    return Roles(facts, True, None, None)

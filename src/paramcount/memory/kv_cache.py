@@ -23,7 +23,8 @@ full-attention layer allocates that many cells per sequence up front; a sliding-
 allocates ``min(n_ctx_seq, W + n_ubatch)`` padded to 256, where ``n_ubatch = min(T·B, 512)``,
 since a micro-batch is written before the window is trimmed. A cell holds one token's keys
 and values. The cache dtype defaults to fp16, llama.cpp's ``-ctk``/``-ctv`` default (f16).
-Checked against this rule restated from llama.cpp's source, not against a llama.cpp run.
+Checked against llama.cpp's own KV buffers (tests/test_llamacpp.py, from a llama-cpp-python
+run), where the llama.cpp runtime's plan (:mod:`paramcount.memory.llamacpp`) is byte-equal to this.
 
 Cache dtypes: fp32 4 B, fp16 and bf16 2 B, fp8 1 B per element plus one fp32 scale per key
 and per value tensor of each layer (transformers' ``QuantizedCache(backend="fp8")``, and

@@ -21,6 +21,7 @@ from typing import Any
 from ..errors import ParamcountError
 from ..model import Model
 from . import overhead as _overhead
+from .limits import Limit
 from .terms import GB, GIB, Term
 
 SCHEMA = "paramcount.memory/1"
@@ -202,6 +203,7 @@ class InferencePlanner:
         cache: str | None = None,
         encoder_length: int | None = None,
         mla: str = "latent",
+        pure: bool = False,
     ):
         from .weights import scheme as find
         from .weights import weights
@@ -212,19 +214,21 @@ class InferencePlanner:
         self.kv_dtype = kv_dtype or self.dtype
         self.cache = {"cache": cache, "encoder_length": encoder_length, "mla": mla}
         self.overhead = _overhead.parse(overhead if overhead is not None else _overhead.DEFAULT)
-        w = weights(model, self.scheme, keep=keep)
+        w = weights(model, self.scheme, keep=keep, pure=pure)
         self.keep = ",".join(w.keep) or "none"
         self.unquantised = w.unquantised()
         self.weights = w.term()
         self.stored_as = w.options if self.scheme == "stored" else None
         self.layout, self.partial = _layout(model, mla)
         self.widths = None if self.partial else shape_widths(model)
+        self.limit = Limit.of(model)
 
     def plan(self, context: int, batch: int = 1, why: str = "--context") -> Plan:
         from .kv_cache import kv_cache
         from .working_set import activations
 
         context, batch = positive(context, "--context"), positive(batch, "--batch")
+        warned = self.limit.check(context, "transformers")
         if self.partial:
             return self._weights_only(batch)
         cache = kv_cache(self.model, context, batch, self.kv_dtype, **self.cache, layout=self.layout)
@@ -233,7 +237,7 @@ class InferencePlanner:
         base = (self.weights, kv, act)
         extra = self.overhead.term(sum(t.bytes for t in base), "weights + KV cache + activations")
         settings = self._settings(cache.dtype, cache.cache, context, why, batch)
-        return Plan(self.model, "inference", (*base, extra), settings, tuple(cache.notes), planner=self)
+        return Plan(self.model, "inference", (*base, extra), settings, (*warned, *cache.notes), planner=self)
 
     def _settings(self, kv_dtype: Any, kv_cache: Any, context: Any, why: str, batch: int) -> dict[str, Any]:
         """Every choice the figures depend on; ``stored_as`` only for weights as stored."""
@@ -315,11 +319,16 @@ def inference(
     scheme's compute dtype (bf16; fp32/fp16 for those schemes; fp16 for GGUF, GPTQ and AWQ);
     ``overhead`` is ``"0.5GiB+10%"`` unless given (a string like ``"1GB+5%"`` or an Overhead).
     ``options``: ``keep`` (what stays in high precision), ``cache`` (``dynamic``/``static``/``llama.cpp``),
-    ``encoder_length``, ``mla`` (``latent``/``expanded``), as the weights and KV modules take them.
+    ``encoder_length``, ``mla`` (``latent``/``expanded``), as the weights and KV modules take them;
+    ``runtime`` (:mod:`paramcount.memory.runtimes`: llama.cpp by default for a GGUF file, whose
+    options are :class:`paramcount.memory.llamacpp.Options`' fields).
     """
+    from .runtimes import planner
+
     model = as_model(model)
     context, why = context_for(model, context)
-    return InferencePlanner(model, scheme, kv_dtype, overhead, **options).plan(context, batch, why)
+    runtime = options.pop("runtime", None)
+    return planner(model, scheme, runtime, kv_dtype=kv_dtype, overhead=overhead, **options).plan(context, batch, why)
 
 
 # ---- training ---------------------------------------------------------------------------------

@@ -21,8 +21,10 @@ and multiplied; a tied tensor is stored once. The schemes (``SCHEMES``):
   group per row). ``awq-int4``: AutoAWQ GEMM: ``qweight`` int32 [in, out/8], ``qzeros`` int32
   [in/g, out/8], ``scales`` fp16 [in/g, out]. Only linear layers inside the decoder layers
   (experts one by one, as the checkpoints store them), not routers; the rest fp16.
-* GGUF types (``q4_0``, ``q8_0``, ``q4_k``, ``q6_k``, ``iq4_xs``, …) and the llama.cpp mixes
-  ``q4_k_s``, ``q4_k_m``, ``q5_k_s``, ``q5_k_m``: see :mod:`paramcount.memory.gguf_types`.
+* llama.cpp file types (``q4_k_m``, ``q4_0``, ``q8_0``, ``q2_k``, ``q3_k_m``, ``iq4_xs``, …), each
+  the mix ``llama-quantize`` writes (``pure=True``: every tensor in the one type), and GGUF
+  types that are no file type (``q4_k``, ``q5_k``): every tensor in that type. See
+  :mod:`paramcount.memory.gguf_types` and :mod:`paramcount.memory.quant_mix`.
 * ``stored``: a checkpoint's weights exactly as its files store them (a GGUF file's types, a
   safetensors checkpoint's dtypes, packings and quantisation bookkeeping): see
   :mod:`paramcount.memory.stored`. Only for models read from weight files.
@@ -43,6 +45,8 @@ from ..dtypes import DTYPES
 from ..errors import ParamcountError
 from ..ir import KINDS
 from . import gguf_types as gg
+from . import quant_mix as qm
+from .gguf_file import is_gguf, metadata
 from .layouts import Part, awq, bnb4, gptq, part
 from .slots import Slot, slots
 from .terms import GB, GIB, Term
@@ -277,7 +281,8 @@ class _Plan:
     skip: frozenset[int]  # slot orders bitsandbytes never converts (non-strict fp32 modules)
     kept: frozenset[int]  # slot orders kept by the keep items
     kept_last: frozenset[int] = frozenset()  # slot orders whose last layer's copy is kept
-    mix: tuple = ()  # GGUF mix: (facts, {(layer, order): attn_v rank}, attn_v count)
+    mix: tuple = ()  # GGUF mix: (roles, {(layer, order): rank in its role group}, {group: count})
+    gguf: bool = False  # a GGUF file: llama.cpp's own tensor names decide what is quantised
 
 
 def weights(
@@ -287,6 +292,7 @@ def weights(
     keep: str | Iterable[str] | None = None,
     group_size: int | None = None,
     double_quant: bool | None = None,
+    pure: bool = False,
 ) -> Weights:
     """The exact weight memory of ``model`` stored under ``scheme`` (see ``SCHEMES``).
 
@@ -309,8 +315,10 @@ def weights(
     ``group_size`` applies to GPTQ/AWQ (default 128; -1 for GPTQ's one group per row);
     ``double_quant`` to nf4/fp4 (default False, as ``BitsAndBytesConfig``; QLoRA uses True).
     ``stored`` (a checkpoint's weights as its files hold them) takes none of these options.
+    ``pure`` (``llama-quantize --pure``) puts every quantisable tensor of a llama.cpp file type
+    (``q4_k_m``, ``q4_0``, …) in its default type (Q4_K, Q4_0), without the mix's rules.
     """
-    s = _scheme_arg(scheme)
+    s = _pure(_scheme_arg(scheme), pure)
     group, dq = _options(s, group_size, double_quant)
     if s.method == "stored":
         if _keep_items(keep, s):
@@ -323,6 +331,15 @@ def weights(
     plan = _make_plan(model, s, group, dq, found, items)
     rows = tuple(r for slot in found for r in _rows(slot, plan))
     return Weights(getattr(model, "name", ""), s.name, rows, items, _options_text(s, group, dq))
+
+
+def _pure(s: Scheme, pure: bool) -> Scheme:
+    """The single-type scheme of a llama.cpp file type, for ``pure``."""
+    if not pure:
+        return s
+    if s.method != "gguf":
+        raise ParamcountError(f"pure applies to llama.cpp (GGUF) types, not {s.name}", field="--pure")
+    return replace(s, qtype=gg.MIXES.get(s.qtype, s.qtype)) if s.qtype in gg.MIXES else s
 
 
 def _scheme_arg(name: str | Scheme) -> Scheme:
@@ -347,6 +364,8 @@ def _options(s: Scheme, group_size: int | None, double_quant: bool | None) -> tu
 def _options_text(s: Scheme, group: int, dq: bool) -> str:
     if s.method in ("gptq", "awq"):
         return "one group per row" if group == -1 else f"group {group}"
+    if s.method == "gguf" and s.name in gg.MIXES and s.qtype not in gg.MIXES:
+        return "pure"
     return "double quant" if s.method == "bnb4" and dq else ""
 
 
@@ -371,6 +390,7 @@ def _make_plan(model, s: Scheme, group: int, dq: bool, found: Sequence[Slot], it
     plan = _Plan(
         mt, s, group, dq, fp32 if s.name == "fp16" else frozenset(), fp32 if bnb else frozenset(), kept, kept_last
     )
+    plan = replace(plan, gguf=is_gguf(model))
     return replace(plan, mix=_mix(model, found)) if s.qtype in gg.MIXES else plan
 
 
@@ -439,21 +459,34 @@ def _output_slot(found: Sequence[Slot]) -> Slot | None:
 
 
 def _mix(model, found: Sequence[Slot]) -> tuple:
-    """llama.cpp's state for a mix: model facts and each attn_v-like slot's (rank, count)."""
-    if model.model_type not in gg.MIX_FAMILIES:
+    """llama.cpp's state for a mix: each slot's role and the model's facts, and each
+    (layer, slot)'s rank among the tensors of its role group in llama.cpp's order (by layer,
+    then name), with the groups' sizes: attn_v-like, ffn_down, ffn_gate, ffn_up."""
+    if is_gguf(model):
+        roles = gg.gguf_roles(metadata(model), found)
+    elif model.model_type not in gg.MIX_FAMILIES:
         raise ParamcountError(
-            f"the llama.cpp mixes are stated here for {', '.join(sorted(gg.MIX_FAMILIES))},"
-            f" not {model.model_type!r}; use a single GGUF type such as q4_k",
+            f"the llama.cpp mixes are stated here for {', '.join(sorted(gg.MIX_FAMILIES))} configs and for"
+            f" GGUF files, not {model.model_type!r}; use a single GGUF type such as q4_k",
             field="dtype",
         )
-    n_expert = max((n for n in _expert_counts(model.tree)), default=0)
-    facts = gg.Facts.of(model.model_type, dict(model.config or {}), found, n_expert, _output_slot(found))
-    wv = [s for s in found if gg.allowed(s) and gg.category(s, facts) == "attn_v"]
-    order = sorted((i, s.order) for s in wv for i in (s.layers or (0,)) for _ in range(s.per_layer))
+    else:
+        n_expert = max((n for n in _expert_counts(model.tree)), default=0)
+        roles = gg.config_roles(model.model_type, dict(model.config or {}), found, n_expert, _output_slot(found))
+    quantised = [s for s in found if gg.allowed(s, roles.gguf)]
     ranks: dict[tuple[int, int], int] = {}
-    for rank, key in enumerate(order):
-        ranks.setdefault(key, rank)
-    return facts, ranks, len(order)
+    counts: dict[str, int] = {}
+    for group in ("attn_v", "ffn_down", "ffn_gate", "ffn_up"):
+        members = [s for s in quantised if _group(roles.of(s)) == group]
+        order = sorted((i, s.rest, s.order) for s in members for i in (s.layers or (-1,)) for _ in range(s.per_layer))
+        for rank, (i, _, o) in enumerate(order):
+            ranks.setdefault((i, o), rank)
+        counts[group] = len(order)
+    return roles, ranks, counts
+
+
+def _group(role: str) -> str:
+    return "attn_v" if role in qm.ATTN_V else role
 
 
 def _expert_counts(node) -> Iterable[int]:
@@ -495,7 +528,7 @@ def _quantisable(s: Slot, plan: _Plan) -> bool:
     if method == "cast":
         return True
     if method == "gguf":
-        return gg.allowed(s)
+        return gg.allowed(s, plan.gguf)
     return s.linear and s.order not in plan.skip
 
 
@@ -527,11 +560,13 @@ def _gguf_rows(s: Slot, plan: _Plan) -> list[Row]:
     qtype = plan.scheme.qtype
     if not plan.mix:
         return [_gguf_row(s, s.layers, gg.fallback(qtype, s), s.copies)]
-    facts, ranks, n_wv = plan.mix
+    roles, ranks, counts = plan.mix
+    role = roles.of(s)
     runs: list[tuple[str, list[int]]] = []
     for i in s.layers or (None,):
-        key = (i or 0, s.order)
-        t = gg.fallback(gg.mix_type(qtype, s, facts, i or 0, (ranks.get(key, 0), n_wv)), s)
+        layer = -1 if i is None else i
+        t = qm.Tensor(role, gg.ne0(s), ranks.get((layer, s.order), 0), counts.get(_group(role), 0), max(layer, 0))
+        t = qm.tensor_type(qtype, t, roles.facts)
         if runs and runs[-1][0] == t:
             runs[-1][1].append(i)
         else:

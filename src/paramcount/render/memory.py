@@ -43,6 +43,7 @@ def heading(plan: Plan) -> Group:
     if plan.mode == "inference":
         kv = f"KV cache {s['kv_dtype']}" + ("" if s["kv_cache"] == "dynamic" else f" ({s['kv_cache']})")
         what = f"inference · {weights_text(s)} · {kv} · {n(s['context'])} tokens × batch {n(s['batch'])}"
+        what += f" · runtime {s['runtime']}" if s.get("runtime") else ""
     else:
         what = _training_line(s)
     why = s.get("context_from")
@@ -110,7 +111,8 @@ def how(plan: Plan) -> list[Any]:
 def render_plan(plan: Plan, gpu: GPU | None = None) -> Group:
     parts: list[Any] = [heading(plan), Text(""), terms_table(plan), Text("")]
     share = plan.estimated / plan.total if plan.total else 0
-    parts.append(Text(f"estimates (activations, overhead) are {share:.1%} of the total; how each term is computed:"))
+    estimated = ", ".join(t.key for t in plan.terms if t.estimate)
+    parts.append(Text(f"estimates ({estimated}) are {share:.1%} of the total; how each term is computed:"))
     parts += how(plan)
     parts += [Text(f"note: {note}", style="yellow") for note in plan.notes]
     if gpu is not None:
@@ -174,9 +176,8 @@ def render_fit(fit: Fit) -> Group:
             Text("min GPUs: data parallel with ZeRO-3 (weights, gradients, optimizer states sharded over them)")
         )
     partial = _partial(r.plan for r in fit.rows)
-    parts += partial or [
-        Text("every figure includes the estimated activations and overhead; `paramcount memory` itemises them")
-    ]
+    estimated = " and ".join(dict.fromkeys(t.key for r in fit.rows for t in r.plan.terms if t.estimate))
+    parts += partial or [Text(f"every figure includes the estimated {estimated}; `paramcount memory` itemises them")]
     return Group(*parts)
 
 

@@ -1,0 +1,529 @@
+"""Inference memory as llama.cpp allocates it: the model, KV, compute and output buffers.
+
+Each term is one of the buffers llama.cpp logs when it loads a model and creates a context
+(``llama_model_load``: "model buffer size"; ``llama_kv_cache``: "KV buffer size";
+``llama_context``: "output buffer size" and "compute buffer size"). Sources are the files of
+ggml-org/llama.cpp as vendored by llama-cpp-python 0.3.36; each term cites its function.
+
+* ``weights``: the model buffer, the file's tensors (or a planned quantisation) to the byte.
+* ``kv_cache``: ``llama_context::llama_context`` pads the context ``n_ctx`` up to a multiple of
+  256 cells; each of ``--parallel P`` sequences gets a stream of ``n_ctx_seq = pad(n_ctx / P,
+  256)`` cells, or with ``--kv-unified`` all share one stream of ``n_ctx`` cells.
+  ``llama_kv_cache_iswa`` gives a sliding-window layer ``pad(min(n_ctx_seq, W·(P if unified
+  else 1) + n_ubatch), 256)`` cells, or ``n_ctx_seq`` with ``--swa-full``. Each layer's K and
+  V tensors are ``ggml_row_size(type, n_embd_k_gqa) × cells × streams`` (``llama_kv_cache``
+  constructor): an f16 cell row is 2 B an element, q8_0 34 B per 32, q4_0 18 B per 32.
+* ``compute``: the scheduler's buffer for the worst-case graph (``llama_context::sched_reserve``
+  reserves a prompt of ``n_tokens = min(n_ctx, n_ubatch)`` tokens, all of them outputs, over the
+  whole cache). ggml's allocator (``ggml-alloc.c``) frees each tensor after its last use and
+  runs norms, adds, RoPE and softmax in place, so the buffer is the largest set of tensors
+  alive at once: an estimate, taken as the largest of three moments (see :func:`compute`).
+* ``output``: ``llama_context::output_reserve(n_seq_max)``: ``n_vocab × n_outputs`` fp32 logits,
+  ``n_outputs = max(n_seq_max, 1)`` at context creation (it grows later only if a batch asks
+  for more outputs), plus ``n_embd`` floats per output when embeddings are requested.
+* ``overhead``: on a GPU, the CUDA context (``--overhead``, default 0.5 GiB); none on a CPU,
+  where llama.cpp's buffers are plain host allocations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from typing import Any
+
+from ..dtypes import DTYPES
+from ..errors import ParamcountError
+from ..model import Model
+from . import overhead as _overhead
+from .kv_layout import LayerKind, Layout
+from .limits import Limit
+from .terms import Term
+
+PAD = 256  # llama.cpp pads n_ctx, n_ctx_seq and the SWA cache to 256 cells
+UBATCH = 512  # llama_context_default_params: n_ubatch
+BATCH = 2048  # llama_context_default_params: n_batch (llama-cli, llama-server)
+FLASH = ("auto", "on", "off")
+DEVICES = ("gpu", "cpu")
+# -ctk / -ctv: common/arg.cpp kv_cache_types
+CACHE_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
+_CACHE_ALIASES = {"fp32": "f32", "fp16": "f16", "float16": "f16", "half": "f16", "float32": "f32", "bfloat16": "bf16"}
+SRC = "llama.cpp"
+
+
+@dataclass(frozen=True)
+class Options:
+    """The llama.cpp context parameters a plan depends on (``llama_context_params`` names in
+    brackets): ``ubatch`` [n_ubatch], ``batch`` [n_batch], ``flash_attn`` [flash_attn_type],
+    ``swa_full``, ``kv_unified``, ``type_k`` / ``type_v`` [-ctk / -ctv], ``device`` (gpu or cpu)
+    and ``embeddings``; the number of sequences [n_seq_max, ``--parallel``] is the plan's batch."""
+
+    ubatch: int = UBATCH
+    batch: int = BATCH
+    flash_attn: str = "auto"
+    swa_full: bool = False
+    kv_unified: bool = False
+    type_k: str = "f16"
+    type_v: str = "f16"
+    device: str = "gpu"
+    embeddings: bool = False
+
+    @property
+    def flash(self) -> bool:
+        """What ``auto`` resolves to: on. ``llama_context::resolve_fused_ops`` keeps flash
+        attention when the layer's device runs ``GGML_OP_FLASH_ATTN_EXT`` (the CPU and CUDA
+        backends do); a quantised V cache needs it on (``llama_init_from_model``)."""
+        return self.flash_attn != "off"
+
+
+def cache_type(name: Any, field: str) -> str:
+    key = name.strip().lower() if isinstance(name, str) else None
+    key = _CACHE_ALIASES.get(key, key)
+    if key not in CACHE_TYPES:
+        raise ParamcountError(f"llama.cpp cache types are {', '.join(CACHE_TYPES)}, not {name!r}", field=field)
+    return key
+
+
+def options(**given: Any) -> Options:
+    """Checked :class:`Options` from keyword arguments (None: the default)."""
+    o = Options(**{k: v for k, v in given.items() if v is not None})
+    if o.flash_attn not in FLASH:
+        raise ParamcountError(f"flash attention is on, off or auto, not {o.flash_attn!r}", field="--flash-attn")
+    if o.device not in DEVICES:
+        raise ParamcountError(f"device is gpu or cpu, not {o.device!r}", field="--device")
+    for value, field in ((o.ubatch, "--ubatch"), (o.batch, "--n-batch")):
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1 << 20:
+            raise ParamcountError(f"expected a whole number 1..1,048,576, got {value!r}", field=field)
+    o = replace(o, type_k=cache_type(o.type_k, "--cache-type-k"), type_v=cache_type(o.type_v, "--cache-type-v"))
+    if DTYPES[o.type_v.upper()].elements > 1 and o.flash_attn == "off":
+        raise ParamcountError(
+            "a quantised V cache needs flash attention (llama.cpp refuses it with -fa off)", field="--cache-type-v"
+        )
+    return o
+
+
+# ---- cells ------------------------------------------------------------------------------------
+
+
+def pad(n: int, to: int = PAD) -> int:
+    return -(-n // to) * to
+
+
+@dataclass(frozen=True)
+class Cells:
+    """What llama_context makes of ``-c`` and ``-np``: n_ctx, cells per stream, streams, n_ubatch."""
+
+    n_ctx: int
+    n_ctx_seq: int
+    streams: int
+    n_seq_max: int
+    n_ubatch: int
+    n_tokens: int  # the reserved prompt: min(n_ctx, n_ubatch)
+
+    @staticmethod
+    def of(context: int, parallel: int, o: Options) -> Cells:
+        """``-c context·parallel -np parallel`` (llama_context::llama_context)."""
+        requested = context * parallel
+        n_batch = min(requested, o.batch)  # causal models: min(n_ctx, n_batch), before padding
+        n_ubatch = min(n_batch, o.ubatch)
+        n_ctx = pad(requested)
+        if o.kv_unified:
+            return Cells(n_ctx, n_ctx, 1, parallel, n_ubatch, min(n_ctx, n_ubatch))
+        seq = pad(n_ctx // parallel)
+        return Cells(seq * parallel, seq, parallel, parallel, n_ubatch, min(seq * parallel, n_ubatch))
+
+    def layer(self, kind: LayerKind, o: Options) -> int:
+        """Cells one stream of a layer of ``kind`` holds (llama_kv_cache_iswa's size_swa)."""
+        if kind.window is None or o.swa_full:
+            return self.n_ctx_seq
+        span = kind.window * (self.n_seq_max if o.kv_unified else 1)
+        return pad(min(self.n_ctx_seq, span + self.n_ubatch))
+
+
+# ---- KV cache ---------------------------------------------------------------------------------
+
+
+def row_bytes(qtype: str, elements: int, field: str = "--cache-type-k") -> int:
+    """``ggml_row_size``: bytes of one row of ``elements`` values of a cache type."""
+    b = DTYPES[qtype.upper()]
+    if elements % b.elements:
+        raise ParamcountError(
+            f"a {qtype} cache row must hold whole blocks of {b.elements}; {elements} values do not", field=field
+        )
+    return elements // b.elements * b.bytes
+
+
+def _kind_widths(kind: LayerKind) -> tuple[int, int]:
+    """(n_embd_k_gqa, n_embd_v_gqa): MLA's latent is all key (``has_v = !is_mla``)."""
+    if kind.stores == "mla-latent":
+        return kind.key_dim + kind.value_dim, 0
+    return kind.kv_heads * kind.key_dim, kind.kv_heads * kind.value_dim
+
+
+def kv_term(layout: Layout, cells: Cells, o: Options) -> Term:
+    """The KV buffers: one part per layer kind."""
+    parts = []
+    for kind in layout.kinds:
+        if kind.attention not in ("full", "sliding"):
+            raise ParamcountError(f"llama.cpp plans here cache attention layers only, not {kind.label}")
+        n = cells.layer(kind, o)
+        k_w, v_w = _kind_widths(kind)
+        k, v = row_bytes(o.type_k, k_w), row_bytes(o.type_v, v_w, "--cache-type-v") if v_w else 0
+        size = kind.layers * (k + v) * n * cells.streams
+        formula = (
+            f"L · (row_k + row_v) · cells · streams = {kind.layers} · ({k:,} + {v:,}) B · {n:,} · {cells.streams}"
+            f" = {size:,} B"
+        )
+        said = f"{n:,} cells per stream ({_cells_rule(kind, o)}); K {o.type_k} {k_w} wide, V {o.type_v} {v_w} wide"
+        parts.append(Term(f"kv_cache.{kind.attention}", kind.label, size, formula, said, False, _KV_SRC))
+    total = sum(p.bytes for p in parts)
+    streams = f"{cells.streams} stream{'s' * (cells.streams > 1)}"
+    label = f"KV cache ({o.type_k}/{o.type_v}, {cells.n_ctx_seq:,} cells × {streams})"
+    assumption = (
+        f"n_ctx {cells.n_ctx:,} (-c, padded to 256), n_ctx_seq {cells.n_ctx_seq:,}, n_seq_max {cells.n_seq_max}"
+        f" (--parallel), kv_unified {str(o.kv_unified).lower()}, swa_full {str(o.swa_full).lower()},"
+        f" -ctk {o.type_k} -ctv {o.type_v}"
+    )
+    formula = " + ".join(f"{p.bytes:,}" for p in parts) + f" = {total:,} B" if len(parts) > 1 else parts[0].formula
+    return Term("kv_cache", label, total, formula, assumption, False, _KV_SRC, tuple(parts) if len(parts) > 1 else ())
+
+
+_KV_SRC = (
+    "llama.cpp src/llama-context.cpp llama_context::llama_context (n_ctx, n_ctx_seq padding); "
+    "src/llama-kv-cache.cpp llama_kv_cache::llama_kv_cache (K/V tensors); "
+    "src/llama-kv-cache-iswa.cpp llama_kv_cache_iswa (size_swa)"
+)
+
+
+def _cells_rule(kind: LayerKind, o: Options) -> str:
+    if kind.window is None:
+        return "n_ctx_seq"
+    if o.swa_full:
+        return "--swa-full: n_ctx_seq"
+    return "pad(min(n_ctx_seq, W" + (" · n_seq_max" if o.kv_unified else "") + " + n_ubatch), 256)"
+
+
+# ---- compute and output -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What the graph's largest tensors depend on (widths per token, in elements)."""
+
+    hidden: int  # n_embd
+    heads: int  # query heads
+    q: int  # n_head · n_embd_head_k
+    k: int  # n_embd_k_gqa of the widest layer
+    v: int  # n_embd_v_gqa
+    out: int  # n_head · n_embd_head_v: the attention output before attn_output
+    ffn: int  # what one feed-forward holds at once (gate, up and their product)
+    vocab: int  # n_vocab: rows of the output head
+
+    @property
+    def attention(self) -> int:
+        """The residual, the attention norm, Q, K, V, KQV and its contiguous copy: what one
+        layer's attention has allocated when the scores are (ggml-alloc places the scores
+        above them; measured: tests/fixtures/llamacpp_buffers.json)."""
+        return 2 * self.hidden + self.q + self.k + self.v + 2 * self.out
+
+
+F32 = 4
+
+
+def compute(shape: Shape, layout: Layout, cells: Cells, o: Options) -> Term:
+    """The compute buffer: the largest of three moments of the reserved graph.
+
+    * attention: the KQ masks (one per cache kind, ``n_kv × n_tokens``, f16 with flash
+      attention, else f32: ``build_attn_inp_kq_mask``), the layer's tensors
+      (:attr:`Shape.attention`) and, without flash attention, the scores of every head over the
+      whole cache (``build_attn_mha``: ``ggml_mul_mat(k, q)`` in f32, softmax in place);
+    * feed-forward: the masks again (the next layers still need them), the residual and what
+      ``build_ffn`` / ``build_moe_ffn`` hold at once (gate, up, their product; per routed expert);
+    * output: the final norm, its input, and the f32 logits of every reserved token (the masks
+      are freed after the last layer).
+
+    Token ids and positions (4 B a token each) are added to every moment.
+    """
+    t = cells.n_tokens
+    n_kv = {k.window is None: cells.layer(k, o) for k in layout.kinds if k.attention in ("full", "sliding")}
+    widest = max(n_kv.values(), default=0)
+    mask = 2 if o.flash else F32
+    masks = sum(n * t * mask for n in n_kv.values())
+    scores = 0 if o.flash else widest * t * shape.heads * F32
+    moments = {
+        "attention": masks + shape.attention * t * F32 + scores,
+        "feed-forward": masks + (shape.hidden + shape.ffn) * t * F32,
+        "output": (2 * shape.hidden + shape.vocab) * t * F32,
+    }
+    peak = max(moments, key=moments.get)
+    inputs = 2 * t * 4
+    total = inputs + moments[peak]
+    parts = tuple(
+        Term(f"compute.{k.replace('-', '_')}", k + (" (the peak)" if k == peak else ""), v,
+             _moment_formula(k, shape, t, n_kv, o) + f" = {v:,} B", "", True)
+        for k, v in moments.items()
+    )  # fmt: skip
+    fa = f"flash attention {'on' if o.flash else 'off'}" + (" (auto resolves to on)" if o.flash_attn == "auto" else "")
+    assumption = (
+        f"reserved prompt n_tokens = min(n_ctx, n_ubatch) = {t:,} (--ubatch), all of them outputs; {fa}"
+        " (--flash-attn); the buffer is the largest moment (its parts do not add up)"
+    )
+    formula = f"token ids and positions 2 · {t:,} · 4 B + {peak} {moments[peak]:,} B = {total:,} B"
+    label = f"compute buffer ({t:,}-token micro-batch)"
+    return Term("compute", label, total, formula, assumption, True, _COMPUTE_SRC, parts)
+
+
+_COMPUTE_SRC = (
+    "llama.cpp src/llama-context.cpp llama_context::sched_reserve / graph_reserve (worst-case graph of "
+    "min(n_ctx, n_ubatch) tokens); src/llama-graph.cpp build_attn_mha, build_attn_inp_kq_mask; "
+    "ggml/src/ggml-alloc.c (tensors freed after last use, in-place ops); this project's model of the peak, "
+    "held to llama.cpp's logged sizes in tests/fixtures/llamacpp_buffers.json"
+)
+
+
+def _moment_formula(moment: str, s: Shape, t: int, n_kv: Mapping[bool, int], o: Options) -> str:
+    if moment == "output":
+        return f"(2 · n_embd + n_vocab) · n_tokens · 4 B = (2 · {s.hidden:,} + {s.vocab:,}) · {t:,} · 4 B"
+    mask = 2 if o.flash else 4
+    masks = " + ".join(f"{n:,} · {t:,} · {mask} B" for n in n_kv.values()) or "0"
+    if moment == "feed-forward":
+        return f"masks {masks} + (n_embd + ffn) · n_tokens · 4 B = ({s.hidden:,} + {s.ffn:,}) · {t:,} · 4 B"
+    layer = f"(2·n_embd + q + k + v + 2·out) · n_tokens · 4 B = {s.attention:,} · {t:,} · 4 B"
+    if o.flash:
+        return f"masks {masks} + {layer}"
+    widest = max(n_kv.values(), default=0)
+    return f"masks {masks} + {layer} + scores n_kv · n_tokens · n_head · 4 B = {widest:,} · {t:,} · {s.heads} · 4 B"
+
+
+def output(shape: Shape, cells: Cells, o: Options) -> Term:
+    """llama_context::output_reserve at context creation (see the module docstring)."""
+    n_out = cells.n_seq_max
+    logits = shape.vocab * n_out * F32
+    embd = shape.hidden * n_out * F32 if o.embeddings else 0
+    formula = f"n_vocab · n_outputs · 4 B = {shape.vocab:,} · {n_out} · 4 B" + (
+        f" + n_embd · n_outputs · 4 B = {embd:,} B" if embd else ""
+    )
+    said = (
+        f"n_outputs = n_seq_max = {n_out} at context creation (it grows when a batch asks for more logits); "
+        "n_vocab = the output head's rows, to which the converter pads the token list"
+        + ("; embeddings on (--embeddings)" if o.embeddings else "")
+    )
+    src = "llama.cpp src/llama-context.cpp llama_context::output_reserve"
+    return Term(
+        "output", "output buffer (logits)", logits + embd, formula + f" = {logits + embd:,} B", said, False, src
+    )
+
+
+# ---- shapes -----------------------------------------------------------------------------------
+
+
+def shape_of(model: Model, layout: Layout, widths: Any) -> Shape:
+    """The graph's widths: heads and head sizes from the GGUF metadata or the config, K and V
+    from the cache layout, the feed-forward and vocabulary from the weight shapes
+    (:mod:`paramcount.memory.working_set`)."""
+    h = widths.hidden
+    heads = _heads(model) or max(1, h // max(_head_dim(layout), 1))
+    d_k, d_v = _head_dims(model, layout, h, heads)
+    k, v = max((_kind_widths(kind) for kind in layout.kinds if kind.attention in ("full", "sliding")), default=(0, 0))
+    return Shape(h, heads, heads * d_k, k, v, heads * d_v, widths.ffn, widths.logits)
+
+
+def _heads(model: Model) -> int | None:
+    config = dict(model.config or {})
+    text = config.get("text_config")
+    for source in (config, text if isinstance(text, Mapping) else {}):
+        for key in ("attention.head_count", "num_attention_heads", "n_head", "num_heads"):
+            v = source.get(key)
+            if isinstance(v, list) and v:
+                v = max(v)
+            if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+                return v
+    return None
+
+
+def _head_dim(layout: Layout) -> int:
+    return max((k.key_dim for k in layout.kinds if k.stores == "kv"), default=0)
+
+
+def _head_dims(model: Model, layout: Layout, h: int, heads: int) -> tuple[int, int]:
+    config = dict(model.config or {})
+    d_k = config.get("attention.key_length") or config.get("head_dim") or _head_dim(layout) or h // heads
+    d_v = config.get("attention.value_length") or d_k
+    if any(k.stores == "mla-latent" for k in layout.kinds):
+        d_k = config.get("attention.key_length_mla") or d_k
+        d_v = config.get("attention.value_length_mla") or d_v
+    return int(d_k), int(d_v)
+
+
+# ---- the planner ------------------------------------------------------------------------------
+
+_WEIGHTS_SRC = (
+    "llama.cpp src/llama-model.cpp llama_model::load_tensors (model buffers: each tensor's ggml_nbytes), "
+    "llama_model_size"
+)
+CPU_OVERHEAD = _overhead.Overhead(0, Fraction(0))
+GPU_DEFAULT = _overhead.Overhead(_overhead.GIB // 2, Fraction(0))
+
+
+class LlamaCppPlanner:
+    """The weights and the model's shapes computed once; plans any context and number of
+    sequences (``batch`` is llama.cpp's ``--parallel``: n_seq_max, one stream each)."""
+
+    runtime = "llama.cpp"
+
+    def __init__(
+        self,
+        model: Model,
+        scheme: str | None = None,
+        kv_dtype: str | None = None,
+        overhead: Any = None,
+        *,
+        keep: Any = None,
+        pure: bool = False,
+        **given: Any,
+    ):
+        from .plan import default_scheme, shape_widths
+        from .weights import scheme as find
+        from .weights import weights
+
+        self.model = model
+        if kv_dtype is not None:
+            given.setdefault("type_k", kv_dtype)
+            given.setdefault("type_v", kv_dtype)
+        self.options = options(**given)
+        self.scheme = find(scheme or default_scheme(model)).name
+        w = weights(model, self.scheme, keep=keep, pure=pure)
+        self.keep = ",".join(w.keep) or "none"
+        self.unquantised = w.unquantised()
+        self.weights = replace(w.term(), source=_WEIGHTS_SRC)
+        self.repack = repack(w) if self.options.device == "cpu" else ()
+        self.stored_as = w.options if self.scheme == "stored" else None
+        default = CPU_OVERHEAD if self.options.device == "cpu" else GPU_DEFAULT
+        self.overhead = _overhead.parse(overhead) if overhead is not None else default
+        self.layout, self.partial = _layout(model)
+        self.shape = None if self.partial else shape_of(model, self.layout, shape_widths(model))
+        self.limit = Limit.of(model)
+
+    def plan(self, context: int, batch: int = 1, why: str = "--context") -> Any:
+        from .plan import Plan, positive
+
+        context, batch = positive(context, "--context"), positive(batch, "--parallel")
+        o = self.options
+        warned = self.limit.check(context, "llama.cpp")
+        if self.partial:
+            terms = (self.weights, *self.repack, *self._overhead(self.weights.bytes))
+            note = f"weights only, no KV, compute or output buffers: {self.partial}"
+            return Plan(
+                self.model, "inference", terms, self._settings(None, context, why, batch), (note,), self, self.partial
+            )
+        cells = Cells.of(context, batch, o)
+        base = (
+            self.weights,
+            kv_term(self.layout, cells, o),
+            compute(self.shape, self.layout, cells, o),
+            output(self.shape, cells, o),
+            *self.repack,
+        )
+        terms = (*base, *self._overhead(sum(t.bytes for t in base)))
+        notes = (*warned, *self.layout.notes, *_notes(o))
+        return Plan(self.model, "inference", terms, self._settings(cells, context, why, batch), notes, planner=self)
+
+    def total(self, context: int, batch: int = 1) -> int:
+        return self.plan(context, batch).total
+
+    def _overhead(self, others: int) -> tuple[Term, ...]:
+        if not self.overhead.fixed and not self.overhead.percent:
+            return ()
+        where = "the CPU" if self.options.device == "cpu" else "a GPU"
+        if self.overhead.percent:
+            return (self.overhead.term(others, f"llama.cpp's buffers, on {where}"),)
+        n = self.overhead.fixed
+        said = (
+            f"on {where}: the CUDA context and library workspaces; llama.cpp sizes its own buffers exactly, "
+            "so no allocator margin is added (--overhead; --device cpu: none)"
+        )
+        src = "CUDA context: pytorch/pytorch#86509 (287 MB with lazy loading, 667 MB without)"
+        return (Term("overhead", f"overhead ({self.overhead.text})", n, f"{n:,} B", said, True, src),)
+
+    def _settings(self, cells: Cells | None, context: int, why: str, batch: int) -> dict[str, Any]:
+        o = self.options
+        stored = {"stored_as": self.stored_as} if self.stored_as else {}
+        fa = ("on" if o.flash else "off") + (" (auto)" if o.flash_attn == "auto" else "")
+        return {
+            "runtime": "llama.cpp",
+            "scheme": self.scheme,
+            **stored,
+            "keep": self.keep,
+            "compute_dtype": "f32",
+            "kv_dtype": None if cells is None else (o.type_k if o.type_k == o.type_v else f"{o.type_k}/{o.type_v}"),
+            "kv_cache": None if cells is None else "llama.cpp",
+            "context": context,
+            "context_from": why,
+            "batch": batch,
+            "parallel": batch,
+            "n_ctx": None if cells is None else cells.n_ctx,
+            "n_ctx_seq": None if cells is None else cells.n_ctx_seq,
+            "ubatch": None if cells is None else cells.n_ubatch,
+            "flash_attn": fa,
+            "swa_full": o.swa_full,
+            "kv_unified": o.kv_unified,
+            "device": o.device,
+            "overhead": self.overhead.text,
+        }
+
+
+# ggml-cpu repack.cpp ggml_repack_get_optimal_repack_type on x86 with AVX2: these types, when a
+# weight's rows (ne[1]) come in whole groups of 8, are repacked for MUL_MAT / MUL_MAT_ID.
+REPACKED = frozenset({"Q4_0", "Q4_K", "IQ4_NL", "MXFP4"})
+_EMBEDDINGS = ("token_embd.", "per_layer_token_embd.")  # read by GET_ROWS, never repacked
+
+
+def repack(w: Any) -> tuple[Term, ...]:
+    """The CPU_REPACK buffer: a copy, interleaved for the CPU's kernels, of every matrix
+    multiplied in a repackable type; the mapped file stays as it is beside it."""
+    rows = [
+        r for r in w.rows
+        if r.format in REPACKED and len(r.shape) >= 2 and r.shape[-2] % 8 == 0 and not r.name.startswith(_EMBEDDINGS)
+    ]  # fmt: skip
+    if not rows:
+        return ()
+    n = sum(r.bytes for r in rows)
+    types = ", ".join(sorted({r.format for r in rows}))
+    formula = f"{sum(r.count for r in rows):,} tensors ({types}) = {n:,} B"
+    said = (
+        "a CPU only, x86 with AVX2: Q4_0, Q4_K, IQ4_NL and MXFP4 weights with rows in groups of 8, "
+        "except the token embeddings; other CPUs repack other types or none (--device)"
+    )
+    src = "llama.cpp ggml/src/ggml-cpu/repack.cpp ggml_repack_get_optimal_repack_type (CPU_REPACK buffer type)"
+    return (Term("repack", "CPU_REPACK buffer (weights repacked for the CPU)", n, formula, said, False, src),)
+
+
+def _layout(model: Model) -> tuple[Layout | None, str | None]:
+    from .kv_layout import NoLayout, attention_layout
+
+    try:
+        layout = attention_layout(model)
+    except NoLayout as e:
+        return None, str(e)
+    if not any(k.attention in ("full", "sliding") for k in layout.kinds):
+        return None, "no attention layer keeps a KV cache here; llama.cpp's plan covers decoder attention caches"
+    if any(k.attention not in ("full", "sliding") for k in layout.kinds):
+        return None, "llama.cpp's plan here covers attention caches only, not recurrent states or cross-attention"
+    if layout.runtime != "llama.cpp":
+        said = (
+            "the cache layout is read from the transformers config; the GGUF file llama.cpp converts from it "
+            "may differ (llama.cpp switches Phi-3's sliding window off)"
+        )
+        kept = tuple(n for n in layout.notes if "DynamicCache" not in n)  # transformers' cache rule, not this one
+        layout = replace(layout, notes=(*kept, said))
+    return layout, None
+
+
+def _notes(o: Options) -> tuple[str, ...]:
+    said = []
+    if o.flash_attn == "auto":
+        said.append(
+            "--flash-attn auto resolves to on: llama_context::resolve_fused_ops keeps flash attention "
+            "when the layer's device runs FLASH_ATTN_EXT (CPU and CUDA do)"
+        )
+    return tuple(said)

@@ -1,0 +1,166 @@
+"""GGUF quantisation mixes equal llama.cpp's quantiser's, tensor by tensor.
+
+Oracle: tests/fixtures/llamacpp_quant.json, recorded by benchmarks/record_llamacpp.py with
+llama-cpp-python 0.3.36's ``llama_model_quantize`` (dry run: every tensor's type as the
+quantiser chooses it) on F16 GGUF files of five shapes (GQA and MHA, tied and untied, Gemma 3's
+640-wide rows, eight experts, 80 layers) for 27 file types and three ``--pure`` runs. The
+plan is made once from the GGUF file and once from the transformers config of the same shape.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+import paramcount
+from paramcount import ParamcountError
+from paramcount.cli import main
+from paramcount.memory import quant_mix as qm
+from paramcount.memory.weights import weights
+
+from .gguf_files import gemma3_spec, llama_spec, write
+
+pytest.importorskip("gguf")
+QUANT = json.loads((Path(__file__).parent / "fixtures" / "llamacpp_quant.json").read_text())
+
+# The transformers configs of the fixture's shapes.
+CONFIGS = {
+    "llama-gqa": {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256,
+                  "intermediate_size": 512, "num_hidden_layers": 16, "num_attention_heads": 8,
+                  "num_key_value_heads": 2, "vocab_size": 2048, "tie_word_embeddings": False},
+    "llama-mha-tied": {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 512,
+                       "intermediate_size": 768, "num_hidden_layers": 8, "num_attention_heads": 8,
+                       "num_key_value_heads": 8, "vocab_size": 2048, "tie_word_embeddings": True},
+    "gemma3-640": {"architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text", "hidden_size": 640,
+                   "intermediate_size": 2048, "num_hidden_layers": 6, "num_attention_heads": 4,
+                   "num_key_value_heads": 1, "head_dim": 256, "vocab_size": 4096, "sliding_window": 512},
+    "moe-8": {"architectures": ["MixtralForCausalLM"], "model_type": "mixtral", "hidden_size": 256,
+              "intermediate_size": 256, "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2,
+              "vocab_size": 1024, "num_local_experts": 8, "num_experts_per_tok": 2, "tie_word_embeddings": False},
+    "llama-80": {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256,
+                 "intermediate_size": 256, "num_hidden_layers": 80, "num_attention_heads": 8,
+                 "num_key_value_heads": 2, "vocab_size": 512, "tie_word_embeddings": False},
+}  # fmt: skip
+# transformers names -> llama.cpp's (convert_hf_to_gguf.py); the fused experts are split in two
+_RENAME = [
+    (r"model\.embed_tokens\.weight", ["token_embd.weight"]),
+    (r"lm_head\.weight", ["output.weight"]),
+    (r"model\.norm\.weight", ["output_norm.weight"]),
+    (r"self_attn\.(q|k|v)_proj\.weight", ["attn_{0}.weight"]),
+    (r"self_attn\.o_proj\.weight", ["attn_output.weight"]),
+    (r"self_attn\.(q|k)_norm\.weight", ["attn_{0}_norm.weight"]),
+    (r"mlp\.(gate|up|down)_proj\.weight", ["ffn_{0}.weight"]),
+    (r"mlp\.experts\.gate_up_proj", ["ffn_gate_exps.weight", "ffn_up_exps.weight"]),
+    (r"mlp\.experts\.down_proj", ["ffn_down_exps.weight"]),
+    (r"mlp\.gate\.weight", ["ffn_gate_inp.weight"]),
+    (r"input_layernorm\.weight", ["attn_norm.weight"]),
+    (r"pre_feedforward_layernorm\.weight", ["ffn_norm.weight"]),  # Gemma 3
+    (r"post_feedforward_layernorm\.weight", ["post_ffw_norm.weight"]),
+]
+_POST_ATTENTION = {"gemma3-640": "post_attention_norm.weight"}  # else llama's ffn_norm
+
+
+def gguf_names(name: str, model: str) -> list[str]:
+    """The GGUF names of one transformers tensor (layer ranges expanded)."""
+    m = re.match(r"model\.layers\.(\d+)(?:–(\d+))?\.(.*)", name)
+    layers, rest = (range(int(m[1]), int(m[2] or m[1]) + 1), m[3]) if m else ([None], name)
+    post = (r"post_attention_layernorm\.weight", [_POST_ATTENTION.get(model, "ffn_norm.weight")])
+    for pattern, targets in [*_RENAME, post]:
+        hit = re.fullmatch(pattern, rest)
+        if hit:
+            names = [t.format(*hit.groups()) for t in targets]
+            return [n if i is None else f"blk.{i}.{n}" for i in layers for n in names]
+    return []
+
+
+def per_tensor(w, rename=lambda n: [n]) -> dict[str, str]:
+    out = {}
+    for r in w.rows:
+        m = re.match(r"blk\.(\d+)(?:–(\d+))?\.(.*)", r.name)
+        if m:  # a GGUF row over a run of layers
+            out.update({f"blk.{i}.{m[3]}": r.format for i in range(int(m[1]), int(m[2] or m[1]) + 1)})
+        else:
+            out.update(dict.fromkeys(rename(r.name), r.format))
+    return out
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("quant")
+    return {name: paramcount.load(str(write(spec, folder / f"{name}.gguf"))) for name, spec in QUANT["models"].items()}
+
+
+def case_id(c: dict) -> str:
+    return f"{c['model']}-{c['ftype']}{'-pure' * c['pure']}"
+
+
+@pytest.mark.parametrize("case", QUANT["cases"], ids=case_id)
+def test_mix_from_a_gguf_file_equals_llama_quantize(files, case):
+    spec = QUANT["models"][case["model"]]
+    want = {t[0]: typ for t, typ in zip(spec["tensors"], case["types"], strict=True)}
+    got = per_tensor(weights(files[case["model"]], case["ftype"].lower(), pure=case["pure"]))
+    assert got == want
+
+
+@pytest.mark.parametrize("case", QUANT["cases"], ids=case_id)
+def test_mix_from_a_config_equals_llama_quantize(case):
+    spec = QUANT["models"][case["model"]]
+    want = {t[0]: typ for t, typ in zip(spec["tensors"], case["types"], strict=True)}
+    w = weights(paramcount.load(CONFIGS[case["model"]]), case["ftype"].lower(), pure=case["pure"])
+    got = per_tensor(w, lambda name: gguf_names(name, case["model"]))
+    tied_output = {"output.weight"} if spec["tensors"][-1][0] != "output.weight" else set()
+    assert set(got) - tied_output == set(want)  # a tied head: one table, typed as token_embd
+    assert {k: v for k, v in got.items() if k in want} == want
+
+
+def test_roles_and_what_is_quantised():
+    assert [qm.role(n) for n in ("output.weight", "token_embd.weight", "blk.3.attn_qkv.weight")] == [
+        "output",
+        "token_embd",
+        "attn_qkv",
+    ]
+    assert qm.role("blk.0.ffn_down_exps.weight") == "ffn_down" and qm.role("blk.0.ffn_gate_inp.weight") == "ffn_gate"
+    assert not qm.allows_quantization("blk.0.ffn_gate_inp.weight", 2)  # the router stays F32
+    assert not qm.allows_quantization("blk.0.attn_norm.weight", 1)
+    assert qm.allows_quantization("blk.0.ffn_up_exps.weight", 3)
+
+
+def test_fallbacks_for_rows_that_do_not_fill_blocks():
+    """tensor_type_fallback: 640 = 2.5 blocks of 256; 72 values fit no 32-block either."""
+    assert [qm.fallback(t, 640) for t in ("Q4_K", "Q5_K", "Q6_K", "Q2_K", "IQ4_XS")] == [
+        "Q5_0", "Q5_1", "Q8_0", "Q4_0", "IQ4_NL"
+    ]  # fmt: skip
+    assert qm.fallback("Q4_K", 72) == "F16" and qm.fallback("Q4_0", 72) == "F16"
+
+
+def test_q4_0_file_keeps_the_output_in_q6_k_and_pure_does_not():
+    """The issue's −2.9% on an 8B file: llama.cpp's Q4_0 writes output.weight in Q6_K."""
+    m = paramcount.load("meta-llama/Llama-3.1-8B")
+    mix, pure = weights(m, "q4_0"), weights(m, "q4_0", pure=True)
+    head = {r.name: r.format for r in mix.rows}["lm_head.weight"]
+    assert head == "Q6_K" and {r.format for r in pure.rows if r.role == "quantised"} == {"Q4_0"}
+    assert mix.bytes > pure.bytes and pure.options == "pure"
+
+
+def test_gemma3_gguf_has_a_mix_now(tmp_path):
+    """Gemma 3 270M's 640-wide rows: Q4_K → Q5_0, Q6_K → Q8_0; the tied table takes the
+    output rule (Q6_K, but 640 is no multiple of 256: Q8_0); ffn_down's rows are 2,048 wide."""
+    path = write(gemma3_spec("g", 6, 640, 4, 1, 256, 2048, 4096), tmp_path / "g.gguf")
+    fmt = per_tensor(weights(paramcount.load(str(path)), "q4_k_m"))
+    assert fmt["token_embd.weight"] == "Q8_0" and fmt["blk.0.attn_q.weight"] == "Q5_0"
+    assert fmt["blk.2.attn_v.weight"] == "Q8_0" and fmt["blk.2.ffn_down.weight"] == "Q6_K"
+    assert fmt["blk.1.attn_v.weight"] == "Q5_0" and fmt["blk.1.ffn_down.weight"] == "Q4_K"
+
+
+def test_cli_pure_and_its_errors(capsys, tmp_path):
+    path = write(llama_spec("l", 2, 256, 4, 2, 512, 512), tmp_path / "l.gguf")
+    assert main(["memory", str(path), "--dtype", "q4_0", "--pure", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert {p["key"] for p in doc["terms"][0]["parts"]} == {"weights.Q4_0", "weights.F32"}
+    assert main(["memory", "gpt2", "--dtype", "int4", "--pure"]) == 2
+    assert "--pure" in capsys.readouterr().err
+    with pytest.raises(ParamcountError, match=r"not a llama\.cpp file type"):
+        qm.tensor_type("q4_k", qm.Tensor("attn_v", 256), qm.Facts("llama", 1))
