@@ -280,3 +280,35 @@ def test_working_set_estimate_against_the_measured_peak(family):
         measured = _peak_of_live_tensors(module, torch.randint(0, 1000, (batch, context)))
         estimate = activations(model, context, batch, 2, "bf16").bytes
         assert 0.9 < estimate / measured < 1.1, (family, batch, context, estimate, measured)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "meta-llama/Llama-3.1-8B",
+        "google/gemma-2-9b",
+        "deepseek-ai/DeepSeek-V3",
+        "Qwen/Qwen3-Next-80B-A3B-Instruct",
+        "deepseek-ai/DeepSeek-V4-Flash-Base",
+        "openai/whisper-small",
+        "google-t5/t5-base",
+        "google-bert/bert-base-uncased",
+    ],
+)
+def test_a_planners_total_is_its_plans_total(name):
+    """The fit searches ask ``InferencePlanner.total``, which skips the formulas: it must be
+    the plan's total at every context, batch, precision and cache dtype."""
+    from paramcount.memory.plan import InferencePlanner
+
+    model = paramcount.load(name)
+    for scheme, kv in (("bf16", None), ("int4", "fp8"), ("fp32", "int8")):
+        planner = InferencePlanner(model, scheme, kv)
+        for context in (1, 448, 511, 4096, 100_000):
+            for batch in (1, 3):
+                try:
+                    expected = planner.plan(context, batch).total
+                except ParamcountError:  # past a learned position table: both refuse
+                    with pytest.raises(ParamcountError):
+                        planner.total(context, batch)
+                    continue
+                assert planner.total(context, batch) == expected

@@ -204,7 +204,10 @@ def _row(planner: Any, precision: str, card: GPU, model: Model, context: int, ba
         return Row(precision, planner.plan(context=context, batch=batch), cap, None, None, limit)
 
     def under(**kw: int) -> bool:
-        return planner.plan(**{"context": context, "batch": batch, **kw}).total <= cap
+        settings = {"context": context, "batch": batch, **kw}
+        if set(kw) <= {"context", "batch"}:  # a planner's total skips the formulas a search never shows
+            return planner.total(**settings) <= cap
+        return planner.plan(**settings).total <= cap
 
     max_context = largest(lambda t: under(context=t), 1, limit or NO_LIMIT_CONTEXT)
     max_batch = largest(lambda b: under(batch=b), 1, MAX_BATCH)

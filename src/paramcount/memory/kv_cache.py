@@ -190,6 +190,46 @@ def kv_cache(
     ``cache`` is ``"dynamic"`` (the default) or ``"static"`` (transformers' caches), or for a
     GGUF file ``"llama.cpp"`` (its default); ``mla`` is ``"latent"`` or ``"expanded"``.
     """
+    context, batch, layout, name, source, cache = _settle(
+        model, context, batch, dtype, encoder_length, cache, mla, layout
+    )
+    rows = tuple(_row(k, context, batch, source, name, cache) for k in layout.kinds)
+    one = sum(_row_bytes(k, _tokens(k, context, 1, source, cache), 1, name) for k in layout.kinds)
+    per_token = -(-layout.per_token_bits(CACHE_DTYPES[name]) // 8)
+    return KVCache(layout, context, batch, name, source, cache, rows, per_token, one)
+
+
+def kv_bytes(
+    model: Any,
+    context: int,
+    batch: int = 1,
+    dtype: str | None = None,
+    *,
+    encoder_length: int | None = None,
+    cache: str | None = None,
+    mla: str = "latent",
+    layout: Layout | None = None,
+) -> int:
+    """``kv_cache(...).bytes`` without writing the rows' formulas: what a fit's search asks
+    hundreds of times per table."""
+    context, batch, layout, name, source, cache = _settle(
+        model, context, batch, dtype, encoder_length, cache, mla, layout
+    )
+    return sum(_row_bytes(k, _tokens(k, context, batch, source, cache), batch, name) for k in layout.kinds)
+
+
+def _settle(
+    model: Any,
+    context: int,
+    batch: int,
+    dtype: str | None,
+    encoder_length: int | None,
+    cache: str | None,
+    mla: str,
+    layout: Layout | None,
+) -> tuple[int, int, Layout, str, int, str]:
+    """The checked context and batch, the layout, the cache dtype's name, the source length and
+    the cache, as kv_cache and kv_bytes both read them."""
     context = _count(context, "context", MAX_TOKENS)
     batch = _count(batch, "batch", MAX_BATCH)
     source = context if encoder_length is None else _count(encoder_length, "encoder_length", MAX_TOKENS)
@@ -205,16 +245,13 @@ def kv_cache(
     cache = cache or ("llama.cpp" if llama else "dynamic")
     if cache == "llama.cpp" and not llama:
         raise ParamcountError("the llama.cpp cache is for GGUF files; choose dynamic or static", field="cache")
-    name = cache_dtype(dtype or ("fp16" if llama else "bf16"))
-    rows = tuple(_row(k, context, batch, source, name, cache) for k in layout.kinds)
-    one = sum(_row(k, context, 1, source, name, cache).bytes for k in layout.kinds)
     if cache != "dynamic" and any(k.attention in COMPRESSED for k in layout.kinds):
         raise ParamcountError(
             f"{layout.model_type}'s compressed attention is modelled in transformers' dynamic cache only",
             field="cache",
         )
-    per_token = -(-layout.per_token_bits(CACHE_DTYPES[name]) // 8)
-    return KVCache(layout, context, batch, name, source, cache, rows, per_token, one)
+    name = cache_dtype(dtype or ("fp16" if llama else "bf16"))
+    return context, batch, layout, name, source, cache
 
 
 def cache_dtype(dtype: Any) -> str:
