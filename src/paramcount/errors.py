@@ -23,11 +23,21 @@ class ParamcountError(Exception):
         text = f"{where}: {self.message}" if where else self.message
         return printable(" ".join(text.split()))  # always one line, nothing a terminal obeys
 
+    def __reduce__(self) -> tuple:
+        # pickled whole (the web server's worker processes send errors back): source and field too
+        return (_rebuild, (type(self), self.message, self.source, self.field))
+
     def at(self, source: str) -> ParamcountError:
         """The same error, said of ``source`` when the raiser did not know it."""
         if self.source is None:
             self.source = source
         return self
+
+
+def _rebuild(cls: type, message: str, source: str | None, field: str | None) -> ParamcountError:
+    error = cls.__new__(cls)
+    ParamcountError.__init__(error, message, source=source, field=field)
+    return error
 
 
 # Counts of parameters, tokens and bytes written by hand never need more than 30 digits (10^30

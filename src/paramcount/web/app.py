@@ -24,7 +24,7 @@ from starlette.exceptions import HTTPException
 
 from .. import __version__
 from ..errors import ParamcountError
-from . import planner, schemas, sources, views
+from . import planner, schemas, sources, views, work
 from .guard import BODY_TIMEOUT, MAX_BODY, Guard
 
 STATIC = Path(__file__).parent / "static"
@@ -59,8 +59,11 @@ def counting() -> Iterator[None]:
         raise Bug(f"paramcount could not read this input ({type(e).__name__}: {str(e)[:300]}); please report it") from e
 
 
-def create_app(hosts: Sequence[str] | None = LOOPBACK, body_timeout: float = BODY_TIMEOUT) -> Any:
-    """The ASGI app; ``hosts`` are the Host names it answers to (None: any, for a public bind)."""
+def create_app(
+    hosts: Sequence[str] | None = LOOPBACK, body_timeout: float = BODY_TIMEOUT, workers: work.Workers | None = None
+) -> Any:
+    """The ASGI app; ``hosts`` are the Host names it answers to (None: any, for a public bind);
+    ``workers`` read heavy inputs in child processes with a time limit (web/work.py)."""
     api = FastAPI(
         title="paramcount",
         version=__version__,
@@ -69,6 +72,7 @@ def create_app(hosts: Sequence[str] | None = LOOPBACK, body_timeout: float = BOD
         redoc_url=None,
     )
     api.state.uploads = sources.Uploads()
+    api.state.workers = workers or work.Workers()
     _handlers(api)
     _routes(api)
     api.mount("/static", StaticFiles(directory=STATIC), name="static")
@@ -93,6 +97,10 @@ def _handlers(api: FastAPI) -> None:
     @api.exception_handler(ParamcountError)
     async def bad_input(request: Request, e: ParamcountError):
         return _error(400, str(e), e.field, e.source)
+
+    @api.exception_handler(work.TooSlow)
+    async def too_slow(request: Request, e: work.TooSlow):
+        return _error(503, str(e), e.field, e.source)
 
     @api.exception_handler(Bug)
     async def bug(request: Request, e: Bug):
@@ -132,14 +140,28 @@ def catalog() -> list[dict[str, Any]]:
     return rows
 
 
-def describe(request: Request, q: schemas.ModelRequest) -> dict[str, Any]:
-    """Everything the page shows of a model but its memory plan."""
+def describe(q: schemas.ModelRequest, uploads: sources.Uploads | None) -> dict[str, Any]:
+    """Everything the page shows of a model but its memory plan (a heavy source: in a worker,
+    which holds no uploads and needs none)."""
     with counting():
-        model, classes = sources.load(q.source, q.model_class, q.num_labels, q.overrides, request.app.state.uploads)
+        model, classes = sources.load(q.source, q.model_class, q.num_labels, q.overrides, uploads)
         data = {**views.summary(model), "classes": classes, "tree": views.root(model)}
         data["derivation"], data["derivation_error"] = _derivation(model, q)
-        data["storage"] = _storage(model, q, request)
+        data["storage"] = _storage(model, q, uploads)
     return data
+
+
+def memory_plan(q: schemas.MemoryRequest, uploads: sources.Uploads | None) -> dict[str, Any]:
+    with counting():
+        model, _ = sources.load(q.source, q.model_class, q.num_labels, q.overrides, uploads)
+        return planner.plan(model, q)
+
+
+def answer(request: Request, job: Any, q: Any) -> Answer:
+    """``job(q, uploads)`` here, or for a heavy source in a worker process with a time limit."""
+    if work.heavy(q.source):
+        return Answer(request.app.state.workers.run(job, q, None))
+    return Answer(job(q, request.app.state.uploads))
 
 
 def _derivation(model, q: schemas.ModelRequest) -> tuple[dict[str, Any] | None, str | None]:
@@ -150,9 +172,9 @@ def _derivation(model, q: schemas.ModelRequest) -> tuple[dict[str, Any] | None, 
         return None, str(e)
 
 
-def _storage(model, q: schemas.ModelRequest, request: Request) -> dict[str, Any] | None:
-    if q.source.kind == "upload":
-        up = request.app.state.uploads.get(q.source.id)
+def _storage(model, q: schemas.ModelRequest, uploads: sources.Uploads | None) -> dict[str, Any] | None:
+    if q.source.kind == "upload" and uploads is not None:
+        up = uploads.get(q.source.id)
         if up.format == "gguf":
             return views.gguf_storage(up.parsed)
     return views.checkpoint(model)
@@ -171,7 +193,7 @@ def _routes(api: FastAPI) -> None:
     @api.post("/api/model", response_model=schemas.ModelResponse, responses=ERRORS)
     def count_model(q: schemas.ModelRequest, request: Request) -> dict[str, Any]:
         """Count a model: totals, components, layers, ties, the tree and the derivation."""
-        return Answer(describe(request, q))  # already plain JSON: schemas.py documents it
+        return answer(request, describe, q)  # already plain JSON: schemas.py documents it
 
     @api.post("/api/upload", response_model=schemas.UploadResponse, responses=ERRORS)
     def upload(u: schemas.UploadRequest, request: Request) -> dict[str, Any]:
@@ -198,6 +220,4 @@ def _routes(api: FastAPI) -> None:
     @api.post("/api/memory", response_model=schemas.MemoryResponse, responses=ERRORS)
     def memory(q: schemas.MemoryRequest, request: Request) -> dict[str, Any]:
         """A memory plan: its terms, memory against context, and the fit on the GPU at each precision."""
-        with counting():
-            model, _ = sources.load(q.source, q.model_class, q.num_labels, q.overrides, request.app.state.uploads)
-            return Answer(planner.plan(model, q))
+        return answer(request, memory_plan, q)

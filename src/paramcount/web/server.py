@@ -117,13 +117,15 @@ def server(
     log_level: str = "warning",
     header_timeout: float = HEADER_TIMEOUT,
     body_timeout: float = BODY_TIMEOUT,
+    workers: Any = None,
 ) -> Any:
-    """A uvicorn server for the app, answering to loopback names only when bound to loopback."""
+    """A uvicorn server for the app, answering to loopback names only when bound to loopback;
+    ``workers`` (a web.work.Workers) for heavy inputs' time limit."""
     import uvicorn
 
     from .app import LOOPBACK, create_app
 
-    app = create_app(LOOPBACK if is_loopback(host) else None, body_timeout=body_timeout)
+    app = create_app(LOOPBACK if is_loopback(host) else None, body_timeout=body_timeout, workers=workers)
     config = uvicorn.Config(
         app,
         http=protocol(header_timeout),
