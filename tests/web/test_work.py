@@ -85,3 +85,28 @@ def test_a_workers_error_comes_back_whole():
 
 def _refuse() -> None:
     raise ParamcountError("no modules", source="pasted", field="text")
+
+
+def test_a_large_upload_is_parsed_in_a_worker(monkeypatch, tmp_path):
+    """Past HEAVY_BYTES a header is parsed in a child: the same count as in the server's
+    thread, and a bad header's one-line error keeps its field across the pipe."""
+    from fastapi.testclient import TestClient
+
+    from paramcount.web.app import create_app
+
+    from ..test_gguf import LLAMA, META, write
+    from .conftest import gguf_header, upload_body
+
+    path = write(tmp_path / "tiny.gguf", LLAMA, meta=META)
+    header = gguf_header(path)
+    with TestClient(create_app(hosts=["testserver"])) as client:
+        inline = client.post("/api/upload", json=upload_body("gguf", path, header)).json()["id"]
+        expected = client.post("/api/model", json={"source": {"kind": "upload", "id": inline}}).json()["total"]
+    monkeypatch.setattr(work, "HEAVY_BYTES", 0)
+    with TestClient(create_app(hosts=["testserver"], workers=work.Workers(limit=20))) as client:
+        r = client.post("/api/upload", json=upload_body("gguf", path, header))
+        assert r.status_code == 200
+        got = client.post("/api/model", json={"source": {"kind": "upload", "id": r.json()["id"]}}).json()["total"]
+        assert got == expected
+        cut = client.post("/api/upload", json=upload_body("gguf", path, header[:-40]))
+        assert cut.status_code == 400 and "runs past" in cut.json()["error"]

@@ -157,6 +157,11 @@ def memory_plan(q: schemas.MemoryRequest, uploads: sources.Uploads | None) -> di
         return planner.plan(model, q)
 
 
+def parse_upload(*args: Any) -> sources.Upload:
+    with counting():
+        return sources.parse_upload(*args)
+
+
 def answer(request: Request, job: Any, q: Any) -> Answer:
     """``job(q, uploads)`` here, or for a heavy source in a worker process with a time limit."""
     if work.heavy(q.source):
@@ -202,8 +207,11 @@ def _routes(api: FastAPI) -> None:
             header = base64.b64decode(u.header, validate=True)
         except (binascii.Error, ValueError):
             raise ParamcountError("header is not base64", field="header") from None
-        with counting():
-            parsed = sources.parse_upload(u.format, u.name, u.size, header, u.config)
+        args = (u.format, u.name, u.size, header, u.config)
+        if len(header) > work.HEAVY_BYTES:  # seconds of parsing: in a worker, beside the server
+            parsed = request.app.state.workers.run(parse_upload, *args, what="header")
+        else:
+            parsed = parse_upload(*args)
         key = sources.Uploads.key(u.format, parsed.name, u.size, header, u.config)
         request.app.state.uploads.put(key, parsed, len(header))
         return {"id": key, "name": parsed.name, "format": u.format}

@@ -1,5 +1,5 @@
-"""Heavy requests off the server: a large ``print(model)`` text is read in a child process with a
-time limit, so one slow request never stalls the others.
+"""Heavy requests off the server: a large ``print(model)`` text, or a large uploaded header, is
+read in a child process with a time limit, so one slow request never stalls the others.
 
 Why a process and not a thread: parsing is pure Python, so a thread holds the GIL that every
 other request needs, and a thread cannot be stopped at a deadline. A child process runs beside
@@ -22,6 +22,7 @@ from typing import Any
 from ..errors import ParamcountError
 
 HEAVY_CHARS = 200_000  # a printout longer than this is read in a child (Llama-3.1-8B's is ~3,000)
+HEAVY_BYTES = 4 << 20  # an uploaded header past this is parsed in a child (Llama 3's GGUF header: ~8 MB)
 TIME_LIMIT = 20.0  # seconds a heavy request may take, waiting for a slot included
 SLOTS = 2  # heavy requests running at once (the machine this was measured on has 2 cores)
 PRELOAD = ["paramcount.frontends.printout", "paramcount.web.app"]
