@@ -1,0 +1,68 @@
+"""LLaVA-OneVision against transformers 5.23 on the meta device: every class, the towers summing
+to the whole, the cache the language model's.
+
+The "-like" configurations take the shapes of llava-hf/llava-onevision-qwen2-0.5b-ov-hf and
+-7b-ov-hf (SigLIP-SO400M without its last layer; Qwen2-0.5B / Qwen2-7B), not confirmed from the
+published config.json, so not in the catalog.
+"""
+
+import pytest
+
+from paramcount.frontends.config import from_config
+
+from ..cache_oracle import expect_cache
+from .oracle import expect_all_classes, expect_same
+
+SIGLIP = {"model_type": "siglip_vision_model", "hidden_size": 1152, "intermediate_size": 4304, "patch_size": 14}
+SIGLIP |= {"image_size": 384, "num_hidden_layers": 26, "num_attention_heads": 16, "vision_use_head": False}
+OV_7B_LIKE = {
+    "model_type": "llava_onevision",
+    "vision_config": SIGLIP,
+    "text_config": {"model_type": "qwen2", "hidden_size": 3584, "intermediate_size": 18944, "num_hidden_layers": 28,
+                    "num_attention_heads": 28, "num_key_value_heads": 4, "vocab_size": 152128},
+}  # fmt: skip
+OV_05B_LIKE = {
+    "model_type": "llava_onevision",
+    "vision_config": SIGLIP,
+    "text_config": {"model_type": "qwen2", "hidden_size": 896, "intermediate_size": 4864, "num_hidden_layers": 24,
+                    "num_attention_heads": 14, "num_key_value_heads": 2, "vocab_size": 151936,
+                    "tie_word_embeddings": True},
+    "tie_word_embeddings": True,
+}  # fmt: skip
+SMALL = {
+    "model_type": "llava_onevision",
+    "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 16, "intermediate_size": 24, "patch_size": 4,
+                      "image_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2},
+    "text_config": {"model_type": "qwen2", "hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2,
+                    "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 64},
+}  # fmt: skip
+CONFIGS = {
+    "defaults": {"model_type": "llava_onevision"},
+    "ov-7b-like": OV_7B_LIKE,
+    "ov-0.5b-like-tied": OV_05B_LIKE,
+    "two-feature-layers-no-bias": {**OV_7B_LIKE, "vision_feature_layer": [-2, -1], "multimodal_projector_bias": False},
+    "small": SMALL,
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_equals_transformers(name):
+    expect_same(CONFIGS[name])
+
+
+def test_every_class():
+    expect_all_classes(SMALL)
+
+
+def test_towers_sum_to_the_whole():
+    m = from_config(OV_7B_LIKE, "t")
+    towers = m.towers()
+    assert set(towers) == {"vision_encoder", "projector", "language_model"}
+    assert sum(towers.values()) == m.total
+    assert towers["projector"] == 1152 * 3584 + 3584 + 3584 * 3584 + 3584 + 3584  # + image_newline
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_the_cache_is_the_language_models(dtype):
+    fields = {k: v for k, v in SMALL.items() if k != "model_type"} | {"image_token_index": 60, "video_token_index": 61}
+    expect_cache("llava_onevision", fields, "LlavaOnevisionForConditionalGeneration", dtype=dtype)
