@@ -377,7 +377,8 @@ def run_serve(argv: Sequence[str]) -> int:
 
 TRAIN_FLAGS = ("optimizer", "precision", "zero", "gpus", "recompute", "no_flash", "lora_rank", "lora_targets", "qlora")
 LLAMA_FLAGS = ("ubatch", "flash_attn", "swa_full", "kv_unified", "cache_type_k", "cache_type_v", "device", "embeddings")
-INFERENCE_FLAGS = ("kv_dtype", "keep", "kv_cache", "encoder_length", "mla", "runtime", "pure", *LLAMA_FLAGS)
+INFERENCE_FLAGS = ("kv_dtype", "keep", "kv_cache", "encoder_length", "mla", "runtime", "pure", "images", "image_size")
+INFERENCE_FLAGS += LLAMA_FLAGS
 
 
 def plan_args(p: Parser) -> None:
@@ -413,6 +414,13 @@ def plan_args(p: Parser) -> None:
         "--encoder-length", type=tokens, metavar="N", help="encoder-decoder: source tokens (default --context)"
     )
     i.add_argument("--mla", choices=MLA_FORMS, help="MLA models: cache the latent (default) or expanded heads")
+    i.add_argument(
+        "--images",
+        type=depth,
+        metavar="N",
+        help="image+text models: images per sequence, as their processor counts tokens",
+    )
+    i.add_argument("--image-size", metavar="WxH", help="the images' size in pixels, like 1024x768 (with --images)")
     i.add_argument("--keep", metavar="ITEMS", help="what stays in high precision: output, embeddings, lm_head, none, …")
     i.add_argument(
         "--pure", action="store_true", help="llama.cpp types: every tensor in one type (llama-quantize --pure), no mix"

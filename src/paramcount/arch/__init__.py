@@ -58,6 +58,9 @@ class Family:
     # Fields read beyond the config class's own: keyword arguments its __init__ keeps as plain
     # attributes (DeBERTa-v2's share_att_key), which --set must accept too.
     extra_fields: tuple[str, ...] = ()
+    # Tokens one image of width × height adds to the context, as the model's processor counts them:
+    # image_tokens(cfg, width, height) -> paramcount.memory.images.ImageTokens (see that module).
+    image_tokens: Callable[[Cfg, int, int], Any] | None = None
 
     def cfg(self, raw: Mapping[str, Any], source: str | None) -> Cfg:
         return Cfg(raw, self.defaults, source, self.aliases)

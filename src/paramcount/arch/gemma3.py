@@ -11,14 +11,17 @@ from ..ir import Block, Node, Tensor
 from . import Family
 from .blocks import WithHead, block, linear, norm, num_labels
 from .config import Cfg, per_cfg
-from .towers import LLAVA_RENAMES, conditional_generation, text_cache, tower, tower_cfg
+from .towers import LLAVA_RENAMES, conditional_generation, fixed_image_tokens, text_cache, tower, tower_cfg
 
 DEFAULTS = {
     "text_config": None,
     "vision_config": None,
     "tie_word_embeddings": True,
+    "mm_tokens_per_image": 256,
 }
 TEXT, VISION = "gemma3_text", "siglip_vision_model"
+# Gemma3Processor: each image is <start_of_image>, mm_tokens_per_image soft tokens, <end_of_image>
+IMAGE_RULE = "Gemma3Processor (pan-and-scan off; <start_of_image> and <end_of_image> around each image are text)"
 
 
 def projector(c: Cfg) -> Block:
@@ -63,4 +66,5 @@ FAMILY = Family(
         "Gemma3ForSequenceClassification": WithHead(model, "model", _score),
     },
     renames=LLAVA_RENAMES,
+    image_tokens=fixed_image_tokens(VISION, lambda c, v: int(c.int("mm_tokens_per_image")), IMAGE_RULE),
 )

@@ -9,7 +9,7 @@ from ..ir import Block, Node, Tensor, Tie
 from . import Family
 from .blocks import block, linear
 from .config import Cfg, per_cfg
-from .towers import LLAVA_RENAMES, text_cache, tower, tower_cfg
+from .towers import LLAVA_RENAMES, fixed_image_tokens, text_cache, tower, tower_cfg
 
 DEFAULTS = {
     "text_config": None,
@@ -76,6 +76,12 @@ def causal_lm(c: Cfg) -> Block:
     return Block("", (body, Block("lm_head", (weight,), kind="output_head", tower="language_model")))
 
 
+def llava_tokens(c: Cfg, v: Cfg) -> int:
+    """LlavaProcessor: (side / patch)² patch tokens, the class token dropped unless the strategy is ``full``."""
+    side = int(v.int("image_size")) // int(v.int("patch_size"))
+    return side * side + (c.get("vision_feature_select_strategy", "default") == "full")
+
+
 def backbone(c: Cfg) -> Block:
     return Block("", model(c), label="backbone")
 
@@ -87,4 +93,5 @@ FAMILY = Family(
     cache_layout=text_cache("text_config", TEXT),
     classes={"LlavaModel": backbone, "LlavaForConditionalGeneration": causal_lm},
     renames=LLAVA_RENAMES,
+    image_tokens=fixed_image_tokens(VISION, llava_tokens, "LlavaProcessor", VISION_ABSENT, cls_token=True),
 )

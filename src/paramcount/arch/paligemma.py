@@ -8,7 +8,7 @@ from ..ir import Block, Node
 from . import Family
 from .blocks import block, linear
 from .config import Cfg, per_cfg
-from .towers import LLAVA_RENAMES, conditional_generation, text_cache, tower, tower_cfg
+from .towers import LLAVA_RENAMES, conditional_generation, fixed_image_tokens, text_cache, tower, tower_cfg
 
 DEFAULTS = {
     "text_config": None,
@@ -70,4 +70,10 @@ FAMILY = Family(
         "PaliGemmaForConditionalGeneration": conditional_generation(model, "text_config", TEXT, absent=TEXT_ABSENT),
     },
     renames=LLAVA_RENAMES,
+    image_tokens=fixed_image_tokens(
+        VISION,
+        lambda c, v: (int(v.int("image_size")) // int(v.int("patch_size"))) ** 2,
+        "PaliGemmaProcessor",
+        VISION_ABSENT,
+    ),
 )

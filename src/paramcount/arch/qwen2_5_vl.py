@@ -9,7 +9,7 @@ from ..ir import Block, Node
 from . import Family
 from .blocks import block, gated_mlp, linear, norm
 from .config import Cfg, per_cfg
-from .qwen2_vl import DEFAULTS, cache, check_vision, text_cfg, tied, vision_cfg, visual
+from .qwen2_vl import DEFAULTS, cache, check_vision, image_rule, text_cfg, tied, vision_cfg, visual
 from .qwen2_vl_text import backbone as text_backbone
 from .qwen2_vl_text import check as text_check
 from .towers import QWEN_VL_RENAMES, lm_head
@@ -60,4 +60,5 @@ FAMILY = Family(
     cache_layout=cache,
     classes={"Qwen2_5_VLModel": backbone, "Qwen2_5_VLForConditionalGeneration": causal_lm},
     renames=QWEN_VL_RENAMES,
+    image_tokens=image_rule("hidden_size", lambda v: int(v.int("intermediate_size"))),
 )

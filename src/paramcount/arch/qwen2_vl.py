@@ -112,6 +112,38 @@ def causal_lm(c: Cfg) -> Block:
     return Block("", (Block("model", model(c), label="backbone"), lm_head(t, tied(c, t))))
 
 
+# Qwen2VLImageProcessor's defaults (min_pixels, max_pixels); a checkpoint's preprocessor_config.json may differ
+MIN_PIXELS, MAX_PIXELS = 56 * 56, 28 * 28 * 1280
+
+
+def image_rule(width_field: str, inner: Callable[[Cfg], int]) -> Callable[[Cfg, int, int], Any]:
+    """Qwen2-VL's processor: the image resized (``smart_resize``) to multiples of patch × merge
+    pixels within [MIN_PIXELS, MAX_PIXELS], cut into patches, merged m×m into image tokens."""
+
+    def rule(c: Cfg, width: int, height: int) -> Any:
+        from ..memory.images import ImageTokens, smart_resize
+
+        v = vision_cfg(c, VISION if width_field == "embed_dim" else _vision_defaults())
+        p, m = int(v.int("patch_size")), int(v.int("spatial_merge_size"))
+        h_bar, w_bar = smart_resize(height, width, p * m, MIN_PIXELS, MAX_PIXELS)
+        patches = (h_bar // p) * (w_bar // p)
+        said = (
+            f"Qwen2VLImageProcessor at its defaults: resized to {w_bar}x{h_bar} (multiples of {p * m} px, "
+            f"{MIN_PIXELS:,} to {MAX_PIXELS:,} pixels; a checkpoint's preprocessor_config.json may set others), "
+            f"{patches:,} {p}-px patches merged {m}x{m} into {patches // (m * m):,} image tokens; the "
+            "<|vision_start|> and <|vision_end|> around them are text"
+        )
+        return ImageTokens(patches // (m * m), patches, int(v.int(width_field)), inner(v), said)
+
+    return rule
+
+
+def _vision_defaults() -> Mapping[str, Any]:
+    from .qwen2_5_vl import VISION as QWEN2_5
+
+    return QWEN2_5
+
+
 FAMILY = Family(
     model_type="qwen2_vl",
     defaults=DEFAULTS,
@@ -119,4 +151,5 @@ FAMILY = Family(
     cache_layout=cache,
     classes={"Qwen2VLModel": backbone, "Qwen2VLForConditionalGeneration": causal_lm},
     renames=QWEN_VL_RENAMES,
+    image_tokens=image_rule("embed_dim", lambda v: int(v.int("embed_dim")) * int(v.int("mlp_ratio", high=1 << 10))),
 )

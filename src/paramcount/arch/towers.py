@@ -126,3 +126,27 @@ QWEN_VL_RENAMES = (
     (r"^visual\.", "model.visual."),
     (r"^model\.(?!language_model\.|visual\.)", "model.language_model."),
 )
+
+
+def fixed_image_tokens(
+    vision_type: str,
+    tokens: Callable[[Cfg, Cfg], int],
+    said: str,
+    absent: Mapping[str, Any] | None = None,
+    cls_token: bool = False,
+) -> Callable[[Cfg, int, int], Any]:
+    """An image rule for a processor that resizes every image to the vision tower's
+    ``image_size`` (LLaVA, PaliGemma, Gemma 3): ``tokens(composite, vision)`` tokens whatever the
+    image's size; the tower runs over (image_size / patch_size)² patches (+1 with a class token)."""
+
+    def rule(c: Cfg, width: int, height: int) -> Any:
+        from ..memory.images import ImageTokens
+
+        v = tower_cfg(c, "vision_config", vision_type, absent)
+        side = int(v.int("image_size")) // int(v.int("patch_size"))
+        n = tokens(c, v)
+        patches = side * side + int(cls_token)
+        text = f"{said}: every image resized to {int(v.int('image_size'))} px, {n:,} image tokens"
+        return ImageTokens(n, patches, int(v.int("hidden_size")), int(v.int("intermediate_size")), text)
+
+    return rule

@@ -204,11 +204,15 @@ class InferencePlanner:
         encoder_length: int | None = None,
         mla: str = "latent",
         pure: bool = False,
+        images: int | None = None,
+        image_size: Any = None,
     ):
+        from .images import images as image_input
         from .weights import scheme as find
         from .weights import weights
 
         self.model = model
+        self.images = image_input(model, images, image_size)  # their tokens join every sequence's context
         self.scheme = find(scheme or default_scheme(model)).name
         self.dtype = compute_dtype(self.scheme, model)
         self.kv_dtype = kv_dtype or self.dtype
@@ -228,16 +232,32 @@ class InferencePlanner:
         from .working_set import activations
 
         context, batch = positive(context, "--context"), positive(batch, "--batch")
-        warned = self.limit.check(context, "transformers")
         if self.partial:
+            self.limit.check(context, "transformers")
             return self._weights_only(batch)
-        cache = kv_cache(self.model, context, batch, self.kv_dtype, **self.cache, layout=self.layout)
+        seen = context + self._image_tokens()  # what the language model holds: text and image tokens
+        warned = self.limit.check(seen, "transformers")
+        cache = kv_cache(self.model, seen, batch, self.kv_dtype, **self.cache, layout=self.layout)
         kv = cache.term()
-        act = activations(self.model, context, batch, activation_bytes(self.dtype), self.dtype, self.widths)
-        base = (self.weights, kv, act)
+        act = activations(self.model, seen, batch, activation_bytes(self.dtype), self.dtype, self.widths)
+        vision = (self.images.activations(activation_bytes(self.dtype) * batch, self.dtype),) if self.images else ()
+        base = (self.weights, kv, act, *vision)
         extra = self.overhead.term(sum(t.bytes for t in base), "weights + KV cache + activations")
         settings = self._settings(cache.dtype, cache.cache, context, why, batch)
-        return Plan(self.model, "inference", (*base, extra), settings, (*warned, *cache.notes), planner=self)
+        notes = (*warned, *cache.notes, *self._image_notes())
+        return Plan(self.model, "inference", (*base, extra), settings, notes, planner=self)
+
+    def _image_tokens(self) -> int:
+        return self.images.tokens if self.images else 0
+
+    def _image_notes(self) -> tuple[str, ...]:
+        if not self.images:
+            return ()
+        i = self.images
+        return (
+            f"{i.count} image{'s' * (i.count != 1)} of {i.size[0]}x{i.size[1]} px add {i.tokens:,} tokens to each "
+            f"sequence's context ({i.each.tokens:,} each): {i.each.said}",
+        )
 
     def _settings(self, kv_dtype: Any, kv_cache: Any, context: Any, why: str, batch: int) -> dict[str, Any]:
         """Every choice the figures depend on; ``stored_as`` only for weights as stored."""
@@ -253,6 +273,7 @@ class InferencePlanner:
             "context_from": why,
             "batch": batch,
             "overhead": self.overhead.text,
+            **({"images": self.images.count, "image_tokens": self.images.tokens} if self.images else {}),
         }
 
     def _weights_only(self, batch: int) -> Plan:
@@ -269,12 +290,15 @@ class InferencePlanner:
         from .working_set import activations
 
         context, batch = positive(context, "--context"), positive(batch, "--batch")
-        self.limit.check(context, "transformers")  # past a learned position table: refused as plan() does
         if self.partial:
+            self.limit.check(context, "transformers")
             return self.weights.bytes + self.overhead.of(self.weights.bytes)
-        kv = kv_bytes(self.model, context, batch, self.kv_dtype, **self.cache, layout=self.layout)
-        act = activations(self.model, context, batch, activation_bytes(self.dtype), self.dtype, self.widths).bytes
-        base = self.weights.bytes + kv + act
+        seen = context + self._image_tokens()
+        self.limit.check(seen, "transformers")  # past a learned position table: refused as plan() does
+        kv = kv_bytes(self.model, seen, batch, self.kv_dtype, **self.cache, layout=self.layout)
+        act = activations(self.model, seen, batch, activation_bytes(self.dtype), self.dtype, self.widths).bytes
+        vision = self.images.activations(activation_bytes(self.dtype) * batch, self.dtype).bytes if self.images else 0
+        base = self.weights.bytes + kv + act + vision
         return base + self.overhead.of(base)
 
 

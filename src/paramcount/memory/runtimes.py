@@ -29,7 +29,13 @@ LLAMA_OPTIONS = {
     "device": "--device",
     "embeddings": "--embeddings",
 }
-TRANSFORMERS_OPTIONS = {"cache": "--kv-cache", "encoder_length": "--encoder-length", "mla": "--mla"}
+TRANSFORMERS_OPTIONS = {
+    "cache": "--kv-cache",
+    "encoder_length": "--encoder-length",
+    "mla": "--mla",
+    "images": "--images",
+    "image_size": "--image-size",
+}
 
 
 def runtime(name: str | None, model: Model) -> str:
