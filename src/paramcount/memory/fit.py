@@ -155,7 +155,10 @@ def _default_rows(mode: str, options: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 _OPTIONS = {
-    "inference": ("kv_dtype", "overhead", "keep", "cache", "encoder_length", "mla", "runtime", "pure", *LLAMA_OPTIONS, "images", "image_size"),
+    "inference": (
+        *("kv_dtype", "overhead", "keep", "cache", "encoder_length", "mla", "runtime", "pure", *LLAMA_OPTIONS),
+        *("images", "image_size"),
+    ),
     "training": ("optimizer", "zero", "gpus", "recompute", "flash", "lora", "lora_targets", "qlora", "overhead"),
 }
 
