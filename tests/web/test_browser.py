@@ -287,3 +287,96 @@ def test_bad_input_is_said_on_the_page(page):
     page.click("#count-config")
     page.wait_for_function("() => document.querySelector('#error').textContent.includes('out of range')")
     assert "hidden_size" in text_of(page, "#error .field")
+
+
+def test_after_an_error_the_previous_results_are_marked_stale(page):
+    page.goto(page.base + "/")
+    wait_text(page, "#backbone-total", fmt(paramcount.load("bert-base-chinese").backbone_total))
+    page.fill("#search", "no-such-model-anywhere")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#error:not([hidden])")
+    assert "google-bert/bert-base-chinese" in text_of(page, "#stale-note")
+    for section in ("#overview", "#memory", "#tensors"):
+        assert "stale" in page.locator(section).get_attribute("class")
+    page.fill("#search", "gpt2")
+    page.keyboard.press("Enter")
+    wait_text(page, "#total", fmt(paramcount.load("gpt2").total))
+    assert page.locator("#stale-note").is_hidden()
+    assert "stale" not in (page.locator("#overview").get_attribute("class") or "")
+
+
+def test_a_composite_model_shows_its_parts(page):
+    page.goto(page.base + "/")
+    page.fill("#search", "llava-1.5-7b")
+    page.keyboard.press("Enter")
+    llava = paramcount.load("llava-hf/llava-1.5-7b-hf")
+    wait_text(page, "#total", fmt(llava.total))
+    assert page.locator("#towers-part").is_visible()
+    rows = page.locator("#towers tbody tr")
+    assert [rows.nth(i).get_attribute("data-tower") for i in range(rows.count())] == list(llava.towers())
+    for i, (tower, count) in enumerate(llava.towers().items()):
+        assert rows.nth(i).locator("td").nth(1).inner_text() == fmt(count), tower
+    assert page.locator("#towerbar rect").count() == len(llava.towers())
+    page.fill("#search", "gpt2")  # one tower: no parts shown
+    page.keyboard.press("Enter")
+    wait_text(page, "#total", fmt(paramcount.load("gpt2").total))
+    assert page.locator("#towers-part").is_hidden()
+
+
+LAYOUT_PROBE = """() => {
+  const doc = document.documentElement;
+  const inside = (el) => {
+    const card = el.closest('.card, .stat');
+    if (!card) return true;
+    const a = el.getBoundingClientRect(), b = card.getBoundingClientRect();
+    return a.left >= b.left - 1 && a.right <= b.right + 1;
+  };
+  const reachable = (el) => {
+    const r = el.getBoundingClientRect();
+    if (!r.width || !r.height) return false;
+    el.scrollIntoView({block: 'center', behavior: 'instant'});
+    const s = el.getBoundingClientRect();
+    const hit = document.elementFromPoint(s.left + s.width / 2, s.top + s.height / 2);
+    return hit === el || el.contains(hit);
+  };
+  const controls = [...document.querySelectorAll('.tab, #mode button, #scheme, #gpu, #batch, #context')];
+  const figures = [...document.querySelectorAll('#sunburst, #membar, #memplot, #components, #precisions, #terms')];
+  const names = [...document.querySelectorAll('.tree .nm')].slice(0, 3);
+  return {
+    scroll: [doc.scrollWidth, doc.clientWidth],
+    unreachable: controls.filter((c) => !reachable(c)).map((c) => c.id || c.textContent.trim()),
+    outside: figures.filter((f) => !inside(f)).map((f) => f.id),
+    names: names.map((n) => n.getBoundingClientRect().width),
+    gpu: document.querySelector('#gpu').getBoundingClientRect().width,
+  };
+}"""
+
+
+@pytest.mark.parametrize("size", [(390, 844), (768, 1024)], ids=["phone", "tablet"])
+def test_the_page_fits_a_phone_and_a_tablet(browser, live_server, size):
+    """No sideways scroll; every tab and planner control reachable where it is drawn; the charts
+    and tables inside their cards; the tensor tree's names visible; the GPU select wide enough to
+    read. Screenshots of both sizes go to tests/web/artifacts/."""
+    width, height = size
+    context = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=1)
+    pg = context.new_page()
+    pg.set_default_timeout(TIMEOUT)
+    pg.goto(live_server + "/")
+    bert = paramcount.load("bert-base-chinese")
+    wait_memory(pg, bert, "bf16")
+    probe = pg.evaluate(LAYOUT_PROBE)
+    ARTIFACTS.mkdir(exist_ok=True)
+    pg.evaluate("() => window.scrollTo(0, 0)")
+    pg.screenshot(path=str(ARTIFACTS / f"page-{width}.png"), full_page=True)
+    if os.environ.get("UPDATE_SCREENSHOTS") and width == 390:
+        pg.screenshot(
+            path=str(ROOT / "docs" / "web-page-phone.png"),
+            clip={"x": 0, "y": 0, "width": 390, "height": 1700},
+            full_page=True,
+        )
+    context.close()
+    assert probe["scroll"][0] <= probe["scroll"][1], probe
+    assert not probe["unreachable"], probe
+    assert not probe["outside"], probe
+    assert probe["names"] and min(probe["names"]) > 40, probe
+    assert probe["gpu"] > 200, probe

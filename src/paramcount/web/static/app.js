@@ -103,13 +103,25 @@
       state.model = m;
       pickStored(Boolean(m.storage));
       $("error").hidden = true;
+      markStale(false);
       renderModel(m);
       planMemory();
     } catch (err) {
-      if (seq === modelSeq) showError($("error"), err);
+      if (seq === modelSeq) {
+        showError($("error"), err);
+        markStale(Boolean(state.model));
+      }
     } finally {
       if (seq === modelSeq) $("loading").hidden = true;
     }
+  }
+
+  // After an error the results on screen are the previous model's: dim them and say so.
+  function markStale(stale) {
+    for (const id of ["overview", "memory", "derivation", "tensors"]) $(id).classList.toggle("stale", stale);
+    const note = $("stale-note");
+    note.hidden = !stale;
+    if (stale) note.textContent = `The results below are still those of ${state.model.name}, not of this input.`;
   }
 
   function renderModel(m) {
@@ -148,7 +160,45 @@
     $("overrides").disabled = !configured;
   }
 
+  // A composite model's parts (vision encoder, projector, language model…): a bar and a table.
+  const TOWER_COLORS = {
+    vision_encoder: "#7c9cbf", audio_encoder: "#b48ead", text_encoder: "#8fbcbb",
+    projector: "#e0a458", language_model: "#4c72b0", other: "#b0b7c3",
+  };
+
+  function renderTowers(m) {
+    const towers = m.towers || [];
+    $("towers-part").hidden = !towers.length;
+    const body = $("towers").tBodies[0];
+    body.innerHTML = "";
+    const svg = $("towerbar");
+    svg.innerHTML = "";
+    if (!towers.length) return;
+    const W = 1000, H = 18;
+    svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
+    svg.setAttribute("preserveAspectRatio", "none");
+    let x = 0;
+    for (const t of towers) {
+      const share = m.total ? t.count / m.total : 0;
+      const colour = TOWER_COLORS[t.tower] || TOWER_COLORS.other;
+      const rect = document.createElementNS("http://www.w3.org/2000/svg", "rect");
+      Object.entries({ x, y: 0, width: Math.max(share * W, 0), height: H, fill: colour }).forEach(([k, v]) => rect.setAttribute(k, v));
+      rect.setAttribute("data-tower", t.tower);
+      svg.appendChild(rect);
+      x += share * W;
+      const tr = document.createElement("tr");
+      tr.dataset.tower = t.tower;
+      const name = text("td");
+      const sw = text("span", "swatch");
+      sw.style.background = colour;
+      name.append(sw, t.label);
+      tr.append(name, text("td", "", fmt(t.count)), text("td", "", (100 * share).toFixed(2) + "%"));
+      body.appendChild(tr);
+    }
+  }
+
   function renderComponents(m) {
+    renderTowers(m);
     const body = $("components").tBodies[0];
     body.innerHTML = "";
     for (const c of m.components) {
