@@ -121,6 +121,8 @@ def _load_path(path: Path, opts: dict[str, Any]) -> Model:
             if model is not None:
                 return model
     found = load_path(path, **opts)  # None unless safetensors weights are there
+    if found is None and path.is_dir():
+        found = gguf.from_folder(path)  # a GGUF model, with its mmproj beside it, as one model
     return found if found is not None else from_file(path, **opts)
 
 

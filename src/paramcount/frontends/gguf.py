@@ -474,8 +474,83 @@ def to_model(info: GGUFFile) -> Model:
 
 
 def from_file(path: str | Path) -> Model:
-    """The Model of a GGUF file (all shards of a split model, given any one of them)."""
-    return to_model(read_shards(path))
+    """The Model of a GGUF file (all shards of a split model, given any one of them); a llama.cpp
+    multimodal projector file (``clip`` architecture: an mmproj) is its towers."""
+    info = read_shards(path)
+    model = to_model(info)
+    return with_towers(model) if is_mmproj(info) else model
+
+
+# llama.cpp's mmproj files (architecture "clip") name their parts by prefix: the vision encoder
+# ``v.``, the projector ``mm.``, an audio encoder ``a.`` (clip.cpp, tools/mtmd).
+MMPROJ_TOWERS = {"v": "vision_encoder", "mm": "projector", "a": "audio_encoder"}
+
+
+def is_mmproj(info: GGUFFile) -> bool:
+    return info.architecture == "clip"
+
+
+def with_towers(model: Model, towers: dict[str, str] | None = None, default: str | None = None) -> Model:
+    """The model with each top-level block marked as its tower (by name, else ``default``)."""
+    from dataclasses import replace
+
+    from ..ir import Block
+
+    towers = MMPROJ_TOWERS if towers is None else towers
+
+    def mark(tree: Block) -> Block:
+        children = tuple(
+            replace(c, tower=towers.get(c.name, default)) if isinstance(c, Block) and towers.get(c.name, default) else c
+            for c in tree.children
+        )
+        return replace(tree, children=children)
+
+    return replace(model, tree=mark(model.tree), backbone=mark(model.backbone))
+
+
+def with_mmproj(language: Model, mmproj: Model, source: str) -> Model:
+    """A language model's GGUF and its mmproj file as one model of towers: the language model's
+    tensors and the projector file's, each under its own names (they never collide: the
+    projector's are prefixed ``v.``, ``mm.``, ``a.``)."""
+    from dataclasses import replace
+
+    from ..ir import Block
+
+    lm, mm = with_towers(language, {}, "language_model"), with_towers(mmproj)
+    clash = {c.name for c in lm.tree.children} & {c.name for c in mm.tree.children}
+    if clash:
+        raise ParamcountError(
+            f"the two files both hold {sorted(clash)[0]}.*: not a model and its projector", source=source
+        )
+    tree = Block("", (*lm.tree.children, *mm.tree.children))
+    backbone = Block("", (*lm.backbone.children, *mm.tree.children))
+    notes = (*language.notes, f"with the multimodal projector {mmproj.source}: " + mmproj.notes[0])
+    return replace(language, name=language.name, source=source, tree=tree, backbone=backbone, notes=notes)
+
+
+def from_folder(folder: Path) -> Model | None:
+    """A folder of GGUF files: one model (any shards of it) and at most one mmproj, counted as one
+    model; None when the folder holds no GGUF file."""
+    files = sorted(p for p in folder.iterdir() if p.suffix.lower() == ".gguf" and p.is_file())
+    if not files:
+        return None
+    models, projectors = [], []
+    for f in files:
+        m = re.match(r"^(?P<stem>.+)-(?P<i>\d{5})-of-(?P<n>\d{5})$", f.stem)
+        if m and int(m["i"]) != 1:
+            continue  # a later shard: read with the first
+        info = read_shards(f)
+        (projectors if is_mmproj(info) else models).append((f, info))
+    if len(models) != 1 or len(projectors) > 1:
+        found = ", ".join(f.name for f, _ in models + projectors)
+        raise ParamcountError(
+            f"holds {len(models)} models and {len(projectors)} projector files ({found}): give one file",
+            source=str(folder),
+        )
+    language = to_model(models[0][1])
+    if not projectors:
+        return language
+    return with_mmproj(language, with_towers(to_model(projectors[0][1])), str(folder))
 
 
 def read(source: str | Path) -> Model | None:
@@ -493,4 +568,16 @@ def read(source: str | Path) -> Model | None:
     return from_file(path)
 
 
-__all__ = ["GGUFFile", "GGUFTensor", "TypeSplit", "from_file", "kind", "read", "read_header", "read_shards", "to_model"]
+__all__ = [
+    "GGUFFile",
+    "GGUFTensor",
+    "TypeSplit",
+    "from_file",
+    "from_folder",
+    "kind",
+    "read",
+    "read_header",
+    "read_shards",
+    "to_model",
+    "with_mmproj",
+]
