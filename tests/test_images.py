@@ -109,3 +109,16 @@ def test_a_model_without_a_rule_is_refused():
     with pytest.raises(ParamcountError) as e:
         InferencePlanner(paramcount.load("Qwen/Qwen2.5-VL-7B-Instruct"), images=9999, image_size=(8, 8))
     assert e.value.field == "--images"
+
+
+@pytest.mark.parametrize("model_type", ["qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe"])
+@pytest.mark.parametrize("size", SIZES)
+def test_qwen3_vl_and_qwen3_5_image_tokens_are_the_processors(model_type, size):
+    """Qwen2VLImageProcessor with the model's 16-px patches (its preprocessor_config.json sets
+    them), at the processor's pixel bounds."""
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+
+    processor = Qwen2VLImageProcessorPil(patch_size=16, merge_size=2)
+    grid = processor(images=[PIL.new("RGB", size)], return_tensors="np")["image_grid_thw"][0]
+    got = images(paramcount.load({"model_type": model_type}), 1, size).each
+    assert got.tokens == int(grid.prod()) // 4 and got.patches == int(grid.prod())

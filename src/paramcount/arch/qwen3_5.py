@@ -6,7 +6,7 @@ on the whole model."""
 from __future__ import annotations
 
 from . import Family
-from .qwen3_vl import DEFAULTS, VISION, cache, classes
+from .qwen3_vl import DEFAULTS, VISION, cache, classes, image_rule
 from .towers import QWEN_VL_RENAMES
 
 VISION_35 = {k: v for k, v in VISION.items() if k != "deepstack_visual_indexes"}  # none in Qwen3_5VisionConfig
@@ -18,6 +18,7 @@ FAMILY = Family(
     cache_layout=cache("qwen3_5_text"),
     classes=classes("Qwen3_5", "qwen3_5_text", VISION_35, heads=True),
     renames=QWEN_VL_RENAMES,
+    image_tokens=image_rule(VISION_35),
 )
 
 __all__ = ["FAMILY", "VISION_35"]

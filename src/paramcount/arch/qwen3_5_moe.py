@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from . import Family
 from .qwen3_5 import VISION_35
-from .qwen3_vl import DEFAULTS, cache, classes
+from .qwen3_vl import DEFAULTS, cache, classes, image_rule
 from .towers import QWEN_VL_RENAMES
 
 FAMILY = Family(
@@ -15,6 +15,7 @@ FAMILY = Family(
     cache_layout=cache("qwen3_5_moe_text"),
     classes=classes("Qwen3_5Moe", "qwen3_5_moe_text", VISION_35),
     renames=QWEN_VL_RENAMES,
+    image_tokens=image_rule(VISION_35),
 )
 
 __all__ = ["FAMILY"]

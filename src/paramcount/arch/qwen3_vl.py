@@ -162,6 +162,31 @@ def classes(prefix: str, text_family: str, vision_defaults: Mapping[str, Any] = 
     return out
 
 
+def image_rule(vision_defaults: Mapping[str, Any] = VISION) -> Callable[[Cfg, int, int], Any]:
+    """Qwen2VLImageProcessor (which Qwen3-VL and Qwen3.5 use) at its pixel bounds, with the
+    vision config's patch and merge sizes (a checkpoint's preprocessor_config.json sets them, and
+    may set other bounds)."""
+
+    def rule(c: Cfg, width: int, height: int) -> Any:
+        from ..memory.images import ImageTokens, smart_resize
+        from .qwen2_vl import MAX_PIXELS, MIN_PIXELS
+
+        v = vision_cfg(c, vision_defaults)
+        p, m = int(v.int("patch_size")), int(v.int("spatial_merge_size"))
+        h_bar, w_bar = smart_resize(height, width, p * m, MIN_PIXELS, MAX_PIXELS)
+        patches = (h_bar // p) * (w_bar // p)
+        said = (
+            f"Qwen2VLImageProcessor with the model's {p}-px patches merged {m}x{m}: resized to {w_bar}x{h_bar} "
+            f"({MIN_PIXELS:,} to {MAX_PIXELS:,} pixels, the processor's defaults; a checkpoint's "
+            f"preprocessor_config.json may set others), {patches // (m * m):,} image tokens"
+        )
+        return ImageTokens(
+            patches // (m * m), patches, int(v.int("hidden_size")), int(v.int("intermediate_size")), said
+        )
+
+    return rule
+
+
 def cache(text_family: str):
     """The language model's cache, from the text config."""
 
@@ -183,6 +208,7 @@ FAMILY = Family(
     cache_layout=cache("qwen3_vl_text"),
     classes=classes("Qwen3VL", "qwen3_vl_text"),
     renames=QWEN_VL_RENAMES,
+    image_tokens=image_rule(),
 )
 
-__all__ = ["FAMILY", "VISION", "cache", "classes"]
+__all__ = ["FAMILY", "VISION", "cache", "classes", "image_rule"]

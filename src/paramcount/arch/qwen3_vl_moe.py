@@ -4,7 +4,7 @@ decoder as the language model (``Qwen3VLMoeTextModel``)."""
 from __future__ import annotations
 
 from . import Family
-from .qwen3_vl import DEFAULTS, cache, classes
+from .qwen3_vl import DEFAULTS, cache, classes, image_rule
 from .towers import QWEN_VL_RENAMES
 
 FAMILY = Family(
@@ -14,6 +14,7 @@ FAMILY = Family(
     cache_layout=cache("qwen3_vl_moe_text"),
     classes=classes("Qwen3VLMoe", "qwen3_vl_moe_text"),
     renames=QWEN_VL_RENAMES,
+    image_tokens=image_rule(),
 )
 
 __all__ = ["FAMILY"]

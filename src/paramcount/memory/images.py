@@ -101,7 +101,7 @@ def images(model: Any, count: int | None, size: Any) -> Images | None:
     return Images(count, (width, height), rule(_cfg(model), width, height))
 
 
-RULES = ("llava", "paligemma", "gemma3", "qwen2_vl", "qwen2_5_vl")
+RULES = ("llava", "paligemma", "gemma3", "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe")
 
 
 # --- the processors' rules --------------------------------------------------------------------
