@@ -40,27 +40,29 @@ def by_kind(node: Node, kind: str = "other") -> dict[str, int]:
 
 def _kinds(node: Block, kind: str, seen: dict[tuple[int, str], dict[str, int]]) -> dict[str, int]:
     """The kind sums of one copy of ``node``'s children. Blocks sharing one tuple of children
-    (the runs of a hybrid schedule share their layer's modules) are summed once, times all
-    their copies: ``seen`` is keyed by the tuple's identity (every node is alive while the walk
-    runs) and the inherited kind."""
+    (the runs of a hybrid schedule share their layer's modules) are summed once: ``seen`` is
+    keyed by the tuple's identity (every node is alive while the walk runs) and the inherited
+    kind; a repeated child's sums are multiplied by its copies."""
     kind = node.kind or kind
     key = (id(node.children), kind)
     sums = seen.get(key)
     if sums is not None:
         return sums
     sums = {}
-    copies: dict[tuple[int, str], tuple[Block, int]] = {}  # alike child blocks, with their copies
     for child in node.children:
-        if isinstance(child, Block):
-            k = (id(child.children), child.kind or kind)
-            found = copies.get(k)
-            copies[k] = (child, child.copies + (found[1] if found else 0))
-        else:  # a tensor or tie: leaves are summed here, not visited
+        if child.__class__ is Block:
+            if child.repeat is None and all(c.__class__ is not Block for c in child.children):
+                k = child.kind or kind  # a module of tensors (a linear layer, a norm): summed here
+                for c in child.children:
+                    ck = c.kind or k
+                    sums[ck] = sums.get(ck, 0) + c.count
+                continue
+            n = child.copies
+            for k, v in _kinds(child, kind, seen).items():
+                sums[k] = sums.get(k, 0) + n * v
+        else:  # a tensor or tie
             k = child.kind or kind
             sums[k] = sums.get(k, 0) + child.count
-    for child, n in copies.values():
-        for k, v in _kinds(child, kind, seen).items():
-            sums[k] = sums.get(k, 0) + n * v
     seen[key] = sums
     return sums
 
