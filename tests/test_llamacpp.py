@@ -156,7 +156,7 @@ def test_runtime_choice_and_its_errors(files, capsys):
     assert "runtime" not in inference("gpt2", context=512).settings  # transformers: today's plan
     assert inference("gpt2", context=512, runtime="llama.cpp").settings["runtime"] == "llama.cpp"
     for argv, message in (
-        (["memory", "gpt2", "--runtime", "vllm"], "vLLM plan is not available yet"),
+        (["memory", "gpt2", "--runtime", "vllm", "--ubatch", "64"], "--ubatch is a llama.cpp setting"),
         (["memory", "gpt2", "--flash-attn", "on"], "--flash-attn is a llama.cpp setting"),
         (["memory", "gpt2", "--runtime", "llama.cpp", "--kv-cache", "static"], "--kv-cache is a transformers setting"),
         (["memory", "gpt2", "--parallel", "2", "--batch", "3"], "both set the number of sequences"),

@@ -378,7 +378,8 @@ def run_serve(argv: Sequence[str]) -> int:
 TRAIN_FLAGS = ("optimizer", "precision", "zero", "gpus", "recompute", "no_flash", "lora_rank", "lora_targets", "qlora")
 LLAMA_FLAGS = ("ubatch", "flash_attn", "swa_full", "kv_unified", "cache_type_k", "cache_type_v", "device", "embeddings")
 INFERENCE_FLAGS = ("kv_dtype", "keep", "kv_cache", "encoder_length", "mla", "runtime", "pure", "images", "image_size")
-INFERENCE_FLAGS += LLAMA_FLAGS
+VLLM_FLAGS = ("tp", "pp", "ep", "gpu_memory_utilization", "block_size", "max_num_seqs", "max_num_batched_tokens")
+INFERENCE_FLAGS += LLAMA_FLAGS + VLLM_FLAGS
 
 
 def plan_args(p: Parser) -> None:
@@ -478,15 +479,36 @@ def runtime_args(p: Parser) -> None:
         "--device", choices=DEVICES, help="llama.cpp: where the buffers live; a CPU adds no overhead (default gpu)"
     )
     r.add_argument("--embeddings", action="store_true", help="llama.cpp: the context also returns embeddings")
+    r.add_argument(
+        "--concurrency",
+        type=whole,
+        metavar="N",
+        help="sequences served at once, each of --context tokens; same as --batch",
+    )
+    v = p.add_argument_group("vLLM (--runtime vllm)")
+    v.add_argument("--tp", type=whole, metavar="N", help="tensor-parallel GPUs (default 1)")
+    v.add_argument("--pp", type=whole, metavar="N", help="pipeline-parallel stages (default 1)")
+    v.add_argument("--ep", type=whole, metavar="N", help="experts spread over N ranks: 1 or --tp (default 1)")
+    v.add_argument("--gpu-memory-utilization", metavar="U", help="share of each GPU vLLM claims (default 0.9)")
+    v.add_argument("--block-size", type=whole, metavar="N", help="tokens per KV block (default 16)")
+    v.add_argument("--max-num-seqs", type=whole, metavar="N", help="sequences per step (default 256)")
+    v.add_argument(
+        "--max-num-batched-tokens",
+        type=whole,
+        metavar="N",
+        help="tokens per step, and the profiled pass (default 8192)",
+    )
 
 
 def parallel(args: argparse.Namespace) -> int:
-    """The number of sequences: --batch, or llama.cpp's --parallel (the same setting)."""
-    if args.parallel is None:
+    """The number of sequences: --batch, llama.cpp's --parallel or --concurrency (the same setting)."""
+    given = [(f, getattr(args, f)) for f in ("parallel", "concurrency") if getattr(args, f) is not None]
+    if not given:
         return args.batch
-    if args.batch not in (1, args.parallel):
-        raise ParamcountError("--parallel and --batch both set the number of sequences; give one", field="--parallel")
-    return args.parallel
+    flag, n = given[0]
+    if (len(given) > 1 and given[1][1] != n) or args.batch not in (1, n):
+        raise ParamcountError(f"--{flag} and --batch both set the number of sequences; give one", field=f"--{flag}")
+    return n
 
 
 def _given(args: argparse.Namespace, flags: tuple[str, ...]) -> list[str]:
@@ -505,6 +527,8 @@ def plan_options(args: argparse.Namespace) -> dict:
         "no_flash": "flash",
         "cache_type_k": "type_k",
         "cache_type_v": "type_v",
+        "gpu_memory_utilization": "utilization",
+        "max_num_batched_tokens": "max_batched_tokens",
     }
     options = {names.get(f, f): getattr(args, f) for f in _given(args, TRAIN_FLAGS if args.train else INFERENCE_FLAGS)}
     if "flash" in options:

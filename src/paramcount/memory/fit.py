@@ -21,12 +21,14 @@ from ..model import Model
 from .gpus import GPU, GPUS
 from .gpus import gpu as find_gpu
 from .plan import Plan, as_model, context_for, max_positions, model_dict, positive, size_dict
-from .runtimes import LLAMA_OPTIONS, runtime
+from .runtimes import LLAMA_OPTIONS, VLLM_OPTIONS, runtime
 from .stored import is_checkpoint
 
 SCHEMA = "paramcount.fit/1"
 INFERENCE = ("fp32", "bf16", "int8", "int4", "nf4", "q8_0", "q4_k_m")
 LLAMA_INFERENCE = ("fp16", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0", "q3_k_m", "q2_k")  # llama.cpp file types
+VLLM_INFERENCE = ("bf16", "fp8", "awq-int4")  # what vLLM serves most: checkpoints or --quantization fp8
+TP_SIZES = (1, 2, 4, 8, 16, 32, 64)  # the tensor-parallel sizes a vLLM fit tries, smallest first
 MAX_BATCH = 1 << 20
 MAX_GPUS = 1 << 16
 NO_LIMIT_CONTEXT = 1 << 30  # the search bound when the config states no context limit
@@ -42,7 +44,8 @@ class Row:
     max_context: int | None  # None: not even one token fits
     max_batch: int | None  # None: not even one sequence fits
     context_limit: int | None  # the model's own limit, which caps max_context
-    gpus: int | None = None  # training: fewest GPUs (ZeRO-3 data parallel); None: no count fits
+    gpus: int | None = None  # training: fewest GPUs (ZeRO-3 data parallel); vLLM: TP × PP; None: no count fits
+    serving: Mapping[str, Any] | None = None  # vLLM: the KV capacity and speed bounds at the chosen split
 
     @property
     def fits(self) -> bool:
@@ -66,6 +69,7 @@ class Row:
             "settings": dict(self.plan.settings),
             "terms": {t.key: t.bytes for t in self.plan.terms},
             **({"partial": self.plan.partial} if self.plan.partial else {}),
+            **({"serving": dict(self.serving)} if self.serving is not None else {}),
         }
 
 
@@ -110,6 +114,7 @@ def gpu_dict(g: GPU) -> dict[str, Any]:
         "memory": g.memory,
         "usable": g.usable,
         "tflops": g.tflops,
+        "bandwidth_gb_s": g.bandwidth,
         "note": g.note,
     }
 
@@ -156,7 +161,18 @@ def _default_rows(mode: str, options: Mapping[str, Any]) -> tuple[str, ...]:
 
 _OPTIONS = {
     "inference": (
-        *("kv_dtype", "overhead", "keep", "cache", "encoder_length", "mla", "runtime", "pure", *LLAMA_OPTIONS),
+        *(
+            "kv_dtype",
+            "overhead",
+            "keep",
+            "cache",
+            "encoder_length",
+            "mla",
+            "runtime",
+            "pure",
+            *LLAMA_OPTIONS,
+            *VLLM_OPTIONS,
+        ),
         *("images", "image_size"),
     ),
     "training": ("optimizer", "zero", "gpus", "recompute", "flash", "lora", "lora_targets", "qlora", "overhead"),
@@ -192,9 +208,68 @@ def fit(
     model, card, mode = as_model(model), find_gpu(gpu), _mode(mode, options)
     context, _ = context_for(model, context)
     batch = positive(batch, "--batch")
+    if mode == "inference" and runtime(options.get("runtime"), model) == "vllm":
+        rows, skipped = _served(model, card, context, batch, only, options)
+        return Fit(model, card, "serving", context, batch, rows, _shown(options), skipped)
     planners, skipped = _planners(model, mode, only, options)
     rows = tuple(_row(planner, p, card, model, context, batch, mode) for p, planner in planners.items())
     return Fit(model, card, mode, context, batch, rows, _shown(options), skipped)
+
+
+def _served(
+    model: Model, card: GPU, context: int, batch: int, only: Any, options: Mapping[str, Any]
+) -> tuple[tuple[Row, ...], tuple[str, ...]]:
+    """Per precision, the fewest tensor-parallel GPUs vLLM serves ``batch`` sequences of
+    ``context`` tokens on (--tp fixes it), with the KV capacity and the speed bounds there."""
+    rows, errors = [], []
+    for p in only or VLLM_INFERENCE:
+        try:
+            rows.append(_served_row(model, p, card, context, batch, options))
+        except ParamcountError as e:
+            if only:
+                raise
+            errors.append(f"{p}: {e}")
+    if not rows:
+        raise ParamcountError(errors[0].split(": ", 1)[1], field="--runtime")
+    return tuple(rows), tuple(errors)
+
+
+def _served_row(model: Model, precision: str, card: GPU, context: int, batch: int, options: Mapping[str, Any]) -> Row:
+    from . import speed
+    from .runtimes import planner as make
+
+    given = {k: v for k, v in options.items() if k != "runtime"}
+    sizes = (given["tp"],) if given.get("tp") else TP_SIZES
+    expert = (given.get("ep") or 1) > 1 and not given.get("tp")  # EP over every TP rank of each size tried
+    chosen, error = None, None
+    for tp in sizes:
+        try:
+            p = make(model, precision, "vllm", **{**given, "tp": tp, **({"ep": tp} if expert else {})})
+        except ParamcountError as e:  # a size vLLM refuses for this model (heads that do not divide)
+            error = error or e
+            continue
+        chosen = p
+        if p.total(context, batch) <= card.usable:
+            break
+    if chosen is None:
+        raise error
+    cap, limit = card.usable, max_positions(model)
+    plan = chosen.plan(context, batch)
+    serving = chosen.serving(card.memory, context)
+    decode, prefill = speed.decode(chosen, card, context, batch), speed.prefill(chosen, card, context)
+    fits = plan.total <= cap
+    serving = {
+        "tp": chosen.o.tp if fits else None,
+        "pp": chosen.o.pp,
+        "tried_tp": chosen.o.tp,
+        **serving,
+        "decode": decode.to_dict() if decode and fits else None,
+        "prefill": prefill.to_dict() if prefill and fits else None,
+    }
+    max_context = largest(lambda t: chosen.total(t, 1) <= cap, 1, limit or NO_LIMIT_CONTEXT)
+    max_batch = serving["max_concurrency"] or None
+    gpus = chosen.o.tp * chosen.o.pp if fits else None
+    return Row(precision, plan, cap, max_context, max_batch, limit, gpus, serving)
 
 
 def _shown(options: Mapping[str, Any]) -> dict[str, Any]:

@@ -31,7 +31,9 @@ class GPU:
     """One accelerator: its memory in bytes and its peak dense 16-bit tensor throughput.
 
     ``tflops`` is the vendor's peak dense (not 2:4 sparse) bf16 figure, fp16 on GPUs without
-    bf16 (T4, V100); ``None`` where the vendor gives none (Apple).
+    bf16 (T4, V100); ``None`` where the vendor gives none (Apple). ``bandwidth`` is the memory
+    bandwidth on the same datasheet, in GB/s; ``None`` for Apple (it is the chip's, not the
+    memory size's) and custom sizes.
     """
 
     key: str
@@ -42,6 +44,7 @@ class GPU:
     tflops: float | None
     kind: str  # consumer | data-centre | apple | custom
     note: str = ""
+    bandwidth: float | None = None  # memory bandwidth, GB/s (10^9 bytes) as the vendor states it
 
     @property
     def unit(self) -> str:
@@ -49,8 +52,10 @@ class GPU:
         return "GiB" if self.memory % GIB == 0 else "GB"
 
 
-def _card(key: str, name: str, gib: int, stated: str, tflops: float | None, kind: str, note: str = "") -> GPU:
-    return GPU(key, name, gib * GIB, stated, gib * GIB, tflops, kind, note)
+def _card(
+    key: str, name: str, gib: int, stated: str, tflops: float | None, bandwidth: float, kind: str, note: str = ""
+) -> GPU:
+    return GPU(key, name, gib * GIB, stated, gib * GIB, tflops, kind, note, bandwidth)
 
 
 def _apple(gb: int) -> GPU:
@@ -64,22 +69,23 @@ def _apple(gb: int) -> GPU:
 _TABLE = (
     # GeForce: bf16 tensor TFLOPS with fp32 accumulate from NVIDIA's GA102, Ada and Blackwell
     # whitepapers; the RTX 3060 (not in them) as 28 SMs × 1.777 GHz × 512 FLOP per clock.
-    _card("rtx3060", "GeForce RTX 3060", 12, "12 GB GDDR6", 25.5, "consumer"),
-    _card("rtx3090", "GeForce RTX 3090", 24, "24 GB GDDR6X", 71.0, "consumer"),
-    _card("rtx4090", "GeForce RTX 4090", 24, "24 GB GDDR6X", 165.2, "consumer"),
-    _card("rtx5090", "GeForce RTX 5090", 32, "32 GB GDDR7", 209.5, "consumer"),
-    # Data centre: the vendors' datasheets (dense figures: half the "with sparsity" ones).
-    _card("t4", "Tesla T4", 16, "16 GB GDDR6", 65.0, "data-centre", "ECC on by default takes some of it"),
-    _card("v100-16gb", "Tesla V100 16GB", 16, "16 GB HBM2", 125.0, "data-centre"),
-    _card("v100-32gb", "Tesla V100 32GB", 32, "32 GB HBM2", 125.0, "data-centre"),
-    _card("l4", "L4", 24, "24 GB GDDR6", 121.0, "data-centre", "ECC on by default takes some of it"),
-    _card("l40s", "L40S", 48, "48 GB GDDR6", 362.05, "data-centre", "ECC on by default takes some of it"),
-    _card("a100-40gb", "A100 40GB", 40, "40 GB HBM2", 312.0, "data-centre"),
-    _card("a100-80gb", "A100 80GB", 80, "80 GB HBM2e", 312.0, "data-centre"),
-    _card("h100", "H100 SXM 80GB", 80, "80 GB HBM3", 989.4, "data-centre"),
-    _card("h100-pcie", "H100 PCIe 80GB", 80, "80 GB HBM2e", 756.0, "data-centre"),
-    _card("h200", "H200 141GB", 141, "141 GB HBM3e", 989.4, "data-centre"),
-    _card("mi300x", "AMD Instinct MI300X", 192, "192 GB HBM3", 1307.4, "data-centre"),
+    _card("rtx3060", "GeForce RTX 3060", 12, "12 GB GDDR6", 25.5, 360, "consumer"),
+    _card("rtx3090", "GeForce RTX 3090", 24, "24 GB GDDR6X", 71.0, 936, "consumer"),
+    _card("rtx4090", "GeForce RTX 4090", 24, "24 GB GDDR6X", 165.2, 1008, "consumer"),
+    _card("rtx5090", "GeForce RTX 5090", 32, "32 GB GDDR7", 209.5, 1792, "consumer"),
+    # Data centre: the vendors' datasheets (dense figures: half the "with sparsity" ones; A100 80GB
+    # and H100 as SXM modules). Bandwidth (GB/s) from the same datasheets and whitepapers.
+    _card("t4", "Tesla T4", 16, "16 GB GDDR6", 65.0, 320, "data-centre", "ECC on by default takes some of it"),
+    _card("v100-16gb", "Tesla V100 16GB", 16, "16 GB HBM2", 125.0, 900, "data-centre"),
+    _card("v100-32gb", "Tesla V100 32GB", 32, "32 GB HBM2", 125.0, 900, "data-centre"),
+    _card("l4", "L4", 24, "24 GB GDDR6", 121.0, 300, "data-centre", "ECC on by default takes some of it"),
+    _card("l40s", "L40S", 48, "48 GB GDDR6", 362.05, 864, "data-centre", "ECC on by default takes some of it"),
+    _card("a100-40gb", "A100 40GB", 40, "40 GB HBM2", 312.0, 1555, "data-centre"),
+    _card("a100-80gb", "A100 80GB", 80, "80 GB HBM2e", 312.0, 2039, "data-centre"),
+    _card("h100", "H100 SXM 80GB", 80, "80 GB HBM3", 989.4, 3350, "data-centre"),
+    _card("h100-pcie", "H100 PCIe 80GB", 80, "80 GB HBM2e", 756.0, 2000, "data-centre"),
+    _card("h200", "H200 141GB", 141, "141 GB HBM3e", 989.4, 4800, "data-centre"),
+    _card("mi300x", "AMD Instinct MI300X", 192, "192 GB HBM3", 1307.4, 5300, "data-centre"),
     *(_apple(gb) for gb in (8, 16, 24, 32, 36, 48, 64, 96, 128, 192)),
 )
 

@@ -1,7 +1,8 @@
 """Which runtime an inference plan models, chosen in one place.
 
 ``transformers`` (PyTorch, today's plan: :class:`paramcount.memory.plan.InferencePlanner`),
-``llama.cpp`` (:class:`paramcount.memory.llamacpp.LlamaCppPlanner`) and ``vllm``. The default
+``llama.cpp`` (:class:`paramcount.memory.llamacpp.LlamaCppPlanner`) and ``vllm``
+(:class:`paramcount.memory.vllm.VllmPlanner`). The default
 is llama.cpp for a GGUF file (the runtime that reads it) and transformers for anything else.
 Each runtime takes its own options; one given to a runtime that has no such setting is a
 one-line error naming the flag.
@@ -28,6 +29,15 @@ LLAMA_OPTIONS = {
     "type_v": "--cache-type-v",
     "device": "--device",
     "embeddings": "--embeddings",
+}
+VLLM_OPTIONS = {
+    "tp": "--tp",
+    "pp": "--pp",
+    "ep": "--ep",
+    "utilization": "--gpu-memory-utilization",
+    "block_size": "--block-size",
+    "max_num_seqs": "--max-num-seqs",
+    "max_batched_tokens": "--max-num-batched-tokens",
 }
 TRANSFORMERS_OPTIONS = {
     "cache": "--kv-cache",
@@ -58,23 +68,33 @@ def planner(model: Model, scheme: str | None, name: str | None = None, **options
     if chosen == "llama.cpp":
         from .llamacpp import LlamaCppPlanner
 
-        given = {k: v for k, v in options.items() if k not in TRANSFORMERS_OPTIONS}
-        return LlamaCppPlanner(model, scheme, **given)
+        return LlamaCppPlanner(model, scheme, **_own(options, "llama.cpp"))
     if chosen == "vllm":
-        raise ParamcountError("the vLLM plan is not available yet; use transformers or llama.cpp", field="--runtime")
+        from .vllm import VllmPlanner
+
+        return VllmPlanner(model, scheme, **_own(options, "vllm"))
     from .plan import InferencePlanner
 
-    given = {k: v for k, v in options.items() if k not in LLAMA_OPTIONS}
-    return InferencePlanner(model, scheme, **given)
+    return InferencePlanner(model, scheme, **_own(options, "transformers"))
+
+
+OWN = {"transformers": TRANSFORMERS_OPTIONS, "llama.cpp": LLAMA_OPTIONS, "vllm": VLLM_OPTIONS}
+
+
+def _own(options: Mapping[str, Any], chosen: str) -> dict[str, Any]:
+    """The options a runtime's planner takes: the shared ones and its own."""
+    others = {k for name, flags in OWN.items() if name != chosen for k in flags}
+    return {k: v for k, v in options.items() if k not in others or k in OWN[chosen]}
 
 
 def _check(chosen: str, options: Mapping[str, Any]) -> None:
     """An option of another runtime, set, is an error (None and False are 'not given')."""
-    other = TRANSFORMERS_OPTIONS if chosen == "llama.cpp" else LLAMA_OPTIONS
-    for key, flag in other.items():
-        value = options.get(key)
-        if key == "cache" and value == "llama.cpp" and chosen == "llama.cpp":
+    for owner, flags in OWN.items():
+        if owner == chosen:
             continue
-        if value is not None and value is not False:
-            owner = "transformers" if other is TRANSFORMERS_OPTIONS else "llama.cpp"
-            raise ParamcountError(f"{flag} is a {owner} setting; this plan's runtime is {chosen}", field=flag)
+        for key, flag in flags.items():
+            value = options.get(key)
+            if key in OWN[chosen] or (key == "cache" and value == "llama.cpp" and chosen == "llama.cpp"):
+                continue
+            if value is not None and value is not False:
+                raise ParamcountError(f"{flag} is a {owner} setting; this plan's runtime is {chosen}", field=flag)

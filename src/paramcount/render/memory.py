@@ -158,8 +158,69 @@ def fit_table(fit: Fit) -> Table:
     return t
 
 
+def serving_table(fit: Fit) -> Table:
+    """vLLM: per precision, the fewest GPUs, the memory of each, its KV cache and the speed bounds."""
+    t = Table(show_edge=False)
+    heads = ("precision", "GPUs", "GB per GPU", "KV tokens per GPU", "max sequences", "decode tok/s ≤", "prefill ≤")
+    for i, col in enumerate(heads):
+        t.add_column(col, justify="left" if i == 0 else "right")
+    for r in fit.rows:
+        s = r.serving or {}
+        if not r.fits:
+            split = f"TP {s.get('tried_tp')}" + (f"×PP {s['pp']}" if s.get("pp", 1) > 1 else "")
+            t.add_row(r.precision, Text(f"no: {split} short", "red"), gb(r.plan.total), "", "", "", "")
+            continue
+        split = f"{r.gpus} (TP {s['tp']}" + (f", PP {s['pp']})" if s["pp"] > 1 else ")")
+        d, p = s.get("decode"), s.get("prefill")
+        t.add_row(
+            r.precision,
+            Text(split, "green"),
+            gb(r.plan.total),
+            n(s["kv_tokens"]),
+            n(s["max_concurrency"]),
+            f"{d['tokens_per_s']:,.0f} ({d['bound_by']})" if d else "n/a",
+            f"{p['seconds']:,.2f} s" if p else "n/a",
+        )
+    return t
+
+
+def _serving_notes(fit: Fit) -> list[Text]:
+    g = fit.gpu
+    out = [
+        Text(
+            f"GPUs: the fewest tensor-parallel GPUs (1, 2, 4, 8, …) vLLM starts on and admits {n(fit.batch)} sequences "
+            f"of {n(fit.context)} tokens; GB per GPU: what that takes on the busiest GPU, over "
+            "--gpu-memory-utilization"
+        ),
+        Text("KV tokens per GPU and max sequences: what vLLM logs (GPU KV cache size; maximum concurrency)"),
+    ]
+    if g.bandwidth and g.tflops:
+        out.append(
+            Text(
+                f"decode: an upper bound, {g.bandwidth:g} GB/s and {g.tflops:g} TFLOPS at their peaks, all sequences "
+                f"at {n(fit.context)} tokens; prefill: the least time for one prompt of {n(fit.context)} tokens, "
+                "compute-bound"
+            )
+        )
+    else:
+        out.append(Text(f"no speed bound: {g.name} has no bandwidth or FLOPS figure here", style="yellow"))
+    return out
+
+
 def render_fit(fit: Fit) -> Group:
     m = fit.model
+    if fit.mode == "serving":
+        head = Text(m.name, style="bold")
+        head.append(f"  {m.class_name} · {n(m.total)} parameters", style="dim")
+        what = f"served by vLLM: {n(fit.batch)} sequences × {n(fit.context)} tokens" + _options_of(fit.settings)
+        parts: list[Any] = [head, Text(f"on {capacity(fit.gpu)}"), Text(what), Text(""), serving_table(fit), Text("")]
+        parts += [Text(f"left out: {why}", style="yellow") for why in fit.skipped]
+        parts += _serving_notes(fit)
+        estimated = " and ".join(dict.fromkeys(t.key for r in fit.rows for t in r.plan.terms if t.estimate))
+        parts.append(
+            Text(f"every figure includes the estimated {estimated}; `paramcount memory --runtime vllm` itemises them")
+        )
+        return Group(*parts)
     head = Text(m.name, style="bold")
     head.append(f"  {m.class_name} · {n(m.total)} parameters", style="dim")
     what = f"{fit.mode} at {n(fit.context)} tokens × batch {n(fit.batch)}" + _options_of(fit.settings)

@@ -1,0 +1,650 @@
+"""vLLM's memory plan: what ``vllm serve`` holds on each GPU, and the KV cache it gets.
+
+vLLM (the V1 engine) claims ``gpu_memory_utilization`` (0.9) of each GPU. Out of that claim
+come, in order, the weights of the GPU's rank, the activation peak of a profiling forward pass
+over ``max_num_batched_tokens`` tokens and whatever other libraries (NCCL, cuBLAS) allocate
+during it; all that is left becomes the KV cache, cut into blocks of ``block_size`` tokens per
+layer (``Worker.determine_available_memory``, vllm/v1/worker/gpu_worker.py;
+``get_num_blocks``, vllm/v1/core/kv_cache_utils.py). The CUDA context and the CUDA graphs
+captured after the KV cache is allocated live in the share left outside the claim.
+
+A plan here is the memory that serves ``batch`` sequences of ``context`` tokens on one GPU of
+the tightest rank: its weights, the profiled peak, the non-torch allocations, the KV blocks
+those sequences need and the share outside the claim. It fits a GPU exactly when vLLM starts
+on it and admits that load. Given a GPU, the plan also says what vLLM would log: the KV cache
+in tokens and blocks and the largest number of such sequences at once.
+
+Exact: the KV page sizes and block counts (identities of the shapes and vLLM's arithmetic),
+and the weights of one rank as vLLM shards the projections it knows. Estimated, and marked so:
+the profiled activation peak and the non-torch allocations.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from typing import Any
+
+from ..errors import ParamcountError
+from ..model import Model
+from .kv_layout import LayerKind, Layout
+from .terms import GIB, Term
+
+# vLLM's defaults (vllm/config/cache.py CacheConfig; vllm/engine/arg_utils.py
+# EngineArgs._set_default_args for ``vllm serve`` on a data-centre GPU).
+UTILIZATION = Fraction(9, 10)
+BLOCK_SIZE = 16
+MAX_NUM_SEQS = 256
+MAX_BATCHED_TOKENS = 8192
+VOCAB_PADDING = 64  # DEFAULT_VOCAB_PADDING_SIZE, vllm/model_executor/layers/vocab_parallel_embedding.py
+KV_BYTES = {"auto": None, "fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1}
+
+SRC_CLAIM = (
+    "vllm/v1/worker/gpu_worker.py Worker.determine_available_memory (requested_memory = total × gpu_memory_utilization)"
+)
+SRC_BLOCKS = (
+    "vllm/v1/core/kv_cache_utils.py get_num_blocks (available // page_size // num_layers), "
+    "vllm/v1/kv_cache_interface.py AttentionSpec.page_size_bytes, MLAAttentionSpec"
+)
+SRC_SHARD = (
+    "vllm/model_executor/layers/linear.py ColumnParallelLinear, QKVParallelLinear (num_kv_head_replicas), "
+    "RowParallelLinear; vocab_parallel_embedding.py VocabParallelEmbedding (pad_vocab_size); "
+    "fused_moe/layer.py FusedMoE (determine_expert_map); distributed/utils.py get_pp_indices"
+)
+SRC_PROFILE = "vllm/v1/worker/gpu_model_runner.py GPUModelRunner.profile_run (_dummy_run, _dummy_sampler_run)"
+SRC_NON_TORCH = "vllm/utils/mem_utils.py memory_profiling (non_torch_increase: NCCL, cuBLAS and other non-torch memory)"
+
+# Projections vLLM splits across tensor-parallel ranks, by the module name a checkpoint uses.
+COLUMN = frozenset(
+    {"q_proj", "k_proj", "v_proj", "gate_proj", "up_proj", "gate_up_proj", "fc1", "c_fc", "w1", "w3"}
+    | {"dense_h_to_4h", "q_b_proj", "kv_b_proj", "wq", "wk", "wv", "in_proj"}
+)
+ROW = frozenset({"o_proj", "down_proj", "dense", "c_proj", "fc2", "w2", "out_proj", "dense_4h_to_h", "wo"})
+FUSED_QKV = frozenset({"qkv_proj", "query_key_value", "c_attn", "Wqkv", "W_pack"})
+KV_PROJ = frozenset({"k_proj", "v_proj", "wk", "wv"})
+REPLICATED = frozenset({"q_a_proj", "kv_a_proj_with_mqa", "gate", "router", "e_score_correction_bias"})
+_LAYER = re.compile(r"^(?P<path>.+?)\.(?P<a>\d+)(?:–(?P<b>\d+))?\.(?P<rest>.+)$")
+_PARAMS = frozenset({"weight", "bias"})
+
+
+@dataclass(frozen=True)
+class Options:
+    """vLLM's settings a plan depends on (the names are vLLM's own flags)."""
+
+    tp: int = 1  # --tensor-parallel-size
+    pp: int = 1  # --pipeline-parallel-size
+    ep: int = 1  # experts spread over this many ranks (--enable-expert-parallel: EP = TP × DP)
+    utilization: Fraction = UTILIZATION  # --gpu-memory-utilization
+    block_size: int = BLOCK_SIZE  # --block-size
+    max_num_seqs: int = MAX_NUM_SEQS  # --max-num-seqs
+    max_batched_tokens: int = MAX_BATCHED_TOKENS  # --max-num-batched-tokens
+    kv_dtype: str = "auto"  # --kv-cache-dtype
+
+
+def options(**given: Any) -> Options:
+    """Options from keyword arguments, each checked, with the flag named on a bad one."""
+    o = Options()
+    flags = {
+        "tp": "--tp",
+        "pp": "--pp",
+        "ep": "--ep",
+        "block_size": "--block-size",
+        "max_num_seqs": "--max-num-seqs",
+        "max_batched_tokens": "--max-num-batched-tokens",
+    }
+    for key, flag in flags.items():
+        v = given.get(key)
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 1 << 20:
+            raise ParamcountError(f"{flag} takes a whole number from 1 to {1 << 20:,}, got {v!r}", field=flag)
+        o = replace(o, **{key: v})
+    if given.get("utilization") is not None:
+        o = replace(o, utilization=_utilization(given["utilization"]))
+    if given.get("kv_dtype") is not None:
+        key = str(given["kv_dtype"]).lower()
+        if key not in KV_BYTES:
+            raise ParamcountError(
+                f"vLLM's --kv-cache-dtype is one of {', '.join(KV_BYTES)}, not {key!r}", field="--kv-dtype"
+            )
+        o = replace(o, kv_dtype=key)
+    if o.ep not in (1, o.tp):
+        raise ParamcountError(
+            f"--ep {o.ep}: vLLM spreads experts over TP × DP ranks (--enable-expert-parallel); with one "
+            f"data-parallel replica that is --ep {o.tp} (or 1 for experts split like other layers)",
+            field="--ep",
+        )
+    return o
+
+
+def _utilization(value: Any) -> Fraction:
+    try:
+        u = Fraction(str(value))
+    except (ValueError, ZeroDivisionError):
+        u = Fraction(-1)
+    if not 0 < u <= 1:
+        raise ParamcountError(
+            f"--gpu-memory-utilization is a share in (0, 1], got {value!r}", field="--gpu-memory-utilization"
+        )
+    return u
+
+
+# ---- sharding: the weights one GPU holds -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Heads:
+    q: int
+    kv: int
+
+    def kv_per_rank(self, tp: int) -> int:
+        """QKVParallelLinear: kv/tp heads per rank, or one replicated head when kv < tp."""
+        return max(1, self.kv // tp)
+
+
+def check_split(heads: Heads | None, layers: int, o: Options) -> None:
+    """What vLLM refuses before it loads anything (ModelConfig.verify_with_parallel_config)."""
+    if heads and heads.q % o.tp:
+        raise ParamcountError(
+            f"--tp {o.tp}: vLLM needs the {heads.q} attention heads to divide evenly over the ranks", field="--tp"
+        )
+    if heads and heads.kv and (heads.kv % o.tp if heads.kv >= o.tp else o.tp % heads.kv):
+        raise ParamcountError(
+            f"--tp {o.tp}: vLLM needs the {heads.kv} KV heads and the ranks to divide one another", field="--tp"
+        )
+    if o.pp > max(layers, 1):
+        raise ParamcountError(f"--pp {o.pp}: the model has only {layers} layers to split", field="--pp")
+
+
+def pp_layers(n: int, pp: int) -> list[range]:
+    """vLLM's get_pp_indices: n // pp layers each, the remainder one each to the ranks before the last."""
+    sizes = [n // pp] * pp
+    for i in range(2, n % pp + 2):
+        sizes[-i] += 1
+    starts = [sum(sizes[:r]) for r in range(pp)]
+    return [range(s, s + k) for s, k in zip(starts, sizes, strict=True)]
+
+
+@dataclass(frozen=True)
+class Share:
+    """The bytes of one pipeline stage on its busiest tensor-parallel rank."""
+
+    bytes: int
+    experts: int  # of which routed-expert bytes (what a token reads only k/E of)
+    replicated: tuple[str, ...]  # linear weights vLLM's sharding is not known for: counted whole
+
+
+def _module(name: str) -> tuple[str, bool]:
+    """The owning module's name and whether the tensor is a bias (a fused expert tensor is its own name)."""
+    head, _, last = name.rpartition(".")
+    if last in _PARAMS:
+        return head.rpartition(".")[2], last == "bias"
+    return last, False
+
+
+def _tp_share(row: Any, heads: Heads | None, o: Options, tp: int) -> Fraction | None:
+    """Of one tensor, the share the busiest TP rank holds; None where vLLM's split is not known."""
+    module, bias = _module(row.name)
+    shape = row.shape
+    if row.kind in ("embeddings", "output_head") and len(shape) == 2 and module not in COLUMN | ROW:
+        rows = int(shape[0])
+        padded = -(-rows // VOCAB_PADDING) * VOCAB_PADDING
+        return Fraction(padded // tp if padded % tp == 0 else -(-padded // tp), rows)
+    if _routed(row):
+        if o.ep > 1:
+            experts = _experts(row)
+            return Fraction(-(-experts // o.ep), experts) if experts else Fraction(1, o.ep)
+        return Fraction(1) if bias and module in ROW else Fraction(1, tp)
+    if module in KV_PROJ and heads:
+        return Fraction(heads.kv_per_rank(tp), heads.kv)
+    if module in FUSED_QKV and heads:
+        return Fraction(heads.q // tp + 2 * heads.kv_per_rank(tp), heads.q + 2 * heads.kv)
+    if module in COLUMN:
+        return Fraction(1, tp)
+    if module in ROW:
+        return Fraction(1) if bias else Fraction(1, tp)
+    if module in REPLICATED or len(shape) < 2 or bias or row.kind in ("norms", "router"):
+        return Fraction(1)
+    return None
+
+
+def _experts(row: Any) -> int:
+    """Experts in one layer's tensor: the leading dimension of a fused 3-D tensor, else the range in the name."""
+    if len(row.shape) == 3:
+        return int(row.shape[0])
+    m = re.search(r"\.experts\.(\d+)(?:–(\d+))?\.", row.name)
+    return int(m.group(2) or m.group(1)) + 1 if m else 0
+
+
+def stack_path(rows: Any, layers: int) -> str | None:
+    """The decoder-layer list: the indexed path whose indices run to ``layers`` - 1 and hold most bytes."""
+    found: dict[str, int] = {}
+    top: dict[str, int] = {}
+    for r in rows:
+        m = _LAYER.match(r.name)
+        if m:
+            p = m.group("path")
+            found[p] = found.get(p, 0) + r.bytes
+            top[p] = max(top.get(p, 0), int(m.group("b") or m.group("a")) + 1)
+    matching = [p for p in found if top[p] == layers]
+    return max(matching, key=lambda p: found[p]) if matching else None
+
+
+def shares(rows: Any, heads: Heads | None, layers: int, o: Options, tied: bool) -> list[Share]:
+    """Each pipeline stage's bytes on its busiest TP rank: embeddings and anything outside the
+    decoder layers on the first stage, the final norm and the head on the last (the head as its
+    own copy on the last stage when it is tied to the embeddings and PP > 1)."""
+    stack = stack_path(rows, layers) if o.pp > 1 else None
+    if o.pp > 1 and stack is None:
+        raise ParamcountError("--pp: the decoder layers could not be told apart from the other tensors", field="--pp")
+    stages = pp_layers(layers, o.pp)
+    acc = [[Fraction(0), Fraction(0)] for _ in stages]
+    unknown: dict[str, None] = {}
+    for r in rows:
+        if not r.bytes and not (tied and r.role == "tied" and o.pp > 1):
+            continue
+        share = _tp_share(r, heads, o, o.tp)
+        if share is None:
+            share = Fraction(1)
+            if o.tp > 1:
+                unknown[_module(r.name)[0]] = None
+        expert = _routed(r)
+        for stage, part in _stages(r, stack, stages, tied):
+            acc[stage][0] += part * share
+            acc[stage][1] += part * share if expert else 0
+    return [Share(math.ceil(b), math.ceil(e), tuple(unknown)) for b, e in acc]
+
+
+def _stages(row: Any, stack: str | None, stages: list[range], tied: bool) -> list[tuple[int, Fraction]]:
+    """(stage, bytes) of a row: split by its layer indices inside the decoder stack, else placed."""
+    last = len(stages) - 1
+    if row.role == "tied":  # PP > 1: the last stage loads its own head from the tied embedding
+        return [(last, Fraction(_tied_bytes(row)))]
+    m = _LAYER.match(row.name) if stack else None
+    if m and m.group("path") == stack:
+        a = int(m.group("a"))
+        b = int(m.group("b") or a)
+        per = Fraction(row.bytes, b - a + 1)
+        out = []
+        for i, r in enumerate(stages):
+            n = len(range(max(a, r.start), min(b + 1, r.stop)))
+            if n:
+                out.append((i, per * n))
+        return out
+    if row.kind == "output_head" or (row.kind == "norms" and stack and not row.name.startswith(stack)):
+        return [(last, Fraction(row.bytes))]
+    return [(0, Fraction(row.bytes))]
+
+
+def _tied_bytes(row: Any) -> int:
+    return math.prod(int(d) for d in row.shape) * 2  # the head as its own bf16 copy
+
+
+# ---- the KV cache: pages and blocks ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pages:
+    """The KV cache of one pipeline stage on one GPU, as vLLM pages it.
+
+    ``page`` is one layer's bytes per block (the same for every layer, or vLLM refuses);
+    ``pool`` the layers one block spans (every layer for a uniform model; for a hybrid model
+    the smallest count of layers of one type, each group taking blocks from one shared pool);
+    ``groups`` the kinds with their group counts.
+    """
+
+    page: int
+    pool: int
+    groups: tuple[tuple[LayerKind, int], ...]
+    block: int
+
+    def blocks(self, available: int) -> int:
+        return max(available, 0) // self.page // self.pool
+
+    def per_sequence(self, tokens: int, batched: int) -> int:
+        """Blocks one sequence of ``tokens`` takes across the groups (a sliding window's as
+        SlidingWindowSpec.max_memory_usage_bytes counts it: window - 1 + a chunk, + 1 block)."""
+        n = 0
+        for kind, count in self.groups:
+            if kind.attention == "sliding" and kind.window:
+                n += count * (-(-min(kind.window - 1 + batched, tokens) // self.block) + 1)
+            else:
+                n += count * -(-tokens // self.block)
+        return n
+
+    def bytes(self, blocks: int) -> int:
+        return blocks * self.page * self.pool
+
+
+def pages(layout: Layout, heads_tp: int, block: int, kv_bytes: int, layers: int | None = None) -> Pages:
+    """The paging of ``layout`` (or of ``layers`` of it, for one pipeline stage of a uniform model)."""
+    kinds = [k for k in layout.kinds if k.layers]
+    bad = [k for k in kinds if k.attention not in ("full", "sliding") or k.stores not in ("kv", "mla-latent")]
+    if bad:
+        what = bad[0].stores if bad[0].attention in ("full", "sliding") else bad[0].attention
+        raise ParamcountError(
+            f"the vLLM plan pages full, sliding-window and MLA attention; this model also caches {what!r} "
+            "(plan it with --runtime transformers)",
+            field="--runtime",
+        )
+    if not kinds:
+        raise ParamcountError("the model keeps no KV cache for vLLM to page (an encoder)", field="--runtime")
+    sizes = {_page(k, heads_tp, block, kv_bytes) for k in kinds}
+    if len(sizes) > 1:
+        raise ParamcountError(
+            "the model's layers have different KV page sizes, which vLLM pads to one size; that is not "
+            "modelled (plan it with --runtime transformers)",
+            field="--runtime",
+        )
+    by_type: dict[tuple, int] = {}
+    for k in kinds:
+        key = (k.attention, k.window)
+        by_type[key] = by_type.get(key, 0) + k.layers
+    if len(by_type) == 1:
+        n = layers if layers is not None else kinds[0].layers if len(kinds) == 1 else sum(k.layers for k in kinds)
+        return Pages(sizes.pop(), n, ((kinds[0], 1),), block)
+    if layers is not None:
+        raise ParamcountError("--pp over layers of mixed attention types is not modelled", field="--pp")
+    pool = min(by_type.values())
+    first = {(k.attention, k.window): k for k in kinds}
+    groups = tuple((first[key], -(-n // pool)) for key, n in by_type.items())
+    return Pages(sizes.pop(), pool, groups, block)
+
+
+def _page(kind: LayerKind, heads_tp: int, block: int, kv_bytes: int) -> int:
+    """One layer's bytes per block: keys and values of its heads on this rank (MLA: the latent,
+    replicated on every rank)."""
+    heads = kind.kv_heads if kind.stores == "mla-latent" else heads_tp
+    return block * heads * (kind.key_dim + kind.value_dim) * kv_bytes
+
+
+def kv_heads(layout: Layout) -> int:
+    return max((k.kv_heads for k in layout.kinds if k.stores == "kv"), default=1)
+
+
+# ---- the profiled peak ---------------------------------------------------------------------------
+
+
+def profile_peak(widths: Any, o: Options, dtype_bytes: int) -> Term:
+    """The activation peak of vLLM's profiling run: a forward pass over max_num_batched_tokens
+    tokens (the widest layer's tensors, the projections' outputs split over TP) and the
+    sampler's dummy run over max_num_seqs rows of fp32 logits."""
+    tokens = o.max_batched_tokens
+    per_token = 4 * widths.hidden + -(-max(widths.attention, widths.ffn) // o.tp)
+    layer = tokens * per_token * dtype_bytes
+    rows = min(o.max_num_seqs, tokens)
+    logits = rows * widths.logits * 4 * SAMPLER_COPIES if widths.logits else 0
+    formula = (
+        f"T·(4h + max(W_attn, W_ffn)/TP)·b + S·V·4·{SAMPLER_COPIES} = {tokens:,}·(4·{widths.hidden:,} + "
+        f"max({widths.attention:,}, {widths.ffn:,})/{o.tp})·{dtype_bytes} + {rows}·{widths.logits:,}·4·"
+        f"{SAMPLER_COPIES} = {layer + logits:,} B"
+    )
+    said = (
+        f"the profiling pass over --max-num-batched-tokens {tokens:,} (one layer's tensors at a time) and the "
+        f"sampler's over --max-num-seqs {rows} rows of fp32 logits (logits, probabilities, log-probabilities)"
+    )
+    return Term("activations", "activations (profiled peak)", layer + logits, formula, said, True, SRC_PROFILE)
+
+
+SAMPLER_COPIES = 3
+NON_TORCH = GIB // 4  # cuBLAS workspaces and the like, on one GPU
+NON_TORCH_PER_PEER = GIB // 8  # NCCL and custom all-reduce buffers, per other rank it talks to
+
+
+def non_torch(o: Options) -> Term:
+    peers = o.tp - 1 + (o.pp > 1)
+    n = NON_TORCH + peers * NON_TORCH_PER_PEER
+    formula = f"0.25 GiB + {peers} × 0.125 GiB = {n:,} B"
+    said = "memory other libraries take during profiling: cuBLAS workspaces, NCCL buffers per peer rank"
+    return Term("non_torch", "non-torch memory", n, formula, said, True, SRC_NON_TORCH)
+
+
+# ---- the planner -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One pipeline stage on its busiest GPU: weights, what the sampler and the profile add, pages."""
+
+    share: Share
+    pages: Pages
+
+
+class VllmPlanner:
+    """The weights and shapes read once; plans ``batch`` sequences of ``context`` tokens per GPU
+    (``batch`` is the number of requests vLLM runs at once), and the KV capacity a GPU leaves."""
+
+    runtime = "vllm"
+
+    def __init__(
+        self,
+        model: Model,
+        scheme: str | None = None,
+        kv_dtype: str | None = None,
+        overhead: Any = None,
+        *,
+        keep: Any = None,
+        pure: bool = False,
+        **given: Any,
+    ):
+        from .plan import _layout, activation_bytes, compute_dtype, default_scheme, shape_widths
+        from .weights import scheme as find
+        from .weights import weights
+
+        if overhead is not None:
+            raise ParamcountError(
+                "vLLM sizes its own claim: set --gpu-memory-utilization, not --overhead", field="--overhead"
+            )
+        self.model = model
+        self.o = options(kv_dtype=kv_dtype, **given)
+        self.scheme = find(scheme or default_scheme(model)).name
+        if self.scheme.startswith(("q", "iq", "nf4", "fp4", "bnb")) and self.scheme not in ("stored",):
+            raise ParamcountError(
+                f"{self.scheme} is not a format vLLM serves from a config; use bf16, fp16, fp8, int8, "
+                "gptq-int4, gptq-int8, awq-int4 or a checkpoint's stored weights",
+                field="--dtype",
+            )
+        if keep is None and self.scheme in ("fp8", "int8"):
+            keep = "embeddings,output_head,norms,router"  # vLLM's fp8/int8 methods quantise linear layers only
+        self.weights = weights(model, self.scheme, keep=keep, pure=pure)
+        self.dtype = compute_dtype(self.scheme, model)
+        self.act_bytes = activation_bytes(self.dtype)
+        self.kv_bytes = KV_BYTES[self.o.kv_dtype] or self.act_bytes
+        self.layout, self.partial = _layout(model, "latent")
+        if self.partial:
+            raise ParamcountError(
+                f"the vLLM plan needs the model's attention layout: {self.partial}", field="--runtime"
+            )
+        self.widths = shape_widths(model)
+        from .limits import Limit
+        from .llamacpp import _heads
+
+        self.limit = Limit.of(model)
+        kv = kv_heads(self.layout)
+        q = _heads(model) or kv
+        self.heads = Heads(q, kv)
+        self.layers = sum(k.layers for k in self.layout.kinds)
+        check_split(self.heads, self.layers, self.o)
+        tied = any(r.role == "tied" for r in self.weights.rows)
+        self.stages = self._stages(tied)
+        self.active = _active_share(model, self.weights.rows)
+
+    def _stages(self, tied: bool) -> list[Stage]:
+        o = self.o
+        heads_tp = self.heads.kv_per_rank(o.tp)
+        split = shares(self.weights.rows, self.heads, self.layers, o, tied)
+        if o.pp == 1:
+            return [Stage(split[0], pages(self.layout, heads_tp, o.block_size, self.kv_bytes))]
+        ranges = pp_layers(self.layers, o.pp)
+        return [
+            Stage(s, pages(self.layout, heads_tp, o.block_size, self.kv_bytes, len(r)))
+            for s, r in zip(split, ranges, strict=True)
+        ]
+
+    # one stage's fixed memory: weights + profiled peak + non-torch
+    def _fixed(self, stage: Stage) -> int:
+        return stage.share.bytes + self.peak.bytes + self.non_torch.bytes
+
+    @property
+    def peak(self) -> Term:
+        return profile_peak(self.widths, self.o, self.act_bytes)
+
+    @property
+    def non_torch(self) -> Term:
+        return non_torch(self.o)
+
+    def _need(self, stage: Stage, context: int, batch: int) -> int:
+        return self._fixed(stage) + stage.pages.bytes(
+            batch * stage.pages.per_sequence(context, self.o.max_batched_tokens)
+        )
+
+    def busiest(self, context: int, batch: int) -> Stage:
+        return max(self.stages, key=lambda s: self._need(s, context, batch))
+
+    def plan(self, context: int, batch: int = 1, why: str = "--context") -> Any:
+        from .plan import Plan, positive
+
+        context, batch = positive(context, "--context"), positive(batch, "--concurrency")
+        warned = self.limit.check(context, "vllm")
+        stage = self.busiest(context, batch)
+        blocks = batch * stage.pages.per_sequence(context, self.o.max_batched_tokens)
+        base = (self._weights_term(stage), self.peak, self.non_torch, self._kv_term(stage, blocks, context, batch))
+        claimed = sum(t.bytes for t in base)
+        terms = (*base, self._outside(claimed))
+        notes = (*warned, *self.layout.notes, *self._notes(stage))
+        return Plan(self.model, "inference", terms, self._settings(context, why, batch, blocks), notes, planner=self)
+
+    def total(self, context: int, batch: int = 1) -> int:
+        stage = self.busiest(context, batch)
+        claimed = self._need(stage, context, batch)
+        return _claim(claimed, self.o.utilization)
+
+    def serving(self, memory: int, context: int) -> dict[str, Any]:
+        """What vLLM logs on a GPU of ``memory`` bytes at --max-model-len ``context``: KV blocks and
+        tokens per GPU, and the largest number of such sequences at once."""
+        o = self.o
+        claim = math.floor(memory * o.utilization)
+        blocks = min(s.pages.blocks(claim - self._fixed(s)) for s in self.stages)
+        stage = self.stages[0]
+        per_seq = stage.pages.per_sequence(context, o.max_batched_tokens)
+        groups = sum(n for _, n in stage.pages.groups)
+        tokens = blocks // groups * o.block_size
+        return {
+            "kv_cache_bytes": min(max(claim - self._fixed(s), 0) for s in self.stages),
+            "kv_blocks": blocks,
+            "kv_tokens": tokens,
+            "blocks_per_sequence": per_seq,
+            "max_concurrency": blocks // per_seq if per_seq else None,
+            "starts": blocks >= per_seq,
+        }
+
+    def _weights_term(self, stage: Stage) -> Term:
+        o = self.o
+        whole = self.weights.bytes
+        split = f"TP {o.tp}" + (f", PP {o.pp}" if o.pp > 1 else "") + (f", EP {o.ep}" if o.ep > 1 else "")
+        unknown = stage.share.replicated
+        said = (
+            f"{self.weights.scheme} weights of the busiest GPU ({split}): attention and MLP projections split "
+            "over TP (a KV head per rank when there are fewer than the ranks), the vocabulary padded to 64 rows "
+            f"and split, norms and routers whole on every rank; of the model's {whole:,} B"
+        )
+        if unknown:
+            said += f"; counted whole on every rank, their split not known here: {', '.join(unknown[:6])}"
+        if self.scheme == "fp8":
+            said += "; fp8 per-tensor scales (4 B per linear layer) not counted"
+        label = f"weights ({self.scheme}, {split})"
+        return Term(
+            "weights",
+            label,
+            stage.share.bytes,
+            f"Σ tensors × their share on one GPU = {stage.share.bytes:,} B",
+            said,
+            bool(unknown),
+            SRC_SHARD,
+        )
+
+    def _kv_term(self, stage: Stage, blocks: int, context: int, batch: int) -> Term:
+        p = stage.pages
+        per = p.per_sequence(context, self.o.max_batched_tokens)
+        n = p.bytes(blocks)
+        formula = f"{batch} seq × {per:,} blocks × {p.page:,} B per layer-block × {p.pool} layers = {n:,} B"
+        said = (
+            f"blocks of {self.o.block_size} tokens, {p.page:,} B per layer ({self.kv_bytes} B per value); "
+            f"a sequence of {context:,} tokens takes {per:,} blocks"
+            + (" across its groups (sliding-window layers keep window + a chunk)" if len(p.groups) > 1 else "")
+        )
+        label = f"KV cache ({context:,} tokens × {batch})"
+        return Term("kv_cache", label, n, formula, said, False, SRC_BLOCKS)
+
+    def _outside(self, claimed: int) -> Term:
+        u = self.o.utilization
+        total = _claim(claimed, u)
+        n = total - claimed
+        formula = f"⌈{claimed:,} / {_num(u)}⌉ − {claimed:,} = {n:,} B"
+        said = (
+            f"vLLM claims {_num(u)} of the GPU (--gpu-memory-utilization); the rest holds the CUDA context and "
+            "the CUDA graphs captured after the KV cache"
+        )
+        return Term("outside", f"outside the claim ({_num(1 - u)})", n, formula, said, False, SRC_CLAIM)
+
+    def _settings(self, context: int, why: str, batch: int, blocks: int) -> dict[str, Any]:
+        o = self.o
+        return {
+            "runtime": "vllm",
+            "scheme": self.scheme,
+            "keep": ",".join(self.weights.keep) or "none",
+            "compute_dtype": self.dtype,
+            "kv_dtype": o.kv_dtype if o.kv_dtype != "auto" else self.dtype,
+            "kv_cache": "vllm",
+            "context": context,
+            "context_from": why,
+            "batch": batch,
+            "concurrency": batch,
+            "tp": o.tp,
+            "pp": o.pp,
+            "ep": o.ep,
+            "gpus": o.tp * o.pp,
+            "gpu_memory_utilization": float(o.utilization),
+            "block_size": o.block_size,
+            "max_num_seqs": o.max_num_seqs,
+            "max_num_batched_tokens": o.max_batched_tokens,
+            "kv_blocks": blocks,
+        }
+
+    def _notes(self, stage: Stage) -> tuple[str, ...]:
+        o = self.o
+        notes = []
+        if o.pp > 1:
+            notes.append(
+                f"pipeline stages of {', '.join(str(len(r)) for r in pp_layers(self.layers, o.pp))} layers; "
+                "the busiest stage is planned, and every stage gets the fewest blocks any stage has"
+            )
+        if self.heads.kv < o.tp:
+            notes.append(
+                f"{self.heads.kv} KV heads over {o.tp} ranks: each rank keeps one, replicated {o.tp // self.heads.kv}×"
+            )
+        return tuple(notes)
+
+
+def _claim(claimed: int, u: Fraction) -> int:
+    """The GPU memory whose utilisation share holds ``claimed`` bytes."""
+    return math.ceil(claimed / u)
+
+
+def _num(f: Fraction) -> str:
+    return f"{float(f):g}"
+
+
+def _active_share(model: Model, rows: Any) -> Fraction:
+    """Of the routed experts' parameters, the share one token uses (k of E; 1 for a dense model)."""
+    inactive = model.total - model.active_total
+    routed = sum(r.parameters for r in rows if _routed(r))
+    if inactive <= 0 or not routed:
+        return Fraction(1)
+    return Fraction(max(routed - inactive, 0), routed)
+
+
+def _routed(row: Any) -> bool:
+    return row.kind == "experts" and ".experts." in f".{row.name}."
