@@ -79,7 +79,7 @@ def test_kv_blocks_on_a_gpu_follow_get_num_blocks():
     page = 16 * 8 * (128 + 128) * 2  # block × KV heads × (K + V) × bf16
     assert p.stages[0].pages.page == page
     memory = 80 * GIB
-    fixed = p.stages[0].share.bytes + p.peak.bytes + p.non_torch.bytes
+    fixed = p.stages[0].share.bytes + p.peak.bytes + p.non_torch.bytes + p.graphs.bytes
     s = p.serving(memory, 32768)
     blocks = (memory * 9 // 10 - fixed) // page // 32
     assert s["kv_blocks"] == blocks
@@ -115,8 +115,9 @@ def test_the_plan_fits_exactly_when_vllm_would_start_and_admit_the_load():
     plan = p.plan(8192, 8)
     claimed = sum(t.bytes for t in plan.terms if t.key != "outside")
     assert plan.total == math.ceil(claimed / 0.9) == p.total(8192, 8)
-    assert [t.key for t in plan.terms] == ["weights", "activations", "non_torch", "kv_cache", "outside"]
-    assert {t.key for t in plan.terms if t.estimate} == {"activations", "non_torch"}
+    assert [t.key for t in plan.terms] == ["weights", "activations", "non_torch", "cuda_graphs", "kv_cache", "outside"]
+    assert {t.key for t in plan.terms if t.estimate} == {"activations", "non_torch", "cuda_graphs"}
+    assert [t.key for t in plan.term("outside").parts] == ["cuda_context", "free"]
     assert all(t.source for t in plan.terms)
     assert plan.term("kv_cache").bytes == 8 * (8192 // 16) * 65536 * 32
 
@@ -221,3 +222,52 @@ def test_an_unknown_split_is_flagged_as_an_estimate():
 def test_a_split_vllm_refuses_is_refused():
     with pytest.raises(ParamcountError, match="32 attention heads"):
         vllm("meta-llama/Llama-3.1-8B", tp=5)
+
+
+def test_a_context_past_the_limit_says_how_vllm_takes_it():
+    notes = vllm("meta-llama/Llama-3.1-8B").plan(200_000).notes
+    assert any("VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" in n for n in notes)
+    with pytest.raises(ParamcountError, match="learned positions"):
+        planner(paramcount.load("gpt2"), "bf16", "vllm").plan(2048)
+
+
+def test_memory_on_a_gpu_says_what_vllm_logs(capsys):
+    argv = ["memory", "meta-llama/Llama-3.1-8B", "--runtime", "vllm", "--context", "32k", "--gpu", "h100"]
+    assert main([*argv, "--width", "200"]) == 0
+    out = capsys.readouterr().out
+    s = vllm("meta-llama/Llama-3.1-8B").serving(80 * GIB, 32768)
+    assert f"{s['kv_tokens']:,} tokens ({s['kv_blocks']:,} blocks)" in out
+    assert main([*argv, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["gpu"]["serving"] == s
+    assert main(["memory", "meta-llama/Llama-3.1-70B", *argv[2:], "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["gpu"]["serving"]["starts"] is False  # 131 GiB of weights
+
+
+def test_cuda_graph_sizes_follow_vllm_defaults():
+    from paramcount.memory.vllm import capture_sizes, options
+
+    # vLLM logs "PIECEWISE=51 (largest=512), FULL=35 (largest=256)" for the defaults
+    sizes = capture_sizes(options())
+    assert len(sizes) == 51 and sizes[-1] == 512 and sizes[:5] == [1, 2, 4, 8, 16]
+    assert len([s for s in sizes if s <= 256]) == 35
+    assert capture_sizes(options(max_num_seqs=8)) == [1, 2, 4, 8, 16]
+    assert capture_sizes(options(max_num_seqs=256, max_batched_tokens=100))[-1] == 96
+    assert capture_sizes(options(enforce_eager=True)) == []
+
+
+def test_cuda_graphs_come_out_of_the_claim_and_enforce_eager_drops_them():
+    eager, graphs = vllm("meta-llama/Llama-3.1-8B", enforce_eager=True), vllm("meta-llama/Llama-3.1-8B")
+    assert eager.graphs.bytes == 0 < graphs.graphs.bytes
+    a, b = eager.serving(80 * GIB, 8192), graphs.serving(80 * GIB, 8192)
+    page = 16 * 8 * 256 * 2 * 32
+    assert a["kv_blocks"] - b["kv_blocks"] == pytest.approx(graphs.graphs.bytes / page, abs=1)
+    assert graphs.plan(8192).term("cuda_graphs").estimate
+
+
+def test_a_tiny_share_outside_the_claim_still_holds_the_cuda_context():
+    p = vllm("Qwen/Qwen2.5-0.5B", utilization="0.99")
+    plan = p.plan(1024)
+    outside = plan.term("outside")
+    claimed = plan.total - outside.bytes
+    assert outside.bytes == 512 * 2**20 > math.ceil(claimed / 0.99) - claimed
+    assert outside.estimate and plan.total == p.total(1024)

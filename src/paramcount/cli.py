@@ -379,6 +379,7 @@ TRAIN_FLAGS = ("optimizer", "precision", "zero", "gpus", "recompute", "no_flash"
 LLAMA_FLAGS = ("ubatch", "flash_attn", "swa_full", "kv_unified", "cache_type_k", "cache_type_v", "device", "embeddings")
 INFERENCE_FLAGS = ("kv_dtype", "keep", "kv_cache", "encoder_length", "mla", "runtime", "pure", "images", "image_size")
 VLLM_FLAGS = ("tp", "pp", "ep", "gpu_memory_utilization", "block_size", "max_num_seqs", "max_num_batched_tokens")
+VLLM_FLAGS += ("enforce_eager",)
 INFERENCE_FLAGS += LLAMA_FLAGS + VLLM_FLAGS
 
 
@@ -498,6 +499,7 @@ def runtime_args(p: Parser) -> None:
         metavar="N",
         help="tokens per step, and the profiled pass (default 8192)",
     )
+    v.add_argument("--enforce-eager", action="store_true", help="no CUDA graphs (their memory is left out)")
 
 
 def parallel(args: argparse.Namespace) -> int:

@@ -57,6 +57,12 @@ class Limit:
                 "llama.cpp runs it with a warning (n_ctx_seq > n_ctx_train: possible training context overflow); "
                 f"--rope-scaling yarn --rope-scale {ratio} --yarn-orig-ctx {limit} extends the trained context"
             )
+        elif runtime == "vllm":
+            how = (
+                "vLLM refuses a --max-model-len past the derived limit (_get_and_verify_max_len, "
+                "vllm/config/model.py) unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 is set; --hf-overrides with "
+                f"rope_scaling (yarn, factor {ratio}) extends the trained context"
+            )
         else:
             how = (
                 "transformers runs it (its positions have no table); "

@@ -38,6 +38,7 @@ VLLM_OPTIONS = {
     "block_size": "--block-size",
     "max_num_seqs": "--max-num-seqs",
     "max_batched_tokens": "--max-num-batched-tokens",
+    "enforce_eager": "--enforce-eager",
 }
 TRANSFORMERS_OPTIONS = {
     "cache": "--kv-cache",

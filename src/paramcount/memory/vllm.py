@@ -5,18 +5,20 @@ come, in order, the weights of the GPU's rank, the activation peak of a profilin
 over ``max_num_batched_tokens`` tokens and whatever other libraries (NCCL, cuBLAS) allocate
 during it; all that is left becomes the KV cache, cut into blocks of ``block_size`` tokens per
 layer (``Worker.determine_available_memory``, vllm/v1/worker/gpu_worker.py;
-``get_num_blocks``, vllm/v1/core/kv_cache_utils.py). The CUDA context and the CUDA graphs
-captured after the KV cache is allocated live in the share left outside the claim.
+``get_num_blocks``, vllm/v1/core/kv_cache_utils.py). The CUDA graphs' memory is profiled and
+taken out of the claim before the KV cache (the default since vLLM 0.21,
+``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS``); the CUDA context lives in the share left outside
+the claim, and where it outgrows that share the plan counts the excess beyond it.
 
 A plan here is the memory that serves ``batch`` sequences of ``context`` tokens on one GPU of
-the tightest rank: its weights, the profiled peak, the non-torch allocations, the KV blocks
-those sequences need and the share outside the claim. It fits a GPU exactly when vLLM starts
+the tightest rank: its weights, the profiled peak, the non-torch allocations, the CUDA graphs,
+the KV blocks those sequences need and the share outside the claim. It fits a GPU exactly when vLLM starts
 on it and admits that load. Given a GPU, the plan also says what vLLM would log: the KV cache
 in tokens and blocks and the largest number of such sequences at once.
 
 Exact: the KV page sizes and block counts (identities of the shapes and vLLM's arithmetic),
 and the weights of one rank as vLLM shards the projections it knows. Estimated, and marked so:
-the profiled activation peak and the non-torch allocations.
+the profiled activation peak, the non-torch allocations, the CUDA context and the CUDA graphs.
 """
 
 from __future__ import annotations
@@ -55,6 +57,15 @@ SRC_SHARD = (
 )
 SRC_PROFILE = "vllm/v1/worker/gpu_model_runner.py GPUModelRunner.profile_run (_dummy_run, _dummy_sampler_run)"
 SRC_NON_TORCH = "vllm/utils/mem_utils.py memory_profiling (non_torch_increase: NCCL, cuBLAS and other non-torch memory)"
+SRC_GRAPHS = (
+    "vllm/config/vllm.py VllmConfig._set_cudagraph_sizes (capture sizes); vllm/v1/worker/gpu_model_runner.py "
+    "GPUModelRunner.profile_cudagraph_memory (logs 'Estimated CUDA graph memory: … GiB total'); "
+    "gpu_worker.py Worker.determine_available_memory (cudagraph_memory_estimate_applied)"
+)
+SRC_CONTEXT = (
+    "vllm/v1/worker/gpu_worker.py Worker.init_device (the free memory must hold the claim: the CUDA context "
+    "sits outside it)"
+)
 
 # Projections vLLM splits across tensor-parallel ranks, by the module name a checkpoint uses.
 COLUMN = frozenset(
@@ -64,7 +75,8 @@ COLUMN = frozenset(
 ROW = frozenset({"o_proj", "down_proj", "dense", "c_proj", "fc2", "w2", "out_proj", "dense_4h_to_h", "wo"})
 FUSED_QKV = frozenset({"qkv_proj", "query_key_value", "c_attn", "Wqkv", "W_pack"})
 KV_PROJ = frozenset({"k_proj", "v_proj", "wk", "wv"})
-REPLICATED = frozenset({"q_a_proj", "kv_a_proj_with_mqa", "gate", "router", "e_score_correction_bias"})
+REPLICATED = frozenset({"q_a_proj", "kv_a_proj_with_mqa", "gate", "router", "shared_expert_gate"})
+POSITIONS = frozenset({"wpe", "position_embeddings", "embed_positions"})  # nn.Embedding in vLLM: whole
 _LAYER = re.compile(r"^(?P<path>.+?)\.(?P<a>\d+)(?:–(?P<b>\d+))?\.(?P<rest>.+)$")
 _PARAMS = frozenset({"weight", "bias"})
 
@@ -81,6 +93,7 @@ class Options:
     max_num_seqs: int = MAX_NUM_SEQS  # --max-num-seqs
     max_batched_tokens: int = MAX_BATCHED_TOKENS  # --max-num-batched-tokens
     kv_dtype: str = "auto"  # --kv-cache-dtype
+    enforce_eager: bool = False  # --enforce-eager: no CUDA graphs
 
 
 def options(**given: Any) -> Options:
@@ -101,6 +114,8 @@ def options(**given: Any) -> Options:
         if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 1 << 20:
             raise ParamcountError(f"{flag} takes a whole number from 1 to {1 << 20:,}, got {v!r}", field=flag)
         o = replace(o, **{key: v})
+    if given.get("enforce_eager"):
+        o = replace(o, enforce_eager=True)
     if given.get("utilization") is not None:
         o = replace(o, utilization=_utilization(given["utilization"]))
     if given.get("kv_dtype") is not None:
@@ -140,8 +155,8 @@ class Heads:
     kv: int
 
     def kv_per_rank(self, tp: int) -> int:
-        """QKVParallelLinear: kv/tp heads per rank, or one replicated head when kv < tp."""
-        return max(1, self.kv // tp)
+        """QKVParallelLinear: kv/tp heads per rank, or one replicated head when kv < tp (0 for MLA)."""
+        return max(1, self.kv // tp) if self.kv else 0
 
 
 def check_split(heads: Heads | None, layers: int, o: Options) -> None:
@@ -181,13 +196,18 @@ def _module(name: str) -> tuple[str, bool]:
     head, _, last = name.rpartition(".")
     if last in _PARAMS:
         return head.rpartition(".")[2], last == "bias"
+    if last.endswith("_bias"):  # a fused experts' bias: experts.down_proj_bias
+        return last.removesuffix("_bias"), True
     return last, False
 
 
 def _tp_share(row: Any, heads: Heads | None, o: Options, tp: int) -> Fraction | None:
-    """Of one tensor, the share the busiest TP rank holds; None where vLLM's split is not known."""
+    """Of one tensor, the share the busiest TP rank holds; None where vLLM's split is not known.
+    ``heads`` are the language model's, for its own projections; None elsewhere (a vision tower)."""
     module, bias = _module(row.name)
     shape = row.shape
+    if module in POSITIONS:
+        return Fraction(1)
     if row.kind in ("embeddings", "output_head") and len(shape) == 2 and module not in COLUMN | ROW:
         rows = int(shape[0])
         padded = -(-rows // VOCAB_PADDING) * VOCAB_PADDING
@@ -197,9 +217,9 @@ def _tp_share(row: Any, heads: Heads | None, o: Options, tp: int) -> Fraction | 
             experts = _experts(row)
             return Fraction(-(-experts // o.ep), experts) if experts else Fraction(1, o.ep)
         return Fraction(1) if bias and module in ROW else Fraction(1, tp)
-    if module in KV_PROJ and heads:
+    if module in KV_PROJ and heads and heads.kv:
         return Fraction(heads.kv_per_rank(tp), heads.kv)
-    if module in FUSED_QKV and heads:
+    if module in FUSED_QKV and heads and heads.kv:
         return Fraction(heads.q // tp + 2 * heads.kv_per_rank(tp), heads.q + 2 * heads.kv)
     if module in COLUMN:
         return Fraction(1, tp)
@@ -236,7 +256,7 @@ def shares(rows: Any, heads: Heads | None, layers: int, o: Options, tied: bool) 
     """Each pipeline stage's bytes on its busiest TP rank: embeddings and anything outside the
     decoder layers on the first stage, the final norm and the head on the last (the head as its
     own copy on the last stage when it is tied to the embeddings and PP > 1)."""
-    stack = stack_path(rows, layers) if o.pp > 1 else None
+    stack = stack_path(rows, layers)
     if o.pp > 1 and stack is None:
         raise ParamcountError("--pp: the decoder layers could not be told apart from the other tensors", field="--pp")
     stages = pp_layers(layers, o.pp)
@@ -245,7 +265,9 @@ def shares(rows: Any, heads: Heads | None, layers: int, o: Options, tied: bool) 
     for r in rows:
         if not r.bytes and not (tied and r.role == "tied" and o.pp > 1):
             continue
-        share = _tp_share(r, heads, o, o.tp)
+        m = _LAYER.match(r.name)
+        own = heads if stack is None or (m and m.group("path") == stack) else None
+        share = _tp_share(r, own, o, o.tp)
         if share is None:
             share = Fraction(1)
             if o.tp > 1:
@@ -263,7 +285,7 @@ def _stages(row: Any, stack: str | None, stages: list[range], tied: bool) -> lis
     if row.role == "tied":  # PP > 1: the last stage loads its own head from the tied embedding
         return [(last, Fraction(_tied_bytes(row)))]
     m = _LAYER.match(row.name) if stack else None
-    if m and m.group("path") == stack:
+    if stack and m and m.group("path") == stack:
         a = int(m.group("a"))
         b = int(m.group("b") or a)
         per = Fraction(row.bytes, b - a + 1)
@@ -273,7 +295,9 @@ def _stages(row: Any, stack: str | None, stages: list[range], tied: bool) -> lis
             if n:
                 out.append((i, per * n))
         return out
-    if row.kind == "output_head" or (row.kind == "norms" and stack and not row.name.startswith(stack)):
+    parent = stack.rpartition(".")[0] if stack else ""
+    final_norm = row.kind == "norms" and not m and row.name.startswith(parent + ".")
+    if row.kind == "output_head" or (stack and final_norm):
         return [(last, Fraction(row.bytes))]
     return [(0, Fraction(row.bytes))]
 
@@ -361,7 +385,8 @@ def _page(kind: LayerKind, heads_tp: int, block: int, kv_bytes: int) -> int:
 
 
 def kv_heads(layout: Layout) -> int:
-    return max((k.kv_heads for k in layout.kinds if k.stores == "kv"), default=1)
+    """The language model's KV heads (0 for MLA, whose latent is one replicated head)."""
+    return max((k.kv_heads for k in layout.kinds if k.stores == "kv"), default=0)
 
 
 # ---- the profiled peak ---------------------------------------------------------------------------
@@ -399,6 +424,48 @@ def non_torch(o: Options) -> Term:
     formula = f"0.25 GiB + {peers} × 0.125 GiB = {n:,} B"
     said = "memory other libraries take during profiling: cuBLAS workspaces, NCCL buffers per peer rank"
     return Term("non_torch", "non-torch memory", n, formula, said, True, SRC_NON_TORCH)
+
+
+CUDA_CONTEXT = GIB // 2  # the CUDA context and the kernels it loads, on a data-centre GPU
+
+
+def capture_sizes(o: Options) -> list[int]:
+    """The batch sizes (tokens) vLLM captures a CUDA graph for, by default: 1, 2, 4, then every 8
+    to 248 and every 16 from 256, up to min(2 × max_num_seqs, 512, max_num_batched_tokens)."""
+    if o.enforce_eager:
+        return []
+    top = min(2 * o.max_num_seqs, 512, o.max_batched_tokens)
+    small = [s for s in (1, 2, 4) if s <= top]
+    return small + list(range(8, min(top + 1, 256), 8)) + list(range(256, top + 1, 16))
+
+
+def cuda_graphs(widths: Any, o: Options, dtype_bytes: int) -> Term:
+    """The CUDA graphs' memory: one piecewise graph per capture size (mixed batches) and one full
+    graph per size up to max_num_seqs (decode-only batches: FULL_AND_PIECEWISE, the default),
+    each taken to keep one layer's tensors at its size (the pool they share holds the rest)."""
+    sizes = capture_sizes(o)
+    full = [s for s in sizes if s <= o.max_num_seqs]
+    tokens = sum(sizes) + sum(full)
+    per_token = (4 * widths.hidden + -(-max(widths.attention, widths.ffn) // o.tp)) * dtype_bytes
+    n = tokens * per_token
+    if not sizes:
+        return Term("cuda_graphs", "CUDA graphs", 0, "--enforce-eager: none", "no CUDA graphs", False, SRC_GRAPHS)
+    formula = (
+        f"(Σ piecewise sizes + Σ full sizes) · (4h + max(W_attn, W_ffn)/TP)·b = ({sum(sizes):,} + {sum(full):,}) · "
+        f"{per_token:,} B = {n:,} B"
+    )
+    said = (
+        f"{len(sizes)} piecewise graphs (sizes 1 … {sizes[-1]}) and {len(full)} full decode graphs, each keeping "
+        "about one layer's tensors at its size; vLLM measures it before sizing the KV cache and logs "
+        "'Estimated CUDA graph memory'"
+    )
+    return Term("cuda_graphs", "CUDA graphs", n, formula, said, True, SRC_GRAPHS)
+
+
+def cuda_context() -> Term:
+    formula = f"0.5 GiB = {CUDA_CONTEXT:,} B"
+    said = "the CUDA context, cuBLAS handles and loaded kernels each GPU process holds before vLLM profiles"
+    return Term("cuda_context", "CUDA context", CUDA_CONTEXT, formula, said, True, SRC_CONTEXT)
 
 
 # ---- the planner -----------------------------------------------------------------------------------
@@ -483,9 +550,9 @@ class VllmPlanner:
             for s, r in zip(split, ranges, strict=True)
         ]
 
-    # one stage's fixed memory: weights + profiled peak + non-torch
+    # one stage's fixed memory: weights + profiled peak + non-torch + CUDA graphs
     def _fixed(self, stage: Stage) -> int:
-        return stage.share.bytes + self.peak.bytes + self.non_torch.bytes
+        return stage.share.bytes + self.peak.bytes + self.non_torch.bytes + self.graphs.bytes
 
     @property
     def peak(self) -> Term:
@@ -510,16 +577,26 @@ class VllmPlanner:
         warned = self.limit.check(context, "vllm")
         stage = self.busiest(context, batch)
         blocks = batch * stage.pages.per_sequence(context, self.o.max_batched_tokens)
-        base = (self._weights_term(stage), self.peak, self.non_torch, self._kv_term(stage, blocks, context, batch))
+        kv = self._kv_term(stage, blocks, context, batch)
+        base = (self._weights_term(stage), self.peak, self.non_torch, self.graphs, kv)
         claimed = sum(t.bytes for t in base)
         terms = (*base, self._outside(claimed))
-        notes = (*warned, *self.layout.notes, *self._notes(stage))
+        notes = (*warned, *self._notes(stage))
         return Plan(self.model, "inference", terms, self._settings(context, why, batch, blocks), notes, planner=self)
 
     def total(self, context: int, batch: int = 1) -> int:
         stage = self.busiest(context, batch)
-        claimed = self._need(stage, context, batch)
-        return _claim(claimed, self.o.utilization)
+        return self._gpu(self._need(stage, context, batch))
+
+    def _gpu(self, claimed: int) -> int:
+        """The GPU memory that holds ``claimed`` bytes in its share and the CUDA context outside."""
+        return max(_claim(claimed, self.o.utilization), claimed + self._unclaimed)
+
+    _unclaimed = CUDA_CONTEXT
+
+    @property
+    def graphs(self) -> Term:
+        return cuda_graphs(self.widths, self.o, self.act_bytes)
 
     def serving(self, memory: int, context: int) -> dict[str, Any]:
         """What vLLM logs on a GPU of ``memory`` bytes at --max-model-len ``context``: KV blocks and
@@ -537,7 +614,9 @@ class VllmPlanner:
             "kv_tokens": tokens,
             "blocks_per_sequence": per_seq,
             "max_concurrency": blocks // per_seq if per_seq else None,
-            "starts": blocks >= per_seq,
+            "starts": blocks >= per_seq and memory - claim >= self._unclaimed,
+            "outside_claim_bytes": memory - claim,
+            "cuda_context_bytes": self._unclaimed,
         }
 
     def _weights_term(self, stage: Stage) -> Term:
@@ -579,15 +658,29 @@ class VllmPlanner:
         return Term("kv_cache", label, n, formula, said, False, SRC_BLOCKS)
 
     def _outside(self, claimed: int) -> Term:
+        """The share outside the claim: the CUDA context and what stays free; past the share when
+        the context outgrows it (vLLM refuses to start unless the free memory holds its claim)."""
         u = self.o.utilization
-        total = _claim(claimed, u)
-        n = total - claimed
-        formula = f"⌈{claimed:,} / {_num(u)}⌉ − {claimed:,} = {n:,} B"
-        said = (
-            f"vLLM claims {_num(u)} of the GPU (--gpu-memory-utilization); the rest holds the CUDA context and "
-            "the CUDA graphs captured after the KV cache"
-        )
-        return Term("outside", f"outside the claim ({_num(1 - u)})", n, formula, said, False, SRC_CLAIM)
+        share = _claim(claimed, u) - claimed
+        context = cuda_context()
+        free = share - context.bytes
+        n = max(share, context.bytes)
+        parts = (context,)
+        if free > 0:
+            parts += (Term("free", "left free", free, f"{free:,} B", "unused", False, SRC_CLAIM),)
+        if free >= 0:
+            formula = f"⌈{claimed:,} / {_num(u)}⌉ − {claimed:,} = {n:,} B"
+            said = (
+                f"vLLM claims {_num(u)} of the GPU (--gpu-memory-utilization); the rest must be free when it "
+                "starts, and holds the CUDA context"
+            )
+        else:
+            formula = f"CUDA context = {n:,} B"
+            said = (
+                f"the CUDA context outgrows the {_num(1 - u)} share vLLM leaves ({share:,} B): the GPU needs it "
+                "beside the claim"
+            )
+        return Term("outside", f"outside the claim ({_num(1 - u)})", n, formula, said, free < 0, SRC_CONTEXT, parts)
 
     def _settings(self, context: int, why: str, batch: int, blocks: int) -> dict[str, Any]:
         o = self.o
@@ -621,7 +714,14 @@ class VllmPlanner:
                 f"pipeline stages of {', '.join(str(len(r)) for r in pp_layers(self.layers, o.pp))} layers; "
                 "the busiest stage is planned, and every stage gets the fewest blocks any stage has"
             )
-        if self.heads.kv < o.tp:
+        if any(k.stores == "mla-latent" for k in self.layout.kinds):
+            notes.append("MLA: each layer caches its latent (kv_lora_rank + qk_rope_head_dim), the same on every rank")
+        if any(k.attention == "sliding" for k in self.layout.kinds):
+            notes.append(
+                "sliding-window layers: vLLM's hybrid KV cache manager frees blocks outside the window "
+                "(--disable-hybrid-kv-cache-manager pages them as full layers; not modelled)"
+            )
+        if 0 < self.heads.kv < o.tp:
             notes.append(
                 f"{self.heads.kv} KV heads over {o.tp} ranks: each rank keeps one, replicated {o.tp // self.heads.kv}×"
             )

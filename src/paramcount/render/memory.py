@@ -117,7 +117,21 @@ def render_plan(plan: Plan, gpu: GPU | None = None) -> Group:
     parts += [Text(f"note: {note}", style="yellow") for note in plan.notes]
     if gpu is not None:
         parts += [Text(""), fits_line(plan.total, gpu)]
+        if plan.settings.get("runtime") == "vllm":
+            parts.append(_vllm_line(plan, gpu))
     return Group(*parts)
+
+
+def _vllm_line(plan: Plan, g: GPU) -> Text:
+    """What vLLM logs on this GPU: its KV cache in tokens and blocks, and the sequences it admits."""
+    s = plan.planner.serving(g.memory, plan.settings["context"])
+    if not s["starts"]:
+        room = gib(s["kv_cache_bytes"])
+        return Text(f"vLLM would not start: {room} GiB of KV cache is less than one sequence", "red")
+    return Text(
+        f"vLLM on it: KV cache {gib(s['kv_cache_bytes'])} GiB = {n(s['kv_tokens'])} tokens ({n(s['kv_blocks'])} "
+        f"blocks); at {n(plan.settings['context'])} tokens, {n(s['max_concurrency'])} sequences at once"
+    )
 
 
 def fits_line(total: int, g: GPU) -> Text:
@@ -207,6 +221,12 @@ def _serving_notes(fit: Fit) -> list[Text]:
     return out
 
 
+def _listed(items: Any) -> str:
+    """"a", "a and b", "a, b and c"."""
+    items = list(items)
+    return ", ".join(items[:-1]) + " and " + items[-1] if len(items) > 1 else "".join(items)
+
+
 def render_fit(fit: Fit) -> Group:
     m = fit.model
     if fit.mode == "serving":
@@ -216,7 +236,7 @@ def render_fit(fit: Fit) -> Group:
         parts: list[Any] = [head, Text(f"on {capacity(fit.gpu)}"), Text(what), Text(""), serving_table(fit), Text("")]
         parts += [Text(f"left out: {why}", style="yellow") for why in fit.skipped]
         parts += _serving_notes(fit)
-        estimated = " and ".join(dict.fromkeys(t.key for r in fit.rows for t in r.plan.terms if t.estimate))
+        estimated = _listed(dict.fromkeys(t.label for r in fit.rows for t in r.plan.terms if t.estimate))
         parts.append(
             Text(f"every figure includes the estimated {estimated}; `paramcount memory --runtime vllm` itemises them")
         )
@@ -237,7 +257,7 @@ def render_fit(fit: Fit) -> Group:
             Text("min GPUs: data parallel with ZeRO-3 (weights, gradients, optimizer states sharded over them)")
         )
     partial = _partial(r.plan for r in fit.rows)
-    estimated = " and ".join(dict.fromkeys(t.key for r in fit.rows for t in r.plan.terms if t.estimate))
+    estimated = _listed(dict.fromkeys(t.key for r in fit.rows for t in r.plan.terms if t.estimate))
     parts += partial or [Text(f"every figure includes the estimated {estimated}; `paramcount memory` itemises them")]
     return Group(*parts)
 
@@ -255,6 +275,8 @@ def dumps(obj: Plan | Fit | Overview, gpu: GPU | None = None) -> str:
     data = obj.to_dict()
     if gpu is not None and isinstance(obj, Plan):
         data["gpu"] = {**gpu_dict(gpu), "fits": obj.total <= gpu.usable, "headroom": gpu.usable - obj.total}
+        if obj.settings.get("runtime") == "vllm":
+            data["gpu"]["serving"] = obj.planner.serving(gpu.memory, obj.settings["context"])
     return json.dumps(data, indent=2, ensure_ascii=False)
 
 
