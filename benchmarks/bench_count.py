@@ -69,6 +69,12 @@ def main() -> None:
         f"max {max(a for _, a, _ in rows) * 1e3:.3f} ms per model; meta median "
         f"{statistics.median(b for _, _, b in rows) * 1e3:.1f} ms"
     )
+    slow = sorted(((a, name) for name, a, _ in rows if a >= 1e-4), reverse=True)
+    print(
+        f"{len(slow)} of {len(rows)} models take 0.1 ms or more (goal: none): "
+        + ", ".join(f"{name} {a * 1e3:.3f}" for a, name in slow[:10])
+        + (" …" if len(slow) > 10 else "")
+    )
     (low, low_name), (high, high_name) = ratios[0], ratios[-1]
     print(
         f"speed-up: median {statistics.median(r for r, _ in ratios):,.0f}x, "

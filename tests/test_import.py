@@ -44,12 +44,14 @@ def test_the_lazy_names_are_the_functions():
 def test_a_cli_count_imports_no_slow_standard_modules():
     """Start-up (issue 12): ``paramcount NAME --json`` needs none of typing, pathlib,
     importlib.resources (zipfile, tempfile), difflib or shutil; each was a twentieth or more of
-    the CLI's start. benchmarks/bench_count.py measures the whole start against a bare python."""
+    the CLI's start; nor dataclasses, which imports inspect (a third of it: records.py).
+    benchmarks/bench_count.py measures the whole start against a bare python."""
     code = (
         "import io, contextlib, sys; from paramcount.cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    rc = main(['bert-base-uncased', '--json'])\n"
-        "print(sorted(m for m in ('typing', 'pathlib', 'importlib.resources', 'zipfile', 'difflib', 'shutil')"
+        "print(sorted(m for m in ('typing', 'pathlib', 'importlib.resources', 'zipfile', 'difflib', 'shutil',"
+        " 'dataclasses', 'inspect')"
         " if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

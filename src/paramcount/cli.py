@@ -283,7 +283,7 @@ def run_explain(argv: Sequence[str]) -> int:
 
 def _which_class(derivation, whole):
     """Say that the derivation is of the backbone inside the class the count shows, when it is."""
-    from dataclasses import replace
+    from .records import replace
 
     if whole.class_name == derivation.class_name:
         return derivation

@@ -8,7 +8,7 @@ JSON document, schema ``paramcount.compute/1`` (README, "Compute").
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .compute import (
@@ -26,6 +26,7 @@ from .compute import (
 )
 from .errors import ParamcountError
 from .model import Model
+from .records import replace
 
 if TYPE_CHECKING:
     from .memory.gpus import GPU

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from .ir import Block, Node, Tie, join
+from .records import record
 
 
 def total(node: Node) -> int:
@@ -48,21 +48,27 @@ def _kinds(node: Block, kind: str, seen: dict[tuple[int, str], dict[str, int]]) 
     sums = seen.get(key)
     if sums is not None:
         return sums
-    sums = {}
+    sums: dict[str, int] = {}
+    get = sums.get
+    repeated: dict[tuple[int, str | None], list] = {}  # runs sharing one tuple of modules: merged once
     for child in node.children:
-        if child.__class__ is Block:
-            if child.repeat is None and all(c.__class__ is not Block for c in child.children):
-                k = child.kind or kind  # a module of tensors (a linear layer, a norm): summed here
-                for c in child.children:
-                    ck = c.kind or k
-                    sums[ck] = sums.get(ck, 0) + c.count
-                continue
-            n = child.copies
-            for k, v in _kinds(child, kind, seen).items():
-                sums[k] = sums.get(k, 0) + n * v
-        else:  # a tensor or tie
+        if child.__class__ is not Block:  # a tensor or tie
             k = child.kind or kind
-            sums[k] = sums.get(k, 0) + child.count
+            sums[k] = get(k, 0) + child.count
+        elif child.repeat is None and child.flat:
+            k = child.kind or kind  # a module of tensors (a linear layer, a norm): summed here
+            for c in child.children:
+                ck = c.kind or k
+                sums[ck] = get(ck, 0) + c.count
+        else:
+            same = repeated.get((id(child.children), child.kind))
+            if same is None:
+                repeated[id(child.children), child.kind] = [child, child.copies]
+            else:
+                same[1] += child.copies
+    for child, n in repeated.values():
+        for k, v in _kinds(child, kind, seen).items():
+            sums[k] = get(k, 0) + n * v
     seen[key] = sums
     return sums
 
@@ -91,7 +97,7 @@ def _add_towers(node: Block, times: int, sums: dict[str, int]) -> int:
     return rest
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LayerGroup:
     """A run of identical layers: ``path`` numbered ``first``…``first+copies-1``."""
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+
+from .records import field, record
 
 # Component kinds a breakdown groups by; a node without one inherits its parent's.
 KINDS = (
@@ -98,7 +99,7 @@ def expr(value: int) -> str:
 # every count builds a few dozen of them.
 
 
-@dataclass(slots=True, unsafe_hash=True)
+@record(slots=True, unsafe_hash=True)
 class Tensor:
     """A named parameter tensor; ``name`` is its last dotted segment(s) within the parent."""
 
@@ -109,12 +110,15 @@ class Tensor:
     count: int = field(init=False, repr=False, compare=False)
     tied: int = field(init=False, repr=False, compare=False)  # 0: a Block sums its children's
 
-    def __post_init__(self) -> None:
-        self.count = math.prod(map(int, self.shape))
+    def __init__(self, name: str, shape: tuple[int, ...], kind: str | None = None, dtype: str | None = None):
+        # written out rather than generated: a count builds dozens of these (the dataclass
+        # __init__ and __post_init__ pair costs twice as much)
+        self.name, self.shape, self.kind, self.dtype = name, shape, kind, dtype
+        self.count = math.prod(map(int, shape))
         self.tied = 0
 
 
-@dataclass(slots=True, unsafe_hash=True)
+@record(slots=True, unsafe_hash=True)
 class Tie:
     """A parameter that is another one (``lm_head.weight`` is the token embedding).
 
@@ -139,7 +143,7 @@ class Tie:
         return self.tied
 
 
-@dataclass(slots=True, unsafe_hash=True)
+@record(slots=True, unsafe_hash=True)
 class Block:
     """A module. With ``repeat=n`` it is a list (``layers.0`` … ``layers.n-1``) of identical
     copies of its children, numbered from ``start``; ``repeat=None`` is a plain module.
@@ -161,14 +165,35 @@ class Block:
     copies: int = field(init=False, repr=False, compare=False)
     count: int = field(init=False, repr=False, compare=False)
     tied: int = field(init=False, repr=False, compare=False)  # parameters its ties alias
+    flat: bool = field(init=False, repr=False, compare=False)  # no Block among its children
 
-    def __post_init__(self) -> None:
+    def __init__(
+        self,
+        name: str,
+        children: tuple[Node, ...] = (),
+        repeat: int | None = None,
+        start: int = 0,
+        kind: str | None = None,
+        active: tuple[int, int] | None = None,
+        checkpoint: Block | None = None,
+        label: str | None = None,
+        tower: str | None = None,
+    ):
+        self.name, self.children, self.repeat, self.start, self.kind = name, children, repeat, start, kind
+        self.active, self.checkpoint, self.label, self.tower = active, checkpoint, label, tower
         # Trees are built bottom-up and never change, so totals are summed once, here (a walk
         # would visit a shared subtree once per stack that holds it: hybrid schedules have dozens).
-        self.copies = copies = 1 if self.repeat is None else int(self.repeat)
-        children = self.children
-        self.count = copies * sum([c.count for c in children])
-        self.tied = copies * sum([c.tied for c in children])
+        self.copies = copies = 1 if repeat is None else int(repeat)
+        count = tied = 0
+        flat = True
+        for c in children:
+            count += c.count
+            tied += c.tied
+            if c.__class__ is Block:
+                flat = False
+        self.count = copies * count
+        self.tied = copies * tied
+        self.flat = flat
 
     @property
     def count_with_ties(self) -> int:
@@ -189,7 +214,7 @@ def join(prefix: str, name: str) -> str:
     return f"{prefix}.{name}" if prefix and name else prefix or name
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Leaf:
     """One tensor of the unrolled model, under its full state-dict name."""
 
@@ -241,7 +266,7 @@ def leaf_count(node: Node, checkpoint: bool = False) -> int:
     return node.copies * sum(leaf_count(c, checkpoint) for c in node.children)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Run:
     """Tensors alike but for their layer (or expert) numbers, listed once: ``name`` writes each
     repeated index as ``{first..last}``; ``copies`` is how many tensors the entry stands for."""

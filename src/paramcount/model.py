@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 from . import count
 from .ir import KINDS, MAX_LISTED, TOWERS, Block, Leaf, leaf_count, leaves
+from .records import field, record
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is a twentieth of start-up
 if TYPE_CHECKING:
     from typing import Any
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Model:
     """A counted model: the tree of the chosen class and of its backbone.
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from functools import cache
 
 from ..errors import ParamcountError
 from ..ir import Block
+from ..records import field, record
 from .blocks import WithHead
 from .config import Cfg
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 _NOT_FAMILIES = {"blocks", "config", "vision", "towers", "moe", "mla", "ssm", "linear_attention", "hybrid", "dense"}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Family:
     """How one ``model_type`` becomes a tree.
 

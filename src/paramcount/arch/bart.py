@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from ..ir import Block, Node, Sym, Tie, join
 from . import Family
 from .blocks import Builder, base, block, embedding, linear, lm_head, norm, num_labels, stack, with_head
-from .config import Cfg
+from .config import Cfg, per_cfg
 
 DEFAULTS = {
     "vocab_size": 50265,
@@ -76,6 +76,7 @@ def attention(name: str, h: Sym, key_bias: bool = True) -> Block:
     )
 
 
+@per_cfg  # the class and its backbone tree hold the same layers: built once per count
 def layer(c: Cfg, decoder: bool, key_bias: bool = True) -> tuple[Node, ...]:
     h = c.int("d_model")
     ffn = c.int("decoder_ffn_dim" if decoder else "encoder_ffn_dim")

@@ -8,9 +8,9 @@ composition of these. Dimensions are passed as :class:`~paramcount.ir.Sym` value
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
 
 from ..ir import Block, Node, Sym, Tensor, Tie, join
+from ..records import record
 from .config import Cfg
 
 Builder = Callable[[Cfg], Block]
@@ -193,7 +193,7 @@ def num_labels(c: Cfg) -> Sym:
     return c.int("num_labels", default=2)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Base:
     """The backbone class itself (``LlamaModel``): the backbone's modules at the root."""
 
@@ -203,7 +203,7 @@ class Base:
         return Block("", self.backbone(c), label="backbone")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Pooled:
     """A backbone whose last module is a pooler that some classes leave out (transformers'
     ``add_pooling_layer=False``): ``body`` is the backbone without it."""
@@ -215,7 +215,7 @@ class Pooled:
         return (*self.body(c), self.pooler(c))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class WithHead:
     """A class holding the backbone as attribute ``prefix``, followed by the head's modules.
 

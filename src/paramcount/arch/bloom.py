@@ -4,10 +4,10 @@ embedding, fused biased ``query_key_value``, a 4h GELU feed-forward, tied output
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from ..ir import Block, Node
+from ..records import record
 from . import Family
 from .blocks import base, block, classifier, embedding, linear, lm_head, norm, stack, with_head
 from .config import Cfg
@@ -27,7 +27,7 @@ ALIASES = {
 }
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LegacyEmbedFamily(Family):
     """BloomConfig and FalconConfig pop a legacy ``n_embed`` keyword that overrides
     ``hidden_size`` even when both are given, so it cannot be an ordinary (later) alias."""

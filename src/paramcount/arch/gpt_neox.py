@@ -4,9 +4,8 @@ two LayerNorms per layer whatever ``use_parallel_residual`` says, partial rotary
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ..ir import Block, Node
+from ..records import replace
 from . import Family
 from .blocks import base, block, classifier, embedding, linear, lm_head, norm, stack, with_head
 from .config import Cfg

@@ -3,8 +3,7 @@ the same tree, defaults and cache as Qwen2-VL's (``qwen2_vl_text``)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
+from ..records import replace
 from .qwen2_vl_text import FAMILY as QWEN2_VL_TEXT
 
 FAMILY = replace(

@@ -12,10 +12,10 @@ are the top-level ones.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from typing import Any
 
 from ..ir import Block, Node, Tensor
+from ..records import replace
 from . import Family
 from .blocks import block, linear, mlp, norm, stack
 from .config import Cfg, per_cfg

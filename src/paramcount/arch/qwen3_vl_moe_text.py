@@ -4,8 +4,7 @@ text config's own defaults."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
+from ..records import replace
 from .blocks import base
 from .qwen3_moe import FAMILY as QWEN3_MOE
 from .qwen3_moe import backbone

@@ -4,8 +4,7 @@ no parameter."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
+from ..records import replace
 from .blocks import base
 from .qwen3 import FAMILY as QWEN3
 from .qwen3 import backbone

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
+from ..records import replace
 from .idefics3 import FAMILY as IDEFICS3
 
 FAMILY = replace(

@@ -11,7 +11,7 @@ from typing import Any
 from ..ir import Block, Node, Sym, Tensor, Tie, join
 from . import Family
 from .blocks import Builder, base, block, embedding, linear, norm, num_labels, stack, with_head
-from .config import Cfg
+from .config import Cfg, per_cfg
 
 DEFAULTS = {
     "vocab_size": 32128,
@@ -86,6 +86,7 @@ def feed_forward(c: Cfg) -> Block:
     return block("DenseReluDense", *projections, kind="feed_forward")
 
 
+@per_cfg  # the class and its backbone tree hold the same blocks: built once per count
 def t5_blocks(c: Cfg, decoder: bool) -> tuple[Block, Block]:
     """T5Block's ``layer`` list for block 0 and for the blocks after it: self-attention,
     cross-attention (decoder), feed-forward, each sub-layer with its own weight-only norm.

@@ -10,10 +10,10 @@ Towers: the encoder is the audio encoder, the decoder and ``proj_out`` the langu
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from ..ir import Block, Node, Tensor
+from ..records import replace
 from . import Family, bart
 from .blocks import Builder, base, block, conv, embedding, linear, lm_head, norm, num_labels, stack, with_head
 from .config import Cfg
@@ -56,7 +56,7 @@ def encoder(c: Cfg) -> Block:
         conv("conv1", c.int("num_mel_bins"), h, 3, kind="embeddings"),
         conv("conv2", h, h, 3, kind="embeddings"),
         embedding("embed_positions", c.int("max_source_positions"), h),
-        stack("layers", c.int("encoder_layers"), *bart.layer(c, False, key_bias=False)),
+        stack("layers", c.int("encoder_layers"), *bart.layer(c, False, False)),
         norm("layer_norm", h),
         tower=AUDIO,
     )
@@ -69,7 +69,7 @@ def decoder(c: Cfg) -> Block:
         "decoder",
         embedding("embed_tokens", c.int("vocab_size"), h),
         embedding("embed_positions", c.int("max_target_positions"), h),
-        stack("layers", c.int("decoder_layers"), *bart.layer(c, True, key_bias=False)),
+        stack("layers", c.int("decoder_layers"), *bart.layer(c, True, False)),
         norm("layer_norm", h),
         tower=TEXT,
     )
@@ -135,7 +135,7 @@ def cache_layout(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list[Any]
 
     if cls.endswith("ForAudioClassification"):
         return [], [NO_CACHE + f" ({cls})"]
-    from dataclasses import replace
+    from ..records import replace
 
     kinds, notes = BUILDERS["bart"](c, model_type, cls, mla)
     if any(k.attention == "cross" for k in kinds):

@@ -14,10 +14,10 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass, field
 from functools import cache
 
 from ..errors import ParamcountError
+from ..records import field, record
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is a twentieth of start-up
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 DEFAULT = "google-bert/bert-base-chinese"  # the seed article's model
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Entry:
     id: str
     config: dict[str, Any]

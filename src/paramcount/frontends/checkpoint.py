@@ -12,13 +12,14 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import ParamcountError
 from ..ir import MAX_LISTED, Block, Leaf, Tie, leaf_count, leaves
 from ..model import Model
+from ..records import record, replace
 from . import flat
 from .config import from_config, read_json
 from .diff import TORCH_DTYPES, Align, Difference, Item, align, compare, resolve
@@ -103,7 +104,7 @@ def _sums(rows) -> dict[str, tuple[int, int, int]]:
     return {k: (a, b, c) for k, (a, b, c) in out.items()}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CheckpointModel(Model):
     """A Model counted from checkpoint headers, with what the files hold beside it."""
 

@@ -17,12 +17,12 @@ import contextlib
 import io
 import warnings
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from ..errors import ParamcountError
 from ..ir import Block, join
 from ..model import Model
+from ..records import replace
 
 EXTRA = "pip install 'paramcount[transformers]'"
 MAX_LAYERS = 1024  # transformers builds every layer: real models have at most a few hundred

@@ -492,9 +492,8 @@ def is_mmproj(info: GGUFFile) -> bool:
 
 def with_towers(model: Model, towers: dict[str, str] | None = None, default: str | None = None) -> Model:
     """The model with each top-level block marked as its tower (by name, else ``default``)."""
-    from dataclasses import replace
-
     from ..ir import Block
+    from ..records import replace
 
     towers = MMPROJ_TOWERS if towers is None else towers
 
@@ -512,9 +511,8 @@ def with_mmproj(language: Model, mmproj: Model, source: str) -> Model:
     """A language model's GGUF and its mmproj file as one model of towers: the language model's
     tensors and the projector file's, each under its own names (they never collide: the
     projector's are prefixed ``v.``, ``mm.``, ``a.``)."""
-    from dataclasses import replace
-
     from ..ir import Block
+    from ..records import replace
 
     lm, mm = with_towers(language, {}, "language_model"), with_towers(mmproj)
     clash = {c.name for c in lm.tree.children} & {c.name for c in mm.tree.children}

@@ -198,6 +198,6 @@ def load(
 
 
 def _noted(model: Model, note: str) -> Model:
-    from dataclasses import replace
+    from ..records import replace
 
     return replace(model, notes=(*model.notes, note))

@@ -8,12 +8,12 @@ model's config, when it has one, names the family, the components and the backbo
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from ..errors import ParamcountError
 from ..ir import Block, Tie
 from ..model import Model
+from ..records import replace
 from . import flat
 
 # torch dtype name -> the safetensors spelling the rest of paramcount uses

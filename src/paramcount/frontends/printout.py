@@ -18,13 +18,14 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import ParamcountError
 from ..ir import Block, Node, Tensor, Tie, join
 from ..model import Model
+from ..records import replace
 from .flat import kind_of
 
 MAX_TEXT_CHARS = 8 << 20  # ModuleList collapses repeats: even unlike layers print in well under 1 MB

@@ -33,11 +33,12 @@ q/k norms, FlashAttention's softmax statistics (a·s·b fp32), allocator slack.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from .. import dtypes
 from ..errors import ParamcountError
 from ..model import Model
+from ..records import replace
 from .layers import Attention, FeedForward, Layer, layers
 from .modules import output_embedding, walk
 from .terms import Term

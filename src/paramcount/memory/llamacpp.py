@@ -28,13 +28,14 @@ ggml-org/llama.cpp as vendored by llama-cpp-python 0.3.36; each term cites its f
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 from ..dtypes import DTYPES
 from ..errors import ParamcountError
 from ..model import Model
+from ..records import replace
 from . import overhead as _overhead
 from .kv_layout import LayerKind, Layout
 from .limits import Limit

@@ -30,11 +30,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..errors import ParamcountError
 from ..ir import Tie
 from ..model import Model
+from ..records import replace
 from .activations import activations
 from .lora import LoRA
 from .lora import lora as make_lora

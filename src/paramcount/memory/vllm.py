@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 from ..errors import ParamcountError
 from ..model import Model
+from ..records import replace
 from .kv_layout import LayerKind, Layout
 from .terms import GIB, Term
 

@@ -39,11 +39,12 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..dtypes import DTYPES
 from ..errors import ParamcountError
 from ..ir import KINDS
+from ..records import replace
 from . import gguf_types as gg
 from . import quant_mix as qm
 from .gguf_file import is_gguf, metadata

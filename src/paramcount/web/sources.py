@@ -16,11 +16,12 @@ import struct
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ParamcountError
 from ..model import Model
+from ..records import replace
 
 MAX_HEADER_UPLOAD = 32 << 20  # GGUF headers carry the tokenizer: ~8 MB for Llama 3, more for 256k vocabularies
 MAX_UPLOADS_KEPT = 16  # parsed headers kept for the page to ask about again (class, memory)
