@@ -2,10 +2,12 @@
 transformers (run offline at their defaults), and what the plan does with them.
 
 Tested against the processors: Qwen2-VL and Qwen2.5-VL (Qwen2VLImageProcessorPil's image grid,
-merged 2×2 as Qwen2VLProcessor expands it) and LLaVA (LlavaProcessor's own count, with
-llava-1.5-hf's processor settings). Not run, for want of their tokenizers offline: PaliGemma's and
-Gemma 3's processors; their counts are held to the config fields the processors read
-(PaliGemmaConfig's num_image_tokens, Gemma3Config's mm_tokens_per_image).
+merged 2×2 as Qwen2VLProcessor expands it), LLaVA (LlavaProcessor's own count, with
+llava-1.5-hf's processor settings) and Step 3.7 (Step3p7ImageProcessor's tiling and
+Step3p7Processor's expansion, tokenized; its resizes, which need torchvision, kept to shapes).
+Not run, for want of their tokenizers offline: PaliGemma's and Gemma 3's processors; their
+counts are held to the config fields the processors read (PaliGemmaConfig's num_image_tokens,
+Gemma3Config's mm_tokens_per_image).
 """
 
 from __future__ import annotations
@@ -122,3 +124,69 @@ def test_qwen3_vl_and_qwen3_5_image_tokens_are_the_processors(model_type, size):
     grid = processor(images=[PIL.new("RGB", size)], return_tensors="np")["image_grid_thw"][0]
     got = images(paramcount.load({"model_type": model_type}), 1, size).each
     assert got.tokens == int(grid.prod()) // 4 and got.patches == int(grid.prod())
+
+
+def step3p7_processor():
+    """Step3p7ImageProcessor at its defaults with its torchvision resizes and padding replaced by
+    tensors of the size they make (the tiling is the processor's own code), and Step3p7Processor
+    over a tokenizer that knows its markers as one token each."""
+    import torch
+    from tokenizers import Tokenizer, models
+    from transformers import PreTrainedTokenizerFast
+    from transformers.models.step3p7.image_processing_step3p7 import Step3p7ImageProcessor
+    from transformers.models.step3p7.processing_step3p7 import Step3p7Processor
+
+    markers = ["<im_patch>", "<patch_start>", "<patch_end>", "<patch_newline>", "<im_start>", "<im_end>"]
+    vocab = {"[UNK]": 0, **{m: i + 1 for i, m in enumerate(markers)}}
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=Tokenizer(models.WordLevel(vocab, unk_token="[UNK]")),
+        unk_token="[UNK]",
+        additional_special_tokens=markers,
+    )
+    image = Step3p7ImageProcessor.__new__(Step3p7ImageProcessor)  # its __init__ asks for torchvision
+    image.resize = lambda images, size, **_: torch.zeros(*images.shape[:-2], size.height, size.width)
+    image.pad = lambda images, pad_size, **_: [
+        torch.zeros(*i.shape[:-2], pad_size.height, pad_size.width) for i in images
+    ]
+    return image, Step3p7Processor(image_processor=image, tokenizer=tokenizer), tokenizer
+
+
+STEP_SIZES = [
+    *SIZES,
+    (728, 300),
+    (729, 729),
+    (1000, 200),
+    (10, 2000),
+    (32, 5000),
+    (3025, 3025),
+    (504, 1100),
+    (1300, 520),
+]
+
+
+@pytest.mark.parametrize("size", STEP_SIZES)
+def test_step3p7_image_tokens_are_the_processors(size):
+    """The tokens Step3p7Processor puts in for one image (its tiles, the global view and their
+    markers), and the patches the vision model runs over (52² for the view, 36² a tile)."""
+    import torch
+    from transformers.image_utils import SizeDict
+
+    image, processor, tokenizer = step3p7_processor()
+    width, height = size
+    out = image._preprocess(
+        [torch.zeros(3, height, width)],
+        do_rescale=False,
+        rescale_factor=1.0,
+        do_normalize=False,
+        image_mean=None,
+        image_std=None,
+        resample=None,
+        size=SizeDict(**image.size),
+        patch_size=image.patch_size,
+        disable_grouping=None,
+        return_tensors=None,
+    )
+    text = processor.replace_image_token(out, 0)
+    got = images(paramcount.load({"model_type": "step3p7"}), 1, size).each
+    assert got.tokens == len(tokenizer(text, add_special_tokens=False)["input_ids"])
+    assert got.patches == 52 * 52 + out["num_local_patches"][0] * 36 * 36

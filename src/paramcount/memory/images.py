@@ -102,6 +102,7 @@ def images(model: Any, count: int | None, size: Any) -> Images | None:
 
 
 RULES = ("llava", "paligemma", "gemma3", "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe")
+RULES += ("step3p7",)
 
 
 # --- the processors' rules --------------------------------------------------------------------
