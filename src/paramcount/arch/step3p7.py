@@ -12,10 +12,10 @@ merge 4×4 patches are counted as the projector, as Qwen's patch merger is.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from ..ir import Block, Node
+from ..records import replace
 from . import Family, family
 from .blocks import block, linear
 from .config import Cfg, per_cfg
