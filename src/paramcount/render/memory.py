@@ -222,7 +222,7 @@ def _serving_notes(fit: Fit) -> list[Text]:
 
 
 def _listed(items: Any) -> str:
-    """"a", "a and b", "a, b and c"."""
+    """ "a", "a and b", "a, b and c"."""
     items = list(items)
     return ", ".join(items[:-1]) + " and " + items[-1] if len(items) > 1 else "".join(items)
 
