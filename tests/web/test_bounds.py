@@ -91,6 +91,9 @@ def test_responses_still_match_the_published_schemas(lenient):
     source = {"kind": "catalog", "name": "bert-base-chinese"}
     schemas.ModelResponse.model_validate(lenient.post("/api/model", json={"source": source}).json())
     schemas.MemoryResponse.model_validate(lenient.post("/api/memory", json={"source": source}).json())
+    body = {"source": {"kind": "catalog", "name": "gpt2"}, "runtime": "vllm", "tp": 2}
+    served = schemas.MemoryResponse.model_validate(lenient.post("/api/memory", json=body).json())
+    assert served.serving is not None and served.runtime == "vllm"
 
 
 def test_405_says_what_is_allowed(lenient):

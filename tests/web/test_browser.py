@@ -250,6 +250,13 @@ def test_a_gguf_file_is_read_by_its_header_only(page, tmp_path):
         page, "#file-status"
     )
     assert page.locator("#storage tbody tr").count() == len(info.by_type())
+    page.wait_for_selector('#memory[data-runtime="llama.cpp"][data-scheme="stored"]')  # llama.cpp reads a GGUF
+    assert page.locator("#runtime").input_value() == "llama.cpp" and page.locator("#flash-attn").is_visible()
+    from paramcount.memory.plan import inference
+
+    plan = inference(lib, "stored", 4096)  # no head_count in this header: its weights alone, as the page says
+    assert plan.settings["runtime"] == "llama.cpp" and plan.partial
+    wait_text(page, "#verdict .big", f"{plan.term('weights').bytes / 1e9:.2f} GB")
 
 
 def test_a_safetensors_file_with_its_config_beside_it(page, tmp_path):
@@ -323,6 +330,36 @@ def test_a_composite_model_shows_its_parts(page):
     assert page.locator("#towers-part").is_hidden()
 
 
+def test_vllm_with_tensor_parallel_2_says_what_vllm_would_log(page):
+    """vLLM with TP 2 on an H100: the plan, the serving line and the precisions are the library's."""
+    from paramcount.memory.fit import VLLM_INFERENCE
+    from paramcount.memory.gpus import gpu
+    from paramcount.memory.runtimes import planner
+
+    page.goto(page.base + "/")
+    page.fill("#search", "Llama-3-8B")
+    page.keyboard.press("Enter")
+    llama = paramcount.load("llama-3-8b")
+    wait_memory(page, llama, "bf16")
+    page.select_option("#gpu", "h100")
+    page.select_option("#runtime", "vllm")
+    page.wait_for_selector('#memory[data-runtime="vllm"]')
+    assert page.locator("#flash-attn").is_hidden() and page.locator("#tp").is_visible()
+    page.select_option("#tp", "2")
+    vllm = planner(llama, "bf16", "vllm", tp=2)
+    serving = vllm.serving(gpu("h100").memory, 4096)
+    wait_text(page, "#kv-tokens", fmt(serving["kv_tokens"]))
+    line = text_of(page, "#serving")
+    assert line.startswith("vLLM on H100") and "(TP 2)" in line, line
+    assert text_of(page, "#kv-blocks") == fmt(serving["kv_blocks"])
+    assert text_of(page, "#max-seqs") == fmt(serving["max_concurrency"])
+    plan = vllm.plan(4096)
+    assert text_of(page, "#verdict .big") == f"{plan.total / 1e9:.2f} GB"
+    assert page.locator('#terms tr[data-key="cuda_context"]').count() == 1  # the outside term's parts
+    rows = page.locator("#precisions tbody tr")
+    assert [rows.nth(i).get_attribute("data-scheme") for i in range(rows.count())] == list(VLLM_INFERENCE)
+
+
 LAYOUT_PROBE = """() => {
   const doc = document.documentElement;
   const inside = (el) => {
@@ -339,11 +376,14 @@ LAYOUT_PROBE = """() => {
     const hit = document.elementFromPoint(s.left + s.width / 2, s.top + s.height / 2);
     return hit === el || el.contains(hit);
   };
-  const controls = [...document.querySelectorAll('.tab, #mode button, #scheme, #gpu, #batch, #context')];
+  const controls = [...document.querySelectorAll(
+    '.tab, #mode button, #scheme, #gpu, #batch, #context, #runtime, #tp, #utilization, #flash-attn')]
+    .filter((c) => !c.closest('[hidden]'));
   const figures = [...document.querySelectorAll('#sunburst, #membar, #memplot, #components, #precisions, #terms')];
   const names = [...document.querySelectorAll('.tree .nm')].slice(0, 3);
   return {
     scroll: [doc.scrollWidth, doc.clientWidth],
+    controls: controls.map((c) => c.id),
     unreachable: controls.filter((c) => !reachable(c)).map((c) => c.id || c.textContent.trim()),
     outside: figures.filter((f) => !inside(f)).map((f) => f.id),
     names: names.map((n) => n.getBoundingClientRect().width),
@@ -352,11 +392,21 @@ LAYOUT_PROBE = """() => {
 }"""
 
 
+def check_layout(probe: dict, controls: set[str]) -> None:
+    assert controls <= set(probe["controls"]), probe  # drawn, so the checks below cover them
+    assert probe["scroll"][0] <= probe["scroll"][1], probe
+    assert not probe["unreachable"], probe
+    assert not probe["outside"], probe
+    assert probe["names"] and min(probe["names"]) > 40, probe
+    assert probe["gpu"] > 200, probe
+
+
 @pytest.mark.parametrize("size", [(390, 844), (768, 1024)], ids=["phone", "tablet"])
 def test_the_page_fits_a_phone_and_a_tablet(browser, live_server, size):
-    """No sideways scroll; every tab and planner control reachable where it is drawn; the charts
-    and tables inside their cards; the tensor tree's names visible; the GPU select wide enough to
-    read. Screenshots of both sizes go to tests/web/artifacts/."""
+    """No sideways scroll; every tab and planner control reachable where it is drawn (the runtime's
+    own controls under vLLM and under llama.cpp, and vLLM's serving line); the charts and tables
+    inside their cards; the tensor tree's names visible; the GPU select wide enough to read.
+    Screenshots of both sizes go to tests/web/artifacts/."""
     width, height = size
     context = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=1)
     pg = context.new_page()
@@ -364,7 +414,7 @@ def test_the_page_fits_a_phone_and_a_tablet(browser, live_server, size):
     pg.goto(live_server + "/")
     bert = paramcount.load("bert-base-chinese")
     wait_memory(pg, bert, "bf16")
-    probe = pg.evaluate(LAYOUT_PROBE)
+    check_layout(pg.evaluate(LAYOUT_PROBE), {"runtime"})
     ARTIFACTS.mkdir(exist_ok=True)
     pg.evaluate("() => window.scrollTo(0, 0)")
     pg.screenshot(path=str(ARTIFACTS / f"page-{width}.png"), full_page=True)
@@ -374,9 +424,15 @@ def test_the_page_fits_a_phone_and_a_tablet(browser, live_server, size):
             clip={"x": 0, "y": 0, "width": 390, "height": 1700},
             full_page=True,
         )
+    pg.fill("#search", "Llama-3-8B")  # a decoder: vLLM pages its KV cache (BERT keeps none)
+    pg.keyboard.press("Enter")
+    wait_memory(pg, paramcount.load("llama-3-8b"), "bf16")
+    pg.select_option("#runtime", "vllm")
+    pg.wait_for_selector('#memory[data-runtime="vllm"]')
+    pg.wait_for_selector("#serving:not([hidden])")
+    check_layout(pg.evaluate(LAYOUT_PROBE), {"runtime", "tp", "utilization"})
+    pg.screenshot(path=str(ARTIFACTS / f"page-{width}-vllm.png"), full_page=True)
+    pg.select_option("#runtime", "llama.cpp")
+    pg.wait_for_selector('#memory[data-runtime="llama.cpp"]')
+    check_layout(pg.evaluate(LAYOUT_PROBE), {"runtime", "flash-attn"})
     context.close()
-    assert probe["scroll"][0] <= probe["scroll"][1], probe
-    assert not probe["unreachable"], probe
-    assert not probe["outside"], probe
-    assert probe["names"] and min(probe["names"]) > 40, probe
-    assert probe["gpu"] > 200, probe

@@ -43,6 +43,7 @@ def _memory_settings():
     from paramcount.frontends import catalog
     from paramcount.memory.gpus import GPUS
     from paramcount.memory.kv_cache import CACHE_DTYPES
+    from paramcount.memory.runtimes import RUNTIMES
     from paramcount.memory.weights import SCHEMES
 
     junk = st.text(max_size=6)
@@ -58,6 +59,10 @@ def _memory_settings():
             "context": st.none() | st.integers(1, 1 << 30),
             "batch": st.integers(1, 1 << 20),
             "gpu": st.sampled_from([*GPUS, "24GB", "20GiB", "0.5MB", "99999TB"]) | junk,
+            "runtime": st.none() | st.sampled_from(RUNTIMES),
+            "tp": st.none() | st.sampled_from([1, 2, 3, 4, 8, 64]),
+            "gpu_memory_utilization": st.none() | st.sampled_from([1e-9, 0.05, 0.9, 1.0]),
+            "flash_attn": st.none() | st.sampled_from(["auto", "on", "off"]),
         }
     )
 

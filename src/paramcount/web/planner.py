@@ -1,8 +1,10 @@
 """The memory planner behind the page: one plan, its curve over context, and a fit per precision.
 
-Every figure is the memory package's (plan.py, fit.py, gpus.py); this module only picks the
-points the page draws and puts the answers in one document. Modes: ``inference``; ``training``
-(full fine-tuning); ``lora`` (adapters on a frozen base, QLoRA with the ``qlora`` precision).
+Every figure is the memory package's (plan.py, fit.py, gpus.py, runtimes.py); this module only
+picks the points the page draws and puts the answers in one document. Modes: ``inference``
+(under the runtime the request names, or the model's default: llama.cpp for a GGUF file, else
+transformers; vLLM adds what it would log on the GPU); ``training`` (full fine-tuning);
+``lora`` (adapters on a frozen base, QLoRA with the ``qlora`` precision).
 """
 
 from __future__ import annotations
@@ -19,28 +21,66 @@ DEFAULT_LORA_RANK = 8  # peft's LoraConfig default
 MIN_CONTEXT_EXP, MAX_CONTEXT_EXP = 7, 20  # the curve and the slider: 128 to 1,048,576 tokens
 GROUPS = {"consumer": "GeForce", "data-centre": "Data centre", "apple": "Apple silicon", "custom": "Custom"}
 TRAINING_LABELS = {"mixed": "mixed (bf16 + fp32 master)", "qlora": "qlora (NF4 base)"}
+RUNTIME_LABELS = {"transformers": "transformers", "llama.cpp": "llama.cpp", "vllm": "vLLM"}
+TP_SIZES = (1, 2, 4, 8)  # what the page offers: the GPUs of one machine; the API takes any size vLLM accepts
+# The request's runtime options by the names runtimes.planner takes them.
+RUNTIME_OPTIONS = {"tp": "tp", "gpu_memory_utilization": "utilization", "flash_attn": "flash_attn"}
+# The library names the command line's flag at fault; the page marks the request's field.
+FLAG_FIELDS = {
+    "--runtime": "runtime",
+    "--tp": "tp",
+    "--gpu-memory-utilization": "gpu_memory_utilization",
+    "--flash-attn": "flash_attn",
+    "--dtype": "scheme",
+    "--kv-dtype": "kv_dtype",
+    "--cache-type-k": "kv_dtype",
+    "--cache-type-v": "kv_dtype",
+}
 
 
 def options() -> dict[str, Any]:
     """What the planner's controls offer: schemes, training precisions, cache dtypes, GPUs."""
     from ..memory.activations import RECOMPUTE
     from ..memory.gpus import GPUS
-    from ..memory.kv_cache import CACHE_DTYPES
+    from ..memory.llamacpp import FLASH
     from ..memory.plan import TRAINING_PRECISIONS
+    from ..memory.runtimes import RUNTIMES
     from ..memory.training import OPTIMIZERS
+    from ..memory.vllm import UTILIZATION
     from ..memory.weights import SCHEMES
 
     return {
         "schemes": [{"value": s, "label": s} for s in SCHEMES],
         "training_precisions": [{"value": p, "label": TRAINING_LABELS.get(p, p)} for p in TRAINING_PRECISIONS],
-        "kv_dtypes": list(CACHE_DTYPES),
+        "kv_dtypes": _kv_dtypes("transformers"),
         "optimizers": list(OPTIMIZERS),
         "recompute": list(RECOMPUTE),
         "gpus": [_gpu_option(g) for g in GPUS.values()],
         "default_gpu": DEFAULT_GPU,
         "default_lora_rank": DEFAULT_LORA_RANK,
         "context_range": [2**MIN_CONTEXT_EXP, 2**MAX_CONTEXT_EXP],
+        "runtimes": [{"value": r, "label": RUNTIME_LABELS[r]} for r in RUNTIMES],
+        "runtime_kv_dtypes": {r: _kv_dtypes(r) for r in RUNTIMES},
+        "tp_sizes": list(TP_SIZES),
+        "default_utilization": float(UTILIZATION),
+        "flash_attn": list(FLASH),
     }
+
+
+def _kv_dtypes(runtime: str) -> list[str]:
+    """The KV cache dtypes a runtime takes: transformers' cache dtypes, llama.cpp's -ctk/-ctv
+    types, vLLM's --kv-cache-dtype values (its ``auto`` is the page's default)."""
+    if runtime == "llama.cpp":
+        from ..memory.llamacpp import CACHE_TYPES
+
+        return list(CACHE_TYPES)
+    if runtime == "vllm":
+        from ..memory.vllm import KV_BYTES
+
+        return [k for k in KV_BYTES if k != "auto"]
+    from ..memory.kv_cache import CACHE_DTYPES
+
+    return list(CACHE_DTYPES)
 
 
 def _gpu_option(g: Any) -> dict[str, Any]:
@@ -51,29 +91,55 @@ def _gpu_option(g: Any) -> dict[str, Any]:
 def plan(model: Model, q: Any) -> dict[str, Any]:
     """The plan at the request's settings, the curve over context, and the fit per precision.
 
-    At inference, a model read without a transformers config (a printout, a bare checkpoint)
-    has no KV cache layout: it gets its weights alone, with the library's reason as a note."""
+    At inference, a model without a KV cache layout (a printout, a bare checkpoint) gets its
+    weights alone, with the library's reason as a note; vLLM plans none such (its planner says
+    why, a 400)."""
     from ..memory.gpus import gpu
-    from ..memory.kv_layout import attention_layout
 
     card = gpu(q.gpu)
-    if q.mode == "inference":
-        try:
-            attention_layout(model)  # the library's own test of whether this model has a KV cache layout
-        except ParamcountError as e:
-            return _weights_only(model, q, card, str(e))
-    return _full(model, q, card)
+    if q.mode != "inference":
+        _inference_only(q)
+        return _full(model, q, card, _training_planner(model, q), None)
+    runtime, planner = _runtime_planner(model, q)
+    if planner.partial:
+        return _weights_only(model, q, card, planner.partial, runtime)
+    return _full(model, q, card, planner, runtime)
 
 
-def _full(model: Model, q: Any, card: Any) -> dict[str, Any]:
+def _inference_only(q: Any) -> None:
+    for name in ("runtime", *RUNTIME_OPTIONS):
+        if getattr(q, name) is not None:
+            raise ParamcountError("a runtime setting, only for inference", field=name)
+
+
+def _runtime_planner(model: Model, q: Any) -> tuple[str, Any]:
+    """The runtime asked for (or the model's default) and its planner; a bad option or one of
+    another runtime is runtimes.py's one-line error, said of the request's field."""
+    from ..memory import runtimes
+
+    try:
+        runtime = runtimes.runtime(q.runtime, model)
+        return runtime, runtimes.planner(model, q.scheme, runtime, kv_dtype=q.kv_dtype, **_runtime_options(q))
+    except ParamcountError as e:
+        e.field = FLAG_FIELDS.get(e.field, e.field)
+        raise
+
+
+def _runtime_options(q: Any) -> dict[str, Any]:
+    """The runtime options the request sets, by the library's names (unset ones left out)."""
+    given = {key: getattr(q, name) for name, key in RUNTIME_OPTIONS.items()}
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def _full(model: Model, q: Any, card: Any, planner: Any, runtime: str | None) -> dict[str, Any]:
     from ..memory.plan import context_for, max_positions
 
     context, why = context_for(model, q.context)
-    planner = _planner(model, q)
     p = planner.plan(context=context, batch=q.batch)
     limit = max_positions(model)
     return {
         "mode": q.mode,
+        "runtime": runtime,
         "partial": False,
         "total": p.total,
         "terms": [term_dict(t) for t in p.terms],
@@ -83,15 +149,14 @@ def _full(model: Model, q: Any, card: Any) -> dict[str, Any]:
         "fits": p.total <= card.usable,
         "context_limit": limit,
         "curve": _curve(planner, q.batch, context, limit),
-        "precisions": _precisions(model, card, context, q),
+        "precisions": _precisions(model, card, context, q, runtime),
+        "serving": planner.serving(card.memory, context) if runtime == "vllm" else None,
     }
 
 
-def _planner(model: Model, q: Any) -> Any:
-    from ..memory.plan import InferencePlanner, TrainingPlanner
+def _training_planner(model: Model, q: Any) -> Any:
+    from ..memory.plan import TrainingPlanner
 
-    if q.mode == "inference":
-        return InferencePlanner(model, q.scheme, q.kv_dtype)
     return TrainingPlanner(model, q.scheme, **_training(q))
 
 
@@ -106,14 +171,14 @@ def _training(q: Any) -> dict[str, Any]:
     return opts
 
 
-def _weights_only(model: Model, q: Any, card: Any, why: str) -> dict[str, Any]:
-    from ..memory.fit import precisions
+def _weights_only(model: Model, q: Any, card: Any, why: str, runtime: str) -> dict[str, Any]:
     from ..memory.weights import weights
 
     term = weights(model, q.scheme).term()
-    chosen = list(dict.fromkeys([*precisions("inference"), q.scheme]))
+    chosen = list(dict.fromkeys([*_inference_precisions(runtime), q.scheme]))
     return {
         "mode": q.mode,
+        "runtime": runtime,
         "partial": True,
         "total": term.bytes,
         "terms": [term_dict(term)],
@@ -125,6 +190,14 @@ def _weights_only(model: Model, q: Any, card: Any, why: str) -> dict[str, Any]:
         "curve": {"contexts": [], "series": []},
         "precisions": [_weights_row(model, name) for name in chosen],
     }
+
+
+def _inference_precisions(runtime: str | None) -> tuple[str, ...]:
+    """The precisions fit.py tries for a runtime: llama.cpp's file types, what vLLM serves most,
+    or the standard ones."""
+    from ..memory.fit import LLAMA_INFERENCE, VLLM_INFERENCE, precisions
+
+    return {"llama.cpp": LLAMA_INFERENCE, "vllm": VLLM_INFERENCE}.get(runtime) or precisions("inference")
 
 
 def _weights_row(model: Model, name: str) -> dict[str, Any]:
@@ -160,14 +233,20 @@ def _curve(planner: Any, batch: int, context: int, limit: int | None) -> dict[st
     return {"contexts": xs, "series": series}
 
 
-def _precisions(model: Model, card: Any, context: int, q: Any) -> list[dict[str, Any]]:
+def _precisions(model: Model, card: Any, context: int, q: Any, runtime: str | None) -> list[dict[str, Any]]:
     """Each standard precision (and the chosen one) on the GPU; one that cannot apply says why."""
     from ..memory.fit import precisions
 
     mode = "inference" if q.mode == "inference" else "training"
-    chosen = [p for p in precisions(mode) if q.mode != "training" or p != "qlora"]
+    if mode == "training":
+        chosen = [p for p in precisions(mode) if q.mode != "training" or p != "qlora"]
+        options = _training(q)
+    else:
+        chosen = list(_inference_precisions(runtime))
+        options = {"runtime": runtime, "kv_dtype": q.kv_dtype, **_runtime_options(q)}
+        if runtime == "vllm":
+            options["tp"] = q.tp or 1  # the chosen split: without one, a vLLM fit searches for the fewest GPUs
     chosen += [] if q.scheme in chosen else [q.scheme]
-    options = {"kv_dtype": q.kv_dtype} if mode == "inference" else _training(q)
     return [_fit_row(model, card, context, q.batch, mode, name, options) for name in chosen]
 
 
@@ -187,5 +266,6 @@ def _fit_row(model: Model, card: Any, context: int, batch: int, mode: str, name:
         "fits": row.fits,
         "max_context": row.max_context,
         "context_limit": row.context_limit,
-        "gpus": row.gpus,
+        "gpus": row.gpus if mode == "training" else None,
+        "max_sequences": row.serving["max_concurrency"] if row.serving else None,
     }

@@ -217,8 +217,18 @@ class MemoryRequest(ModelQuery):
         description="lora: modules to adapt, comma-separated, or all-linear (default: peft's for the model type)",
     )
     context: int | None = Field(None, ge=1, le=1 << 30, description="tokens; default the model's limit up to 4,096")
-    batch: int = Field(1, ge=1, le=1 << 20)
+    batch: int = Field(1, ge=1, le=1 << 20, description="sequences at once (llama.cpp's --parallel, vLLM's)")
     gpu: str = Field("rtx4090", min_length=1, max_length=100, description="a GPU name or a size like 24GB")
+    runtime: Literal["transformers", "llama.cpp", "vllm"] | None = Field(
+        None, description="inference: whose allocation to plan; default llama.cpp for a GGUF file, else transformers"
+    )
+    tp: int | None = Field(None, ge=1, le=64, description="vllm: --tensor-parallel-size (default 1)")
+    gpu_memory_utilization: float | None = Field(
+        None, gt=0, le=1, description="vllm: the share of each GPU vLLM claims (default 0.9)"
+    )
+    flash_attn: Literal["auto", "on", "off"] | None = Field(
+        None, description="llama.cpp: flash attention (default auto, which resolves to on)"
+    )
 
 
 class MemTerm(BaseModel):
@@ -263,10 +273,25 @@ class PrecisionRow(BaseModel):
     max_context: int | None = None
     context_limit: int | None = None
     gpus: int | None = Field(None, description="training: the fewest GPUs that fit with ZeRO-3")
+    max_sequences: int | None = Field(None, description="vllm: sequences of this context at once on the GPU")
+
+
+class Serving(BaseModel):
+    """What vLLM logs on the GPU at this context (VllmPlanner.serving): the KV cache per GPU."""
+
+    kv_cache_bytes: int
+    kv_blocks: int
+    kv_tokens: int
+    blocks_per_sequence: int
+    max_concurrency: int | None = Field(description="sequences of the planned context at once (0: not one)")
+    starts: bool = Field(description="whether vLLM starts: its claim holds one sequence, the rest the CUDA context")
+    outside_claim_bytes: int
+    cuda_context_bytes: int
 
 
 class MemoryResponse(BaseModel):
     mode: str
+    runtime: str | None = Field(None, description="inference: the runtime planned (the default when none was asked)")
     partial: bool = Field(description="true when only the weights could be planned (no config: no KV cache layout)")
     total: int
     terms: list[MemTerm]
@@ -277,6 +302,7 @@ class MemoryResponse(BaseModel):
     context_limit: int | None
     curve: Curve
     precisions: list[PrecisionRow]
+    serving: Serving | None = Field(None, description="vllm: what it would log on the GPU")
 
 
 class Choice(BaseModel):
@@ -303,6 +329,11 @@ class MemoryOptions(BaseModel):
     gpus: list[GPUOption]
     default_gpu: str
     context_range: list[int]
+    runtimes: list[Choice]
+    runtime_kv_dtypes: dict[str, list[str]] = Field(description="the KV cache dtypes each runtime takes")
+    tp_sizes: list[int]
+    default_utilization: float
+    flash_attn: list[str]
 
 
 class Info(BaseModel):

@@ -27,6 +27,8 @@
       mode: "inference", scheme: "bf16", kv_dtype: "", optimizer: "adamw", recompute: "none",
       lora_rank: 8, lora_targets: "", context: null, batch: 1, gpu: "rtx4090",
       schemes: { inference: "bf16", training: "mixed", lora: "qlora" }, // each mode keeps its own choice
+      // null: the model's default runtime (llama.cpp for a GGUF file), which the plan names
+      runtime: null, shown: "transformers", tp: 1, utilization: 0.9, flash_attn: "auto",
     },
   };
   let modelSeq = 0;
@@ -464,6 +466,7 @@
     state.numLabels = null;
     state.overrides = [];
     state.mem.context = null;
+    state.mem.runtime = null; // the default depends on the model: llama.cpp reads a GGUF file
     $("num-labels").value = "";
     $("overrides").value = "";
     loadModel();
@@ -692,8 +695,13 @@
     state.options = o;
     state.mem.gpu = o.default_gpu;
     state.mem.lora_rank = o.default_lora_rank;
+    state.mem.utilization = o.default_utilization;
     fillSchemes();
-    fillSelect($("kv-dtype"), [{ value: "", label: "default" }, ...o.kv_dtypes.map((d) => ({ value: d, label: d }))], "");
+    fillKvDtypes();
+    fillSelect($("runtime"), o.runtimes, state.mem.shown);
+    fillSelect($("tp"), o.tp_sizes.map((n) => ({ value: String(n), label: String(n) })), String(state.mem.tp));
+    fillSelect($("flash-attn"), o.flash_attn.map((f) => ({ value: f, label: f })), state.mem.flash_attn);
+    $("utilization").value = String(state.mem.utilization);
     fillSelect($("optimizer"), o.optimizers.map((d) => ({ value: d, label: d })), state.mem.optimizer);
     fillSelect($("recompute"), o.recompute.map((d) => ({ value: d, label: d })), state.mem.recompute);
     fillSelect($("gpu"), o.gpus.map((g) => ({ value: g.key, label: `${g.name} · ${g.stated}`, group: g.group })), state.mem.gpu);
@@ -705,6 +713,27 @@
     if (isFile) m.schemes.inference = "stored";
     else if (m.schemes.inference === "stored") m.schemes.inference = "bf16";
     if (m.mode === "inference" && state.options) fillSchemes();
+  }
+
+  // Each runtime takes its own KV cache types; a choice the next runtime lacks goes back to the default.
+  function fillKvDtypes() {
+    const m = state.mem;
+    const kinds = state.options.runtime_kv_dtypes[m.shown] || state.options.kv_dtypes;
+    if (!kinds.includes(m.kv_dtype)) m.kv_dtype = "";
+    fillSelect($("kv-dtype"), [{ value: "", label: "default" }, ...kinds.map((d) => ({ value: d, label: d }))], m.kv_dtype);
+  }
+
+  // The runtime the controls show: the one chosen, or the one the last plan says was the default.
+  // True when the KV cache choice went back to the default (the plan shown is then not of it).
+  function showRuntime(runtime) {
+    const m = state.mem;
+    if (runtime === m.shown) return false;
+    const kv = m.kv_dtype;
+    m.shown = runtime;
+    $("runtime").value = runtime;
+    fillKvDtypes();
+    showModeControls();
+    return m.kv_dtype !== kv;
   }
 
   function fillSchemes() {
@@ -743,6 +772,7 @@
     $("kv-dtype").addEventListener("change", () => { state.mem.kv_dtype = $("kv-dtype").value; planMemory(); });
     $("optimizer").addEventListener("change", () => { state.mem.optimizer = $("optimizer").value; planMemory(); });
     $("gpu").addEventListener("change", () => { state.mem.gpu = $("gpu").value; planMemory(); });
+    bindRuntime(later);
     $("batch").addEventListener("input", () => {
       const b = Number($("batch").value);
       if (Number.isInteger(b) && b >= 1) { state.mem.batch = b; later(); }
@@ -755,10 +785,43 @@
     showModeControls();
   }
 
+  // A runtime option set pins the runtime it belongs to: the request then names both.
+  function bindRuntime(later) {
+    const m = state.mem;
+    const pin = () => { m.runtime = m.shown; };
+    $("runtime").addEventListener("change", () => {
+      m.runtime = $("runtime").value;
+      showRuntime(m.runtime);
+      planMemory();
+    });
+    $("tp").addEventListener("change", () => { m.tp = Number($("tp").value); pin(); planMemory(); });
+    $("flash-attn").addEventListener("change", () => { m.flash_attn = $("flash-attn").value; pin(); planMemory(); });
+    $("utilization").addEventListener("input", () => {
+      const u = Number($("utilization").value);
+      if (u > 0 && u <= 1) { m.utilization = u; pin(); later(); }
+    });
+  }
+
+  // Controls of one mode (data-for) and, at inference, of one runtime (data-for-runtime).
   function showModeControls() {
-    for (const c of document.querySelectorAll("[data-for]")) {
-      c.hidden = !c.dataset.for.split(" ").includes(state.mem.mode);
+    const m = state.mem;
+    for (const c of document.querySelectorAll("[data-for], [data-for-runtime]")) {
+      const mode = !c.dataset.for || c.dataset.for.split(" ").includes(m.mode);
+      const runtime = !c.dataset.forRuntime || (m.mode === "inference" && c.dataset.forRuntime === m.shown);
+      c.hidden = !(mode && runtime);
     }
+  }
+
+  // The runtime and its options, only at inference and only those of the runtime chosen.
+  function runtimeQuery() {
+    const m = state.mem;
+    const inference = m.mode === "inference";
+    return {
+      runtime: inference ? m.runtime : null,
+      tp: inference && m.runtime === "vllm" ? m.tp : null,
+      gpu_memory_utilization: inference && m.runtime === "vllm" ? m.utilization : null,
+      flash_attn: inference && m.runtime === "llama.cpp" ? m.flash_attn : null,
+    };
   }
 
   async function planMemory() {
@@ -769,7 +832,7 @@
     const body = {
       ...modelQuery(), mode: m.mode, scheme: m.scheme, kv_dtype: m.kv_dtype || null,
       optimizer: m.optimizer, recompute: m.recompute, lora_rank: m.lora_rank, lora_targets: m.lora_targets || null,
-      context: m.context, batch: m.batch, gpu: m.gpu,
+      context: m.context, batch: m.batch, gpu: m.gpu, ...runtimeQuery(),
     };
     try {
       const plan = await api("/api/memory", body);
@@ -777,7 +840,9 @@
       $("memory-error").hidden = true;
       renderMemory(plan);
       // what the drawing is of, for whoever waits on it (the browser tests)
-      Object.assign($("memory").dataset, { model: model.name, total: String(model.total), scheme: m.scheme, mode: m.mode });
+      Object.assign($("memory").dataset, {
+        model: model.name, total: String(model.total), scheme: m.scheme, mode: m.mode, runtime: plan.runtime || "",
+      });
     } catch (err) {
       if (seq === memorySeq) {
         showError($("memory-error"), err);
@@ -789,6 +854,7 @@
 
   function clearMemory() {
     $("verdict").innerHTML = "";
+    $("serving").hidden = true;
     for (const id of ["membar", "memplot"]) $(id).innerHTML = "";
     $("terms").tBodies[0].innerHTML = "";
     $("precisions").tBodies[0].innerHTML = "";
@@ -797,6 +863,7 @@
 
   function renderMemory(p) {
     state.plan = p;
+    if (p.runtime && showRuntime(p.runtime)) planMemory();
     const g = p.gpu;
     const ctx = p.settings.context;
     const slider = $("context");
@@ -816,6 +883,7 @@
       const tag = text("span", "tag " + (p.fits ? "yes" : "no"), p.fits ? "fits" : "does not fit");
       v.append(tag, text("span", "big", `${gb(p.total)} GB`), text("span", "muted", `needed of ${usable}`));
     }
+    renderServing(p);
     const label = `${g.name}: ${gb(g.usable)} GB`;
     C.memoryBar($("membar"), p.terms, g.usable, label);
     C.memoryPlot($("memplot"), p.curve, g.usable, label, ctx);
@@ -829,6 +897,27 @@
     for (const n of p.notes) notes.appendChild(text("li", "", n));
   }
 
+  // What vLLM would log on this GPU, as `paramcount memory --runtime vllm --gpu` says it.
+  function renderServing(p) {
+    const box = $("serving");
+    const s = p.serving;
+    box.hidden = !s;
+    box.innerHTML = "";
+    if (!s) return;
+    const ctx = fmt(p.settings.context);
+    const on = `vLLM on ${p.gpu.name} (TP ${p.settings.tp})`;
+    box.classList.toggle("no", !s.starts);
+    if (!s.starts) {
+      box.textContent = s.kv_blocks < s.blocks_per_sequence
+        ? `${on} would not start: ${gib(s.kv_cache_bytes)} GiB of KV cache is less than one sequence of ${ctx} tokens`
+        : `${on} would not start: the ${gib(s.outside_claim_bytes)} GiB outside its claim cannot hold the CUDA context`;
+      return;
+    }
+    const num = (id, n) => Object.assign(text("b", "", fmt(n)), { id });
+    box.append(`${on}: KV cache ${gib(s.kv_cache_bytes)} GiB = `, num("kv-tokens", s.kv_tokens), " tokens per GPU (",
+      num("kv-blocks", s.kv_blocks), " blocks); at ", ctx, " tokens, ", num("max-seqs", s.max_concurrency), " sequences at once");
+  }
+
   function renderPrecisions(p) {
     $("precisions-title").textContent = p.partial
       ? `Weights at each precision`
@@ -840,7 +929,7 @@
       tr.dataset.scheme = r.scheme;
       if (!r.available) {
         const cell = text("td", "why");
-        cell.colSpan = state.mem.mode === "inference" ? 4 : 5;
+        cell.colSpan = columns() - 1;
         const msg = text("div", "", `not available: ${r.why}`);
         cell.title = r.why;
         cell.appendChild(msg);
@@ -863,6 +952,7 @@
       if (r.max_context !== null && r.max_context === r.context_limit) longest += " (limit)";
       tr.append(text("td", "", r.label), text("td", "", `${gb(r.weights)} GB`), text("td", "", `${gb(r.total)} GB`), fits, text("td", "", longest));
       if (state.mem.mode !== "inference") tr.appendChild(text("td", "", r.gpus === null ? "> 65,536" : fmt(r.gpus)));
+      if (p.serving) tr.appendChild(text("td", "", r.max_sequences ? fmt(r.max_sequences) : "none"));
       tr.addEventListener("click", () => {
         state.mem.scheme = state.mem.schemes[state.mem.mode] = r.scheme;
         $("scheme").value = r.scheme;
@@ -870,6 +960,10 @@
       });
       body.appendChild(tr);
     }
+  }
+
+  function columns() {
+    return [...$("precisions").tHead.rows[0].cells].filter((c) => !c.hidden).length;
   }
 
   function renderPlotLegend(curve) {

@@ -1,0 +1,164 @@
+"""The planner's runtime choice over the API: transformers, llama.cpp and vLLM plan as the library
+plans them, a GGUF file defaults to llama.cpp, vLLM says what it would log on the GPU, and a bad
+runtime or an option of another runtime is a one-line error."""
+
+from __future__ import annotations
+
+import pytest
+
+import paramcount
+from paramcount.memory.fit import LLAMA_INFERENCE, VLLM_INFERENCE, fit
+from paramcount.memory.gpus import gpu
+from paramcount.memory.plan import inference
+from paramcount.memory.runtimes import RUNTIMES, planner
+
+from .conftest import gguf_header, upload_body
+
+LLAMA = "meta-llama/Meta-Llama-3-8B"
+CATALOG = {"kind": "catalog", "name": LLAMA}
+
+# (request fields, the library's options for the same settings)
+SETTINGS = {
+    "transformers": ({"scheme": "int8", "kv_dtype": "fp8"}, {"kv_dtype": "fp8"}),
+    "llama.cpp": (
+        {"scheme": "q4_k_m", "kv_dtype": "q8_0", "flash_attn": "on"},
+        {"kv_dtype": "q8_0", "flash_attn": "on"},
+    ),
+    "vllm": (
+        {"scheme": "fp8", "tp": 2, "gpu_memory_utilization": 0.85},
+        {"tp": 2, "utilization": 0.85},
+    ),
+}
+
+
+def memory(client, source=CATALOG, **fields):
+    return client.post("/api/memory", json={"source": source, **fields})
+
+
+def terms(plan_terms):
+    """(key, bytes, parts) of each term, as the library's Term or the API's JSON."""
+    return [
+        (t["key"], t["bytes"], terms(t["parts"])) if isinstance(t, dict) else (t.key, t.bytes, terms(t.parts))
+        for t in plan_terms
+    ]
+
+
+@pytest.fixture(scope="module")
+def llama():
+    return paramcount.load(LLAMA)
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_each_runtimes_plan_is_the_librarys(client, llama, runtime):
+    fields, options = SETTINGS[runtime]
+    r = memory(client, runtime=runtime, context=8192, batch=3, gpu="h100", **fields)
+    assert r.status_code == 200, r.text
+    got = r.json()
+    lib = inference(llama, fields["scheme"], 8192, batch=3, runtime=runtime, **options)
+    assert got["runtime"] == runtime and got["total"] == lib.total
+    assert terms(got["terms"]) == terms(lib.terms)
+    assert got["fits"] == (lib.total <= gpu("h100").usable)
+    series = {s["key"]: s["bytes"] for s in got["curve"]["series"]}
+    for i, context in enumerate(got["curve"]["contexts"]):  # every point of the curve, the same runtime
+        at = inference(llama, fields["scheme"], context, batch=3, runtime=runtime, **options)
+        assert {k: v[i] for k, v in series.items()} == {t.key: t.bytes for t in at.terms}, context
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_each_precision_is_fitted_under_the_same_runtime(client, llama, runtime):
+    fields, options = SETTINGS[runtime]
+    got = memory(client, runtime=runtime, context=8192, gpu="h100", **fields).json()
+    expected = {"llama.cpp": LLAMA_INFERENCE, "vllm": VLLM_INFERENCE}.get(runtime)
+    schemes = [r["scheme"] for r in got["precisions"]]
+    if expected:
+        assert schemes == list(expected) + ([] if fields["scheme"] in expected else [fields["scheme"]])
+    for row in got["precisions"]:
+        lib = fit(llama, "h100", 8192, 1, only=(row["scheme"],), runtime=runtime, **options).rows[0]
+        assert (row["total"], row["fits"], row["max_context"]) == (lib.plan.total, lib.fits, lib.max_context)
+        assert row["max_sequences"] == (lib.serving["max_concurrency"] if runtime == "vllm" else None)
+
+
+def test_vllm_says_what_it_would_log_on_the_gpu(client, llama):
+    got = memory(client, runtime="vllm", tp=2, context=16384, batch=4, gpu="h100").json()
+    vllm = planner(llama, "bf16", "vllm", tp=2)
+    assert got["serving"] == vllm.serving(gpu("h100").memory, 16384)
+    assert got["serving"]["starts"] and got["serving"]["max_concurrency"] > 4
+    outside = next(t for t in got["terms"] if t["key"] == "outside")
+    assert outside["bytes"] == sum(p["bytes"] for p in outside["parts"])  # CUDA context + left free
+    small = memory(client, runtime="vllm", gpu="16GB").json()  # 0.9 of it is less than the 16 GB of weights
+    one = planner(llama, "bf16", "vllm")
+    assert small["serving"] == one.serving(gpu("16GB").memory, 4096) and small["serving"]["starts"] is False
+    assert small["precisions"][0]["scheme"] == "bf16" and not small["precisions"][0]["fits"]  # at TP 1, not the fewest
+    assert memory(client).json()["serving"] is None  # transformers logs no KV blocks
+
+
+def test_a_gguf_file_defaults_to_llama_cpp(client, tmp_path):
+    from ..test_gguf import LLAMA as TENSORS
+    from ..test_gguf import META, write
+
+    path = write(tmp_path / "tiny.gguf", TENSORS, meta=META)
+    up = client.post("/api/upload", json=upload_body("gguf", path, gguf_header(path)))
+    source = {"kind": "upload", "id": up.json()["id"]}
+    model = paramcount.load(path)
+    got = memory(client, source, scheme="stored", context=1024, batch=2).json()
+    lib = inference(model, "stored", 1024, batch=2)  # the library's default for a GGUF: llama.cpp
+    assert got["runtime"] == "llama.cpp" == lib.settings["runtime"]
+    assert got["total"] == lib.total and terms(got["terms"]) == terms(lib.terms)
+    assert [r["scheme"] for r in got["precisions"]] == [*LLAMA_INFERENCE, "stored"]
+    other = memory(client, source, scheme="stored", context=1024, batch=2, runtime="transformers").json()
+    assert other["runtime"] == "transformers"
+    assert other["total"] == inference(model, "stored", 1024, batch=2, runtime="transformers").total != lib.total
+
+
+@pytest.mark.parametrize(
+    ("fields", "status", "field", "said"),
+    [
+        ({"runtime": "tensorrt"}, 422, "runtime", "'transformers', 'llama.cpp' or 'vllm'"),
+        ({"runtime": "vllm", "tp": 0}, 422, "tp", "greater than or equal to 1"),
+        ({"runtime": "vllm", "tp": 3}, 400, "tp", "attention heads to divide evenly"),
+        ({"runtime": "vllm", "gpu_memory_utilization": 1.5}, 422, "gpu_memory_utilization", "less than or equal"),
+        ({"runtime": "transformers", "tp": 2}, 400, "tp", "--tp is a vllm setting; this plan's runtime is"),
+        ({"tp": 2}, 400, "tp", "this plan's runtime is transformers"),  # the default runtime refuses it too
+        ({"runtime": "vllm", "flash_attn": "off"}, 400, "flash_attn", "--flash-attn is a llama.cpp setting"),
+        ({"runtime": "llama.cpp", "gpu_memory_utilization": 0.5}, 400, "gpu_memory_utilization", "a vllm setting"),
+        ({"runtime": "vllm", "scheme": "q4_k_m"}, 400, "scheme", "not a format vLLM serves"),
+        ({"runtime": "vllm", "kv_dtype": "int4"}, 400, "kv_dtype", "--kv-cache-dtype is one of"),
+        ({"runtime": "llama.cpp", "kv_dtype": "q4_0", "flash_attn": "off"}, 400, "kv_dtype", "needs flash attention"),
+        ({"mode": "training", "runtime": "vllm"}, 400, "runtime", "only for inference"),
+    ],
+)
+def test_bad_runtime_settings_are_one_line_errors(client, fields, status, field, said):
+    r = memory(client, **fields)
+    body = r.json()
+    assert (r.status_code, body["field"]) == (status, field), body
+    assert said in body["error"] and "\n" not in body["error"] and not body["bug"], body
+
+
+def test_vllm_refuses_a_model_without_a_kv_cache_in_one_line(client):
+    r = memory(client, {"kind": "catalog", "name": "bert-base-chinese"}, runtime="vllm")
+    assert r.status_code == 400 and r.json()["field"] == "runtime" and "encoder" in r.json()["error"]
+
+
+def test_a_precision_a_runtime_refuses_is_said_in_its_row_and_as_the_plan_in_one_line(client):
+    narrow = {"model_type": "llama", "hidden_size": 96, "intermediate_size": 200, "num_attention_heads": 4}
+    source = {"kind": "config", "config": {**narrow, "num_hidden_layers": 2, "vocab_size": 100}}
+    rows = memory(client, source, runtime="vllm").json()["precisions"]
+    assert [(r["scheme"], r["available"]) for r in rows] == [("bf16", True), ("fp8", True), ("awq-int4", False)]
+    assert "multiple of group 128" in rows[2]["why"]
+    r = memory(client, source, runtime="vllm", scheme="awq-int4")
+    assert r.status_code == 400 and "multiple of group 128" in r.json()["error"] and not r.json()["bug"]
+
+
+def test_the_options_offer_what_each_runtime_takes(client, llama):
+    o = client.get("/api/memory/options").json()
+    assert [r["value"] for r in o["runtimes"]] == list(RUNTIMES)
+    assert o["tp_sizes"] == [1, 2, 4, 8] and o["default_utilization"] == 0.9
+    assert o["flash_attn"] == ["auto", "on", "off"]
+    scheme = {"transformers": "bf16", "llama.cpp": "q8_0", "vllm": "bf16"}
+    for runtime, kinds in o["runtime_kv_dtypes"].items():
+        assert kinds, runtime
+        for kv in kinds:  # every cache type the page offers, the runtime's planner takes
+            r = memory(client, runtime=runtime, scheme=scheme[runtime], kv_dtype=kv)
+            assert r.status_code == 200, (runtime, kv, r.text)
+    for tp in o["tp_sizes"]:
+        assert memory(client, runtime="vllm", tp=tp).status_code == 200, tp
