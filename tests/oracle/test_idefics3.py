@@ -1,5 +1,6 @@
 import pytest
 
+from paramcount.frontends import catalog
 from paramcount.frontends.config import from_config
 
 from .oracle import expect_all_classes, expect_same
@@ -83,3 +84,18 @@ def test_the_cache_is_the_language_models():
     tiny = {**SMALL, "text_config": {**SMALL["text_config"], "vocab_size": 64}, "image_token_id": 5}
     expect_cache("idefics3", tiny, "Idefics3ForConditionalGeneration")
     expect_cache("smolvlm", {**tiny, "model_type": "smolvlm"}, "SmolVLMForConditionalGeneration")
+
+
+# The bundled catalog's real config.json files of this family (SmolVLM Instruct, SmolVLM2 500M Video).
+CATALOG = [e for e in catalog.entries() if e.config.get("model_type") in ("idefics3", "smolvlm")]
+
+
+def test_the_catalog_has_both_model_types():
+    assert {e.config["model_type"] for e in CATALOG} == {"idefics3", "smolvlm"}
+
+
+@pytest.mark.parametrize("entry", CATALOG, ids=lambda e: e.id)
+def test_catalog_entries_match_transformers_in_every_class(entry):
+    expect_all_classes(entry.config)
+    m = from_config(entry.config, entry.id)
+    assert sum(m.towers().values()) == m.total

@@ -3,14 +3,15 @@ models against transformers 5.23 on the meta device, every class; the towers sum
 the cache is the language model's, held to a real one.
 
 The "-like" configurations take the shapes public configs quote for Qwen3-VL-8B and
-Qwen3-VL-30B-A3B (not confirmed from the published config.json, so not in the catalog); the
-Qwen3.5 ones reuse the Qwen3.5 text configs of tests/oracle/test_qwen3_5_text.py and
+Qwen3-VL-30B-A3B (the published config.json files are in the catalog, held to every class
+below); the Qwen3.5 ones reuse the Qwen3.5 text configs of tests/oracle/test_qwen3_5_text.py and
 test_qwen3_5_moe_text.py with the vision defaults.
 """
 
 import pytest
 
 from paramcount.errors import ParamcountError
+from paramcount.frontends import catalog
 from paramcount.frontends.config import from_config
 
 from ..cache_oracle import expect_cache
@@ -131,3 +132,19 @@ def test_impossible_configs_are_refused():
     with pytest.raises(ParamcountError) as e:
         from_config({**VL_8B_LIKE, "vision_config": {**VISION, "deepstack_visual_indexes": "8"}}, "t")
     assert e.value.field == "vision_config.deepstack_visual_indexes"
+
+
+# The bundled catalog's real config.json files of these composites (Qwen3-VL 4B/8B, 30B-A3B, Qwen3.6-35B-A3B).
+COMPOSITES = ("qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe")
+CATALOG = [e for e in catalog.entries() if e.config.get("model_type") in COMPOSITES]
+
+
+def test_the_catalog_has_these_composites():
+    assert {e.config["model_type"] for e in CATALOG} >= {"qwen3_vl", "qwen3_vl_moe", "qwen3_5_moe"}
+
+
+@pytest.mark.parametrize("entry", CATALOG, ids=lambda e: e.id)
+def test_catalog_entries_match_transformers_in_every_class(entry):
+    expect_all_classes(entry.config)
+    m = from_config(entry.config, entry.id)
+    assert sum(m.towers().values()) == m.total
