@@ -378,6 +378,7 @@ def run_serve(argv: Sequence[str]) -> int:
 TRAIN_FLAGS = ("optimizer", "precision", "zero", "gpus", "recompute", "no_flash", "lora_rank", "lora_targets", "qlora")
 LLAMA_FLAGS = ("ubatch", "flash_attn", "swa_full", "kv_unified", "cache_type_k", "cache_type_v", "device", "embeddings")
 INFERENCE_FLAGS = ("kv_dtype", "keep", "kv_cache", "encoder_length", "mla", "runtime", "pure", "images", "image_size")
+INFERENCE_FLAGS += ("audio",)
 VLLM_FLAGS = ("tp", "pp", "ep", "gpu_memory_utilization", "block_size", "max_num_seqs", "max_num_batched_tokens")
 VLLM_FLAGS += ("enforce_eager",)
 INFERENCE_FLAGS += LLAMA_FLAGS + VLLM_FLAGS
@@ -423,6 +424,9 @@ def plan_args(p: Parser) -> None:
         help="image+text models: images per sequence, as their processor counts tokens",
     )
     i.add_argument("--image-size", metavar="WxH", help="the images' size in pixels, like 1024x768 (with --images)")
+    i.add_argument(
+        "--audio", metavar="SECONDS", help="audio+text models (Gemma 4): seconds of audio per sequence, like 30"
+    )
     i.add_argument("--keep", metavar="ITEMS", help="what stays in high precision: output, embeddings, lm_head, none, …")
     i.add_argument(
         "--pure", action="store_true", help="llama.cpp types: every tensor in one type (llama-quantize --pure), no mix"

@@ -61,6 +61,9 @@ class Family:
     # Tokens one image of width × height adds to the context, as the model's processor counts them:
     # image_tokens(cfg, width, height) -> paramcount.memory.images.ImageTokens (see that module).
     image_tokens: Callable[[Cfg, int, int], Any] | None = None
+    # Tokens a clip of so many seconds adds, as the model's processor counts them:
+    # audio_tokens(cfg, seconds) -> paramcount.memory.audio.AudioTokens (see that module).
+    audio_tokens: Callable[[Cfg, Any], Any] | None = None
 
     def cfg(self, raw: Mapping[str, Any], source: str | None) -> Cfg:
         return Cfg(raw, self.defaults, source, self.aliases)

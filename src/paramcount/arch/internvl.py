@@ -5,14 +5,18 @@ head tied by the class default."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..ir import Block, Node
 from . import Family
 from .blocks import block, linear, norm
 from .config import Cfg, per_cfg
 from .towers import LLAVA_RENAMES, conditional_generation, text_cache, tower, tower_cfg
+from .vision import pair
 
 DEFAULTS = {"text_config": None, "vision_config": None, "downsample_ratio": 0.5, "tie_word_embeddings": True}
 TEXT, VISION = "qwen2", "internvl_vision"
+MIN_TILES, MAX_TILES = 1, 12  # GotOcr2ImageProcessor's min_patches and max_patches
 
 
 def shuffle(c: Cfg) -> int:
@@ -49,6 +53,44 @@ def backbone(c: Cfg) -> Block:
     return Block("", model(c), label="backbone")
 
 
+def grid(height: int, width: int, tile_h: int, tile_w: int) -> tuple[int, int]:
+    """GotOcr2ImageProcessor's ``get_optimal_tiled_canvas``: (columns, rows) of tiles nearest the
+    image's aspect ratio; of equals, more tiles while the image covers over half of them."""
+    arrangements = [(w, h) for w in range(1, MAX_TILES + 1) for h in range(1, MAX_TILES + 1)]
+    arrangements = sorted((a for a in arrangements if MIN_TILES <= a[0] * a[1] <= MAX_TILES), key=lambda a: a[0] * a[1])
+    best, best_diff = (1, 1), float("inf")
+    for cols, rows in arrangements:
+        diff = abs(width / height - cols / rows)
+        if diff < best_diff:
+            best, best_diff = (cols, rows), diff
+        elif diff == best_diff and width * height > 0.5 * tile_h * tile_w * cols * rows:
+            best = (cols, rows)
+    return best
+
+
+def image_tokens(c: Cfg, width: int, height: int) -> Any:
+    """InternVLProcessor (crop_to_patches on): the image resized onto a grid of tower-sized tiles
+    (up to 12) plus a thumbnail when there is more than one, each tile (size / patch)² patches
+    pixel-shuffled to that × downsample_ratio² tokens, all between <img> and </img>."""
+    from ..memory.images import ImageTokens
+
+    v = tower_cfg(c, "vision_config", VISION)
+    (th, tw), (ph, pw) = (tuple(int(n) for n in pair(v, f)) for f in ("image_size", "patch_size"))
+    shuffle(c)  # a ratio in (0, 1]
+    ratio = c.number("downsample_ratio")  # the model's pixel_shuffle keeps int(side · ratio) a side
+    seq = int(th // ph * ratio) * int(tw // pw * ratio)
+    cols, rows = grid(height, width, th, tw)
+    crops = cols * rows + (cols * rows > 1)
+    tokens = seq * crops + 2
+    said = (
+        f"InternVLProcessor at its defaults (crop_to_patches, {MIN_TILES} to {MAX_TILES} tiles of the tower's "
+        f"{tw}x{th} px): {cols}×{rows} tiles{' and a thumbnail' * (crops > 1)}, {seq} tokens each, "
+        f"with <img> and </img>: {tokens:,} tokens"
+    )
+    patches = crops * ((th // ph) * (tw // pw) + 1)  # and the class token
+    return ImageTokens(tokens, patches, int(v.int("hidden_size")), int(v.int("intermediate_size")), said)
+
+
 FAMILY = Family(
     model_type="internvl",
     defaults=DEFAULTS,
@@ -59,4 +101,5 @@ FAMILY = Family(
         "InternVLForConditionalGeneration": conditional_generation(model, "text_config", TEXT),
     },
     renames=LLAVA_RENAMES,
+    image_tokens=image_tokens,
 )

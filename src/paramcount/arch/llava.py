@@ -5,11 +5,13 @@ width, and a language model (any decoder family) with its LM head, untied unless
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..ir import Block, Node, Tensor, Tie
 from . import Family
 from .blocks import block, linear
 from .config import Cfg, per_cfg
-from .towers import LLAVA_RENAMES, fixed_image_tokens, text_cache, tower, tower_cfg
+from .towers import LLAVA_RENAMES, fixed_image_tokens, sub_family, text_cache, tower, tower_cfg
 
 DEFAULTS = {
     "text_config": None,
@@ -86,6 +88,19 @@ def backbone(c: Cfg) -> Block:
     return Block("", model(c), label="backbone")
 
 
+FIXED = fixed_image_tokens(VISION, llava_tokens, "LlavaProcessor", VISION_ABSENT, cls_token=True)
+
+
+def image_tokens(c: Cfg, width: int, height: int) -> Any:
+    """LlavaProcessor's fixed count, or with a Pixtral tower (Pixtral 12B) PixtralProcessor's,
+    which follows the image's size."""
+    if sub_family(c, "vision_config", VISION).model_type != "pixtral":
+        return FIXED(c, width, height)
+    from .pixtral import image_tokens as pixtral_tokens
+
+    return pixtral_tokens(tower_cfg(c, "vision_config", VISION, VISION_ABSENT), 1, width, height, "PixtralProcessor")
+
+
 FAMILY = Family(
     model_type="llava",
     defaults=DEFAULTS,
@@ -93,5 +108,5 @@ FAMILY = Family(
     cache_layout=text_cache("text_config", TEXT),
     classes={"LlavaModel": backbone, "LlavaForConditionalGeneration": causal_lm},
     renames=LLAVA_RENAMES,
-    image_tokens=fixed_image_tokens(VISION, llava_tokens, "LlavaProcessor", VISION_ABSENT, cls_token=True),
+    image_tokens=image_tokens,
 )

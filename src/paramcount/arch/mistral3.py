@@ -5,11 +5,14 @@ model with its LM head (tied by the class default, untied in the published check
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..ir import Block, Node
 from . import Family
 from .blocks import block, linear, norm
 from .config import Cfg, per_cfg
 from .llava import feature_layers
+from .pixtral import image_tokens as pixtral_tokens
 from .towers import LLAVA_RENAMES, conditional_generation, text_cache, tower, tower_cfg
 
 DEFAULTS = {
@@ -72,6 +75,12 @@ def backbone(c: Cfg) -> Block:
     return Block("", model(c), label="backbone")
 
 
+def image_tokens(c: Cfg, width: int, height: int) -> Any:
+    """PixtralProcessor over the Pixtral tower's patches merged ``spatial_merge_size``² into one token."""
+    v = tower_cfg(c, "vision_config", VISION, VISION_ABSENT)
+    return pixtral_tokens(v, int(c.int("spatial_merge_size", high=1 << 8)), width, height, "PixtralProcessor")
+
+
 FAMILY = Family(
     model_type="mistral3",
     defaults=DEFAULTS,
@@ -82,4 +91,5 @@ FAMILY = Family(
         "Mistral3ForConditionalGeneration": conditional_generation(model, "text_config", TEXT, absent=TEXT_ABSENT),
     },
     renames=LLAVA_RENAMES,
+    image_tokens=image_tokens,
 )

@@ -5,6 +5,8 @@ the LM head has the text vocabulary's rows, never tied (the embedding has eight 
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..ir import Block, Node, Tensor
 from . import Family
 from .blocks import linear
@@ -42,10 +44,33 @@ def generation(c: Cfg) -> Block:
     return Block("", (Block("model", model(c), label="backbone"), head))
 
 
+def image_tokens(c: Cfg, width: int, height: int) -> Any:
+    """MllamaProcessor: one <|image|> token in the context whatever the size; the image is cut
+    into up to ``max_num_tiles`` tiles of the tower's ``image_size`` and padded with empty ones
+    to that many, and the cross-attention layers cache the states of them all, (size / patch)²
+    + 1 (the class token) a tile. The encoder pads each tile's patches to a multiple of 8."""
+    from ..memory.images import ImageTokens
+    from .mllama_text_model import cross_kinds
+    from .mllama_vision_model import patches
+
+    v, t = tower_cfg(c, "vision_config", VISION), tower_cfg(c, "text_config", TEXT)
+    tiles, per_tile = int(v.int("max_num_tiles", high=1 << 8)), patches(v)
+    cross = cross_kinds(t, tiles * per_tile)
+    layers = sum(k.layers for k in cross)
+    said = (
+        f"MllamaProcessor: one <|image|> token; the image cut into at most {tiles} tiles of "
+        f"{int(v.int('image_size'))} px and padded to {tiles}, whose {tiles} × {per_tile:,} vision states the "
+        f"{layers} cross-attention layers cache"
+    )
+    padded = per_tile + -per_tile % 8
+    return ImageTokens(1, tiles * padded, int(v.int("hidden_size")), int(v.int("intermediate_size")), said, cross=cross)
+
+
 FAMILY = Family(
     model_type="mllama",
     defaults=DEFAULTS,
     backbone="MllamaModel",
     cache_layout=text_cache("text_config", TEXT),
     classes={"MllamaModel": backbone, "MllamaForConditionalGeneration": generation},
+    image_tokens=image_tokens,
 )

@@ -102,6 +102,16 @@ def cache_layout(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list[Any]
     return out, notes if n_cross else []
 
 
+def cross_kinds(c: Cfg, states: int) -> tuple[Any, ...]:
+    """The cross-attention layers' cache over ``states`` vision states (one image's): their own
+    key and value heads, the self-attention layers' widths."""
+    from ..memory.kv_layout import LayerKind, grouped
+
+    kv, d = int(llama.kv_heads(c)), int(llama.head_dim(c))
+    found = grouped(kinds(c)).get(True)
+    return (LayerKind("cross", found[0], kv, d, d, where=found[1], source=states),) if found else ()
+
+
 FAMILY = Family(
     model_type="mllama_text_model",
     defaults=DEFAULTS,
@@ -111,4 +121,4 @@ FAMILY = Family(
     classes={"MllamaTextModel": base(backbone), "MllamaForCausalLM": with_head(backbone, "model", head)},
 )
 
-__all__ = ["FAMILY", "backbone", "head", "kinds"]
+__all__ = ["FAMILY", "backbone", "cross_kinds", "head", "kinds"]

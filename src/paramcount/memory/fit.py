@@ -173,7 +173,7 @@ _OPTIONS = {
             *LLAMA_OPTIONS,
             *VLLM_OPTIONS,
         ),
-        *("images", "image_size"),
+        *("images", "image_size", "audio"),
     ),
     "training": ("optimizer", "zero", "gpus", "recompute", "flash", "lora", "lora_targets", "qlora", "overhead"),
 }

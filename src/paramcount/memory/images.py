@@ -6,14 +6,18 @@ ImageTokens``: the tokens one image adds to the language model's context (image 
 markers around them), the patches its vision encoder runs over, that encoder's widths, and what
 was assumed (the processor's defaults). A memory plan adds ``count × tokens`` to the context of
 every sequence, so the KV cache and the activations grow with them, and adds the vision
-encoder's activations as an estimate.
+encoder's activations as an estimate. Two processors need more than a count per image:
+LLaVA-OneVision tiles an image only when it is alone in its prompt (``several`` is what each
+of several becomes), and Llama 3.2 Vision puts one token in the context while its
+cross-attention layers cache the image's vision states (``cross``: those layers, each image's
+states as their ``source``), which the plan adds to the KV cache.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import ParamcountError
@@ -35,6 +39,8 @@ class ImageTokens:
     width: int
     inner: int
     said: str
+    several: ImageTokens | None = None  # each image of a prompt holding more than one, where that differs
+    cross: tuple[Any, ...] = ()  # cross-attention LayerKinds one image fills, its states as their source
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,19 @@ class Images:
     @property
     def tokens(self) -> int:
         return self.count * self.each.tokens
+
+    @property
+    def states(self) -> int:
+        """Vision states each cross-attention layer caches for all the images (0 without such layers)."""
+        return self.count * max((k.source for k in self.each.cross), default=0)
+
+    def layout(self, layout: Any) -> Any:
+        """The language model's cache layout with the cross-attention layers the images fill
+        (their keys and values over every image's states), else the layout as it is."""
+        if not self.states:
+            return layout
+        kinds = tuple(replace(k, source=self.states) for k in self.each.cross)
+        return replace(layout, kinds=(*layout.kinds, *kinds), source="vision states")
 
     def activations(self, dtype_bytes: int, dtype: str) -> Term:
         """The vision encoder's widest layer over every image's patches at once (an estimate, as
@@ -98,11 +117,12 @@ def images(model: Any, count: int | None, size: Any) -> Images | None:
         raise ParamcountError(
             f"no image-token rule for {model.model_type!r} here (rules: {', '.join(RULES)})", field="--images"
         )
-    return Images(count, (width, height), rule(_cfg(model), width, height))
+    one = rule(_cfg(model), width, height)
+    return Images(count, (width, height), one.several if count > 1 and one.several else one)
 
 
 RULES = ("llava", "paligemma", "gemma3", "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe")
-RULES += ("step3p7",)
+RULES += ("step3p7", "llava_onevision", "mllama", "idefics3", "smolvlm", "internvl", "mistral3", "llama4", "gemma4")
 
 
 # --- the processors' rules --------------------------------------------------------------------

@@ -128,7 +128,9 @@ class KVCache:
         return Term("kv_cache", label, self.bytes, formula, assumption, parts=parts)
 
     def _label(self) -> str:
-        if any(k.attention == "cross" for k in self.layout.kinds):
+        if self.layout.source:
+            tokens = f"{self.context:,} tokens + {self.encoder_length:,} {self.layout.source}"
+        elif any(k.attention == "cross" for k in self.layout.kinds):
             tokens = f"{self.context:,} target + {self.encoder_length:,} source tokens"
         else:
             tokens = f"{self.context:,} tokens"
@@ -148,7 +150,9 @@ class KVCache:
         elif windows:
             kept = "W−1" if self.cache == "dynamic" else "W"
             said.append(f"transformers {self.cache} cache: sliding layers keep min(T, {kept}) tokens (--kv-cache)")
-        if any(k.attention == "cross" for k in self.layout.kinds):
+        if self.layout.source:
+            said.append(f"cross-attention layers over {self.encoder_length:,} {self.layout.source}")
+        elif any(k.attention == "cross" for k in self.layout.kinds):
             said.append(f"encoder length {self.encoder_length:,} (--encoder-length)")
         if self.layout.mla:
             said.append(f"MLA {self.layout.mla} cache (--mla)")

@@ -147,6 +147,7 @@ class Layout:
     notes: tuple[str, ...] = ()
     mla: str | None = None  # the MLA form used, for MLA models
     runtime: str = "transformers"  # whose layout: "transformers", or "llama.cpp" for a GGUF file
+    source: str = ""  # what cross-attention layers attend to, where not an encoder's output (images' states)
 
     @property
     def has_cache(self) -> bool:

@@ -188,7 +188,9 @@ class InferencePlanner:
 
     ``scheme`` defaults to ``stored`` for a checkpoint and bf16 otherwise; ``keep`` goes to
     :func:`~paramcount.memory.weights.weights`; ``cache`` (default: dynamic, llama.cpp for a
-    GGUF file), ``encoder_length`` and ``mla`` to :func:`~paramcount.memory.kv_cache.kv_cache`.
+    GGUF file), ``encoder_length`` and ``mla`` to :func:`~paramcount.memory.kv_cache.kv_cache`;
+    ``images`` of ``image_size`` (:mod:`~paramcount.memory.images`) and ``audio`` seconds
+    (:mod:`~paramcount.memory.audio`) add their tokens to every sequence's context.
     ``partial`` is why only the weights and overhead can be planned, or None.
     """
 
@@ -206,13 +208,17 @@ class InferencePlanner:
         pure: bool = False,
         images: int | None = None,
         image_size: Any = None,
+        audio: Any = None,
     ):
+        from .audio import audio as audio_input
         from .images import images as image_input
         from .weights import scheme as find
         from .weights import weights
 
         self.model = model
         self.images = image_input(model, images, image_size)  # their tokens join every sequence's context
+        self.audio = audio_input(model, audio)  # and so do the clip's
+        self._encoder_terms: dict[int, tuple[Term, ...]] = {}
         self.scheme = find(scheme or default_scheme(model)).name
         self.dtype = compute_dtype(self.scheme, model)
         self.kv_dtype = kv_dtype or self.dtype
@@ -224,6 +230,12 @@ class InferencePlanner:
         self.weights = w.term()
         self.stored_as = w.options if self.scheme == "stored" else None
         self.layout, self.partial = _layout(model, mla)
+        if self.images and self.images.states and not self.partial:
+            if encoder_length is not None:  # the images fix what the cross-attention layers hold
+                raise ParamcountError(
+                    "the cross-attention layers hold the images' states (--images)", field="--encoder-length"
+                )
+            self.layout = self.images.layout(self.layout)
         self.widths = None if self.partial else shape_widths(model)
         self.limit = Limit.of(model)
 
@@ -235,29 +247,43 @@ class InferencePlanner:
         if self.partial:
             self.limit.check(context, "transformers")
             return self._weights_only(batch)
-        seen = context + self._image_tokens()  # what the language model holds: text and image tokens
+        seen = context + self._media_tokens()  # what the language model holds: text, image and audio tokens
         warned = self.limit.check(seen, "transformers")
         cache = kv_cache(self.model, seen, batch, self.kv_dtype, **self.cache, layout=self.layout)
         kv = cache.term()
         act = activations(self.model, seen, batch, activation_bytes(self.dtype), self.dtype, self.widths)
-        vision = (self.images.activations(activation_bytes(self.dtype) * batch, self.dtype),) if self.images else ()
-        base = (self.weights, kv, act, *vision)
+        base = (self.weights, kv, act, *self._encoders(batch))
         extra = self.overhead.term(sum(t.bytes for t in base), "weights + KV cache + activations")
         settings = self._settings(cache.dtype, cache.cache, context, why, batch)
-        notes = (*warned, *cache.notes, *self._image_notes())
+        notes = (*warned, *cache.notes, *self._media_notes())
         return Plan(self.model, "inference", (*base, extra), settings, notes, planner=self)
 
-    def _image_tokens(self) -> int:
-        return self.images.tokens if self.images else 0
+    def _media_tokens(self) -> int:
+        return (self.images.tokens if self.images else 0) + (self.audio.tokens if self.audio else 0)
 
-    def _image_notes(self) -> tuple[str, ...]:
-        if not self.images:
-            return ()
-        i = self.images
-        return (
-            f"{i.count} image{'s' * (i.count != 1)} of {i.size[0]}x{i.size[1]} px add {i.tokens:,} tokens to each "
-            f"sequence's context ({i.each.tokens:,} each): {i.each.said}",
-        )
+    def _encoders(self, batch: int) -> tuple[Term, ...]:
+        """The vision and audio encoders' activations over every sequence's images and clip,
+        kept per batch (a fit's searches ask for the same few many times)."""
+        if batch not in self._encoder_terms:
+            b = activation_bytes(self.dtype) * batch
+            media = (self.images, self.audio)
+            self._encoder_terms[batch] = tuple(m.activations(b, self.dtype) for m in media if m)
+        return self._encoder_terms[batch]
+
+    def _media_notes(self) -> tuple[str, ...]:
+        notes = []
+        if self.images:
+            i = self.images
+            notes.append(
+                f"{i.count} image{'s' * (i.count != 1)} of {i.size[0]}x{i.size[1]} px add {i.tokens:,} tokens to "
+                f"each sequence's context ({i.each.tokens:,} each): {i.each.said}"
+            )
+        if self.audio:
+            a = self.audio
+            notes.append(
+                f"{float(a.seconds):g} s of audio add {a.tokens:,} tokens to each sequence's context: {a.each.said}"
+            )
+        return tuple(notes)
 
     def _settings(self, kv_dtype: Any, kv_cache: Any, context: Any, why: str, batch: int) -> dict[str, Any]:
         """Every choice the figures depend on; ``stored_as`` only for weights as stored."""
@@ -274,6 +300,7 @@ class InferencePlanner:
             "batch": batch,
             "overhead": self.overhead.text,
             **({"images": self.images.count, "image_tokens": self.images.tokens} if self.images else {}),
+            **({"audio_seconds": float(self.audio.seconds), "audio_tokens": self.audio.tokens} if self.audio else {}),
         }
 
     def _weights_only(self, batch: int) -> Plan:
@@ -293,12 +320,11 @@ class InferencePlanner:
         if self.partial:
             self.limit.check(context, "transformers")
             return self.weights.bytes + self.overhead.of(self.weights.bytes)
-        seen = context + self._image_tokens()
+        seen = context + self._media_tokens()
         self.limit.check(seen, "transformers")  # past a learned position table: refused as plan() does
         kv = kv_bytes(self.model, seen, batch, self.kv_dtype, **self.cache, layout=self.layout)
         act = activations(self.model, seen, batch, activation_bytes(self.dtype), self.dtype, self.widths).bytes
-        vision = self.images.activations(activation_bytes(self.dtype) * batch, self.dtype).bytes if self.images else 0
-        base = self.weights.bytes + kv + act + vision
+        base = self.weights.bytes + kv + act + sum(t.bytes for t in self._encoders(batch))
         return base + self.overhead.of(base)
 
 

@@ -46,6 +46,7 @@ TRANSFORMERS_OPTIONS = {
     "mla": "--mla",
     "images": "--images",
     "image_size": "--image-size",
+    "audio": "--audio",
 }
 
 
