@@ -251,6 +251,26 @@ OWN_TARGETS = {
     # state-space hybrids: their attention layers' query and value projections
     **dict.fromkeys(("jamba", "falcon_h1", "granitemoe", "granitemoehybrid", "lfm2"), ("q_proj", "v_proj")),
     "llama4_text": ("q_proj", "v_proj"),
+    # image+text composites: the language model's (and a vision tower's) q_proj/v_proj; fused
+    # vision qkv projections (Qwen3-VL's) are left alone, as peft's default for Qwen2-VL does
+    **dict.fromkeys(
+        (
+            "gemma4",
+            "gemma4_text",
+            "llama4",
+            "llava_onevision",
+            "mllama",
+            "qwen3_vl",
+            "qwen3_vl_text",
+            "qwen3_vl_moe",
+            "qwen3_vl_moe_text",
+            "qwen3_5",
+            "qwen3_5_moe",
+            "step3p5",
+            "step3p7",
+        ),
+        ("q_proj", "v_proj"),
+    ),
 }
 
 
