@@ -59,6 +59,19 @@ def typed_stacks(
     return tuple(out)
 
 
+def typed_decoder(
+    c: Cfg, kinds: Sequence[Hashable], layer: Callable[[Cfg, Hashable], Sequence[Node | None]], final_norm: str = "norm"
+) -> tuple[Node, ...]:
+    """A decoder backbone over a layer schedule (hybrids, ``layer_types``): ``embed_tokens``, the
+    layers as :func:`typed_stacks` of ``layer(c, kind)``, and a final RMSNorm."""
+    h = c.int("hidden_size")
+    return (
+        embedding("embed_tokens", c.int("vocab_size"), h),
+        *typed_stacks("layers", kinds, lambda k: layer(c, k), count=c.int("num_hidden_layers")),
+        norm(final_norm, h, bias=False),
+    )
+
+
 def linear(name: str, d_in: int, d_out: int, bias: bool = True, kind: str | None = None) -> Block:
     """nn.Linear: weight (out, in), bias (out)."""
     weight = Tensor("weight", (d_out, d_in))

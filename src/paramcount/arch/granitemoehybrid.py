@@ -11,7 +11,7 @@ from collections.abc import Hashable
 
 from ..ir import Node, Sym
 from . import Family, granitemoe, llama, mistral, moe
-from .blocks import block, decoder_classes, embedding, linear, norm, typed_stacks
+from .blocks import block, decoder_classes, linear, norm, typed_decoder
 from .config import Cfg
 from .ssm import ATTENTION, MAMBA, STATE_NOTE, check_mamba2, hybrid_cache, layer_types, mamba2_mixer, mamba2_states
 
@@ -87,12 +87,7 @@ def layer(c: Cfg, kind: Hashable) -> tuple[Node, ...]:
 
 
 def backbone(c: Cfg) -> tuple[Node, ...]:
-    h = c.int("hidden_size")
-    return (
-        embedding("embed_tokens", c.int("vocab_size"), h),
-        *typed_stacks("layers", kinds(c), lambda k: layer(c, k), count=c.int("num_hidden_layers")),
-        norm("norm", h, bias=False),
-    )
+    return typed_decoder(c, kinds(c), layer)
 
 
 def check(c: Cfg) -> None:

@@ -11,7 +11,7 @@ from collections.abc import Hashable
 
 from ..ir import Node, Sym
 from . import Family, llama, mistral, moe
-from .blocks import block, decoder_classes, embedding, fused_experts, norm, router, typed_stacks
+from .blocks import block, decoder_classes, fused_experts, norm, router, typed_decoder
 from .config import Cfg, per_cfg
 from .ssm import ATTENTION, MAMBA, STATE_NOTE, hybrid_cache, mamba_mixer, states
 
@@ -95,12 +95,7 @@ def layer(c: Cfg, kind: Hashable) -> tuple[Node, ...]:
 
 
 def backbone(c: Cfg) -> tuple[Node, ...]:
-    h = c.int("hidden_size")
-    return (
-        embedding("embed_tokens", c.int("vocab_size"), h),
-        *typed_stacks("layers", layer_kinds(c), lambda k: layer(c, k), count=c.int("num_hidden_layers")),
-        norm("final_layernorm", h, bias=False),
-    )
+    return typed_decoder(c, layer_kinds(c), layer, final_norm="final_layernorm")
 
 
 def check(c: Cfg) -> None:

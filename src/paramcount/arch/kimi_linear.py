@@ -14,7 +14,7 @@ from ..ir import Block, Node, Sym, Tensor
 from . import Family
 from . import linear_attention as la
 from . import mla as mla_pieces
-from .blocks import base, block, embedding, find, fused_experts, gated_mlp, norm, router, typed_stacks, with_head
+from .blocks import base, block, find, fused_experts, gated_mlp, router, typed_decoder, with_head
 from .config import Cfg, per_cfg
 from .llama import rms_layer
 
@@ -161,13 +161,8 @@ def layer(c: Cfg, kind: Hashable) -> tuple[Node, ...]:
 
 
 def backbone(c: Cfg) -> tuple[Node, ...]:
-    h = c.int("hidden_size")
     kinds = list(zip(layer_types(c), mlp_types(c), strict=True))
-    return (
-        embedding("embed_tokens", c.int("vocab_size"), h),
-        *typed_stacks("layers", kinds, lambda k: layer(c, k), count=c.int("num_hidden_layers")),
-        norm("norm", h, bias=False),
-    )
+    return typed_decoder(c, kinds, layer)
 
 
 def untied_head(c: Cfg, body: Block) -> Sequence[Node]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..ir import Block, Node, Sym, Tensor, Tie, join
 from . import Family, llama, mistral
-from .blocks import attention, base, block, embedding, find, linear, norm, typed_stacks, with_head
+from .blocks import attention, base, block, find, linear, norm, typed_decoder, with_head
 from .config import Cfg, per_cfg
 from .ssm import ATTENTION, conv, hybrid_cache
 
@@ -118,12 +118,7 @@ def layer(c: Cfg, kind: Hashable) -> tuple[Node, ...]:
 
 
 def backbone(c: Cfg) -> tuple[Node, ...]:
-    h = c.int("hidden_size")
-    return (
-        embedding("embed_tokens", c.int("vocab_size"), h),
-        *typed_stacks("layers", kinds(c), lambda k: layer(c, k), count=c.int("num_hidden_layers")),
-        norm("embedding_norm", h, bias=False),
-    )
+    return typed_decoder(c, kinds(c), layer, final_norm="embedding_norm")
 
 
 def head(c: Cfg, body: Block) -> list[Node]:

@@ -11,7 +11,7 @@ from collections.abc import Hashable
 from ..ir import Node
 from . import Family, llama, mistral, mixtral
 from . import linear_attention as la
-from .blocks import decoder_classes, embedding, norm, typed_stacks
+from .blocks import decoder_classes, typed_decoder
 from .config import Cfg
 
 DEFAULTS = {
@@ -39,12 +39,7 @@ def layer(c: Cfg, layer_type: Hashable) -> tuple[Node, ...]:
 
 
 def backbone(c: Cfg) -> tuple[Node, ...]:
-    h = c.int("hidden_size")
-    return (
-        embedding("embed_tokens", c.int("vocab_size"), h),
-        *typed_stacks("layers", layer_types(c), lambda k: layer(c, k), count=c.int("num_hidden_layers")),
-        norm("norm", h, bias=False),
-    )
+    return typed_decoder(c, layer_types(c), layer)
 
 
 def check(c: Cfg) -> None:

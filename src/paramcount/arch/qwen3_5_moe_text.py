@@ -11,7 +11,7 @@ from collections.abc import Hashable
 from ..ir import Node
 from . import Family, llama, qwen2_moe, qwen3_next
 from . import linear_attention as la
-from .blocks import base, embedding, lm_head, norm, typed_stacks, with_head
+from .blocks import base, lm_head, typed_decoder, with_head
 from .config import Cfg, per_cfg
 
 DEFAULTS = {
@@ -42,12 +42,7 @@ def layer(c: Cfg, layer_type: Hashable) -> tuple[Node, ...]:
 
 
 def backbone(c: Cfg) -> tuple[Node, ...]:
-    h = c.int("hidden_size")
-    return (
-        embedding("embed_tokens", c.int("vocab_size"), h),
-        *typed_stacks("layers", la.interval_types(c), lambda k: layer(c, k), count=c.int("num_hidden_layers")),
-        norm("norm", h, bias=False),
-    )
+    return typed_decoder(c, la.interval_types(c), layer)
 
 
 def check(c: Cfg) -> None:

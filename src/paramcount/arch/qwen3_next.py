@@ -12,7 +12,7 @@ from collections.abc import Hashable
 from ..ir import Node
 from . import Family, llama, mistral, qwen2_moe
 from . import linear_attention as la
-from .blocks import decoder_classes, embedding, norm, typed_stacks
+from .blocks import decoder_classes, typed_decoder
 from .config import Cfg, per_cfg
 
 DEFAULTS = {
@@ -57,12 +57,7 @@ def layer(c: Cfg, kind: Hashable) -> tuple[Node, ...]:
 
 
 def backbone(c: Cfg) -> tuple[Node, ...]:
-    h = c.int("hidden_size")
-    return (
-        embedding("embed_tokens", c.int("vocab_size"), h),
-        *typed_stacks("layers", layer_kinds(c), lambda k: layer(c, k), count=c.int("num_hidden_layers")),
-        norm("norm", h, bias=False),
-    )
+    return typed_decoder(c, layer_kinds(c), layer)
 
 
 def check(c: Cfg) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..ir import Block, Node, Sym
 from . import Family, gpt_oss, llama, moe
-from .blocks import attention, base, embedding, gated_mlp, linear, norm, typed_stacks
+from .blocks import attention, base, gated_mlp, linear, norm, typed_decoder
 from .config import SYMBOLS, Cfg, per_cfg
 
 DEFAULTS = {
@@ -197,12 +197,7 @@ def layer(c: Cfg, kind: Hashable) -> tuple[Node, ...]:
 
 
 def backbone(c: Cfg) -> tuple[Node, ...]:
-    h = c.int("hidden_size")
-    return (
-        embedding("embed_tokens", c.int("vocab_size"), h),
-        *typed_stacks("layers", kinds(c), lambda k: layer(c, k), count=c.int("num_hidden_layers")),
-        norm("norm", h, bias=False),
-    )
+    return typed_decoder(c, kinds(c), layer)
 
 
 def check(c: Cfg) -> None:
