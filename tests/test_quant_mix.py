@@ -10,6 +10,7 @@ plan is made once from the GGUF file and once from the transformers config of th
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import pytest
 import paramcount
 from paramcount import ParamcountError
 from paramcount.cli import main
+from paramcount.dtypes import DTYPES
 from paramcount.memory import quant_mix as qm
 from paramcount.memory.weights import weights
 
@@ -164,3 +166,102 @@ def test_cli_pure_and_its_errors(capsys, tmp_path):
     assert "--pure" in capsys.readouterr().err
     with pytest.raises(ParamcountError, match=r"not a llama\.cpp file type"):
         qm.tensor_type("q4_k", qm.Tensor("attn_v", 256), qm.Facts("llama", 1))
+
+
+# Families whose config path follows llama.cpp's converter (conversion/*.py of llama-cpp-python
+# 0.3.36's llama.cpp): each tensor keeps its transformers shape and role. (catalog id, FFN
+# matrices per layer as transformers holds them: GLM-4's gate_up_proj is llama.cpp's one
+# ffn_up of n_ff*2 rows; OLMoE's fused experts.gate_up_proj is the ffn_gate_exps and
+# ffn_up_exps llama.cpp stacks, each half the rows, the row length (ne0) the same.)
+FAMILIES = {
+    "ibm-granite/granite-3.3-8b-instruct": 3, "allenai/OLMo-2-1124-7B": 3, "allenai/Olmo-3-1025-7B": 3,
+    "HuggingFaceTB/SmolLM3-3B": 3, "ByteDance-Seed/Seed-OSS-36B-Instruct": 3, "baidu/ERNIE-4.5-0.3B-PT": 3,
+    "LGAI-EXAONE/EXAONE-4.0-32B": 3, "CohereForAI/c4ai-command-r-v01": 3,
+    "CohereForAI/c4ai-command-r7b-12-2024": 3, "THUDM/GLM-4-9B-0414": 2, "allenai/OLMoE-1B-7B-0924": 2,
+}  # fmt: skip
+# llama.cpp's tensor_type_fallback for rows that are not whole 256-blocks (all fit 32-blocks here)
+_QUANTISED = {
+    "embed_tokens",
+    "lm_head",
+    "q_proj",
+    "k_proj",
+    "v_proj",
+    "o_proj",
+    "gate_proj",
+    "up_proj",
+    "down_proj",
+    "gate_up_proj",
+}
+_NOT_256 = {"Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0", "IQ4_XS": "IQ4_NL"}
+
+
+def _more_bits(i: int, n: int) -> bool:  # llama.cpp's use_more_bits
+    return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
+
+
+def _want(ftype: str, module: str, i: int, n: int, gqa: int, tied: bool) -> str:
+    """The type llama-quantize gives a dense-rule tensor (no 8-expert, 70B or Falcon rule applies)."""
+    default = {"q4_k_m": "Q4_K", "q4_0": "Q4_0", "iq4_xs": "IQ4_XS"}[ftype]
+    if module == "lm_head" or (module == "embed_tokens" and tied):
+        return "Q6_K"  # the output rule; a tied table takes it
+    if module == "v_proj":
+        if ftype == "q4_k_m":
+            return "Q6_K" if _more_bits(i, n) else default
+        return "Q5_K" if ftype == "iq4_xs" and gqa >= 4 else default
+    if module == "down_proj":
+        if ftype == "q4_k_m":
+            return "Q6_K" if _more_bits(i, n) else default
+        return "Q5_K" if ftype == "iq4_xs" and i < n // 8 else default
+    return default
+
+
+def _per_layer(w) -> list[tuple[object, int | None, int]]:
+    """(row, layer, tensors of the row at that layer) for each row of the plan, layer ranges expanded."""
+    out = []
+    for r in w.rows:
+        m = re.search(r"\.layers\.(\d+)(?:–(\d+))?\.", r.name)
+        layers = range(int(m[1]), int(m[2] or m[1]) + 1) if m else [None]
+        out.extend((r, i, r.count // len(layers)) for i in layers)
+    return out
+
+
+@pytest.mark.parametrize("ftype", ["q4_k_m", "q4_0", "iq4_xs"])
+@pytest.mark.parametrize("model_id", list(FAMILIES))
+def test_mix_for_the_converter_mapped_families(model_id, ftype):
+    m = paramcount.load(model_id)
+    c = m.config
+    n, heads = c["num_hidden_layers"], c["num_attention_heads"]
+    gqa = heads // (c.get("num_key_value_heads") or heads)
+    w = weights(m, ftype)
+    tied = any(r.role == "tied" for r in w.rows)
+    assert tied == bool(c.get("tie_word_embeddings", False))
+    total, counts = 0, {}
+    for r, i, per in _per_layer(w):
+        module = re.sub(r"\.(weight|bias)$", "", r.name).rsplit(".", 1)[-1]  # experts.down_proj: down_proj
+        elements = math.prod(r.shape)
+        if r.role == "tied":
+            assert module == "lm_head" and r.format == "tied"
+            continue
+        if r.role != "quantised":  # norms, biases, routers, 1-D tensors: F32 as the converter writes them
+            assert r.format == "F32" and (len(r.shape) == 1 or r.kind in ("norms", "router")), r.name
+            total += per * elements * 4
+            continue
+        assert module in _QUANTISED, r.name  # nothing else is: no norm, bias or router
+        want = _want(ftype, module, i or 0, n, gqa, tied)
+        want = _NOT_256.get(want, want) if r.shape[-1] % 256 else want  # ne0: the row length
+        assert r.format == want, (r.name, i)
+        counts[module] = counts.get(module, 0) + per
+        total += per * elements // DTYPES[want].elements * DTYPES[want].bytes
+    assert w.bytes == total
+    # llama.cpp's tensor list: token_embd (+ output), and per layer attn_q/k/v/output and the FFN
+    assert counts.pop("embed_tokens") == 1 and counts.pop("lm_head", 0) == (0 if tied else 1)
+    assert counts.pop("q_proj") == counts.pop("k_proj") == counts.pop("v_proj") == counts.pop("o_proj") == n
+    assert sum(counts.values()) == FAMILIES[model_id] * n and all(v == n for v in counts.values())
+
+
+def test_a_family_not_mapped_still_refuses_in_one_line(capsys):
+    assert main(["memory", "stabilityai/stablelm-2-1_6b", "--dtype", "q4_k_m"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "not 'stablelm'" in err and "\n" not in err
+    with pytest.raises(ParamcountError, match="not 'apertus'"):
+        weights(paramcount.load("swiss-ai/Apertus-8B-2509"), "q4_k_m")

@@ -54,6 +54,19 @@ ARCHS = {
     "qwen3": "qwen3", "qwen3_moe": "qwen3moe", "gemma": "gemma", "gemma2": "gemma2", "gemma3_text": "gemma3",
     "phi": "phi2", "phi3": "phi3", "starcoder2": "starcoder2", "olmo": "olmo", "gpt2": "gpt2",
     "gpt_neox": "gptneox", "gptj": "gptj", "falcon": "falcon", "bloom": "bloom", "opt": "opt",
+    # Read in llama.cpp's converter (conversion/*.py, as vendored by llama-cpp-python 0.3.36): each
+    # tensor keeps its transformers shape and maps, through gguf-py's tensor_mapping, to the role
+    # the tables above give; 1-D tensors, biases and norms (per-head q/k norms too) are F32.
+    "granite": "granite",  # granite.py GraniteModel(LlamaModel): q/k permuted in place
+    "olmo2": "olmo2", "olmo3": "olmo2",  # olmo.py Olmo2Model (both registered)
+    "smollm3": "smollm3",  # llama.py SmolLM3Model(LlamaModel)
+    "seed_oss": "seed_oss",  # olmo.py SeedOssModel: no modify_tensors
+    "ernie4_5": "ernie4_5",  # ernie.py Ernie4_5Model: splits only a checkpoint's fused qkv/up_gate
+    "exaone4": "exaone4",  # exaone.py Exaone4Model (adds llama3 rope_freqs, F32, as LlamaModel does)
+    "cohere": "command-r",  # command_r.py CommandR2Model
+    "cohere2": "cohere2",  # command_r.py Cohere2Model (drops only all-zero biases)
+    "glm4": "glm4",  # glm.py Glm4Model: gate_up_proj stays one ffn_up of n_ff*2 rows
+    "olmoe": "olmoe",  # olmo.py OlmoeModel: experts stacked into ffn_{gate,up,down}_exps, as Mixtral's
 }  # fmt: skip
 # Families the mixes are stated for from a config: decoder-only, with the tensor roles mapped above.
 MIX_FAMILIES = frozenset(ARCHS)
