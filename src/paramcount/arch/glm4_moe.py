@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..ir import Block, Node, Sym
 from . import Family, gpt_oss, llama, moe
 from .blocks import attention, decoder_classes, embedding, gated_mlp, norm
-from .config import Cfg
+from .config import Cfg, per_cfg
 
 # Glm4MoeConfig has no head_dim field: a file's head_dim sizes the attention (GLM-4.5: 128).
 DEFAULTS = {
@@ -51,6 +51,7 @@ def check(c: Cfg) -> None:
     moe.top_k(c, routed(c))
 
 
+@per_cfg  # alike in dense and MoE layers: built once per count
 def self_attn(c: Cfg) -> Block:
     """q/k/v biased behind attention_bias, o_proj never; q/k norms per head behind use_qk_norm."""
     h, a, d = c.int("hidden_size"), c.int("num_attention_heads"), llama.head_dim(c)
@@ -63,9 +64,10 @@ def sparse_mlp(c: Cfg) -> Block:
     return moe.with_shared(h, n, inter, moe.top_k(c, n), inter * c.int("n_shared_experts", low=0))
 
 
-def layer(c: Cfg, sparse: bool, attn: Block | None = None) -> tuple[Node, ...]:
+@per_cfg  # the stacks and the MTP note share it
+def layer(c: Cfg, sparse: bool) -> tuple[Node, ...]:
     ff = sparse_mlp(c) if sparse else gated_mlp("mlp", c.int("hidden_size"), c.int("intermediate_size"))
-    return llama.rms_layer(c, attn or self_attn(c), ff)
+    return llama.rms_layer(c, self_attn(c), ff)
 
 
 def runs(c: Cfg) -> list[moe.Run]:
@@ -74,8 +76,7 @@ def runs(c: Cfg) -> list[moe.Run]:
 
 def backbone(c: Cfg) -> tuple[Node, ...]:
     h = c.int("hidden_size")
-    attn = self_attn(c)  # alike in dense and MoE layers: built once
-    layers = moe.layer_stacks(runs(c), c.int("num_hidden_layers"), lambda sparse: layer(c, sparse, attn))
+    layers = moe.layer_stacks(runs(c), c.int("num_hidden_layers"), lambda sparse: layer(c, sparse))
     return (embedding("embed_tokens", c.int("vocab_size"), h), *layers, norm("norm", h, bias=False))
 
 
