@@ -116,6 +116,9 @@ class Cfg:
         absent or null is the composite's own ``absent`` fields over them (transformers'
         ``SubConfigSpec.init_kwargs``, used only then); ``legacy`` names an older field whose
         values win (CLIP's ``text_config_dict``)."""
+        key = ("sub", field, id(defaults), id(aliases), legacy, id(absent))
+        if key in self.memo:  # builders ask for a tower's config more than once per count
+            return self.memo[key]
         merged: dict[str, Any] = dict(absent or {}) if self.raw.get(field) is None else {}
         for name in (field, legacy):
             value = self.raw.get(name) if name else None
@@ -123,7 +126,8 @@ class Cfg:
                 raise self.error(name, f"expected an object, got {value!r:.60}")
             merged.update(value or {})
         self.seen.add(field)
-        return Cfg(merged, defaults, self.source, aliases, prefix=f"{self.prefix}{field}.")
+        sub = self.memo[key] = Cfg(merged, defaults, self.source, aliases, prefix=f"{self.prefix}{field}.")
+        return sub
 
     def has(self, field: str) -> bool:
         return any(self.raw.get(n) is not None for n in self._names(field))

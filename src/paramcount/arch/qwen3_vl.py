@@ -129,6 +129,7 @@ def _text_backbone(name: str) -> Callable[[Cfg], Block]:
     return fam.classes[fam.backbone]
 
 
+@per_cfg  # the parts, the head and the cache layout all read it: checked once
 def text_cfg(c: Cfg, text_family: str) -> Cfg:
     fam = _family(text_family)
     t = c.sub("text_config", fam.defaults, fam.aliases)
