@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
-from functools import wraps
+from functools import cache, wraps
 
 from ..errors import ParamcountError, brief
 from ..ir import Sym
@@ -68,6 +68,7 @@ MAX_DIM = 1 << 26  # 67,108,864: far above any real width or vocabulary
 MAX_LAYERS = 1 << 12  # 4,096
 
 
+@cache  # a few dozen field names, asked on every count
 def is_depth(field: str) -> bool:
     """A field that counts layers (``num_hidden_layers``, ``n_layer``, ``decoder_layers``)."""
     last = field.rsplit(".", 1)[-1]
