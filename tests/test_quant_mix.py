@@ -179,6 +179,7 @@ FAMILIES = {
     "LGAI-EXAONE/EXAONE-4.0-32B": 3, "CohereForAI/c4ai-command-r-v01": 3,
     "CohereForAI/c4ai-command-r7b-12-2024": 3, "THUDM/GLM-4-9B-0414": 2,
     "stabilityai/stablelm-2-1_6b": 3,
+    "ministral3 (Ministral-3-3B's text config)": 3,
     "allenai/OLMoE-1B-7B-0924": {"gate_up_proj": 16, "down_proj": 16, "router": 16},
     # MoE layouts, FFN matrices counted by module over the model (transformers' names), and the
     # routers, F32: GraniteMoE's router → ffn_gate_inp; ERNIE 4.5's gate → ffn_gate_inp and its
@@ -241,7 +242,11 @@ def _per_layer(w) -> list[tuple[object, int | None, int]]:
 @pytest.mark.parametrize("ftype", ["q4_k_m", "q4_0", "iq4_xs"])
 @pytest.mark.parametrize("model_id", list(FAMILIES))
 def test_mix_for_the_converter_mapped_families(model_id, ftype):
-    m = paramcount.load(model_id)
+    source = model_id
+    if model_id.startswith("ministral3 "):  # Ministral3ForCausalLM: the composite's text model
+        text = paramcount.load("mistralai/Ministral-3-3B-Reasoning-2512").config["text_config"]
+        source = {**text, "architectures": ["Ministral3ForCausalLM"]}
+    m = paramcount.load(source)
     c = m.config
     n, heads = c["num_hidden_layers"], c["num_attention_heads"]
     gqa = heads // (c.get("num_key_value_heads") or heads)

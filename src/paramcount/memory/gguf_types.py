@@ -77,6 +77,9 @@ ARCHS = {
     # modify_tensors `return`s the stacked per-head q/k norms from a generator: they never reach
     # the file (refused below, as the plan would count tensors the GGUF lacks).
     "stablelm": "stablelm",
+    # mistral3.py Mistral3Model → Ministral3Model(LlamaModel) for a ministral3 text config (yarn
+    # rope: no rope_freqs tensor); the Mistral3ForConditionalGeneration composite is not mapped here
+    "ministral3": "mistral3",
 }  # fmt: skip
 # Families the mixes are stated for from a config: decoder-only, with the tensor roles mapped above.
 MIX_FAMILIES = frozenset(ARCHS)
