@@ -177,7 +177,21 @@ FAMILIES = {
     "ibm-granite/granite-3.3-8b-instruct": 3, "allenai/OLMo-2-1124-7B": 3, "allenai/Olmo-3-1025-7B": 3,
     "HuggingFaceTB/SmolLM3-3B": 3, "ByteDance-Seed/Seed-OSS-36B-Instruct": 3, "baidu/ERNIE-4.5-0.3B-PT": 3,
     "LGAI-EXAONE/EXAONE-4.0-32B": 3, "CohereForAI/c4ai-command-r-v01": 3,
-    "CohereForAI/c4ai-command-r7b-12-2024": 3, "THUDM/GLM-4-9B-0414": 2, "allenai/OLMoE-1B-7B-0924": 2,
+    "CohereForAI/c4ai-command-r7b-12-2024": 3, "THUDM/GLM-4-9B-0414": 2,
+    "stabilityai/stablelm-2-1_6b": 3,
+    "ministral3 (Ministral-3-3B's text config)": 3,
+    "allenai/OLMoE-1B-7B-0924": {"gate_up_proj": 16, "down_proj": 16, "router": 16},
+    # MoE layouts, FFN matrices counted by module over the model (transformers' names), and the
+    # routers, F32: GraniteMoE's router → ffn_gate_inp; ERNIE 4.5's gate → ffn_gate_inp and its
+    # moe_statics.e_score_correction_bias → exp_probs_b.bias; Qwen1.5-MoE's (1, 2048)
+    # shared_expert_gate → ffn_gate_inp_shexp (one ggml dimension: llama-quantize leaves it).
+    # ERNIE: layer 0 dense; experts.down_proj, shared_experts.down_proj and the dense one share
+    # the module name down_proj (llama.cpp's ffn_down_exps, ffn_down_shexp, ffn_down).
+    "ibm-granite/granite-3.1-3b-a800m-instruct": {"gate_up_proj": 32, "down_proj": 32, "router": 32},
+    "baidu/ERNIE-4.5-21B-A3B-PT": {"gate_up_proj": 27, "down_proj": 1 + 27 + 27, "gate_proj": 28,
+                                   "up_proj": 28, "router": 27 + 27},
+    "Qwen/Qwen1.5-MoE-A2.7B": {"gate_up_proj": 24, "down_proj": 48, "gate_proj": 24, "up_proj": 24,
+                               "router": 48},
 }  # fmt: skip
 # llama.cpp's tensor_type_fallback for rows that are not whole 256-blocks (all fit 32-blocks here)
 _QUANTISED = {
@@ -228,14 +242,18 @@ def _per_layer(w) -> list[tuple[object, int | None, int]]:
 @pytest.mark.parametrize("ftype", ["q4_k_m", "q4_0", "iq4_xs"])
 @pytest.mark.parametrize("model_id", list(FAMILIES))
 def test_mix_for_the_converter_mapped_families(model_id, ftype):
-    m = paramcount.load(model_id)
+    source = model_id
+    if model_id.startswith("ministral3 "):  # Ministral3ForCausalLM: the composite's text model
+        text = paramcount.load("mistralai/Ministral-3-3B-Reasoning-2512").config["text_config"]
+        source = {**text, "architectures": ["Ministral3ForCausalLM"]}
+    m = paramcount.load(source)
     c = m.config
     n, heads = c["num_hidden_layers"], c["num_attention_heads"]
     gqa = heads // (c.get("num_key_value_heads") or heads)
     w = weights(m, ftype)
     tied = any(r.role == "tied" for r in w.rows)
     assert tied == bool(c.get("tie_word_embeddings", False))
-    total, counts = 0, {}
+    total, counts, routers = 0, {}, 0
     for r, i, per in _per_layer(w):
         module = re.sub(r"\.(weight|bias)$", "", r.name).rsplit(".", 1)[-1]  # experts.down_proj: down_proj
         elements = math.prod(r.shape)
@@ -244,6 +262,7 @@ def test_mix_for_the_converter_mapped_families(model_id, ftype):
             continue
         if r.role != "quantised":  # norms, biases, routers, 1-D tensors: F32 as the converter writes them
             assert r.format == "F32" and (len(r.shape) == 1 or r.kind in ("norms", "router")), r.name
+            routers += per * (r.kind == "router")
             total += per * elements * 4
             continue
         assert module in _QUANTISED, r.name  # nothing else is: no norm, bias or router
@@ -256,12 +275,28 @@ def test_mix_for_the_converter_mapped_families(model_id, ftype):
     # llama.cpp's tensor list: token_embd (+ output), and per layer attn_q/k/v/output and the FFN
     assert counts.pop("embed_tokens") == 1 and counts.pop("lm_head", 0) == (0 if tied else 1)
     assert counts.pop("q_proj") == counts.pop("k_proj") == counts.pop("v_proj") == counts.pop("o_proj") == n
-    assert sum(counts.values()) == FAMILIES[model_id] * n and all(v == n for v in counts.values())
+    want = FAMILIES[model_id]
+    if isinstance(want, dict):
+        assert {**counts, "router": routers} == want
+    else:
+        assert sum(counts.values()) == want * n and all(v == n for v in counts.values()) and routers == 0
 
 
 def test_a_family_not_mapped_still_refuses_in_one_line(capsys):
-    assert main(["memory", "stabilityai/stablelm-2-1_6b", "--dtype", "q4_k_m"]) == 2
+    assert main(["memory", "zai-org/GLM-4.5-Air", "--dtype", "q4_k_m"]) == 2
     err = capsys.readouterr().err.strip()
-    assert "not 'stablelm'" in err and "\n" not in err
+    assert "not 'glm4_moe'" in err and "\n" not in err
     with pytest.raises(ParamcountError, match="not 'apertus'"):
         weights(paramcount.load("swiss-ai/Apertus-8B-2509"), "q4_k_m")
+
+
+def test_stablelm_with_per_head_qk_norms_is_refused(capsys):
+    """llama.cpp's StableLMModel.modify_tensors ``return``s the stacked q/k norms from a
+    generator, so a qk_layernorm model's GGUF lacks tensors the config counts."""
+    config = {"architectures": ["StableLmForCausalLM"], "model_type": "stablelm", "hidden_size": 256,
+              "intermediate_size": 512, "num_hidden_layers": 2, "num_attention_heads": 8,
+              "num_key_value_heads": 2, "vocab_size": 1024, "qk_layernorm": True}  # fmt: skip
+    with pytest.raises(ParamcountError, match="drops StableLM's per-head q/k norms"):
+        weights(paramcount.load(config), "q4_k_m")
+    w = weights(paramcount.load({**config, "qk_layernorm": False}), "q4_k_m")
+    assert {r.format for r in w.rows if r.name == "lm_head.weight"} == {"Q6_K"}  # the mix's output rule

@@ -67,9 +67,29 @@ ARCHS = {
     "cohere2": "cohere2",  # command_r.py Cohere2Model (drops only all-zero biases)
     "glm4": "glm4",  # glm.py Glm4Model: gate_up_proj stays one ffn_up of n_ff*2 rows
     "olmoe": "olmoe",  # olmo.py OlmoeModel: experts stacked into ffn_{gate,up,down}_exps, as Mixtral's
+    # granite.py GraniteMoeModel(GraniteModel): input_linear split into ffn_gate_exps/ffn_up_exps,
+    # output_linear → ffn_down_exps, router.layer → ffn_gate_inp (F32)
+    "granitemoe": "granitemoe",
+    # ernie.py Ernie4_5MoeModel: experts stacked into *_exps, shared_experts → *_shexp, the gate →
+    # ffn_gate_inp and moe_statics.e_score_correction_bias → exp_probs_b.bias (both F32); MTP dropped
+    "ernie4_5_moe": "ernie4_5-moe",
+    # stablelm.py StableLMModel: biases and LayerNorm biases F32. With qk_layernorm its
+    # modify_tensors `return`s the stacked per-head q/k norms from a generator: they never reach
+    # the file (refused below, as the plan would count tensors the GGUF lacks).
+    "stablelm": "stablelm",
+    # mistral3.py Mistral3Model → Ministral3Model(LlamaModel) for a ministral3 text config (yarn
+    # rope: no rope_freqs tensor); the Mistral3ForConditionalGeneration composite is not mapped here
+    "ministral3": "mistral3",
 }  # fmt: skip
 # Families the mixes are stated for from a config: decoder-only, with the tensor roles mapped above.
 MIX_FAMILIES = frozenset(ARCHS)
+
+
+def not_stated(model_type: str, config: dict) -> str | None:
+    """Why a mapped family's config has no mix here (the GGUF file would not hold its tensors)."""
+    if model_type == "stablelm" and config.get("qk_layernorm"):
+        return "llama.cpp's converter (llama-cpp-python 0.3.36) drops StableLM's per-head q/k norms"
+    return None
 
 
 def allowed(s: Slot, gguf: bool = False) -> bool:
@@ -78,7 +98,9 @@ def allowed(s: Slot, gguf: bool = False) -> bool:
         return s.tie is None and qm.allows_quantization(s.rest, _n_dims(s.shape))
     if s.tie is not None or len(s.shape) < 2 or s.is_bias or s.kind == "norms":
         return False
-    if s.kind == "router" and s.module == "gate":  # ffn_gate_inp (the shared-expert gate is not)
+    if s.kind == "router":  # the converter's ffn_gate_inp (a mixtral-style ``gate``, granitemoe's
+        # ``router``), ffn_gate_inp_shexp (qwen2moe's (1, n_embd) shared-expert gate: one ggml
+        # dimension) and ERNIE 4.5's e_score_correction_bias (exp_probs_b.bias): F32, left alone
         return False
     return s.module not in _POSITIONS and s.module != "relative_attention_bias"
 

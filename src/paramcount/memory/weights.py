@@ -471,6 +471,12 @@ def _mix(model, found: Sequence[Slot]) -> tuple:
             f" GGUF files, not {model.model_type!r}; use a single GGUF type such as q4_k",
             field="dtype",
         )
+    elif why := gg.not_stated(model.model_type, dict(model.config or {})):
+        raise ParamcountError(
+            f"no llama.cpp mix is stated for this {model.model_type!r} config: {why}; use a single GGUF type"
+            " such as q4_k",
+            field="dtype",
+        )
     else:
         n_expert = max((n for n in _expert_counts(model.tree)), default=0)
         roles = gg.config_roles(model.model_type, dict(model.config or {}), found, n_expert, _output_slot(found))
