@@ -2,6 +2,8 @@
 of the plan's own figures (one more token, sequence, or one GPU fewer, does not fit)."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import paramcount
 from paramcount.errors import ParamcountError
@@ -206,3 +208,31 @@ def test_a_precision_the_model_cannot_take_is_left_out_with_the_reason():
     assert overview("deepseek-ai/DeepSeek-V3", context=1024).skipped == result.skipped
     with pytest.raises(ParamcountError, match=r"llama\.cpp mixes"):
         fit("deepseek-ai/DeepSeek-V3", "mi300x", context=1024, only=("q4_k_m",))
+
+
+@given(
+    steps=st.lists(st.integers(min_value=0, max_value=10**6), min_size=1, max_size=40),
+    base=st.integers(min_value=0, max_value=10**9),
+    cap=st.integers(min_value=0, max_value=10**9),
+    high=st.integers(min_value=1, max_value=1 << 20),
+    slope=st.integers(min_value=0, max_value=10**4),
+)
+@settings(max_examples=400, deadline=None)
+def test_the_secant_search_answers_as_bisection(steps, base, cap, high, slope):
+    """fit's searches guess along the line through the interval's ends; on any cost that never
+    falls (linear, stepped like llama.cpp's padded cells, flat) the answer is bisection's."""
+    from paramcount.memory.fit import largest_under
+
+    marks = sorted(steps)
+
+    def cost(n: int) -> int:
+        return base + slope * n + sum(1000 for m in marks if n > m)
+
+    calls = []
+
+    def counted(n: int) -> int:
+        calls.append(n)
+        return cost(n)
+
+    assert largest_under(counted, cap, 1, high) == largest(lambda n: cost(n) <= cap, 1, high)
+    assert len(calls) <= 4 * high.bit_length() + 4  # never worse than a bisection by much

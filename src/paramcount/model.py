@@ -35,6 +35,17 @@ class Model:
     counted_by: str = "paramcount"  # "transformers": a model_type with no native family (the fallback)
     inexact: str | None = None  # why ``total`` is only a lower bound (a printout hides parameters); None: exact
 
+    def derived(self, key: Any, build: Any) -> Any:
+        """A value computed from this model once (the model never changes): a memory plan per
+        precision asks for the same layer widths and cache layout."""
+        memo = self.__dict__.get("_derived")
+        if memo is None:
+            memo = {}
+            object.__setattr__(self, "_derived", memo)  # not a field: replace() starts afresh
+        if key not in memo:
+            memo[key] = build()
+        return memo[key]
+
     @property
     def exact(self) -> bool:
         """Whether ``total`` is the model's count; False when it is a lower bound (``inexact`` says why)."""

@@ -333,10 +333,13 @@ def _layout(model: Model, mla: str) -> tuple[Any, str | None]:
     checkpoint, an unmapped GGUF architecture)."""
     from .kv_layout import NoLayout, attention_layout
 
-    try:
-        return attention_layout(model, mla=mla), None
-    except NoLayout as e:
-        return None, str(e)
+    def build() -> tuple[Any, str | None]:
+        try:
+            return attention_layout(model, mla=mla), None
+        except NoLayout as e:
+            return None, str(e)
+
+    return model.derived(("layout", mla), build)
 
 
 def shape_model(model: Model) -> Model:
@@ -360,7 +363,7 @@ def shape_widths(model: Model) -> Any:
     from .gguf_file import widths as gguf_widths
     from .working_set import widths
 
-    return gguf_widths(model) if is_gguf(model) else widths(shape_model(model))
+    return model.derived("widths", lambda: gguf_widths(model) if is_gguf(model) else widths(shape_model(model)))
 
 
 def inference(

@@ -327,7 +327,8 @@ def weights(
         from .stored import stored_weights
 
         return stored_weights(model)
-    found = slots(model.tree, model.model_type, checkpoint=s.method in ("gptq", "awq"))
+    named = s.method in ("gptq", "awq")  # by the checkpoint's names
+    found = model.derived(("slots", named), lambda: tuple(slots(model.tree, model.model_type, checkpoint=named)))
     items = _keep_items(keep, s)
     plan = _make_plan(model, s, group, dq, found, items)
     rows = tuple(r for slot in found for r in _rows(slot, plan))
