@@ -41,7 +41,7 @@ class Limit:
             limit = max_positions(model)
             return Limit(limit, _field(model, limit), limit is not None and _learned_positions(model))
 
-        return model.derived("limit", build) if hasattr(model, "derived") else build()
+        return model.derived("limit", build)
 
     def check(self, context: int, runtime: str) -> tuple[str, ...]:
         """The notes a plan at ``context`` carries, or a one-line error when it cannot run."""
