@@ -300,3 +300,62 @@ def test_stablelm_with_per_head_qk_norms_is_refused(capsys):
         weights(paramcount.load(config), "q4_k_m")
     w = weights(paramcount.load({**config, "qk_layernorm": False}), "q4_k_m")
     assert {r.format for r in w.rows if r.name == "lm_head.weight"} == {"Q6_K"}  # the mix's output rule
+
+
+# Gemma3ForConditionalGeneration (gemma.py in llama.cpp's converter): the language-model file is
+# Gemma3Model's (``language_model.`` stripped, vision tower and projector dropped, no lm_head),
+# the vision tower and projector are Gemma3VisionModel's mmproj file, which llama-quantize never
+# touches: ``.embeddings.`` tensors F32, the input projection F16, 1-D tensors F32, the other 2-D
+# weights in the default --outtype auto (the checkpoint's bf16).
+_GEMMA3_MMPROJ = {
+    "embeddings.patch_embedding.weight": "F32", "embeddings.patch_embedding.bias": "F32",
+    "embeddings.position_embedding.weight": "F32", "post_layernorm.weight": "F32", "post_layernorm.bias": "F32",
+    **{f"self_attn.{p}_proj.weight": "BF16" for p in ("q", "k", "v", "out")},
+    **{f"self_attn.{p}_proj.bias": "F32" for p in ("q", "k", "v", "out")},
+    "mlp.fc1.weight": "BF16", "mlp.fc2.weight": "BF16", "mlp.fc1.bias": "F32", "mlp.fc2.bias": "F32",
+    **{f"layer_norm{i}.{p}": "F32" for i in (1, 2) for p in ("weight", "bias")},
+    "mm_input_projection_weight": "F16", "mm_soft_emb_norm.weight": "F32",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("ftype", ["q4_k_m", "q4_0"])
+def test_gemma3_composite_is_two_files(ftype):
+    m = paramcount.load("google/gemma-3-4b-it")
+    w = weights(m, ftype)
+    vision = [r for r in w.rows if r.name.startswith(("model.vision_tower.", "model.multi_modal_projector."))]
+    lm = [r for r in w.rows if r not in vision]
+    # the mmproj file, tensor by tensor (27 SigLIP layers), in the converter's types
+    seen = {}
+    for r in vision:
+        key = re.sub(r"^model\.(vision_tower\.(encoder\.layers\.[0-9–]+\.)?|multi_modal_projector\.)", "", r.name)
+        assert r.role == "not quantised" and r.format == _GEMMA3_MMPROJ[key], r.name
+        seen[key] = seen.get(key, 0) + r.count
+    assert set(seen) == set(_GEMMA3_MMPROJ)
+    assert all(n == (1 if k.startswith(("embeddings.", "post_", "mm_")) else 27) for k, n in seen.items())
+    mmproj = sum(r.count * math.prod(r.shape) * DTYPES[r.format].bytes for r in vision)
+    # the language-model file: exactly gemma3_text's mix for the same text config
+    text = paramcount.load({**m.config["text_config"], "architectures": ["Gemma3ForCausalLM"]})
+    tw = weights(text, ftype)
+    strip = lambda n: n.replace("model.language_model.", "model.")  # noqa: E731
+    assert [(strip(r.name), r.count, r.format, r.bytes) for r in lm] == [
+        (r.name, r.count, r.format, r.bytes) for r in tw.rows
+    ]
+    lm_bytes = sum(r.bytes for r in lm)
+    assert {r.format for r in lm if "v_proj" in r.name} == ({"Q4_K", "Q6_K"} if ftype == "q4_k_m" else {"Q4_0"})
+    assert [r.format for r in lm if r.name.endswith("embed_tokens.weight")] == ["Q6_K"]  # tied: the output rule
+    assert w.bytes == lm_bytes + mmproj == tw.bytes + mmproj
+    assert "vision tower and projector as the mmproj file's" in w.term().assumption
+    f16 = weights(paramcount.load({**m.config, "torch_dtype": "float16"}), ftype)  # --outtype auto: F16
+    assert {r.format for r in f16.rows if r.name.endswith("mlp.fc1.weight")} == {"F16"} and f16.bytes == w.bytes
+
+
+def test_composite_not_verified_still_refuses_in_one_line(capsys):
+    config = {"architectures": ["LlavaForConditionalGeneration"], "model_type": "llava",
+              "text_config": {"model_type": "llama", "hidden_size": 256, "intermediate_size": 512,
+                              "num_hidden_layers": 2, "num_attention_heads": 8, "vocab_size": 1024},
+              "vision_config": {"model_type": "clip_vision_model", "hidden_size": 128, "intermediate_size": 256,
+                                "num_hidden_layers": 2, "num_attention_heads": 4, "image_size": 224,
+                                "patch_size": 14}}  # fmt: skip
+    with pytest.raises(ParamcountError, match="not 'llava'") as e:
+        weights(paramcount.load(config), "q4_k_m")
+    assert "\n" not in str(e.value)

@@ -81,8 +81,44 @@ ARCHS = {
     # rope: no rope_freqs tensor); the Mistral3ForConditionalGeneration composite is not mapped here
     "ministral3": "mistral3",
 }  # fmt: skip
+# Image+text composites -> their language model's family. llama.cpp serves one as two files: the
+# language model (quantised by llama-quantize) and an mmproj file (vision tower and projector,
+# written by ``convert_hf_to_gguf.py --mmproj``, which llama-quantize leaves alone). Read in the
+# converter (llama-cpp-python 0.3.36): gemma.py Gemma3Model is registered for
+# Gemma3ForConditionalGeneration too; ModelBase.filter_tensors strips ``language_model.`` (so
+# its tensors get gemma3_text's names) and TextModel.filter_tensors drops ``vision_*`` and
+# ``*projector.*``; no lm_head is written (tied, as gemma3_text). The mmproj side is
+# gemma.py Gemma3VisionModel(MmprojModel), its types in ModelBase.prepare_tensors (see mmproj_type).
+COMPOSITES = {"gemma3": "gemma3_text"}
+_MMPROJ = ("model.vision_tower.", "vision_tower.", "model.multi_modal_projector.", "multi_modal_projector.")
+# convert_hf_to_gguf.py's default --outtype auto: the checkpoint's first 2-D tensor's dtype
+# (bf16 -> BF16, f16 -> F16, anything else -> F16), all 2 bytes a value
+_OUTTYPE = {"bfloat16": "BF16", "float16": "F16", "float32": "F16"}
 # Families the mixes are stated for from a config: decoder-only, with the tensor roles mapped above.
-MIX_FAMILIES = frozenset(ARCHS)
+MIX_FAMILIES = frozenset(ARCHS) | frozenset(COMPOSITES)
+
+
+def in_mmproj(s: Slot) -> bool:
+    """A composite's vision tower or projector tensor (the mmproj file's, not the language model's)."""
+    return (s.layer_path or s.rest).startswith(_MMPROJ)
+
+
+def mmproj_outtype(config: dict) -> str:
+    """The mmproj file's type for 2-D weights under the default ``--outtype auto`` (by the
+    config's torch_dtype; BF16 when it says none: BF16 and F16 take 2 bytes a value alike)."""
+    return _OUTTYPE.get(str(config.get("torch_dtype") or config.get("dtype") or ""), "BF16")
+
+
+def mmproj_type(s: Slot, outtype: str) -> str:
+    """The type Gemma3VisionModel's mmproj file holds a tensor in: tensor_force_quant gives the
+    projector's ``input_projection`` F16 and anything under ``.embeddings.`` (patch embedding
+    weight and bias, position embedding) F32; prepare_tensors then gives 1-D tensors (norms,
+    biases) F32 and the other 2-D weights (attention, MLP) the output type."""
+    if "input_projection" in s.rest:
+        return "F16"
+    if ".embeddings." in f".{s.layer_path}.{s.rest}" or len(s.shape) <= 1 or s.is_bias:
+        return "F32"
+    return outtype
 
 
 def not_stated(model_type: str, config: dict) -> str | None:

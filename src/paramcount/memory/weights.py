@@ -283,6 +283,7 @@ class _Plan:
     kept: frozenset[int]  # slot orders kept by the keep items
     kept_last: frozenset[int] = frozenset()  # slot orders whose last layer's copy is kept
     mix: tuple = ()  # GGUF mix: (roles, {(layer, order): rank in its role group}, {group: count})
+    mmproj: str = ""  # an image+text composite's mix: the mmproj file's output type
     gguf: bool = False  # a GGUF file: llama.cpp's own tensor names decide what is quantised
 
 
@@ -332,7 +333,18 @@ def weights(
     items = _keep_items(keep, s)
     plan = _make_plan(model, s, group, dq, found, items)
     rows = tuple(r for slot in found for r in _rows(slot, plan))
-    return Weights(getattr(model, "name", ""), s.name, rows, items, _options_text(s, group, dq))
+    w = Weights(getattr(model, "name", ""), s.name, rows, items, _options_text(s, group, dq))
+    if plan.mmproj:
+        w = replace(w, note=_assumption(w) + MMPROJ_NOTE.format(plan.mmproj))
+    return w
+
+
+MMPROJ_NOTE = (
+    "; two llama.cpp files: the language model in the mix, and the vision tower and projector as the"
+    " mmproj file's (convert_hf_to_gguf.py --mmproj, default --outtype auto: {} for 2-D weights, F32 for"
+    " patch and position embeddings, norms and biases, F16 for the input projection; llama-quantize"
+    " does not touch it)"
+)
 
 
 def _pure(s: Scheme, pure: bool) -> Scheme:
@@ -393,7 +405,12 @@ def _make_plan(model, s: Scheme, group: int, dq: bool, found: Sequence[Slot], it
         mt, s, group, dq, fp32 if s.name == "fp16" else frozenset(), fp32 if bnb else frozenset(), kept, kept_last
     )
     plan = replace(plan, gguf=is_gguf(model))
-    return replace(plan, mix=_mix(model, found)) if s.qtype in gg.MIXES else plan
+    if s.qtype not in gg.MIXES:
+        return plan
+    plan = replace(plan, mix=_mix(model, found))
+    if not plan.gguf and mt in gg.COMPOSITES:
+        plan = replace(plan, mmproj=gg.mmproj_outtype(dict(model.config or {})))
+    return plan
 
 
 def _matching(found: Sequence[Slot], names: Sequence[str]) -> frozenset[int]:
@@ -480,7 +497,10 @@ def _mix(model, found: Sequence[Slot]) -> tuple:
         )
     else:
         n_expert = max((n for n in _expert_counts(model.tree)), default=0)
-        roles = gg.config_roles(model.model_type, dict(model.config or {}), found, n_expert, _output_slot(found))
+        family = gg.COMPOSITES.get(model.model_type, model.model_type)
+        if family != model.model_type:  # the language-model file's tensors only
+            found = [s for s in found if not gg.in_mmproj(s)]
+        roles = gg.config_roles(family, dict(model.config or {}), found, n_expert, _output_slot(found))
     quantised = [s for s in found if gg.allowed(s, roles.gguf)]
     ranks: dict[tuple[int, int], int] = {}
     counts: dict[str, int] = {}
@@ -510,6 +530,8 @@ def _rows(s: Slot, plan: _Plan) -> list[Row]:
     sch = plan.scheme
     if s.tie is not None:
         return [Row(s.name, s.copies, s.shape, "tied", "tied", (), s.kind)]
+    if plan.mmproj and gg.in_mmproj(s):  # the mmproj file's, as the converter writes it
+        return [_stored(s, gg.mmproj_type(s, plan.mmproj), "not quantised")]
     if s.order in plan.fp32:
         return [_stored(s, "fp32", "fp32 (transformers)")]
     if not _quantisable(s, plan):
