@@ -359,3 +359,16 @@ def test_composite_not_verified_still_refuses_in_one_line(capsys):
     with pytest.raises(ParamcountError, match="not 'llava'") as e:
         weights(paramcount.load(config), "q4_k_m")
     assert "\n" not in str(e.value)
+
+
+def test_gemma3_from_a_config_is_an_upper_bound():
+    """llama.cpp's converter drops the token embedding's rows past the tokenizer's vocabulary for
+    Gemma 3 (Gemma3Model.modify_tensors), which a config does not give: the config's plan says
+    it is an upper bound; other families' plans from a config stay exact."""
+    from paramcount.memory.weights import weights
+
+    for name in ("google/gemma-3-1b-pt", "google/gemma-3-4b-it"):
+        term = weights(paramcount.load(name), "q4_k_m").term()
+        assert term.estimate and "tokenizer's rows" in term.assumption
+    assert not weights(paramcount.load("Qwen/Qwen2.5-0.5B"), "q4_k_m").term().estimate
+    assert not weights(paramcount.load("google/gemma-3-1b-pt"), "bf16").term().estimate

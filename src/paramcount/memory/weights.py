@@ -160,6 +160,7 @@ class Weights:
     keep: tuple[str, ...]  # the keep items in force
     options: str = ""  # "double quant", "group 128", "Q4_K_M GGUF file", …
     note: str = ""  # what is assumed, where the scheme's own words do not say it (stored weights)
+    bound: bool = False  # an upper bound, not the file's exact bytes (the note says why)
 
     @property
     def bytes(self) -> int:
@@ -212,7 +213,7 @@ class Weights:
             bytes=self.bytes,
             formula=_formula(elements, self.by_dtype, self.bytes),
             assumption=self.note or _assumption(self),
-            estimate=False,
+            estimate=self.bound,
             parts=parts,
         )
 
@@ -336,7 +337,17 @@ def weights(
     w = Weights(getattr(model, "name", ""), s.name, rows, items, _options_text(s, group, dq))
     if plan.mmproj:
         w = replace(w, note=_assumption(w) + MMPROJ_NOTE.format(plan.mmproj))
+    arch = gg.ARCHS.get(gg.COMPOSITES.get(model.model_type, model.model_type))
+    if s.method == "gguf" and not is_gguf(model) and arch == "gemma3":
+        w = replace(w, note=(w.note or _assumption(w)) + GEMMA3_VOCAB_NOTE, bound=True)
     return w
+
+
+# convert_hf_to_gguf.py Gemma3Model.modify_tensors: "remove OOV (out-of-vocabulary) rows in token_embd"
+GEMMA3_VOCAB_NOTE = (
+    "; an upper bound: llama.cpp's converter keeps only the tokenizer's rows of the token embedding"
+    " (Gemma3Model.modify_tensors), which a config does not give; planned at vocab_size rows"
+)
 
 
 MMPROJ_NOTE = (
