@@ -58,11 +58,6 @@ def record(cls: type | None = None, /, *, frozen: bool = False, slots: bool = Fa
     return wrap if cls is None else wrap(cls)
 
 
-def fields(obj: Any) -> tuple[tuple[str, Field], ...]:
-    """(name, Field) of a record class or instance, in order."""
-    return obj.__record_fields__
-
-
 def replace(obj: Any, /, **changes: Any) -> Any:
     """A copy of ``obj`` with ``changes``, for records and dataclasses alike."""
     specs = getattr(type(obj), "__record_fields__", None)

@@ -11,7 +11,7 @@ config classes build ``CLIPTextModel`` and ``CLIPVisionModel``); this module bui
 from __future__ import annotations
 
 from ..ir import Block, Node, Tensor
-from . import Family
+from . import Family, bart
 from .blocks import block, embedding, linear, mlp, norm, stack
 from .config import Cfg
 from .vision import conv2d, no_cache
@@ -53,14 +53,7 @@ def check_tower(t: Cfg) -> None:
 def layers(t: Cfg) -> Block:
     """The pre-norm encoder layers both towers share: biased q/k/v/out projections, a GELU MLP."""
     h = t.int("hidden_size")
-    attn = block(
-        "self_attn",
-        linear("k_proj", h, h),
-        linear("v_proj", h, h),
-        linear("q_proj", h, h),
-        linear("out_proj", h, h),
-        kind="attention",
-    )
+    attn = bart.attention("self_attn", h)  # biased k, v, q, out projections, h → h
     layer = (attn, norm("layer_norm1", h), mlp("mlp", h, t.int("intermediate_size")), norm("layer_norm2", h))
     return block("encoder", stack("layers", t.int("num_hidden_layers"), *layer))
 

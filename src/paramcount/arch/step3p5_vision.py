@@ -15,8 +15,8 @@ The released config.json names the widths the Perception Encoder way (``width``,
 from __future__ import annotations
 
 from ..ir import Block, Node, Sym, Tensor
-from . import Family
-from .blocks import base, block, embedding, linear, mlp, norm
+from . import Family, bart
+from .blocks import base, block, embedding, mlp, norm
 from .config import SYMBOLS, Cfg
 from .vision import conv2d, no_cache
 
@@ -70,14 +70,7 @@ def check(c: Cfg) -> None:
 
 def layer(c: Cfg) -> tuple[Node, ...]:
     h = dim(c, "hidden_size")
-    attn = block(
-        "self_attn",
-        linear("k_proj", h, h),
-        linear("v_proj", h, h),
-        linear("q_proj", h, h),
-        linear("out_proj", h, h),
-        kind="attention",
-    )
+    attn = bart.attention("self_attn", h)  # biased k, v, q, out projections, h → h
     scales = [Tensor(f"lambda_{i}", (h,), kind="other") for i in (1, 2)]  # LayerScale
     return (attn, mlp("mlp", h, inner(c)), norm("layernorm_before", h), norm("layernorm_after", h), *scales)
 

@@ -393,12 +393,18 @@ def kv_heads(layout: Layout) -> int:
 # ---- the profiled peak ---------------------------------------------------------------------------
 
 
+def layer_width(widths: Any, tp: int) -> int:
+    """Values one token keeps alive in a layer on one rank: 4 hidden-wide tensors and the wider of
+    the attention and MLP projections' outputs, split over TP."""
+    return 4 * widths.hidden + -(-max(widths.attention, widths.ffn) // tp)
+
+
 def profile_peak(widths: Any, o: Options, dtype_bytes: int) -> Term:
     """The activation peak of vLLM's profiling run: a forward pass over max_num_batched_tokens
     tokens (the widest layer's tensors, the projections' outputs split over TP) and the
     sampler's dummy run over max_num_seqs rows of fp32 logits."""
     tokens = o.max_batched_tokens
-    per_token = 4 * widths.hidden + -(-max(widths.attention, widths.ffn) // o.tp)
+    per_token = layer_width(widths, o.tp)
     layer = tokens * per_token * dtype_bytes
     rows = min(o.max_num_seqs, tokens)
     logits = rows * widths.logits * 4 * SAMPLER_COPIES if widths.logits else 0
@@ -447,7 +453,7 @@ def cuda_graphs(widths: Any, o: Options, dtype_bytes: int) -> Term:
     sizes = capture_sizes(o)
     full = [s for s in sizes if s <= o.max_num_seqs]
     tokens = sum(sizes) + sum(full)
-    per_token = (4 * widths.hidden + -(-max(widths.attention, widths.ffn) // o.tp)) * dtype_bytes
+    per_token = layer_width(widths, o.tp) * dtype_bytes
     n = tokens * per_token
     if not sizes:
         return Term("cuda_graphs", "CUDA graphs", 0, "--enforce-eager: none", "no CUDA graphs", False, SRC_GRAPHS)
