@@ -117,9 +117,11 @@ class Cfg:
         absent or null is the composite's own ``absent`` fields over them (transformers'
         ``SubConfigSpec.init_kwargs``, used only then); ``legacy`` names an older field whose
         values win (CLIP's ``text_config_dict``)."""
+        # Builders ask for a tower's config more than once per count. Keyed by the mappings'
+        # identities, which the entry keeps alive (so no other mapping can take their ids).
         key = ("sub", field, id(defaults), id(aliases), legacy, id(absent))
-        if key in self.memo:  # builders ask for a tower's config more than once per count
-            return self.memo[key]
+        if key in self.memo:
+            return self.memo[key][0]
         merged: dict[str, Any] = dict(absent or {}) if self.raw.get(field) is None else {}
         for name in (field, legacy):
             value = self.raw.get(name) if name else None
@@ -127,7 +129,8 @@ class Cfg:
                 raise self.error(name, f"expected an object, got {value!r:.60}")
             merged.update(value or {})
         self.seen.add(field)
-        sub = self.memo[key] = Cfg(merged, defaults, self.source, aliases, prefix=f"{self.prefix}{field}.")
+        sub = Cfg(merged, defaults, self.source, aliases, prefix=f"{self.prefix}{field}.")
+        self.memo[key] = (sub, defaults, aliases, absent)
         return sub
 
     def has(self, field: str) -> bool:

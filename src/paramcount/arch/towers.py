@@ -43,8 +43,8 @@ def tower_cfg(c: Cfg, field: str, default_type: str, absent: Mapping[str, Any] |
         sub = c.sub(field, fam.defaults, fam.aliases, absent=absent)
         if fam.check:
             fam.check(sub)
-        c.memo[key] = sub
-    return c.memo[key]
+        c.memo[key] = (sub, absent)  # the entry keeps ``absent`` alive: its id is in the key
+    return c.memo[key][0]
 
 
 def tower(
