@@ -29,16 +29,21 @@ KINDS = (
 )
 
 _ATOM, _MUL, _ADD = 0, 1, 2  # operator precedence of a Sym's expression
+_new_int = int.__new__
 
 
 def _binary(op: str, prec: int, compute: Callable[[int, int], int], swap: bool = False) -> Callable[[Sym, int], Sym]:
     """A Sym operator: the int result, remembering its operands (``swap`` for ``__radd__`` and kin)."""
 
     def method(self: Sym, other: int) -> Sym:
-        if not isinstance(other, int) or isinstance(other, bool):
-            return NotImplemented
+        cls = other.__class__
+        if cls is not Sym and cls is not int and (not isinstance(other, int) or cls is bool):
+            return NotImplemented  # (the usual operands, Sym and int, pass the first two tests)
         a, b = (other, self) if swap else (self, other)
-        return Sym(compute(a, b), (a, op, b), prec)
+        out = _new_int(Sym, compute(a, b))  # Sym.__new__ inlined: builders do this dozens of times a count
+        out._expr = (a, op, b)
+        out.prec = prec
+        return out
 
     return method
 
@@ -114,8 +119,25 @@ class Tensor:
         # written out rather than generated: a count builds dozens of these (the dataclass
         # __init__ and __post_init__ pair costs twice as much)
         self.name, self.shape, self.kind, self.dtype = name, shape, kind, dtype
-        self.count = math.prod(map(int, shape))
+        self.count = _elements(shape)
         self.tied = 0
+
+
+def _elements(shape: tuple[int, ...]) -> int:
+    """The product of a shape as a plain int. Most tensors are matrices or vectors: for them
+    ``int.__mul__`` multiplies without building a Sym (a third of ``math.prod(map(int, ...))``)."""
+    n = len(shape)
+    if n == 1:
+        return int(shape[0])
+    if n == 2 and shape[0].__class__ in _INTS:
+        product = _TIMES(*shape)
+        if product is not NotImplemented:  # the second an int too
+            return product
+    return math.prod(map(int, shape))
+
+
+_TIMES = int.__mul__
+_INTS = (int, Sym)
 
 
 @record(slots=True, unsafe_hash=True)

@@ -21,12 +21,20 @@ def block(
 ) -> Block:
     """A module holding ``children``; ``None`` children (switched-off parts) are dropped.
     ``tower`` marks a composite model's part (``vision_encoder``, ``projector``, …)."""
-    return Block(name, tuple([c for c in children if c is not None]), kind=kind, label=label, tower=tower)
+    return Block(name, _present(children), kind=kind, label=label, tower=tower)
 
 
 def stack(name: str, count: int, *children: Node | None, start: int = 0, label: str = "layer") -> Block:
     """A ModuleList of ``count`` identical modules, stored once."""
-    return Block(name, tuple([c for c in children if c is not None]), repeat=count, start=start, label=label)
+    return Block(name, _present(children), repeat=count, start=start, label=label)
+
+
+def _present(children: tuple[Node | None, ...]) -> tuple[Node, ...]:
+    """``children`` without the ``None`` entries (a switched-off part), as one tuple."""
+    for c in children:  # most have none: the tuple as given
+        if c is None:
+            return tuple([c for c in children if c is not None])
+    return children
 
 
 def runs(kinds: Sequence[Hashable]) -> list[tuple[int, int, Hashable]]:

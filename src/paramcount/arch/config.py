@@ -141,11 +141,17 @@ class Cfg:
 
     def lookup(self, field: str, default: Any = ...) -> tuple[str, Any]:
         """(the name the value was found under, the value): the file's, else the default."""
-        names = self._names(field)
-        self.seen.update(names)
-        for name in names:
-            if self.raw.get(name) is not None:
-                return name, self.raw[name]
+        if field in self.aliases:
+            names = self._names(field)
+            self.seen.update(names)
+            for name in names:
+                if self.raw.get(name) is not None:
+                    return name, self.raw[name]
+        else:  # most fields have no other name: one read (builders look up dozens a count)
+            self.seen.add(field)
+            value = self.raw.get(field)
+            if value is not None:
+                return field, value
         if field in self.defaults:
             return field, self.defaults[field]
         if default is ...:
