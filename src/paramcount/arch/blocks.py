@@ -40,11 +40,11 @@ def _present(children: tuple[Node | None, ...]) -> tuple[Node, ...]:
 def runs(kinds: Sequence[Hashable]) -> list[tuple[int, int, Hashable]]:
     """(first index, length, kind) of each run of equal consecutive entries of a per-layer list."""
     out: list[tuple[int, int, Hashable]] = []
-    for i, k in enumerate(kinds):
-        if out and out[-1][2] == k:
-            out[-1] = (out[-1][0], out[-1][1] + 1, k)
-        else:
-            out.append((i, 1, k))
+    first = 0
+    for i in range(1, len(kinds) + 1):
+        if i == len(kinds) or kinds[i] != kinds[first]:
+            out.append((first, i - first, kinds[first]))
+            first = i
     return out
 
 
