@@ -45,6 +45,58 @@ def meta(entry: catalog.Entry, cls: str) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
+def nodes(tree) -> int:
+    """Distinct nodes of a tree (a shared subtree once)."""
+    seen: set[int] = set()
+
+    def walk(node) -> None:
+        if id(node) not in seen:
+            seen.add(id(node))
+            for c in getattr(node, "children", ()):
+                walk(c)
+
+    walk(tree)
+    return len(seen)
+
+
+def floor(tree) -> float:
+    """The least a count of this tree can take with the IR as it is: the same nodes built by
+    straight-line constructor calls (no config read, no builder), plus the per-kind sums.
+    Children tuples are shared as the families share them."""
+    from paramcount.count import by_kind
+    from paramcount.ir import Block, Tensor, Tie
+
+    lines: list[str] = []
+    names: dict[int, str] = {}
+
+    def emit(node) -> str:
+        if id(node) in names:
+            return names[id(node)]
+        var = f"n{len(names)}"
+        if isinstance(node, Tensor):
+            lines.append(f"{var} = Tensor({node.name!r}, {tuple(map(int, node.shape))!r}, {node.kind!r})")
+        elif isinstance(node, Tie):
+            lines.append(f"{var} = Tie({node.name!r}, {tuple(map(int, node.shape))!r}, {node.target!r}, {node.kind!r})")
+        else:
+            if id(node.children) not in names:
+                kids = "".join(f"{emit(c)}, " for c in node.children)
+                names[id(node.children)] = f"c{len(names)}"
+                lines.append(f"{names[id(node.children)]} = ({kids})")
+            lines.append(
+                f"{var} = Block({node.name!r}, {names[id(node.children)]}, {node.repeat!r}, {node.start!r}, "
+                f"{node.kind!r}, {node.active!r}, None, {node.label!r}, {node.tower!r})"
+            )
+        names[id(node)] = var
+        return var
+
+    root = emit(tree)
+    scope = {"Tensor": Tensor, "Tie": Tie, "Block": Block}
+    exec("def build():\n    " + "\n    ".join(lines) + f"\n    return {root}\n", scope)  # our own text
+    built = scope["build"]()
+    assert built.count == tree.count
+    return best_of(lambda: by_kind(scope["build"]()), 20)
+
+
 def cold_start(args: list[str], repeat: int = 5) -> float:
     return best_of(lambda: subprocess.run(args, check=True, capture_output=True), repeat)
 
@@ -75,6 +127,11 @@ def main() -> None:
         + ", ".join(f"{name} {a * 1e3:.3f}" for a, name in slow[:10])
         + (" …" if len(slow) > 10 else "")
     )
+    # How far each of the slowest is from the floor of a tree this size (issue 10's goal).
+    for a, name in slow[:5]:
+        entry = catalog.get(name)
+        tree = paramcount.load(entry.config).tree
+        print(f"  {name}: {a * 1e3:.3f} ms; its {nodes(tree)} nodes alone take {floor(tree) * 1e3:.3f} ms")
     (low, low_name), (high, high_name) = ratios[0], ratios[-1]
     print(
         f"speed-up: median {statistics.median(r for r, _ in ratios):,.0f}x, "
