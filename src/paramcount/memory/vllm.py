@@ -631,7 +631,7 @@ class VllmPlanner:
             return [Stage(split[0], pages(self.layout, heads_tp, o.block_size, self.kv_bytes, state=self.state))]
         ranges = pp_layers(self.layers, o.pp)
         return [
-            Stage(s, pages(self.layout, heads_tp, o.block_size, self.kv_bytes, len(r)))
+            Stage(s, pages(self.layout, heads_tp, o.block_size, self.kv_bytes, len(r), self.state))
             for s, r in zip(split, ranges, strict=True)
         ]
 
@@ -736,7 +736,8 @@ class VllmPlanner:
         said = (
             f"blocks of {p.block} tokens, {p.page:,} B per layer ({self.kv_bytes} B per value); "
             f"a sequence of {context:,} tokens takes {per:,} blocks"
-            + (" across its groups (sliding-window layers keep window + a chunk)" if len(p.groups) > 1 else "")
+            + (" across its groups" if len(p.groups) > 1 else "")
+            + (" (sliding-window layers keep window + a chunk)" if any(k.window for k, _ in p.groups) else "")
             + "; the block pool holds one null block back"
         )
         if self.state is not None:

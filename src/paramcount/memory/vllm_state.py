@@ -97,8 +97,7 @@ class StateSpec:
         return 2 + self.checkpoint_blocks if self.hybrid else 1
 
     def describe(self) -> str:
-        names = {2: "bf16/fp16", 4: "fp32", 1: "fp8"}
-        parts = [f"{a.name} {a.shape} {names.get(a.itemsize, f'{a.itemsize} B')}" for a in self.arrays]
+        parts = [f"{a.name} {a.shape} × {a.itemsize} B" for a in self.arrays]
         return f"{self.mixer}: " + " + ".join(parts) + f" = {self.bytes:,} B"
 
 
