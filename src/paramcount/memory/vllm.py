@@ -16,6 +16,9 @@ the KV blocks those sequences need and the share outside the claim. It fits a GP
 on it and admits that load. Given a GPU, the plan also says what vLLM would log: the KV cache
 in tokens and blocks and the largest number of such sequences at once.
 
+Layers that keep a Mamba-style state (Mamba, gated DeltaNet, short convolutions, Kimi delta
+attention) are paged as vLLM 0.33.0 does: :mod:`paramcount.memory.vllm_state`.
+
 Exact: the KV page sizes and block counts (identities of the shapes and vLLM's arithmetic),
 and the weights of one rank as vLLM shards the projections it knows. Estimated, and marked so:
 the profiled activation peak, the non-torch allocations, the CUDA context and the CUDA graphs.
@@ -408,8 +411,9 @@ def pages(
     sizes = {_page(k, heads_tp, block, kv_bytes) for k in kinds}
     if len(sizes) > 1:
         raise ParamcountError(
-            "the model's layers have different KV page sizes, which vLLM pads to one size; that is not "
-            "modelled (plan it with --runtime transformers)",
+            "the model's layers have different KV page sizes, which vLLM unifies (larger blocks for the smaller "
+            "pages, padding, or packing; unify_kv_cache_spec_page_size); that is not modelled (plan it with "
+            "--runtime transformers)",
             field="--runtime",
         )
     by_type: dict[tuple, int] = {}

@@ -101,7 +101,7 @@ class StateSpec:
         return f"{self.mixer}: " + " + ".join(parts) + f" = {self.bytes:,} B"
 
 
-def divide(c: Any, field: str, whole: int, tp: int) -> int:
+def divide(field: str, whole: int, tp: int) -> int:
     """vllm/distributed/utils.py ``divide``: vLLM asserts the split is even."""
     if whole % tp:
         raise ParamcountError(
@@ -118,15 +118,13 @@ def _field(c: Any, name: str) -> int:
 # ---- the mixers: MambaStateShapeCalculator ---------------------------------------------------
 
 
-def mamba1(c: Any, tp: int, b: int, inner: int, state: int, kernel: int) -> StateSpec:
+def mamba1(tp: int, b: int, inner: int, state: int, kernel: int) -> StateSpec:
     """``mamba1_state_shape``: conv (K − 1, I/TP), SSM (I/TP, S); MambaMixer exports no checkpoint."""
-    i = divide(c, "intermediate channels", inner, tp)
+    i = divide("intermediate channels", inner, tp)
     return StateSpec("Mamba-1", (Array("conv", (kernel - 1, i), b), Array("SSM", (i, state), b)))
 
 
-def mamba2(
-    c: Any, tp: int, b: int, ssm_b: int, dims: tuple[int, int, int, int, int, int], hybrid: bool = True
-) -> StateSpec:
+def mamba2(tp: int, b: int, ssm_b: int, dims: tuple[int, int, int, int, int, int], hybrid: bool = True) -> StateSpec:
     """``mamba2_state_shape`` for dims (I, groups, heads, head dim, S, K): conv (K − 1, (I + 2·G·S)/TP)
     with G padded to TP when one group is shared, SSM (heads/TP, head dim, S). MambaMixer2's
     spec holds one prefill-checkpoint block (``MambaMixer2.get_kv_cache_spec``)."""
@@ -137,37 +135,37 @@ def mamba2(
             field="--tp",
         )
     groups += 0 if groups % tp == 0 else tp - groups  # extra_groups_for_head_shards
-    conv = divide(c, "conv channels", inner + 2 * groups * state, tp)
-    ssm = (divide(c, "heads", heads, tp), head_dim, state)
+    conv = divide("conv channels", inner + 2 * groups * state, tp)
+    ssm = (divide("heads", heads, tp), head_dim, state)
     arrays = (Array("conv", (kernel - 1, conv), b), Array("SSM", ssm, ssm_b))
     return StateSpec("Mamba-2", arrays, checkpoint_blocks=1, hybrid=hybrid)
 
 
-def short_conv(c: Any, tp: int, b: int, dim: int, cache: int) -> StateSpec:
+def short_conv(tp: int, b: int, dim: int, cache: int) -> StateSpec:
     """``short_conv_state_shape``: conv (L_cache − 1, conv_dim/TP); ShortConv exports no checkpoint."""
-    return StateSpec("short conv", (Array("conv", (cache - 1, divide(c, "conv channels", dim, tp)), b),))
+    return StateSpec("short conv", (Array("conv", (cache - 1, divide("conv channels", dim, tp)), b),))
 
 
-def gated_delta_net(c: Any, tp: int, b: int, ssm_b: int, dims: tuple[int, int, int, int, int]) -> StateSpec:
+def gated_delta_net(tp: int, b: int, ssm_b: int, dims: tuple[int, int, int, int, int]) -> StateSpec:
     """``gated_delta_net_state_shape`` for (key heads, value heads, d_k, d_v, K): conv
     (K − 1, (2·nk·d_k + nv·d_v)/TP), recurrent (nv/TP, d_v, d_k). With FlashInfer's GDN prefill
     (SM90) in align mode the layer exports prefill checkpoints every 64 tokens and holds a block
-    for them (``QwenGatedDeltaNet.get_kv_cache_spec``, ``get_prefill_checkpoint_alignment``)."""
+    for them (``QwenGatedDeltaNetAttention.get_kv_cache_spec``, ``get_prefill_checkpoint_alignment``)."""
     nk, nv, dk, dv, kernel = dims
-    divide(c, "key heads", nk, tp)
-    conv = divide(c, "conv channels", 2 * nk * dk + nv * dv, tp)
-    recurrent = (divide(c, "value heads", nv, tp), dv, dk)
+    divide("key heads", nk, tp)
+    conv = divide("conv channels", 2 * nk * dk + nv * dv, tp)
+    recurrent = (divide("value heads", nv, tp), dv, dk)
     arrays = (Array("conv", (kernel - 1, conv), b), Array("recurrent", recurrent, ssm_b))
     return StateSpec("gated DeltaNet", arrays, checkpoint_blocks=1, alignment=GDN_CHECKPOINT_ALIGNMENT)
 
 
-def kda(c: Any, tp: int, b: int, heads: int, head_dim: int, kernel: int, flash: bool) -> StateSpec:
+def kda(tp: int, b: int, heads: int, head_dim: int, kernel: int, flash: bool) -> StateSpec:
     """``kda_state_shape``: conv (K − 1, 3·heads·d/TP), recurrent (heads/TP, d, d) in fp32
-    (``kda_state_dtype`` with mamba_ssm_cache_dtype auto). FlashKDA prefill (a bounded gate,
-    d = 128, bf16) exports checkpoints and holds a block for them; Triton's does not
-    (KimiDeltaAttention.get_kv_cache_spec)."""
-    conv = divide(c, "conv channels", 3 * heads * head_dim, tp)
-    recurrent = (divide(c, "heads", heads, tp), head_dim, head_dim)
+    (``kda_state_dtype`` with mamba_ssm_cache_dtype auto). A layer that prefills with FlashKDA
+    holds a block for its prefill checkpoints (vllm/models/kimi_k3/nvidia/kda.py
+    KimiK3DeltaAttention.get_kv_cache_spec); one that prefills with Triton does not."""
+    conv = divide("conv channels", 3 * heads * head_dim, tp)
+    recurrent = (divide("heads", heads, tp), head_dim, head_dim)
     arrays = (Array("conv", (kernel - 1, conv), b), Array("recurrent", recurrent, 4))
     return StateSpec("Kimi delta attention", arrays, checkpoint_blocks=int(flash))
 
@@ -193,7 +191,7 @@ def ssm_dtype(c: Any, field: str | None, default: int | None, b: int) -> int:
 def _jamba(c: Any, tp: int, dtype: str) -> StateSpec:
     """JambaForCausalLM: mamba1_state_shape(mamba_expand × h, mamba_d_state, mamba_d_conv)."""
     inner = _field(c, "mamba_expand") * _field(c, "hidden_size")
-    return mamba1(c, tp, MODEL_BYTES[dtype], inner, _field(c, "mamba_d_state"), _field(c, "mamba_d_conv"))
+    return mamba1(tp, MODEL_BYTES[dtype], inner, _field(c, "mamba_d_state"), _field(c, "mamba_d_conv"))
 
 
 def _mamba(c: Any, tp: int, dtype: str) -> StateSpec:
@@ -201,7 +199,7 @@ def _mamba(c: Any, tp: int, dtype: str) -> StateSpec:
     sets intermediate_size to expand × h when the file has none. Attention-free."""
     given = c.raw.get("intermediate_size")
     inner = given if isinstance(given, int) and given > 0 else _field(c, "expand") * _field(c, "hidden_size")
-    spec = mamba1(c, tp, MODEL_BYTES[dtype], inner, _field(c, "state_size"), _field(c, "conv_kernel"))
+    spec = mamba1(tp, MODEL_BYTES[dtype], inner, _field(c, "state_size"), _field(c, "conv_kernel"))
     return StateSpec(spec.mixer, spec.arrays, hybrid=False)
 
 
@@ -211,7 +209,7 @@ def _mamba2(c: Any, tp: int, dtype: str) -> StateSpec:
     fields = ("n_groups", "num_heads", "head_dim", "state_size", "conv_kernel")
     dims = (_field(c, "expand") * _field(c, "hidden_size"), *(_field(c, f) for f in fields))
     b = MODEL_BYTES[dtype]
-    return mamba2(c, tp, b, b, dims, hybrid=False)  # type: ignore[arg-type]
+    return mamba2(tp, b, b, dims, hybrid=False)  # type: ignore[arg-type]
 
 
 def _mamba_head(c: Any, inner: int, heads: int) -> int:
@@ -225,7 +223,7 @@ def _mamba2_fields(c: Any, tp: int, dtype: str, inner: int) -> StateSpec:
     heads = _field(c, "mamba_n_heads")
     dims = (inner, _field(c, "mamba_n_groups"), heads, _mamba_head(c, inner, heads))
     b = MODEL_BYTES[dtype]
-    return mamba2(c, tp, b, b, (*dims, _field(c, "mamba_d_state"), _field(c, "mamba_d_conv")))
+    return mamba2(tp, b, b, (*dims, _field(c, "mamba_d_state"), _field(c, "mamba_d_conv")))
 
 
 def _granite(c: Any, tp: int, dtype: str) -> StateSpec:
@@ -249,7 +247,7 @@ def _nemotron_h(c: Any, tp: int, dtype: str) -> StateSpec:
     heads, head_dim = _field(c, "mamba_num_heads"), _field(c, "mamba_head_dim")
     dims = (heads * head_dim, _field(c, legacy(c, "n_groups")), heads, head_dim, _field(c, "ssm_state_size"))
     b = MODEL_BYTES[dtype]
-    return mamba2(c, tp, b, ssm_dtype(c, "mamba_ssm_cache_dtype", 4, b), (*dims, _field(c, legacy(c, "conv_kernel"))))
+    return mamba2(tp, b, ssm_dtype(c, "mamba_ssm_cache_dtype", 4, b), (*dims, _field(c, legacy(c, "conv_kernel"))))
 
 
 def _lfm2(c: Any, tp: int, dtype: str) -> StateSpec:
@@ -258,7 +256,7 @@ def _lfm2(c: Any, tp: int, dtype: str) -> StateSpec:
     dim = c.raw.get("conv_dim")
     if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
         raise c.error("conv_dim", "vLLM's LFM2 reads conv_dim, which this config lacks")
-    return short_conv(c, tp, MODEL_BYTES[dtype], dim, _field(c, "conv_L_cache"))
+    return short_conv(tp, MODEL_BYTES[dtype], dim, _field(c, "conv_L_cache"))
 
 
 def _gdn(field: str | None) -> Any:
@@ -270,22 +268,25 @@ def _gdn(field: str | None) -> Any:
 
         nk, nv, dk, dv, kernel = (int(x) for x in deltanet_dims(c))
         b = MODEL_BYTES[dtype]
-        return gated_delta_net(c, tp, b, ssm_dtype(c, field, None, b), (nk, nv, dk, dv, kernel))
+        return gated_delta_net(tp, b, ssm_dtype(c, field, None, b), (nk, nv, dk, dv, kernel))
 
     return read
 
 
 def _kimi_linear(c: Any, tp: int, dtype: str) -> StateSpec:
-    """KimiLinearForCausalLM: linear_attn_config's num_heads, head_dim, short_conv_kernel_size
-    (vLLM's own KimiLinearConfig); FlashKDA prefill where the gate is bounded (gate_lower_bound),
-    d = 128 and the model bf16 (resolve_kda_prefill_backend, is_flashkda_supported)."""
+    """KimiLinearForCausalLM (vllm/models/kimi_k3/nvidia/model.py): linear_attn_config's
+    num_heads, head_dim, short_conv_kernel_size (vLLM's own KimiLinearConfig). Its KDA layers are
+    KimiGatedDeltaNetAttention (Triton prefill, no checkpoint block) unless use_full_rank_gate
+    makes them KimiK3DeltaAttention, which prefills with FlashKDA on SM90 where the gate is
+    bounded (gate_lower_bound), d = 128 and the model bf16 (is_flashkda_supported)."""
     own = c.raw.get("linear_attn_config")
     keys = ("num_heads", "head_dim", "short_conv_kernel_size")
     if not isinstance(own, dict) or not all(isinstance(own.get(k), int) and own[k] > 0 for k in keys):
         raise c.error("linear_attn_config", f"vLLM reads {', '.join(keys)} from it; this config lacks one")
     heads, d, kernel = (int(own[k]) for k in keys)
-    flash = own.get("gate_lower_bound") is not None and d == 128 and dtype == "bf16"
-    return kda(c, tp, MODEL_BYTES[dtype], heads, d, kernel, flash)
+    full_rank = bool(own.get("use_full_rank_gate", False))
+    flash = full_rank and own.get("gate_lower_bound") is not None and d == 128 and dtype == "bf16"
+    return kda(tp, MODEL_BYTES[dtype], heads, d, kernel, flash)
 
 
 FAMILIES = {
