@@ -16,6 +16,9 @@ the KV blocks those sequences need and the share outside the claim. It fits a GP
 on it and admits that load. Given a GPU, the plan also says what vLLM would log: the KV cache
 in tokens and blocks and the largest number of such sequences at once.
 
+Layers that keep a Mamba-style state (Mamba, gated DeltaNet, short convolutions, Kimi delta
+attention) are paged as vLLM 0.33.0 does: :mod:`paramcount.memory.vllm_state`.
+
 Exact: the KV page sizes and block counts (identities of the shapes and vLLM's arithmetic),
 and the weights of one rank as vLLM shards the projections it knows. Estimated, and marked so:
 the profiled activation peak, the non-torch allocations, the CUDA context and the CUDA graphs.
@@ -34,6 +37,7 @@ from ..model import Model
 from ..records import replace
 from .kv_layout import LayerKind, Layout
 from .terms import GIB, Term
+from .vllm_state import SRC_ALIGN, SRC_STATE, VLLM_VERSION, StateSpec, attention_block, state_spec
 
 # vLLM's defaults (vllm/config/cache.py CacheConfig; vllm/engine/arg_utils.py
 # EngineArgs._set_default_args for ``vllm serve`` on a data-centre GPU).
@@ -239,6 +243,19 @@ def _experts(row: Any) -> int:
     return int(m.group(2) or m.group(1)) + 1 if m else 0
 
 
+def decoder_layers(rows: Any) -> int:
+    """The layers of the indexed path that holds most bytes (the decoder stack): its top index + 1."""
+    found: dict[str, int] = {}
+    top: dict[str, int] = {}
+    for r in rows:
+        m = _LAYER.match(r.name)
+        if m:
+            p = m.group("path")
+            found[p] = found.get(p, 0) + r.bytes
+            top[p] = max(top.get(p, 0), int(m.group("b") or m.group("a")) + 1)
+    return top[max(found, key=lambda p: found[p])] if found else 0
+
+
 def stack_path(rows: Any, layers: int) -> str | None:
     """The decoder-layer list: the indexed path whose indices run to ``layers`` - 1 and hold most bytes."""
     found: dict[str, int] = {}
@@ -316,42 +333,77 @@ class Pages:
 
     ``page`` is one layer's bytes per block (the same for every layer, or vLLM refuses);
     ``pool`` the layers one block spans (every layer for a uniform model; for a hybrid model
-    the smallest count of layers of one type, each group taking blocks from one shared pool);
-    ``groups`` the kinds with their group counts.
+    the group size of ``_get_kv_cache_groups_uniform_page_size``, each group taking blocks from
+    one shared pool); ``groups`` the kinds with their group counts; ``block`` the tokens of an
+    attention block. A model with Mamba-style state layers also has ``state_blocks`` (the blocks
+    a sequence holds per state group), ``state_layers`` and ``state_page`` (a state layer's own
+    bytes, padded to ``page`` beside attention layers).
     """
 
     page: int
     pool: int
     groups: tuple[tuple[LayerKind, int], ...]
     block: int
+    state_blocks: int = 0
+    state_layers: int = 0
+    state_page: int = 0
 
     def blocks(self, available: int) -> int:
         return max(available, 0) // self.page // self.pool
 
     def per_sequence(self, tokens: int, batched: int) -> int:
         """Blocks one sequence of ``tokens`` takes across the groups (a sliding window's as
-        SlidingWindowSpec.max_memory_usage_bytes counts it: window - 1 + a chunk, + 1 block)."""
+        SlidingWindowSpec.max_memory_usage_bytes counts it: window - 1 + a chunk, + 1 block; a
+        state group's as MambaSpec.max_memory_usage_bytes: ``state_blocks``)."""
         n = 0
         for kind, count in self.groups:
-            if kind.attention == "sliding" and kind.window:
+            if kind.attention == "state":
+                n += count * self.state_blocks
+            elif kind.attention == "sliding" and kind.window:
                 n += count * (-(-min(kind.window - 1 + batched, tokens) // self.block) + 1)
             else:
                 n += count * -(-tokens // self.block)
         return n
 
+    def needed(self, sequences: int, tokens: int, batched: int) -> int:
+        """Blocks the pool must have for ``sequences`` at once: theirs and the null block the
+        BlockPool holds back (vllm/v1/core/block_pool.py; get_kv_cache_configs checks
+        against the memory less one block)."""
+        return sequences * self.per_sequence(tokens, batched) + 1
+
     def bytes(self, blocks: int) -> int:
         return blocks * self.page * self.pool
 
+    def decode_bytes(self, sequences: int, tokens: int, batched: int) -> int:
+        """Bytes a decode step reads: the attention groups' blocks, and each state layer's own
+        state once (not its padding, nor the blocks prefix caching keeps)."""
+        if not self.state_layers:
+            return self.bytes(sequences * self.per_sequence(tokens, batched))
+        attention = sum(n * -(-tokens // self.block) for kind, n in self.groups if kind.attention != "state")
+        return sequences * (self.bytes(attention) + self.state_layers * self.state_page)
 
-def pages(layout: Layout, heads_tp: int, block: int, kv_bytes: int, layers: int | None = None) -> Pages:
-    """The paging of ``layout`` (or of ``layers`` of it, for one pipeline stage of a uniform model)."""
+
+def group_size(counts: list[int]) -> int:
+    """Layers per KV cache group (``_get_kv_cache_groups_uniform_page_size``): the fewest layers of
+    one type, or the most where that is under 1.5 times the fewest (less padding)."""
+    low, high = min(counts), max(counts)
+    return high if 2 * high < 3 * low else low
+
+
+def pages(
+    layout: Layout, heads_tp: int, block: int, kv_bytes: int, layers: int | None = None, state: StateSpec | None = None
+) -> Pages:
+    """The paging of ``layout`` (or of ``layers`` of it, for one pipeline stage of a uniform
+    model); ``state`` is the state layers' MambaSpec, for a model that has them."""
     kinds = [k for k in layout.kinds if k.layers]
+    if state is not None and any(k.attention == "state" for k in kinds):
+        return state_pages(kinds, heads_tp, block, kv_bytes, state, layers)
     bad = [k for k in kinds if k.attention not in ("full", "sliding") or k.stores not in ("kv", "mla-latent")]
     if bad:
         what = bad[0].stores if bad[0].attention in ("full", "sliding") else bad[0].attention
         raise ParamcountError(
-            f"the vLLM plan pages full, sliding-window and MLA attention; this model also caches {what!r} "
-            "(plan it with --runtime transformers)",
+            f"the vLLM plan pages full, sliding-window and MLA attention and Mamba-style states; this model also "
+            f"caches {what!r} (plan it with --runtime transformers)",
             field="--runtime",
         )
     if not kinds:
@@ -359,8 +411,9 @@ def pages(layout: Layout, heads_tp: int, block: int, kv_bytes: int, layers: int 
     sizes = {_page(k, heads_tp, block, kv_bytes) for k in kinds}
     if len(sizes) > 1:
         raise ParamcountError(
-            "the model's layers have different KV page sizes, which vLLM pads to one size; that is not "
-            "modelled (plan it with --runtime transformers)",
+            "the model's layers have different KV page sizes, which vLLM unifies (larger blocks for the smaller "
+            "pages, padding, or packing; unify_kv_cache_spec_page_size); that is not modelled (plan it with "
+            "--runtime transformers)",
             field="--runtime",
         )
     by_type: dict[tuple, int] = {}
@@ -372,10 +425,37 @@ def pages(layout: Layout, heads_tp: int, block: int, kv_bytes: int, layers: int 
         return Pages(sizes.pop(), n, ((kinds[0], 1),), block)
     if layers is not None:
         raise ParamcountError("--pp over layers of mixed attention types is not modelled", field="--pp")
-    pool = min(by_type.values())
+    pool = group_size(list(by_type.values()))
     first = {(k.attention, k.window): k for k in kinds}
     groups = tuple((first[key], -(-n // pool)) for key, n in by_type.items())
     return Pages(sizes.pop(), pool, groups, block)
+
+
+def state_pages(
+    kinds: list[LayerKind], heads_tp: int, block: int, kv_bytes: int, spec: StateSpec, layers: int | None
+) -> Pages:
+    """Pages of a model with state layers (vllm_state): alone, one group of unpadded state pages;
+    beside attention layers, attention blocks raised until a page holds a state, the state page
+    padded to it, and both kinds in groups of one size from one pool."""
+    if layers is not None:
+        raise ParamcountError("--pp over Mamba-style state layers is not modelled", field="--pp")
+    states = [k for k in kinds if k.attention == "state"]
+    attention = [k for k in kinds if k.attention != "state"]
+    n_state = sum({k.where: k.layers for k in states}.values())  # a layer's conv and SSM kinds share `where`
+    if not attention:
+        return Pages(spec.bytes, n_state, ((states[0], 1),), block, spec.blocks, n_state, spec.bytes)
+    shapes = {(k.attention, k.stores, k.kv_heads, k.key_dim, k.value_dim) for k in attention}
+    if len(shapes) > 1 or any(k.attention != "full" or k.stores not in ("kv", "mla-latent") for k in attention):
+        raise ParamcountError(
+            "the vLLM plan pages state layers beside one kind of full attention; this model has "
+            f"{', '.join(sorted({k.label for k in attention}))} (plan it with --runtime transformers)",
+            field="--runtime",
+        )
+    kind, n_attention = attention[0], sum(k.layers for k in attention)
+    size = attention_block(spec, _page(kind, heads_tp, 1, kv_bytes), block, kind.stores == "mla-latent")
+    pool = group_size([n_attention, n_state])
+    groups = ((kind, -(-n_attention // pool)), (states[0], -(-n_state // pool)))
+    return Pages(_page(kind, heads_tp, size, kv_bytes), pool, groups, size, spec.blocks, n_state, spec.bytes)
 
 
 def _page(kind: LayerKind, heads_tp: int, block: int, kv_bytes: int) -> int:
@@ -539,7 +619,9 @@ class VllmPlanner:
         kv = kv_heads(self.layout)
         q = _heads(model) or kv
         self.heads = Heads(q, kv)
-        self.layers = sum(k.layers for k in self.layout.kinds)
+        has_state = any(k.attention == "state" for k in self.layout.kinds)
+        self.state = state_spec(model, self.o.tp, self.dtype) if has_state else None
+        self.layers = decoder_layers(self.weights.rows) if has_state else sum(k.layers for k in self.layout.kinds)
         check_split(self.heads, self.layers, self.o)
         tied = any(r.role == "tied" for r in self.weights.rows)
         self.stages = self._stages(tied)
@@ -550,10 +632,10 @@ class VllmPlanner:
         heads_tp = self.heads.kv_per_rank(o.tp)
         split = shares(self.weights.rows, self.heads, self.layers, o, tied)
         if o.pp == 1:
-            return [Stage(split[0], pages(self.layout, heads_tp, o.block_size, self.kv_bytes))]
+            return [Stage(split[0], pages(self.layout, heads_tp, o.block_size, self.kv_bytes, state=self.state))]
         ranges = pp_layers(self.layers, o.pp)
         return [
-            Stage(s, pages(self.layout, heads_tp, o.block_size, self.kv_bytes, len(r)))
+            Stage(s, pages(self.layout, heads_tp, o.block_size, self.kv_bytes, len(r), self.state))
             for s, r in zip(split, ranges, strict=True)
         ]
 
@@ -570,9 +652,7 @@ class VllmPlanner:
         return non_torch(self.o)
 
     def _need(self, stage: Stage, context: int, batch: int) -> int:
-        return self._fixed(stage) + stage.pages.bytes(
-            batch * stage.pages.per_sequence(context, self.o.max_batched_tokens)
-        )
+        return self._fixed(stage) + stage.pages.bytes(stage.pages.needed(batch, context, self.o.max_batched_tokens))
 
     def busiest(self, context: int, batch: int) -> Stage:
         return max(self.stages, key=lambda s: self._need(s, context, batch))
@@ -583,7 +663,7 @@ class VllmPlanner:
         context, batch = positive(context, "--context"), positive(batch, "--concurrency")
         warned = self.limit.check(context, "vllm")
         stage = self.busiest(context, batch)
-        blocks = batch * stage.pages.per_sequence(context, self.o.max_batched_tokens)
+        blocks = stage.pages.needed(batch, context, self.o.max_batched_tokens)
         kv = self._kv_term(stage, blocks, context, batch)
         base = (self._weights_term(stage), self.peak, self.non_torch, self.graphs, kv)
         claimed = sum(t.bytes for t in base)
@@ -611,17 +691,16 @@ class VllmPlanner:
         o = self.o
         claim = math.floor(memory * o.utilization)
         blocks = min(s.pages.blocks(claim - self._fixed(s)) for s in self.stages)
-        stage = self.stages[0]
-        per_seq = stage.pages.per_sequence(context, o.max_batched_tokens)
-        groups = sum(n for _, n in stage.pages.groups)
-        tokens = blocks // groups * o.block_size
+        per_seq = self.stages[0].pages.per_sequence(context, o.max_batched_tokens)
         return {
             "kv_cache_bytes": min(max(claim - self._fixed(s), 0) for s in self.stages),
             "kv_blocks": blocks,
-            "kv_tokens": tokens,
+            # kv_cache_utils.py get_kv_cache_capacity: int(max_concurrency × max_model_len), the
+            # concurrency get_max_concurrency_for_kv_cache_config's num_blocks / Σ blocks per request
+            "kv_tokens": int(blocks / per_seq * context),
             "blocks_per_sequence": per_seq,
-            "max_concurrency": blocks // per_seq if per_seq else None,
-            "starts": blocks >= per_seq and memory - claim >= self._unclaimed,
+            "max_concurrency": blocks // per_seq,
+            "starts": blocks >= per_seq + 1 and memory - claim >= self._unclaimed,
             "outside_claim_bytes": memory - claim,
             "cuda_context_bytes": self._unclaimed,
         }
@@ -655,14 +734,36 @@ class VllmPlanner:
         p = stage.pages
         per = p.per_sequence(context, self.o.max_batched_tokens)
         n = p.bytes(blocks)
-        formula = f"{batch} seq × {per:,} blocks × {p.page:,} B per layer-block × {p.pool} layers = {n:,} B"
-        said = (
-            f"blocks of {self.o.block_size} tokens, {p.page:,} B per layer ({self.kv_bytes} B per value); "
-            f"a sequence of {context:,} tokens takes {per:,} blocks"
-            + (" across its groups (sliding-window layers keep window + a chunk)" if len(p.groups) > 1 else "")
+        formula = (
+            f"({batch} seq × {per:,} blocks + 1 null block) × {p.page:,} B per layer-block × {p.pool} layers = {n:,} B"
         )
+        said = (
+            f"blocks of {p.block} tokens, {p.page:,} B per layer ({self.kv_bytes} B per value); "
+            f"a sequence of {context:,} tokens takes {per:,} blocks"
+            + (" across its groups" if len(p.groups) > 1 else "")
+            + (" (sliding-window layers keep window + a chunk)" if any(k.window for k, _ in p.groups) else "")
+            + "; the block pool holds one null block back"
+        )
+        if self.state is not None:
+            said += f"; {self._state_said(p)}"
         label = f"KV cache ({context:,} tokens × {batch})"
-        return Term("kv_cache", label, n, formula, said, False, SRC_BLOCKS)
+        source = SRC_BLOCKS + (f"; {SRC_STATE}; {SRC_ALIGN}" if self.state is not None else "")
+        return Term("kv_cache", label, n, formula, said, False, source)
+
+    def _state_said(self, p: Pages) -> str:
+        """The state layers' part of the KV term, in words."""
+        spec = self.state
+        assert spec is not None
+        padded = (
+            f", padded to the {p.page:,} B page of a {p.block}-token attention block" if p.page != p.state_page else ""
+        )
+        held = (
+            f"{spec.blocks} blocks a sequence per state group (prefix caching's mamba_cache_mode 'align'"
+            + (", one for prefill checkpoints)" if spec.checkpoint_blocks else ")")
+            if spec.hybrid
+            else "one block a sequence per group (no prefix caching for an attention-free model)"
+        )
+        return f"{p.state_layers} state layers of {spec.describe()}{padded}; {held}"
 
     def _outside(self, claimed: int) -> Term:
         """The share outside the claim: the CUDA context and what stays free; past the share when
@@ -707,7 +808,7 @@ class VllmPlanner:
             "ep": o.ep,
             "gpus": o.tp * o.pp,
             "gpu_memory_utilization": float(o.utilization),
-            "block_size": o.block_size,
+            "block_size": self.stages[0].pages.block,
             "max_num_seqs": o.max_num_seqs,
             "max_num_batched_tokens": o.max_batched_tokens,
             "kv_blocks": blocks,
@@ -732,7 +833,25 @@ class VllmPlanner:
             notes.append(
                 f"{self.heads.kv} KV heads over {o.tp} ranks: each rank keeps one, replicated {o.tp // self.heads.kv}×"
             )
+        if self.state is not None:
+            notes.append(self._state_note(stage.pages))
         return tuple(notes)
+
+    def _state_note(self, p: Pages) -> str:
+        """How vLLM pages the state layers, with the version and GPU the figures hold for."""
+        spec = self.state
+        assert spec is not None
+        if not spec.hybrid:
+            return (
+                f"state layers paged as vLLM {VLLM_VERSION} does for an attention-free model: one "
+                f"{spec.bytes:,} B state per layer and sequence, {p.state_layers} layers to a block"
+            )
+        raised = f"raised from {self.o.block_size} to {p.block} tokens" if p.block != self.o.block_size else "kept"
+        return (
+            f"state layers paged as vLLM {VLLM_VERSION} does on an SM90 GPU (H100, H200): the attention block "
+            f"{raised} so that its page holds a {spec.bytes:,} B state; prefix caching (on by default) keeps "
+            f"{spec.blocks} state blocks per sequence and group; other GPUs' kernels may align blocks otherwise"
+        )
 
 
 def _claim(claimed: int, u: Fraction) -> int:
