@@ -245,7 +245,10 @@ def test_gated_deltanet_blocks_are_multiples_of_64_as_in_vllm_0_33():
 @pytest.mark.parametrize(
     "hub, state",
     [
-        ("state-spaces/mamba-2.8b-hf", lambda c: mamba1(c["intermediate_size"], c["state_size"], c["conv_kernel"], 1)),
+        (
+            "state-spaces/mamba-2.8b-hf",
+            lambda c: mamba1(c["expand"] * c["hidden_size"], c["state_size"], c["conv_kernel"], 1),
+        ),
         (
             "mistralai/Mamba-Codestral-7B-v0.1",
             lambda c: mamba2(
@@ -273,6 +276,15 @@ def test_attention_free_models_take_one_unpadded_state_block_a_sequence(hub, sta
     s = p.serving(80 * GIB, 65536)
     blocks = (80 * GIB * 9 // 10 - fixed) // (layers * page)
     assert (s["kv_blocks"], s["max_concurrency"], s["kv_tokens"]) == (blocks, blocks, blocks * 65536)
+
+
+def test_mamba_state_width_is_expand_times_hidden_whatever_the_file_says():
+    # MambaConfig.__post_init__ sets intermediate_size = expand × hidden_size over the file's own
+    # (transformers 5.23), and vLLM reads that config: a stale intermediate_size changes nothing
+    raw = {**text("state-spaces/mamba-2.8b-hf")}
+    plain = planner(paramcount.load(raw), "bf16", "vllm").stages[0].pages.page
+    stale = planner(paramcount.load({**raw, "intermediate_size": 1024}), "bf16", "vllm").stages[0].pages.page
+    assert plain == stale == sum(n * b for n, b in mamba1(raw["expand"] * raw["hidden_size"], 16, 4, 1))
 
 
 def test_an_fp8_cache_halves_the_attention_page_not_the_state():

@@ -195,10 +195,10 @@ def _jamba(c: Any, tp: int, dtype: str) -> StateSpec:
 
 
 def _mamba(c: Any, tp: int, dtype: str) -> StateSpec:
-    """MambaForCausalLM: mamba1_state_shape(intermediate_size, state_size, conv_kernel); MambaConfig
-    sets intermediate_size to expand × h when the file has none. Attention-free."""
-    given = c.raw.get("intermediate_size")
-    inner = given if isinstance(given, int) and given > 0 else _field(c, "expand") * _field(c, "hidden_size")
+    """MambaForCausalLM: mamba1_state_shape(intermediate_size, state_size, conv_kernel). vLLM reads
+    the config transformers builds, whose MambaConfig sets intermediate_size to expand × h
+    whatever the file says (configuration_mamba.py __post_init__), as the count does. Attention-free."""
+    inner = _field(c, "expand") * _field(c, "hidden_size")
     spec = mamba1(tp, MODEL_BYTES[dtype], inner, _field(c, "state_size"), _field(c, "conv_kernel"))
     return StateSpec(spec.mixer, spec.arrays, hybrid=False)
 
