@@ -40,6 +40,12 @@ CONFIGS = {
     "defaults": {"model_type": "llava_onevision"},
     "ov-7b-like": OV_7B_LIKE,
     "ov-0.5b-like-tied": OV_05B_LIKE,
+    # the -hf releases' way: the tie in the text config only, the composite's own false
+    "tie-from-the-text-config": {
+        **OV_05B_LIKE,
+        "architectures": ["LlavaOnevisionForConditionalGeneration"],
+        "tie_word_embeddings": False,
+    },
     "two-feature-layers-no-bias": {**OV_7B_LIKE, "vision_feature_layer": [-2, -1], "multimodal_projector_bias": False},
     "small": SMALL,
 }

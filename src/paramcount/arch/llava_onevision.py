@@ -156,7 +156,9 @@ FAMILY = Family(
     cache_layout=text_cache("text_config", TEXT),
     classes={
         "LlavaOnevisionModel": backbone,
-        "LlavaOnevisionForConditionalGeneration": conditional_generation(model, "text_config", TEXT),
+        # LlavaOnevisionConfig.__post_init__ takes the text config's tie when its own is false
+        # (the -hf releases saved it there): the 0.5B's head is tied though its file says false
+        "LlavaOnevisionForConditionalGeneration": conditional_generation(model, "text_config", TEXT, forwarded=True),
     },
     renames=(*LLAVA_RENAMES, (r"^image_newline$", "model.image_newline")),
     image_tokens=image_tokens,
