@@ -179,6 +179,10 @@ CASES = [
     ("Qwen/Qwen1.5-MoE-A2.7B", None, {"target_modules": "all-linear"}),  # no retargeting: experts untouched
     ("Qwen/Qwen3-30B-A3B", None, {"target_modules": ["q_proj"], "target_parameters": ["experts.down_proj"]}),
     ("meta-llama/Llama-2-7b-hf", None, {"target_modules": [], "target_parameters": ["self_attn.o_proj.weight"]}),
+    # composites at full size: peft's Gemma 4 default (the language model's q/v only, not the towers'),
+    # and all-linear past Llama 3.2 Vision's LM head (8 rows fewer than its embedding)
+    ("google/gemma-4-E2B-it", None, {"target_modules": r".*language_model\..*\.(q_proj|v_proj)"}),
+    ("meta-llama/Llama-3.2-90B-Vision-Instruct", None, {"target_modules": "all-linear", "r": 4}),
 ]
 
 
@@ -280,9 +284,8 @@ def test_default_targets_are_pefts_per_model_type():
 
     for entry in ONE_PER_FAMILY:
         model = load(catalog.get(entry).config)
-        assert PEFT_TARGETS.get(model.model_type) == (
-            tuple(PEFT[model.model_type]) if model.model_type in PEFT else None
-        )
+        want = PEFT.get(model.model_type)
+        assert PEFT_TARGETS.get(model.model_type) == (tuple(want) if isinstance(want, (list, set)) else want)
         adapters = lora(model)  # every family gets adapters: no "match nothing" error
         assert adapters.params > 0 and (model.model_type in OWN_TARGETS) == any(
             "peft has no" in n for n in adapters.notes

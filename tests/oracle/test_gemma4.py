@@ -1,13 +1,15 @@
 """Gemma 4 (the composite) and its image and audio encoders against transformers 5.23 on the meta
 device, every class; the towers sum to the whole; the cache is the language model's.
 
-No published Gemma 4 config.json could be confirmed: the towers are tested at their class
-defaults and at small and odd shapes; the language model's "-like" shapes are in test_gemma4_text.py.
+The towers are tested at their class defaults and at small and odd shapes, and the catalog's
+published configs (gemma-4-31B-it without audio, gemma-4-E2B-it with both towers) in every class;
+the language model's "-like" shapes are in test_gemma4_text.py.
 """
 
 import pytest
 
 from paramcount.errors import ParamcountError
+from paramcount.frontends import catalog
 from paramcount.frontends.config import from_config
 
 from ..cache_oracle import expect_cache
@@ -46,6 +48,22 @@ def test_every_class():
     expect_all_classes(SMALL)
     expect_all_classes({"model_type": "gemma4_vision", **VISION})
     expect_all_classes({"model_type": "gemma4_audio", **AUDIO})
+
+
+# The bundled catalog's published config.json files of this family.
+CATALOG = [e for e in catalog.entries() if e.config.get("model_type") == "gemma4"]
+
+
+def test_the_catalog_has_a_model_with_audio_and_one_without():
+    assert {e.config.get("audio_config") is None for e in CATALOG} == {True, False}
+
+
+@pytest.mark.parametrize("entry", CATALOG, ids=lambda e: e.id)
+def test_catalog_entries_match_transformers_in_every_class(entry):
+    expect_all_classes(entry.config)
+    towers = from_config(entry.config, entry.id).towers()
+    assert sum(towers.values()) == from_config(entry.config, entry.id).total
+    assert ("audio_encoder" in towers) == (entry.config.get("audio_config") is not None)
 
 
 def test_towers_sum_to_the_whole():

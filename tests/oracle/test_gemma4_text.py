@@ -1,9 +1,10 @@
 """Gemma 4 text against transformers 5.23 on the meta device, and its cache against a real one.
 
-No published Gemma 4 config.json could be confirmed for the catalog; the configurations below
-take the shapes public inference engines quote for the released sizes (an E2B-like model with
-per-layer embeddings and KV sharing, a 31B-like dense one with k = v global layers and fewer
-global KV heads, a 26B-A4B-like mixture of experts) at a few layers, plus every switch alone.
+The catalog's published Gemma 4 configs (31B and E2B instruct) are held in every class in
+test_gemma4.py; the configurations below take the shapes public inference engines quote for the
+released sizes (an E2B-like model with per-layer embeddings and KV sharing, a 31B-like dense one
+with k = v global layers and fewer global KV heads, a 26B-A4B-like mixture of experts) at a few
+layers, plus every switch alone.
 """
 
 import pytest

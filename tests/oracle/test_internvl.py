@@ -1,6 +1,7 @@
 import pytest
 
 from paramcount.errors import ParamcountError
+from paramcount.frontends import catalog
 from paramcount.frontends.config import from_config
 
 from .oracle import expect_all_classes, expect_same
@@ -71,6 +72,27 @@ def test_towers_are_their_families_and_add_up():
     tied = {**INTERNVL3_1B["text_config"], "tie_word_embeddings": True}
     qwen2 = from_config(tied, "test", model_class="Qwen2ForCausalLM")
     assert towers["language_model"] == qwen2.total
+
+
+# The bundled catalog's published config.json files of this family.
+CATALOG = [e for e in catalog.entries() if e.config.get("model_type") == "internvl"]
+
+
+@pytest.mark.parametrize("entry", CATALOG, ids=lambda e: e.id)
+def test_catalog_entries_match_transformers_in_every_class(entry):
+    expect_all_classes(entry.config)
+    m = from_config(entry.config, entry.id)
+    assert sum(m.towers().values()) == m.total
+
+
+def test_a_file_without_tie_word_embeddings_is_tied_as_transformers_5_reads_it():
+    """InternVL3-8B-hf's file sets no tie_word_embeddings; the catalog adds false, as the release
+    stores its head, and without it transformers 5 ties the head (one vocabulary × width fewer)."""
+    e = catalog.get("OpenGVLab/InternVL3-8B-hf")
+    raw = {k: v for k, v in e.config.items() if k != "tie_word_embeddings"}
+    expect_same(raw)
+    text = raw["text_config"]
+    assert from_config(e.config, e.id).total - from_config(raw, e.id).total == text["vocab_size"] * text["hidden_size"]
 
 
 def test_bad_fields_are_one_line():

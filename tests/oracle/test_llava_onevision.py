@@ -2,12 +2,13 @@
 to the whole, the cache the language model's.
 
 The "-like" configurations take the shapes of llava-hf/llava-onevision-qwen2-0.5b-ov-hf and
--7b-ov-hf (SigLIP-SO400M without its last layer; Qwen2-0.5B / Qwen2-7B), not confirmed from the
-published config.json, so not in the catalog.
+-7b-ov-hf (SigLIP-SO400M without its last layer; Qwen2-0.5B / Qwen2-7B); the catalog's published
+0.5B, 7B and 72B OneVision configs are held to transformers in every class.
 """
 
 import pytest
 
+from paramcount.frontends import catalog
 from paramcount.frontends.config import from_config
 
 from ..cache_oracle import expect_cache
@@ -58,6 +59,20 @@ def test_equals_transformers(name):
 
 def test_every_class():
     expect_all_classes(SMALL)
+
+
+# The bundled catalog's published config.json files of this family.
+CATALOG = [e for e in catalog.entries() if e.config.get("model_type") == "llava_onevision"]
+
+
+@pytest.mark.parametrize("entry", CATALOG, ids=lambda e: e.id)
+def test_catalog_entries_match_transformers_in_every_class(entry):
+    expect_all_classes(entry.config)
+    m = from_config(entry.config, entry.id)
+    assert sum(m.towers().values()) == m.total
+    text = entry.config["text_config"]
+    tied = entry.config.get("tie_word_embeddings") or text.get("tie_word_embeddings", False)
+    assert m.total - m.backbone_total == (0 if tied else text["vocab_size"] * text["hidden_size"])
 
 
 def test_towers_sum_to_the_whole():

@@ -2,12 +2,14 @@
 every class; the towers sum to the whole; a text-only prompt's cache against a real one.
 
 The "-like" configurations take the shapes of meta-llama/Llama-3.2-11B-Vision and -90B-Vision
-as public loaders quote them (not confirmed from the published config.json: not in the catalog).
+as public loaders quote them; the catalog's Llama-3.2-90B-Vision-Instruct is the published
+config.json, held to transformers in every class.
 """
 
 import pytest
 
 from paramcount.errors import ParamcountError
+from paramcount.frontends import catalog
 from paramcount.frontends.config import from_config
 from paramcount.memory.kv_layout import attention_layout
 
@@ -68,6 +70,19 @@ def test_equals_transformers(name):
 @pytest.mark.parametrize("config", [SMALL, TINY_TEXT, TINY_VISION], ids=["mllama", "text", "vision"])
 def test_every_class(config):
     expect_all_classes(config)
+
+
+# The bundled catalog's published config.json files of this family.
+CATALOG = [e for e in catalog.entries() if e.config.get("model_type") == "mllama"]
+
+
+@pytest.mark.parametrize("entry", CATALOG, ids=lambda e: e.id)
+def test_catalog_entries_match_transformers_in_every_class(entry):
+    expect_all_classes(entry.config)
+    m = from_config(entry.config, entry.id)
+    assert sum(m.towers().values()) == m.total
+    text = entry.config["text_config"]
+    assert m.total - m.backbone_total == text["vocab_size"] * text["hidden_size"]  # the untied head
 
 
 def test_towers_sum_to_the_whole():

@@ -62,9 +62,9 @@ def layer(c: Cfg, gated: bool) -> tuple[Node, ...]:
 
 def tile_embedding(name: str, c: Cfg) -> Block:
     h, ratios, tiles = c.int("hidden_size"), aspect_ratios(c), c.int("max_num_tiles")
-    return block(
-        name, Block("embedding", (Tensor("weight", (ratios + 1, tiles * h)),)), Tensor("gate", (1,)), kind="embeddings"
-    )
+    # an nn.Embedding of one row per aspect-ratio id (MllamaPrecomputedAspectRatioEmbedding)
+    table = Block("embedding", (Tensor("weight", (ratios + 1, tiles * h)),), kind="embeddings")
+    return block(name, table, Tensor("gate", (1,)), kind="embeddings")
 
 
 def backbone(c: Cfg) -> tuple[Node, ...]:
@@ -74,7 +74,8 @@ def backbone(c: Cfg) -> tuple[Node, ...]:
         "gated_positional_embedding",
         Tensor("gate", (1,)),
         Tensor("embedding", (n, h)),
-        Block("tile_embedding", (Tensor("weight", (ratios + 1, tiles * n * h)),)),
+        # an nn.Embedding too (MllamaPrecomputedPositionEmbedding.tile_embedding)
+        Block("tile_embedding", (Tensor("weight", (ratios + 1, tiles * n * h)),), kind="embeddings"),
         kind="embeddings",
     )
     local = Block("layers", layer(c, False), repeat=c.int("num_hidden_layers"), label="layer")

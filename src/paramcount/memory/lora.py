@@ -169,7 +169,7 @@ def _show(targets: tuple[str, ...] | str) -> str:
 
 # peft's default ``target_modules`` per model type (TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING
 # in peft.utils.constants, peft 0.21), for the families paramcount models; a test compares them.
-PEFT_TARGETS = {
+PEFT_TARGETS: dict[str, tuple[str, ...] | str] = {
     "bert": ("query", "value"),
     "roberta": ("query", "value"),
     "xlm-roberta": ("query", "value"),
@@ -191,6 +191,8 @@ PEFT_TARGETS = {
     ),
     "nemotron_h": ("q_proj", "k_proj", "v_proj", "o_proj"),
     "deberta-v2": ("query_proj", "value_proj"),
+    # a regular expression: the language model's projections, not the vision or audio tower's
+    "gemma4": r".*language_model\..*\.(q_proj|v_proj)",
 }
 # Families peft names no default for (it asks for target_modules): their query and value
 # projections, as peft's default is for the others.
@@ -255,7 +257,6 @@ OWN_TARGETS = {
     # vision qkv projections (Qwen3-VL's) are left alone, as peft's default for Qwen2-VL does
     **dict.fromkeys(
         (
-            "gemma4",
             "gemma4_text",
             "llama4",
             "llava_onevision",

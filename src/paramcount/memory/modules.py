@@ -125,7 +125,10 @@ def _walk(
 
 def output_embedding(model: Model) -> str | None:
     """The name of the module ``get_output_embeddings()`` returns: the output head's linear
-    layer that is tied to, or shaped like, the token embedding (None for classifiers)."""
+    layer that is tied to, or shaped like, the token embedding, or else the top-level ``lm_head``
+    that transformers' default returns (EmbeddingAccessMixin.get_output_embeddings in
+    modeling_utils.py; Llama 3.2 Vision's has 8 rows fewer than its embedding); None for
+    classifiers."""
     modules = list(walk(model))
     tables = [m for m in modules if m.type == EMBEDDING]
     if not tables:
@@ -135,6 +138,6 @@ def output_embedding(model: Model) -> str | None:
         if m.type != LINEAR or m.kind != "output_head":
             continue
         weight = next(t for t in m.tensors() if t.name == "weight")
-        if isinstance(weight, Tie) or (m.d_out, m.d_in) == (vocab.d_in, vocab.d_out):
+        if isinstance(weight, Tie) or (m.d_out, m.d_in) == (vocab.d_in, vocab.d_out) or m.name == "lm_head":
             return m.name
     return None
