@@ -400,6 +400,7 @@ LONGROPE = {"type": "longrope", "long_factor": [1.0] * 64, "short_factor": [1.0]
 # writes it (None: the config's), n_expert as llama.cpp reads it)
 CASES = {
     "DeepSeek-V3": ("deepseek-ai/DeepSeek-V3", {}, deepseek2, "DEEPSEEK2", 1, "n_routed_experts"),
+    "DeepSeek-V2": ("deepseek-ai/DeepSeek-V2", {}, deepseek2, "DEEPSEEK2", 1, "n_routed_experts"),
     "DeepSeek-V2-Lite": ("deepseek-ai/DeepSeek-V2-Lite", {}, deepseek2, "DEEPSEEK2", 1, "n_routed_experts"),
     "Kimi-K2 (deepseek_v3)": (KIMI_K2, {}, deepseek2, "DEEPSEEK2", 1, "n_routed_experts"),
     "GLM-4.5-Air": ("zai-org/GLM-4.5-Air", {}, glm4_moe, "GLM4_MOE", None, "n_routed_experts"),
@@ -457,6 +458,18 @@ def test_mla_keeps_its_parameters_split_in_two_and_rows_of_qk_nope_fall_back():
     assert sum(math.prod(r.shape) for r in split) == math.prod(kv_b.shape)
     # the routers' correction biases are the file's, not the model's: 58 MoE layers × 256 values
     assert w.parameters - m.total == 58 * 256 and not w.term().estimate
+
+
+def test_mla_query_projections_take_their_file_roles():
+    """q_proj is llama.cpp's attn_q (IQ3_XS files: IQ3_XXS); the query bottleneck's q_a_proj and
+    q_b_proj are attn_q_a and attn_q_b, role "other" (the default IQ3_S); attn_k_b is "other" too."""
+    lite = {r.name.rsplit(".", 2)[-2]: r.format for r in weights(paramcount.load("deepseek-ai/DeepSeek-V2-Lite"),
+                                                                    "iq3_xs").rows}  # fmt: skip
+    v3 = {
+        r.name.rsplit(".", 2)[-2]: r.format for r in weights(paramcount.load("deepseek-ai/DeepSeek-V3"), "iq3_xs").rows
+    }
+    assert lite["q_proj"] == "IQ3_XXS" and v3["q_a_proj"] == v3["q_b_proj"] == "IQ3_S"
+    assert lite["k_b_proj"] == v3["k_b_proj"] == "IQ4_NL"  # IQ3_S rows of 128 values: the 32-block fallback
 
 
 def test_glm45_plans_its_mtp_layer_as_an_upper_bound():
