@@ -155,7 +155,7 @@ def mtp_layers(c: Cfg, layer: Sequence[Node | None], own_head: bool) -> list[Slo
     and the converter writes them (``blk.L…``): a decoder layer, ``eh_proj`` (2h → h), ``enorm``,
     ``hnorm``, ``shared_head.norm`` and, where the checkpoint has them, its own copies of the
     embedding and output head (``nextn.embed_tokens``, ``nextn.shared_head_head``)."""
-    count = int(c.int("num_nextn_predict_layers", low=0))
+    count = int(c.int("num_nextn_predict_layers", low=0, default=0))
     if not count:
         return []
     h, vocab, n = c.int("hidden_size"), c.int("vocab_size"), c.int("num_hidden_layers")
@@ -207,19 +207,42 @@ def phi3_rope_factors(c: Cfg) -> list[Slot]:
 # --- the families ---------------------------------------------------------------------------------
 
 _EXPERTS = "fused experts stacked per projection (ffn_gate_exps, ffn_up_exps, ffn_down_exps)"
-_CORRECTION = "each router's e_score_correction_bias (a buffer transformers does not count) as exp_probs_b, F32"
+_CORRECTION = "the routers' e_score_correction_bias (a buffer transformers does not count) as exp_probs_b, F32"
+_MLA_WORDS = (
+    "the file as llama.cpp's converter writes it (DeepseekV2Model): kv_b_proj split per head into attn_k_b"
+    " (n_head × kv_lora_rank × qk_nope) and attn_v_b (n_head × v_head_dim × kv_lora_rank)"
+)
 
 
 def _deepseek2(c: Cfg, found: list[Slot], v3: bool) -> Layout:
     """conversion/deepseek.py DeepseekV2Model (DeepseekV2/V3ForCausalLM, Kimi-K2's configs):
     skip_mtp drops the checkpoint's MTP layers; ``set_gguf_parameters`` writes one KV head."""
     steps = [mla_kv_b(c), fused_experts(), *([correction_bias()] if v3 else [])]
-    note = (
-        "the file as llama.cpp's converter writes it (DeepseekV2Model): kv_b_proj split per head into attn_k_b"
-        f" (n_head × kv_lora_rank × qk_nope) and attn_v_b (n_head × v_head_dim × kv_lora_rank), {_EXPERTS}"
-        + (f", {_CORRECTION}; the checkpoint's multi-token-prediction layers are not written" if v3 else "")
+    note = f"{_MLA_WORDS}, {_EXPERTS}" + (
+        f", {_CORRECTION}; the checkpoint's multi-token-prediction layers are not written" if v3 else ""
     )
     return Layout(tuple(_apply(found, *steps)), note)
+
+
+def _mtp_words(c: Cfg, held: str) -> str:
+    n, k = int(c.int("num_hidden_layers")), int(c.int("num_nextn_predict_layers", low=0, default=0))
+    return (
+        f"; plus the checkpoint's {k} multi-token-prediction layer(s) (model.layers.{n}…, which transformers does not"
+        f" build) as blocks with their eh_proj, norms and own copies of the embedding and output head ({held}): an"
+        " upper bound, as a checkpoint without those copies or a conversion with --no-mtp makes a smaller file"
+    )
+
+
+def _dsa(c: Cfg, found: list[Slot], held: str) -> Layout:
+    """conversion/deepseek.py DeepseekV32Model and glm.py GlmMoeDsaModel (both DeepseekV2Model):
+    skip_mtp False, block_count += num_nextn_predict_layers (unless --no-mtp); each layer's
+    indexer mapped as indexer.attn_q_b, indexer.attn_k, indexer.k_norm and indexer.proj."""
+    from ..arch import mla
+
+    mtp = mtp_layers(c, mla.dsa_layer(c, ("sparse", True)), own_head=True)
+    out = _apply(_after_layers(found, mtp), mla_kv_b(c), fused_experts(), correction_bias())
+    note = f"{_MLA_WORDS}, {_EXPERTS}, {_CORRECTION}"
+    return Layout(tuple(out), note + (_mtp_words(c, held) if mtp else ""), bound=bool(mtp))
 
 
 def _glm4_moe(c: Cfg, found: list[Slot]) -> Layout:
@@ -233,14 +256,7 @@ def _glm4_moe(c: Cfg, found: list[Slot]) -> Layout:
     note = f"the file as llama.cpp's converter writes it (Glm4MoeModel): {_EXPERTS}, {_CORRECTION}"
     if not mtp:
         return Layout(tuple(out), note)
-    n, k = int(c.int("num_hidden_layers")), int(c.int("num_nextn_predict_layers", low=0))
-    note += (
-        f"; plus the checkpoint's {k} multi-token-prediction layer(s) (model.layers.{n}…, which transformers does not"
-        " build) as blocks with their eh_proj, norms and own copies of the embedding and output head, as GLM-4.5 and"
-        " GLM-4.5-Air hold them: an upper bound, as a checkpoint without those copies (GLM-4.6) or a conversion with"
-        " --no-mtp makes a smaller file"
-    )
-    return Layout(tuple(out), note, bound=True)
+    return Layout(tuple(out), note + _mtp_words(c, "GLM-4.5 and GLM-4.5-Air hold them, GLM-4.6 does not"), bound=True)
 
 
 def _gpt_oss(c: Cfg, found: list[Slot]) -> Layout:
@@ -299,6 +315,8 @@ def _extra_words(extra: list[Slot]) -> str:
 RULES: dict[str, Callable[[Cfg, list[Slot]], Layout]] = {
     "deepseek_v2": lambda c, found: _deepseek2(c, found, v3=False),
     "deepseek_v3": lambda c, found: _deepseek2(c, found, v3=True),
+    "deepseek_v32": lambda c, found: _dsa(c, found, "DeepSeek-V3's checkpoint holds them"),
+    "glm_moe_dsa": lambda c, found: _dsa(c, found, "GLM-4.5's checkpoint holds them"),
     "glm4_moe": _glm4_moe,
     "gpt_oss": _gpt_oss,
     "minimax_m2": _minimax_m2,

@@ -83,6 +83,8 @@ ARCHS = {
     # Families whose converter writes other tensors than transformers builds: the file's tensors
     # come from memory/gguf_layout.py (RULES), each read in the converter (conversion/*.py).
     "deepseek_v2": "deepseek2", "deepseek_v3": "deepseek2",  # deepseek.py DeepseekV2Model
+    "deepseek_v32": "deepseek32",  # deepseek.py DeepseekV32Model(DeepseekV2Model), MTP layers kept
+    "glm_moe_dsa": "glm-dsa",  # glm.py GlmMoeDsaModel(DeepseekV2Model), MTP layers kept
     "glm4_moe": "glm4moe",  # glm.py Glm4MoeModel (MTP layers kept)
     "gpt_oss": "gpt-oss",  # gpt_oss.py GptOssModel
     "minimax_m2": "minimax-m2",  # minimax.py MiniMaxM2Model
@@ -96,11 +98,23 @@ ARCHS = {
 # head_count_kv as the converter writes it, where it is not the config's: DeepseekV2Model sets
 # num_key_value_heads = 1 (MLA as MQA over the latent), StarCoderModel always writes 1. llama-quantize
 # reads n_gqa = n_head / head_count_kv from the file.
-KV_HEADS = {"deepseek_v2": 1, "deepseek_v3": 1, "gpt_bigcode": 1}
-# Families llama.cpp's converter cannot write a file for, by model_type: why.
-NO_FILE = {
-    "gpt_neo": "llama.cpp's converter (llama-cpp-python 0.3.36) has no class for GPTNeoForCausalLM",
-    "longcat_flash": "llama.cpp's converter (llama-cpp-python 0.3.36) has no class for LongcatFlashForCausalLM",
+KV_HEADS = {"deepseek_v2": 1, "deepseek_v3": 1, "deepseek_v32": 1, "glm_moe_dsa": 1, "gpt_bigcode": 1}
+# Families refused by model_type, with the reason: no converter class, or a file whose tensors
+# are not modelled here yet (each read in the converter).
+_CONVERTER = "llama.cpp's converter (llama-cpp-python 0.3.36)"
+NO_MIX = {
+    "gpt_neo": f"{_CONVERTER} has no class for GPTNeoForCausalLM",
+    "longcat_flash": f"{_CONVERTER} has no class for LongcatFlashForCausalLM",
+    # gemma.py Gemma4Model(Gemma3Model): modify_tensors, generate_extra_tensors
+    "gemma4_text": f"{_CONVERTER} writes Gemma 4 in a form not modelled here yet: a generated rope_freqs table,"
+    " the token embedding cut to the tokenizer's rows and, with experts, the router's scale and per-expert"
+    " scales as ffn_gate_inp.scale and ffn_down_exps.scale",
+    # mimo.py MimoV2Model: _n_nextn = 3, "the HF config does not expose the count"
+    "mimo_v2_flash": f"{_CONVERTER} also writes the checkpoint's three multi-token-prediction layers"
+    " (model.mtp.layers.*), a count the config does not give and transformers does not build",
+    # step3.py Step35Model: block_count += num_nextn_predict_layers
+    "step3p5": f"{_CONVERTER} also writes the checkpoint's num_nextn_predict_layers multi-token-prediction layers"
+    " (model.layers.L…, which transformers does not build), not modelled here yet",
 }
 # Image+text composites -> their language model's family. llama.cpp serves one as two files: the
 # language model (quantised by llama-quantize) and an mmproj file (vision tower and projector,

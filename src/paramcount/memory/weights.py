@@ -507,7 +507,7 @@ def _mix(model, found: Sequence[Slot]) -> tuple:
     then name), with the groups' sizes: attn_v-like, ffn_down, ffn_gate, ffn_up."""
     if is_gguf(model):
         roles = gg.gguf_roles(metadata(model), found)
-    elif why := gg.NO_FILE.get(model.model_type):
+    elif why := gg.NO_MIX.get(model.model_type):
         raise ParamcountError(
             f"no llama.cpp mix for {model.model_type!r}: {why}; use a single GGUF type such as q4_k", field="dtype"
         )
