@@ -517,6 +517,16 @@ def test_glm45_plans_its_mtp_layer_as_an_upper_bound():
     assert not no_mtp.term().estimate and no_mtp.parameters == m.total + 45 * 128
 
 
+def test_glm45_air_q8_0_is_the_size_of_a_published_file():
+    """ubergarm/GLM-4.5-Air-GGUF (README, quantised from zai-org/GLM-4.5-Air with the MTP layer
+    and its own embedding/head copies): "Q8_0 109.381 GiB (8.505 BPW)". Q8_0 has no position
+    rule, so any llama.cpp version gives it; the file's parameters are the BF16 line's 205.811 GiB
+    at 16.004 BPW (110.47 billion), which only the MTP layer with its copies reaches."""
+    w = weights(paramcount.load("zai-org/GLM-4.5-Air"), "q8_0")
+    assert round(w.bytes / 2**30, 3) == 109.381 and round(w.bytes * 8 / w.parameters, 3) == 8.505
+    assert round(205.811 * 2**30 * 8 / 16.004 / 1e9, 2) == round(w.parameters / 1e9, 2) == 110.47
+
+
 def test_gpt_oss_experts_are_requantised_to_the_mix():
     """The file keeps the checkpoint's MXFP4 experts; llama-quantize requantises them (its target
     is never MXFP4 for these file types): 2880-value rows fill no 256-block, so Q4_K → Q5_0."""

@@ -186,7 +186,7 @@ def llama3_rope_freqs(c: Cfg) -> list[Slot]:
     rope = _rope(c)
     if str(rope.get("rope_type", rope.get("type", ""))).lower() != "llama3":
         return []
-    d = c.raw.get("head_dim") or int(c.int("hidden_size")) // int(c.int("num_attention_heads"))
+    d = c.int("head_dim") if c.raw.get("head_dim") else c.int("hidden_size") // c.int("num_attention_heads")
     return [_top("rope_freqs.weight", (int(d) + 1) // 2)]
 
 

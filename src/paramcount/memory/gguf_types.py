@@ -238,7 +238,7 @@ def config_roles(model_type: str, config: dict, slots: Sequence[Slot], n_expert:
     layered = [s for s in slots if s.layers]
     n_layer = max((s.layers.stop for s in layered), default=0)
     text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
-    heads = text.get("num_attention_heads") or text.get("n_head") or text.get("n_heads") or 1  # GPT-2 style, MPT
+    heads = text.get("num_attention_heads") or _count(text.get("n_head"), text.get("n_heads"))  # GPT-2 style, MPT
     kv = KV_HEADS.get(model_type) or text.get("num_key_value_heads") or heads
     embd = next((s for s in slots if token_embedding(s)), None)
     tied = output is None or output.tie is not None or (embd is not None and embd.tie is not None)
@@ -246,6 +246,11 @@ def config_roles(model_type: str, config: dict, slots: Sequence[Slot], n_expert:
     facts = qm.Facts.of(arch, n_layer, int(heads), int(kv), n_expert, tied)
     out = None if output is None or output.tie is not None else output.order
     return Roles(facts, False, out, embd.order if embd else None)
+
+
+def _count(*values: Any) -> int:
+    """The first positive integer among ``values`` (a config's other names for a head count), else 1."""
+    return next((v for v in values if isinstance(v, int) and not isinstance(v, bool) and v > 0), 1)
 
 
 def gguf_roles(meta: Any, slots: Sequence[Slot]) -> Roles:
