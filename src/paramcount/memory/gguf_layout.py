@@ -63,9 +63,9 @@ def _apply(found: Sequence[Slot], *steps: Step) -> list[Slot]:
     return out
 
 
-def _like(s: Slot, rest: str, shape: Sequence[int], module: str, kind: str | None = None) -> Slot:
+def _like(s: Slot, rest: str, shape: Sequence[int], module: str) -> Slot:
     """A tensor the converter writes at ``s``'s place (same layers and copies), not a Linear's."""
-    return replace(s, rest=rest, shape=tuple(int(d) for d in shape), module=module, kind=kind or s.kind, linear=False)
+    return replace(s, rest=rest, shape=tuple(int(d) for d in shape), module=module, linear=False)
 
 
 # --- steps: one transformers tensor -> the file's ---------------------------------------------
