@@ -40,7 +40,7 @@ _ATTENTION = {
     **dict.fromkeys(("query_key_value", "c_attn", "qkv_proj", "Wqkv", "qkv"), "attn_qkv"),
     "kv_b_proj": "attn_kv_b",
     **dict.fromkeys(("k_proj", "key", "k"), "attn_k"),
-    **dict.fromkeys(("q_proj", "query", "q", "q_b_proj"), "attn_q"),
+    **dict.fromkeys(("q_proj", "query", "q"), "attn_q"),  # not MLA's q_b_proj: attn_q_b, role "other"
     **dict.fromkeys(("o_proj", "out_proj", "dense", "c_proj", "o"), "attn_output"),
 }
 _FFN = {
@@ -80,7 +80,42 @@ ARCHS = {
     # mistral3.py Mistral3Model → Ministral3Model(LlamaModel) for a ministral3 text config (yarn
     # rope: no rope_freqs tensor); the Mistral3ForConditionalGeneration composite is not mapped here
     "ministral3": "mistral3",
+    # Families whose converter writes other tensors than transformers builds: the file's tensors
+    # come from memory/gguf_layout.py (RULES), each read in the converter (conversion/*.py).
+    "deepseek_v2": "deepseek2", "deepseek_v3": "deepseek2",  # deepseek.py DeepseekV2Model
+    "deepseek_v32": "deepseek32",  # deepseek.py DeepseekV32Model(DeepseekV2Model), MTP layers kept
+    "glm_moe_dsa": "glm-dsa",  # glm.py GlmMoeDsaModel(DeepseekV2Model), MTP layers kept
+    "glm4_moe": "glm4moe",  # glm.py Glm4MoeModel (MTP layers kept)
+    "gpt_oss": "gpt-oss",  # gpt_oss.py GptOssModel
+    "minimax_m2": "minimax-m2",  # minimax.py MiniMaxM2Model
+    "llama4_text": "llama4",  # llama.py Llama4Model
+    "phimoe": "phimoe",  # phi.py PhiMoeModel
+    "apertus": "apertus",  # llama.py ApertusModel
+    # The model's own tensors, names mapped by gguf-py's tensor_mapping: mpt.py MPTModel (no lm_head:
+    # tied), starcoder.py StarCoderModel (GPTBigCodeForCausalLM; wpe F32 as position_embd)
+    "mpt": "mpt", "gpt_bigcode": "starcoder",
 }  # fmt: skip
+# head_count_kv as the converter writes it, where it is not the config's: DeepseekV2Model sets
+# num_key_value_heads = 1 (MLA as MQA over the latent), StarCoderModel always writes 1. llama-quantize
+# reads n_gqa = n_head / head_count_kv from the file.
+KV_HEADS = {"deepseek_v2": 1, "deepseek_v3": 1, "deepseek_v32": 1, "glm_moe_dsa": 1, "gpt_bigcode": 1}
+# Families refused by model_type, with the reason: no converter class, or a file whose tensors
+# are not modelled here yet (each read in the converter).
+_CONVERTER = "llama.cpp's converter (llama-cpp-python 0.3.36)"
+NO_MIX = {
+    "gpt_neo": f"{_CONVERTER} has no class for GPTNeoForCausalLM",
+    "longcat_flash": f"{_CONVERTER} has no class for LongcatFlashForCausalLM",
+    # gemma.py Gemma4Model(Gemma3Model): modify_tensors, generate_extra_tensors
+    "gemma4_text": f"{_CONVERTER} writes Gemma 4 in a form not modelled here yet: a generated rope_freqs table,"
+    " the token embedding cut to the tokenizer's rows and, with experts, the router's scale and per-expert"
+    " scales as ffn_gate_inp.scale and ffn_down_exps.scale",
+    # mimo.py MimoV2Model: _n_nextn = 3, "the HF config does not expose the count"
+    "mimo_v2_flash": f"{_CONVERTER} also writes the checkpoint's three multi-token-prediction layers"
+    " (model.mtp.layers.*), a count the config does not give and transformers does not build",
+    # step3.py Step35Model: block_count += num_nextn_predict_layers
+    "step3p5": f"{_CONVERTER} also writes the checkpoint's num_nextn_predict_layers multi-token-prediction layers"
+    " (model.layers.L…, which transformers does not build), not modelled here yet",
+}
 # Image+text composites -> their language model's family. llama.cpp serves one as two files: the
 # language model (quantised by llama-quantize) and an mmproj file (vision tower and projector,
 # written by ``convert_hf_to_gguf.py --mmproj``, which llama-quantize leaves alone). Read in the
@@ -124,7 +159,13 @@ def mmproj_type(s: Slot, outtype: str) -> str:
 def not_stated(model_type: str, config: dict) -> str | None:
     """Why a mapped family's config has no mix here (the GGUF file would not hold its tensors)."""
     if model_type == "stablelm" and config.get("qk_layernorm"):
-        return "llama.cpp's converter (llama-cpp-python 0.3.36) drops StableLM's per-head q/k norms"
+        # stablelm.py StableLMModel.modify_tensors is a generator that ``return``s the generator
+        # _stack_qk_norm: the stacked norms are never written, their entries never consumed, and
+        # prepare_tensors raises "Unprocessed norms"
+        return (
+            "llama.cpp's converter (llama-cpp-python 0.3.36) fails on StableLM's per-head q/k norms"
+            " (StableLMModel never writes them and stops with 'Unprocessed norms')"
+        )
     return None
 
 
@@ -197,14 +238,19 @@ def config_roles(model_type: str, config: dict, slots: Sequence[Slot], n_expert:
     layered = [s for s in slots if s.layers]
     n_layer = max((s.layers.stop for s in layered), default=0)
     text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
-    heads = text.get("num_attention_heads") or 1
-    kv = text.get("num_key_value_heads") or heads
+    heads = text.get("num_attention_heads") or _count(text.get("n_head"), text.get("n_heads"))  # GPT-2 style, MPT
+    kv = KV_HEADS.get(model_type) or text.get("num_key_value_heads") or heads
     embd = next((s for s in slots if token_embedding(s)), None)
     tied = output is None or output.tie is not None or (embd is not None and embd.tie is not None)
     arch = ARCHS.get(model_type, model_type)
     facts = qm.Facts.of(arch, n_layer, int(heads), int(kv), n_expert, tied)
     out = None if output is None or output.tie is not None else output.order
     return Roles(facts, False, out, embd.order if embd else None)
+
+
+def _count(*values: Any) -> int:
+    """The first positive integer among ``values`` (a config's other names for a head count), else 1."""
+    return next((v for v in values if isinstance(v, int) and not isinstance(v, bool) and v > 0), 1)
 
 
 def gguf_roles(meta: Any, slots: Sequence[Slot]) -> Roles:

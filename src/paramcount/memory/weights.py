@@ -45,6 +45,7 @@ from ..dtypes import DTYPES
 from ..errors import ParamcountError
 from ..ir import KINDS
 from ..records import replace
+from . import gguf_layout
 from . import gguf_types as gg
 from . import quant_mix as qm
 from .gguf_file import is_gguf, metadata
@@ -332,15 +333,27 @@ def weights(
     named = s.method in ("gptq", "awq")  # by the checkpoint's names
     found = model.derived(("slots", named), lambda: tuple(slots(model.tree, model.model_type, checkpoint=named)))
     items = _keep_items(keep, s)
+    file = _file_layout(model, s, found)
+    found = file.slots if file else found
     plan = _make_plan(model, s, group, dq, found, items)
     rows = tuple(r for slot in found for r in _rows(slot, plan))
     w = Weights(getattr(model, "name", ""), s.name, rows, items, _options_text(s, group, dq))
+    if file:
+        w = replace(w, note=(w.note or _assumption(w)) + "; " + file.note, bound=w.bound or file.bound)
     if plan.mmproj:
         w = replace(w, note=_assumption(w) + MMPROJ_NOTE.format(plan.mmproj))
     arch = gg.ARCHS.get(gg.COMPOSITES.get(model.model_type, model.model_type))
     if s.method == "gguf" and not is_gguf(model) and arch == "gemma3":
         w = replace(w, note=(w.note or _assumption(w)) + GEMMA3_VOCAB_NOTE, bound=True)
     return w
+
+
+def _file_layout(model, s: Scheme, found: Sequence[Slot]) -> gguf_layout.Layout | None:
+    """For a llama.cpp file type (a mix or ``--pure``) planned from a config: the tensors the
+    converter writes, where they are not the model's (memory/gguf_layout.py)."""
+    if s.method != "gguf" or s.name not in gg.MIXES or is_gguf(model):
+        return None
+    return model.derived(("gguf-layout",), lambda: gguf_layout.layout(model, found))
 
 
 # convert_hf_to_gguf.py Gemma3Model.modify_tensors: "remove OOV (out-of-vocabulary) rows in token_embd"
@@ -494,6 +507,10 @@ def _mix(model, found: Sequence[Slot]) -> tuple:
     then name), with the groups' sizes: attn_v-like, ffn_down, ffn_gate, ffn_up."""
     if is_gguf(model):
         roles = gg.gguf_roles(metadata(model), found)
+    elif why := gg.NO_MIX.get(model.model_type):
+        raise ParamcountError(
+            f"no llama.cpp mix for {model.model_type!r}: {why}; use a single GGUF type such as q4_k", field="dtype"
+        )
     elif model.model_type not in gg.MIX_FAMILIES:
         raise ParamcountError(
             f"the llama.cpp mixes are stated here for {', '.join(sorted(gg.MIX_FAMILIES))} configs and for"

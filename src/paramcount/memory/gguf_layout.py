@@ -1,0 +1,328 @@
+"""The tensors a llama.cpp file holds, for families whose converter writes other tensors than
+the transformers model has.
+
+llama.cpp's converter (``convert_hf_to_gguf.py``, one class per family in ``conversion/*.py``,
+as vendored by llama-cpp-python 0.3.36) reads the checkpoint, not the transformers model. For
+the families in ``RULES`` the file differs from the model paramcount counts, and a mix planned
+from a config counts what the file holds, tensor by tensor:
+
+* fused experts are stacked per projection as nn.Linear holds them: ``ffn_gate_exps`` and
+  ``ffn_up_exps`` (E, I, h), ``ffn_down_exps`` (E, h, I), whatever layout transformers keeps;
+* a router's score-correction bias, a buffer transformers does not count, is a checkpoint
+  tensor the file holds (``exp_probs_b.bias``, F32);
+* MLA's ``kv_b_proj`` is split per head into ``attn_k_b`` and ``attn_v_b``
+  (``DeepseekV2Model.modify_tensors``);
+* multi-token-prediction layers the checkpoint appends are written as more blocks
+  (``Glm4MoeModel``); tensors the converter computes are added (``rope_freqs``, Phi-3's rope
+  factors); parameters it moves to metadata are dropped (Apertus' xIELU scalars).
+
+Rows keep the names the converter hands to gguf-py's tensor mapping (the checkpoint's, or the
+converter's own: ``self_attn.k_b_proj.weight``, ``mlp.experts.gate_proj.weight``), with the
+file's shapes, so a test can map them through gguf-py and compare with the converter's rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..arch import family
+from ..arch.blocks import block, linear, norm
+from ..arch.config import Cfg
+from ..ir import Block, Node, Tensor
+from .slots import Slot, slots
+
+Step = Callable[[Slot], list[Slot]]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The file's tensors as slots, what differs from the model (``note``), and whether the
+    plan is an upper bound (the note says why)."""
+
+    slots: tuple[Slot, ...]
+    note: str
+    bound: bool = False
+
+
+def layout(model: Any, found: Sequence[Slot]) -> Layout | None:
+    """The tensors llama.cpp's converter writes for ``model`` (None: the model's own)."""
+    rule = RULES.get(model.model_type)
+    if rule is None:
+        return None
+    c = family(model.model_type, model.source).cfg(model.config or {}, model.source)
+    out = rule(c, list(found))
+    return replace(out, slots=tuple(replace(s, order=i) for i, s in enumerate(out.slots)))
+
+
+def _apply(found: Sequence[Slot], *steps: Step) -> list[Slot]:
+    out = list(found)
+    for step in steps:
+        out = [t for s in out for t in step(s)]
+    return out
+
+
+def _like(s: Slot, rest: str, shape: Sequence[int], module: str) -> Slot:
+    """A tensor the converter writes at ``s``'s place (same layers and copies), not a Linear's."""
+    return replace(s, rest=rest, shape=tuple(int(d) for d in shape), module=module, linear=False)
+
+
+# --- steps: one transformers tensor -> the file's ---------------------------------------------
+
+
+def fused_experts(inout: bool = False) -> Step:
+    """transformers' fused experts as the converter stacks the checkpoint's nn.Linear weights:
+    ``experts.gate_up_proj`` → ``experts.gate_proj.weight`` and ``experts.up_proj.weight``,
+    (E, I, h) each, and ``experts.down_proj`` → (E, h, I). ``inout``: transformers keeps them
+    (E, in, out), which the converter transposes (gpt-oss, Llama 4); gpt-oss's biases split alike."""
+
+    def step(s: Slot) -> list[Slot]:
+        prefix, _, last = s.rest.rpartition(".")
+        if s.kind != "experts" or s.module != "experts":
+            return [s]
+        if last in ("gate_up_proj", "down_proj") and len(s.shape) == 3:
+            e, a, b = s.shape
+            if last == "down_proj":
+                return [_like(s, f"{prefix}.down_proj.weight", (e, b, a) if inout else (e, a, b), "down_proj")]
+            i, h = (b // 2, a) if inout else (a // 2, b)
+            return [_like(s, f"{prefix}.{p}_proj.weight", (e, i, h), f"{p}_proj") for p in ("gate", "up")]
+        if last == "gate_up_proj_bias" and len(s.shape) == 2:  # gpt-oss: gate and up interleaved
+            e, rows = s.shape
+            return [_like(s, f"{prefix}.{p}_proj.bias", (e, rows // 2), f"{p}_proj") for p in ("gate", "up")]
+        if last == "down_proj_bias":
+            return [_like(s, f"{prefix}.down_proj.bias", s.shape, "down_proj")]
+        return [s]
+
+    return step
+
+
+def correction_bias(on_router: bool = True) -> Step:
+    """After each ``…gate.weight`` router, its ``e_score_correction_bias`` (n_expert values):
+    on the router (DeepSeek-V3, GLM-4.5) or on the MoE block (MiniMax-M2). The converter's
+    ``ModelBase.filter_tensors`` renames it ``e_score_correction.bias`` → ``exp_probs_b.bias``."""
+
+    def step(s: Slot) -> list[Slot]:
+        if s.kind != "router" or not s.rest.endswith(".gate.weight"):
+            return [s]
+        owner = s.rest[: -len(".weight")] if on_router else s.rest[: -len(".gate.weight")]
+        return [s, _like(s, f"{owner}.e_score_correction_bias", s.shape[:1], owner.rpartition(".")[2])]
+
+    return step
+
+
+def mla_kv_b(c: Cfg) -> Step:
+    """``DeepseekV2Model.modify_tensors``: kv_b_proj viewed as (n_head, qk_nope + v, rank) and
+    split into ``k_b_proj`` (transposed: n_head × rank × qk_nope) and ``v_b_proj`` (n_head × v ×
+    rank). It views by ``num_key_value_heads``, which MLA configs set to the head count."""
+    nope, v, rank = (int(c.int(f)) for f in ("qk_nope_head_dim", "v_head_dim", "kv_lora_rank"))
+    heads = int(c.int("num_attention_heads"))
+    kv = c.raw.get("num_key_value_heads")
+    if kv is not None and kv != heads:
+        raise c.error(
+            "num_key_value_heads",
+            f"llama.cpp's converter (DeepseekV2Model) splits kv_b_proj by num_key_value_heads = {kv!r}, which must"
+            f" equal num_attention_heads = {heads} for MLA; use a single GGUF type such as q4_k",
+        )
+
+    def step(s: Slot) -> list[Slot]:
+        if s.module != "kv_b_proj" or s.is_bias:
+            return [s]
+        head = s.rest[: -len("kv_b_proj.weight")]
+        return [
+            _like(s, f"{head}k_b_proj.weight", (heads, rank, nope), "k_b_proj"),
+            _like(s, f"{head}v_b_proj.weight", (heads, v, rank), "v_b_proj"),
+        ]
+
+    return step
+
+
+def drop(*names: str) -> Step:
+    """Tensors the converter does not write (their values go to the file's metadata)."""
+    return lambda s: [] if s.rest.rpartition(".")[2] in names else [s]
+
+
+# --- tensors the converter adds -----------------------------------------------------------------
+
+
+def _after_layers(found: list[Slot], extra: list[Slot]) -> list[Slot]:
+    last = max((i for i, s in enumerate(found) if s.layers), default=len(found) - 1)
+    return [*found[: last + 1], *extra, *found[last + 1 :]]
+
+
+def mtp_layers(c: Cfg, layer: Sequence[Node | None], own_head: bool) -> list[Slot]:
+    """``num_nextn_predict_layers`` layers at ``model.layers.L…``, as the checkpoint appends them
+    and the converter writes them (``blk.L…``): a decoder layer, ``eh_proj`` (2h → h), ``enorm``,
+    ``hnorm``, ``shared_head.norm`` and, where the checkpoint has them, its own copies of the
+    embedding and output head (``nextn.embed_tokens``, ``nextn.shared_head_head``)."""
+    count = int(c.int("num_nextn_predict_layers", low=0, default=0))
+    if not count:
+        return []
+    h, vocab, n = c.int("hidden_size"), c.int("vocab_size"), c.int("num_hidden_layers")
+    head = block(
+        "shared_head", norm("norm", h, bias=False), linear("head", h, vocab, False, "other") if own_head else None
+    )
+    embed = Block("embed_tokens", (Tensor("weight", (vocab, h)),), kind="other") if own_head else None
+    nextn = (linear("eh_proj", 2 * h, h, False, "other"), norm("enorm", h, False), norm("hnorm", h, False), head, embed)
+    children = tuple(m for m in (*layer, *nextn) if m is not None)
+    stack = Block("layers", children, repeat=count, start=int(n), label="layer")
+    return slots(Block("", (Block("model", (stack,)),)))
+
+
+def _rope(c: Cfg) -> dict:
+    rope = c.raw.get("rope_parameters") or c.raw.get("rope_scaling") or {}
+    if not isinstance(rope, dict):
+        return {}
+    return rope.get("full_attention", rope) if isinstance(rope.get("full_attention"), dict) else rope
+
+
+def _top(name: str, values: int) -> Slot:
+    return Slot("", None, name, (values,), "other", 1, name.rpartition(".")[0], False)
+
+
+def llama3_rope_freqs(c: Cfg) -> list[Slot]:
+    """``LlamaModel.generate_extra_tensors``: with llama3 rope scaling, ``rope_freqs`` holds one
+    factor per rotary pair of the head (``torch.arange(0, head_dim, 2)``), F32."""
+    rope = _rope(c)
+    if str(rope.get("rope_type", rope.get("type", ""))).lower() != "llama3":
+        return []
+    d = c.int("head_dim") if c.raw.get("head_dim") else c.int("hidden_size") // c.int("num_attention_heads")
+    return [_top("rope_freqs.weight", (int(d) + 1) // 2)]
+
+
+def phi3_rope_factors(c: Cfg) -> list[Slot]:
+    """``Phi3MiniModel.generate_extra_tensors``: with ``long_factor`` in the rope scaling,
+    ``rope_factors_long`` and ``rope_factors_short``, one value per factor given, F32."""
+    rope = _rope(c)
+    long, short = rope.get("long_factor"), rope.get("short_factor")
+    if not long:
+        return []
+    if not isinstance(long, list) or not isinstance(short, list) or len(long) != len(short):
+        raise c.error(
+            "rope_scaling", "long_factor and short_factor must be lists of one length (llama.cpp's converter)"
+        )
+    return [_top("rope_factors_long.weight", len(long)), _top("rope_factors_short.weight", len(short))]
+
+
+# --- the families ---------------------------------------------------------------------------------
+
+_EXPERTS = "fused experts stacked per projection (ffn_gate_exps, ffn_up_exps, ffn_down_exps)"
+_CORRECTION = "the routers' e_score_correction_bias (a buffer transformers does not count) as exp_probs_b, F32"
+_MLA_WORDS = (
+    "the file as llama.cpp's converter writes it (DeepseekV2Model): kv_b_proj split per head into attn_k_b"
+    " (n_head × kv_lora_rank × qk_nope) and attn_v_b (n_head × v_head_dim × kv_lora_rank)"
+)
+
+
+def _deepseek2(c: Cfg, found: list[Slot], v3: bool) -> Layout:
+    """conversion/deepseek.py DeepseekV2Model (DeepseekV2/V3ForCausalLM, Kimi-K2's configs):
+    skip_mtp drops the checkpoint's MTP layers; ``set_gguf_parameters`` writes one KV head."""
+    steps = [mla_kv_b(c), fused_experts(), *([correction_bias()] if v3 else [])]
+    note = f"{_MLA_WORDS}, {_EXPERTS}" + (
+        f", {_CORRECTION}; the checkpoint's multi-token-prediction layers are not written" if v3 else ""
+    )
+    return Layout(tuple(_apply(found, *steps)), note)
+
+
+def _mtp_words(c: Cfg, held: str) -> str:
+    n, k = int(c.int("num_hidden_layers")), int(c.int("num_nextn_predict_layers", low=0, default=0))
+    return (
+        f"; plus the checkpoint's {k} multi-token-prediction layer(s) (model.layers.{n}…, which transformers does not"
+        f" build) as blocks with their eh_proj, norms and own copies of the embedding and output head ({held}): an"
+        " upper bound, as a checkpoint without those copies or a conversion with --no-mtp makes a smaller file"
+    )
+
+
+def _dsa(c: Cfg, found: list[Slot], held: str) -> Layout:
+    """conversion/deepseek.py DeepseekV32Model and glm.py GlmMoeDsaModel (both DeepseekV2Model):
+    skip_mtp False, block_count += num_nextn_predict_layers (unless --no-mtp); each layer's
+    indexer mapped as indexer.attn_q_b, indexer.attn_k, indexer.k_norm and indexer.proj."""
+    from ..arch import mla
+
+    mtp = mtp_layers(c, mla.dsa_layer(c, ("sparse", True)), own_head=True)
+    out = _apply(_after_layers(found, mtp), mla_kv_b(c), fused_experts(), correction_bias())
+    note = f"{_MLA_WORDS}, {_EXPERTS}, {_CORRECTION}"
+    return Layout(tuple(out), note + (_mtp_words(c, held) if mtp else ""), bound=bool(mtp))
+
+
+def _glm4_moe(c: Cfg, found: list[Slot]) -> Layout:
+    """conversion/glm.py Glm4MoeModel: block_count += num_nextn_predict_layers (kept unless
+    --no-mtp); the MTP layer's own embed_tokens and shared_head.head are mapped when the
+    checkpoint has them (GLM-4.5 and GLM-4.5-Air do)."""
+    from ..arch import glm4_moe
+
+    mtp = mtp_layers(c, glm4_moe.layer(c, True), own_head=True)
+    out = _apply(_after_layers(found, mtp), fused_experts(), correction_bias())
+    note = f"the file as llama.cpp's converter writes it (Glm4MoeModel): {_EXPERTS}, {_CORRECTION}"
+    if not mtp:
+        return Layout(tuple(out), note)
+    return Layout(tuple(out), note + _mtp_words(c, "GLM-4.5 and GLM-4.5-Air hold them, GLM-4.6 does not"), bound=True)
+
+
+def _gpt_oss(c: Cfg, found: list[Slot]) -> Layout:
+    """conversion/gpt_oss.py GptOssModel: the checkpoint's MXFP4 experts are repacked as MXFP4
+    (gate_up split into gate and up), which llama-quantize dequantises and requantises to the
+    mix's type (its target is never MXFP4 for these file types)."""
+    note = (
+        f"the file as llama.cpp's converter writes it (GptOssModel): {_EXPERTS}, their biases split alike; the"
+        " converter keeps the checkpoint's MXFP4 experts, which llama-quantize requantises to the mix's types"
+    )
+    return Layout(tuple(_apply(found, fused_experts(inout=True))), note)
+
+
+def _minimax_m2(c: Cfg, found: list[Slot]) -> Layout:
+    """conversion/minimax.py MiniMaxM2Model: experts merged per projection (w1, w2, w3); the
+    block's e_score_correction_bias mapped to exp_probs_b."""
+    note = f"the file as llama.cpp's converter writes it (MiniMaxM2Model): {_EXPERTS}, {_CORRECTION}"
+    return Layout(tuple(_apply(found, fused_experts(), correction_bias(on_router=False))), note)
+
+
+def _llama4_text(c: Cfg, found: list[Slot]) -> Layout:
+    """conversion/llama.py Llama4Model(LlamaModel): gate_up_proj transposed and split in halves,
+    down_proj transposed; llama3 rope scaling adds rope_freqs."""
+    extra = llama3_rope_freqs(c)
+    note = f"the file as llama.cpp's converter writes it (Llama4Model): {_EXPERTS}" + _extra_words(extra)
+    return Layout(tuple(extra + _apply(found, fused_experts(inout=True))), note)
+
+
+def _phimoe(c: Cfg, found: list[Slot]) -> Layout:
+    """conversion/phi.py PhiMoeModel(Phi3MiniModel): experts merged per projection (w1, w2, w3);
+    long-rope factors written as tensors."""
+    extra = phi3_rope_factors(c)
+    note = f"the file as llama.cpp's converter writes it (PhiMoeModel): {_EXPERTS}" + _extra_words(extra)
+    return Layout(tuple(extra + _apply(found, fused_experts())), note)
+
+
+def _apertus(c: Cfg, found: list[Slot]) -> Layout:
+    """conversion/llama.py ApertusModel(LlamaModel): each layer's xIELU alpha_p and alpha_n go to
+    the file's metadata (xielu_alpha_p/…), not to tensors; llama3 rope scaling adds rope_freqs."""
+    extra = llama3_rope_freqs(c)
+    note = (
+        "the file as llama.cpp's converter writes it (ApertusModel): the xIELU activations' alpha_p and alpha_n"
+        " (2 parameters a layer) are metadata, not tensors" + _extra_words(extra)
+    )
+    return Layout(tuple(extra + _apply(found, drop("alpha_p", "alpha_n"))), note)
+
+
+def _extra_words(extra: list[Slot]) -> str:
+    return (
+        f"; plus {', '.join(s.rest for s in extra)} (computed by the converter from the rope scaling, F32)"
+        if extra
+        else ""
+    )
+
+
+RULES: dict[str, Callable[[Cfg, list[Slot]], Layout]] = {
+    "deepseek_v2": lambda c, found: _deepseek2(c, found, v3=False),
+    "deepseek_v3": lambda c, found: _deepseek2(c, found, v3=True),
+    "deepseek_v32": lambda c, found: _dsa(c, found, "DeepSeek-V3's checkpoint holds them"),
+    "glm_moe_dsa": lambda c, found: _dsa(c, found, "GLM-4.5's checkpoint holds them"),
+    "glm4_moe": _glm4_moe,
+    "gpt_oss": _gpt_oss,
+    "minimax_m2": _minimax_m2,
+    "llama4_text": _llama4_text,
+    "phimoe": _phimoe,
+    "apertus": _apertus,
+}
+
+__all__ = ["RULES", "Layout", "layout"]
