@@ -261,9 +261,10 @@ def test_composite_configs_the_converter_would_write_otherwise_are_refused():
 
 
 def test_a_gguf_model_with_its_mmproj_keeps_the_projector_as_stored(tmp_path):
-    """A folder of a language model's GGUF and its mmproj: llama-quantize never touches the
-    mmproj, so its tensors keep their types and stay out of the language model's mix (its
-    attn_v and ffn_down tensors would shift the language model's use_more_bits positions)."""
+    """A folder of a language model's GGUF and its mmproj: the type re-plans the language
+    model's file (llama-quantize is run on it); the mmproj, a file of its own, keeps its types
+    and stays out of the language model's mix (its attn_v and ffn_down tensors would shift the
+    language model's use_more_bits positions)."""
     from .test_gguf import LLAMA, META, Q, write
 
     projector = [
@@ -288,4 +289,4 @@ def test_a_gguf_model_with_its_mmproj_keeps_the_projector_as_stored(tmp_path):
         "mm.0.weight": "F16", "mm.0.bias": "F32",
     }  # fmt: skip
     assert both.bytes == alone.bytes + sum(math.prod(s) * (4 if t == Q.F32 else 2) for _, s, t in projector)
-    assert "does not touch an mmproj file" in both.term().assumption
+    assert "mmproj file beside it is kept as it stores its tensors" in both.term().assumption

@@ -83,7 +83,8 @@ ARCHS = {
 }  # fmt: skip
 # Image+text composites. llama.cpp serves one as two files: the language model (quantised by
 # llama-quantize) and an mmproj file (vision tower and projector, written by
-# ``convert_hf_to_gguf.py --mmproj``, which llama-quantize leaves alone). Read in the converter
+# ``convert_hf_to_gguf.py --mmproj`` and served as written; llama-quantize, run on the language
+# model's file, does not see it). Read in the converter
 # (conversion/*.py, llama-cpp-python 0.3.36): the language model is the text class registered for
 # the composite's architecture (or its text_config's), ModelBase.filter_tensors strips
 # ``language_model.`` and TextModel.filter_tensors drops the vision tower and projector (names with

@@ -354,9 +354,11 @@ GEMMA3_VOCAB_NOTE = (
 
 MMPROJ_NOTE = (
     "; two llama.cpp files: the language model in the mix, and the vision tower and projector as the"
-    " mmproj file's ({}; llama-quantize does not touch it)"
+    " mmproj file's ({}; llama-quantize is run on the language model's file only)"
 )
-PROJECTOR_NOTE = "; the mmproj file's tensors as it stores them (llama-quantize does not touch an mmproj file)"
+PROJECTOR_NOTE = (
+    "; the type re-plans the language model's file; the mmproj file beside it is kept as it stores its tensors"
+)
 
 
 def _pure(s: Scheme, pure: bool) -> Scheme:
@@ -428,14 +430,16 @@ def _make_plan(model, s: Scheme, group: int, dq: bool, found: Sequence[Slot], it
 
 
 def _projector(model, found: Sequence[Slot]) -> tuple[tuple[int, str], ...]:
-    """The slots of a GGUF mmproj file (its vision encoder, projector and audio encoder towers,
-    alone or beside a language model's GGUF) and their stored types: llama-quantize never
-    quantises an mmproj file, so a llama.cpp type leaves them as they are."""
+    """The slots of a GGUF mmproj file beside a language model's GGUF (its vision encoder,
+    projector and audio encoder towers) and their stored types: a llama.cpp type re-plans the
+    language model's file, as llama-quantize run on it would; the mmproj is a file of its own,
+    served as it is."""
     from ..frontends.gguf import MMPROJ_TOWERS
     from .stored import _dtypes
 
+    kinds = {getattr(c, "tower", None) for c in model.tree.children}
     towers = tuple(f"{c.name}." for c in model.tree.children if getattr(c, "tower", None) in MMPROJ_TOWERS.values())
-    if not towers:
+    if not towers or "language_model" not in kinds:  # an mmproj file alone: the type is for it
         return ()
     types = list(_dtypes(model.tree))
     return tuple((s.order, t) for s, t in zip(found, types, strict=True) if s.name.startswith(towers))
@@ -511,7 +515,7 @@ def _mix(model, found: Sequence[Slot]) -> tuple:
     then name), with the groups' sizes: attn_v-like, ffn_down, ffn_gate, ffn_up."""
     mt = model.model_type
     if is_gguf(model):
-        kept = {o for o, _ in _projector(model, found)}  # an mmproj file's: never in the mix
+        kept = {o for o, _ in _projector(model, found)}  # the mmproj file's: not in the mix
         found = [s for s in found if s.order not in kept]
         roles = gg.gguf_roles(metadata(model), found)
     elif why := gg.not_stated(mt, dict(model.config or {})):
