@@ -356,7 +356,7 @@ def test_composite_not_verified_still_refuses_in_one_line(capsys):
               "vision_config": {"model_type": "clip_vision_model", "hidden_size": 128, "intermediate_size": 256,
                                 "num_hidden_layers": 2, "num_attention_heads": 4, "image_size": 224,
                                 "patch_size": 14}}  # fmt: skip
-    with pytest.raises(ParamcountError, match="not 'llava'") as e:
+    with pytest.raises(ParamcountError, match=r"'llava' config: vision_config\.model_type 'clip_vision_model'") as e:
         weights(paramcount.load(config), "q4_k_m")
     assert "\n" not in str(e.value)
 

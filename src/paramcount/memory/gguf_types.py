@@ -116,16 +116,140 @@ NO_MIX = {
     "step3p5": f"{_CONVERTER} also writes the checkpoint's num_nextn_predict_layers multi-token-prediction layers"
     " (model.layers.L…, which transformers does not build), not modelled here yet",
 }
-# Image+text composites -> their language model's family. llama.cpp serves one as two files: the
-# language model (quantised by llama-quantize) and an mmproj file (vision tower and projector,
-# written by ``convert_hf_to_gguf.py --mmproj``, which llama-quantize leaves alone). Read in the
-# converter (llama-cpp-python 0.3.36): gemma.py Gemma3Model is registered for
-# Gemma3ForConditionalGeneration too; ModelBase.filter_tensors strips ``language_model.`` (so
-# its tensors get gemma3_text's names) and TextModel.filter_tensors drops ``vision_*`` and
-# ``*projector.*``; no lm_head is written (tied, as gemma3_text). The mmproj side is
-# gemma.py Gemma3VisionModel(MmprojModel), its types in ModelBase.prepare_tensors (see mmproj_type).
-COMPOSITES = {"gemma3": "gemma3_text"}
-_MMPROJ = ("model.vision_tower.", "vision_tower.", "model.multi_modal_projector.", "multi_modal_projector.")
+# Image+text composites. llama.cpp serves one as two files: the language model (quantised by
+# llama-quantize) and an mmproj file (vision tower and projector, written by
+# ``convert_hf_to_gguf.py --mmproj`` and served as written; llama-quantize, run on the language
+# model's file, does not see it). Read in the converter
+# (conversion/*.py, llama-cpp-python 0.3.36): the language model is the text class registered for
+# the composite's architecture (or its text_config's), ModelBase.filter_tensors strips
+# ``language_model.`` and TextModel.filter_tensors drops the vision tower and projector (names with
+# ``visual.``, ``vision_``, ``projector.``, ``model.connector.``); the mmproj file is the
+# MmprojModel subclass's, its types set in ModelBase.prepare_tensors (see mmproj_tensors).
+
+
+@dataclass(frozen=True)
+class Composite:
+    """How llama.cpp's converter writes one image+text family as two files.
+
+    The language model holds every tensor outside ``towers``, in the mix of llama.cpp
+    architecture ``arch``. The mmproj file holds the tensors under ``towers`` as the converter
+    writes them (:func:`mmproj_tensors`): 1-D tensors F32, then the class's tensor_force_quant
+    (``f16`` names F16, ``f32`` names F32, ``patch`` names, MmprojModel's patch embedding and
+    patch merger, F32, or F16 when the file is F16), then the output type.
+    """
+
+    arch: str  # llama.cpp architecture of the language-model file
+    converter: str  # the converter's classes (language model; mmproj)
+    towers: tuple[str, ...]  # name prefixes of the vision tower and projector tensors
+    f16: tuple[str, ...] = ()
+    f32: tuple[str, ...] = ()
+    patch: tuple[str, ...] = ()
+    split_qkv: bool = False  # a fused qkv written as q, k, v (cut in three along its rows)
+    split_patch: str = ""  # a Conv3D patch embedding written as two 2-D kernels (one per frame)
+    # the text_config model types the language-model class converts (any if empty), the first
+    # transformers' default; the vision_config model type the mmproj class requires, and the default
+    texts: tuple[str, ...] = ()
+    vision: tuple[str, str] = ("", "")
+
+
+_QWEN2_VL = Composite(
+    "qwen2vl",
+    "qwenvl.py Qwen2VLModel; Qwen2VLVisionModel",
+    ("model.visual.",),
+    patch=("patch_embed.proj.weight",),
+    split_qkv=True,
+    split_patch="patch_embed.proj.weight",
+)
+_TOWER_PROJECTOR = ("model.vision_tower.", "model.multi_modal_projector.")
+COMPOSITES = {
+    # gemma.py Gemma3Model (registered for Gemma3ForConditionalGeneration: no lm_head, tied) and
+    # Gemma3VisionModel: input_projection F16, anything under .embeddings. (patch and position
+    # embeddings) F32
+    "gemma3": Composite(
+        "gemma3",
+        "gemma.py Gemma3Model; Gemma3VisionModel",
+        _TOWER_PROJECTOR,
+        f16=("input_projection",),
+        f32=(".embeddings.",),
+    ),
+    # qwenvl.py: the Conv3D patch embedding split into two kernels, each fused qkv (weight and
+    # bias) cut into q, k, v; MmprojModel's patch rule
+    "qwen2_vl": _QWEN2_VL,
+    "qwen2_5_vl": _QWEN2_VL,
+    # qwen3vl.py Qwen3VLTextModel(Qwen3Model) / Qwen3VLMoeTextModel(Qwen3MoeModel) and
+    # Qwen3VLVisionModel: the Conv3D patch embedding split in two, qkv kept fused, the merger and
+    # deepstack mergers renamed (mm.0/mm.2, v.deepstack.N); pos_embed is V_ENC_EMBD_POS, F32
+    "qwen3_vl": Composite(
+        "qwen3vl",
+        "qwen3vl.py Qwen3VLTextModel; Qwen3VLVisionModel",
+        ("model.visual.",),
+        f32=("pos_embed",),
+        patch=("patch_embed.proj.weight",),
+        split_patch="patch_embed.proj.weight",
+    ),
+    "qwen3_vl_moe": Composite(
+        "qwen3vlmoe",
+        "qwen3vl.py Qwen3VLMoeTextModel; Qwen3VLVisionModel",
+        ("model.visual.",),
+        f32=("pos_embed",),
+        patch=("patch_embed.proj.weight",),
+        split_patch="patch_embed.proj.weight",
+    ),
+    # mistral3.py Mistral3Model (Ministral3Model(LlamaModel) for a mistral or ministral3 text
+    # config) and llava.py LlavaVisionModel (a Pixtral tower; q/k permuted in place): MmprojModel's
+    # patch rule for the patch convolution and the patch merger. Its [IMG_BREAK] row of the token
+    # embedding is never written from transformers' layout: MmprojModel.filter_tensors drops every
+    # language_model. name before modify_tensors would take it.
+    "mistral3": Composite(
+        "mistral3",
+        "mistral3.py Mistral3Model; llava.py LlavaVisionModel",
+        _TOWER_PROJECTOR,
+        patch=("patch_conv.weight", "merging_layer.weight"),
+        texts=("mistral", "ministral3"),
+        vision=("pixtral", "pixtral"),
+    ),
+    # llama.py LlamaModel (registered for LlavaForConditionalGeneration) and LlavaVisionModel,
+    # which writes Pixtral towers only (it raises for CLIP's: "Unsupported model type")
+    "llava": Composite(
+        "llama",
+        "llama.py LlamaModel; llava.py LlavaVisionModel",
+        _TOWER_PROJECTOR,
+        patch=("patch_conv.weight", "merging_layer.weight"),
+        texts=("llama", "mistral"),
+        vision=("pixtral", "clip_vision_model"),
+    ),
+    # llama.py LlamaModel (text_config's VLlama3ForCausalLM; "text_model." stripped) and
+    # smolvlm.py SmolVLMModel: anything under .embeddings. F32; the connector is mm.model.fc
+    "idefics3": Composite(
+        "llama",
+        "llama.py LlamaModel; smolvlm.py SmolVLMModel",
+        ("model.vision_model.", "model.connector."),
+        f32=(".embeddings.",),
+        texts=("llama",),
+    ),
+    "smolvlm": Composite(
+        "llama",
+        "llama.py LlamaModel; smolvlm.py SmolVLMModel",
+        ("model.vision_model.", "model.connector."),
+        f32=(".embeddings.",),
+        texts=("llama",),
+    ),
+}
+# Composites paramcount counts that llama.cpp's converter cannot write as these two files, or
+# whose language model has no mix stated here.
+_NO_CONVERTER = "llama.cpp's converter (llama-cpp-python 0.3.36) has no class for {}"
+NOT_CONVERTED = {
+    "paligemma": _NO_CONVERTER.format("PaliGemmaForConditionalGeneration"),
+    "llava_onevision": _NO_CONVERTER.format("LlavaOnevisionForConditionalGeneration"),
+    "mllama": _NO_CONVERTER.format("MllamaForConditionalGeneration"),
+    "internvl": _NO_CONVERTER.format("InternVLForConditionalGeneration")
+    + " (it converts OpenGVLab's own checkpoints: InternVisionModel with an llm_config)",
+    "llama4": "its mmproj file (llama4.py Llama4VisionModel) is not modelled here yet (its language model,"
+    " llama4_text, has a mix)",
+    "gemma4": "its language model (gemma4_text) has no mix here, and its mmproj holds an audio encoder too",
+    "qwen3_5": "its language model (qwen3_5_text: gated delta-net layers, llama.cpp's qwen35) has no mix here",
+    "qwen3_5_moe": "its language model (qwen3_5_moe_text, llama.cpp's qwen35moe) has no mix here",
+}
 # convert_hf_to_gguf.py's default --outtype auto: the checkpoint's first 2-D tensor's dtype
 # (bf16 -> BF16, f16 -> F16, anything else -> F16), all 2 bytes a value
 _OUTTYPE = {"bfloat16": "BF16", "float16": "F16", "float32": "F16"}
@@ -133,9 +257,16 @@ _OUTTYPE = {"bfloat16": "BF16", "float16": "F16", "float32": "F16"}
 MIX_FAMILIES = frozenset(ARCHS) | frozenset(COMPOSITES)
 
 
-def in_mmproj(s: Slot) -> bool:
+def arch_of(model_type: str) -> str:
+    """The llama.cpp architecture of a family's (language-model) file."""
+    c = COMPOSITES.get(model_type)
+    return c.arch if c else ARCHS.get(model_type, model_type)
+
+
+def in_mmproj(model_type: str, s: Slot) -> bool:
     """A composite's vision tower or projector tensor (the mmproj file's, not the language model's)."""
-    return (s.layer_path or s.rest).startswith(_MMPROJ)
+    c = COMPOSITES.get(model_type)
+    return c is not None and (s.layer_path or s.rest).startswith(c.towers)
 
 
 def mmproj_outtype(config: dict) -> str:
@@ -144,15 +275,48 @@ def mmproj_outtype(config: dict) -> str:
     return _OUTTYPE.get(str(config.get("torch_dtype") or config.get("dtype") or ""), "BF16")
 
 
-def mmproj_type(s: Slot, outtype: str) -> str:
-    """The type Gemma3VisionModel's mmproj file holds a tensor in: tensor_force_quant gives the
-    projector's ``input_projection`` F16 and anything under ``.embeddings.`` (patch embedding
-    weight and bias, position embedding) F32; prepare_tensors then gives 1-D tensors (norms,
-    biases) F32 and the other 2-D weights (attention, MLP) the output type."""
-    if "input_projection" in s.rest:
-        return "F16"
-    if ".embeddings." in f".{s.layer_path}.{s.rest}" or len(s.shape) <= 1 or s.is_bias:
+def mmproj_tensors(model_type: str, s: Slot, outtype: str) -> list[tuple[str, tuple[int, ...], str]]:
+    """The tensors (name, shape, type) the mmproj file holds for one copy of a slot, named as
+    the slot with the converter's splits: a fused ``qkv`` as ``q``, ``k``, ``v`` (Qwen2VLVisionModel
+    .modify_tensors), a Conv3D patch embedding as its two frames' kernels, the second
+    ``….weight.1`` (V_ENC_EMBD_PATCH + ".weight.1")."""
+    c = COMPOSITES[model_type]
+    name, shape = s.name, tuple(int(d) for d in s.shape)
+    if c.split_qkv and ".qkv." in f".{s.rest}":
+        part = (shape[0] // 3, *shape[1:])
+        pieces = [(name.replace(".qkv.", f".{x}."), part) for x in ("q", "k", "v")]
+    elif c.split_patch and s.rest.endswith(c.split_patch):
+        frame = (*shape[:2], *shape[3:])
+        pieces = [(name, frame), (name + ".1", frame)]
+    else:
+        pieces = [(name, shape)]
+    return [(n, sh, _mmproj_type(c, n, sh, outtype)) for n, sh in pieces]
+
+
+def mmproj_said(model_type: str, outtype: str) -> str:
+    """What the plan assumes of the mmproj file, in a phrase for the plan's note."""
+    c = COMPOSITES[model_type]
+    cls = c.converter.split("; ")[1]
+    forced = [f"{', '.join(names)} {dtype}" for names, dtype in ((c.f16, "F16"), (c.f32, "F32")) if names]
+    if c.patch:
+        forced.append(f"{', '.join(c.patch)} {'F16' if outtype == 'F16' else 'F32'}")
+    split = ["qkv as q, k, v"] * c.split_qkv + ["the Conv3D patch kernel per frame"] * bool(c.split_patch)
+    return (
+        f"{cls}, convert_hf_to_gguf.py --mmproj, default --outtype auto: {outtype} for 2-D weights, F32 for 1-D"
+        + "".join(f"; {x}" for x in forced)
+        + (f"; written split: {', '.join(split)}" if split else "")
+    )
+
+
+def _mmproj_type(c: Composite, name: str, shape: tuple[int, ...], outtype: str) -> str:
+    """ModelBase.prepare_tensors: 1-D tensors (norms, biases) F32, whatever tensor_force_quant
+    says; then the class's forced types; then the output type."""
+    if len(shape) <= 1:
         return "F32"
+    patch = "F16" if outtype == "F16" else "F32"  # MmprojModel.tensor_force_quant
+    for marks, dtype in ((c.f16, "F16"), (c.f32, "F32"), (c.patch, patch)):
+        if any(m in name for m in marks):
+            return dtype
     return outtype
 
 
@@ -166,6 +330,38 @@ def not_stated(model_type: str, config: dict) -> str | None:
             "llama.cpp's converter (llama-cpp-python 0.3.36) fails on StableLM's per-head q/k norms"
             " (StableLMModel never writes them and stops with 'Unprocessed norms')"
         )
+    if model_type in NOT_CONVERTED:
+        return NOT_CONVERTED[model_type]
+    if model_type in COMPOSITES:
+        return _composite_not_stated(model_type, config)
+    return None
+
+
+def _composite_not_stated(model_type: str, config: dict) -> str | None:
+    """Why the converter cannot write this composite config as the two files planned."""
+    c = COMPOSITES[model_type]
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
+    vision = config.get("vision_config") if isinstance(config.get("vision_config"), dict) else {}
+    cls = c.converter.split("; ")
+    kind = text.get("model_type", c.texts[0] if c.texts else "")
+    if c.texts and kind not in c.texts:
+        return f"text_config.model_type {kind!r} is not one {cls[0]} converts ({', '.join(c.texts)})"
+    kind = vision.get("model_type", c.vision[1])
+    if c.vision[0] and kind != c.vision[0]:
+        return f"vision_config.model_type {kind!r}: {cls[1]} writes {c.vision[0]} towers only"
+    if c.split_patch and vision.get("temporal_patch_size", 2) != 2:
+        return f"{cls[1]} splits the Conv3D patch embedding only for vision_config.temporal_patch_size 2"
+    if c.arch == "llama" or c.arch == "mistral3":
+        return _llama3_rope(text, cls[0])
+    return None
+
+
+def _llama3_rope(text: dict, cls: str) -> str | None:
+    """LlamaModel.generate_extra_tensors writes a rope_freqs table for llama3 rope scaling."""
+    rope = text.get("rope_parameters") or text.get("rope_scaling") or {}
+    rope = rope.get("full_attention", rope) if isinstance(rope, dict) else {}
+    if str(rope.get("rope_type") or rope.get("type") or "").lower() == "llama3":
+        return f"{cls} adds a rope_freqs tensor for llama3 rope scaling, which this plan does not hold"
     return None
 
 
@@ -242,7 +438,7 @@ def config_roles(model_type: str, config: dict, slots: Sequence[Slot], n_expert:
     kv = KV_HEADS.get(model_type) or text.get("num_key_value_heads") or heads
     embd = next((s for s in slots if token_embedding(s)), None)
     tied = output is None or output.tie is not None or (embd is not None and embd.tie is not None)
-    arch = ARCHS.get(model_type, model_type)
+    arch = arch_of(model_type)
     facts = qm.Facts.of(arch, n_layer, int(heads), int(kv), n_expert, tied)
     out = None if output is None or output.tie is not None else output.order
     return Roles(facts, False, out, embd.order if embd else None)

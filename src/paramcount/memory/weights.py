@@ -287,6 +287,7 @@ class _Plan:
     mix: tuple = ()  # GGUF mix: (roles, {(layer, order): rank in its role group}, {group: count})
     mmproj: str = ""  # an image+text composite's mix: the mmproj file's output type
     gguf: bool = False  # a GGUF file: llama.cpp's own tensor names decide what is quantised
+    projector: tuple[tuple[int, str], ...] = ()  # a GGUF mmproj file's slots and their types, kept
 
 
 def weights(
@@ -341,9 +342,10 @@ def weights(
     if file:
         w = replace(w, note=(w.note or _assumption(w)) + "; " + file.note, bound=w.bound or file.bound)
     if plan.mmproj:
-        w = replace(w, note=_assumption(w) + MMPROJ_NOTE.format(plan.mmproj))
-    arch = gg.ARCHS.get(gg.COMPOSITES.get(model.model_type, model.model_type))
-    if s.method == "gguf" and not is_gguf(model) and arch == "gemma3":
+        w = replace(w, note=_assumption(w) + MMPROJ_NOTE.format(gg.mmproj_said(model.model_type, plan.mmproj)))
+    if plan.projector:
+        w = replace(w, note=_assumption(w) + PROJECTOR_NOTE)
+    if s.method == "gguf" and not is_gguf(model) and gg.arch_of(model.model_type) == "gemma3":
         w = replace(w, note=(w.note or _assumption(w)) + GEMMA3_VOCAB_NOTE, bound=True)
     return w
 
@@ -365,9 +367,10 @@ GEMMA3_VOCAB_NOTE = (
 
 MMPROJ_NOTE = (
     "; two llama.cpp files: the language model in the mix, and the vision tower and projector as the"
-    " mmproj file's (convert_hf_to_gguf.py --mmproj, default --outtype auto: {} for 2-D weights, F32 for"
-    " patch and position embeddings, norms and biases, F16 for the input projection; llama-quantize"
-    " does not touch it)"
+    " mmproj file's ({}; llama-quantize is run on the language model's file only)"
+)
+PROJECTOR_NOTE = (
+    "; the type re-plans the language model's file; the mmproj file beside it is kept as it stores its tensors"
 )
 
 
@@ -429,12 +432,30 @@ def _make_plan(model, s: Scheme, group: int, dq: bool, found: Sequence[Slot], it
         mt, s, group, dq, fp32 if s.name == "fp16" else frozenset(), fp32 if bnb else frozenset(), kept, kept_last
     )
     plan = replace(plan, gguf=is_gguf(model))
-    if s.qtype not in gg.MIXES:
-        return plan
-    plan = replace(plan, mix=_mix(model, found))
-    if not plan.gguf and mt in gg.COMPOSITES:
-        plan = replace(plan, mmproj=gg.mmproj_outtype(dict(model.config or {})))
+    if s.method == "gguf" and plan.gguf:
+        plan = replace(plan, projector=_projector(model, found))
+    if s.qtype in gg.MIXES:
+        plan = replace(plan, mix=_mix(model, found))
+    config = dict(model.config or {})
+    if s.name in gg.MIXES and not plan.gguf and mt in gg.COMPOSITES and not gg.not_stated(mt, config):
+        plan = replace(plan, mmproj=gg.mmproj_outtype(config))  # a file type, mixed or --pure: two files
     return plan
+
+
+def _projector(model, found: Sequence[Slot]) -> tuple[tuple[int, str], ...]:
+    """The slots of a GGUF mmproj file beside a language model's GGUF (its vision encoder,
+    projector and audio encoder towers) and their stored types: a llama.cpp type re-plans the
+    language model's file, as llama-quantize run on it would; the mmproj is a file of its own,
+    served as it is."""
+    from ..frontends.gguf import MMPROJ_TOWERS
+    from .stored import _dtypes
+
+    kinds = {getattr(c, "tower", None) for c in model.tree.children}
+    towers = tuple(f"{c.name}." for c in model.tree.children if getattr(c, "tower", None) in MMPROJ_TOWERS.values())
+    if not towers or "language_model" not in kinds:  # an mmproj file alone: the type is for it
+        return ()
+    types = list(_dtypes(model.tree))
+    return tuple((s.order, t) for s, t in zip(found, types, strict=True) if s.name.startswith(towers))
 
 
 def _matching(found: Sequence[Slot], names: Sequence[str]) -> frozenset[int]:
@@ -505,30 +526,28 @@ def _mix(model, found: Sequence[Slot]) -> tuple:
     """llama.cpp's state for a mix: each slot's role and the model's facts, and each
     (layer, slot)'s rank among the tensors of its role group in llama.cpp's order (by layer,
     then name), with the groups' sizes: attn_v-like, ffn_down, ffn_gate, ffn_up."""
+    mt = model.model_type
     if is_gguf(model):
+        kept = {o for o, _ in _projector(model, found)}  # the mmproj file's: not in the mix
+        found = [s for s in found if s.order not in kept]
         roles = gg.gguf_roles(metadata(model), found)
-    elif why := gg.NO_MIX.get(model.model_type):
+    elif why := gg.NO_MIX.get(mt):
+        raise ParamcountError(f"no llama.cpp mix for {mt!r}: {why}; use a single GGUF type such as q4_k", field="dtype")
+    elif why := gg.not_stated(mt, dict(model.config or {})):
         raise ParamcountError(
-            f"no llama.cpp mix for {model.model_type!r}: {why}; use a single GGUF type such as q4_k", field="dtype"
-        )
-    elif model.model_type not in gg.MIX_FAMILIES:
-        raise ParamcountError(
-            f"the llama.cpp mixes are stated here for {', '.join(sorted(gg.MIX_FAMILIES))} configs and for"
-            f" GGUF files, not {model.model_type!r}; use a single GGUF type such as q4_k",
+            f"no llama.cpp mix is stated for this {mt!r} config: {why}; use a single GGUF type such as q4_k",
             field="dtype",
         )
-    elif why := gg.not_stated(model.model_type, dict(model.config or {})):
+    elif mt not in gg.MIX_FAMILIES:
         raise ParamcountError(
-            f"no llama.cpp mix is stated for this {model.model_type!r} config: {why}; use a single GGUF type"
-            " such as q4_k",
+            f"the llama.cpp mixes are stated here for {', '.join(sorted(gg.MIX_FAMILIES))} configs and for"
+            f" GGUF files, not {mt!r}; use a single GGUF type such as q4_k",
             field="dtype",
         )
     else:
         n_expert = max((n for n in _expert_counts(model.tree)), default=0)
-        family = gg.COMPOSITES.get(model.model_type, model.model_type)
-        if family != model.model_type:  # the language-model file's tensors only
-            found = [s for s in found if not gg.in_mmproj(s)]
-        roles = gg.config_roles(family, dict(model.config or {}), found, n_expert, _output_slot(found))
+        found = [s for s in found if not gg.in_mmproj(mt, s)]  # the language-model file's tensors only
+        roles = gg.config_roles(mt, dict(model.config or {}), found, n_expert, _output_slot(found))
     quantised = [s for s in found if gg.allowed(s, roles.gguf)]
     ranks: dict[tuple[int, int], int] = {}
     counts: dict[str, int] = {}
@@ -558,8 +577,10 @@ def _rows(s: Slot, plan: _Plan) -> list[Row]:
     sch = plan.scheme
     if s.tie is not None:
         return [Row(s.name, s.copies, s.shape, "tied", "tied", (), s.kind)]
-    if plan.mmproj and gg.in_mmproj(s):  # the mmproj file's, as the converter writes it
-        return [_stored(s, gg.mmproj_type(s, plan.mmproj), "not quantised")]
+    if plan.mmproj and gg.in_mmproj(plan.model_type, s):  # the mmproj file's, as the converter writes it
+        return _mmproj_rows(s, plan)
+    if plan.projector and (stored := dict(plan.projector).get(s.order)):
+        return [_stored(s, stored, "not quantised")]
     if s.order in plan.fp32:
         return [_stored(s, "fp32", "fp32 (transformers)")]
     if not _quantisable(s, plan):
@@ -570,6 +591,16 @@ def _rows(s: Slot, plan: _Plan) -> list[Row]:
         return _gguf_rows(s, plan)
     fmt, parts = _quantise(s, plan)
     return [Row(s.name, s.copies, s.shape, fmt, "quantised", parts, s.kind)]
+
+
+def _mmproj_rows(s: Slot, plan: _Plan) -> list[Row]:
+    """A tower or projector tensor as the mmproj file holds it: one row per tensor written (a
+    split one as its pieces), each in the converter's type."""
+    out = []
+    for name, shape, dtype in gg.mmproj_tensors(plan.model_type, s, plan.mmproj):
+        n = _prod(shape)
+        out.append(Row(name, s.copies, shape, dtype, "not quantised", (part("weight", dtype, n),), s.kind))
+    return out
 
 
 def _split_last(s: Slot, plan: _Plan) -> list[Row]:
