@@ -11,7 +11,15 @@ from ..ir import Block, Node, Tensor
 from . import Family
 from .blocks import WithHead, block, linear, norm, num_labels
 from .config import Cfg, per_cfg
-from .towers import LLAVA_RENAMES, conditional_generation, fixed_image_tokens, text_cache, tower, tower_cfg
+from .towers import (
+    LLAVA_RENAMES,
+    conditional_generation,
+    fixed_image_tokens,
+    text_cache,
+    tower,
+    tower_cfg,
+    untied_text_notes,
+)
 
 DEFAULTS = {
     "text_config": None,
@@ -56,6 +64,7 @@ def _score(c: Cfg, body: Block) -> list[Node]:
 
 
 FAMILY = Family(
+    notes=untied_text_notes(TEXT),
     model_type="gemma3",
     defaults=DEFAULTS,
     backbone="Gemma3Model",

@@ -15,7 +15,7 @@ from . import Family
 from .blocks import block, linear
 from .config import Cfg, per_cfg
 from .gemma4_audio import channels
-from .towers import conditional_generation, text_cache, tower, tower_cfg
+from .towers import conditional_generation, text_cache, tower, tower_cfg, untied_text_notes
 
 DEFAULTS = {"text_config": None, "vision_config": None, "audio_config": None, "tie_word_embeddings": True}
 TEXT, VISION, AUDIO = "gemma4_text", "gemma4_vision", "gemma4_audio"
@@ -119,6 +119,7 @@ def audio_tokens(c: Cfg, seconds: Any) -> Any:
 
 
 FAMILY = Family(
+    notes=untied_text_notes(TEXT),
     model_type="gemma4",
     defaults=DEFAULTS,
     backbone="Gemma4Model",

@@ -11,7 +11,7 @@ from ..ir import Block, Node
 from . import Family
 from .blocks import block, linear, norm
 from .config import Cfg, per_cfg
-from .towers import LLAVA_RENAMES, conditional_generation, text_cache, tower, tower_cfg
+from .towers import LLAVA_RENAMES, conditional_generation, text_cache, tower, tower_cfg, untied_text_notes
 from .vision import pair
 
 DEFAULTS = {"text_config": None, "vision_config": None, "downsample_ratio": 0.5, "tie_word_embeddings": True}
@@ -92,6 +92,7 @@ def image_tokens(c: Cfg, width: int, height: int) -> Any:
 
 
 FAMILY = Family(
+    notes=untied_text_notes(TEXT),
     model_type="internvl",
     defaults=DEFAULTS,
     backbone="InternVLModel",

@@ -13,7 +13,7 @@ from .blocks import block, linear, norm
 from .config import Cfg, per_cfg
 from .llava import feature_layers
 from .pixtral import image_tokens as pixtral_tokens
-from .towers import LLAVA_RENAMES, conditional_generation, text_cache, tower, tower_cfg
+from .towers import LLAVA_RENAMES, conditional_generation, text_cache, tower, tower_cfg, untied_text_notes
 
 DEFAULTS = {
     "text_config": None,
@@ -82,6 +82,7 @@ def image_tokens(c: Cfg, width: int, height: int) -> Any:
 
 
 FAMILY = Family(
+    notes=untied_text_notes(TEXT, absent=TEXT_ABSENT),
     model_type="mistral3",
     defaults=DEFAULTS,
     backbone="Mistral3Model",

@@ -8,7 +8,15 @@ from ..ir import Block, Node
 from . import Family
 from .blocks import block, linear
 from .config import Cfg, per_cfg
-from .towers import LLAVA_RENAMES, conditional_generation, fixed_image_tokens, text_cache, tower, tower_cfg
+from .towers import (
+    LLAVA_RENAMES,
+    conditional_generation,
+    fixed_image_tokens,
+    text_cache,
+    tower,
+    tower_cfg,
+    untied_text_notes,
+)
 
 DEFAULTS = {
     "text_config": None,
@@ -61,6 +69,7 @@ def backbone(c: Cfg) -> Block:
 
 
 FAMILY = Family(
+    notes=untied_text_notes(TEXT, absent=TEXT_ABSENT),
     model_type="paligemma",
     defaults=DEFAULTS,
     backbone="PaliGemmaModel",

@@ -85,6 +85,34 @@ def tied(
     return own or (forwarded and tower_cfg(c, field, default_type, absent).bool("tie_word_embeddings"))
 
 
+def untied_text_notes(
+    default_type: str, field: str = "text_config", absent: Mapping[str, Any] | None = None
+) -> Callable[[Cfg, str], list[str]]:
+    """A note where a file leaves the composite's tie out but its text config unties the head.
+
+    transformers 5 reads the composite's own ``tie_word_embeddings`` (true by default for these
+    classes) and ties the head; transformers 4 tied by the text config's, so a checkpoint it
+    saved from such a file (InternVL3's and Mistral 3's ``-hf`` releases) stores its own
+    ``lm_head.weight``. The count is transformers 5's; the note says what the checkpoint adds."""
+
+    def notes(c: Cfg, cls: str) -> list[str]:
+        text = c.raw.get(field)
+        if not cls.endswith("ForConditionalGeneration") or c.raw.get("tie_word_embeddings") is not None:
+            return []
+        if not (isinstance(text, Mapping) and text.get("tie_word_embeddings") is False):
+            return []
+        t = tower_cfg(c, field, default_type, absent)
+        extra = int(t.int("vocab_size")) * int(t.int("hidden_size"))
+        return [
+            f"tie_word_embeddings is not set, so transformers 5 ties lm_head to the token embedding (the class"
+            f" default), though {field}.tie_word_embeddings is false: a checkpoint transformers 4 saved from this"
+            f" file stores its own lm_head.weight, {extra:,} parameters more (set tie_word_embeddings false to"
+            " count it)"
+        ]
+
+    return notes
+
+
 def conditional_generation(
     parts: Callable[[Cfg], tuple[Node, ...]],
     field: str,
