@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..dtypes import DTYPES, GGML_TYPES
+from ..records import replace
+from . import gguf_hybrid as hybrid
 from . import quant_mix as qm
 from .slots import Slot
 
@@ -80,6 +82,10 @@ ARCHS = {
     # mistral3.py Mistral3Model → Ministral3Model(LlamaModel) for a ministral3 text config (yarn
     # rope: no rope_freqs tensor); the Mistral3ForConditionalGeneration composite is not mapped here
     "ministral3": "mistral3",
+    # Hybrid and state-space families (mamba, mamba2, jamba, falcon_h1, granitemoehybrid,
+    # nemotron_h, lfm2, qwen3_next, qwen3_5_text, qwen3_5_moe_text, kimi_linear): their
+    # converters' renames, splits, added tensors and F32 rules are gguf_hybrid's
+    **hybrid.ARCHS,
 }  # fmt: skip
 # Image+text composites -> their language model's family. llama.cpp serves one as two files: the
 # language model (quantised by llama-quantize) and an mmproj file (vision tower and projector,
@@ -125,14 +131,20 @@ def not_stated(model_type: str, config: dict) -> str | None:
     """Why a mapped family's config has no mix here (the GGUF file would not hold its tensors)."""
     if model_type == "stablelm" and config.get("qk_layernorm"):
         return "llama.cpp's converter (llama-cpp-python 0.3.36) drops StableLM's per-head q/k norms"
-    return None
+    return hybrid.not_stated(model_type, config)
+
+
+def converted(model_type: str, config: dict, found: Sequence[Slot]) -> list[Slot]:
+    """The tensors of the GGUF file llama.cpp's converter writes from this config (``found``
+    but for the hybrid families' splits and added tensors: :mod:`gguf_hybrid`)."""
+    return hybrid.converted(model_type, config, found) if model_type in hybrid.ARCHS else list(found)
 
 
 def allowed(s: Slot, gguf: bool = False) -> bool:
     """Whether llama-quantize quantises this tensor at all (a GGUF file's: by its name)."""
     if gguf:
         return s.tie is None and qm.allows_quantization(s.rest, _n_dims(s.shape))
-    if s.tie is not None or len(s.shape) < 2 or s.is_bias or s.kind == "norms":
+    if s.tie is not None or len(s.shape) < 2 or s.is_bias or s.kind == "norms" or hybrid.never_quantised(s):
         return False
     if s.kind == "router":  # the converter's ffn_gate_inp (a mixtral-style ``gate``, granitemoe's
         # ``router``), ffn_gate_inp_shexp (qwen2moe's (1, n_embd) shared-expert gate: one ggml
@@ -176,6 +188,7 @@ class Roles:
     gguf: bool  # a GGUF file: its own tensor names
     output: int | None  # order of the output-head slot (a config)
     token_embd: int | None  # order of the token-embedding slot (a config)
+    family: str = ""  # a config's model_type (the hybrid families' own roles)
 
     def of(self, s: Slot) -> str:
         """The role llama.cpp's quantiser sees for this slot."""
@@ -185,6 +198,8 @@ class Roles:
             return "output"
         if s.order == self.token_embd:
             return "token_embd"
+        if (own := hybrid.role(self.family, s)) is not None:
+            return own
         if s.kind == "attention":
             return _ATTENTION.get(s.role, "other")
         if s.kind in ("feed_forward", "experts"):
@@ -203,8 +218,10 @@ def config_roles(model_type: str, config: dict, slots: Sequence[Slot], n_expert:
     tied = output is None or output.tie is not None or (embd is not None and embd.tie is not None)
     arch = ARCHS.get(model_type, model_type)
     facts = qm.Facts.of(arch, n_layer, int(heads), int(kv), n_expert, tied)
+    if model_type in hybrid.ARCHS:  # layer 0's n_gqa, as the converter writes the KV heads
+        facts = replace(facts, n_gqa=hybrid.n_gqa(arch, slots, int(heads), int(kv)))
     out = None if output is None or output.tie is not None else output.order
-    return Roles(facts, False, out, embd.order if embd else None)
+    return Roles(facts, False, out, embd.order if embd else None, model_type)
 
 
 def gguf_roles(meta: Any, slots: Sequence[Slot]) -> Roles:
