@@ -237,13 +237,13 @@ def test_what_the_converter_refuses_is_refused_in_one_line(name):
 
 
 @pytest.mark.parametrize("name", ["Qwen/Qwen3.6-35B-A3B"])
-def test_a_composite_whose_language_model_has_no_mix_is_refused(name, capsys):
+def test_a_composite_whose_files_are_not_both_planned_is_refused(name, capsys):
     assert main(["memory", name, "--dtype", "q4_k_m"]) == 2
     err = capsys.readouterr().err.strip()
-    assert "qwen3_5_moe_text" in err and "has no mix here" in err and "\n" not in err
-    for mt in ("gemma4", "qwen3_5"):
-        assert "has no mix here" in gg.not_stated(mt, {})
-    assert "not modelled here yet" in gg.not_stated("llama4", {})
+    assert "qwen3_5_moe_text" in err and "mmproj file is not modelled here yet" in err and "\n" not in err
+    assert "has no mix here" in gg.not_stated("gemma4", {})  # gemma4_text itself is refused
+    for mt in ("llama4", "qwen3_5"):
+        assert "not modelled here yet" in gg.not_stated(mt, {})
 
 
 def test_composite_configs_the_converter_would_write_otherwise_are_refused():

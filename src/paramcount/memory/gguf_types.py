@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..dtypes import DTYPES, GGML_TYPES
+from ..records import replace
+from . import gguf_hybrid as hybrid
 from . import quant_mix as qm
 from .slots import Slot
 
@@ -94,6 +96,10 @@ ARCHS = {
     # The model's own tensors, names mapped by gguf-py's tensor_mapping: mpt.py MPTModel (no lm_head:
     # tied), starcoder.py StarCoderModel (GPTBigCodeForCausalLM; wpe F32 as position_embd)
     "mpt": "mpt", "gpt_bigcode": "starcoder",
+    # Hybrid and state-space families (mamba, mamba2, jamba, falcon_h1, granitemoehybrid,
+    # nemotron_h, lfm2, qwen3_next, qwen3_5_text, qwen3_5_moe_text, kimi_linear): their
+    # converters' renames, splits, added tensors and F32 rules are gguf_hybrid's
+    **hybrid.ARCHS,
 }  # fmt: skip
 # head_count_kv as the converter writes it, where it is not the config's: DeepseekV2Model sets
 # num_key_value_heads = 1 (MLA as MQA over the latent), StarCoderModel always writes 1. llama-quantize
@@ -247,8 +253,9 @@ NOT_CONVERTED = {
     "llama4": "its mmproj file (llama4.py Llama4VisionModel) is not modelled here yet (its language model,"
     " llama4_text, has a mix)",
     "gemma4": "its language model (gemma4_text) has no mix here, and its mmproj holds an audio encoder too",
-    "qwen3_5": "its language model (qwen3_5_text: gated delta-net layers, llama.cpp's qwen35) has no mix here",
-    "qwen3_5_moe": "its language model (qwen3_5_moe_text, llama.cpp's qwen35moe) has no mix here",
+    "qwen3_5": "its mmproj file (qwen3vl.py's vision class for Qwen3.5) is not modelled here yet (its language"
+    " model, qwen3_5_text, has a mix)",
+    "qwen3_5_moe": "its mmproj file is not modelled here yet (its language model, qwen3_5_moe_text, has a mix)",
 }
 # convert_hf_to_gguf.py's default --outtype auto: the checkpoint's first 2-D tensor's dtype
 # (bf16 -> BF16, f16 -> F16, anything else -> F16), all 2 bytes a value
@@ -334,7 +341,7 @@ def not_stated(model_type: str, config: dict) -> str | None:
         return NOT_CONVERTED[model_type]
     if model_type in COMPOSITES:
         return _composite_not_stated(model_type, config)
-    return None
+    return hybrid.not_stated(model_type, config)
 
 
 def _composite_not_stated(model_type: str, config: dict) -> str | None:
@@ -365,11 +372,17 @@ def _llama3_rope(text: dict, cls: str) -> str | None:
     return None
 
 
+def converted(model_type: str, config: dict, found: Sequence[Slot]) -> list[Slot]:
+    """The tensors of the GGUF file llama.cpp's converter writes from this config (``found``
+    but for the hybrid families' splits and added tensors: :mod:`gguf_hybrid`)."""
+    return hybrid.converted(model_type, config, found) if model_type in hybrid.ARCHS else list(found)
+
+
 def allowed(s: Slot, gguf: bool = False) -> bool:
     """Whether llama-quantize quantises this tensor at all (a GGUF file's: by its name)."""
     if gguf:
         return s.tie is None and qm.allows_quantization(s.rest, _n_dims(s.shape))
-    if s.tie is not None or len(s.shape) < 2 or s.is_bias or s.kind == "norms":
+    if s.tie is not None or len(s.shape) < 2 or s.is_bias or s.kind == "norms" or hybrid.never_quantised(s):
         return False
     if s.kind == "router":  # the converter's ffn_gate_inp (a mixtral-style ``gate``, granitemoe's
         # ``router``), ffn_gate_inp_shexp (qwen2moe's (1, n_embd) shared-expert gate: one ggml
@@ -413,6 +426,7 @@ class Roles:
     gguf: bool  # a GGUF file: its own tensor names
     output: int | None  # order of the output-head slot (a config)
     token_embd: int | None  # order of the token-embedding slot (a config)
+    family: str = ""  # a config's model_type (the hybrid families' own roles)
 
     def of(self, s: Slot) -> str:
         """The role llama.cpp's quantiser sees for this slot."""
@@ -422,6 +436,8 @@ class Roles:
             return "output"
         if s.order == self.token_embd:
             return "token_embd"
+        if (own := hybrid.role(self.family, s)) is not None:
+            return own
         if s.kind == "attention":
             return _ATTENTION.get(s.role, "other")
         if s.kind in ("feed_forward", "experts"):
@@ -440,8 +456,10 @@ def config_roles(model_type: str, config: dict, slots: Sequence[Slot], n_expert:
     tied = output is None or output.tie is not None or (embd is not None and embd.tie is not None)
     arch = arch_of(model_type)
     facts = qm.Facts.of(arch, n_layer, int(heads), int(kv), n_expert, tied)
+    if model_type in hybrid.ARCHS:  # layer 0's n_gqa, as the converter writes the KV heads
+        facts = replace(facts, n_gqa=hybrid.n_gqa(arch, slots, int(heads), int(kv)))
     out = None if output is None or output.tie is not None else output.order
-    return Roles(facts, False, out, embd.order if embd else None)
+    return Roles(facts, False, out, embd.order if embd else None, model_type)
 
 
 def _count(*values: Any) -> int:

@@ -333,6 +333,8 @@ def weights(
         return stored_weights(model)
     named = s.method in ("gptq", "awq")  # by the checkpoint's names
     found = model.derived(("slots", named), lambda: tuple(slots(model.tree, model.model_type, checkpoint=named)))
+    if s.method == "gguf" and not is_gguf(model) and model.model_type in gg.MIX_FAMILIES:  # the converter's file
+        found = model.derived("gguf slots", lambda: tuple(gg.converted(model.model_type, _config(model), found)))
     items = _keep_items(keep, s)
     file = _file_layout(model, s, found)
     found = file.slots if file else found
@@ -347,6 +349,8 @@ def weights(
         w = replace(w, note=_assumption(w) + PROJECTOR_NOTE)
     if s.method == "gguf" and not is_gguf(model) and gg.arch_of(model.model_type) == "gemma3":
         w = replace(w, note=(w.note or _assumption(w)) + GEMMA3_VOCAB_NOTE, bound=True)
+    if s.method == "gguf" and not is_gguf(model) and (mtp := gg.hybrid.mtp_layers(model.model_type, _config(model))):
+        w = replace(w, note=(w.note or _assumption(w)) + _mtp_note(found, plan, mtp))
     return w
 
 
@@ -356,6 +360,27 @@ def _file_layout(model, s: Scheme, found: Sequence[Slot]) -> gguf_layout.Layout 
     if s.method != "gguf" or s.name not in gg.MIXES or is_gguf(model):
         return None
     return model.derived(("gguf-layout",), lambda: gguf_layout.layout(model, found))
+
+
+def _config(model) -> dict:
+    return dict(model.config or {})
+
+
+# convert_hf_to_gguf.py (_QwenMtpMixin) writes the MTP layers unless --no-mtp; llama.cpp's loader
+# skips them unless llama_model_params.load_mtp (TENSOR_SKIP in llama_model_qwen3next::load_arch_tensors)
+MTP_NOTE = (
+    "; the file holds the checkpoint's {n} multi-token-prediction layer(s), which transformers skips,"
+    " as llama.cpp's converter writes them by default (mtp.layers.i as block {first}: model.layers.{first}…;"
+    " mtp.fc as nextn.eh_proj; its norms as nextn.enorm, hnorm, shared_head_norm): {bytes:,} B planned here."
+    " llama.cpp loads them only for MTP drafting (load_mtp); convert_hf_to_gguf.py --no-mtp leaves them out"
+)
+
+
+def _mtp_note(found: Sequence[Slot], plan: _Plan, n: int) -> str:
+    """What the MTP layers add to the plan (they are its last slots)."""
+    first = max(s.layers.stop for s in found if s.layers) - n
+    extra = sum(r.bytes for s in found if gg.hybrid.is_mtp(s, first) for r in _rows(s, plan))
+    return MTP_NOTE.format(n=n, first=first, bytes=extra)
 
 
 # convert_hf_to_gguf.py Gemma3Model.modify_tensors: "remove OOV (out-of-vocabulary) rows in token_embd"
