@@ -138,10 +138,18 @@ def _byte_shape(shape: list[int], block: int, type_size: int) -> list[int]:
 
 
 def _add(w: Any, key: str, value: Any) -> None:
-    if isinstance(value, float):
+    """A metadata value in the type llama.cpp's converter writes it: uint32, float32, bool,
+    string, or an array (``head_count_kv`` per layer: int32; ``recurrent_layers``: bool)."""
+    if isinstance(value, bool):
+        w.add_bool(key, value)
+    elif isinstance(value, float):
         w.add_float32(key, value)
     elif isinstance(value, int):
         w.add_uint32(key, value)
+    elif isinstance(value, str):
+        w.add_string(key, value)
+    elif isinstance(value, list):
+        w.add_array(key, value)
     else:
         raise TypeError(f"{key}: {value!r}")
 

@@ -73,6 +73,17 @@ ARCH_KEYS = (
     "attention.key_length_mla",
     "attention.value_length_mla",
     "rope.dimension_count",
+    # what llama.cpp's recurrent and hybrid memory reads (memory/llamacpp_recurrent.py), and its MTP blocks
+    "nextn_predict_layers",
+    "ssm.conv_kernel",
+    "ssm.inner_size",
+    "ssm.state_size",
+    "ssm.group_count",
+    "ssm.time_step_rank",
+    "shortconv.l_cache",
+    "kda.head_dim",
+    "full_attention_interval",
+    "attention.recurrent_layers",
 )
 
 

@@ -27,6 +27,7 @@ ggml-org/llama.cpp as vendored by llama-cpp-python 0.3.36; each term cites its f
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -39,6 +40,7 @@ from ..records import replace
 from . import overhead as _overhead
 from .kv_layout import LayerKind, Layout
 from .limits import Limit
+from .llamacpp_recurrent import Mixer, mixer, recurrent_hparams, state_term
 from .terms import Term
 
 PAD = 256  # llama.cpp pads n_ctx, n_ctx_seq and the SWA cache to 256 cells
@@ -231,8 +233,9 @@ class Shape:
 F32 = 4
 
 
-def compute(shape: Shape, layout: Layout, cells: Cells, o: Options) -> Term:
-    """The compute buffer: the largest of three moments of the reserved graph.
+def compute(shape: Shape, layout: Layout, cells: Cells, o: Options, mixer: Mixer | None = None) -> Term:
+    """The compute buffer: the largest of three moments of the reserved graph (four with a
+    Mamba mixer, ``mixer``: :func:`paramcount.memory.llamacpp_recurrent.mixer`).
 
     * attention: the KQ masks (one per cache kind, ``n_kv × n_tokens``, f16 with flash
       attention, else f32: ``build_attn_inp_kq_mask``), the layer's tensors
@@ -256,12 +259,16 @@ def compute(shape: Shape, layout: Layout, cells: Cells, o: Options) -> Term:
         "feed-forward": masks + (shape.hidden + shape.ffn) * t * F32,
         "output": (2 * shape.hidden + shape.vocab) * t * F32,
     }
+    if not n_kv:  # no attention layer: no masks, no attention moment
+        del moments["attention"]
+    if mixer is not None:
+        moments["recurrent mixer"] = masks + (mixer.per_token * t + mixer.per_seq * cells.n_seq_max) * F32
     peak = max(moments, key=moments.get)
     inputs = 2 * t * 4
     total = inputs + moments[peak]
     parts = tuple(
         Term(f"compute.{k.replace('-', '_')}", k + (" (the peak)" if k == peak else ""), v,
-             _moment_formula(k, shape, t, n_kv, o) + f" = {v:,} B", "", True)
+             _moment_formula(k, shape, t, n_kv, o, mixer, cells) + f" = {v:,} B", "", True)
         for k, v in moments.items()
     )  # fmt: skip
     fa = f"flash attention {'on' if o.flash else 'off'}" + (" (auto resolves to on)" if o.flash_attn == "auto" else "")
@@ -271,7 +278,8 @@ def compute(shape: Shape, layout: Layout, cells: Cells, o: Options) -> Term:
     )
     formula = f"token ids and positions 2 · {t:,} · 4 B + {peak} {moments[peak]:,} B = {total:,} B"
     label = f"compute buffer ({t:,}-token micro-batch)"
-    return Term("compute", label, total, formula, assumption, True, _COMPUTE_SRC, parts)
+    src = _COMPUTE_SRC + (_MIXER_SRC if mixer is not None else "")
+    return Term("compute", label, total, formula, assumption, True, src, parts)
 
 
 _COMPUTE_SRC = (
@@ -282,7 +290,21 @@ _COMPUTE_SRC = (
 )
 
 
-def _moment_formula(moment: str, s: Shape, t: int, n_kv: Mapping[bool, int], o: Options) -> str:
+_MIXER_SRC = (
+    "; src/models/mamba-base.cpp build_mamba_layer, build_mamba2_layer (the mixer's moment), held to "
+    "tests/fixtures/llamacpp_hybrid.json"
+)
+
+
+def _moment_formula(
+    moment: str, s: Shape, t: int, n_kv: Mapping[bool, int], o: Options, mixer: Mixer | None, cells: Cells
+) -> str:
+    if moment == "recurrent mixer" and mixer is not None:
+        masks = " + ".join(f"{n:,} · {t:,} · {2 if o.flash else 4} B" for n in n_kv.values()) or "0"
+        return (
+            f"masks {masks} + ({mixer.formula}) · n_tokens · 4 B + {mixer.per_seq_formula} · n_seq_max · 4 B"
+            f" = {mixer.per_token:,} · {t:,} · 4 B + {mixer.per_seq:,} · {cells.n_seq_max} · 4 B"
+        )
     if moment == "output":
         return f"(2 · n_embd + n_vocab) · n_tokens · 4 B = (2 · {s.hidden:,} + {s.vocab:,}) · {t:,} · 4 B"
     mask = 2 if o.flash else 4
@@ -396,12 +418,13 @@ class LlamaCppPlanner:
         w = weights(model, self.scheme, keep=keep, pure=pure)
         self.keep = ",".join(w.keep) or "none"
         self.unquantised = w.unquantised()
-        self.weights = replace(w.term(), source=_WEIGHTS_SRC)
+        self.recurrent = recurrent_hparams(model)
+        self.weights = model_buffer(model, w)
         self.repack = repack(w) if self.options.device == "cpu" else ()
         self.stored_as = w.options if self.scheme == "stored" else None
         default = CPU_OVERHEAD if self.options.device == "cpu" else GPU_DEFAULT
         self.overhead = _overhead.parse(overhead) if overhead is not None else default
-        self.layout, self.partial = _layout(model)
+        self.layout, self.partial = _layout(model, self.recurrent)
         self.shape = None if self.partial else shape_of(model, self.layout, shape_widths(model))
         self.limit = Limit.of(model)
 
@@ -418,15 +441,17 @@ class LlamaCppPlanner:
                 self.model, "inference", terms, self._settings(None, context, why, batch), (note,), self, self.partial
             )
         cells = Cells.of(context, batch, o)
+        attention = replace(self.layout, kinds=tuple(k for k in self.layout.kinds if k.attention != "state"))
         base = (
             self.weights,
-            kv_term(self.layout, cells, o),
-            compute(self.shape, self.layout, cells, o),
+            *((kv_term(attention, cells, o),) if attention.kinds else ()),
+            *((state_term(self.recurrent, cells, o),) if self.recurrent and self.recurrent.recurrent else ()),
+            compute(self.shape, attention, cells, o, mixer(self.recurrent)),
             output(self.shape, cells, o),
             *self.repack,
         )
         terms = (*base, *self._overhead(sum(t.bytes for t in base)))
-        notes = (*warned, *self.layout.notes, *_notes(o))
+        notes = (*warned, *self.layout.notes, *_notes(o), *_mixer_note(self.recurrent))
         return Plan(self.model, "inference", terms, self._settings(cells, context, why, batch), notes, planner=self)
 
     def total(self, context: int, batch: int = 1) -> int:
@@ -448,6 +473,7 @@ class LlamaCppPlanner:
 
     def _settings(self, cells: Cells | None, context: int, why: str, batch: int) -> dict[str, Any]:
         o = self.options
+        kv = cells is not None and any(k.attention != "state" for k in self.layout.kinds)
         stored = {"stored_as": self.stored_as} if self.stored_as else {}
         fa = ("on" if o.flash else "off") + (" (auto)" if o.flash_attn == "auto" else "")
         return {
@@ -456,8 +482,9 @@ class LlamaCppPlanner:
             **stored,
             "keep": self.keep,
             "compute_dtype": "f32",
-            "kv_dtype": None if cells is None else (o.type_k if o.type_k == o.type_v else f"{o.type_k}/{o.type_v}"),
-            "kv_cache": None if cells is None else "llama.cpp",
+            "kv_dtype": None if not kv else (o.type_k if o.type_k == o.type_v else f"{o.type_k}/{o.type_v}"),
+            "kv_cache": None if not kv else "llama.cpp",
+            **({"state_dtype": "f32"} if cells is not None and self.recurrent and self.recurrent.recurrent else {}),
             "context": context,
             "context_from": why,
             "batch": batch,
@@ -471,6 +498,78 @@ class LlamaCppPlanner:
             "device": o.device,
             "overhead": self.overhead.text,
         }
+
+
+# ---- the model buffer: what the loader keeps of the file ------------------------------------------
+
+# Architectures whose load_arch_tensors (src/models/*.cpp) create every tensor of the blocks from
+# n_layer() = block_count − nextn_predict_layers on with TENSOR_SKIP unless llama_model_params.load_mtp
+# (false by default): the loader logs "model has unused tensor … ignoring" and allocates none of them
+# (llama_model_loader::create_tensor, src/llama-model-loader.cpp), while llama_model_size() still counts them.
+SKIPS_MTP = frozenset({
+    "qwen3next", "qwen35", "qwen35moe", "glm4", "glm4moe", "glm-dsa", "deepseek2", "deepseek32",
+    "bailingmoe2", "bailingmoe3", "exaone4", "exaone-moe", "step35", "cohere2moe", "hy_v3",
+    "nemotron_h", "nemotron_h_moe",
+})  # fmt: skip
+_BLOCK = re.compile(r"(?:^|\.)(?:blk|layers)\.(\d+)(?:–(\d+))?\.")
+
+
+def model_buffer(model: Model, w: Any) -> Term:
+    """The weights llama.cpp allocates: the file's tensors less the MTP blocks its loader skips."""
+    term = replace(w.term(), source=_WEIGHTS_SRC)
+    trunk = _trunk(model)
+    if trunk is None:
+        return term
+    kept, skipped = _split_mtp(w.rows, trunk)
+    if not skipped:
+        return term
+    n, size = sum(r.count for r in skipped), sum(r.bytes for r in skipped)
+    said = (
+        f"; llama.cpp's loader skips the {n:,} tensors ({size:,} B) of the multi-token-prediction block(s)"
+        f" from block {trunk} on (TENSOR_SKIP: llama_model_params.load_mtp is off by default), so the model"
+        f" buffer holds the rest; llama_model_size() and the file count all {w.bytes:,} B"
+    )
+    loaded = replace(w, rows=tuple(kept)).term()
+    label = loaded.label.replace("weights (", "weights loaded (", 1)
+    return replace(loaded, label=label, assumption=loaded.assumption + said, source=_WEIGHTS_SRC + _SKIP_SRC)
+
+
+_SKIP_SRC = "; src/llama-model-loader.cpp create_tensor (TENSOR_SKIP), src/models/<arch>.cpp load_arch_tensors"
+
+
+def _trunk(model: Model) -> int | None:
+    """``n_layer()`` where the architecture skips its MTP blocks and the model has some: a file's
+    block_count less nextn_predict_layers; a config's num_hidden_layers (the converter writes the
+    MTP layers after them)."""
+    from .gguf_file import is_gguf, metadata
+    from .gguf_types import ARCHS as BY_TYPE
+
+    if is_gguf(model):
+        meta = metadata(model)
+        nextn = meta.integer("nextn_predict_layers", 0, low=0) if meta.arch in SKIPS_MTP else 0
+        return meta.integer("block_count") - nextn if nextn else None
+    config = dict(model.config or {})
+    n = config.get("num_hidden_layers")
+    known = BY_TYPE.get(model.model_type) in SKIPS_MTP and model.model_type != "nemotron_h"  # its count is the pattern
+    return n if known and isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
+
+
+def _split_mtp(rows: Any, trunk: int) -> tuple[list[Any], list[Any]]:
+    """The rows below block ``trunk`` and those from it on (``mtp.*`` names too); a row of
+    blocks a–b that straddles ``trunk`` is split by its count."""
+    kept, skipped = [], []
+    for r in rows:
+        m = _BLOCK.search(r.name)
+        first, last = (int(m[1]), int(m[2] or m[1])) if m else (-1, -1)
+        if r.name.startswith("mtp.") or first >= trunk:
+            skipped.append(r)
+        elif last < trunk or r.role == "tied":
+            kept.append(r)
+        else:
+            on = last - trunk + 1
+            kept.append(replace(r, count=r.count - on))
+            skipped.append(replace(r, count=on))
+    return kept, skipped
 
 
 # ggml-cpu repack.cpp ggml_repack_get_optimal_repack_type on x86 with AVX2: these types, when a
@@ -499,9 +598,13 @@ def repack(w: Any) -> tuple[Term, ...]:
     return (Term("repack", "CPU_REPACK buffer (weights repacked for the CPU)", n, formula, said, False, src),)
 
 
-def _layout(model: Model) -> tuple[Layout | None, str | None]:
+def _layout(model: Model, recurrent: Any = None) -> tuple[Layout | None, str | None]:
     from .kv_layout import NoLayout, attention_layout
 
+    if recurrent is not None:
+        from .llamacpp_recurrent import layout
+
+        return layout(model.name, model.model_type, recurrent), None
     try:
         layout = attention_layout(model)
     except NoLayout as e:
@@ -518,6 +621,23 @@ def _layout(model: Model) -> tuple[Layout | None, str | None]:
         kept = tuple(n for n in layout.notes if "DynamicCache" not in n)  # transformers' cache rule, not this one
         layout = replace(layout, notes=(*kept, said))
     return layout, None
+
+
+def _mixer_note(h: Any) -> tuple[str, ...]:
+    """What the compute estimate models of a recurrent layer's graph."""
+    if h is None or not h.recurrent:
+        return ()
+    if mixer(h) is not None:
+        said = "the Mamba mixer's tensors at its peak (src/models/mamba-base.cpp) are one of its moments"
+    else:
+        said = (
+            f"{h.arch}'s recurrent mixer (gated DeltaNet, KDA or short convolution) is not modelled: the estimate "
+            "takes the attention, feed-forward and logits moments, which are the peak at published widths"
+        )
+    return (
+        f"compute buffer: {said}; held within 10% of llama.cpp's at published widths (Jamba: up to 30% over) "
+        "in tests/fixtures/llamacpp_hybrid.json",
+    )
 
 
 def _notes(o: Options) -> tuple[str, ...]:

@@ -41,13 +41,23 @@ def heading(plan: Plan) -> Group:
     if plan.mode == "inference" and plan.partial:
         return Group(head, Text(f"inference · {weights_text(s)} · weights and overhead only (no KV cache)"))
     if plan.mode == "inference":
-        kv = f"KV cache {s['kv_dtype']}" + ("" if s["kv_cache"] == "dynamic" else f" ({s['kv_cache']})")
-        what = f"inference · {weights_text(s)} · {kv} · {n(s['context'])} tokens × batch {n(s['batch'])}"
+        what = f"inference · {weights_text(s)} · {_caches(s)} · {n(s['context'])} tokens × batch {n(s['batch'])}"
         what += f" · runtime {s['runtime']}" if s.get("runtime") else ""
     else:
         what = _training_line(s)
     why = s.get("context_from")
     return Group(head, Text(what + (f" (context: {why})" if why and why != "--context" else "")))
+
+
+def _caches(s: Mapping[str, Any]) -> str:
+    """``KV cache f16 (llama.cpp)``, and a recurrent state where the plan keeps one (llama.cpp's
+    hybrid and state-space models: ``state_dtype``)."""
+    said = []
+    if s.get("kv_dtype") is not None:
+        said.append(f"KV cache {s['kv_dtype']}" + ("" if s["kv_cache"] == "dynamic" else f" ({s['kv_cache']})"))
+    if s.get("state_dtype"):
+        said.append(f"recurrent state {s['state_dtype']}")
+    return " + ".join(said) or "no cache"
 
 
 def weights_text(s: Mapping[str, Any]) -> str:

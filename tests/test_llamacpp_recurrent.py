@@ -1,0 +1,293 @@
+"""The llama.cpp plan of the hybrid and state-space families, held to llama.cpp itself.
+
+Oracles:
+
+* tests/fixtures/llamacpp_hybrid.json, recorded by benchmarks/record_llamacpp_hybrid.py: llama.cpp's
+  own converter (llama-cpp-python 0.3.36's vendored conversion/) run on each family's catalog
+  config and on a small and a published-width config of it; the small and published-width files
+  (kept as tests/gguf_files.py specs) loaded by llama-cpp-python 0.3.36 built from source, and the
+  buffers it logs at several settings: model, RS (recurrent state), KV, output and compute.
+  llama.cpp logs MiB with two decimals, so "equal" is: our bytes print as its figure; the
+  skipped MTP tensors' bytes it logs one by one, so the model buffer is held to the byte.
+* The formulas restated below from llama.cpp's source, written from the config's fields:
+  ``llama_hparams::n_embd_r`` / ``n_embd_s`` (src/llama-hparams.cpp) with each converter's keys
+  (conversion/*.py), the recurrent and attention layers of each ``load_arch_hparams``
+  (src/models/*.cpp) and ``create_memory``'s filters (src/llama-model.cpp).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+import paramcount
+from paramcount.cli import main
+from paramcount.memory import inference
+from paramcount.memory.llamacpp_recurrent import converted_meta
+from paramcount.memory.weights import weights
+
+from .gguf_files import write
+
+pytest.importorskip("gguf")
+DOC = json.loads((Path(__file__).parent / "fixtures" / "llamacpp_hybrid.json").read_text())
+FAMILIES = DOC["families"]
+SIZES = ("small", "medium")
+
+
+def mib(n: int) -> float:
+    return round(n / 2**20, 2)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> dict[tuple[str, str], paramcount.Model]:
+    folder = tmp_path_factory.mktemp("hybrid")
+    out = {}
+    for fam, rec in FAMILIES.items():
+        for size in SIZES:
+            out[fam, size] = paramcount.load(str(write(rec[size]["spec"], folder / f"{fam}-{size}.gguf")))
+    mtp = DOC["mtp"]["glm4_moe"]
+    out["glm4_moe", "small"] = paramcount.load(str(write(mtp["spec"], folder / "glm4_moe.gguf")))
+    return out
+
+
+def plan_of(model, case: dict, **kw):
+    return inference(
+        model, context=case["context"], batch=case["parallel"], runtime="llama.cpp", ubatch=case["ubatch"],
+        flash_attn=case["flash_attn"], kv_unified=case["kv_unified"], device="cpu", **kw,
+    )  # fmt: skip
+
+
+def recorded(size: str):
+    return [
+        pytest.param(fam, size, i, id=f"{fam}-{size}-{c['context']}x{c['parallel']}")
+        for fam, rec in FAMILIES.items()
+        for i, c in enumerate(rec[size]["cases"])
+        if "error" not in c  # Kimi-Linear without flash attention: llama.cpp 0.3.36 crashes
+    ]
+
+
+# ---- the converter's metadata -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fam", list(FAMILIES))
+def test_metadata_from_a_config_is_the_converters(fam):
+    """Every key the plan reads from a config, as llama.cpp's converter wrote it for the catalog
+    config and for the small and published-width ones."""
+    rec = FAMILIES[fam]
+    for config, meta, arch in (
+        (paramcount.load(rec["hub"]), rec["full_meta"], rec["small"]["spec"]["arch"]),
+        *((paramcount.load(rec[s]["config"]), rec[s]["spec"]["meta"], rec[s]["spec"]["arch"]) for s in SIZES),
+    ):
+        got_arch, got = converted_meta(config)
+        assert got_arch == arch
+        assert {k: meta.get(k) for k in got} == got, config.name
+
+
+# ---- held to llama.cpp's buffers ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("fam", "size", "i"), recorded("small") + recorded("medium"))
+def test_buffers_equal_llama_cpps(files, fam, size, i):
+    case = FAMILIES[fam][size]["cases"][i]
+    model = files[fam, size]
+    plan = plan_of(model, case)
+    terms = {t.key: t for t in plan.terms}
+    assert plan.partial is None
+    assert weights(model, "stored").bytes == case["llama_model_size"]  # the file
+    assert terms["weights"].bytes == case["llama_model_size"] - case["skipped_bytes"]  # what is loaded
+    assert [mib(terms["state"].bytes)] == case["rs_buffers_mib"]
+    cells, _, seqs = case["rs_cells_layers_seqs"]
+    assert cells == seqs == max(1, case["parallel"]) and f"{cells} cell" in terms["state"].label
+    assert ([mib(terms["kv_cache"].bytes)] if "kv_cache" in terms else []) == case["kv_buffers_mib"]
+    assert plan.settings["n_ctx"] == case["n_ctx"]
+    assert mib(terms["output"].bytes) == case["output_mib"]
+    assert list(terms) == [k for k in ("weights", "kv_cache", "state", "compute", "output") if k in terms]
+
+
+def test_the_model_buffer_leaves_out_the_mtp_block_llama_cpp_skips(files):
+    """GLM-4.5's block 46 (here 2) and Qwen's MTP layer: TENSOR_SKIP unless load_mtp."""
+    for model, case in (
+        (files["glm4_moe", "small"], DOC["mtp"]["glm4_moe"]["cases"][0]),
+        (files["qwen3_5_text", "small"], FAMILIES["qwen3_5_text"]["small"]["cases"][0]),
+    ):
+        plan = plan_of(model, case)
+        w = plan.term("weights")
+        assert case["skipped_tensors"] > 0 and w.bytes == case["llama_model_size"] - case["skipped_bytes"]
+        assert w.label.startswith("weights loaded") and "load_mtp" in w.assumption
+        assert f"{case['llama_model_size']:,} B" in w.assumption
+
+
+def compute_error(files, fam, size, case) -> float:
+    return plan_of(files[fam, size], case).term("compute").bytes / 2**20 / case["compute_mib"] - 1
+
+
+@pytest.mark.parametrize(("fam", "size", "i"), recorded("medium"))
+def test_compute_estimate_at_published_widths(files, fam, size, i):
+    """The compute buffer, an estimate: within 10% at the published widths, where the logits or
+    a Mamba-2 mixer (Codestral: 116.25 planned, 116.49 MiB measured) are the peak; Jamba's
+    routed feed-forward moment is an over-estimate (252 planned, 196 MiB measured)."""
+    case = FAMILIES[fam][size]["cases"][i]
+    err = compute_error(files, fam, size, case)
+    assert (0 <= err <= 0.3) if fam == "jamba" else abs(err) <= 0.10, f"{err:+.1%}"
+    assert plan_of(files[fam, size], case).term("compute").estimate
+
+
+@pytest.mark.parametrize(("fam", "size", "i"), recorded("small"))
+def test_compute_estimate_at_toy_widths(files, fam, size, i):
+    """At widths far below any published model (hidden 256, 1,024 tokens) the mixers' own
+    tensors matter more; the estimate stays within 25%."""
+    case = FAMILIES[fam][size]["cases"][i]
+    assert abs(compute_error(files, fam, size, case)) <= 0.25
+
+
+# ---- the formulas, from a config --------------------------------------------------------------------
+
+
+def _kinds(c: dict, n: int) -> tuple[list[int], list[int]]:
+    """(recurrent layers, attention layers) of a family's config, as the converter writes the
+    per-layer head counts and each load_arch_hparams / create_memory reads them."""
+    t = c["model_type"]
+    if t in ("mamba", "mamba2"):
+        return list(range(n)), []
+    if t == "falcon_h1":
+        return list(range(n)), list(range(n))
+    if t == "jamba":
+        attn = [i for i in range(n) if i % c["attn_layer_period"] == c["attn_layer_offset"]]
+    elif t == "granitemoehybrid":
+        attn = [i for i, x in enumerate(c["layer_types"]) if x == "attention"]
+    elif t == "nemotron_h":
+        pattern = c["hybrid_override_pattern"]
+        return [i for i, x in enumerate(pattern) if x == "M"], [i for i, x in enumerate(pattern) if x == "*"]
+    elif t == "lfm2":
+        attn = list(c["full_attn_idxs"])
+    elif t == "kimi_linear":
+        attn = [i - 1 for i in c["linear_attn_config"]["full_attn_layers"]]
+    else:  # Qwen: every full_attention_interval-th (4 unless stated)
+        every = c.get("full_attention_interval", 4)
+        attn = [i for i in range(n) if (i + 1) % every == 0]
+    return [i for i in range(n) if i not in attn], attn
+
+
+def _widths(c: dict) -> tuple[int, int]:
+    """llama_hparams::n_embd_r() and n_embd_s() for the config, through the converter's keys."""
+    t, h = c["model_type"], c["hidden_size"]
+    if t == "mamba":  # d_inner = intermediate_size (2h), d_state, no groups
+        d = c.get("intermediate_size") or 2 * h
+        return (c["conv_kernel"] - 1) * d, c["state_size"] * d
+    if t == "jamba":
+        d = c["mamba_expand"] * h
+        return (c["mamba_d_conv"] - 1) * d, c["mamba_d_state"] * d
+    if t == "lfm2":  # the short convolution's last l_cache − 1 inputs; no S
+        return h * (c["conv_L_cache"] - 1), 0
+    if t == "kimi_linear":  # three convolutions (q, k, v) over n_head · head_dim; head_dim² a head
+        own, heads = c["linear_attn_config"], c["num_attention_heads"]
+        return 3 * (own["short_conv_kernel_size"] - 1) * heads * own["head_dim"], own["head_dim"] ** 2 * heads
+    if t.startswith("qwen3"):  # gated DeltaNet in Mamba's keys: d_inner = v heads · v dim, groups = k heads
+        d, groups, state = (
+            c["linear_value_head_dim"] * c["linear_num_value_heads"],
+            c["linear_num_key_heads"],
+            c["linear_key_head_dim"],
+        )
+        return (c["linear_conv_kernel_dim"] - 1) * (d + 2 * groups * state), state * d
+    d, groups, state, kernel = {
+        "mamba2": lambda: (c["expand"] * h, c["n_groups"], c["state_size"], c["conv_kernel"]),
+        "falcon_h1": lambda: (c["mamba_d_ssm"], c["mamba_n_groups"], c["mamba_d_state"], c["mamba_d_conv"]),
+        "granitemoehybrid": lambda: (c["mamba_expand"] * h, c["mamba_n_groups"], c["mamba_d_state"], c["mamba_d_conv"]),
+        "nemotron_h": lambda: (c["mamba_num_heads"] * c["mamba_head_dim"], c["n_groups"], c["ssm_state_size"],
+                               c["conv_kernel"]),
+    }[t]()  # fmt: skip
+    return (kernel - 1) * (d + 2 * groups * state), state * d
+
+
+def _kv_row(c: dict) -> int:
+    """f16 bytes one attention layer's K and V add per cell: MLA's latent and rope key only."""
+    if c["model_type"] == "kimi_linear":
+        return 2 * (c["kv_lora_rank"] + c["qk_rope_head_dim"])
+    d = c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
+    return 2 * 2 * c["num_key_value_heads"] * d
+
+
+def expected(c: dict, parallel: int, context: int, device: str) -> tuple[int, int]:
+    """(RS bytes, KV bytes) at ``context`` tokens × ``parallel`` sequences, unified off."""
+    n = len(c["hybrid_override_pattern"]) if c["model_type"] == "nemotron_h" else c["num_hidden_layers"]
+    recurrent, attention = _kinds(c, n)
+    r, s = _widths(c)
+    align = 32 if device == "cpu" else 128
+    pad = lambda b: -(-b // align) * align  # noqa: E731
+    state = len(recurrent) * (pad(r * 4 * parallel) + pad(s * 4 * parallel))
+    n_ctx = -(-context * parallel // 256) * 256  # llama_context: n_ctx, then n_ctx_seq, padded to 256
+    n_ctx_seq = -(-(n_ctx // parallel) // 256) * 256
+    return state, (len(attention) * _kv_row(c) * n_ctx_seq * parallel if attention else 0)
+
+
+@pytest.mark.parametrize("fam", list(FAMILIES))
+@pytest.mark.parametrize("device", ["cpu", "gpu"])
+def test_state_and_kv_of_a_catalog_config_from_the_formulas(fam, device, tmp_path):
+    """The catalog's config, planned from the config and from a GGUF file with the metadata
+    llama.cpp's converter wrote for it: the RS and KV buffers the formulas give."""
+    rec = FAMILIES[fam]
+    model = paramcount.load(rec["hub"])
+    c = dict(model.config)
+    spec = {"name": fam, "arch": rec["small"]["spec"]["arch"], "meta": rec["full_meta"], "vocab": 1024,
+            "tensors": [["token_embd.weight", [1024, c["hidden_size"]], "F16"]]}  # fmt: skip
+    gguf_model = paramcount.load(str(write(spec, tmp_path / "full.gguf")))
+    for context, parallel in ((4096, 1), (32768, 3)):
+        state, kv = expected(c, parallel, context, device)
+        for m in (model, gguf_model):
+            plan = inference(m, context=context, batch=parallel, runtime="llama.cpp", device=device)
+            terms = {t.key: t.bytes for t in plan.terms}
+            assert terms["state"] == state, (m.source, context, parallel)
+            assert terms.get("kv_cache", 0) == kv, (m.source, context, parallel)
+
+
+@pytest.mark.parametrize("fam", list(FAMILIES))
+def test_a_config_plans_as_its_converted_file(files, fam):
+    """The small config and the file the converter wrote from it: the same KV and RS buffers."""
+    config = paramcount.load(FAMILIES[fam]["small"]["config"])
+    for case in FAMILIES[fam]["small"]["cases"]:
+        a, b = plan_of(config, case), plan_of(files[fam, "small"], case)
+        for key in ("state", "kv_cache"):
+            assert {t.key: t.bytes for t in a.terms}.get(key) == {t.key: t.bytes for t in b.terms}.get(key), key
+
+
+# ---- the model buffer of a planned mix ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("hub", ["Qwen/Qwen3.5-27B", "Qwen/Qwen3-Next-80B-A3B-Instruct", "zai-org/GLM-4.5-Air"])
+def test_a_planned_mix_loads_without_its_mtp_block(hub):
+    """From a config, the q4_k_m file holds the MTP layer (the weights plan); llama.cpp's model
+    buffer does not: the file's bytes less those of its tensors named at blocks ≥ num_hidden_layers
+    (model.layers.N…, mtp.*) — the weights plan's rows, summed here by name."""
+    model = paramcount.load(hub)
+    n = model.config["num_hidden_layers"]
+    rows = weights(model, "q4_k_m").rows
+
+    def mtp(name: str) -> bool:
+        m = re.search(r"\.layers\.(\d+)", name)
+        return name.startswith("mtp.") or (m is not None and int(m[1]) >= n)
+
+    skipped = sum(r.bytes for r in rows if mtp(r.name))
+    plan = inference(model, "q4_k_m", context=4096, runtime="llama.cpp")
+    assert skipped > 0
+    assert plan.term("weights").bytes == sum(r.bytes for r in rows) - skipped
+    assert inference(model, "q4_k_m", context=4096).term("weights").bytes == sum(r.bytes for r in rows)
+
+
+# ---- the CLI -----------------------------------------------------------------------------------------
+
+
+def test_cli_plans_a_hybrid_in_full(capsys):
+    assert (
+        main(["memory", "Qwen/Qwen3.5-27B", "--runtime", "llama.cpp", "--dtype", "q4_k_m", "-np", "2", "--json"]) == 0
+    )
+    doc = json.loads(capsys.readouterr().out)
+    assert "partial" not in doc
+    assert [t["key"] for t in doc["terms"]] == ["weights", "kv_cache", "state", "compute", "output", "overhead"]
+    state = next(t for t in doc["terms"] if t["key"] == "state")
+    assert state["estimate"] is False and "create_memory" in state["source"]
+    assert main(["memory", "state-spaces/mamba-2.8b-hf", "--runtime", "llama.cpp", "--width", "120"]) == 0
+    out = capsys.readouterr().out
+    assert "recurrent state" in out and "KV cache" not in out
