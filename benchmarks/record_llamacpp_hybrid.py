@@ -443,7 +443,26 @@ def main(llama_cpp: str, only: list[str]) -> None:
                 doc["families"][family] = record_family(family, Path(tmp))
     doc["llama_cpp_python"] = lib.__version__
     doc["settings"] = "CPU, use_extra_bufts off, n_batch 2048, f16 cache, one thread"
-    FIXTURE.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    FIXTURE.write_text(dump(doc), encoding="utf-8")
+
+
+def dump(doc: Any, depth: int = 0) -> str:
+    """JSON with one line per tensor, per list of numbers and per small object: readable in a diff."""
+    flat = json.dumps(doc)
+    if not isinstance(doc, (dict, list)) or len(flat) <= 100 or _plain(doc):
+        return flat + ("\n" if depth == 0 else "")
+    pad, inner = " " * depth, " " * (depth + 1)
+    if isinstance(doc, dict):
+        items = [f"{inner}{json.dumps(k)}: {dump(v, depth + 1)}" for k, v in doc.items()]
+        body, ends = ",\n".join(items), "{}"
+    else:
+        body, ends = ",\n".join(f"{inner}{dump(v, depth + 1)}" for v in doc), "[]"
+    return f"{ends[0]}\n{body}\n{pad}{ends[1]}" + ("\n" if depth == 0 else "")
+
+
+def _plain(doc: Any) -> bool:
+    """A list of numbers or strings (a per-layer list)."""
+    return isinstance(doc, list) and not any(isinstance(v, (dict, list)) for v in doc)
 
 
 if __name__ == "__main__":

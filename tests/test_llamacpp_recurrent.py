@@ -276,6 +276,17 @@ def test_a_planned_mix_loads_without_its_mtp_block(hub):
     assert inference(model, "q4_k_m", context=4096).term("weights").bytes == sum(r.bytes for r in rows)
 
 
+def test_nemotron_h_moe_stays_weights_only():
+    """NemotronHModel writes the MoE variant as nemotron_h_moe with its MTP block and routers'
+    buffers, which the count does not hold: no llama.cpp memory for it here, and the plan says why."""
+    config = dict(paramcount.load("nvidia/NVIDIA-Nemotron-Nano-9B-v2").config)
+    config |= {"hybrid_override_pattern": "MEM*E", "num_experts_per_tok": 2, "n_routed_experts": 4}
+    config |= {"moe_intermediate_size": 256, "moe_shared_expert_intermediate_size": 256}
+    plan = inference(config, context=4096, runtime="llama.cpp")
+    assert [t.key for t in plan.terms] == ["weights", "overhead"]
+    assert "nemotron_h_moe" in plan.partial
+
+
 # ---- the CLI -----------------------------------------------------------------------------------------
 
 

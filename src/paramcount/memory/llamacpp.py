@@ -419,8 +419,8 @@ class LlamaCppPlanner:
         self.keep = ",".join(w.keep) or "none"
         self.unquantised = w.unquantised()
         self.recurrent = recurrent_hparams(model)
-        self.weights = model_buffer(model, w)
-        self.repack = repack(w) if self.options.device == "cpu" else ()
+        self.weights, loaded = model_buffer(model, w)
+        self.repack = repack(loaded) if self.options.device == "cpu" else ()
         self.stored_as = w.options if self.scheme == "stored" else None
         default = CPU_OVERHEAD if self.options.device == "cpu" else GPU_DEFAULT
         self.overhead = _overhead.parse(overhead) if overhead is not None else default
@@ -514,24 +514,27 @@ SKIPS_MTP = frozenset({
 _BLOCK = re.compile(r"(?:^|\.)(?:blk|layers)\.(\d+)(?:–(\d+))?\.")
 
 
-def model_buffer(model: Model, w: Any) -> Term:
-    """The weights llama.cpp allocates: the file's tensors less the MTP blocks its loader skips."""
+def model_buffer(model: Model, w: Any) -> tuple[Term, Any]:
+    """The weights llama.cpp allocates, as a term and as the rows it loads: the file's tensors
+    less the MTP blocks its loader skips."""
     term = replace(w.term(), source=_WEIGHTS_SRC)
     trunk = _trunk(model)
     if trunk is None:
-        return term
+        return term, w
     kept, skipped = _split_mtp(w.rows, trunk)
     if not skipped:
-        return term
+        return term, w
     n, size = sum(r.count for r in skipped), sum(r.bytes for r in skipped)
     said = (
         f"; llama.cpp's loader skips the {n:,} tensors ({size:,} B) of the multi-token-prediction block(s)"
         f" from block {trunk} on (TENSOR_SKIP: llama_model_params.load_mtp is off by default), so the model"
-        f" buffer holds the rest; llama_model_size() and the file count all {w.bytes:,} B"
+        f" buffer holds the rest; llama_model_size() and the file count all {w.bytes:,} B (a CPU maps the"
+        " file from the first to the last tensor it loads, skipped ones between included but never read)"
     )
-    loaded = replace(w, rows=tuple(kept)).term()
-    label = loaded.label.replace("weights (", "weights loaded (", 1)
-    return replace(loaded, label=label, assumption=loaded.assumption + said, source=_WEIGHTS_SRC + _SKIP_SRC)
+    loaded = replace(w, rows=tuple(kept))
+    t = loaded.term()
+    label = t.label.replace("weights (", "weights loaded (", 1)
+    return replace(t, label=label, assumption=t.assumption + said, source=_WEIGHTS_SRC + _SKIP_SRC), loaded
 
 
 _SKIP_SRC = "; src/llama-model-loader.cpp create_tensor (TENSOR_SKIP), src/models/<arch>.cpp load_arch_tensors"
@@ -612,7 +615,7 @@ def _layout(model: Model, recurrent: Any = None) -> tuple[Layout | None, str | N
     if not any(k.attention in ("full", "sliding") for k in layout.kinds):
         return None, "no attention layer keeps a KV cache here; llama.cpp's plan covers decoder attention caches"
     if any(k.attention not in ("full", "sliding") for k in layout.kinds):
-        return None, "llama.cpp's plan here covers attention caches only, not recurrent states or cross-attention"
+        return None, _unplanned(model)
     if layout.runtime != "llama.cpp":
         said = (
             "the cache layout is read from the transformers config; the GGUF file llama.cpp converts from it "
@@ -637,6 +640,20 @@ def _mixer_note(h: Any) -> tuple[str, ...]:
     return (
         f"compute buffer: {said}; held within 10% of llama.cpp's at published widths (Jamba: up to 30% over) "
         "in tests/fixtures/llamacpp_hybrid.json",
+    )
+
+
+def _unplanned(model: Model) -> str:
+    """Why a model with recurrent states or cross-attention has no llama.cpp plan here."""
+    from .gguf_hybrid import not_stated
+
+    why = not_stated(model.model_type, dict(model.config or {}))
+    if why:
+        return f"llama.cpp's recurrent states are planned here as its converter writes a config, and {why}"
+    return (
+        "llama.cpp's plan here covers attention caches, and recurrent states for mamba, mamba2, jamba, falcon_h1, "
+        "granitemoehybrid, nemotron_h, lfm2, qwen3_next, qwen3_5(_moe)_text and kimi_linear, not this model's "
+        "states or cross-attention"
     )
 
 

@@ -385,11 +385,12 @@ def recurrent_hparams(model: Any) -> Hparams | None:
     caller, which reports it."""
     from .gguf_file import Meta, is_gguf, metadata
     from .gguf_hybrid import ARCHS as BY_TYPE
+    from .gguf_hybrid import not_stated
 
     if is_gguf(model):
         return hparams(metadata(model)) if model.model_type in ARCHS else None
-    if model.model_type not in BY_TYPE:
-        return None
+    if model.model_type not in BY_TYPE or not_stated(model.model_type, dict(model.config or {})):
+        return None  # Nemotron-H's MoE variant: another converter path (nemotron_h_moe), not transcribed
     try:
         arch, meta = converted_meta(model)
     except NoLayout:
