@@ -387,8 +387,10 @@ def test_printouts_and_bare_checkpoints_plan_weights_and_overhead(tmp_path):
     row = fit(bare, "rtx4090").rows[0]
     assert row.precision == "stored" and row.max_context is None and row.max_batch is None
     assert row.to_dict()["partial"] == row.plan.partial
-    unmapped = paramcount.load(write_gguf(tmp_path / "m.gguf", "mamba", {"block_count": 2, "embedding_length": 32}))
-    assert "'mamba'" in inference(unmapped).partial
+    unmapped = paramcount.load(write_gguf(tmp_path / "m.gguf", "rwkv6", {"block_count": 2, "embedding_length": 32}))
+    assert "'rwkv6'" in inference(unmapped).partial
+    bare_mamba = paramcount.load(write_gguf(tmp_path / "s.gguf", "mamba", {"block_count": 2, "embedding_length": 32}))
+    assert "mamba.ssm.conv_kernel" in inference(bare_mamba).partial  # llama.cpp requires it
 
 
 # ---- the command line ---------------------------------------------------------------------------------

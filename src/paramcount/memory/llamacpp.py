@@ -418,13 +418,12 @@ class LlamaCppPlanner:
         w = weights(model, self.scheme, keep=keep, pure=pure)
         self.keep = ",".join(w.keep) or "none"
         self.unquantised = w.unquantised()
-        self.recurrent = recurrent_hparams(model)
+        self.layout, self.partial, self.recurrent = _layout(model)
         self.weights, loaded = model_buffer(model, w)
         self.repack = repack(loaded) if self.options.device == "cpu" else ()
         self.stored_as = w.options if self.scheme == "stored" else None
         default = CPU_OVERHEAD if self.options.device == "cpu" else GPU_DEFAULT
         self.overhead = _overhead.parse(overhead) if overhead is not None else default
-        self.layout, self.partial = _layout(model, self.recurrent)
         self.shape = None if self.partial else shape_of(model, self.layout, shape_widths(model))
         self.limit = Limit.of(model)
 
@@ -601,13 +600,24 @@ def repack(w: Any) -> tuple[Term, ...]:
     return (Term("repack", "CPU_REPACK buffer (weights repacked for the CPU)", n, formula, said, False, src),)
 
 
-def _layout(model: Model, recurrent: Any = None) -> tuple[Layout | None, str | None]:
+def _layout(model: Model) -> tuple[Layout | None, str | None, Any]:
+    """The cache layout (or why there is none) and, for a hybrid or state-space model, llama.cpp's
+    hparams (:mod:`paramcount.memory.llamacpp_recurrent`)."""
+    from .kv_layout import NoLayout
+    from .llamacpp_recurrent import layout
+
+    try:
+        recurrent = recurrent_hparams(model)
+    except NoLayout as e:
+        return None, str(e), None
+    if recurrent is not None:
+        return layout(model.name, model.model_type, recurrent), None, recurrent
+    return (*_attention_layout(model), None)
+
+
+def _attention_layout(model: Model) -> tuple[Layout | None, str | None]:
     from .kv_layout import NoLayout, attention_layout
 
-    if recurrent is not None:
-        from .llamacpp_recurrent import layout
-
-        return layout(model.name, model.model_type, recurrent), None
     try:
         layout = attention_layout(model)
     except NoLayout as e:

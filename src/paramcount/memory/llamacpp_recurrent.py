@@ -53,6 +53,13 @@ _BY_KV_HEADS = ("jamba", "granitehybrid", "lfm2", "kimi-linear")  # is_recr: n_h
 F32 = 4
 ALIGNMENT = {"cpu": 32, "gpu": 128}  # TENSOR_ALIGNMENT (ggml-impl.h); ggml_backend_cuda_buffer_type_get_alignment
 MAX_LAYERS = 512  # LLAMA_MAX_LAYERS
+# the keys each load_arch_hparams (src/models/<arch>.cpp) requires, which llama.cpp refuses a file without
+_SSM = ("ssm.conv_kernel", "ssm.inner_size", "ssm.state_size", "ssm.time_step_rank")
+REQUIRED = {
+    "mamba": _SSM, "jamba": _SSM, **dict.fromkeys(("mamba2", "falcon-h1", "granitehybrid", "nemotron_h"),
+    (*_SSM, "ssm.group_count")), **dict.fromkeys(("qwen3next", "qwen35", "qwen35moe"), (*_SSM, "ssm.group_count")),
+    "lfm2": ("shortconv.l_cache",), "kimi-linear": ("ssm.conv_kernel", "kda.head_dim", "attention.kv_lora_rank"),
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -82,6 +89,9 @@ def hparams(meta: Any) -> Hparams:
     n = n_all - meta.integer("nextn_predict_layers", 0, low=0)
     if n < 1:
         raise NoLayout(f"{arch}.nextn_predict_layers leaves no trunk layer of {n_all}")
+    for key in REQUIRED.get(arch, ()):  # load_arch_hparams' ml.get_key(..., required)
+        if not meta.has(key):
+            raise meta.missing(key)
     heads = _per_layer(meta, "attention.head_count", n_all, 0)
     kv = _per_layer(meta, "attention.head_count_kv", n_all, heads)
     ff = _per_layer(meta, "feed_forward_length", n_all, 0)
@@ -335,6 +345,7 @@ def _qwen(c: Any, model: Any) -> Meta:
            "attention.key_length": d, "attention.value_length": d,
            "ssm.conv_kernel": int(c.int("linear_conv_kernel_dim")), "ssm.state_size": int(c.int("linear_key_head_dim")),
            "ssm.group_count": int(c.int("linear_num_key_heads")),
+        "ssm.time_step_rank": int(c.int("linear_num_value_heads")),
            "ssm.inner_size": int(c.int("linear_value_head_dim")) * int(c.int("linear_num_value_heads")),
            "full_attention_interval": int(c.int("full_attention_interval", default=4))}  # fmt: skip
     if mtp:
