@@ -53,6 +53,8 @@ def layout(model: Any, found: Sequence[Slot]) -> Layout | None:
         return None
     c = family(model.model_type, model.source).cfg(model.config or {}, model.source)
     out = rule(c, list(found))
+    if out is None:
+        return None
     return replace(out, slots=tuple(replace(s, order=i) for i, s in enumerate(out.slots)))
 
 
@@ -201,6 +203,15 @@ def phi3_rope_factors(c: Cfg) -> list[Slot]:
         raise c.error(
             "rope_scaling", "long_factor and short_factor must be lists of one length (llama.cpp's converter)"
         )
+    # the converter raises unless there is one factor per rotary pair: int(rot_pct · n_embd) // n_head / 2
+    pct = rope.get("partial_rotary_factor", c.raw.get("partial_rotary_factor", 1.0))
+    pairs = int(float(pct) * int(c.int("hidden_size"))) // int(c.int("num_attention_heads")) / 2
+    if len(long) != pairs:
+        raise c.error(
+            "rope_scaling",
+            f"llama.cpp's converter (Phi3MiniModel) needs {pairs:g} long and short factors (one per rotary pair),"
+            f" not {len(long)}; use a single GGUF type such as q4_k",
+        )
     return [_top("rope_factors_long.weight", len(long)), _top("rope_factors_short.weight", len(short))]
 
 
@@ -304,6 +315,37 @@ def _apertus(c: Cfg, found: list[Slot]) -> Layout:
     return Layout(tuple(extra + _apply(found, drop("alpha_p", "alpha_n"))), note)
 
 
+def _rope_tables(converter: str, extra_of: Callable[[Cfg], list[Slot]]) -> Callable[[Cfg, list[Slot]], Layout | None]:
+    """A converter that writes the model's tensors as they are, plus the tables its
+    ``generate_extra_tensors`` computes from the rope scaling (None when it computes none)."""
+
+    def rule(c: Cfg, found: list[Slot]) -> Layout | None:
+        extra = extra_of(c)
+        if not extra:
+            return None
+        note = f"the file as llama.cpp's converter writes it ({converter})" + _extra_words(extra)
+        return Layout(tuple(extra + found), note)
+
+    return rule
+
+
+def _no_rope_freqs(converter: str, arch: str) -> Callable[[Cfg, list[Slot]], Layout | None]:
+    """``converter`` inherits LlamaModel.generate_extra_tensors, but ``format_tensor_name``
+    raises for ROPE_FREQS, which gguf-py's MODEL_TENSORS[``arch``] does not list: with llama3
+    rope scaling the conversion fails, so no file (and no mix) exists."""
+
+    def rule(c: Cfg, found: list[Slot]) -> Layout | None:
+        if llama3_rope_freqs(c):
+            raise c.error(
+                "rope_scaling",
+                f"llama.cpp's converter ({converter}) fails on llama3 rope scaling (it writes rope_freqs, which the"
+                f" {arch} architecture does not list); use a single GGUF type such as q4_k",
+            )
+        return None
+
+    return rule
+
+
 def _extra_words(extra: list[Slot]) -> str:
     return (
         f"; plus {', '.join(s.rest for s in extra)} (computed by the converter from the rope scaling, F32)"
@@ -312,7 +354,7 @@ def _extra_words(extra: list[Slot]) -> str:
     )
 
 
-RULES: dict[str, Callable[[Cfg, list[Slot]], Layout]] = {
+RULES: dict[str, Callable[[Cfg, list[Slot]], Layout | None]] = {
     "deepseek_v2": lambda c, found: _deepseek2(c, found, v3=False),
     "deepseek_v3": lambda c, found: _deepseek2(c, found, v3=True),
     "deepseek_v32": lambda c, found: _dsa(c, found, "DeepSeek-V3's checkpoint holds them"),
@@ -323,6 +365,21 @@ RULES: dict[str, Callable[[Cfg, list[Slot]], Layout]] = {
     "llama4_text": _llama4_text,
     "phimoe": _phimoe,
     "apertus": _apertus,
+    # The model's tensors as they are, plus what generate_extra_tensors computes from the rope
+    # scaling: llama.py LlamaModel (registered for LlamaForCausalLM, MistralForCausalLM and
+    # MixtralForCausalLM) and SmolLM3Model(LlamaModel), exaone.py Exaone4Model (llama3: rope_freqs);
+    # phi.py Phi3MiniModel (long_factor: rope_factors_long and rope_factors_short).
+    "llama": _rope_tables("LlamaModel", llama3_rope_freqs),
+    "mistral": _rope_tables("LlamaModel", llama3_rope_freqs),
+    "mixtral": _rope_tables("LlamaModel", llama3_rope_freqs),
+    "smollm3": _rope_tables("SmolLM3Model", llama3_rope_freqs),
+    "exaone4": _rope_tables("Exaone4Model", llama3_rope_freqs),
+    "phi3": _rope_tables("Phi3MiniModel", phi3_rope_factors),
+    # granite.py GraniteModel(LlamaModel) and GraniteMoeModel(GraniteModel): gguf-py's GRANITE and
+    # GRANITE_MOE tensor lists lack ROPE_FREQS. mistral3.py Ministral3Model(LlamaModel) asserts
+    # yarn rope for ministral3 configs, so it never writes rope_freqs.
+    "granite": _no_rope_freqs("GraniteModel", "GRANITE"),
+    "granitemoe": _no_rope_freqs("GraniteMoeModel", "GRANITE_MOE"),
 }
 
 __all__ = ["RULES", "Layout", "layout"]
