@@ -235,31 +235,37 @@ def _deepseek2(c: Cfg, found: list[Slot], v3: bool) -> Layout:
     return Layout(tuple(_apply(found, *steps)), note)
 
 
-def _mtp_words(c: Cfg, held: str) -> str:
+def _mtp_words(c: Cfg, own_head: bool, held: str, bound: bool) -> str:
+    """What the file holds of the checkpoint's MTP layers, and why the plan is exact or a bound."""
     n, k = int(c.int("num_hidden_layers")), int(c.int("num_nextn_predict_layers", low=0, default=0))
-    return (
+    copies = "and own copies of the embedding and output head" if own_head else "(no copy of the embedding or head)"
+    said = (
         f"; plus the checkpoint's {k} multi-token-prediction layer(s) (model.layers.{n}…, which transformers does not"
-        f" build) as blocks with their eh_proj, norms and own copies of the embedding and output head ({held}): an"
-        " upper bound, as a checkpoint without those copies or a conversion with --no-mtp makes a smaller file"
+        f" build) as blocks with their eh_proj, norms {copies} ({held})"
     )
+    if bound:
+        return said + ": an upper bound, as a checkpoint without those copies or --no-mtp makes a smaller file"
+    return said + "; a conversion with --no-mtp leaves them out"
 
 
-def _dsa(c: Cfg, found: list[Slot], held: str) -> Layout:
+def _dsa(c: Cfg, found: list[Slot], own_head: bool, held: str) -> Layout:
     """conversion/deepseek.py DeepseekV32Model and glm.py GlmMoeDsaModel (both DeepseekV2Model):
     skip_mtp False, block_count += num_nextn_predict_layers (unless --no-mtp); each layer's
-    indexer mapped as indexer.attn_q_b, indexer.attn_k, indexer.k_norm and indexer.proj."""
+    indexer mapped as indexer.attn_q_b, indexer.attn_k, indexer.k_norm and indexer.proj; the MTP
+    layer's embed_tokens and shared_head.head written where the checkpoint holds them."""
     from ..arch import mla
 
-    mtp = mtp_layers(c, mla.dsa_layer(c, ("sparse", True)), own_head=True)
+    mtp = mtp_layers(c, mla.dsa_layer(c, ("sparse", True)), own_head=own_head)
     out = _apply(_after_layers(found, mtp), mla_kv_b(c), fused_experts(), correction_bias())
     note = f"{_MLA_WORDS}, {_EXPERTS}, {_CORRECTION}"
-    return Layout(tuple(out), note + (_mtp_words(c, held) if mtp else ""), bound=bool(mtp))
+    return Layout(tuple(out), note + (_mtp_words(c, own_head, held, False) if mtp else ""))
 
 
 def _glm4_moe(c: Cfg, found: list[Slot]) -> Layout:
     """conversion/glm.py Glm4MoeModel: block_count += num_nextn_predict_layers (kept unless
     --no-mtp); the MTP layer's own embed_tokens and shared_head.head are mapped when the
-    checkpoint has them (GLM-4.5 and GLM-4.5-Air do)."""
+    checkpoint has them (GLM-4.5 and GLM-4.5-Air do, GLM-4.6 does not: vllm-project/vllm#27597),
+    which one config shape cannot tell: an upper bound."""
     from ..arch import glm4_moe
 
     mtp = mtp_layers(c, glm4_moe.layer(c, True), own_head=True)
@@ -267,7 +273,8 @@ def _glm4_moe(c: Cfg, found: list[Slot]) -> Layout:
     note = f"the file as llama.cpp's converter writes it (Glm4MoeModel): {_EXPERTS}, {_CORRECTION}"
     if not mtp:
         return Layout(tuple(out), note)
-    return Layout(tuple(out), note + _mtp_words(c, "GLM-4.5 and GLM-4.5-Air hold them, GLM-4.6 does not"), bound=True)
+    held = "GLM-4.5 and GLM-4.5-Air hold them, GLM-4.6 does not"
+    return Layout(tuple(out), note + _mtp_words(c, True, held, True), bound=True)
 
 
 def _gpt_oss(c: Cfg, found: list[Slot]) -> Layout:
@@ -357,8 +364,8 @@ def _extra_words(extra: list[Slot]) -> str:
 RULES: dict[str, Callable[[Cfg, list[Slot]], Layout | None]] = {
     "deepseek_v2": lambda c, found: _deepseek2(c, found, v3=False),
     "deepseek_v3": lambda c, found: _deepseek2(c, found, v3=True),
-    "deepseek_v32": lambda c, found: _dsa(c, found, "DeepSeek-V3's checkpoint holds them"),
-    "glm_moe_dsa": lambda c, found: _dsa(c, found, "GLM-4.5's checkpoint holds them"),
+    "deepseek_v32": lambda c, found: _dsa(c, found, True, "laid out as DeepSeek-V3's checkpoint"),
+    "glm_moe_dsa": lambda c, found: _dsa(c, found, False, "GLM-5's checkpoint"),
     "glm4_moe": _glm4_moe,
     "gpt_oss": _gpt_oss,
     "minimax_m2": _minimax_m2,
