@@ -73,6 +73,7 @@ ARCH_KEYS = (
     "attention.key_length_mla",
     "attention.value_length_mla",
     "rope.dimension_count",
+    "nextn_predict_layers",  # multi-token-prediction blocks: no KV cache, not loaded by default
 )
 
 

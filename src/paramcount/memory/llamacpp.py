@@ -395,7 +395,7 @@ class LlamaCppPlanner:
             given.setdefault("type_v", kv_dtype)
         self.options = options(**given)
         self.scheme = find(scheme or default_scheme(model)).name
-        w = weights(model, self.scheme, keep=keep, pure=pure)
+        w = loaded(model, weights(model, self.scheme, keep=keep, pure=pure))
         self.keep = ",".join(w.keep) or "none"
         self.unquantised = w.unquantised()
         self.weights = replace(w.term(), source=_WEIGHTS_SRC)
@@ -559,6 +559,73 @@ def repack(w: Any, arch: str | None = None, gguf: bool = False) -> tuple[Term, .
         " (CPU_REPACK buffer type); src/llama-model-loader.cpp create_tensor (TENSOR_DUPLICATED output)"
     )
     return (Term("repack", "CPU_REPACK buffer (weights repacked for the CPU)", n, formula, said, guess, src),)
+
+
+# ---- multi-token-prediction blocks ------------------------------------------------------------
+
+# A config's families whose converted file keeps the checkpoint's MTP layers (memory/gguf_layout.py)
+_MTP_FAMILIES = frozenset({"glm4_moe", "deepseek_v32", "glm_moe_dsa"})
+_BLOCKS = re.compile(r"^(blk|model\.layers)\.(\d+)(?:–(\d+))?\.")
+
+
+def _mtp_first(model: Model) -> int | None:
+    """The first multi-token-prediction block of the file (None: it has none): a GGUF file's
+    last ``nextn_predict_layers`` blocks (llama_hparams::n_layer() = n_layer_all − n_layer_nextn),
+    or the layers a converted config's file appends after ``num_hidden_layers``."""
+    from .gguf_file import metadata
+
+    if is_gguf(model):
+        meta = metadata(model)
+        k = meta.integer("nextn_predict_layers", 0, low=0)
+        return meta.integer("block_count") - k if k else None
+    config = dict(model.config or {})
+    if model.model_type in _MTP_FAMILIES and config.get("num_nextn_predict_layers"):
+        return int(config["num_hidden_layers"])
+    return None
+
+
+def _split(r: Any, first: int) -> tuple[Any | None, Any | None]:
+    """A row's blocks before ``first`` and from it on (None where there are none)."""
+    m = _BLOCKS.match(r.name)
+    if m is None:
+        return r, None
+    lo, hi = int(m[2]), int(m[3] or m[2])
+    if hi < first:
+        return r, None
+    if lo >= first:
+        return None, r
+    per = r.count // (hi - lo + 1)
+
+    def part(a: int, b: int) -> Any:
+        where = f"{m[1]}.{a}" + (f"–{b}" if b > a else "") + "."
+        return replace(r, name=where + r.name[m.end() :], count=per * (b - a + 1))
+
+    return part(lo, first - 1), part(first, hi)
+
+
+def loaded(model: Model, w: Any) -> Any:
+    """The weights llama.cpp loads: not the multi-token-prediction blocks, which every
+    architecture's ``load_arch_tensors`` creates with TENSOR_SKIP unless ``load_mtp``
+    (llama_model_default_params: false; common.cpp sets it for ``--spec-type draft-mtp``), and
+    ``llama_model_loader::create_tensor`` then leaves out of the model buffers."""
+    first = _mtp_first(model)
+    if first is None:
+        return w
+    kept, skipped = [], []
+    for r in w.rows:
+        a, b = _split(r, first)
+        kept += [a] if a is not None else []
+        skipped += [b] if b is not None else []
+    if not skipped:
+        return w
+    n, size = sum(r.count for r in skipped), sum(r.bytes for r in skipped)
+    said = (
+        f"; not loaded: the file's multi-token-prediction block(s) from {first} on ({n:,} tensors, {size:,} B), which"
+        " llama.cpp skips unless speculative decoding asks for them (--spec-type draft-mtp)"
+    )
+    # a converted config's only bound is its MTP layers' embedding and head copies (gguf_layout), now left out
+    bound = w.bound and model.model_type not in _MTP_FAMILIES
+    return replace(w, rows=tuple(kept), note=w.term().assumption + said, bound=bound)
 
 
 def _arch(model: Model) -> str | None:
