@@ -121,3 +121,18 @@ def test_glm45_air_config_loads_the_trunk_only():
     assert t["weights"].bytes == sum(nbytes(s, q) for s, q in loaded.values())
     assert not t["weights"].estimate  # the copies GLM-4.6 lacks are in the block left out
     assert t["kv_cache"].bytes == n * 2 * kv * d * 2 * 4096
+
+
+def test_qwen35_config_loads_the_trunk_only():
+    """Qwen3.5-27B at q4_k_m: the converter writes the checkpoint's MTP layer as block 64 (its
+    nextn.* tensors included: tests/test_quant_mix_hybrid.py's file); llama_model_qwen35's
+    load_arch_tensors creates it with TENSOR_SKIP, so the loaded weights are the rest."""
+    from .test_quant_mix_hybrid import _bytes, _facts, expected_file, expected_types
+
+    m = paramcount.load("Qwen/Qwen3.5-27B")
+    file = expected_file("qwen3_5_text", m)
+    types = expected_types("q4_k_m", file, _facts("qwen3_5_text", m, file))
+    n = m.config["num_hidden_layers"]
+    trunk = sum(_bytes(types[k], math.prod(s)) for k, s in file.items() if not k.startswith(f"blk.{n}."))
+    t = terms(plan(m, "q4_k_m"))
+    assert t["weights"].bytes == trunk and "not loaded" in t["weights"].assumption

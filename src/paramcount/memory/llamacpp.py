@@ -563,7 +563,8 @@ def repack(w: Any, arch: str | None = None, gguf: bool = False) -> tuple[Term, .
 
 # ---- multi-token-prediction blocks ------------------------------------------------------------
 
-# A config's families whose converted file keeps the checkpoint's MTP layers (memory/gguf_layout.py)
+# A config's families whose converted file keeps the checkpoint's MTP layers (memory/gguf_layout.py;
+# the hybrid ones, Qwen3-Next and Qwen3.5, are memory/gguf_hybrid.py's)
 _MTP_FAMILIES = frozenset({"glm4_moe", "deepseek_v32", "glm_moe_dsa"})
 _BLOCKS = re.compile(r"^(blk|model\.layers)\.(\d+)(?:–(\d+))?\.")
 
@@ -578,14 +579,19 @@ def _mtp_first(model: Model) -> int | None:
         meta = metadata(model)
         k = meta.integer("nextn_predict_layers", 0, low=0)
         return meta.integer("block_count") - k if k else None
+    from . import gguf_hybrid
+
     config = dict(model.config or {})
-    if model.model_type in _MTP_FAMILIES and config.get("num_nextn_predict_layers"):
+    mtp = model.model_type in _MTP_FAMILIES and config.get("num_nextn_predict_layers")
+    if mtp or gguf_hybrid.mtp_layers(model.model_type, config):
         return int(config["num_hidden_layers"])
     return None
 
 
 def _split(r: Any, first: int) -> tuple[Any | None, Any | None]:
     """A row's blocks before ``first`` and from it on (None where there are none)."""
+    if r.name.startswith("mtp."):  # Qwen3-Next's mtp.fc and norms (gguf_hybrid), the file's nextn.*
+        return None, r
     m = _BLOCKS.match(r.name)
     if m is None:
         return r, None
