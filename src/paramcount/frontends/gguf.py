@@ -43,7 +43,7 @@ _KINDS = [
     ("norms", r"(^|_)norm(_|$)"),
     ("router", r"^ffn_gate_inp(_shexp)?$|^exp_probs_b$"),
     ("experts", r"_(ch)?exps$|_shexp$"),
-    ("embeddings", r"^(token_embd|pos_embd|token_types)$"),
+    ("embeddings", r"^(token_embd|position_embd|token_types)$"),  # gguf-py TENSOR_NAMES
     ("output_head", r"^(output|cls|cls_out)$"),
     ("attention", r"^attn"),
     ("feed_forward", r"^ffn"),
