@@ -107,7 +107,8 @@ def not_stated(model_type: str, config: dict) -> str | None:
 
 def converted(model_type: str, config: dict, found: Sequence[Slot]) -> list[Slot]:
     """The tensors of the GGUF file the converter writes, as slots in model order: ``found``
-    with the converter's splits and the tensors it adds."""
+    with the converter's splits and the tensors it adds, each with its GGUF role where the
+    converter's name for it is not its module's (``Slot.file_role``)."""
     out: list[Slot] = []
     convs = {s.layers.start: s for s in found if s.kind == "recurrent" and s.module == "conv1d" and s.layers}
     for s in found:
@@ -115,7 +116,7 @@ def converted(model_type: str, config: dict, found: Sequence[Slot]) -> list[Slot
         if model_type == "kimi_linear" and s.kind == "router" and s.module == "gate":
             out.append(_score_bias(s))
     out.extend(_mtp(model_type, config, out))
-    return [replace(s, order=i) for i, s in enumerate(out)]
+    return [replace(s, order=i, file_role=role(model_type, s)) for i, s in enumerate(out)]
 
 
 def mtp_layers(model_type: str, config: dict) -> int:

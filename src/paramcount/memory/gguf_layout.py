@@ -1,10 +1,14 @@
 """The tensors a llama.cpp file holds, for families whose converter writes other tensors than
-the transformers model has.
+the transformers model has: the one place a plan from a config turns the model's tensors into
+the file's (:func:`layout`).
 
 llama.cpp's converter (``convert_hf_to_gguf.py``, one class per family in ``conversion/*.py``,
 as vendored by llama-cpp-python 0.3.36) reads the checkpoint, not the transformers model. For
 the families in ``RULES`` the file differs from the model paramcount counts, and a mix planned
-from a config counts what the file holds, tensor by tensor:
+from a config counts what the file holds, tensor by tensor (the hybrid and state-space
+families' rules are :mod:`gguf_hybrid`'s, entered here like the others; an image+text
+composite's language model follows its text family's rule, and ``TOWERS`` holds what the
+mmproj class adds):
 
 * fused experts are stacked per projection as nn.Linear holds them: ``ffn_gate_exps`` and
   ``ffn_up_exps`` (E, I, h), ``ffn_down_exps`` (E, h, I), whatever layout transformers keeps;
@@ -19,10 +23,14 @@ from a config counts what the file holds, tensor by tensor:
 Rows keep the names the converter hands to gguf-py's tensor mapping (the checkpoint's, or the
 converter's own: ``self_attn.k_b_proj.weight``, ``mlp.experts.gate_proj.weight``), with the
 file's shapes, so a test can map them through gguf-py and compare with the converter's rules.
+Where the file's name gives a tensor another llama-quantize role than its module's name, or
+the converter writes a tensor llama-quantize keeps in a type other than F32, the slot says so
+(``Slot.file_role``, ``Slot.file_type``).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -31,6 +39,8 @@ from ..arch import family
 from ..arch.blocks import block, linear, norm
 from ..arch.config import Cfg
 from ..ir import Block, Node, Tensor
+from . import gguf_hybrid as hybrid
+from . import gguf_types as gg
 from .slots import Slot, slots
 
 Step = Callable[[Slot], list[Slot]]
@@ -38,22 +48,62 @@ Step = Callable[[Slot], list[Slot]]
 
 @dataclass(frozen=True)
 class Layout:
-    """The file's tensors as slots, what differs from the model (``note``), and whether the
-    plan is an upper bound (the note says why)."""
+    """The file's tensors as slots, what differs from the model (``note``), whether the plan is
+    an upper bound (the note says why), and the multi-token-prediction layers it holds as its
+    last blocks whose bytes the plan's note gives (``mtp``)."""
 
     slots: tuple[Slot, ...]
     note: str
     bound: bool = False
+    mtp: int = 0
 
 
-def layout(model: Any, found: Sequence[Slot]) -> Layout | None:
-    """The tensors llama.cpp's converter writes for ``model`` (None: the model's own)."""
-    rule = RULES.get(model.model_type)
+Rule = Callable[[Cfg, list[Slot]], "Layout | None"]
+
+
+def layout(model: Any, found: Sequence[Slot], file_type: bool = True) -> Layout | None:
+    """The tensors llama.cpp's converter writes for ``model`` (None: the model's own), planned
+    for a llama.cpp file type, or (``file_type`` false) for a single GGUF type: then only the
+    ``SINGLE`` families' files."""
+    mt = model.model_type
+    if not file_type and mt not in SINGLE:
+        return None
+    config = dict(model.config or {})
+    if mt in gg.COMPOSITES:
+        out = _composite(mt, config, list(found), model.source)
+    else:
+        out = _family(mt, config, list(found), model.source)
+    if out is None:
+        return None
+    return replace(out, slots=tuple(replace(s, order=i) for i, s in enumerate(out.slots)))
+
+
+def _family(mt: str, config: dict, found: list[Slot], source: str | None, prefix: str = "") -> Layout | None:
+    rule = RULES.get(mt)
     if rule is None:
         return None
-    c = family(model.model_type, model.source).cfg(model.config or {}, model.source)
-    out = rule(c, list(found))
-    return replace(out, slots=tuple(replace(s, order=i) for i, s in enumerate(out.slots)))
+    fam = family(mt, source)
+    return rule(Cfg(config, fam.defaults, source, fam.aliases, prefix), found)
+
+
+def _composite(mt: str, config: dict, found: list[Slot], source: str | None) -> Layout | None:
+    """An image+text composite: its language model's tensors by its text family's rule (in
+    place of the first of them), its towers' by ``TOWERS`` (what the mmproj class adds)."""
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
+    lm = [s for s in found if not gg.in_mmproj(mt, s)]
+    own = gg.COMPOSITES[mt].text
+    inner = _family(text.get("model_type", own), text, lm, source, "text_config.") if own else None
+    step = TOWERS[mt](config) if mt in TOWERS else None
+    if inner is None and step is None:
+        return None
+    inner = inner or Layout(tuple(lm), "")
+    out: list[Slot] = []
+    for s in found:
+        if gg.in_mmproj(mt, s):
+            out.extend(step(s) if step else [s])
+        elif s is lm[0]:
+            out.extend(inner.slots)
+    return replace(inner, slots=tuple(out))
 
 
 def _apply(found: Sequence[Slot], *steps: Step) -> list[Slot]:
@@ -304,6 +354,93 @@ def _apertus(c: Cfg, found: list[Slot]) -> Layout:
     return Layout(tuple(extra + _apply(found, drop("alpha_p", "alpha_n"))), note)
 
 
+def _gemma4_text(c: Cfg, found: list[Slot]) -> Layout:
+    """conversion/gemma.py Gemma4Model(Gemma3Model). ``generate_extra_tensors`` writes
+    ``rope_freqs``: int(head_dim / 2) factors of the global layers' head (1 for each rotated
+    pair, 1e30 for the rest of "proportional" rope), F32; ``filter_tensors`` writes each layer's
+    ``layer_scalar`` buffer (``layer_output_scale``, one value, F32) and keeps the fused experts
+    fused (``ffn_gate_up_exps``, which llama-quantize's tensor_get_category counts as ffn_gate:
+    the name holds "ffn_gate", not "ffn_up"); ``modify_tensors`` writes the router's ``scale``
+    and ``per_expert_scale`` as ``ffn_gate_inp.scale`` and ``ffn_down_exps.scale`` (1-D, F32).
+    llama-quantize treats ``per_layer_token_embd`` as a token embedding (the output head's rule
+    where the head is tied) and keeps ``per_layer_model_proj`` in the type the converter wrote."""
+    from ..arch import gemma4_text
+
+    rope = c.raw.get("rope_parameters") or {}  # absent: Gemma4TextConfig's default, proportional
+    full = rope.get("full_attention", {}) if isinstance(rope, dict) else {}
+    if full and full.get("rope_type") != "proportional":
+        raise c.error(
+            "rope_parameters",
+            "llama.cpp's converter (Gemma4Model.generate_extra_tensors) asserts full_attention.rope_type"
+            f" 'proportional', not {full.get('rope_type')!r}; use a single GGUF type such as q4_k",
+        )
+    head = next(d for t, _, d, _ in gemma4_text.kinds(c) if t == gemma4_text.FULL)
+    kept = gg.mmproj_outtype(dict(c.raw))  # --outtype auto: the checkpoint's 2-byte type
+    out = _apply(found, _layer_scalar, _gemma4_roles(kept))
+    extra = [_top("rope_freqs.weight", int(head) // 2)]
+    words = ["each layer's layer_scalar buffer as layer_output_scale (one F32 value a layer)"]
+    if any(s.rest.endswith("experts.gate_up_proj") for s in found):
+        words.append("the experts kept fused as ffn_gate_up_exps")
+    if any(s.module == "per_layer_model_projection" for s in found):
+        words.append(f"per_layer_model_proj kept in {kept}")
+    note = f"the file as llama.cpp's converter writes it (Gemma4Model): {', '.join(words)}"
+    return Layout(tuple(extra + out), note + _extra_words(extra))
+
+
+def _layer_scalar(s: Slot) -> list[Slot]:
+    """Gemma4TextDecoderLayer's ``layer_scalar`` buffer (one value), after the layer's first norm."""
+    if s.module != "input_layernorm" or not s.layers:
+        return [s]
+    return [s, _like(s, "layer_scalar", (1,), "layer_scalar")]
+
+
+def _gemma4_roles(kept: str) -> Step:
+    def step(s: Slot) -> list[Slot]:
+        if s.rest.endswith("experts.gate_up_proj"):
+            return [replace(s, file_role="ffn_gate")]
+        if s.module == "embed_tokens_per_layer":
+            return [replace(s, file_role="token_embd")]
+        if s.module == "per_layer_model_projection":
+            return [replace(s, file_type=kept)]
+        return [s]
+
+    return step
+
+
+_BOUNDS = ("input_min", "input_max", "output_min", "output_max")
+
+
+def _gemma4_towers(config: dict) -> Step:
+    """conversion/gemma.py Gemma4VisionAudioModel: the checkpoint's buffers written beside the
+    towers' parameters (each clipped linear's four bounds where the tower's config has
+    use_clipped_linears, one F32 value each; the vision tower's std_bias and std_scale where it
+    has standardize), the patch embedding as a conv kernel (n_embd, 3, p, p) and the audio
+    depthwise convolution squeezed to 2-D, both by ``modify_tensors``."""
+    vision, audio = (
+        config.get(k) if isinstance(config.get(k), dict) else {} for k in ("vision_config", "audio_config")
+    )
+    towers = (("model.vision_tower.", vision), ("model.audio_tower.", audio))
+    clipped = tuple(prefix for prefix, sub in towers if sub.get("use_clipped_linears"))
+
+    def step(s: Slot) -> list[Slot]:
+        where = s.layer_path or s.rest
+        if clipped and s.rest.endswith(".linear.weight") and where.startswith(clipped):
+            module = s.rest.removesuffix(".linear.weight")
+            return [s, *(_like(s, f"{module}.{b}", (1,), b) for b in _BOUNDS)]
+        if s.rest.endswith("patch_embedder.input_proj.weight"):
+            n, k = s.shape
+            side = math.isqrt(k // 3)
+            return [_like(s, s.rest, (n, 3, side, side), s.module)]
+        if s.rest.endswith("depthwise_conv1d.weight"):
+            return [_like(s, s.rest, tuple(d for d in s.shape if d != 1), s.module)]
+        if s.rest.endswith("patch_embedder.position_embedding_table") and vision.get("standardize"):
+            h = s.shape[-1]
+            return [s, *(_like(s, f"model.vision_tower.{b}", (h,), b) for b in ("std_bias", "std_scale"))]
+        return [s]
+
+    return step
+
+
 def _extra_words(extra: list[Slot]) -> str:
     return (
         f"; plus {', '.join(s.rest for s in extra)} (computed by the converter from the rope scaling, F32)"
@@ -312,7 +449,18 @@ def _extra_words(extra: list[Slot]) -> str:
     )
 
 
-RULES: dict[str, Callable[[Cfg, list[Slot]], Layout]] = {
+def _hybrid(model_type: str) -> Rule:
+    """gguf_hybrid's reading of the hybrid and state-space converters (its module docstring):
+    their splits, added tensors (MTP layers, Kimi's correction biases) and GGUF roles."""
+
+    def rule(c: Cfg, found: list[Slot]) -> Layout:
+        out = hybrid.converted(model_type, dict(c.raw), found)
+        return Layout(tuple(out), "", mtp=hybrid.mtp_layers(model_type, dict(c.raw)))
+
+    return rule
+
+
+RULES: dict[str, Rule] = {
     "deepseek_v2": lambda c, found: _deepseek2(c, found, v3=False),
     "deepseek_v3": lambda c, found: _deepseek2(c, found, v3=True),
     "deepseek_v32": lambda c, found: _dsa(c, found, "DeepSeek-V3's checkpoint holds them"),
@@ -323,6 +471,15 @@ RULES: dict[str, Callable[[Cfg, list[Slot]], Layout]] = {
     "llama4_text": _llama4_text,
     "phimoe": _phimoe,
     "apertus": _apertus,
+    "gemma4_text": _gemma4_text,
+    # the hybrid and state-space families (mamba, mamba2, jamba, falcon_h1, granitemoehybrid,
+    # nemotron_h, lfm2, qwen3_next, qwen3_5_text, qwen3_5_moe_text, kimi_linear)
+    **{model_type: _hybrid(model_type) for model_type in hybrid.ARCHS},
 }
+# Families whose file's tensors a single GGUF type (q4_k, not a file type) is planned on too, as
+# gguf_hybrid planned them; the others' single types take the model's own tensors.
+SINGLE = frozenset(hybrid.ARCHS)
+# What an image+text composite's mmproj class writes beside the towers' tensors (a step per slot)
+TOWERS: dict[str, Callable[[dict], Step]] = {"gemma4": _gemma4_towers}
 
-__all__ = ["RULES", "Layout", "layout"]
+__all__ = ["RULES", "SINGLE", "TOWERS", "Layout", "layout"]
