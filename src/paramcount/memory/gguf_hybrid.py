@@ -95,16 +95,6 @@ def n_gqa(arch: str, found: Sequence[Slot], heads: int, kv: int) -> int:
     return heads // max(kv, 1)
 
 
-def not_stated(model_type: str, config: dict) -> str | None:
-    """Why this hybrid config has no mix here."""
-    if model_type == "nemotron_h" and "num_experts_per_tok" in config:
-        return (
-            "llama.cpp's converter writes Nemotron-H MoE (NemotronHModel, nemotron_h_moe) with the"
-            " routers' e_score_correction_bias buffers and its MTP block, which this count does not hold"
-        )
-    return None
-
-
 def converted(model_type: str, config: dict, found: Sequence[Slot]) -> list[Slot]:
     """The tensors of the GGUF file the converter writes, as slots in model order: ``found``
     with the converter's splits and the tensors it adds, each with its GGUF role where the

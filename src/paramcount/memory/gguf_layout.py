@@ -115,7 +115,8 @@ def _apply(found: Sequence[Slot], *steps: Step) -> list[Slot]:
 
 def _like(s: Slot, rest: str, shape: Sequence[int], module: str) -> Slot:
     """A tensor the converter writes at ``s``'s place (same layers and copies), not a Linear's."""
-    return replace(s, rest=rest, shape=tuple(int(d) for d in shape), module=module, linear=False)
+    shape = tuple(int(d) for d in shape)
+    return replace(s, rest=rest, shape=shape, module=module, linear=False, file_role=None, file_type=None)
 
 
 # --- steps: one transformers tensor -> the file's ---------------------------------------------
@@ -217,6 +218,36 @@ def mtp_layers(c: Cfg, layer: Sequence[Node | None], own_head: bool) -> list[Slo
     children = tuple(m for m in (*layer, *nextn) if m is not None)
     stack = Block("layers", children, repeat=count, start=int(n), label="layer")
     return slots(Block("", (Block("model", (stack,)),)))
+
+
+def nextn_layers(c: Cfg, found: Sequence[Slot], layers: Sequence[Sequence[Node | None]]) -> list[Slot]:
+    """Multi-token-prediction layers numbered on after the decoder layers of ``found``, in their
+    list: each the modules given (a decoder layer's, :func:`fusion`'s, a shared head)."""
+    path = next(s.layer_path for s in found if s.layers)
+    first = max(s.layers.stop for s in found if s.layers)
+    stacks: tuple[Node, ...] = tuple(
+        Block(
+            path.rpartition(".")[2], tuple(m for m in layer if m is not None), repeat=1, start=first + i, label="layer"
+        )
+        for i, layer in enumerate(layers)
+    )
+    for part in reversed(path.split(".")[:-1]):
+        stacks = (Block(part, stacks),)
+    return slots(Block("", stacks))
+
+
+def fusion(c: Cfg) -> tuple[Node, ...]:
+    """An MTP layer's input fusion, as the converters name it for gguf-py's NEXTN_* tensors:
+    ``eh_proj`` (2h → h), ``enorm``, ``hnorm``."""
+    h = c.int("hidden_size")
+    return linear("eh_proj", 2 * h, h, False, "other"), norm("enorm", h, False), norm("hnorm", h, False)
+
+
+def shared_head(c: Cfg, own_head: bool) -> Block:
+    """An MTP layer's ``shared_head``: its norm and, where the checkpoint has one, its head."""
+    h = c.int("hidden_size")
+    head = linear("head", h, c.int("vocab_size"), False, "other") if own_head else None
+    return block("shared_head", norm("norm", h, False), head)
 
 
 def _rope(c: Cfg) -> dict:
@@ -387,6 +418,111 @@ def _gemma4_text(c: Cfg, found: list[Slot]) -> Layout:
     return Layout(tuple(extra + out), note + _extra_words(extra))
 
 
+def _step3p5(c: Cfg, found: list[Slot]) -> Layout:
+    """conversion/step3.py Step35Model: the checkpoint's experts stacked per projection
+    (``moe.gate_proj``, ``moe.up_proj``, ``moe.down_proj``), its ``moe.router_bias`` as
+    exp_probs_b (F32); ``block_count += num_nextn_predict_layers`` (unless --no-mtp): the MTP
+    layers the checkpoint appends at ``model.layers.{n + i}`` (transformers does not build
+    them), each a Step 3.5 decoder layer of its index's type (the config's per-layer lists
+    carry their entries; ``set_gguf_parameters`` pads an absent one with full attention; routed
+    where ``moe_layers_enum`` lists the index) with eh_proj, enorm, hnorm and its own shared head
+    (``filter_tensors``: ``transformer.shared_head.{norm,output}``); llama3 rope scaling adds
+    rope_freqs of head_dim / 2 factors (``generate_extra_tensors`` pads them so)."""
+    from ..arch import step3p5
+
+    n, k = int(c.int("num_hidden_layers")), int(c.int("num_nextn_predict_layers", low=0, default=0))
+    if c.raw.get("num_mtp_layers") is not None and int(c.int("num_mtp_layers", low=0)) != k:
+        raise c.error(
+            "num_mtp_layers",
+            f"llama.cpp's converter (Step35Model) writes num_nextn_predict_layers ({k}) MTP layers, not num_mtp_layers;"
+            " use a single GGUF type such as q4_k",
+        )
+    layers = [(*step3p5.layer(c, _step3p5_kind(c, n + i, n + k)), *fusion(c), shared_head(c, True)) for i in range(k)]
+    mtp = nextn_layers(c, found, layers)
+    head = _lm_head(c, found)
+    out = _apply(_after_layers(found, mtp), fused_experts(), correction_bias()) + head
+    rope = _rope(c)
+    llama3 = str(rope.get("rope_type", rope.get("type", ""))).lower() == "llama3"
+    extra = [_top("rope_freqs.weight", int(c.int("head_dim")) // 2)] if llama3 else []
+    note = f"the file as llama.cpp's converter writes it (Step35Model): {_EXPERTS}, {_CORRECTION}"
+    if head:
+        note += ", the checkpoint's lm_head as output (counted here is Step3p7TextModel, without a head)"
+    if k:
+        note += (
+            f"; plus the checkpoint's {k} multi-token-prediction layer(s) ({mtp[0].layer_path}.{n}…, which"
+            " transformers does"
+            " not build) as blocks with their eh_proj, enorm, hnorm and own shared head (norm and output), written by"
+            " default (convert_hf_to_gguf.py --no-mtp leaves them out; llama.cpp loads them only for MTP drafting)"
+        )
+    return Layout(tuple(extra + out), note + _extra_words(extra))
+
+
+MIMO_MTP = 3  # mimo.py MimoV2Model._n_nextn
+
+
+def _mimo_v2_flash(c: Cfg, found: list[Slot]) -> Layout:
+    """conversion/mimo.py MimoV2Model: experts merged per projection, the routers'
+    e_score_correction_bias as exp_probs_b (F32); and, unless --no-mtp, ``_n_nextn = 3`` MTP
+    layers ("MiMo V2-Flash, V2.5 and V2.5-Pro all ship 3 trained MTP layers under
+    model.mtp.layers.{0,1,2}. The HF config does not expose the count, so it's hardcoded")
+    written as blocks ``n + i``. Each, as vLLM's mimo_v2_mtp.py MiMoV2FlashMTPLayer builds it
+    from the checkpoint (and ``dequant_model`` gives MTP layers the sliding layers' dims): a
+    sliding-window attention layer with its sinks and a dense MLP of intermediate_size,
+    input_layernorm and pre_mlp_layernorm, enorm, hnorm, eh_proj and final_layernorm
+    (layer_output_norm)."""
+    from ..arch import mimo_v2_flash as mimo
+
+    h = c.int("hidden_size")
+    layer = (
+        mimo.self_attn(c, True),
+        mimo.mlp(c, False),
+        norm("input_layernorm", h, False),
+        norm("pre_mlp_layernorm", h, False),
+        *fusion(c),
+        norm("final_layernorm", h, False),
+    )
+    mtp = nextn_layers(c, found, [layer] * MIMO_MTP)
+    out = _apply(_after_layers(found, mtp), fused_experts(), correction_bias())
+    note = (
+        f"the file as llama.cpp's converter writes it (MimoV2Model): {_EXPERTS}, {_CORRECTION}; plus the"
+        f" checkpoint's {MIMO_MTP} multi-token-prediction layers (model.mtp.layers.0–2, a count the converter fixes"
+        " and the config does not give; transformers does not build them) as sliding-window attention layers"
+        " with a dense MLP, eh_proj, enorm, hnorm and final_layernorm, written by default"
+        " (convert_hf_to_gguf.py --no-mtp leaves them out; llama.cpp loads them only for MTP drafting)"
+    )
+    return Layout(tuple(out), note)
+
+
+def _lm_head(c: Cfg, found: Sequence[Slot]) -> list[Slot]:
+    """The checkpoint's ``lm_head`` where the count has no head (a backbone class) and the
+    config does not tie it: the converter writes it as ``output``."""
+    if any(s.kind == "output_head" for s in found) or c.bool("tie_word_embeddings", default=False):
+        return []
+    h, vocab = int(c.int("hidden_size")), int(c.int("vocab_size"))
+    return [Slot("", None, "lm_head.weight", (vocab, h), "output_head", 1, "lm_head", True)]
+
+
+def _step3p5_kind(c: Cfg, index: int, total: int) -> tuple[int, bool]:
+    """(query heads, routed) of the MTP layer at ``index``, from the per-layer lists' entries."""
+    from ..arch import step3p5
+
+    types = c.raw.get("layer_types")
+    kind = types[index] if isinstance(types, list) and len(types) == total else step3p5.FULL
+    heads = int(step3p5.sliding_heads(c)) if kind == step3p5.SLIDING else int(c.int("num_attention_heads"))
+    mlp = c.raw.get("mlp_layer_types")
+    if c.raw.get("moe_layers_enum") is not None:  # the routed layers' indices, the MTP ones too
+        return heads, index in step3p5.routed_layers(c)
+    if mlp is None:  # by default layers 3 to num_hidden_layers - 1 route: none past them
+        return heads, False
+    if isinstance(mlp, list) and len(mlp) == total:
+        return heads, mlp[index] == "sparse"
+    raise c.error(
+        "mlp_layer_types",
+        f"gives no entry for the MTP layer {index}, whose feed-forward (dense or routed) llama.cpp's converter"
+        " writes as the checkpoint holds it; use a single GGUF type such as q4_k",
+    )
+
+
 def _layer_scalar(s: Slot) -> list[Slot]:
     """Gemma4TextDecoderLayer's ``layer_scalar`` buffer (one value), after the layer's first norm."""
     if s.module != "input_layernorm" or not s.layers:
@@ -460,6 +596,50 @@ def _hybrid(model_type: str) -> Rule:
     return rule
 
 
+def _nemotron_h(c: Cfg, found: list[Slot]) -> Layout:
+    """conversion/nemotron.py NemotronHModel: gguf_hybrid's file, and with experts
+    (``num_experts_per_tok``: nemotron_h_moe) the routers' ``e_score_correction_bias`` buffers
+    as exp_probs_b (F32) and, unless --no-mtp, the checkpoint's one MTP step folded into one last
+    block (``_MTP_SPECIAL_RENAMES``): ``mtp.layers.0`` (its norm and attention mixer, with
+    enorm, hnorm, eh_proj) and ``mtp.layers.1`` (its norm as post_attention_layernorm, its MoE
+    mixer, its final_layernorm as shared_head.norm). That block's router is written in the
+    checkpoint's type, not F32: ``prepare_tensors`` matches FFN_GATE_INP against the checkpoint's
+    block number (``mtp.layers.1``), not the block it writes; llama-quantize keeps it so."""
+    from ..arch import nemotron_h
+
+    base = _hybrid("nemotron_h")(c, found)
+    if "num_experts_per_tok" not in c.raw:
+        return base
+    k = int(c.int("num_nextn_predict_layers", low=0, default=0))
+    if k > 1 or (k and nemotron_h.mtp_types(c) != [nemotron_h.ATTENTION, nemotron_h.MOE]):
+        raise c.error(
+            "num_nextn_predict_layers",
+            "llama.cpp's converter (NemotronHModel) folds one MTP step of an attention and an MoE block only"
+            f" (num_nextn_predict_layers {k}, mtp_layers_block_type {nemotron_h.mtp_types(c)});"
+            " use a single GGUF type such as q4_k",
+        )
+    h = c.int("hidden_size")
+    layer = (
+        *nemotron_h.layer(c, nemotron_h.ATTENTION),
+        norm("post_attention_layernorm", h, False),
+        nemotron_h.moe_mixer(c),
+        *fusion(c),
+        shared_head(c, False),
+    )
+    kept = gg.mmproj_outtype(dict(c.raw))
+    mtp = [replace(s, file_type=kept) if s.kind == "router" else s for s in nextn_layers(c, found, [layer] * k)]
+    out = _apply([*base.slots, *mtp], correction_bias())
+    note = f"the file as llama.cpp's converter writes it (NemotronHModel, nemotron_h_moe): {_CORRECTION}"
+    if k:
+        note += (
+            f"; plus the checkpoint's MTP step (mtp.*, which transformers does not build) as block"
+            f" {max(s.layers.stop for s in found if s.layers)}: its attention and MoE blocks with eh_proj, enorm,"
+            f" hnorm and a shared-head norm, its router kept in {kept}, written by default (convert_hf_to_gguf.py"
+            " --no-mtp leaves it out; llama.cpp loads it only for MTP drafting)"
+        )
+    return Layout(tuple(out), note)
+
+
 RULES: dict[str, Rule] = {
     "deepseek_v2": lambda c, found: _deepseek2(c, found, v3=False),
     "deepseek_v3": lambda c, found: _deepseek2(c, found, v3=True),
@@ -472,9 +652,12 @@ RULES: dict[str, Rule] = {
     "phimoe": _phimoe,
     "apertus": _apertus,
     "gemma4_text": _gemma4_text,
+    "step3p5": _step3p5,
+    "mimo_v2_flash": _mimo_v2_flash,
     # the hybrid and state-space families (mamba, mamba2, jamba, falcon_h1, granitemoehybrid,
     # nemotron_h, lfm2, qwen3_next, qwen3_5_text, qwen3_5_moe_text, kimi_linear)
     **{model_type: _hybrid(model_type) for model_type in hybrid.ARCHS},
+    "nemotron_h": _nemotron_h,
 }
 # Families whose file's tensors a single GGUF type (q4_k, not a file type) is planned on too, as
 # gguf_hybrid planned them; the others' single types take the model's own tensors.

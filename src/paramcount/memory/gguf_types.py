@@ -94,6 +94,8 @@ ARCHS = {
     "phimoe": "phimoe",  # phi.py PhiMoeModel
     "apertus": "apertus",  # llama.py ApertusModel
     "gemma4_text": "gemma4",  # gemma.py Gemma4Model(Gemma3Model)
+    "step3p5": "step35",  # step3.py Step35Model (MTP layers kept)
+    "mimo_v2_flash": "mimo2",  # mimo.py MimoV2Model (its three MTP layers kept)
     # The model's own tensors, names mapped by gguf-py's tensor_mapping: mpt.py MPTModel (no lm_head:
     # tied), starcoder.py StarCoderModel (GPTBigCodeForCausalLM; wpe F32 as position_embd)
     "mpt": "mpt", "gpt_bigcode": "starcoder",
@@ -112,12 +114,6 @@ _CONVERTER = "llama.cpp's converter (llama-cpp-python 0.3.36)"
 NO_MIX = {
     "gpt_neo": f"{_CONVERTER} has no class for GPTNeoForCausalLM",
     "longcat_flash": f"{_CONVERTER} has no class for LongcatFlashForCausalLM",
-    # mimo.py MimoV2Model: _n_nextn = 3, "the HF config does not expose the count"
-    "mimo_v2_flash": f"{_CONVERTER} also writes the checkpoint's three multi-token-prediction layers"
-    " (model.mtp.layers.*), a count the config does not give and transformers does not build",
-    # step3.py Step35Model: block_count += num_nextn_predict_layers
-    "step3p5": f"{_CONVERTER} also writes the checkpoint's num_nextn_predict_layers multi-token-prediction layers"
-    " (model.layers.L…, which transformers does not build), not modelled here yet",
 }
 # Image+text composites. llama.cpp serves one as two files: the language model (quantised by
 # llama-quantize) and an mmproj file (vision tower and projector, written by
@@ -385,7 +381,7 @@ def not_stated(model_type: str, config: dict) -> str | None:
         return NOT_CONVERTED[model_type]
     if model_type in COMPOSITES:
         return _composite_not_stated(model_type, config)
-    return hybrid.not_stated(model_type, config)
+    return None
 
 
 def _composite_not_stated(model_type: str, config: dict) -> str | None:
