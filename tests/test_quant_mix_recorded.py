@@ -180,3 +180,20 @@ def test_configs_the_converter_writes_otherwise_are_refused(name, change, field)
     with pytest.raises(ParamcountError, match="use a single GGUF type such as q4_k") as e:
         weights(paramcount.load({k: v for k, v in config.items() if v is not None}), "q4_k_m")
     assert e.value.field == field and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("name", [m for m in TEXT_ONLY if m != "gemma4-moe"])
+def test_llama_cpp_does_not_load_the_mtp_blocks(name):
+    """llama.cpp's runtime leaves the file's MTP blocks (those past num_hidden_layers) out of the
+    model buffers unless asked (TENSOR_SKIP without load_mtp): their bytes, from the recording."""
+    from paramcount.memory.llamacpp import loaded
+
+    m = load(name)
+    config = dict(m.config)
+    want = quantised("q4_k_m", expand(MODELS[name]["text"]["tensors"]), config)
+    first = config["num_hidden_layers"]
+    mtp = {k: v for k, v in want.items() if (b := re.match(r"blk\.(\d+)\.", k)) and int(b[1]) >= first}
+    w = weights(m, "q4_k_m")
+    kept = loaded(m, w)
+    assert mtp and w.bytes - kept.bytes == _bytes(mtp)
+    assert f"from {first} on ({len(mtp):,} tensors" in kept.term().assumption

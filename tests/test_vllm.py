@@ -1,17 +1,20 @@
 """The vLLM runtime's plan: weights per rank, KV pages and blocks, the claim, fit and speed bounds.
 
-Every expected figure is worked out here by hand from the model's dimensions and vLLM's rules
-(restated from its source, which the terms cite): the shards of QKVParallelLinear, the
+Every expected figure is worked out here by hand from the model's dimensions and vLLM 0.33.0's
+rules (restated from its source, which the terms cite): the shards of QKVParallelLinear, the
 column- and row-parallel projections and VocabParallelEmbedding; get_pp_indices; the page
-sizes of FullAttentionSpec, SlidingWindowSpec and MLAAttentionSpec; get_num_blocks and the
-hybrid grouping of get_kv_cache_config. The profiled activation peak and the non-torch memory
-are estimates and are only held to being marked so.
+sizes of FullAttentionSpec, SlidingWindowSpec and MLAAttentionSpec; request_memory's claim of
+⌈0.92 × the GPU⌉ and the free memory it needs beside it; get_kv_cache_config_from_groups and the
+hybrid grouping; get_batch_defaults for ``vllm serve``; _set_cudagraph_sizes. The profiled
+activation peak, the CUDA graphs, the CUDA context, cuBLAS and NCCL are estimates and are only
+held to being marked so.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from fractions import Fraction
 
 import pytest
 
@@ -23,9 +26,29 @@ from paramcount.memory.gpus import GIB, gpu
 from paramcount.memory.runtimes import planner
 from paramcount.memory.vllm import VOCAB_PADDING, pp_layers
 
+U = Fraction(23, 25)  # CacheConfig.gpu_memory_utilization's default, 0.92 (vllm/config/cache.py)
+# EngineArgs.get_batch_defaults, `vllm serve` (OPENAI_API_SERVER) on an H100: max_num_seqs, max_num_batched_tokens
+H100_SEQS, H100_TOKENS = 1024, 8192
+
 
 def vllm(name: str, scheme: str = "bf16", **given):
     return planner(paramcount.load(name), scheme, "vllm", **given)
+
+
+def claim(memory: int, u: Fraction = U) -> int:
+    """request_memory: ⌈total × gpu_memory_utilization⌉."""
+    return math.ceil(memory * u)
+
+
+def fixed(p, context: int) -> int:
+    """What the claim holds before the KV cache: the rank's weights, the profiled peak, the CUDA graphs."""
+    return p.stages[0].share.bytes + p.peak(context).bytes + p.graphs(context).bytes
+
+
+def beside(tp: int, pp: int = 1) -> int:
+    """What must be free beside the claim (estimates): the CUDA context 0.5 GiB, cuBLAS 0.25 GiB and
+    0.125 GiB of NCCL per peer rank."""
+    return GIB // 2 + GIB // 4 + (tp - 1 + (pp > 1)) * GIB // 8
 
 
 def llama_rank_bytes(tp: int, *, v=128256, h=8192, inter=28672, layers=80, q=64, kv=8, d=128, bytes_=2) -> int:
@@ -79,9 +102,8 @@ def test_kv_blocks_on_a_gpu_follow_get_num_blocks():
     page = 16 * 8 * (128 + 128) * 2  # block × KV heads × (K + V) × bf16
     assert p.stages[0].pages.page == page
     memory = 80 * GIB
-    fixed = p.stages[0].share.bytes + p.peak.bytes + p.non_torch.bytes + p.graphs.bytes
     s = p.serving(memory, 32768)
-    blocks = (memory * 9 // 10 - fixed) // page // 32
+    blocks = (claim(memory) - fixed(p, 32768)) // page // 32
     assert s["kv_blocks"] == blocks
     assert s["kv_tokens"] == blocks * 16
     assert s["max_concurrency"] == blocks // (32768 // 16)
@@ -99,9 +121,13 @@ def test_sliding_and_full_layers_share_a_pool_in_groups():
     pages = p.stages[0].pages
     assert pages.pool == 4
     assert sorted(n for _, n in pages.groups) == [1, 6]
-    context, chunk = 32768, 8192
-    sliding = -(-min(512 - 1 + chunk, context) // 16) + 1  # SlidingWindowSpec: window − 1 + a chunk, + 1 block
-    assert pages.per_sequence(context, chunk) == 6 * sliding + context // 16
+    context = 32768
+    # SlidingWindowSpec.max_admission_blocks_per_request: window − 1 + max_in_flight_tokens (two batches of
+    # max_num_batched_tokens: async scheduling, PP + 1 concurrent batches), at most the context, + 1 block
+    in_flight = 2 * H100_TOKENS
+    sliding = -(-min(512 - 1 + in_flight, context) // 16) + 1
+    assert p.o.in_flight(context) == in_flight
+    assert pages.per_sequence(context, in_flight) == 6 * sliding + context // 16
     s = p.serving(24 * GIB, context)
     # what vLLM logs: get_kv_cache_capacity's int(max_concurrency × max_model_len), the concurrency
     # being num_blocks over the blocks a request takes across the groups
@@ -118,10 +144,16 @@ def test_the_plan_fits_exactly_when_vllm_would_start_and_admit_the_load():
     p = vllm("meta-llama/Llama-3.1-8B")
     plan = p.plan(8192, 8)
     claimed = sum(t.bytes for t in plan.terms if t.key != "outside")
-    assert plan.total == math.ceil(claimed / 0.9) == p.total(8192, 8)
-    assert [t.key for t in plan.terms] == ["weights", "activations", "non_torch", "cuda_graphs", "kv_cache", "outside"]
-    assert {t.key for t in plan.terms if t.estimate} == {"activations", "non_torch", "cuda_graphs"}
-    assert [t.key for t in plan.term("outside").parts] == ["cuda_context", "free"]
+    # the least M with ⌈M × 0.92⌉ ≥ the claimed bytes, its 8% holding what must be free beside the claim
+    least = math.floor((claimed - 1) / U) + 1
+    assert claim(least) >= claimed > claim(least - 1) and least - claim(least) >= beside(1)
+    assert plan.total == least == p.total(8192, 8)
+    assert p.serving(least - 1, 8192)["kv_blocks"] < 8 * 512 + 1 <= p.serving(least, 8192)["kv_blocks"]
+    assert [t.key for t in plan.terms] == ["weights", "activations", "cuda_graphs", "kv_cache", "outside"]
+    assert {t.key for t in plan.terms if t.estimate} == {"activations", "cuda_graphs"}
+    outside = plan.term("outside")
+    assert [t.key for t in outside.parts] == ["cuda_context", "non_torch", "free"]
+    assert outside.parts[0].bytes + outside.parts[1].bytes == beside(1) and outside.parts[1].estimate
     assert all(t.source for t in plan.terms)
     # the sequences' blocks and the null block the BlockPool holds back
     assert plan.term("kv_cache").bytes == (8 * (8192 // 16) + 1) * 65536 * 32
@@ -154,7 +186,7 @@ def test_fit_names_the_fewest_gpus_the_kv_room_and_the_decode_bound(capsys):
     bf16 = out["rows"][0]
     assert bf16["precision"] == "bf16" and bf16["fits"]
     # at TP 4 the 16 sequences' KV alone (16 × 32k × 80 layers × 2 heads × 256 × 2 B = 40 GiB) and the
-    # 32.9 GiB of weights leave no room under 0.9 × 80 GiB; at TP 8 they fit
+    # 32.9 GiB of weights leave no room under 0.92 × 80 GiB; at TP 8 they fit
     assert bf16["serving"]["tp"] == 8 and bf16["gpus"] == 8
     assert bf16["serving"]["kv_tokens"] > 16 * 32768
     assert bf16["serving"]["decode"]["bound_by"] == "memory" and bf16["serving"]["decode"]["upper_bound"]
@@ -213,8 +245,9 @@ def test_memory_json_carries_the_serving_settings(capsys):
         2,
         4,
         16,
-        0.9,
+        0.92,
     )
+    assert (s["max_num_seqs"], s["max_num_batched_tokens"], s["defaults_for"]) == (H100_SEQS, H100_TOKENS, None)
 
 
 def test_an_unknown_split_is_flagged_as_an_estimate():
@@ -248,31 +281,141 @@ def test_memory_on_a_gpu_says_what_vllm_logs(capsys):
     assert json.loads(capsys.readouterr().out)["gpu"]["serving"]["starts"] is False  # 131 GiB of weights
 
 
-def test_cuda_graph_sizes_follow_vllm_defaults():
+def graph_sizes(seqs: int, tokens: int) -> list[int]:
+    """VllmConfig._set_cudagraph_sizes (vllm/config/vllm.py) with one token per decode request, off
+    data-centre Blackwell: the ceiling min(2 × max_num_seqs, 512), cut to max_num_batched_tokens; 1, 2, 4,
+    every 8 below 256, every 16 from 256; then max_num_batched_tokens if within the cut ceiling and the
+    uniform decode size max_num_seqs if within the ceiling and max_num_batched_tokens."""
+    ceiling = min(seqs * 2, 512)
+    decode = [seqs] if seqs <= ceiling else []
+    top = min(tokens, ceiling)
+    sizes = [i for i in [1, 2, 4] if i <= top]
+    if top >= 8:
+        sizes += list(range(8, min(top + 1, 256), 8))
+    if top >= 256:
+        sizes += list(range(256, top + 1, 16))
+    if tokens <= top and tokens not in sizes:
+        sizes.append(tokens)
+    sizes += [i for i in decode if i <= tokens]
+    return sorted(set(sizes))
+
+
+@pytest.mark.parametrize(
+    "given, context",
+    [
+        ({}, 4096),  # an H100: 1024 sequences, 8192 tokens
+        ({"gpu": "a100-80gb"}, 4096),  # 256, 2048: vLLM logs PIECEWISE=51 (largest=512), FULL=35 (largest=256)
+        ({"gpu": "mi300x"}, 4096),  # 1024, 16384
+        ({"max_num_seqs": 8}, 4096),
+        ({"max_num_seqs": 100}, 4096),  # the decode size 100 off the 8-stride
+        ({"max_num_seqs": 100, "max_batched_tokens": 100}, 4096),  # the token budget itself
+        ({"max_num_seqs": 4}, 3),  # tokens capped at 4 × 3 = 12
+    ],
+)
+def test_cuda_graph_sizes_follow_vllm_defaults(given, context):
     from paramcount.memory.vllm import capture_sizes, options
 
-    # vLLM logs "PIECEWISE=51 (largest=512), FULL=35 (largest=256)" for the defaults
-    sizes = capture_sizes(options())
-    assert len(sizes) == 51 and sizes[-1] == 512 and sizes[:5] == [1, 2, 4, 8, 16]
-    assert len([s for s in sizes if s <= 256]) == 35
-    assert capture_sizes(options(max_num_seqs=8)) == [1, 2, 4, 8, 16]
-    assert capture_sizes(options(max_num_seqs=256, max_batched_tokens=100))[-1] == 96
-    assert capture_sizes(options(enforce_eager=True)) == []
+    o = options(**given)
+    assert capture_sizes(o, context) == graph_sizes(o.seqs, o.tokens(context))
+
+
+def test_cuda_graphs_are_piecewise_for_every_size_and_full_up_to_max_num_seqs():
+    from paramcount.memory.vllm import capture_sizes, options
+
+    a100 = options(gpu="a100-80gb")
+    sizes = capture_sizes(a100, 4096)
+    assert (len(sizes), sizes[-1], len([s for s in sizes if s <= a100.seqs])) == (51, 512, 35)
+    assert capture_sizes(options(enforce_eager=True), 4096) == []
+    p = vllm("meta-llama/Llama-3.1-8B", gpu="a100-80gb")
+    per_token = p.graphs(4096).bytes // (sum(sizes) + sum(s for s in sizes if s <= 256))
+    assert p.graphs(4096).bytes == (sum(sizes) + sum(s for s in sizes if s <= 256)) * per_token
 
 
 def test_cuda_graphs_come_out_of_the_claim_and_enforce_eager_drops_them():
     eager, graphs = vllm("meta-llama/Llama-3.1-8B", enforce_eager=True), vllm("meta-llama/Llama-3.1-8B")
-    assert eager.graphs.bytes == 0 < graphs.graphs.bytes
+    assert eager.graphs(8192).bytes == 0 < graphs.graphs(8192).bytes
     a, b = eager.serving(80 * GIB, 8192), graphs.serving(80 * GIB, 8192)
     page = 16 * 8 * 256 * 2 * 32
-    assert a["kv_blocks"] - b["kv_blocks"] == pytest.approx(graphs.graphs.bytes / page, abs=1)
+    assert a["kv_blocks"] - b["kv_blocks"] == pytest.approx(graphs.graphs(8192).bytes / page, abs=1)
     assert graphs.plan(8192).term("cuda_graphs").estimate
 
 
-def test_a_tiny_share_outside_the_claim_still_holds_the_cuda_context():
+def test_a_tiny_share_outside_the_claim_sets_the_gpu_size():
+    # at 0.99 a GPU's 1% must hold the CUDA context, cuBLAS and NCCL (request_memory: the free memory at
+    # vLLM's snapshot holds the claim), so a 0.5B model needs ⌈0.75 GiB / 0.01⌉ of GPU to start
     p = vllm("Qwen/Qwen2.5-0.5B", utilization="0.99")
     plan = p.plan(1024)
     outside = plan.term("outside")
     claimed = plan.total - outside.bytes
-    assert outside.bytes == 512 * 2**20 > math.ceil(claimed / 0.99) - claimed
-    assert outside.estimate and plan.total == p.total(1024)
+    total = math.ceil(beside(1) / Fraction(1, 100))
+    assert plan.total == total == p.total(1024) and total > math.ceil(claimed / Fraction(99, 100))
+    assert outside.estimate and outside.parts[-1].key == "free"
+    assert p.serving(total, 1024)["starts"] and not p.serving(total - 1, 1024)["starts"]
+
+
+def test_vllm_refuses_to_start_when_the_free_memory_cannot_hold_its_claim():
+    # a small model on an 8 GiB GPU: 8% of it (0.64 GiB) is less than the 0.75 GiB the CUDA context,
+    # cuBLAS and NCCL hold before vLLM's snapshot, so it does not start though the claim holds the KV cache
+    p = vllm("Qwen/Qwen2.5-0.5B")
+    s = p.serving(8 * GIB, 1024)
+    assert s["kv_blocks"] > s["blocks_per_sequence"] + 1 and not s["starts"]
+    assert (
+        s["outside_claim_bytes"]
+        == 8 * GIB - claim(8 * GIB)
+        < beside(1)
+        == s["cuda_context_bytes"] + s["non_torch_bytes"]
+    )
+    assert p.serving(10 * GIB, 1024)["starts"]
+    with pytest.raises(ParamcountError, match="would not start"):
+        vllm("Qwen/Qwen2.5-0.5B", utilization=1)
+
+
+@pytest.mark.parametrize(
+    "card, seqs, tokens",
+    [
+        ("h100", 1024, 8192),
+        ("h200", 1024, 8192),
+        ("a100-80gb", 256, 2048),  # 80 GiB, but "a100" in the name
+        ("l4", 256, 2048),
+        ("rtx4090", 256, 2048),
+        ("mi300x", 1024, 16384),  # 192 GiB: at least 160
+    ],
+)
+def test_batch_defaults_are_vllm_serves_for_the_gpu(card, seqs, tokens):
+    # EngineArgs.get_batch_defaults, UsageContext.OPENAI_API_SERVER
+    p = vllm("meta-llama/Llama-3.1-8B", gpu=card)
+    s = p.plan(4096).settings
+    assert (s["max_num_seqs"], s["max_num_batched_tokens"], s["defaults_for"]) == (seqs, tokens, card)
+    assert p.peak(4096).formula.startswith(f"T·(4h + max(W_attn, W_ffn)/TP)·b + S·V·4·3 = {tokens:,}·")
+    assert f"+ {min(seqs, tokens)}·128,256·4·3" in p.peak(4096).formula
+
+
+def test_the_token_budget_defaults_to_at_most_max_num_seqs_times_the_context():
+    # _set_default_max_num_seqs_and_batched_tokens_args: min(max_num_seqs × max_model_len, the default)
+    p = vllm("meta-llama/Llama-3.1-8B", max_num_seqs=2)
+    assert p.plan(1000).settings["max_num_batched_tokens"] == 2000
+    assert p.plan(8192).settings["max_num_batched_tokens"] == H100_TOKENS
+    given = vllm("meta-llama/Llama-3.1-8B", max_num_seqs=2, max_batched_tokens=512)
+    assert given.plan(100).settings["max_num_batched_tokens"] == 512  # as given, not capped
+
+
+def test_fewer_batched_tokens_than_sequences_is_refused_as_vllm_does(capsys):
+    # SchedulerConfig.verify_max_model_len: max_num_batched_tokens ≥ max_num_seqs
+    code = main(["memory", "meta-llama/Llama-3.1-8B", "--runtime", "vllm", "--max-num-batched-tokens", "512"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--max-num-batched-tokens" in err and "1,024" in err
+    assert vllm("meta-llama/Llama-3.1-8B", max_batched_tokens=512, gpu="l4").o.seqs == 256
+
+
+@pytest.mark.parametrize("pp", [1, 2])
+def test_a_sliding_window_holds_the_batches_in_flight(pp):
+    # Mistral-7B-v0.1 slides every layer over 4,096 tokens. With async scheduling and Model Runner V2
+    # (0.33's defaults) VllmConfig.max_concurrent_batches is PP + 1, and max_in_flight_tokens that many
+    # batches of max_num_batched_tokens: window − 1 + in flight, at most the context, in blocks, + 1
+    p = vllm("mistralai/Mistral-7B-v0.1", pp=pp)
+    context = 32768
+    in_flight = (pp + 1) * H100_TOKENS
+    per = -(-min(4096 - 1 + in_flight, context) // 16) + 1
+    assert p.o.in_flight(context) == in_flight
+    assert [s.pages.per_sequence(context, in_flight) for s in p.stages] == [per] * pp
+    assert p.plan(context).term("kv_cache").bytes == (per + 1) * 16 * 8 * 256 * 2 * (32 // pp)

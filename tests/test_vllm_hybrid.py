@@ -16,6 +16,7 @@ Every expectation restates vLLM's arithmetic from the catalog config's fields, w
 - ``_get_kv_cache_groups_uniform_page_size``: layers per group = the fewer layers of the two
   kinds, or the more where that is under 1.5 times the fewer; ``get_kv_cache_config_from_groups``:
   blocks = memory // (layers per group · page);
+- ``request_memory``: the claim is ⌈0.92 × the GPU⌉ (CacheConfig.gpu_memory_utilization);
 - ``MambaSpec.max_memory_usage_bytes`` in align mode (prefix caching, on by default for hybrid
   models): 2 blocks a sequence per state group, 3 for a mixer with a prefill-checkpoint block
   (MambaMixer2, gated DeltaNet on FlashInfer); an attention-free model has no prefix caching:
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -42,6 +44,15 @@ from paramcount.memory.gpus import GIB, gpu
 from paramcount.memory.runtimes import planner
 
 BF16 = 2
+U = Fraction(23, 25)  # CacheConfig.gpu_memory_utilization's default (vllm/config/cache.py)
+
+
+def claim(memory: int) -> int:
+    return math.ceil(memory * U)  # request_memory
+
+
+def fixed(p, context: int) -> int:
+    return p.stages[0].share.bytes + p.peak(context).bytes + p.graphs(context).bytes
 
 
 def cdiv(a: int, b: int) -> int:
@@ -221,13 +232,12 @@ def test_hybrid_pages_blocks_and_groups_are_vllms(case):
     per_request = e["groups"][0] * cdiv(context, e["block"]) + e["groups"][1] * case.blocks
     assert pages.per_sequence(context, 8192) == per_request
     memory = 80 * GIB
-    fixed = p.stages[0].share.bytes + p.peak.bytes + p.non_torch.bytes + p.graphs.bytes
     s = p.serving(memory, context)
-    blocks = (memory * 9 // 10 - fixed) // (e["group"] * e["page"])
+    blocks = (claim(memory) - fixed(p, context)) // (e["group"] * e["page"])
     assert s["kv_blocks"] == blocks
     assert s["kv_tokens"] == int(blocks / per_request * context)
     assert s["max_concurrency"] == blocks // per_request
-    assert s["starts"] == (blocks >= per_request + 1)  # the null block
+    assert s["starts"] == (blocks >= per_request + 1)  # the null block (80 GiB's 8% holds the CUDA context)
 
 
 def test_gated_deltanet_blocks_are_multiples_of_64_as_in_vllm_0_33():
@@ -272,9 +282,8 @@ def test_attention_free_models_take_one_unpadded_state_block_a_sequence(hub, sta
     pages = p.stages[0].pages
     layers = c["num_hidden_layers"]
     assert (pages.page, pages.pool, pages.block, pages.per_sequence(65536, 8192)) == (page, layers, 16, 1)
-    fixed = p.stages[0].share.bytes + p.peak.bytes + p.non_torch.bytes + p.graphs.bytes
     s = p.serving(80 * GIB, 65536)
-    blocks = (80 * GIB * 9 // 10 - fixed) // (layers * page)
+    blocks = (claim(80 * GIB) - fixed(p, 65536)) // (layers * page)
     assert (s["kv_blocks"], s["max_concurrency"], s["kv_tokens"]) == (blocks, blocks, blocks * 65536)
 
 
@@ -307,16 +316,15 @@ def test_a_larger_block_size_is_the_alignment():
 
 
 def test_the_plan_total_is_where_vllm_starts_with_the_null_block():
-    # a model whose claim leaves the CUDA context room in the 10% outside it
+    # a model whose claim leaves the CUDA context, cuBLAS and NCCL room in the 8% outside it
     p = planner(paramcount.load("nvidia/NVIDIA-Nemotron-Nano-9B-v2"), "bf16", "vllm")
     context = 8192
     per = p.stages[0].pages.per_sequence(context, 8192)
     total = p.total(context, 1)
     s = p.serving(total, context)
     assert s["starts"] and s["kv_blocks"] == per + 1  # the sequence's blocks and the pool's null block
-    fixed = p._fixed(p.stages[0])
     bpb = p.stages[0].pages.page * p.stages[0].pages.pool
-    short = math.ceil(Fraction(fixed + per * bpb) / Fraction(9, 10))  # room for the sequence, not the null block
+    short = math.ceil((fixed(p, context) + per * bpb) / U)  # room for the sequence, not the null block
     assert p.serving(short, context)["kv_blocks"] == per and not p.serving(short, context)["starts"]
 
 
@@ -363,3 +371,139 @@ def test_lfm2_without_conv_dim_is_refused_as_vllm_would_fail():
     del c["conv_dim"]
     with pytest.raises(ParamcountError, match="conv_dim"):
         planner(paramcount.load(c), "bf16", "vllm")
+
+
+# ---- the state mixers' weights on one rank, as vLLM 0.33.0's layers create them ---------------------
+
+
+def mixer_bytes(hub: str, tp: int, layer: int, module: str) -> int:
+    """paramcount's bytes of one layer's mixer (``module``) on one rank, from the vLLM plan's shares."""
+    from paramcount.memory.vllm import _state_share
+
+    p = planner(paramcount.load(hub), "bf16", "vllm", tp=tp)
+    total = Fraction(0)
+    for r in p.weights.rows:
+        m = re.match(r".*layers\.(\d+)(?:–(\d+))?\.(.*)$", r.name)
+        if m and int(m.group(1)) <= layer <= int(m.group(2) or m.group(1)) and m.group(3).startswith(module + "."):
+            total += _state_share(r, p.state) * Fraction(r.bytes, r.count)
+    return int(total)
+
+
+def mamba1_rank(h, inner, state, kernel, dt_rank, tp, conv_bias, proj_bias, norms):
+    """MambaMixer.__init__ (mamba_mixer.py): no quantisation config anywhere; A (I/TP, S) float32;
+    the dt, B and C RMSNorms only with use_rms_norm (Jamba; Mamba only for Falcon-Mamba)."""
+    i = inner // tp
+    n = 2 * i * h + 2 * i * proj_bias  # in_proj, MergedColumnParallelLinear(h, [I, I])
+    n += i * kernel + i * conv_bias  # conv1d, ColumnParallelLinear(K, I)
+    n += (dt_rank + 2 * state) * i  # x_proj, RowParallelLinear(I, R + 2S)
+    n += i * dt_rank + i  # dt_proj, ColumnParallelLinear(R, I, bias)
+    n += i  # D
+    n += h * i + h * proj_bias  # out_proj, RowParallelLinear: its bias whole
+    n += (dt_rank + 2 * state) * norms  # dt, B and C RMSNorms, whole
+    return BF16 * n + 4 * i * state  # A
+
+
+def mamba2_rank(h, inner, groups, heads, state, kernel, tp, conv_bias, proj_bias, norm):
+    """MambaMixer2.__init__ (mamba_mixer2.py): groups padded to TP when one (extra_groups_for_head_shards)."""
+    g = groups if groups % tp == 0 else tp
+    conv = (inner + 2 * g * state) // tp
+    n = (2 * inner + 2 * g * state + heads) // tp * (h + proj_bias)  # in_proj
+    n += conv * (kernel + conv_bias)  # conv1d
+    n += 2 * heads // tp  # D, dt_bias
+    n += (inner // tp) * norm  # Mixer2RMSNormGated
+    n += h * (inner // tp) + h * proj_bias  # out_proj
+    return BF16 * n + 4 * heads // tp  # A float32
+
+
+def jamba_rank(c: dict, tp: int) -> int:
+    h = c["hidden_size"]
+    dims = (c["mamba_expand"] * h, c["mamba_d_state"], c["mamba_d_conv"], c["mamba_dt_rank"])
+    return mamba1_rank(h, *dims, tp, c["mamba_conv_bias"], c["mamba_proj_bias"], True)  # use_rms_norm=True
+
+
+def mamba_rank(c: dict, tp: int) -> int:
+    h = c["hidden_size"]
+    dims = (c["expand"] * h, c["state_size"], c["conv_kernel"], c["time_step_rank"])
+    return mamba1_rank(h, *dims, tp, c["use_conv_bias"], c["use_bias"], False)  # not Falcon-Mamba: no norms
+
+
+def falcon_h1_rank(c: dict, tp: int) -> int:
+    # FalconH1Config's defaults: mamba_conv_bias True, mamba_proj_bias and mamba_rms_norm False
+    dims = (c["mamba_d_ssm"], c["mamba_n_groups"], c["mamba_n_heads"], c["mamba_d_state"], c["mamba_d_conv"])
+    return mamba2_rank(c["hidden_size"], *dims, tp, True, False, False)
+
+
+def nemotron_rank(c: dict, tp: int) -> int:
+    heads = c["mamba_num_heads"]
+    dims = (heads * c["mamba_head_dim"], c["n_groups"], heads, c["ssm_state_size"], c["conv_kernel"])
+    return mamba2_rank(c["hidden_size"], *dims, tp, c["use_conv_bias"], c["use_bias"], True)
+
+
+def codestral_rank(c: dict, tp: int) -> int:
+    h = c["hidden_size"]
+    dims = (c["expand"] * h, c["n_groups"], c["num_heads"], c["state_size"], c["conv_kernel"])
+    return mamba2_rank(h, *dims, tp, c["use_conv_bias"], c["use_bias"], True)
+
+
+def lfm2_rank(c: dict, tp: int) -> int:
+    # ShortConv: conv (D/TP, 1, L) without a quantisation config, in_proj (3D/TP, D), out_proj (D, D/TP)
+    assert not c["conv_bias"]
+    d = c["conv_dim"] // tp
+    return BF16 * (d * c["conv_L_cache"] + 3 * d * c["conv_dim"] + c["conv_dim"] * d)
+
+
+@pytest.mark.parametrize(
+    "hub, tp, module, expected",
+    [
+        ("ai21labs/AI21-Jamba-1.5-Mini", 4, "mamba", jamba_rank),
+        ("state-spaces/mamba-2.8b-hf", 2, "mixer", mamba_rank),
+        ("tiiuae/Falcon-H1-7B-Instruct", 2, "mamba", falcon_h1_rank),  # one group, copied to both ranks
+        ("tiiuae/Falcon-H1-7B-Instruct", 4, "mamba", falcon_h1_rank),
+        ("nvidia/NVIDIA-Nemotron-Nano-9B-v2", 4, "mixer", nemotron_rank),
+        ("mistralai/Mamba-Codestral-7B-v0.1", 4, "mixer", codestral_rank),
+        ("LiquidAI/LFM2-1.2B", 2, "conv", lfm2_rank),
+    ],
+)
+def test_mamba_mixer_weights_per_rank_are_vllms(hub, tp, module, expected):
+    assert mixer_bytes(hub, tp, 0, module) == expected(text(hub), tp)
+
+
+def test_gated_deltanet_weights_per_rank_are_vllms():
+    # QwenGatedDeltaNetAttention: conv1d (2·nk·dk + nv·dv)/TP × K, in_proj_qkvz (2·nk·dk + 2·nv·dv)/TP × h,
+    # in_proj_ba 2·nv/TP × h, dt_bias nv/TP, A_log nv/TP float32, norm dv whole, out_proj h × nv·dv/TP
+    c, tp, h = text("Qwen/Qwen3-Next-80B-A3B-Instruct"), 4, 2048
+    nk, nv, dk, dv, k = 16, 32, 128, 128, 4
+    assert (c["linear_num_key_heads"], c["linear_num_value_heads"], c["hidden_size"]) == (nk, nv, h)
+    n = (2 * nk * dk + nv * dv) // tp * k + (2 * nk * dk + 2 * nv * dv) // tp * h + 2 * nv // tp * h
+    n += nv // tp + dv + h * nv * dv // tp
+    assert mixer_bytes("Qwen/Qwen3-Next-80B-A3B-Instruct", tp, 0, "linear_attn") == BF16 * n + 4 * nv // tp
+
+
+def test_kimi_delta_attention_weights_per_rank_are_vllms():
+    # KimiGatedDeltaNetAttention: q, k, v (P/TP × h), b (H/TP × h) and f_a (d × h, whole on every rank)
+    # in in_proj_qkvgfab; f_b_proj and g_b_proj P/TP × d; g_a_proj d × h replicated; conv1d 3P/TP × K,
+    # dt_bias P/TP and A_log H/TP in float32; o_norm d whole; o_proj h × P/TP
+    tp, h, heads, d, k = 4, 2304, 32, 128, 4
+    proj = heads * d
+    n = 3 * proj // tp * h + heads // tp * h + d * h + 2 * proj // tp * d + d * h + d + h * proj // tp
+    fp32 = 3 * proj // tp * k + proj // tp + heads // tp
+    assert mixer_bytes("moonshotai/Kimi-Linear-48B-A3B-Instruct", tp, 1, "self_attn") == BF16 * n + 4 * fp32
+
+
+def test_qwen3_5_keeps_in_proj_b_and_a_whole_under_gptq_and_awq():
+    # QwenGatedDeltaNetAttention.maybe_disable_tp: Marlin needs 64 rows a rank, so on CUDA the separate
+    # in_proj_b and in_proj_a stay whole under AWQ and GPTQ; bf16 splits them
+    from paramcount.memory.vllm import _state_share
+
+    for scheme, whole in (("bf16", False), ("gptq-int4", True), ("awq-int4", True)):
+        p = planner(paramcount.load("Qwen/Qwen3.5-27B"), scheme, "vllm", tp=4)
+        row = next(r for r in p.weights.rows if r.name.endswith("linear_attn.in_proj_b.weight"))
+        assert _state_share(row, p.state) == (1 if whole else Fraction(1, 4)), scheme
+
+
+def test_every_hybrid_tensor_has_a_known_split():
+    for case in HYBRIDS:
+        p = planner(paramcount.load(case.hub), "bf16", "vllm", tp=case.tp)
+        w = p.plan(4096).term("weights")
+        assert not p.stages[0].share.replicated or case.hub == "Qwen/Qwen3.6-35B-A3B", case.hub  # its vision tower
+        assert "float32" in w.assumption

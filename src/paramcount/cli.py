@@ -494,14 +494,19 @@ def runtime_args(p: Parser) -> None:
     v.add_argument("--tp", type=whole, metavar="N", help="tensor-parallel GPUs (default 1)")
     v.add_argument("--pp", type=whole, metavar="N", help="pipeline-parallel stages (default 1)")
     v.add_argument("--ep", type=whole, metavar="N", help="experts spread over N ranks: 1 or --tp (default 1)")
-    v.add_argument("--gpu-memory-utilization", metavar="U", help="share of each GPU vLLM claims (default 0.9)")
+    v.add_argument("--gpu-memory-utilization", metavar="U", help="share of each GPU vLLM claims (default 0.92)")
     v.add_argument("--block-size", type=whole, metavar="N", help="tokens per KV block (default 16)")
-    v.add_argument("--max-num-seqs", type=whole, metavar="N", help="sequences per step (default 256)")
+    v.add_argument(
+        "--max-num-seqs",
+        type=whole,
+        metavar="N",
+        help="sequences per step (default: vllm serve's for the GPU, 1024 on H100)",
+    )
     v.add_argument(
         "--max-num-batched-tokens",
         type=whole,
         metavar="N",
-        help="tokens per step, and the profiled pass (default 8192)",
+        help="tokens per step, and the profiled pass (default: vllm serve's for the GPU, 8192 on H100)",
     )
     v.add_argument("--enforce-eager", action="store_true", help="no CUDA graphs (their memory is left out)")
 
@@ -545,6 +550,7 @@ def plan_options(args: argparse.Namespace) -> dict:
 def run_memory(argv: Sequence[str]) -> int:
     from .memory import plan
     from .memory.gpus import gpu
+    from .memory.runtimes import runtime
     from .render import memory as render
     from .render.text import console
 
@@ -573,6 +579,8 @@ def run_memory(argv: Sequence[str]) -> int:
     if args.train:
         result = plan.train(model, batch=args.batch, context=args.context, **options)
     else:
+        if card is not None and runtime(options.get("runtime"), model) == "vllm":
+            options["gpu"] = card  # vllm serve's batch defaults follow the GPU
         result = plan.inference(model, args.dtype, args.context, parallel(args), **options)
     if args.plot:
         from .render.plot import plot

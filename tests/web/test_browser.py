@@ -346,7 +346,7 @@ def test_vllm_with_tensor_parallel_2_says_what_vllm_would_log(page):
     page.wait_for_selector('#memory[data-runtime="vllm"]')
     assert page.locator("#flash-attn").is_hidden() and page.locator("#tp").is_visible()
     page.select_option("#tp", "2")
-    vllm = planner(llama, "bf16", "vllm", tp=2)
+    vllm = planner(llama, "bf16", "vllm", tp=2, gpu="h100")
     serving = vllm.serving(gpu("h100").memory, 4096)
     wait_text(page, "#kv-tokens", fmt(serving["kv_tokens"]))
     line = text_of(page, "#serving")

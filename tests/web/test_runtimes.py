@@ -26,7 +26,7 @@ SETTINGS = {
     ),
     "vllm": (
         {"scheme": "fp8", "tp": 2, "gpu_memory_utilization": 0.85},
-        {"tp": 2, "utilization": 0.85},
+        {"tp": 2, "utilization": 0.85, "gpu": "h100"},
     ),
 }
 
@@ -72,21 +72,22 @@ def test_each_precision_is_fitted_under_the_same_runtime(client, llama, runtime)
     schemes = [r["scheme"] for r in got["precisions"]]
     if expected:
         assert schemes == list(expected) + ([] if fields["scheme"] in expected else [fields["scheme"]])
+    served = {k: v for k, v in options.items() if k != "gpu"}  # fit's GPU is its own argument
     for row in got["precisions"]:
-        lib = fit(llama, "h100", 8192, 1, only=(row["scheme"],), runtime=runtime, **options).rows[0]
+        lib = fit(llama, "h100", 8192, 1, only=(row["scheme"],), runtime=runtime, **served).rows[0]
         assert (row["total"], row["fits"], row["max_context"]) == (lib.plan.total, lib.fits, lib.max_context)
         assert row["max_sequences"] == (lib.serving["max_concurrency"] if runtime == "vllm" else None)
 
 
 def test_vllm_says_what_it_would_log_on_the_gpu(client, llama):
     got = memory(client, runtime="vllm", tp=2, context=16384, batch=4, gpu="h100").json()
-    vllm = planner(llama, "bf16", "vllm", tp=2)
+    vllm = planner(llama, "bf16", "vllm", tp=2, gpu="h100")
     assert got["serving"] == vllm.serving(gpu("h100").memory, 16384)
     assert got["serving"]["starts"] and got["serving"]["max_concurrency"] > 4
     outside = next(t for t in got["terms"] if t["key"] == "outside")
-    assert outside["bytes"] == sum(p["bytes"] for p in outside["parts"])  # CUDA context + left free
-    small = memory(client, runtime="vllm", gpu="16GB").json()  # 0.9 of it is less than the 16 GB of weights
-    one = planner(llama, "bf16", "vllm")
+    assert outside["bytes"] == sum(p["bytes"] for p in outside["parts"])  # CUDA context, cuBLAS, NCCL, left free
+    small = memory(client, runtime="vllm", gpu="16GB").json()  # 0.92 of it is less than the 16 GB of weights
+    one = planner(llama, "bf16", "vllm", gpu="16GB")
     assert small["serving"] == one.serving(gpu("16GB").memory, 4096) and small["serving"]["starts"] is False
     assert small["precisions"][0]["scheme"] == "bf16" and not small["precisions"][0]["fits"]  # at TP 1, not the fewest
     assert memory(client).json()["serving"] is None  # transformers logs no KV blocks
@@ -152,7 +153,7 @@ def test_a_precision_a_runtime_refuses_is_said_in_its_row_and_as_the_plan_in_one
 def test_the_options_offer_what_each_runtime_takes(client, llama):
     o = client.get("/api/memory/options").json()
     assert [r["value"] for r in o["runtimes"]] == list(RUNTIMES)
-    assert o["tp_sizes"] == [1, 2, 4, 8] and o["default_utilization"] == 0.9
+    assert o["tp_sizes"] == [1, 2, 4, 8] and o["default_utilization"] == 0.92
     assert o["flash_attn"] == ["auto", "on", "off"]
     scheme = {"transformers": "bf16", "llama.cpp": "q8_0", "vllm": "bf16"}
     for runtime, kinds in o["runtime_kv_dtypes"].items():

@@ -276,7 +276,7 @@ def _served_row(model: Model, precision: str, card: GPU, context: int, batch: in
     chosen, error = None, None
     for tp in sizes:
         try:
-            p = make(model, precision, "vllm", **{**given, "tp": tp, **({"ep": tp} if expert else {})})
+            p = make(model, precision, "vllm", **{**given, "tp": tp, "gpu": card, **({"ep": tp} if expert else {})})
         except ParamcountError as e:  # a size vLLM refuses for this model (heads that do not divide)
             error = error or e
             continue

@@ -56,6 +56,9 @@ class Layout:
     note: str
     bound: bool = False
     mtp: int = 0
+    # the decoder-layer list and first block of the multi-token-prediction layers the file
+    # appends after the model's own (None: it appends none); set by layout()
+    mtp_at: tuple[str, int] | None = None
 
 
 Rule = Callable[[Cfg, list[Slot]], "Layout | None"]
@@ -83,7 +86,26 @@ def _family(mt: str, config: dict, found: list[Slot], source: str | None, prefix
     if rule is None:
         return None
     fam = family(mt, source)
-    return rule(Cfg(config, fam.defaults, source, fam.aliases, prefix), found)
+    out = rule(Cfg(config, fam.defaults, source, fam.aliases, prefix), found)
+    return None if out is None else replace(out, mtp_at=_appended(found, out.slots))
+
+
+def _appended(found: Sequence[Slot], out: Sequence[Slot]) -> tuple[str, int] | None:
+    """Where the file's blocks past the model's decoder layers start (its MTP layers)."""
+    layered = [s for s in found if s.layers]
+    if not layered:
+        return None
+    path, stop = layered[0].layer_path, max(s.layers.stop for s in layered)
+    more = any(s.layers and s.layer_path == path and s.layers.start >= stop for s in out)
+    return (path, stop) if more else None
+
+
+def mtp_at(model: Any) -> tuple[str, int] | None:
+    """The decoder-layer list and first block of the MTP layers a config's llama.cpp file
+    appends (planned for a file type), or None."""
+    found = model.derived(("slots", False), lambda: tuple(slots(model.tree, model.model_type)))
+    file = model.derived(("gguf-layout", True), lambda: layout(model, found, True))
+    return file.mtp_at if file else None
 
 
 def _composite(mt: str, config: dict, found: list[Slot], source: str | None) -> Layout | None:
@@ -282,6 +304,15 @@ def phi3_rope_factors(c: Cfg) -> list[Slot]:
         raise c.error(
             "rope_scaling", "long_factor and short_factor must be lists of one length (llama.cpp's converter)"
         )
+    # the converter raises unless there is one factor per rotary pair: int(rot_pct · n_embd) // n_head / 2
+    pct = rope.get("partial_rotary_factor", c.raw.get("partial_rotary_factor", 1.0))
+    pairs = int(float(pct) * int(c.int("hidden_size"))) // int(c.int("num_attention_heads")) / 2
+    if len(long) != pairs:
+        raise c.error(
+            "rope_scaling",
+            f"llama.cpp's converter (Phi3MiniModel) needs {pairs:g} long and short factors (one per rotary pair),"
+            f" not {len(long)}; use a single GGUF type such as q4_k",
+        )
     return [_top("rope_factors_long.weight", len(long)), _top("rope_factors_short.weight", len(short))]
 
 
@@ -305,31 +336,37 @@ def _deepseek2(c: Cfg, found: list[Slot], v3: bool) -> Layout:
     return Layout(tuple(_apply(found, *steps)), note)
 
 
-def _mtp_words(c: Cfg, held: str) -> str:
+def _mtp_words(c: Cfg, own_head: bool, held: str, bound: bool) -> str:
+    """What the file holds of the checkpoint's MTP layers, and why the plan is exact or a bound."""
     n, k = int(c.int("num_hidden_layers")), int(c.int("num_nextn_predict_layers", low=0, default=0))
-    return (
+    copies = "and own copies of the embedding and output head" if own_head else "(no copy of the embedding or head)"
+    said = (
         f"; plus the checkpoint's {k} multi-token-prediction layer(s) (model.layers.{n}…, which transformers does not"
-        f" build) as blocks with their eh_proj, norms and own copies of the embedding and output head ({held}): an"
-        " upper bound, as a checkpoint without those copies or a conversion with --no-mtp makes a smaller file"
+        f" build) as blocks with their eh_proj, norms {copies} ({held})"
     )
+    if bound:
+        return said + ": an upper bound, as a checkpoint without those copies or --no-mtp makes a smaller file"
+    return said + "; a conversion with --no-mtp leaves them out"
 
 
-def _dsa(c: Cfg, found: list[Slot], held: str) -> Layout:
+def _dsa(c: Cfg, found: list[Slot], own_head: bool, held: str) -> Layout:
     """conversion/deepseek.py DeepseekV32Model and glm.py GlmMoeDsaModel (both DeepseekV2Model):
     skip_mtp False, block_count += num_nextn_predict_layers (unless --no-mtp); each layer's
-    indexer mapped as indexer.attn_q_b, indexer.attn_k, indexer.k_norm and indexer.proj."""
+    indexer mapped as indexer.attn_q_b, indexer.attn_k, indexer.k_norm and indexer.proj; the MTP
+    layer's embed_tokens and shared_head.head written where the checkpoint holds them."""
     from ..arch import mla
 
-    mtp = mtp_layers(c, mla.dsa_layer(c, ("sparse", True)), own_head=True)
+    mtp = mtp_layers(c, mla.dsa_layer(c, ("sparse", True)), own_head=own_head)
     out = _apply(_after_layers(found, mtp), mla_kv_b(c), fused_experts(), correction_bias())
     note = f"{_MLA_WORDS}, {_EXPERTS}, {_CORRECTION}"
-    return Layout(tuple(out), note + (_mtp_words(c, held) if mtp else ""), bound=bool(mtp))
+    return Layout(tuple(out), note + (_mtp_words(c, own_head, held, False) if mtp else ""))
 
 
 def _glm4_moe(c: Cfg, found: list[Slot]) -> Layout:
     """conversion/glm.py Glm4MoeModel: block_count += num_nextn_predict_layers (kept unless
     --no-mtp); the MTP layer's own embed_tokens and shared_head.head are mapped when the
-    checkpoint has them (GLM-4.5 and GLM-4.5-Air do)."""
+    checkpoint has them (GLM-4.5 and GLM-4.5-Air do, GLM-4.6 does not: vllm-project/vllm#27597),
+    which one config shape cannot tell: an upper bound."""
     from ..arch import glm4_moe
 
     mtp = mtp_layers(c, glm4_moe.layer(c, True), own_head=True)
@@ -337,7 +374,8 @@ def _glm4_moe(c: Cfg, found: list[Slot]) -> Layout:
     note = f"the file as llama.cpp's converter writes it (Glm4MoeModel): {_EXPERTS}, {_CORRECTION}"
     if not mtp:
         return Layout(tuple(out), note)
-    return Layout(tuple(out), note + _mtp_words(c, "GLM-4.5 and GLM-4.5-Air hold them, GLM-4.6 does not"), bound=True)
+    held = "GLM-4.5 and GLM-4.5-Air hold them, GLM-4.6 does not"
+    return Layout(tuple(out), note + _mtp_words(c, True, held, True), bound=True)
 
 
 def _gpt_oss(c: Cfg, found: list[Slot]) -> Layout:
@@ -577,6 +615,37 @@ def _gemma4_towers(config: dict) -> Step:
     return step
 
 
+def _rope_tables(converter: str, extra_of: Callable[[Cfg], list[Slot]]) -> Callable[[Cfg, list[Slot]], Layout | None]:
+    """A converter that writes the model's tensors as they are, plus the tables its
+    ``generate_extra_tensors`` computes from the rope scaling (None when it computes none)."""
+
+    def rule(c: Cfg, found: list[Slot]) -> Layout | None:
+        extra = extra_of(c)
+        if not extra:
+            return None
+        note = f"the file as llama.cpp's converter writes it ({converter})" + _extra_words(extra)
+        return Layout(tuple(extra + found), note)
+
+    return rule
+
+
+def _no_rope_freqs(converter: str, arch: str) -> Callable[[Cfg, list[Slot]], Layout | None]:
+    """``converter`` inherits LlamaModel.generate_extra_tensors, but ``format_tensor_name``
+    raises for ROPE_FREQS, which gguf-py's MODEL_TENSORS[``arch``] does not list: with llama3
+    rope scaling the conversion fails, so no file (and no mix) exists."""
+
+    def rule(c: Cfg, found: list[Slot]) -> Layout | None:
+        if llama3_rope_freqs(c):
+            raise c.error(
+                "rope_scaling",
+                f"llama.cpp's converter ({converter}) fails on llama3 rope scaling (it writes rope_freqs, which the"
+                f" {arch} architecture does not list); use a single GGUF type such as q4_k",
+            )
+        return None
+
+    return rule
+
+
 def _extra_words(extra: list[Slot]) -> str:
     return (
         f"; plus {', '.join(s.rest for s in extra)} (computed by the converter from the rope scaling, F32)"
@@ -643,14 +712,29 @@ def _nemotron_h(c: Cfg, found: list[Slot]) -> Layout:
 RULES: dict[str, Rule] = {
     "deepseek_v2": lambda c, found: _deepseek2(c, found, v3=False),
     "deepseek_v3": lambda c, found: _deepseek2(c, found, v3=True),
-    "deepseek_v32": lambda c, found: _dsa(c, found, "DeepSeek-V3's checkpoint holds them"),
-    "glm_moe_dsa": lambda c, found: _dsa(c, found, "GLM-4.5's checkpoint holds them"),
+    "deepseek_v32": lambda c, found: _dsa(c, found, True, "laid out as DeepSeek-V3's checkpoint"),
+    "glm_moe_dsa": lambda c, found: _dsa(c, found, False, "GLM-5's checkpoint"),
     "glm4_moe": _glm4_moe,
     "gpt_oss": _gpt_oss,
     "minimax_m2": _minimax_m2,
     "llama4_text": _llama4_text,
     "phimoe": _phimoe,
     "apertus": _apertus,
+    # The model's tensors as they are, plus what generate_extra_tensors computes from the rope
+    # scaling: llama.py LlamaModel (registered for LlamaForCausalLM, MistralForCausalLM and
+    # MixtralForCausalLM) and SmolLM3Model(LlamaModel), exaone.py Exaone4Model (llama3: rope_freqs);
+    # phi.py Phi3MiniModel (long_factor: rope_factors_long and rope_factors_short).
+    "llama": _rope_tables("LlamaModel", llama3_rope_freqs),
+    "mistral": _rope_tables("LlamaModel", llama3_rope_freqs),
+    "mixtral": _rope_tables("LlamaModel", llama3_rope_freqs),
+    "smollm3": _rope_tables("SmolLM3Model", llama3_rope_freqs),
+    "exaone4": _rope_tables("Exaone4Model", llama3_rope_freqs),
+    "phi3": _rope_tables("Phi3MiniModel", phi3_rope_factors),
+    # granite.py GraniteModel(LlamaModel) and GraniteMoeModel(GraniteModel): gguf-py's GRANITE and
+    # GRANITE_MOE tensor lists lack ROPE_FREQS. mistral3.py Ministral3Model(LlamaModel) asserts
+    # yarn rope for ministral3 configs, so it never writes rope_freqs.
+    "granite": _no_rope_freqs("GraniteModel", "GRANITE"),
+    "granitemoe": _no_rope_freqs("GraniteMoeModel", "GRANITE_MOE"),
     "gemma4_text": _gemma4_text,
     "step3p5": _step3p5,
     "mimo_v2_flash": _mimo_v2_flash,
@@ -665,4 +749,4 @@ SINGLE = frozenset(hybrid.ARCHS)
 # What an image+text composite's mmproj class writes beside the towers' tensors (a step per slot)
 TOWERS: dict[str, Callable[[dict], Step]] = {"gemma4": _gemma4_towers}
 
-__all__ = ["RULES", "SINGLE", "TOWERS", "Layout", "layout"]
+__all__ = ["RULES", "SINGLE", "TOWERS", "Layout", "layout", "mtp_at"]

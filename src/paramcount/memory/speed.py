@@ -48,7 +48,7 @@ def decode(planner: Any, gpu: GPU, context: int, batch: int) -> Bound | None:
         return None
     o, bw, peak = planner.o, gpu.bandwidth * 1e9, gpu.tflops * 1e12
     weights = round(sum(s.share.bytes - s.share.experts * (1 - planner.active) for s in planner.stages))
-    kv = sum(s.pages.decode_bytes(batch, context, o.max_batched_tokens) for s in planner.stages)
+    kv = sum(s.pages.decode_bytes(batch, context, o.in_flight(context)) for s in planner.stages)
     flops = forward_flops(planner.model, context).per_token * batch
     memory_s, compute_s = (weights + kv) / bw, flops / (o.tp * peak)
     step = max(memory_s, compute_s)

@@ -1,27 +1,34 @@
 """vLLM's memory plan: what ``vllm serve`` holds on each GPU, and the KV cache it gets.
 
-vLLM (the V1 engine) claims ``gpu_memory_utilization`` (0.9) of each GPU. Out of that claim
-come, in order, the weights of the GPU's rank, the activation peak of a profiling forward pass
-over ``max_num_batched_tokens`` tokens and whatever other libraries (NCCL, cuBLAS) allocate
-during it; all that is left becomes the KV cache, cut into blocks of ``block_size`` tokens per
-layer (``Worker.determine_available_memory``, vllm/v1/worker/gpu_worker.py;
-``get_num_blocks``, vllm/v1/core/kv_cache_utils.py). The CUDA graphs' memory is profiled and
-taken out of the claim before the KV cache (the default since vLLM 0.21,
-``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS``); the CUDA context lives in the share left outside
-the claim, and where it outgrows that share the plan counts the excess beyond it.
+Modelled on vLLM 0.33.0 (:data:`paramcount.memory.vllm_state.VLLM_VERSION`; every function cited
+is that release's). vLLM (the V1 engine, Model Runner V2) claims ⌈``gpu_memory_utilization``
+(0.92) × the GPU⌉ (``request_memory``, vllm/v1/worker/utils.py) and refuses to start unless the
+free memory at its snapshot holds that claim; the CUDA context, the cuBLAS handles and the NCCL
+buffers are made before the snapshot, so they sit beside the claim. Out of the claim come, in
+order, the weights of the GPU's rank, the activation peak of a profiling forward pass over
+``max_num_batched_tokens`` tokens and the CUDA graphs' profiled estimate; all that is left becomes
+the KV cache, cut into blocks of ``block_size`` tokens per layer
+(``Worker.determine_available_memory``, vllm/v1/worker/gpu_worker.py;
+``get_kv_cache_config_from_groups``, vllm/v1/core/kv_cache_planning.py).
+
+``max_num_seqs`` and ``max_num_batched_tokens`` default as ``vllm serve`` sets them for the GPU
+(``EngineArgs.get_batch_defaults``): 1,024 and 8,192 on an H100 or H200 (the GPU assumed when
+none is named), 256 and 2,048 on an A100 or a smaller GPU, 1,024 and 16,384 from 160 GiB. The
+kernels are those of the GPUs in :mod:`paramcount.memory.gpus` (FLASH_ATTN, 16-token blocks; at
+most 512-token CUDA graphs, as on all but data-centre Blackwell).
 
 A plan here is the memory that serves ``batch`` sequences of ``context`` tokens on one GPU of
-the tightest rank: its weights, the profiled peak, the non-torch allocations, the CUDA graphs,
-the KV blocks those sequences need and the share outside the claim. It fits a GPU exactly when vLLM starts
+the tightest rank: its weights, the profiled peak, the CUDA graphs, the KV blocks those
+sequences need, and what must be free beside the claim. It fits a GPU exactly when vLLM starts
 on it and admits that load. Given a GPU, the plan also says what vLLM would log: the KV cache
 in tokens and blocks and the largest number of such sequences at once.
 
 Layers that keep a Mamba-style state (Mamba, gated DeltaNet, short convolutions, Kimi delta
-attention) are paged as vLLM 0.33.0 does: :mod:`paramcount.memory.vllm_state`.
+attention) are paged, and their weights split, as vLLM 0.33.0 does: :mod:`paramcount.memory.vllm_state`.
 
 Exact: the KV page sizes and block counts (identities of the shapes and vLLM's arithmetic),
 and the weights of one rank as vLLM shards the projections it knows. Estimated, and marked so:
-the profiled activation peak, the non-torch allocations, the CUDA context and the CUDA graphs.
+the profiled activation peak, the CUDA graphs, the CUDA context, cuBLAS and NCCL.
 """
 
 from __future__ import annotations
@@ -37,39 +44,57 @@ from ..model import Model
 from ..records import replace
 from .kv_layout import LayerKind, Layout
 from .terms import GIB, Term
-from .vllm_state import SRC_ALIGN, SRC_STATE, VLLM_VERSION, StateSpec, attention_block, state_spec
+from .vllm_state import SRC_ALIGN, SRC_STATE, SRC_STATE_SHARD, VLLM_VERSION, StateSpec, attention_block, state_spec
 
-# vLLM's defaults (vllm/config/cache.py CacheConfig; vllm/engine/arg_utils.py
-# EngineArgs._set_default_args for ``vllm serve`` on a data-centre GPU).
-UTILIZATION = Fraction(9, 10)
+# vLLM 0.33.0's defaults: vllm/config/cache.py CacheConfig (gpu_memory_utilization = 0.92,
+# DEFAULT_BLOCK_SIZE = 16; the FLASH_ATTN and FLASH_ATTN_MLA backends of the GPUs planned keep 16);
+# vllm/model_executor/layers/vocab_parallel_embedding.py DEFAULT_VOCAB_PADDING_SIZE.
+UTILIZATION = Fraction(23, 25)
 BLOCK_SIZE = 16
-MAX_NUM_SEQS = 256
-MAX_BATCHED_TOKENS = 8192
-VOCAB_PADDING = 64  # DEFAULT_VOCAB_PADDING_SIZE, vllm/model_executor/layers/vocab_parallel_embedding.py
+VOCAB_PADDING = 64
 KV_BYTES = {"auto": None, "fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1}
+# EngineArgs.get_batch_defaults (vllm/engine/arg_utils.py) for ``vllm serve``
+# (UsageContext.OPENAI_API_SERVER): (max_num_seqs, max_num_batched_tokens) by the GPU's memory
+# and name; the H100's when no GPU is named.
+BIG_GPU = (1024, 16384)  # ≥ 160 GiB (B200, MI300X)
+LARGE_GPU = (1024, 8192)  # ≥ 70 GiB and not an A100 (H100, H200)
+OTHER_GPU = (256, 2048)  # A100s and smaller GPUs
+DEFAULTS_GPU = "h100"
+# VllmConfig._set_cudagraph_sizes: default_max_graph_size, 1024 on data-centre Blackwell (SM100),
+# none of which the GPU table holds
+MAX_GRAPH_SIZE = 512
 
 SRC_CLAIM = (
-    "vllm/v1/worker/gpu_worker.py Worker.determine_available_memory (requested_memory = total × gpu_memory_utilization)"
+    "vllm/v1/worker/utils.py request_memory (requested_memory = ⌈total × gpu_memory_utilization⌉); "
+    "vllm/v1/worker/gpu_worker.py Worker.determine_available_memory (the KV cache: requested_memory − "
+    "non_kv_cache_memory − the CUDA graphs' estimate)"
 )
 SRC_BLOCKS = (
-    "vllm/v1/core/kv_cache_utils.py get_num_blocks (available // page_size // num_layers), "
-    "vllm/v1/kv_cache_interface.py AttentionSpec.page_size_bytes, MLAAttentionSpec"
+    "vllm/v1/core/kv_cache_planning.py get_kv_cache_config_from_groups (available // bytes per block), "
+    "_get_kv_cache_groups_uniform_page_size; vllm/v1/kv_cache_interface.py AttentionSpec.page_size_bytes, "
+    "MLAAttentionSpec, SlidingWindowSpec.max_admission_blocks_per_request"
 )
 SRC_SHARD = (
     "vllm/model_executor/layers/linear.py ColumnParallelLinear, QKVParallelLinear (num_kv_head_replicas), "
     "RowParallelLinear; vocab_parallel_embedding.py VocabParallelEmbedding (pad_vocab_size); "
     "fused_moe/layer.py FusedMoE (determine_expert_map); distributed/utils.py get_pp_indices"
 )
-SRC_PROFILE = "vllm/v1/worker/gpu_model_runner.py GPUModelRunner.profile_run (_dummy_run, _dummy_sampler_run)"
-SRC_NON_TORCH = "vllm/utils/mem_utils.py memory_profiling (non_torch_increase: NCCL, cuBLAS and other non-torch memory)"
+SRC_PROFILE = (
+    "vllm/v1/worker/gpu/model_runner.py GPUModelRunner.profile_run (Model Runner V2, 0.33's default: "
+    "_dummy_run over max_num_batched_tokens, _dummy_sampler_run over min(tokens, max_num_seqs) rows)"
+)
+SRC_NON_TORCH = (
+    "vllm/v1/worker/gpu_worker.py Worker.init_device (init_worker_distributed_environment and the cuBLAS handles "
+    "come before the memory snapshot, so NCCL and cuBLAS memory is not taken from the claim)"
+)
 SRC_GRAPHS = (
-    "vllm/config/vllm.py VllmConfig._set_cudagraph_sizes (capture sizes); vllm/v1/worker/gpu_model_runner.py "
-    "GPUModelRunner.profile_cudagraph_memory (logs 'Estimated CUDA graph memory: … GiB total'); "
-    "gpu_worker.py Worker.determine_available_memory (cudagraph_memory_estimate_applied)"
+    "vllm/config/vllm.py VllmConfig._set_cudagraph_sizes (capture sizes); vllm/v1/worker/gpu/cudagraph_utils.py "
+    "ModelCudaGraphManager._init_candidates (FULL decode graphs up to max_num_seqs tokens), "
+    "profile_cudagraph_memory; gpu_worker.py Worker.determine_available_memory (cudagraph_memory_estimate_applied)"
 )
 SRC_CONTEXT = (
-    "vllm/v1/worker/gpu_worker.py Worker.init_device (the free memory must hold the claim: the CUDA context "
-    "sits outside it)"
+    "vllm/v1/worker/utils.py request_memory, run from Worker.init_device: the free memory at the snapshot "
+    "must hold the claim, so the CUDA context, NCCL and cuBLAS sit beside it"
 )
 
 # Projections vLLM splits across tensor-parallel ranks, by the module name a checkpoint uses.
@@ -88,17 +113,53 @@ _PARAMS = frozenset({"weight", "bias"})
 
 @dataclass(frozen=True)
 class Options:
-    """vLLM's settings a plan depends on (the names are vLLM's own flags)."""
+    """vLLM's settings a plan depends on (the names are vLLM's own flags). ``max_num_seqs`` and
+    ``max_batched_tokens`` are None where not given: ``vllm serve``'s defaults for ``gpu``
+    (:func:`batch_defaults`); ``gpu`` is None for no GPU named (an H100's defaults)."""
 
     tp: int = 1  # --tensor-parallel-size
     pp: int = 1  # --pipeline-parallel-size
     ep: int = 1  # experts spread over this many ranks (--enable-expert-parallel: EP = TP × DP)
     utilization: Fraction = UTILIZATION  # --gpu-memory-utilization
     block_size: int = BLOCK_SIZE  # --block-size
-    max_num_seqs: int = MAX_NUM_SEQS  # --max-num-seqs
-    max_batched_tokens: int = MAX_BATCHED_TOKENS  # --max-num-batched-tokens
+    max_num_seqs: int | None = None  # --max-num-seqs
+    max_batched_tokens: int | None = None  # --max-num-batched-tokens
     kv_dtype: str = "auto"  # --kv-cache-dtype
     enforce_eager: bool = False  # --enforce-eager: no CUDA graphs
+    gpu: Any = None  # the GPU served on (its memory and name pick the batch defaults)
+
+    @property
+    def defaults(self) -> tuple[int, int]:
+        """``vllm serve``'s (max_num_seqs, max_num_batched_tokens) for the GPU."""
+        return batch_defaults(self.gpu)
+
+    @property
+    def seqs(self) -> int:
+        return self.max_num_seqs or self.defaults[0]
+
+    def tokens(self, context: int) -> int:
+        """max_num_batched_tokens at --max-model-len ``context``: as given, else the GPU's default
+        capped at max_num_seqs × max_model_len (EngineArgs._set_default_max_num_seqs_and_batched_tokens_args;
+        chunked prefill is on for decoder models, so nothing raises it to max_model_len)."""
+        return self.max_batched_tokens or min(self.seqs * context, self.defaults[1])
+
+    def in_flight(self, context: int) -> int:
+        """VllmConfig.max_in_flight_tokens: a full batch per concurrent step. Async scheduling and
+        Model Runner V2 are 0.33's defaults, so max_concurrent_batches is PP + 1."""
+        return (self.pp + 1) * self.tokens(context)
+
+
+def batch_defaults(gpu: Any) -> tuple[int, int]:
+    """EngineArgs.get_batch_defaults for ``vllm serve`` on ``gpu`` (None: an H100): by the
+    device's memory, and "a100" in its name keeping an A100 80GB on the small tier."""
+    from .gpus import gpu as find
+
+    card = find(DEFAULTS_GPU) if gpu is None else gpu
+    if card.memory >= 160 * GIB:
+        return BIG_GPU
+    if card.memory >= 70 * GIB and "a100" not in card.name.lower():
+        return LARGE_GPU
+    return OTHER_GPU
 
 
 def options(**given: Any) -> Options:
@@ -121,6 +182,10 @@ def options(**given: Any) -> Options:
         o = replace(o, **{key: v})
     if given.get("enforce_eager"):
         o = replace(o, enforce_eager=True)
+    if given.get("gpu") is not None:
+        from .gpus import gpu as find
+
+        o = replace(o, gpu=find(given["gpu"]))
     if given.get("utilization") is not None:
         o = replace(o, utilization=_utilization(given["utilization"]))
     if given.get("kv_dtype") is not None:
@@ -136,7 +201,20 @@ def options(**given: Any) -> Options:
             f"data-parallel replica that is --ep {o.tp} (or 1 for experts split like other layers)",
             field="--ep",
         )
+    _check_batch(o)
     return o
+
+
+def _check_batch(o: Options) -> None:
+    """SchedulerConfig.verify_max_model_len: max_num_batched_tokens must be at least max_num_seqs."""
+    tokens = o.max_batched_tokens or o.defaults[1]
+    if tokens < o.seqs:
+        flag = "--max-num-batched-tokens" if o.max_batched_tokens else "--max-num-seqs"
+        raise ParamcountError(
+            f"vLLM needs max_num_batched_tokens ({tokens:,}) ≥ max_num_seqs ({o.seqs:,}); raise "
+            "--max-num-batched-tokens or lower --max-num-seqs",
+            field=flag,
+        )
 
 
 def _utilization(value: Any) -> Fraction:
@@ -147,6 +225,12 @@ def _utilization(value: Any) -> Fraction:
     if not 0 < u <= 1:
         raise ParamcountError(
             f"--gpu-memory-utilization is a share in (0, 1], got {value!r}", field="--gpu-memory-utilization"
+        )
+    if u == 1:
+        raise ParamcountError(
+            "--gpu-memory-utilization 1: vLLM would ask for the whole GPU, but the CUDA context, NCCL and cuBLAS "
+            "already hold part of it when it checks (request_memory), so it would not start; give a share below 1",
+            field="--gpu-memory-utilization",
         )
     return u
 
@@ -235,6 +319,17 @@ def _tp_share(row: Any, heads: Heads | None, o: Options, tp: int) -> Fraction | 
     return None
 
 
+def _state_share(row: Any, state: StateSpec) -> Fraction | None:
+    """Of a state mixer's tensor, the bytes a rank holds over the row's bytes (vllm_state's
+    Shard: its split, and its own dtype where vLLM keeps one); None for other tensors."""
+    for name, shard in state.shards:
+        if row.name.endswith("." + name):
+            if shard.itemsize is None:
+                return shard.share
+            return shard.share * Fraction(row.parameters * shard.itemsize, row.bytes)
+    return None
+
+
 def _experts(row: Any) -> int:
     """Experts in one layer's tensor: the leading dimension of a fused 3-D tensor, else the range in the name."""
     if len(row.shape) == 3:
@@ -270,10 +365,13 @@ def stack_path(rows: Any, layers: int) -> str | None:
     return max(matching, key=lambda p: found[p]) if matching else None
 
 
-def shares(rows: Any, heads: Heads | None, layers: int, o: Options, tied: bool) -> list[Share]:
+def shares(
+    rows: Any, heads: Heads | None, layers: int, o: Options, tied: bool, state: StateSpec | None = None
+) -> list[Share]:
     """Each pipeline stage's bytes on its busiest TP rank: embeddings and anything outside the
     decoder layers on the first stage, the final norm and the head on the last (the head as its
-    own copy on the last stage when it is tied to the embeddings and PP > 1)."""
+    own copy on the last stage when it is tied to the embeddings and PP > 1). A state mixer's
+    tensors are held as its ``state.shards`` say (split and dtype)."""
     stack = stack_path(rows, layers)
     if o.pp > 1 and stack is None:
         raise ParamcountError("--pp: the decoder layers could not be told apart from the other tensors", field="--pp")
@@ -285,10 +383,13 @@ def shares(rows: Any, heads: Heads | None, layers: int, o: Options, tied: bool) 
             continue
         m = _LAYER.match(r.name)
         own = heads if stack is None or (m and m.group("path") == stack) else None
-        share = _tp_share(r, own, o, o.tp)
+        share = _state_share(r, state) if state is not None else None
+        unmodelled = state is not None and not state.shards and r.kind == "recurrent"
+        if share is None and not unmodelled:
+            share = _tp_share(r, own, o, o.tp)
         if share is None:
             share = Fraction(1)
-            if o.tp > 1:
+            if o.tp > 1 or unmodelled:
                 unknown[_module(r.name)[0]] = None
         expert = _routed(r)
         for stage, part in _stages(r, stack, stages, tied):
@@ -351,34 +452,35 @@ class Pages:
     def blocks(self, available: int) -> int:
         return max(available, 0) // self.page // self.pool
 
-    def per_sequence(self, tokens: int, batched: int) -> int:
-        """Blocks one sequence of ``tokens`` takes across the groups (a sliding window's as
-        SlidingWindowSpec.max_memory_usage_bytes counts it: window - 1 + a chunk, + 1 block; a
-        state group's as MambaSpec.max_memory_usage_bytes: ``state_blocks``)."""
+    def per_sequence(self, tokens: int, in_flight: int) -> int:
+        """Blocks one sequence of ``tokens`` takes across the groups: a sliding window's as
+        SlidingWindowSpec.max_admission_blocks_per_request counts them (window − 1 + the
+        ``in_flight`` tokens, at most ``tokens``, in blocks, + 1); a state group's as
+        MambaSpec.max_memory_usage_bytes (``state_blocks``); a full layer's ⌈tokens / block⌉."""
         n = 0
         for kind, count in self.groups:
             if kind.attention == "state":
                 n += count * self.state_blocks
             elif kind.attention == "sliding" and kind.window:
-                n += count * (-(-min(kind.window - 1 + batched, tokens) // self.block) + 1)
+                n += count * (-(-min(kind.window - 1 + in_flight, tokens) // self.block) + 1)
             else:
                 n += count * -(-tokens // self.block)
         return n
 
-    def needed(self, sequences: int, tokens: int, batched: int) -> int:
+    def needed(self, sequences: int, tokens: int, in_flight: int) -> int:
         """Blocks the pool must have for ``sequences`` at once: theirs and the null block the
         BlockPool holds back (vllm/v1/core/block_pool.py; get_kv_cache_configs checks
         against the memory less one block)."""
-        return sequences * self.per_sequence(tokens, batched) + 1
+        return sequences * self.per_sequence(tokens, in_flight) + 1
 
     def bytes(self, blocks: int) -> int:
         return blocks * self.page * self.pool
 
-    def decode_bytes(self, sequences: int, tokens: int, batched: int) -> int:
+    def decode_bytes(self, sequences: int, tokens: int, in_flight: int) -> int:
         """Bytes a decode step reads: the attention groups' blocks, and each state layer's own
         state once (not its padding, nor the blocks prefix caching keeps)."""
         if not self.state_layers:
-            return self.bytes(sequences * self.per_sequence(tokens, batched))
+            return self.bytes(sequences * self.per_sequence(tokens, in_flight))
         attention = sum(n * -(-tokens // self.block) for kind, n in self.groups if kind.attention != "state")
         return sequences * (self.bytes(attention) + self.state_layers * self.state_page)
 
@@ -479,14 +581,14 @@ def layer_width(widths: Any, tp: int) -> int:
     return 4 * widths.hidden + -(-max(widths.attention, widths.ffn) // tp)
 
 
-def profile_peak(widths: Any, o: Options, dtype_bytes: int) -> Term:
+def profile_peak(widths: Any, o: Options, dtype_bytes: int, context: int) -> Term:
     """The activation peak of vLLM's profiling run: a forward pass over max_num_batched_tokens
     tokens (the widest layer's tensors, the projections' outputs split over TP) and the
-    sampler's dummy run over max_num_seqs rows of fp32 logits."""
-    tokens = o.max_batched_tokens
+    sampler's dummy runs over min(tokens, max_num_seqs) rows of logits (the second in fp32)."""
+    tokens = o.tokens(context)
     per_token = layer_width(widths, o.tp)
     layer = tokens * per_token * dtype_bytes
-    rows = min(o.max_num_seqs, tokens)
+    rows = min(o.seqs, tokens)
     logits = rows * widths.logits * 4 * SAMPLER_COPIES if widths.logits else 0
     formula = (
         f"T·(4h + max(W_attn, W_ffn)/TP)·b + S·V·4·{SAMPLER_COPIES} = {tokens:,}·(4·{widths.hidden:,} + "
@@ -494,49 +596,64 @@ def profile_peak(widths: Any, o: Options, dtype_bytes: int) -> Term:
         f"{SAMPLER_COPIES} = {layer + logits:,} B"
     )
     said = (
-        f"the profiling pass over --max-num-batched-tokens {tokens:,} (one layer's tensors at a time) and the "
-        f"sampler's over --max-num-seqs {rows} rows of fp32 logits (logits, probabilities, log-probabilities)"
+        f"the profiling pass over max_num_batched_tokens {tokens:,} (one layer's tensors at a time) and the "
+        f"sampler's over {rows:,} rows (max_num_seqs) of fp32 logits (logits, probabilities, log-probabilities)"
     )
     return Term("activations", "activations (profiled peak)", layer + logits, formula, said, True, SRC_PROFILE)
 
 
 SAMPLER_COPIES = 3
-NON_TORCH = GIB // 4  # cuBLAS workspaces and the like, on one GPU
+CUDA_CONTEXT = GIB // 2  # the CUDA context and the kernels it loads, on a data-centre GPU
+NON_TORCH = GIB // 4  # cuBLAS handles and workspaces, on one GPU
 NON_TORCH_PER_PEER = GIB // 8  # NCCL and custom all-reduce buffers, per other rank it talks to
 
 
+def cuda_context() -> Term:
+    formula = f"0.5 GiB = {CUDA_CONTEXT:,} B"
+    said = "the CUDA context and the kernels it loads, which each GPU process holds before vLLM's memory snapshot"
+    return Term("cuda_context", "CUDA context", CUDA_CONTEXT, formula, said, True, SRC_CONTEXT)
+
+
 def non_torch(o: Options) -> Term:
+    """cuBLAS and NCCL memory: made before vLLM's snapshot, so beside its claim, not in it."""
     peers = o.tp - 1 + (o.pp > 1)
     n = NON_TORCH + peers * NON_TORCH_PER_PEER
     formula = f"0.25 GiB + {peers} × 0.125 GiB = {n:,} B"
-    said = "memory other libraries take during profiling: cuBLAS workspaces, NCCL buffers per peer rank"
-    return Term("non_torch", "non-torch memory", n, formula, said, True, SRC_NON_TORCH)
+    said = (
+        "cuBLAS handles and workspaces, and NCCL and custom all-reduce buffers per peer rank: vLLM makes them "
+        "before its memory snapshot, so they must fit beside the claim"
+    )
+    return Term("non_torch", "cuBLAS and NCCL", n, formula, said, True, SRC_NON_TORCH)
 
 
-CUDA_CONTEXT = GIB // 2  # the CUDA context and the kernels it loads, on a data-centre GPU
-
-
-def capture_sizes(o: Options) -> list[int]:
-    """The batch sizes (tokens) vLLM captures a CUDA graph for, by default: 1, 2, 4, then every 8
-    to 248 and every 16 from 256, up to min(2 × max_num_seqs, 512, max_num_batched_tokens)."""
+def capture_sizes(o: Options, context: int) -> list[int]:
+    """The batch sizes (tokens) vLLM captures a CUDA graph for, by default (VllmConfig._set_cudagraph_sizes
+    with one token per decode request): 1, 2, 4, every 8 to 248 and every 16 from 256, up to
+    min(2 × max_num_seqs, 512, max_num_batched_tokens); max_num_batched_tokens itself when it is
+    under that ceiling, and max_num_seqs (the widest decode batch) when it is within it."""
     if o.enforce_eager:
         return []
-    top = min(2 * o.max_num_seqs, 512, o.max_batched_tokens)
-    small = [s for s in (1, 2, 4) if s <= top]
-    return small + list(range(8, min(top + 1, 256), 8)) + list(range(256, top + 1, 16))
+    seqs, tokens = o.seqs, o.tokens(context)
+    ceiling = min(2 * seqs, MAX_GRAPH_SIZE)
+    top = min(tokens, ceiling)
+    sizes = [s for s in (1, 2, 4) if s <= top] + list(range(8, min(top + 1, 256), 8)) + list(range(256, top + 1, 16))
+    if tokens <= top:
+        sizes.append(tokens)
+    if seqs <= min(ceiling, tokens):
+        sizes.append(seqs)
+    return sorted(set(sizes))
 
 
-def cuda_graphs(widths: Any, o: Options, dtype_bytes: int) -> Term:
+def cuda_graphs(widths: Any, o: Options, dtype_bytes: int, context: int) -> Term:
     """The CUDA graphs' memory: one piecewise graph per capture size (mixed batches) and one full
-    graph per size up to max_num_seqs (decode-only batches: FULL_AND_PIECEWISE, the default),
+    graph per size up to max_num_seqs tokens (decode-only batches: FULL_AND_PIECEWISE, the default),
     each taken to keep one layer's tensors at its size (the pool they share holds the rest)."""
-    sizes = capture_sizes(o)
-    full = [s for s in sizes if s <= o.max_num_seqs]
-    tokens = sum(sizes) + sum(full)
-    per_token = layer_width(widths, o.tp) * dtype_bytes
-    n = tokens * per_token
+    sizes = capture_sizes(o, context)
     if not sizes:
         return Term("cuda_graphs", "CUDA graphs", 0, "--enforce-eager: none", "no CUDA graphs", False, SRC_GRAPHS)
+    full = [s for s in sizes if s <= o.seqs]
+    per_token = layer_width(widths, o.tp) * dtype_bytes
+    n = (sum(sizes) + sum(full)) * per_token
     formula = (
         f"(Σ piecewise sizes + Σ full sizes) · (4h + max(W_attn, W_ffn)/TP)·b = ({sum(sizes):,} + {sum(full):,}) · "
         f"{per_token:,} B = {n:,} B"
@@ -547,12 +664,6 @@ def cuda_graphs(widths: Any, o: Options, dtype_bytes: int) -> Term:
         "'Estimated CUDA graph memory'"
     )
     return Term("cuda_graphs", "CUDA graphs", n, formula, said, True, SRC_GRAPHS)
-
-
-def cuda_context() -> Term:
-    formula = f"0.5 GiB = {CUDA_CONTEXT:,} B"
-    said = "the CUDA context, cuBLAS handles and loaded kernels each GPU process holds before vLLM profiles"
-    return Term("cuda_context", "CUDA context", CUDA_CONTEXT, formula, said, True, SRC_CONTEXT)
 
 
 # ---- the planner -----------------------------------------------------------------------------------
@@ -620,7 +731,7 @@ class VllmPlanner:
         q = _heads(model) or kv
         self.heads = Heads(q, kv)
         has_state = any(k.attention == "state" for k in self.layout.kinds)
-        self.state = state_spec(model, self.o.tp, self.dtype) if has_state else None
+        self.state = state_spec(model, self.o.tp, self.dtype, self.scheme) if has_state else None
         self.layers = decoder_layers(self.weights.rows) if has_state else sum(k.layers for k in self.layout.kinds)
         check_split(self.heads, self.layers, self.o)
         tied = any(r.role == "tied" for r in self.weights.rows)
@@ -630,7 +741,7 @@ class VllmPlanner:
     def _stages(self, tied: bool) -> list[Stage]:
         o = self.o
         heads_tp = self.heads.kv_per_rank(o.tp)
-        split = shares(self.weights.rows, self.heads, self.layers, o, tied)
+        split = shares(self.weights.rows, self.heads, self.layers, o, tied, self.state)
         if o.pp == 1:
             return [Stage(split[0], pages(self.layout, heads_tp, o.block_size, self.kv_bytes, state=self.state))]
         ranges = pp_layers(self.layers, o.pp)
@@ -639,20 +750,24 @@ class VllmPlanner:
             for s, r in zip(split, ranges, strict=True)
         ]
 
-    # one stage's fixed memory: weights + profiled peak + non-torch + CUDA graphs
-    def _fixed(self, stage: Stage) -> int:
-        return stage.share.bytes + self.peak.bytes + self.non_torch.bytes + self.graphs.bytes
+    # one stage's memory in the claim before the KV cache: weights + profiled peak + CUDA graphs
+    def _fixed(self, stage: Stage, context: int) -> int:
+        return stage.share.bytes + self.peak(context).bytes + self.graphs(context).bytes
+
+    def peak(self, context: int) -> Term:
+        return profile_peak(self.widths, self.o, self.act_bytes, context)
+
+    def graphs(self, context: int) -> Term:
+        return cuda_graphs(self.widths, self.o, self.act_bytes, context)
 
     @property
-    def peak(self) -> Term:
-        return profile_peak(self.widths, self.o, self.act_bytes)
-
-    @property
-    def non_torch(self) -> Term:
-        return non_torch(self.o)
+    def beside(self) -> int:
+        """What must be free beside the claim: the CUDA context, cuBLAS and NCCL (estimates)."""
+        return CUDA_CONTEXT + non_torch(self.o).bytes
 
     def _need(self, stage: Stage, context: int, batch: int) -> int:
-        return self._fixed(stage) + stage.pages.bytes(stage.pages.needed(batch, context, self.o.max_batched_tokens))
+        blocks = stage.pages.needed(batch, context, self.o.in_flight(context))
+        return self._fixed(stage, context) + stage.pages.bytes(blocks)
 
     def busiest(self, context: int, batch: int) -> Stage:
         return max(self.stages, key=lambda s: self._need(s, context, batch))
@@ -663,12 +778,12 @@ class VllmPlanner:
         context, batch = positive(context, "--context"), positive(batch, "--concurrency")
         warned = self.limit.check(context, "vllm")
         stage = self.busiest(context, batch)
-        blocks = stage.pages.needed(batch, context, self.o.max_batched_tokens)
+        blocks = stage.pages.needed(batch, context, self.o.in_flight(context))
         kv = self._kv_term(stage, blocks, context, batch)
-        base = (self._weights_term(stage), self.peak, self.non_torch, self.graphs, kv)
+        base = (self._weights_term(stage), self.peak(context), self.graphs(context), kv)
         claimed = sum(t.bytes for t in base)
         terms = (*base, self._outside(claimed))
-        notes = (*warned, *self._notes(stage))
+        notes = (*warned, *self._notes(stage, context))
         return Plan(self.model, "inference", terms, self._settings(context, why, batch, blocks), notes, planner=self)
 
     def total(self, context: int, batch: int = 1) -> int:
@@ -676,33 +791,31 @@ class VllmPlanner:
         return self._gpu(self._need(stage, context, batch))
 
     def _gpu(self, claimed: int) -> int:
-        """The GPU memory that holds ``claimed`` bytes in its share and the CUDA context outside."""
-        return max(_claim(claimed, self.o.utilization), claimed + self._unclaimed)
-
-    _unclaimed = CUDA_CONTEXT
-
-    @property
-    def graphs(self) -> Term:
-        return cuda_graphs(self.widths, self.o, self.act_bytes)
+        """The least GPU memory vLLM starts on holding ``claimed`` bytes in its claim: ⌈M × u⌉ ≥
+        claimed, and M − ⌈M × u⌉ ≥ what must be free beside it (request_memory)."""
+        return max(_claim(claimed, self.o.utilization), _beside(self.beside, self.o.utilization))
 
     def serving(self, memory: int, context: int) -> dict[str, Any]:
         """What vLLM logs on a GPU of ``memory`` bytes at --max-model-len ``context``: KV blocks and
         tokens per GPU, and the largest number of such sequences at once."""
-        o = self.o
-        claim = math.floor(memory * o.utilization)
-        blocks = min(s.pages.blocks(claim - self._fixed(s)) for s in self.stages)
-        per_seq = self.stages[0].pages.per_sequence(context, o.max_batched_tokens)
+        claim = math.ceil(memory * self.o.utilization)  # request_memory
+        blocks = min(s.pages.blocks(claim - self._fixed(s, context)) for s in self.stages)
+        per_seq = self.stages[0].pages.per_sequence(context, self.o.in_flight(context))
+        outside = memory - claim
         return {
-            "kv_cache_bytes": min(max(claim - self._fixed(s), 0) for s in self.stages),
+            "kv_cache_bytes": min(max(claim - self._fixed(s, context), 0) for s in self.stages),
             "kv_blocks": blocks,
             # kv_cache_utils.py get_kv_cache_capacity: int(max_concurrency × max_model_len), the
             # concurrency get_max_concurrency_for_kv_cache_config's num_blocks / Σ blocks per request
             "kv_tokens": int(blocks / per_seq * context),
             "blocks_per_sequence": per_seq,
             "max_concurrency": blocks // per_seq,
-            "starts": blocks >= per_seq + 1 and memory - claim >= self._unclaimed,
-            "outside_claim_bytes": memory - claim,
-            "cuda_context_bytes": self._unclaimed,
+            # request_memory: the free memory at the snapshot holds the claim; get_kv_cache_configs:
+            # the blocks less the null block hold one sequence of max_model_len
+            "starts": outside >= self.beside and blocks >= per_seq + 1,
+            "outside_claim_bytes": outside,
+            "cuda_context_bytes": CUDA_CONTEXT,
+            "non_torch_bytes": non_torch(self.o).bytes,
         }
 
     def _weights_term(self, stage: Stage) -> Term:
@@ -715,6 +828,11 @@ class VllmPlanner:
             "over TP (a KV head per rank when there are fewer than the ranks), the vocabulary padded to 64 rows "
             f"and split, norms and routers whole on every rank; of the model's {whole:,} B"
         )
+        if self.state is not None and self.state.shards:
+            said += (
+                f"; the {self.state.mixer} mixers' tensors as vLLM {VLLM_VERSION}'s layers hold them (split by their "
+                "weight loaders, A in float32, layers built without a quantisation config in the model's dtype)"
+            )
         if unknown:
             said += f"; counted whole on every rank, their split not known here: {', '.join(unknown[:6])}"
         if self.scheme == "fp8":
@@ -727,12 +845,12 @@ class VllmPlanner:
             f"Σ tensors × their share on one GPU = {stage.share.bytes:,} B",
             said,
             bool(unknown),
-            SRC_SHARD,
+            SRC_SHARD + (f"; {SRC_STATE_SHARD}" if self.state is not None else ""),
         )
 
     def _kv_term(self, stage: Stage, blocks: int, context: int, batch: int) -> Term:
         p = stage.pages
-        per = p.per_sequence(context, self.o.max_batched_tokens)
+        per = p.per_sequence(context, self.o.in_flight(context))
         n = p.bytes(blocks)
         formula = (
             f"({batch} seq × {per:,} blocks + 1 null block) × {p.page:,} B per layer-block × {p.pool} layers = {n:,} B"
@@ -741,7 +859,11 @@ class VllmPlanner:
             f"blocks of {p.block} tokens, {p.page:,} B per layer ({self.kv_bytes} B per value); "
             f"a sequence of {context:,} tokens takes {per:,} blocks"
             + (" across its groups" if len(p.groups) > 1 else "")
-            + (" (sliding-window layers keep window + a chunk)" if any(k.window for k, _ in p.groups) else "")
+            + (
+                f" (sliding-window layers keep window − 1 + {self.o.in_flight(context):,} tokens in flight)"
+                if any(k.window for k, _ in p.groups)
+                else ""
+            )
             + "; the block pool holds one null block back"
         )
         if self.state is not None:
@@ -766,29 +888,30 @@ class VllmPlanner:
         return f"{p.state_layers} state layers of {spec.describe()}{padded}; {held}"
 
     def _outside(self, claimed: int) -> Term:
-        """The share outside the claim: the CUDA context and what stays free; past the share when
-        the context outgrows it (vLLM refuses to start unless the free memory holds its claim)."""
+        """The GPU beyond the claimed bytes: the CUDA context, cuBLAS and NCCL, which must be free
+        beside the claim when vLLM starts, and what is left (beside the claim, or in it as more
+        KV blocks where the memory beside it sets the GPU's size)."""
         u = self.o.utilization
-        share = _claim(claimed, u) - claimed
-        context = cuda_context()
-        free = share - context.bytes
-        n = max(share, context.bytes)
-        parts = (context,)
-        if free > 0:
-            parts += (Term("free", "left free", free, f"{free:,} B", "unused", False, SRC_CLAIM),)
-        if free >= 0:
-            formula = f"⌈{claimed:,} / {_num(u)}⌉ − {claimed:,} = {n:,} B"
+        total = self._gpu(claimed)
+        parts = (cuda_context(), non_torch(self.o))
+        free = total - claimed - sum(t.bytes for t in parts)
+        if free:
+            parts += (Term("free", "left free", free, f"{free:,} B", "unused, or more KV blocks", False, SRC_CLAIM),)
+        by_claim = total == _claim(claimed, u)
+        if by_claim:
+            formula = f"(the least M with ⌈M × {_num(u)}⌉ ≥ {claimed:,}) − {claimed:,} = {total - claimed:,} B"
             said = (
-                f"vLLM claims {_num(u)} of the GPU (--gpu-memory-utilization); the rest must be free when it "
-                "starts, and holds the CUDA context"
+                f"vLLM claims ⌈{_num(u)} × the GPU⌉ (--gpu-memory-utilization); the rest must be free when it starts "
+                "and holds the CUDA context, cuBLAS and NCCL"
             )
         else:
-            formula = f"CUDA context = {n:,} B"
+            formula = f"⌈{self.beside:,} / {_num(1 - u)}⌉ − {claimed:,} = {total - claimed:,} B"
             said = (
-                f"the CUDA context outgrows the {_num(1 - u)} share vLLM leaves ({share:,} B): the GPU needs it "
-                "beside the claim"
+                f"the CUDA context, cuBLAS and NCCL outgrow the {_num(1 - u)} share a GPU holding the claim leaves: "
+                f"the GPU must be {self.beside:,} / {_num(1 - u)} B at least, and its larger claim holds more KV blocks"
             )
-        return Term("outside", f"outside the claim ({_num(1 - u)})", n, formula, said, free < 0, SRC_CONTEXT, parts)
+        label = f"outside the claim ({_num(1 - u)})"
+        return Term("outside", label, total - claimed, formula, said, not by_claim, SRC_CONTEXT, parts)
 
     def _settings(self, context: int, why: str, batch: int, blocks: int) -> dict[str, Any]:
         o = self.o
@@ -809,14 +932,15 @@ class VllmPlanner:
             "gpus": o.tp * o.pp,
             "gpu_memory_utilization": float(o.utilization),
             "block_size": self.stages[0].pages.block,
-            "max_num_seqs": o.max_num_seqs,
-            "max_num_batched_tokens": o.max_batched_tokens,
+            "max_num_seqs": o.seqs,
+            "max_num_batched_tokens": o.tokens(context),
+            "defaults_for": o.gpu.key if o.gpu is not None else None,
             "kv_blocks": blocks,
         }
 
-    def _notes(self, stage: Stage) -> tuple[str, ...]:
+    def _notes(self, stage: Stage, context: int) -> tuple[str, ...]:
         o = self.o
-        notes = []
+        notes = [self._defaults_note(context)] if o.max_num_seqs is None or o.max_batched_tokens is None else []
         if o.pp > 1:
             notes.append(
                 f"pipeline stages of {', '.join(str(len(r)) for r in pp_layers(self.layers, o.pp))} layers; "
@@ -826,7 +950,8 @@ class VllmPlanner:
             notes.append("MLA: each layer caches its latent (kv_lora_rank + qk_rope_head_dim), the same on every rank")
         if any(k.attention == "sliding" for k in self.layout.kinds):
             notes.append(
-                "sliding-window layers: vLLM's hybrid KV cache manager frees blocks outside the window "
+                "sliding-window layers: vLLM's hybrid KV cache manager frees blocks outside the window, and "
+                f"reserves the window and {o.pp + 1} batches in flight (async scheduling, max_in_flight_tokens) "
                 "(--disable-hybrid-kv-cache-manager pages them as full layers; not modelled)"
             )
         if 0 < self.heads.kv < o.tp:
@@ -836,6 +961,17 @@ class VllmPlanner:
         if self.state is not None:
             notes.append(self._state_note(stage.pages))
         return tuple(notes)
+
+    def _defaults_note(self, context: int) -> str:
+        """Where max_num_seqs and max_num_batched_tokens come from when not given."""
+        o = self.o
+        where = f"on the {o.gpu.name}" if o.gpu is not None else "on an H100 or H200 (no --gpu named)"
+        capped = f", capped at max_num_seqs × {context:,} tokens" if o.tokens(context) < o.defaults[1] else ""
+        return (
+            f"max_num_seqs {o.seqs:,} and max_num_batched_tokens {o.tokens(context):,}: vllm serve's defaults "
+            f"{where}{capped} (EngineArgs.get_batch_defaults: 1,024 and 8,192 on GPUs of 70 GiB or more but "
+            "A100s, 1,024 and 16,384 from 160 GiB, else 256 and 2,048)"
+        )
 
     def _state_note(self, p: Pages) -> str:
         """How vLLM pages the state layers, with the version and GPU the figures hold for."""
@@ -855,8 +991,13 @@ class VllmPlanner:
 
 
 def _claim(claimed: int, u: Fraction) -> int:
-    """The GPU memory whose utilisation share holds ``claimed`` bytes."""
-    return math.ceil(claimed / u)
+    """The least GPU memory M whose claim ⌈M × u⌉ (request_memory) holds ``claimed`` bytes."""
+    return math.floor((claimed - 1) / u) + 1
+
+
+def _beside(needed: int, u: Fraction) -> int:
+    """The least GPU memory M with M − ⌈M × u⌉ = ⌊M × (1 − u)⌋ ≥ ``needed``."""
+    return math.ceil(needed / (1 - u))
 
 
 def _num(f: Fraction) -> str:

@@ -19,6 +19,11 @@ sequence then holds two state blocks per state group, plus one for a mixer that 
 prefill checkpoints (``MambaSpec.max_memory_usage_bytes``). An attention-free model (Mamba,
 Mamba-2) has no prefix caching by default: one state block per sequence and layer group.
 
+Each mixer's weights on a rank follow its vLLM layer (:class:`Shard`): which tensors its
+column- and row-parallel projections and weight loaders split, how a single Mamba-2 group is
+copied to every rank, which parameters vLLM creates in float32, and which layers it builds
+without a quantisation config (kept in the model's dtype).
+
 The kernel block sizes are those of an SM90 GPU (H100, H200), where vLLM's default attention
 backends are FLASH_ATTN and FLASH_ATTN_MLA (any multiple of 16 tokens) and gated DeltaNet
 prefills with FlashInfer (:data:`GDN_CHECKPOINT_ALIGNMENT`); other GPUs pick other kernels.
@@ -27,7 +32,8 @@ prefills with FlashInfer (:data:`GDN_CHECKPOINT_ALIGNMENT`); other GPUs pick oth
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from fractions import Fraction
 from typing import Any
 
 from ..errors import ParamcountError
@@ -51,6 +57,11 @@ SRC_STATE = (
     "MambaStateDtypeCalculator; vllm/v1/kv_cache_interface.py MambaSpec.page_size_bytes, "
     "MambaSpec.max_memory_usage_bytes"
 )
+SRC_STATE_SHARD = (
+    f"vLLM {VLLM_VERSION}: vllm/model_executor/layers/mamba/mamba_mixer.py MambaMixer, mamba_mixer2.py MambaMixer2 "
+    "(mamba_v2_sharded_weight_loader, Mixer2RMSNormGated), short_conv.py ShortConv, "
+    "gdn/qwen_gdn_linear_attn.py QwenGatedDeltaNetAttention, gdn/kimi_gdn_linear_attn.py KimiGatedDeltaNetAttention"
+)
 SRC_ALIGN = (
     f"vLLM {VLLM_VERSION}: vllm/platforms/interface.py Platform._align_hybrid_block_size; "
     "vllm/v1/core/kv_cache_planning.py _get_kv_cache_groups_uniform_page_size, get_kv_cache_config_from_groups"
@@ -71,13 +82,26 @@ class Array:
 
 
 @dataclass(frozen=True)
+class Shard:
+    """One of a state mixer's checkpoint tensors as a rank holds it: ``share`` of its elements,
+    each of ``itemsize`` bytes, or as the plan stores linear weights where ``itemsize`` is None
+    (a layer vLLM builds with the quantisation config). A layer built without one keeps the
+    model's dtype; a parameter vLLM creates as torch.float32 keeps 4 bytes whatever the model's."""
+
+    share: Fraction
+    itemsize: int | None = None
+
+
+@dataclass(frozen=True)
 class StateSpec:
     """A state layer's ``MambaSpec`` on one rank.
 
     ``checkpoint_blocks`` is the spec's ``num_prefill_checkpoint_blocks`` (a block more per
     sequence in align mode); ``alignment`` the mixer's ``get_prefill_checkpoint_alignment``
     (the attention block becomes a multiple of it in align mode); ``hybrid`` whether attention
-    layers sit beside the state layers (vLLM's ``is_hybrid``, which turns prefix caching on).
+    layers sit beside the state layers (vLLM's ``is_hybrid``, which turns prefix caching on);
+    ``shards`` how a rank holds each of the mixer's checkpoint tensors (:class:`Shard`), by the
+    name's end (``mamba.conv1d.weight``).
     """
 
     mixer: str
@@ -85,6 +109,7 @@ class StateSpec:
     checkpoint_blocks: int = 0
     alignment: int | None = None
     hybrid: bool = True
+    shards: tuple[tuple[str, Shard], ...] = ()  # the mixer's tensors by name (prefixed by the family)
 
     @property
     def bytes(self) -> int:
@@ -119,9 +144,24 @@ def _field(c: Any, name: str) -> int:
 
 
 def mamba1(tp: int, b: int, inner: int, state: int, kernel: int) -> StateSpec:
-    """``mamba1_state_shape``: conv (K − 1, I/TP), SSM (I/TP, S); MambaMixer exports no checkpoint."""
+    """``mamba1_state_shape``: conv (K − 1, I/TP), SSM (I/TP, S); MambaMixer exports no checkpoint.
+
+    Weights (vllm/model_executor/layers/mamba/mamba_mixer.py MambaMixer): in_proj, conv1d and
+    dt_proj column-parallel, x_proj and out_proj row-parallel, A (I/TP, S) and D sharded by
+    their weight_loader; every layer built without a quantisation config (the model's dtype),
+    A created as float32; the dt/B/C RMSNorms whole."""
     i = divide("intermediate channels", inner, tp)
-    return StateSpec("Mamba-1", (Array("conv", (kernel - 1, i), b), Array("SSM", (i, state), b)))
+    part, whole = Fraction(1, tp), Fraction(1)
+    split = ("in_proj.weight", "in_proj.bias", "conv1d.weight", "conv1d.bias", "x_proj.weight")
+    split += ("dt_proj.weight", "dt_proj.bias", "D", "out_proj.weight")
+    norms = tuple(f"{n}_layernorm.weight" for n in ("dt", "b", "c"))
+    shards = (
+        *((n, Shard(part, b)) for n in split),
+        ("A_log", Shard(part, 4)),
+        *((n, Shard(whole, b)) for n in ("out_proj.bias", *norms)),
+    )
+    arrays = (Array("conv", (kernel - 1, i), b), Array("SSM", (i, state), b))
+    return StateSpec("Mamba-1", arrays, shards=shards)
 
 
 def mamba2(tp: int, b: int, ssm_b: int, dims: tuple[int, int, int, int, int, int], hybrid: bool = True) -> StateSpec:
@@ -134,16 +174,49 @@ def mamba2(tp: int, b: int, ssm_b: int, dims: tuple[int, int, int, int, int, int
             f"--tp {tp}: vLLM's MambaMixer2 needs the {groups} groups to divide over the ranks (or one group)",
             field="--tp",
         )
-    groups += 0 if groups % tp == 0 else tp - groups  # extra_groups_for_head_shards
-    conv = divide("conv channels", inner + 2 * groups * state, tp)
+    padded = groups + (0 if groups % tp == 0 else tp - groups)  # extra_groups_for_head_shards
+    conv = divide("conv channels", inner + 2 * padded * state, tp)
     ssm = (divide("heads", heads, tp), head_dim, state)
     arrays = (Array("conv", (kernel - 1, conv), b), Array("SSM", ssm, ssm_b))
-    return StateSpec("Mamba-2", arrays, checkpoint_blocks=1, hybrid=hybrid)
+    shards = mamba2_shards(tp, b, inner, groups, padded, heads, state)
+    return StateSpec("Mamba-2", arrays, checkpoint_blocks=1, hybrid=hybrid, shards=shards)
+
+
+def mamba2_shards(
+    tp: int, b: int, inner: int, groups: int, padded: int, heads: int, state: int
+) -> tuple[tuple[str, Shard], ...]:
+    """MambaMixer2's weights on a rank (vllm/model_executor/layers/mamba/mamba_mixer2.py): in_proj
+    (z, x, B, C, dt) and conv1d (x, B, C) column-parallel over the groups padded to the ranks
+    (one group is copied to every rank by mamba_v2_sharded_weight_loader), so a rank holds
+    (I + 2·G'·S)/TP conv rows of the file's I + 2·G·S; conv1d built without a quantisation
+    config; A (heads/TP) float32; D, dt_bias and the gated norm (Mixer2RMSNormGated, I/TP)
+    sharded in the model's dtype; out_proj row-parallel."""
+    part, whole = Fraction(1, tp), Fraction(1)
+    conv = Fraction(inner + 2 * padded * state, tp * (inner + 2 * groups * state))
+    proj = Fraction(2 * inner + 2 * padded * state + heads, tp * (2 * inner + 2 * groups * state + heads))
+    return (
+        ("in_proj.weight", Shard(proj)),
+        ("in_proj.bias", Shard(proj)),
+        ("conv1d.weight", Shard(conv, b)),
+        ("conv1d.bias", Shard(conv, b)),
+        ("A_log", Shard(part, 4)),
+        *((n, Shard(part, b)) for n in ("D", "dt_bias", "norm.weight")),
+        ("out_proj.weight", Shard(part)),
+        ("out_proj.bias", Shard(whole)),
+    )
 
 
 def short_conv(tp: int, b: int, dim: int, cache: int) -> StateSpec:
-    """``short_conv_state_shape``: conv (L_cache − 1, conv_dim/TP); ShortConv exports no checkpoint."""
-    return StateSpec("short conv", (Array("conv", (cache - 1, divide("conv channels", dim, tp)), b),))
+    """``short_conv_state_shape``: conv (L_cache − 1, conv_dim/TP); ShortConv exports no checkpoint.
+    Weights (short_conv.py ShortConv): conv column-parallel without a quantisation config,
+    in_proj column-parallel, out_proj row-parallel."""
+    part = Fraction(1, tp)
+    shards = (
+        *((n, Shard(part, b)) for n in ("conv.weight", "conv.bias")),
+        *((n, Shard(part)) for n in ("in_proj.weight", "in_proj.bias", "out_proj.weight")),
+        ("out_proj.bias", Shard(Fraction(1))),
+    )
+    return StateSpec("short conv", (Array("conv", (cache - 1, divide("conv channels", dim, tp)), b),), shards=shards)
 
 
 def gated_delta_net(tp: int, b: int, ssm_b: int, dims: tuple[int, int, int, int, int]) -> StateSpec:
@@ -156,7 +229,26 @@ def gated_delta_net(tp: int, b: int, ssm_b: int, dims: tuple[int, int, int, int,
     conv = divide("conv channels", 2 * nk * dk + nv * dv, tp)
     recurrent = (divide("value heads", nv, tp), dv, dk)
     arrays = (Array("conv", (kernel - 1, conv), b), Array("recurrent", recurrent, ssm_b))
-    return StateSpec("gated DeltaNet", arrays, checkpoint_blocks=1, alignment=GDN_CHECKPOINT_ALIGNMENT)
+    return StateSpec(
+        "gated DeltaNet", arrays, checkpoint_blocks=1, alignment=GDN_CHECKPOINT_ALIGNMENT, shards=gdn_shards(tp, b)
+    )
+
+
+def gdn_shards(tp: int, b: int) -> tuple[tuple[str, Shard], ...]:
+    """QwenGatedDeltaNetAttention's weights on a rank (gdn/qwen_gdn_linear_attn.py): conv1d
+    column-parallel without a quantisation config; the in_proj_qkvz and in_proj_ba projections
+    (Qwen3.5's in_proj_qkv, in_proj_z, in_proj_b, in_proj_a load into them) column-parallel;
+    A_log (value heads/TP) float32, dt_bias sharded; the norm (RMSNormGated over one head) whole;
+    out_proj row-parallel."""
+    part = Fraction(1, tp)
+    projections = ("in_proj_qkvz", "in_proj_ba", "in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a", "out_proj")
+    return (
+        ("conv1d.weight", Shard(part, b)),
+        *((f"{n}.weight", Shard(part)) for n in projections),
+        ("A_log", Shard(part, 4)),
+        ("dt_bias", Shard(part, b)),
+        ("norm.weight", Shard(Fraction(1), b)),
+    )
 
 
 def kda(tp: int, b: int, heads: int, head_dim: int, kernel: int, flash: bool) -> StateSpec:
@@ -168,6 +260,22 @@ def kda(tp: int, b: int, heads: int, head_dim: int, kernel: int, flash: bool) ->
     recurrent = (divide("heads", heads, tp), head_dim, head_dim)
     arrays = (Array("conv", (kernel - 1, conv), b), Array("recurrent", recurrent, 4))
     return StateSpec("Kimi delta attention", arrays, checkpoint_blocks=int(flash))
+
+
+def kda_shards(tp: int, b: int) -> tuple[tuple[str, Shard], ...]:
+    """KimiGatedDeltaNetAttention's weights on a rank (gdn/kimi_gdn_linear_attn.py): q, k, v and
+    b load into in_proj_qkvgfab, column-parallel, whose f_a shard every rank holds whole
+    (_KimiGDNMergedColumnParallelLinear); f_b_proj and g_b_proj column-parallel, g_a_proj
+    replicated; conv1d (params_dtype float32), dt_bias and A_log float32 and sharded; o_norm
+    (FusedRMSNormGated over one head) whole; o_proj row-parallel."""
+    part, whole = Fraction(1, tp), Fraction(1)
+    split = ("q_proj", "k_proj", "v_proj", "b_proj", "forget_gate.f_b_proj", "g_b_proj", "o_proj")
+    return (
+        *((f"{n}.weight", Shard(part)) for n in split),
+        *((f"{n}.weight", Shard(whole)) for n in ("forget_gate.f_a_proj", "g_a_proj")),
+        *((n, Shard(part, 4)) for n in ("conv1d.weight", "forget_gate.dt_bias", "forget_gate.A_log")),
+        ("o_norm.weight", Shard(whole, b)),
+    )
 
 
 # ---- the families: each model's get_mamba_state_shape_from_config -----------------------------
@@ -188,10 +296,17 @@ def ssm_dtype(c: Any, field: str | None, default: int | None, b: int) -> int:
     return DTYPE_BYTES[value]
 
 
+def under(module: str, spec: StateSpec, *more: tuple[str, Shard]) -> StateSpec:
+    """``spec`` with its tensors named as the decoder layer holds the mixer (``module.name``),
+    and ``more`` of the family's own tensors beside it."""
+    shards = tuple((f"{module}.{name}", shard) for name, shard in spec.shards)
+    return replace(spec, shards=shards + more)
+
+
 def _jamba(c: Any, tp: int, dtype: str) -> StateSpec:
     """JambaForCausalLM: mamba1_state_shape(mamba_expand × h, mamba_d_state, mamba_d_conv)."""
     inner = _field(c, "mamba_expand") * _field(c, "hidden_size")
-    return mamba1(tp, MODEL_BYTES[dtype], inner, _field(c, "mamba_d_state"), _field(c, "mamba_d_conv"))
+    return under("mamba", mamba1(tp, MODEL_BYTES[dtype], inner, _field(c, "mamba_d_state"), _field(c, "mamba_d_conv")))
 
 
 def _mamba(c: Any, tp: int, dtype: str) -> StateSpec:
@@ -200,7 +315,7 @@ def _mamba(c: Any, tp: int, dtype: str) -> StateSpec:
     whatever the file says (configuration_mamba.py __post_init__), as the count does. Attention-free."""
     inner = _field(c, "expand") * _field(c, "hidden_size")
     spec = mamba1(tp, MODEL_BYTES[dtype], inner, _field(c, "state_size"), _field(c, "conv_kernel"))
-    return StateSpec(spec.mixer, spec.arrays, hybrid=False)
+    return under("mixer", replace(spec, hybrid=False))
 
 
 def _mamba2(c: Any, tp: int, dtype: str) -> StateSpec:
@@ -209,7 +324,7 @@ def _mamba2(c: Any, tp: int, dtype: str) -> StateSpec:
     fields = ("n_groups", "num_heads", "head_dim", "state_size", "conv_kernel")
     dims = (_field(c, "expand") * _field(c, "hidden_size"), *(_field(c, f) for f in fields))
     b = MODEL_BYTES[dtype]
-    return mamba2(tp, b, b, dims, hybrid=False)  # type: ignore[arg-type]
+    return under("mixer", mamba2(tp, b, b, dims, hybrid=False))  # type: ignore[arg-type]
 
 
 def _mamba_head(c: Any, inner: int, heads: int) -> int:
@@ -227,15 +342,18 @@ def _mamba2_fields(c: Any, tp: int, dtype: str, inner: int) -> StateSpec:
 
 
 def _granite(c: Any, tp: int, dtype: str) -> StateSpec:
-    """GraniteMoeHybridForCausalLM: a mixer mamba_expand × h wide."""
-    return _mamba2_fields(c, tp, dtype, _field(c, "mamba_expand") * _field(c, "hidden_size"))
+    """GraniteMoeHybridForCausalLM: a mixer mamba_expand × h wide; its shared MLP's input_linear
+    column-parallel and output_linear row-parallel (granitemoeshared.py GraniteMoeSharedMLP)."""
+    spec = _mamba2_fields(c, tp, dtype, _field(c, "mamba_expand") * _field(c, "hidden_size"))
+    mlp = tuple((f"shared_mlp.{n}_linear.weight", Shard(Fraction(1, tp))) for n in ("input", "output"))
+    return under("mamba", spec, *mlp)
 
 
 def _falcon_h1(c: Any, tp: int, dtype: str) -> StateSpec:
     """FalconH1ForCausalLM: a mixer mamba_d_ssm wide (mamba_expand × h where the file sets it null)."""
     from ..arch import falcon_h1
 
-    return _mamba2_fields(c, tp, dtype, int(falcon_h1.inner(c)))
+    return under("mamba", _mamba2_fields(c, tp, dtype, int(falcon_h1.inner(c))))
 
 
 def _nemotron_h(c: Any, tp: int, dtype: str) -> StateSpec:
@@ -247,7 +365,8 @@ def _nemotron_h(c: Any, tp: int, dtype: str) -> StateSpec:
     heads, head_dim = _field(c, "mamba_num_heads"), _field(c, "mamba_head_dim")
     dims = (heads * head_dim, _field(c, legacy(c, "n_groups")), heads, head_dim, _field(c, "ssm_state_size"))
     b = MODEL_BYTES[dtype]
-    return mamba2(tp, b, ssm_dtype(c, "mamba_ssm_cache_dtype", 4, b), (*dims, _field(c, legacy(c, "conv_kernel"))))
+    spec = mamba2(tp, b, ssm_dtype(c, "mamba_ssm_cache_dtype", 4, b), (*dims, _field(c, legacy(c, "conv_kernel"))))
+    return under("mixer", spec)
 
 
 def _lfm2(c: Any, tp: int, dtype: str) -> StateSpec:
@@ -256,7 +375,7 @@ def _lfm2(c: Any, tp: int, dtype: str) -> StateSpec:
     dim = c.raw.get("conv_dim")
     if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
         raise c.error("conv_dim", "vLLM's LFM2 reads conv_dim, which this config lacks")
-    return short_conv(tp, MODEL_BYTES[dtype], dim, _field(c, "conv_L_cache"))
+    return under("conv", short_conv(tp, MODEL_BYTES[dtype], dim, _field(c, "conv_L_cache")))
 
 
 def _gdn(field: str | None) -> Any:
@@ -268,7 +387,7 @@ def _gdn(field: str | None) -> Any:
 
         nk, nv, dk, dv, kernel = (int(x) for x in deltanet_dims(c))
         b = MODEL_BYTES[dtype]
-        return gated_delta_net(tp, b, ssm_dtype(c, field, None, b), (nk, nv, dk, dv, kernel))
+        return under("linear_attn", gated_delta_net(tp, b, ssm_dtype(c, field, None, b), (nk, nv, dk, dv, kernel)))
 
     return read
 
@@ -286,7 +405,9 @@ def _kimi_linear(c: Any, tp: int, dtype: str) -> StateSpec:
     heads, d, kernel = (int(own[k]) for k in keys)
     full_rank = bool(own.get("use_full_rank_gate", False))
     flash = full_rank and own.get("gate_lower_bound") is not None and d == 128 and dtype == "bf16"
-    return kda(tp, MODEL_BYTES[dtype], heads, d, kernel, flash)
+    spec = kda(tp, MODEL_BYTES[dtype], heads, d, kernel, flash)
+    # KimiK3DeltaAttention (the full-rank gate) pads its projections per rank: its split is not modelled
+    return spec if full_rank else under("self_attn", replace(spec, shards=kda_shards(tp, MODEL_BYTES[dtype])))
 
 
 FAMILIES = {
@@ -309,9 +430,9 @@ REFUSED = {
 }
 
 
-def state_spec(model: Any, tp: int, dtype: str) -> StateSpec:
+def state_spec(model: Any, tp: int, dtype: str, scheme: str = "bf16") -> StateSpec:
     """The ``MambaSpec`` of ``model``'s state layers on one of ``tp`` ranks for a model dtype
-    (bf16, fp16, fp32); a one-line error for a family whose state is not paged here."""
+    (bf16, fp16, fp32) and weight scheme; a one-line error for a family whose state is not paged here."""
     from .kv_layout import _cfg
 
     c, model_type = _cfg(model), model.model_type
@@ -325,7 +446,20 @@ def state_spec(model: Any, tp: int, dtype: str) -> StateSpec:
         why = REFUSED.get(model_type, f"its state layers ({model_type}) are not modelled")
         why = f"the vLLM plan cannot page this model: {why} (plan it with --runtime transformers)"
         raise ParamcountError(why, field="--runtime")
-    return read(c, tp, dtype)
+    spec = read(c, tp, dtype)
+    if model_type in ("qwen3_5_text", "qwen3_5_moe_text") and scheme.startswith(MARLIN_REPLICATED):
+        spec = replace(spec, shards=_ba_whole(spec.shards))
+    return spec
+
+
+# QwenGatedDeltaNetAttention.maybe_disable_tp: on CUDA, Qwen3.5's separate in_proj_b and in_proj_a
+# stay whole on every rank under AWQ, GPTQ (and INC) quantisation (Marlin's 64-row minimum).
+MARLIN_REPLICATED = ("awq", "gptq")
+
+
+def _ba_whole(shards: tuple[tuple[str, Shard], ...]) -> tuple[tuple[str, Shard], ...]:
+    ends = ("in_proj_b.weight", "in_proj_a.weight", "in_proj_ba.weight")
+    return tuple((n, Shard(Fraction(1), sh.itemsize) if n.endswith(ends) else sh) for n, sh in shards)
 
 
 # ---- the attention block that holds a state page ---------------------------------------------

@@ -685,7 +685,8 @@ def _gguf_rows(s: Slot, plan: _Plan) -> list[Row]:
     runs: list[tuple[str, list[int]]] = []
     for i in s.layers or (None,):
         layer = -1 if i is None else i
-        t = qm.Tensor(role, gg.ne0(s), ranks.get((layer, s.order), 0), counts.get(_group(role), 0), max(layer, 0))
+        rank, count, ne2 = ranks.get((layer, s.order), 0), counts.get(_group(role), 0), _ne2(s)
+        t = qm.Tensor(role, gg.ne0(s), rank, count, max(layer, 0), ne2)
         t = qm.tensor_type(qtype, t, roles.facts)
         if runs and runs[-1][0] == t:
             runs[-1][1].append(i)
@@ -694,6 +695,11 @@ def _gguf_rows(s: Slot, plan: _Plan) -> list[Row]:
     if s.layers is None:
         return [_gguf_row(s, None, runs[0][0], s.copies)]
     return [_gguf_row(s, range(ix[0], ix[-1] + 1), t, len(ix) * s.per_layer) for t, ix in runs]
+
+
+def _ne2(s: Slot) -> int:
+    """ggml's ne[2] of the tensor (its shape reversed): a stacked tensor's leading dimension."""
+    return int(s.shape[-3]) if len(s.shape) >= 3 else 1
 
 
 def _gguf_row(s: Slot, layers: range | None, qtype: str, count: int) -> Row:

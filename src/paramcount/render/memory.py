@@ -125,9 +125,15 @@ def render_plan(plan: Plan, gpu: GPU | None = None) -> Group:
 def _vllm_line(plan: Plan, g: GPU) -> Text:
     """What vLLM logs on this GPU: its KV cache in tokens and blocks, and the sequences it admits."""
     s = plan.planner.serving(g.memory, plan.settings["context"])
-    if not s["starts"]:
+    if not s["starts"] and s["kv_blocks"] <= s["blocks_per_sequence"]:
         room = gib(s["kv_cache_bytes"])
         return Text(f"vLLM would not start: {room} GiB of KV cache is less than one sequence", "red")
+    if not s["starts"]:
+        room = gib(s["outside_claim_bytes"])
+        return Text(
+            f"vLLM would not start: the {room} GiB outside its claim cannot hold the CUDA context, cuBLAS and NCCL",
+            "red",
+        )
     return Text(
         f"vLLM on it: KV cache {gib(s['kv_cache_bytes'])} GiB = {n(s['kv_tokens'])} tokens ({n(s['kv_blocks'])} "
         f"blocks); at {n(plan.settings['context'])} tokens, {n(s['max_concurrency'])} sequences at once"

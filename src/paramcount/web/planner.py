@@ -100,7 +100,7 @@ def plan(model: Model, q: Any) -> dict[str, Any]:
     if q.mode != "inference":
         _inference_only(q)
         return _full(model, q, card, _training_planner(model, q), None)
-    runtime, planner = _runtime_planner(model, q)
+    runtime, planner = _runtime_planner(model, q, card)
     if planner.partial:
         return _weights_only(model, q, card, planner.partial, runtime)
     return _full(model, q, card, planner, runtime)
@@ -112,14 +112,16 @@ def _inference_only(q: Any) -> None:
             raise ParamcountError("a runtime setting, only for inference", field=name)
 
 
-def _runtime_planner(model: Model, q: Any) -> tuple[str, Any]:
-    """The runtime asked for (or the model's default) and its planner; a bad option or one of
-    another runtime is runtimes.py's one-line error, said of the request's field."""
+def _runtime_planner(model: Model, q: Any, card: Any) -> tuple[str, Any]:
+    """The runtime asked for (or the model's default) and its planner (vLLM's for the chosen GPU,
+    whose batch defaults it takes); a bad option or one of another runtime is runtimes.py's
+    one-line error, said of the request's field."""
     from ..memory import runtimes
 
     try:
         runtime = runtimes.runtime(q.runtime, model)
-        return runtime, runtimes.planner(model, q.scheme, runtime, kv_dtype=q.kv_dtype, **_runtime_options(q))
+        served = {"gpu": card} if runtime == "vllm" else {}
+        return runtime, runtimes.planner(model, q.scheme, runtime, kv_dtype=q.kv_dtype, **_runtime_options(q), **served)
     except ParamcountError as e:
         e.field = FLAG_FIELDS.get(e.field, e.field)
         raise

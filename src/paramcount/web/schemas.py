@@ -224,7 +224,7 @@ class MemoryRequest(ModelQuery):
     )
     tp: int | None = Field(None, ge=1, le=64, description="vllm: --tensor-parallel-size (default 1)")
     gpu_memory_utilization: float | None = Field(
-        None, gt=0, le=1, description="vllm: the share of each GPU vLLM claims (default 0.9)"
+        None, gt=0, le=1, description="vllm: the share of each GPU vLLM claims (default 0.92)"
     )
     flash_attn: Literal["auto", "on", "off"] | None = Field(
         None, description="llama.cpp: flash attention (default auto, which resolves to on)"
@@ -284,9 +284,12 @@ class Serving(BaseModel):
     kv_tokens: int
     blocks_per_sequence: int
     max_concurrency: int | None = Field(description="sequences of the planned context at once (0: not one)")
-    starts: bool = Field(description="whether vLLM starts: its claim holds one sequence, the rest the CUDA context")
+    starts: bool = Field(
+        description="whether vLLM starts: its claim holds one sequence, the rest the CUDA context, cuBLAS and NCCL"
+    )
     outside_claim_bytes: int
     cuda_context_bytes: int
+    non_torch_bytes: int = Field(description="cuBLAS and NCCL, made before vLLM's snapshot: beside the claim")
 
 
 class MemoryResponse(BaseModel):

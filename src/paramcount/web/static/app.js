@@ -28,7 +28,7 @@
       lora_rank: 8, lora_targets: "", context: null, batch: 1, gpu: "rtx4090",
       schemes: { inference: "bf16", training: "mixed", lora: "qlora" }, // each mode keeps its own choice
       // null: the model's default runtime (llama.cpp for a GGUF file), which the plan names
-      runtime: null, shown: "transformers", tp: 1, utilization: 0.9, flash_attn: "auto",
+      runtime: null, shown: "transformers", tp: 1, utilization: 0.92, flash_attn: "auto",
     },
   };
   let modelSeq = 0;
@@ -798,7 +798,7 @@
     $("flash-attn").addEventListener("change", () => { m.flash_attn = $("flash-attn").value; pin(); planMemory(); });
     $("utilization").addEventListener("input", () => {
       const u = Number($("utilization").value);
-      if (u > 0 && u <= 1) { m.utilization = u; pin(); later(); }
+      if (u > 0 && u < 1) { m.utilization = u; pin(); later(); }
     });
   }
 
@@ -908,9 +908,9 @@
     const on = `vLLM on ${p.gpu.name} (TP ${p.settings.tp})`;
     box.classList.toggle("no", !s.starts);
     if (!s.starts) {
-      box.textContent = s.kv_blocks < s.blocks_per_sequence
+      box.textContent = s.kv_blocks <= s.blocks_per_sequence
         ? `${on} would not start: ${gib(s.kv_cache_bytes)} GiB of KV cache is less than one sequence of ${ctx} tokens`
-        : `${on} would not start: the ${gib(s.outside_claim_bytes)} GiB outside its claim cannot hold the CUDA context`;
+        : `${on} would not start: the ${gib(s.outside_claim_bytes)} GiB outside its claim cannot hold the CUDA context, cuBLAS and NCCL`;
       return;
     }
     const num = (id, n) => Object.assign(text("b", "", fmt(n)), { id });
