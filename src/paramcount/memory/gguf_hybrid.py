@@ -6,7 +6,8 @@ mamba.py ``MambaModel`` (mamba) and ``Mamba2Model`` (mamba2), jamba.py ``JambaMo
 falcon_h1.py ``FalconH1Model(Mamba2Model)``, granite.py ``GraniteHybridModel``
 (granitemoehybrid), nemotron.py ``NemotronHModel`` (nemotron_h), lfm2.py ``LFM2Model``, qwen.py
 ``Qwen3NextModel``, ``Qwen3_5TextModel`` and ``Qwen3_5MoeTextModel``, kimi_linear.py
-``KimiLinearModel``.
+``KimiLinearModel``. Entered through :mod:`gguf_layout` (its ``RULES``, the one place a
+config's tensors become the file's; Nemotron-H's MoE variant adds its buffers and MTP step there).
 
 * The state-space tensors keep their element counts. ``A_log`` (written as ``ssm_a``, −exp A),
   ``D`` (``ssm_d``) and ``dt_bias`` (``ssm_dt.bias``) are named without ``.weight``: F32

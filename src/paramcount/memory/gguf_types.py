@@ -108,8 +108,7 @@ ARCHS = {
 # num_key_value_heads = 1 (MLA as MQA over the latent), StarCoderModel always writes 1. llama-quantize
 # reads n_gqa = n_head / head_count_kv from the file.
 KV_HEADS = {"deepseek_v2": 1, "deepseek_v3": 1, "deepseek_v32": 1, "glm_moe_dsa": 1, "gpt_bigcode": 1}
-# Families refused by model_type, with the reason: no converter class, or a file whose tensors
-# are not modelled here yet (each read in the converter).
+# Families refused by model_type, with the reason: no converter class (read in the converter).
 _CONVERTER = "llama.cpp's converter (llama-cpp-python 0.3.36)"
 NO_MIX = {
     "gpt_neo": f"{_CONVERTER} has no class for GPTNeoForCausalLM",
