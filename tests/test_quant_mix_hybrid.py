@@ -22,7 +22,6 @@ from dataclasses import dataclass
 import pytest
 
 import paramcount
-from paramcount import ParamcountError
 from paramcount.cli import main
 from paramcount.memory.slots import slots
 from paramcount.memory.weights import weights
@@ -356,9 +355,5 @@ def test_mtp_layers_are_in_the_file_and_said():
 
 
 def test_refused_hybrids_say_why(capsys):
-    config = {**paramcount.load("nvidia/NVIDIA-Nemotron-Nano-9B-v2").config, "num_experts_per_tok": 6}
-    with pytest.raises(ParamcountError, match="Nemotron-H MoE") as e:
-        weights(paramcount.load(config), "q4_k_m")
-    assert "\n" not in str(e.value)
     assert main(["memory", "MiniMaxAI/MiniMax-Text-01", "--dtype", "q4_k_m"]) == 2
     assert "not 'minimax'" in capsys.readouterr().err

@@ -563,36 +563,31 @@ def repack(w: Any, arch: str | None = None, gguf: bool = False) -> tuple[Term, .
 
 # ---- multi-token-prediction blocks ------------------------------------------------------------
 
-# A config's families whose converted file keeps the checkpoint's MTP layers (memory/gguf_layout.py;
-# the hybrid ones, Qwen3-Next and Qwen3.5, are memory/gguf_hybrid.py's)
+# A config's families whose converted file's only bound is its MTP layers' embedding and head copies
 _MTP_FAMILIES = frozenset({"glm4_moe", "deepseek_v32", "glm_moe_dsa"})
-_BLOCKS = re.compile(r"^(blk|model\.layers)\.(\d+)(?:–(\d+))?\.")
 
 
-def _mtp_first(model: Model) -> int | None:
-    """The first multi-token-prediction block of the file (None: it has none): a GGUF file's
-    last ``nextn_predict_layers`` blocks (llama_hparams::n_layer() = n_layer_all − n_layer_nextn),
-    or the layers a converted config's file appends after ``num_hidden_layers``."""
+def _mtp_first(model: Model) -> tuple[str, int] | None:
+    """The block list and first multi-token-prediction block of the file (None: it has none):
+    a GGUF file's last ``nextn_predict_layers`` blocks (llama_hparams::n_layer() = n_layer_all −
+    n_layer_nextn), or the layers a converted config's file appends after its decoder layers
+    (memory/gguf_layout.py)."""
     from .gguf_file import metadata
 
     if is_gguf(model):
         meta = metadata(model)
         k = meta.integer("nextn_predict_layers", 0, low=0)
-        return meta.integer("block_count") - k if k else None
-    from . import gguf_hybrid
+        return ("blk", meta.integer("block_count") - k) if k else None
+    from .gguf_layout import mtp_at
 
-    config = dict(model.config or {})
-    mtp = model.model_type in _MTP_FAMILIES and config.get("num_nextn_predict_layers")
-    if mtp or gguf_hybrid.mtp_layers(model.model_type, config):
-        return int(config["num_hidden_layers"])
-    return None
+    return mtp_at(model)
 
 
-def _split(r: Any, first: int) -> tuple[Any | None, Any | None]:
-    """A row's blocks before ``first`` and from it on (None where there are none)."""
+def _split(r: Any, first: int, path: str) -> tuple[Any | None, Any | None]:
+    """A row's blocks (of the list ``path``) before ``first`` and from it on (None where there are none)."""
     if r.name.startswith("mtp."):  # Qwen3-Next's mtp.fc and norms (gguf_hybrid), the file's nextn.*
         return None, r
-    m = _BLOCKS.match(r.name)
+    m = re.match(rf"^({re.escape(path)})\.(\d+)(?:–(\d+))?\.", r.name)
     if m is None:
         return r, None
     lo, hi = int(m[2]), int(m[3] or m[2])
@@ -614,12 +609,13 @@ def loaded(model: Model, w: Any) -> Any:
     architecture's ``load_arch_tensors`` creates with TENSOR_SKIP unless ``load_mtp``
     (llama_model_default_params: false; common.cpp sets it for ``--spec-type draft-mtp``), and
     ``llama_model_loader::create_tensor`` then leaves out of the model buffers."""
-    first = _mtp_first(model)
-    if first is None:
+    at = _mtp_first(model)
+    if at is None:
         return w
+    path, first = at
     kept, skipped = [], []
     for r in w.rows:
-        a, b = _split(r, first)
+        a, b = _split(r, first, path)
         kept += [a] if a is not None else []
         skipped += [b] if b is not None else []
     if not skipped:

@@ -333,37 +333,41 @@ def weights(
         return stored_weights(model)
     named = s.method in ("gptq", "awq")  # by the checkpoint's names
     found = model.derived(("slots", named), lambda: tuple(slots(model.tree, model.model_type, checkpoint=named)))
-    if s.method == "gguf" and not is_gguf(model) and model.model_type in gg.MIX_FAMILIES:  # the converter's file
-        found = model.derived("gguf slots", lambda: tuple(gg.converted(model.model_type, _config(model), found)))
     items = _keep_items(keep, s)
     file = _file_layout(model, s, found)
     found = file.slots if file else found
     plan = _make_plan(model, s, group, dq, found, items)
     rows = tuple(r for slot in found for r in _rows(slot, plan))
     w = Weights(getattr(model, "name", ""), s.name, rows, items, _options_text(s, group, dq))
-    if file:
-        w = replace(w, note=(w.note or _assumption(w)) + "; " + file.note, bound=w.bound or file.bound)
+    return replace(w, **_said(model, s, w, plan, file))
+
+
+def _said(model, s: Scheme, w: Weights, plan: _Plan, file: gguf_layout.Layout | None) -> dict:
+    """The note and bound of a plan, where its scheme's words do not say all (a GGUF file's
+    layout, its two files, the token embedding's cut, the MTP layers)."""
+    words, bound, mt = [], bool(file and file.bound), model.model_type
     if plan.mmproj:
-        w = replace(w, note=_assumption(w) + MMPROJ_NOTE.format(gg.mmproj_said(model.model_type, plan.mmproj)))
+        words.append(MMPROJ_NOTE.format(gg.mmproj_said(mt, plan.mmproj)))
     if plan.projector:
-        w = replace(w, note=_assumption(w) + PROJECTOR_NOTE)
-    if s.method == "gguf" and not is_gguf(model) and gg.arch_of(model.model_type) == "gemma3":
-        w = replace(w, note=(w.note or _assumption(w)) + GEMMA3_VOCAB_NOTE, bound=True)
-    if s.method == "gguf" and not is_gguf(model) and (mtp := gg.hybrid.mtp_layers(model.model_type, _config(model))):
-        w = replace(w, note=(w.note or _assumption(w)) + _mtp_note(found, plan, mtp))
-    return w
+        words.append(PROJECTOR_NOTE)
+    if file and file.note:
+        words.append("; " + file.note)
+    if s.method == "gguf" and not is_gguf(model) and gg.arch_of(mt) in VOCAB_CUT:
+        words.append(VOCAB_NOTE.format(VOCAB_CUT[gg.arch_of(mt)]))
+        bound = True
+    if file and file.mtp:
+        words.append(_mtp_note([x for x in file.slots if not gg.in_mmproj(mt, x)], plan, file.mtp))
+    return {"note": _assumption(w) + "".join(words), "bound": bound} if words else {}
 
 
 def _file_layout(model, s: Scheme, found: Sequence[Slot]) -> gguf_layout.Layout | None:
-    """For a llama.cpp file type (a mix or ``--pure``) planned from a config: the tensors the
-    converter writes, where they are not the model's (memory/gguf_layout.py)."""
-    if s.method != "gguf" or s.name not in gg.MIXES or is_gguf(model):
+    """For a llama.cpp type planned from a config: the tensors the converter writes, where they
+    are not the model's (memory/gguf_layout.py), for a file type (a mix or ``--pure``), or for
+    a single GGUF type where the layout says so (gguf_layout.SINGLE)."""
+    if s.method != "gguf" or is_gguf(model):
         return None
-    return model.derived(("gguf-layout",), lambda: gguf_layout.layout(model, found))
-
-
-def _config(model) -> dict:
-    return dict(model.config or {})
+    file_type = s.name in gg.MIXES
+    return model.derived(("gguf-layout", file_type), lambda: gguf_layout.layout(model, found, file_type))
 
 
 # convert_hf_to_gguf.py (_QwenMtpMixin) writes the MTP layers unless --no-mtp; llama.cpp's loader
@@ -384,9 +388,11 @@ def _mtp_note(found: Sequence[Slot], plan: _Plan, n: int) -> str:
 
 
 # convert_hf_to_gguf.py Gemma3Model.modify_tensors: "remove OOV (out-of-vocabulary) rows in token_embd"
-GEMMA3_VOCAB_NOTE = (
+# (Gemma4Model inherits it): the converter classes that cut the token embedding, by architecture
+VOCAB_CUT = {"gemma3": "Gemma3Model.modify_tensors", "gemma4": "Gemma3Model.modify_tensors, which Gemma4Model inherits"}
+VOCAB_NOTE = (
     "; an upper bound: llama.cpp's converter keeps only the tokenizer's rows of the token embedding"
-    " (Gemma3Model.modify_tensors), which a config does not give; planned at vocab_size rows"
+    " ({}), which a config does not give; planned at vocab_size rows"
 )
 
 
