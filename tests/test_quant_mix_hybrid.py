@@ -357,3 +357,15 @@ def test_mtp_layers_are_in_the_file_and_said():
 def test_refused_hybrids_say_why(capsys):
     assert main(["memory", "MiniMaxAI/MiniMax-Text-01", "--dtype", "q4_k_m"]) == 2
     assert "not 'minimax'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("name", "mtp"), [("Qwen/Qwen3-Next-80B-A3B-Instruct", 1), ("ai21labs/AI21-Jamba-1.5-Mini", 0)]
+)
+def test_a_single_type_quantises_the_models_own_tensors_as_for_every_family(name, mtp):
+    """q4_k (not a file type) is the what-if of the model's tensors in one type, needing no
+    converter: no split, no MTP layer; a file type plans the converter's file, MTP layer included."""
+    m = paramcount.load(name)
+    single, mix = weights(m, "q4_k"), weights(m, "q4_k_m")
+    assert single.parameters == m.total and not any(".weight[" in r.name for r in single.rows)
+    assert (mix.parameters > m.total) == bool(mtp)

@@ -349,3 +349,12 @@ def test_a_gguf_model_with_its_mmproj_keeps_the_projector_as_stored(tmp_path):
     }  # fmt: skip
     assert both.bytes == alone.bytes + sum(math.prod(s) * (4 if t == Q.F32 else 2) for _, s, t in projector)
     assert "mmproj file beside it is kept as it stores its tensors" in both.term().assumption
+
+
+def test_a_llama4_vision_tower_other_than_gelu_is_refused_as_the_converter_asserts():
+    """llama4.py Llama4VisionModel.set_gguf_parameters: assert hparams["hidden_act"] == "gelu"."""
+    cls = "Llama4ForConditionalGeneration"
+    assert gg.not_stated("llama4", {"model_type": "llama4"}) is None  # the default tower is GELU
+    silu = paramcount.load({"model_type": "llama4", "vision_config": {"hidden_act": "silu"}}, model_class=cls)
+    with pytest.raises(ParamcountError, match="hidden_act 'gelu', not 'silu'"):
+        weights(silu, "q4_k_m")

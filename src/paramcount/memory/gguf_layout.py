@@ -743,9 +743,10 @@ RULES: dict[str, Rule] = {
     **{model_type: _hybrid(model_type) for model_type in hybrid.ARCHS},
     "nemotron_h": _nemotron_h,
 }
-# Families whose file's tensors a single GGUF type (q4_k, not a file type) is planned on too, as
-# gguf_hybrid planned them; the others' single types take the model's own tensors.
-SINGLE = frozenset(hybrid.ARCHS)
+# Families whose file's tensors a single GGUF type (q4_k, not a file type) is planned on: none.
+# A single type is the what-if of every quantisable tensor of the model in that type (the
+# refusals of a file type point to it because it needs no converter), for every family alike.
+SINGLE: frozenset[str] = frozenset()
 # What an image+text composite's mmproj class writes beside the towers' tensors (a step per slot)
 TOWERS: dict[str, Callable[[dict], Step]] = {"gemma4": _gemma4_towers}
 

@@ -395,6 +395,8 @@ def _composite_not_stated(model_type: str, config: dict) -> str | None:
     kind = vision.get("model_type", c.vision[1])
     if c.vision[0] and kind != c.vision[0]:
         return f"vision_config.model_type {kind!r}: {cls[1]} writes {c.vision[0]} towers only"
+    if model_type == "llama4" and vision.get("hidden_act", "gelu") != "gelu":  # Llama4VisionModel asserts it
+        return f"{cls[1]} converts only vision_config.hidden_act 'gelu', not {vision.get('hidden_act')!r}"
     if c.split_patch and vision.get("temporal_patch_size", 2) != 2:
         return f"{cls[1]} splits the Conv3D patch embedding only for vision_config.temporal_patch_size 2"
     if c.arch == "llama" or c.arch == "mistral3":

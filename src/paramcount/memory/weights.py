@@ -397,8 +397,9 @@ VOCAB_NOTE = (
 
 
 MMPROJ_NOTE = (
-    "; two llama.cpp files: the language model in the mix, and the vision tower and projector as the"
-    " mmproj file's ({}; llama-quantize is run on the language model's file only)"
+    "; two llama.cpp files: the language model in the mix, and the encoder towers (vision, and audio where the"
+    " model has one) and projector as the mmproj file's ({}; llama-quantize is run on the language model's"
+    " file only)"
 )
 PROJECTOR_NOTE = (
     "; the type re-plans the language model's file; the mmproj file beside it is kept as it stores its tensors"
