@@ -129,6 +129,10 @@ MTP_FAMILIES: dict[str, tuple[str, dict[str, Any]]] = {
     ),
 }  # fmt: skip
 
+# Families without a catalog config: record_converter's small config, recorded as "small"
+CONFIG_FAMILIES = ("nemotron_h_moe",)  # record_converter._nemotron_h_moe: M, E, * layers and the MTP step
+
+
 # The catalog's config at its published widths with a few layers (a compute buffer is one layer's
 # tensors and the logits: the depth does not change it), the layer pattern kept.
 MEDIUM: dict[str, dict[str, Any]] = {
@@ -164,25 +168,26 @@ MEDIUM_CASES = [(4096, 1, 512, "on", False), (4096, 4, 512, "on", False)]
 
 
 def checkpoint(config: dict[str, Any]) -> dict[str, tuple[int, ...]]:
-    """Checkpoint name -> shape: transformers' parameters for the config, as the Hub's files name
-    them (transformers' reverse renaming; Qwen3.5's text model as its ForCausalLM names it), the
-    experts one by one where the converter reads them so (Jamba, Kimi), and for the Qwen hybrids
-    the MTP layer their checkpoints hold (``mtp.*``: a full-attention decoder layer, ``mtp.fc``
-    and three norms)."""
+    """Checkpoint name -> shape: record_converter.hub_tensors (transformers' parameters and
+    persistent buffers as the Hub's files name them, the MTP layers it knows), and what it leaves
+    out here: the experts one by one where the converter reads them so (Jamba, Kimi, GLM-4.5),
+    GLM-4.5's MTP layer and routers' buffers, and the Qwen hybrids' MTP layer (``mtp.*``: a
+    full-attention decoder layer, ``mtp.fc`` and three norms)."""
     from benchmarks.record_converter import hub_tensors, meta_model
 
-    if config["model_type"].startswith("qwen3_5"):
-        shapes = {n: tuple(p.shape) for n, p in meta_model(config).named_parameters()}
+    mt, n = config["model_type"], config.get("num_hidden_layers")
+    if mt.startswith("qwen3_5"):  # the ForCausalLM's own names (the composite's renaming does not apply)
+        shapes = {k: tuple(p.shape) for k, p in meta_model(config).named_parameters()}
     else:
         shapes = hub_tensors(config)
-    if config["model_type"] in ("jamba", "kimi_linear", "glm4_moe"):
-        shapes = _one_by_one(shapes, config["model_type"] == "kimi_linear")
-    if config["model_type"] == "glm4_moe":
+    if mt in ("jamba", "kimi_linear", "glm4_moe"):
+        shapes = _one_by_one(shapes, mt == "kimi_linear")
+    if mt == "glm4_moe" and not any(f".layers.{n}." in k for k in shapes):
         shapes |= _glm_extra(config, shapes)
-    if config["model_type"] in _MTP:
+    if mt in _MTP and not any(k.startswith("mtp.") for k in shapes):
         full = config.get("full_attention_interval", 4) - 1
         prefix = f"model.layers.{full}."
-        shapes |= {"mtp.layers.0." + n[len(prefix) :]: s for n, s in shapes.items() if n.startswith(prefix)}
+        shapes |= {"mtp.layers.0." + k[len(prefix) :]: v for k, v in shapes.items() if k.startswith(prefix)}
         h = config["hidden_size"]
         shapes["mtp.fc.weight"] = (h, 2 * h)
         shapes |= {f"mtp.{m}.weight": (h,) for m in ("pre_fc_norm_embedding", "pre_fc_norm_hidden", "norm")}
@@ -197,7 +202,8 @@ def _glm_extra(config: dict[str, Any], shapes: dict[str, tuple[int, ...]]) -> di
     from paramcount.memory.weights import weights
 
     out = {n.replace(".gate.weight", ".gate.e_score_correction_bias"): s[:1] for n, s in shapes.items()
-           if n.endswith("mlp.gate.weight")}  # fmt: skip
+           if n.endswith("mlp.gate.weight") and n.replace(".gate.weight", ".gate.e_score_correction_bias")
+           not in shapes}  # fmt: skip
     n = config["num_hidden_layers"]
     mtp = {r.name: r.shape for r in weights(paramcount.load(config), "q8_0").rows if f".layers.{n}." in r.name}
     for name, shape in mtp.items():
@@ -434,8 +440,12 @@ def main(llama_cpp: str, only: list[str]) -> None:
 
     doc = json.loads(FIXTURE.read_text()) if FIXTURE.exists() and only else {"families": {}, "mtp": {}}
     with tempfile.TemporaryDirectory() as tmp:
-        for family in only or [*FAMILIES, *MTP_FAMILIES]:
-            if family in MTP_FAMILIES:
+        for family in only or [*FAMILIES, *MTP_FAMILIES, *CONFIG_FAMILIES]:
+            if family in CONFIG_FAMILIES:
+                from benchmarks.record_converter import _nemotron_h_moe
+
+                doc.setdefault("configs", {})[family] = record_config(family, _nemotron_h_moe(), CASES, Path(tmp))
+            elif family in MTP_FAMILIES:
                 hub, small = MTP_FAMILIES[family]
                 config = {**dict(paramcount.load(hub).config), **small}
                 doc["mtp"][family] = {"hub": hub, **record_config(family, config, CASES[:1], Path(tmp))}

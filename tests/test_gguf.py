@@ -319,3 +319,18 @@ def test_split_model_with_a_missing_shard(tmp_path):
     shards[0].rename(renamed)
     with pytest.raises(pg.ParamcountError, match=r"split\.count says 3 shards, but the name"):
         pg.from_file(renamed)
+
+
+@pytest.mark.parametrize(
+    ("name", "component"),
+    [
+        ("token_embd.weight", "embeddings"),
+        ("position_embd.weight", "embeddings"),  # gguf-py's POS_EMBD name (GPT-2, StarCoder, BERT)
+        ("token_types.weight", "embeddings"),
+        ("blk.3.ffn_gate_exps.weight", "experts"),
+        ("blk.0.attn_norm.weight", "norms"),
+        ("output.weight", "output_head"),
+    ],
+)
+def test_a_gguf_tensor_falls_in_its_component_by_name(name, component):
+    assert pg.kind(name) == component

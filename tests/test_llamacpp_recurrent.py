@@ -116,8 +116,8 @@ def test_the_model_buffer_leaves_out_the_mtp_block_llama_cpp_skips(files):
         plan = plan_of(model, case)
         w = plan.term("weights")
         assert case["skipped_tensors"] > 0 and w.bytes == case["llama_model_size"] - case["skipped_bytes"]
-        assert w.label.startswith("weights loaded") and "load_mtp" in w.assumption
-        assert f"{case['llama_model_size']:,} B" in w.assumption
+        assert "not loaded: the file's multi-token-prediction block(s)" in w.assumption
+        assert f"({case['skipped_tensors']:,} tensors, {case['skipped_bytes']:,} B)" in w.assumption
 
 
 def compute_error(files, fam, size, case) -> float:
@@ -276,15 +276,25 @@ def test_a_planned_mix_loads_without_its_mtp_block(hub):
     assert inference(model, "q4_k_m", context=4096).term("weights").bytes == sum(r.bytes for r in rows)
 
 
-def test_nemotron_h_moe_stays_weights_only():
-    """NemotronHModel writes the MoE variant as nemotron_h_moe with its MTP block and routers'
-    buffers, which the count does not hold: no llama.cpp memory for it here, and the plan says why."""
-    config = dict(paramcount.load("nvidia/NVIDIA-Nemotron-Nano-9B-v2").config)
-    config |= {"hybrid_override_pattern": "MEM*E", "num_experts_per_tok": 2, "n_routed_experts": 4}
-    config |= {"moe_intermediate_size": 256, "moe_shared_expert_intermediate_size": 256}
-    plan = inference(config, context=4096, runtime="llama.cpp")
-    assert [t.key for t in plan.terms] == ["weights", "overhead"]
-    assert "nemotron_h_moe" in plan.partial
+def test_nemotron_h_moe_as_llama_cpp_allocates_it(tmp_path):
+    """NemotronHModel writes a config with experts as nemotron_h_moe, its MTP step folded into one
+    last block (attention and MoE: neither a KV nor a recurrent layer for create_memory's
+    filters). The converter's metadata and llama.cpp's buffers, from the config and from the file."""
+    rec = DOC["configs"]["nemotron_h_moe"]
+    config = paramcount.load(rec["config"])
+    arch, meta = converted_meta(config)
+    assert arch == rec["spec"]["arch"] == "nemotron_h_moe"
+    assert {k: rec["spec"]["meta"].get(k) for k in meta} == meta
+    model = paramcount.load(str(write(rec["spec"], tmp_path / "nemotron_h_moe.gguf")))
+    for case in rec["cases"]:
+        plans = [plan_of(m, case) for m in (model, config)]
+        for plan in plans:
+            terms = {t.key: t for t in plan.terms}
+            assert [mib(terms["state"].bytes)] == case["rs_buffers_mib"]
+            assert [mib(terms["kv_cache"].bytes)] == case["kv_buffers_mib"]
+            assert mib(terms["output"].bytes) == case["output_mib"]
+        assert plans[0].term("weights").bytes == case["llama_model_size"] - case["skipped_bytes"]
+    assert plans[1].term("state").parts[0].assumption == "layers 0, 2, 5, 7"  # the M blocks, not the MTP step
 
 
 # ---- the CLI -----------------------------------------------------------------------------------------

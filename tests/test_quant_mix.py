@@ -344,7 +344,10 @@ def test_gemma3_composite_is_two_files(ftype):
     assert {r.format for r in lm if "v_proj" in r.name} == ({"Q4_K", "Q6_K"} if ftype == "q4_k_m" else {"Q4_0"})
     assert [r.format for r in lm if r.name.endswith("embed_tokens.weight")] == ["Q6_K"]  # tied: the output rule
     assert w.bytes == lm_bytes + mmproj == tw.bytes + mmproj
-    assert "vision tower and projector as the mmproj file's" in w.term().assumption
+    assert (
+        "encoder towers (vision, and audio where the model has one) and projector as the mmproj file's"
+        in w.term().assumption
+    )
     f16 = weights(paramcount.load({**m.config, "torch_dtype": "float16"}), ftype)  # --outtype auto: F16
     assert {r.format for r in f16.rows if r.name.endswith("mlp.fc1.weight")} == {"F16"} and f16.bytes == w.bytes
 

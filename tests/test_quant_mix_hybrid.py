@@ -22,7 +22,6 @@ from dataclasses import dataclass
 import pytest
 
 import paramcount
-from paramcount import ParamcountError
 from paramcount.cli import main
 from paramcount.memory.slots import slots
 from paramcount.memory.weights import weights
@@ -356,9 +355,17 @@ def test_mtp_layers_are_in_the_file_and_said():
 
 
 def test_refused_hybrids_say_why(capsys):
-    config = {**paramcount.load("nvidia/NVIDIA-Nemotron-Nano-9B-v2").config, "num_experts_per_tok": 6}
-    with pytest.raises(ParamcountError, match="Nemotron-H MoE") as e:
-        weights(paramcount.load(config), "q4_k_m")
-    assert "\n" not in str(e.value)
     assert main(["memory", "MiniMaxAI/MiniMax-Text-01", "--dtype", "q4_k_m"]) == 2
     assert "not 'minimax'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("name", "mtp"), [("Qwen/Qwen3-Next-80B-A3B-Instruct", 1), ("ai21labs/AI21-Jamba-1.5-Mini", 0)]
+)
+def test_a_single_type_quantises_the_models_own_tensors_as_for_every_family(name, mtp):
+    """q4_k (not a file type) is the what-if of the model's tensors in one type, needing no
+    converter: no split, no MTP layer; a file type plans the converter's file, MTP layer included."""
+    m = paramcount.load(name)
+    single, mix = weights(m, "q4_k"), weights(m, "q4_k_m")
+    assert single.parameters == m.total and not any(".weight[" in r.name for r in single.rows)
+    assert (mix.parameters > m.total) == bool(mtp)

@@ -21,7 +21,6 @@ import pytest
 
 import paramcount
 from paramcount import ParamcountError
-from paramcount.cli import main
 from paramcount.dtypes import DTYPES
 from paramcount.memory import gguf_types as gg
 from paramcount.memory.weights import weights
@@ -30,6 +29,7 @@ gguf = pytest.importorskip("gguf")
 FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "llamacpp_mmproj.json").read_text())
 MODELS = FIXTURE["models"]
 PLANNED = [m for m, v in MODELS.items() if "class" in v.get("text", {}) and "class" in v.get("mmproj", {})]
+CUTS_VOCAB = {"Gemma4Model"}  # gemma.py: Gemma3Model's subclasses that keep its modify_tensors
 
 
 def load(name: str, **overrides) -> paramcount.Model:
@@ -63,11 +63,31 @@ def checkpoint_name(name: str, model_type: str) -> str:
     strips ``language_model.``, LlamaModel.filter_tensors ``text_model.`` (SmolVLM); the Hub's files
     keep the towers at the top (``visual.``, ``vision_tower.``, ``multi_modal_projector.``; Qwen3-VL's
     ``model.visual.`` is renamed so by Qwen3VLVisionModel.filter_tensors)."""
+    if model_type == "gemma4":
+        return gemma4_name(name)
     name = name.replace("model.language_model.", "model.").replace("model.text_model.", "model.")
+    name = re.sub(r"^(language_model\.)(model\.|lm_head)", r"\2", name)  # Llama 4's older layout
     name = re.sub(r"^model\.(visual|vision_tower|multi_modal_projector)\.", r"\1.", name)
     if model_type == "gemma3":  # a SigLIP tower: vision_tower.vision_model. in the Hub's files
         name = name.replace("vision_tower.", "vision_tower.vision_model.")
+    if model_type == "llama4" and name.endswith("positional_embedding_vlm"):  # Llama4VisionModel.filter_tensors
+        name += ".weight"
     return name.replace("_weight", ".weight")  # Gemma3VisionModel.filter_tensors (mm_input_projection_weight)
+
+
+def gemma4_name(name: str) -> str:
+    """Gemma 4's names as Gemma4Model and Gemma4VisionAudioModel rename them: ``.weight`` after
+    layer_scalar, position_embedding_table, per_dim_scale and fused experts (filter_tensors); the
+    encoder as ``vision_model.model.``, the audio tower as ``conformer.``, ``.linear.`` dropped
+    (modify_tensors)."""
+    name = name.replace("model.language_model.", "model.")
+    if name.endswith(("layer_scalar", "position_embedding_table", "per_dim_scale")) or (
+        ".experts." in name and not name.endswith(".weight")
+    ):
+        name += ".weight"
+    if name.startswith("model.audio_tower."):
+        return name.replace("model.audio_tower.", "conformer.").replace(".linear.", ".")
+    return name.replace("model.vision_tower.encoder.", "vision_model.model.").replace(".linear.weight", ".weight")
 
 
 _PATCH = {"weight": "v.patch_embd.weight", "weight.1": "v.patch_embd.weight.1", "bias": "v.patch_embd.bias"}
@@ -87,14 +107,23 @@ def converter_renames(name: str, config: dict) -> str | None:
     if m := re.fullmatch(r"visual\.deepstack_merger_list\.(\d+)\.(\w+)\.(weight|bias)", name):
         layer = config["vision_config"]["deepstack_visual_indexes"][int(m[1])]
         return f"v.deepstack.{layer}.{_DEEPSTACK[m[2]]}.{m[3]}"
+    if name == "multi_modal_projector.linear_1.weight" and config["model_type"] == "llama4":
+        return "mm.model.fc.weight"  # Llama4VisionModel.modify_tensors: V_MMPROJ_FC
+    if name == "rope_freqs.weight":  # generate_extra_tensors: ROPE_FREQS, named by the converter
+        return name
+    if m := re.fullmatch(r"model\.layers\.(\d+)\.router\.(scale|per_expert_scale)", name):
+        key = "ffn_gate_inp" if m[2] == "scale" else "ffn_down_exps"  # Gemma4Model.modify_tensors
+        return f"blk.{m[1]}.{key}.scale"
     return None
 
 
-def plan_tensors(w, config: dict, arch: str) -> dict[str, tuple[tuple[int, ...], str]]:
-    """The plan's rows, one GGUF tensor each: {GGUF name: (shape, type)} (a tied head: none)."""
+def plan_tensors(w, config: dict, arch: str, names=None) -> dict[str, tuple[tuple[int, ...], str]]:
+    """The plan's rows, one GGUF tensor each: {GGUF name: (shape, type)} (a tied head: none).
+    ``names`` maps a row's checkpoint name and shape to the GGUF tensors (default: a composite's)."""
     n = 200
-    text_map = gguf.get_tensor_name_map(getattr(gguf.MODEL_ARCH, arch.upper()), n)
+    text_map = gguf.get_tensor_name_map(getattr(gguf.MODEL_ARCH, arch.upper().replace("-", "_")), n)
     mm_map = gguf.get_tensor_name_map(gguf.MODEL_ARCH.MMPROJ, n)
+    names = names or (lambda name, shape: _gguf(name, shape, config, text_map, mm_map))
     out = {}
     for r in w.rows:
         if r.role == "tied":
@@ -105,23 +134,31 @@ def plan_tensors(w, config: dict, arch: str) -> dict[str, tuple[tuple[int, ...],
         for i in layers:
             name = r.name if i is None else r.name[: m.start()] + f".{i}." + r.name[m.end() :]
             name = checkpoint_name(name, config["model_type"])
-            for gname, shape in _gguf(name, r.shape, config, text_map, mm_map):
+            for gname, shape in names(name, r.shape):
                 assert gname not in out, gname
                 out[gname] = (shape, r.format)
     return out
 
 
+MMPROJ = ("v.", "mm.", "a.")  # the mmproj file's names: vision, projector, audio
+_SUFFIXES = (".weight", ".bias", ".input_max", ".input_min", ".output_max", ".output_min")
+
+
 def _gguf(name: str, shape: tuple[int, ...], config: dict, text_map, mm_map) -> list[tuple[str, tuple[int, ...]]]:
     if fixed := converter_renames(name, config):
         return [(fixed, shape)]
-    if name.endswith("experts.gate_up_proj"):  # Qwen3VLMoeTextModel: split into gate and up halves
+    if config["model_type"].startswith("qwen3_5") and not name.startswith(("visual.", "model.visual.")):
+        from .test_quant_mix_hybrid import to_gguf  # the hybrid file's renames, splits and MTP layers
+
+        return to_gguf(config["text_config"]["model_type"], name, shape, config["text_config"])
+    if name.endswith("experts.gate_up_proj") and config["model_type"] == "qwen3_vl_moe":  # split in halves
         half = (shape[0], shape[1] // 2, *shape[2:])
         base = name.removesuffix(".gate_up_proj")
         return [(text_map.get_name(f"{base}.{p}_proj.weight", (".weight",)), half) for p in ("gate", "up")]
     if name.endswith("experts.down_proj"):
         name += ".weight"
-    tmap = text_map if name.startswith(("model.layers.", "model.embed_tokens", "model.norm", "lm_head")) else mm_map
-    gname = tmap.get_name(name, try_suffixes=(".weight", ".bias"))
+    text = name.startswith(("model.layers.", "model.embed_tokens", "model.norm", "lm_head", "model.per_layer"))
+    gname = (text_map if text else mm_map).get_name(name, try_suffixes=_SUFFIXES)
     assert gname is not None, name
     return [(gname, shape)]
 
@@ -139,27 +176,52 @@ def _fits(qtype: str, ne0: int) -> str:  # tensor_type_fallback, for these types
     return {"Q4_K": "Q5_0", "Q6_K": "Q8_0"}.get(qtype, "F16") if ne0 % 32 == 0 else "F16"
 
 
+# tensor_allows_quantization: names never quantised (those these files hold)
+_KEPT = ("_norm.weight", "ffn_gate_inp.weight", "per_layer_model_proj", "ssm_conv1d")
+_ATTN_V = ("attn_qkv.weight", "attn_kv_b.weight", "attn_v.weight")  # category_is_attn_v
+
+
+def _n_dims(shape: tuple[int, ...]) -> int:  # ggml_n_dims: trailing ne of 1 do not count
+    ne = list(reversed(shape))
+    while len(ne) > 1 and ne[-1] == 1:
+        ne.pop()
+    return len(ne)
+
+
+def _block_of(name: str) -> int:
+    m = re.match(r"blk\.(\d+)\.", name)
+    return int(m[1]) if m else -1
+
+
 def quantised(ftype: str, text: dict, config: dict) -> dict[str, tuple[tuple[int, ...], str]]:
     """The language-model file after llama-quantize: tensor_allows_quantization (2-D or more,
-    a weight, no norm, no router), then llama_tensor_get_type_impl's q4_k_m/q4_0 branches for
-    this file (no 8-expert, 70B or Falcon condition holds here): the output rule (Q6_K, or Q8_0
-    for rows that are no whole blocks of the default type; a tied token_embd takes it), attn_v
-    and ffn_down in Q6_K on use_more_bits layers under q4_k_m; then the fallback."""
+    a weight, none of the names it keeps, which stay as the converter wrote them), then
+    llama_tensor_get_type_impl's q4_k_m/q4_0 branches for these files (no 8-expert, 70B or
+    Falcon condition holds here): the output rule (Q6_K, or Q8_0 for rows that are no whole
+    blocks of the default type; a tied file's token embeddings, token_embd and
+    per_layer_token_embd, take it), and under q4_k_m Q6_K for attn_v-like tensors (attn_v,
+    attn_qkv, attn_kv_b) on use_more_bits of their counter, and for ffn_down on use_more_bits
+    of its layer (with experts, the block in its name; else its counter), in llama.cpp's order
+    (by block, then name); then the fallback."""
     default = {"q4_k_m": "Q4_K", "q4_0": "Q4_0"}[ftype]
-    n_layer = 1 + max(int(m[1]) for name in text if (m := re.match(r"blk\.(\d+)\.", name)))
+    n_layer = 1 + max(_block_of(name) for name in text)
+    n_expert = max((shape[0] for name, (shape, _) in text.items() if "_exps." in name), default=0)
     tied = "output.weight" not in text
-    out = {}
-    for name, (shape, stored) in text.items():
-        if len(shape) < 2 or "_norm" in name or "ffn_gate_inp" in name:
+    n_wv = sum(any(k in name for k in _ATTN_V) for name in text)
+    out, i_wv, i_down = {}, 0, 0
+    for name in sorted(text, key=lambda n: (_block_of(n), n)):
+        shape, stored = text[name]
+        if _n_dims(shape) < 2 or not name.endswith("weight") or any(k in name for k in _KEPT):
             out[name] = (shape, stored)
             continue
-        ne0, layer = shape[-1], int(m[1]) if (m := re.match(r"blk\.(\d+)\.", name)) else 0
-        if name == "output.weight" or (tied and name == "token_embd.weight"):
+        t, ne0 = default, shape[-1]
+        if name == "output.weight" or (tied and name in ("token_embd.weight", "per_layer_token_embd.weight")):
             t = "Q8_0" if ne0 % DTYPES[default].elements else "Q6_K"
-        elif ftype == "q4_k_m" and (".attn_v." in name or ".ffn_down" in name) and _more_bits(layer, n_layer):
-            t = "Q6_K"
-        else:
-            t = default
+        elif any(k in name for k in _ATTN_V):
+            t, i_wv = ("Q6_K" if ftype == "q4_k_m" and _more_bits(i_wv, n_wv) else t), i_wv + 1
+        elif "ffn_down" in name:
+            i = _block_of(name) if n_expert > 1 else i_down
+            t, i_down = ("Q6_K" if ftype == "q4_k_m" and _more_bits(i, n_layer) else t), i_down + 1
         out[name] = (shape, _fits(t, ne0))
     return out
 
@@ -186,11 +248,15 @@ def test_both_files_tensor_by_tensor(name, ftype):
     mmproj = expand(rec["mmproj" if gg.mmproj_outtype(config) == "BF16" else "mmproj_f16"]["tensors"])
     w = weights(m, ftype)
     got = plan_tensors(w, config, rec["text"]["gguf_arch"])
-    assert {k: v for k, v in got.items() if k.startswith(("v.", "mm."))} == mmproj
-    assert {k: v for k, v in got.items() if not k.startswith(("v.", "mm."))} == text
+    assert {k: v for k, v in got.items() if k.startswith(MMPROJ)} == mmproj
+    assert {k: v for k, v in got.items() if not k.startswith(MMPROJ)} == text
     assert w.bytes == _bytes(text) + _bytes(mmproj)
     assert {r.role for r in w.rows if r.format in ("BF16", "F16")} == {"not quantised"}
-    assert rec["mmproj"]["class"] in w.term().assumption and not w.term().estimate
+    assert rec["mmproj"]["class"] in w.term().assumption
+    # Gemma3Model.modify_tensors (inherited) keeps the tokenizer's rows of token_embd: recorded
+    # with a tokenizer of vocab_size tokens, the plan's rows are the most it can hold
+    cut = rec["text"]["class"] in CUTS_VOCAB
+    assert w.term().estimate == cut and ("tokenizer's rows" in w.term().assumption) == cut
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
@@ -204,7 +270,7 @@ def test_the_mmproj_file(name, dtype):
     arch = rec.get("text", {}).get("gguf_arch", "gemma3")
     got = plan_tensors(weights(m, "q4_k_m"), dict(m.config), arch)
     want = rec["mmproj_f16" if dtype == "float16" else "mmproj"]["tensors"]
-    assert {k: v for k, v in got.items() if k.startswith(("v.", "mm."))} == expand(want)
+    assert {k: v for k, v in got.items() if k.startswith(MMPROJ)} == expand(want)
 
 
 def test_pure_keeps_the_mmproj_file_as_the_converter_writes_it():
@@ -234,16 +300,6 @@ def test_what_the_converter_refuses_is_refused_in_one_line(name):
     with pytest.raises(ParamcountError, match=REFUSED[name]) as e:
         weights(load(name), "q4_k_m")
     assert "\n" not in str(e.value) and "use a single GGUF type such as q4_k" in str(e.value)
-
-
-@pytest.mark.parametrize("name", ["Qwen/Qwen3.6-35B-A3B"])
-def test_a_composite_whose_files_are_not_both_planned_is_refused(name, capsys):
-    assert main(["memory", name, "--dtype", "q4_k_m"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert "qwen3_5_moe_text" in err and "mmproj file is not modelled here yet" in err and "\n" not in err
-    assert "has no mix here" in gg.not_stated("gemma4", {})  # gemma4_text itself is refused
-    for mt in ("llama4", "qwen3_5"):
-        assert "not modelled here yet" in gg.not_stated(mt, {})
 
 
 def test_composite_configs_the_converter_would_write_otherwise_are_refused():
@@ -293,3 +349,12 @@ def test_a_gguf_model_with_its_mmproj_keeps_the_projector_as_stored(tmp_path):
     }  # fmt: skip
     assert both.bytes == alone.bytes + sum(math.prod(s) * (4 if t == Q.F32 else 2) for _, s, t in projector)
     assert "mmproj file beside it is kept as it stores its tensors" in both.term().assumption
+
+
+def test_a_llama4_vision_tower_other_than_gelu_is_refused_as_the_converter_asserts():
+    """llama4.py Llama4VisionModel.set_gguf_parameters: assert hparams["hidden_act"] == "gelu"."""
+    cls = "Llama4ForConditionalGeneration"
+    assert gg.not_stated("llama4", {"model_type": "llama4"}) is None  # the default tower is GELU
+    silu = paramcount.load({"model_type": "llama4", "vision_config": {"hidden_act": "silu"}}, model_class=cls)
+    with pytest.raises(ParamcountError, match="hidden_act 'gelu', not 'silu'"):
+        weights(silu, "q4_k_m")

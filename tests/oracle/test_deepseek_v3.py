@@ -150,8 +150,9 @@ def test_moonlight_totals():
 def test_deepseek_v3_notes():
     notes = from_config(DEEPSEEK_V3, "t").notes
     assert any("multi-token-prediction" in n and "model.layers.61" in n for n in notes)
-    # DeepSeek's "11.5B unique" MTP parameters: one MoE layer, eh_proj (2h·h) and three norms
-    assert any("11,610,067,968 parameters" in n for n in notes)
+    # DeepSeek's "11.5B unique" MTP parameters (one MoE layer, eh_proj (2h·h) and three norms),
+    # and the layer's own embed_tokens and shared_head.head (2·V·h) its files hold beside them
+    assert any("(11,610,067,968)" in n and f"{11_610_067_968 + 2 * 129280 * 7168:,} parameters" in n for n in notes)
     assert any("e_score_correction_bias" in n for n in notes)
     assert any("moe_layer_freq" in n for n in from_config({**SMALL, "moe_layer_freq": 2}, "t").notes)
 

@@ -77,7 +77,11 @@ def backbone(c: Cfg) -> tuple[Node, ...]:
 def notes(c: Cfg, cls: str) -> list[str]:
     """Where DeepSeek's checkpoint or its own code differ from the transformers model counted."""
     n = int(c.int("num_hidden_layers"))
-    out = shared_moe.mtp_note(c, lambda: sum(x.count for x in layer(c, moe(c))))
+    # DeepSeek-V3's model.safetensors.index.json lists model.layers.61.embed_tokens and
+    # shared_head.head (README_WEIGHTS.md calls them shared with the main model; the files hold
+    # copies): with them, the FP8 block scales and the correction biases, its files hold
+    # 684,531,386,000 values, the card's "671B + 14B" (tests/test_mtp_notes.py)
+    out = shared_moe.mtp_note(c, lambda: sum(x.count for x in layer(c, moe(c))), "own")
     freq = c.raw.get("moe_layer_freq", 1)
     if freq not in (1, None):
         out.append(

@@ -48,7 +48,9 @@ def backbone(c: Cfg) -> tuple:
 
 
 def notes(c: Cfg, cls: str) -> list[str]:
-    out = [*mla.mtp_note(c, lambda: mla.dsa_layer(c, ("sparse", True))), *mla.moe_layer_freq_note(c)]
+    # V3.2-Exp continues V3.1-Terminus, whose MTP layer keeps DeepSeek-V3's layout (own copies)
+    mtp = mla.mtp_note(c, lambda: mla.dsa_layer(c, ("sparse", True)), "own", ", laid out as DeepSeek-V3's")
+    out = [*mtp, *mla.moe_layer_freq_note(c)]
     if "sparse" in mla.mlp_layer_types(c):
         out.append("each MoE router also stores e_score_correction_bias, a buffer, not a parameter: not counted")
     return out

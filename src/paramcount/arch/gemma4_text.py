@@ -58,7 +58,8 @@ GLOBAL_HEAD_DIM = 512  # Gemma4TextConfig.__post_init__'s global_head_dim defaul
 LAYER_FIELDS = ("head_dim", "num_key_value_heads")  # what per_layer_config may change here
 
 
-def layer_types(c: Cfg) -> list[str]:
+@per_cfg  # read by the check, the build, the notes and the cache layout: once per count
+def layer_types(c: Cfg) -> tuple[str, ...]:
     """The file's ``layer_types``, else five sliding layers to one global; the last layer is
     global either way (``__post_init__`` forces it)."""
     n = int(c.int("num_hidden_layers"))
@@ -70,9 +71,10 @@ def layer_types(c: Cfg) -> list[str]:
         raise c.error("layer_types", f"expected {n} of {SLIDING!r} / {FULL!r}, got {got}")
     else:
         types = list(given)
-    return [*types[:-1], FULL] if types else types
+    return (*types[:-1], FULL) if types else ()
 
 
+@per_cfg
 def overrides(c: Cfg) -> dict[int, dict[str, Any]]:
     """Each layer's head size and KV heads where they differ from the global fields: the file's
     ``per_layer_config``, else every global layer takes ``global_head_dim`` and, where
@@ -99,7 +101,8 @@ def overrides(c: Cfg) -> dict[int, dict[str, Any]]:
     return out
 
 
-def shared(c: Cfg) -> list[bool]:
+@per_cfg
+def shared(c: Cfg) -> tuple[bool, ...]:
     """Which layers reuse an earlier layer's keys and values: the last num_kv_shared_layers,
     when the layers before them hold every layer type (else transformers refuses)."""
     n, k = int(c.int("num_hidden_layers")), int(c.int("num_kv_shared_layers", low=0))
@@ -108,17 +111,18 @@ def shared(c: Cfg) -> list[bool]:
     types = layer_types(c)
     if k and set(types[: n - k]) != set(types):
         raise c.error("num_kv_shared_layers", "the layers before the shared ones must hold every layer type")
-    return [i >= n - k for i in range(n)]
+    return tuple(i >= n - k for i in range(n))
 
 
-def kinds(c: Cfg) -> list[tuple[str, int, int, bool]]:
+@per_cfg
+def kinds(c: Cfg) -> tuple[tuple[str, int, int, bool], ...]:
     """(type, KV heads, head size, shares KV) of every layer."""
     extra = overrides(c)
     kv, d = c.int("num_key_value_heads"), c.int("head_dim")
-    return [
+    return tuple(
         (t, extra.get(i, {}).get("num_key_value_heads", kv), extra.get(i, {}).get("head_dim", d), s)
         for i, (t, s) in enumerate(zip(layer_types(c), shared(c), strict=True))
-    ]
+    )
 
 
 def self_attn(c: Cfg, kind: tuple[str, int, int, bool]) -> Block:
@@ -214,13 +218,14 @@ def backbone(c: Cfg) -> tuple[Node, ...]:
 
 def check(c: Cfg) -> None:
     a = c.int("num_attention_heads")
+    distinct = set(kinds(c))  # a few kinds over dozens of layers
     shapes: dict[str, set[tuple[int, int]]] = {}
-    for layer_type, kv, d, _ in kinds(c):
+    for layer_type, kv, d, _ in distinct:
         shapes.setdefault(layer_type, set()).add((int(kv), int(d)))
     for layer_type, found in shapes.items():  # rotary tables are per layer type (transformers refuses)
         if len(found) > 1:
             raise c.error("per_layer_config", f"gives {layer_type} layers different head shapes: {sorted(found)}")
-    for layer_type, kv, _, _ in set(kinds(c)):
+    for layer_type, kv, _, _ in distinct:
         if a % kv:
             raise c.error(
                 "num_key_value_heads", f"{int(kv)} KV heads do not divide {int(a)} attention heads ({layer_type})"

@@ -82,7 +82,10 @@ def backbone(c: Cfg) -> tuple[Node, ...]:
 
 def notes(c: Cfg, cls: str) -> list[str]:
     found = runs(c)
-    mtp = moe.mtp_note(c, lambda: sum(n.count for n in layer(c, True)))
+    # vllm-project/vllm#27597: GLM-4.5's checkpoint holds model.layers.92.embed_tokens and
+    # shared_head.head, GLM-4.6's does not; one config shape for both
+    whose = "GLM-4.5's and GLM-4.5-Air's checkpoints (not GLM-4.6's)"
+    mtp = moe.mtp_note(c, lambda: sum(n.count for n in layer(c, True)), "some", whose)
     return [*mtp, *moe.correction_note(found)]
 
 

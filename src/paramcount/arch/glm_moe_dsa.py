@@ -73,7 +73,9 @@ def backbone(c: Cfg) -> tuple:
 
 
 def notes(c: Cfg, cls: str) -> list[str]:
-    out = mla.mtp_note(c, lambda: mla.dsa_layer(c, ("sparse", True)))
+    # vllm-project/vllm-ascend#6754 and its GLM-5 guide (adjust_weight.py copies model.embed_tokens
+    # and lm_head to model.layers.78.* before serving MTP): GLM-5's checkpoint holds no copies
+    out = mla.mtp_note(c, lambda: mla.dsa_layer(c, ("sparse", True)), "shared", " (GLM-5's checkpoint)")
     if "sparse" in mla.mlp_layer_types(c):
         out.append("each MoE router also stores e_score_correction_bias, a buffer, not a parameter: not counted")
     return out

@@ -167,12 +167,12 @@ def moe_layer_freq_note(c: Cfg) -> list[str]:
     ]
 
 
-def mtp_note(c: Cfg, layer: Callable[[], Sequence[Node | None]]) -> list[str]:
+def mtp_note(c: Cfg, layer: Callable[[], Sequence[Node | None]], copies: str, whose: str = "") -> list[str]:
     """arch/moe.mtp_note for a family whose MTP layer is built as ``layer()`` (called only
     when the checkpoint has MTP layers); a family without the field has none."""
     if not int(c.int("num_nextn_predict_layers", low=0, default=0)):
         return []
-    return shared_moe.mtp_note(c, lambda: sum(x.count for x in layer() if x is not None))
+    return shared_moe.mtp_note(c, lambda: sum(x.count for x in layer() if x is not None), copies, whose)
 
 
 def latent_view(c: Cfg) -> Cfg:

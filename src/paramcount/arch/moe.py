@@ -139,22 +139,34 @@ def layer_stacks(
     return tuple(out)
 
 
-def mtp_note(c: Cfg, layer_params: Callable[[], int], field: str = "num_nextn_predict_layers") -> list[str]:
+def mtp_note(
+    c: Cfg, layer_params: Callable[[], int], copies: str, whose: str = "", field: str = "num_nextn_predict_layers"
+) -> list[str]:
     """The checkpoint's multi-token-prediction layers (``model.layers.L…``) that transformers
-    does not build (DeepSeek-V3, GLM-4.5): each a MoE decoder layer (``layer_params()``, built
-    only when there are any) plus ``eh_proj`` (2h → h), ``enorm``, ``hnorm`` and
-    ``shared_head.norm``; they share the model's embedding and output head."""
+    does not build (DeepSeek-V3, GLM-4.5, GLM-5): each a MoE decoder layer (``layer_params()``,
+    built only when there are any) plus ``eh_proj`` (2h → h), ``enorm``, ``hnorm`` and
+    ``shared_head.norm``, and, where the checkpoint holds them, its own copies of the embedding
+    and output head (``embed_tokens``, ``shared_head.head``: vocab × h each). ``copies``:
+    ``"own"`` (the checkpoint holds them), ``"shared"`` (it holds none) or ``"some"`` (``whose``
+    names the checkpoints that do); ``whose`` says where the layout was read."""
     mtp = int(c.int(field, low=0))
     if not mtp:
         return []
-    n, h = int(c.int("num_hidden_layers")), int(c.int("hidden_size"))
+    n, h, vocab = int(c.int("num_hidden_layers")), int(c.int("hidden_size")), int(c.int("vocab_size"))
     each = layer_params() + 2 * h * h + 3 * h
+    pair = 2 * vocab * h
     where = f"model.layers.{n}" if mtp == 1 else f"model.layers.{n}-{n + mtp - 1}"
-    return [
-        f"the published checkpoint also holds {mtp} multi-token-prediction layer(s) ({where}, {mtp * each:,} "
-        "parameters: a MoE decoder layer with eh_proj, enorm, hnorm and shared_head.norm, sharing the embedding "
-        "and output head) that the transformers model does not build; they are not counted"
-    ]
+    layer = "a MoE decoder layer with eh_proj, enorm, hnorm and shared_head.norm"
+    own = "its own copies of the embedding and output head"
+    own += f" (embed_tokens, shared_head.head: 2 × {vocab:,} × {h:,} = {pair:,})"
+    if copies == "own":
+        said = f"{mtp * (each + pair):,} parameters: {layer} ({each:,}) and {own}{whose}"
+    elif copies == "shared":
+        said = f"{mtp * each:,} parameters: {layer}; it holds no copy of the embedding or output head{whose}"
+    else:
+        said = f"{mtp * each:,} parameters: {layer}; {whose} also hold {own}, {mtp * (each + pair):,} in all"
+    return [f"the published checkpoint also holds {mtp} multi-token-prediction layer(s) ({where}, {said}) that the"
+            " transformers model does not build; they are not counted"]  # fmt: skip
 
 
 def correction_note(runs: Sequence[Run], where: str = "MoE router") -> list[str]:

@@ -43,7 +43,7 @@ _KINDS = [
     ("norms", r"(^|_)norm(_|$)"),
     ("router", r"^ffn_gate_inp(_shexp)?$|^exp_probs_b$"),
     ("experts", r"_(ch)?exps$|_shexp$"),
-    ("embeddings", r"^(token_embd|pos_embd|token_types)$"),
+    ("embeddings", r"^(token_embd|position_embd|token_types)$"),  # gguf-py TENSOR_NAMES
     ("output_head", r"^(output|cls|cls_out)$"),
     ("attention", r"^attn"),
     ("feed_forward", r"^ffn"),
@@ -73,8 +73,8 @@ ARCH_KEYS = (
     "attention.key_length_mla",
     "attention.value_length_mla",
     "rope.dimension_count",
-    # what llama.cpp's recurrent and hybrid memory reads (memory/llamacpp_recurrent.py), and its MTP blocks
-    "nextn_predict_layers",
+    "nextn_predict_layers",  # multi-token-prediction blocks: no KV cache, not loaded by default
+    # what llama.cpp's recurrent and hybrid memory reads (memory/llamacpp_recurrent.py)
     "ssm.conv_kernel",
     "ssm.inner_size",
     "ssm.state_size",

@@ -6,7 +6,8 @@ mamba.py ``MambaModel`` (mamba) and ``Mamba2Model`` (mamba2), jamba.py ``JambaMo
 falcon_h1.py ``FalconH1Model(Mamba2Model)``, granite.py ``GraniteHybridModel``
 (granitemoehybrid), nemotron.py ``NemotronHModel`` (nemotron_h), lfm2.py ``LFM2Model``, qwen.py
 ``Qwen3NextModel``, ``Qwen3_5TextModel`` and ``Qwen3_5MoeTextModel``, kimi_linear.py
-``KimiLinearModel``.
+``KimiLinearModel``. Entered through :mod:`gguf_layout` (its ``RULES``, the one place a
+config's tensors become the file's; Nemotron-H's MoE variant adds its buffers and MTP step there).
 
 * The state-space tensors keep their element counts. ``A_log`` (written as ``ssm_a``, −exp A),
   ``D`` (``ssm_d``) and ``dt_bias`` (``ssm_dt.bias``) are named without ``.weight``: F32
@@ -95,19 +96,10 @@ def n_gqa(arch: str, found: Sequence[Slot], heads: int, kv: int) -> int:
     return heads // max(kv, 1)
 
 
-def not_stated(model_type: str, config: dict) -> str | None:
-    """Why this hybrid config has no mix here."""
-    if model_type == "nemotron_h" and "num_experts_per_tok" in config:
-        return (
-            "llama.cpp's converter writes Nemotron-H MoE (NemotronHModel, nemotron_h_moe) with the"
-            " routers' e_score_correction_bias buffers and its MTP block, which this count does not hold"
-        )
-    return None
-
-
 def converted(model_type: str, config: dict, found: Sequence[Slot]) -> list[Slot]:
     """The tensors of the GGUF file the converter writes, as slots in model order: ``found``
-    with the converter's splits and the tensors it adds."""
+    with the converter's splits and the tensors it adds, each with its GGUF role where the
+    converter's name for it is not its module's (``Slot.file_role``)."""
     out: list[Slot] = []
     convs = {s.layers.start: s for s in found if s.kind == "recurrent" and s.module == "conv1d" and s.layers}
     for s in found:
@@ -115,7 +107,7 @@ def converted(model_type: str, config: dict, found: Sequence[Slot]) -> list[Slot
         if model_type == "kimi_linear" and s.kind == "router" and s.module == "gate":
             out.append(_score_bias(s))
     out.extend(_mtp(model_type, config, out))
-    return [replace(s, order=i) for i, s in enumerate(out)]
+    return [replace(s, order=i, file_role=role(model_type, s)) for i, s in enumerate(out)]
 
 
 def mtp_layers(model_type: str, config: dict) -> int:

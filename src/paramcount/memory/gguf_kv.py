@@ -22,6 +22,10 @@ llama.cpp's rule per architecture (``llama_model::load_hparams``), not transform
   same latent transformers 5 and vLLM cache. An older deepseek2 file without MLA keys caches
   full per-head keys and values, as its metadata says.
 
+The last ``nextn_predict_layers`` blocks of a file (multi-token-prediction layers, such as
+GLM-4.7-Flash's in a deepseek2 file) keep no cache: ``llama_model::create_memory`` filters the
+layers to ``il < n_layer()``, ``block_count − nextn_predict_layers``.
+
 Other architectures are refused, naming the architecture. How many cells each layer holds at a
 context (padding, the sliding-window cache's size) is :mod:`paramcount.memory.kv_cache`'s
 ``llama.cpp`` cache rule.
@@ -71,7 +75,15 @@ def gguf_layout(model: Any, mla: str = "latent") -> Layout:
     is_mla = _mla(meta)
     if is_mla and mla != "latent":
         raise NoLayout("llama.cpp caches the MLA latent of a GGUF file; --mla expanded is for transformers configs")
-    kinds = _kinds(meta, layers, window, is_mla)
+    mtp = meta.integer("nextn_predict_layers", 0, low=0)
+    if mtp >= layers:
+        raise NoLayout(
+            f"{meta.arch}.nextn_predict_layers {mtp} leaves no layer of the model itself (a multi-token-prediction"
+            " draft file); plan the model's own file"
+        )
+    if mtp:  # llama_model::create_memory: the cache holds il < n_layer() = block_count − nextn_predict_layers
+        notes.append(f"the file's last {mtp} block(s) predict further tokens (nextn_predict_layers): no KV cache")
+    kinds = _kinds(meta, layers - mtp, window, is_mla)
     notes.append(
         "GGUF: llama.cpp's cache layout (the runtime that reads the file), from its metadata; "
         "a transformers model of the same weights may slide other layers or cache other heads"
@@ -100,14 +112,16 @@ def _mla(meta: Meta) -> bool:
 
 
 def _per_layer(meta: Meta, key: str, layers: int, default: Any = ...) -> list[int]:
-    """A number for every layer, or a list of one per layer (``head_count_kv`` of hybrid models)."""
+    """A number for every layer, or a list of one per block of the file (``head_count_kv`` of
+    hybrid models), of which the first ``layers`` are read."""
     value = meta.get(key, default)
     if value is ...:
         raise meta.missing(key)
     if isinstance(value, list):
-        if len(value) != layers or any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in value):
-            raise NoLayout(f"{meta.arch}.{key}: expected {layers} whole numbers, one per layer")
-        return value
+        blocks = meta.integer("block_count")
+        if len(value) != blocks or any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in value):
+            raise NoLayout(f"{meta.arch}.{key}: expected {blocks} whole numbers, one per layer")
+        return value[:layers]
     return [meta.integer(key, low=0)] * layers
 
 

@@ -93,6 +93,9 @@ ARCHS = {
     "llama4_text": "llama4",  # llama.py Llama4Model
     "phimoe": "phimoe",  # phi.py PhiMoeModel
     "apertus": "apertus",  # llama.py ApertusModel
+    "gemma4_text": "gemma4",  # gemma.py Gemma4Model(Gemma3Model)
+    "step3p5": "step35",  # step3.py Step35Model (MTP layers kept)
+    "mimo_v2_flash": "mimo2",  # mimo.py MimoV2Model (its three MTP layers kept)
     # The model's own tensors, names mapped by gguf-py's tensor_mapping: mpt.py MPTModel (no lm_head:
     # tied), starcoder.py StarCoderModel (GPTBigCodeForCausalLM; wpe F32 as position_embd)
     "mpt": "mpt", "gpt_bigcode": "starcoder",
@@ -105,22 +108,11 @@ ARCHS = {
 # num_key_value_heads = 1 (MLA as MQA over the latent), StarCoderModel always writes 1. llama-quantize
 # reads n_gqa = n_head / head_count_kv from the file.
 KV_HEADS = {"deepseek_v2": 1, "deepseek_v3": 1, "deepseek_v32": 1, "glm_moe_dsa": 1, "gpt_bigcode": 1}
-# Families refused by model_type, with the reason: no converter class, or a file whose tensors
-# are not modelled here yet (each read in the converter).
+# Families refused by model_type, with the reason: no converter class (read in the converter).
 _CONVERTER = "llama.cpp's converter (llama-cpp-python 0.3.36)"
 NO_MIX = {
     "gpt_neo": f"{_CONVERTER} has no class for GPTNeoForCausalLM",
     "longcat_flash": f"{_CONVERTER} has no class for LongcatFlashForCausalLM",
-    # gemma.py Gemma4Model(Gemma3Model): modify_tensors, generate_extra_tensors
-    "gemma4_text": f"{_CONVERTER} writes Gemma 4 in a form not modelled here yet: a generated rope_freqs table,"
-    " the token embedding cut to the tokenizer's rows and, with experts, the router's scale and per-expert"
-    " scales as ffn_gate_inp.scale and ffn_down_exps.scale",
-    # mimo.py MimoV2Model: _n_nextn = 3, "the HF config does not expose the count"
-    "mimo_v2_flash": f"{_CONVERTER} also writes the checkpoint's three multi-token-prediction layers"
-    " (model.mtp.layers.*), a count the config does not give and transformers does not build",
-    # step3.py Step35Model: block_count += num_nextn_predict_layers
-    "step3p5": f"{_CONVERTER} also writes the checkpoint's num_nextn_predict_layers multi-token-prediction layers"
-    " (model.layers.L…, which transformers does not build), not modelled here yet",
 }
 # Image+text composites. llama.cpp serves one as two files: the language model (quantised by
 # llama-quantize) and an mmproj file (vision tower and projector, written by
@@ -156,6 +148,11 @@ class Composite:
     # transformers' default; the vision_config model type the mmproj class requires, and the default
     texts: tuple[str, ...] = ()
     vision: tuple[str, str] = ("", "")
+    # the text family whose file rules (memory/gguf_layout.py RULES) the language model follows
+    # (its text_config's model_type, this by default), and what the mmproj class writes beside
+    # the towers' parameters (gguf_layout.TOWERS), in words
+    text: str = ""
+    adds: str = ""
 
 
 _QWEN2_VL = Composite(
@@ -241,6 +238,53 @@ COMPOSITES = {
         texts=("llama",),
     ),
 }
+
+
+def _qwen3_5(arch: str, cls: str, text: str) -> Composite:
+    """qwen.py's text class and qwen3vl.py Qwen3VLVisionModel (registered for
+    Qwen3_5(Moe)ForConditionalGeneration), a Qwen3-VL tower as qwen3_vl's."""
+    return replace(
+        COMPOSITES["qwen3_vl"],
+        arch=arch,
+        converter=f"qwen.py {cls}; qwen3vl.py Qwen3VLVisionModel",
+        texts=(text,),
+        text=text,
+    )
+
+
+# The language models of these composites follow their text family's file rules
+# (gguf_layout.RULES: text); their mmproj classes are registered for the composite's architecture.
+COMPOSITES |= {
+    # llama.py Llama4Model and llama4.py Llama4VisionModel: the patch embedding (a Linear over
+    # 3·p² values) MmprojModel's patch rule, positional_embedding_vlm V_ENC_EMBD_POS (F32)
+    "llama4": Composite(
+        "llama4",
+        "llama.py Llama4Model; llama4.py Llama4VisionModel",
+        ("vision_model.", "multi_modal_projector."),
+        f32=("positional_embedding_vlm",),
+        patch=("patch_embedding.linear.weight",),
+        texts=("llama4_text",),
+        vision=("llama4_vision_model", "llama4_vision_model"),
+        text="llama4_text",
+    ),
+    "qwen3_5": _qwen3_5("qwen35", "Qwen3_5TextModel", "qwen3_5_text"),
+    "qwen3_5_moe": _qwen3_5("qwen35moe", "Qwen3_5MoeTextModel", "qwen3_5_moe_text"),
+    # gemma.py Gemma4Model and Gemma4VisionAudioModel (vision and audio towers in one mmproj):
+    # tensor_force_quant F32 for position_embedding_table and the audio tower's convolutions
+    # (names with ".conv", or "_conv" and ".weight": subsample_conv_projection.*, depthwise_conv1d),
+    # MmprojModel's patch rule for the patch embedding; the buffers it writes: gguf_layout.TOWERS
+    "gemma4": Composite(
+        "gemma4",
+        "gemma.py Gemma4Model; Gemma4VisionAudioModel",
+        ("model.vision_tower.", "model.embed_vision.", "model.audio_tower.", "model.embed_audio."),
+        f32=("position_embedding_table", "subsample_conv_projection.", "depthwise_conv1d."),
+        patch=("patch_embedder.input_proj.weight",),
+        texts=("gemma4_text",),
+        text="gemma4_text",
+        adds="each clipped linear's input and output bounds (use_clipped_linears) and std_bias and std_scale"
+        " (standardize), buffers the checkpoint holds, F32",
+    ),
+}
 # Composites paramcount counts that llama.cpp's converter cannot write as these two files, or
 # whose language model has no mix stated here.
 _NO_CONVERTER = "llama.cpp's converter (llama-cpp-python 0.3.36) has no class for {}"
@@ -250,12 +294,6 @@ NOT_CONVERTED = {
     "mllama": _NO_CONVERTER.format("MllamaForConditionalGeneration"),
     "internvl": _NO_CONVERTER.format("InternVLForConditionalGeneration")
     + " (it converts OpenGVLab's own checkpoints: InternVisionModel with an llm_config)",
-    "llama4": "its mmproj file (llama4.py Llama4VisionModel) is not modelled here yet (its language model,"
-    " llama4_text, has a mix)",
-    "gemma4": "its language model (gemma4_text) has no mix here, and its mmproj holds an audio encoder too",
-    "qwen3_5": "its mmproj file (qwen3vl.py's vision class for Qwen3.5) is not modelled here yet (its language"
-    " model, qwen3_5_text, has a mix)",
-    "qwen3_5_moe": "its mmproj file is not modelled here yet (its language model, qwen3_5_moe_text, has a mix)",
 }
 # convert_hf_to_gguf.py's default --outtype auto: the checkpoint's first 2-D tensor's dtype
 # (bf16 -> BF16, f16 -> F16, anything else -> F16), all 2 bytes a value
@@ -312,6 +350,7 @@ def mmproj_said(model_type: str, outtype: str) -> str:
         f"{cls}, convert_hf_to_gguf.py --mmproj, default --outtype auto: {outtype} for 2-D weights, F32 for 1-D"
         + "".join(f"; {x}" for x in forced)
         + (f"; written split: {', '.join(split)}" if split else "")
+        + (f"; plus {c.adds}" if c.adds else "")
     )
 
 
@@ -341,7 +380,7 @@ def not_stated(model_type: str, config: dict) -> str | None:
         return NOT_CONVERTED[model_type]
     if model_type in COMPOSITES:
         return _composite_not_stated(model_type, config)
-    return hybrid.not_stated(model_type, config)
+    return None
 
 
 def _composite_not_stated(model_type: str, config: dict) -> str | None:
@@ -356,6 +395,8 @@ def _composite_not_stated(model_type: str, config: dict) -> str | None:
     kind = vision.get("model_type", c.vision[1])
     if c.vision[0] and kind != c.vision[0]:
         return f"vision_config.model_type {kind!r}: {cls[1]} writes {c.vision[0]} towers only"
+    if model_type == "llama4" and vision.get("hidden_act", "gelu") != "gelu":  # Llama4VisionModel asserts it
+        return f"{cls[1]} converts only vision_config.hidden_act 'gelu', not {vision.get('hidden_act')!r}"
     if c.split_patch and vision.get("temporal_patch_size", 2) != 2:
         return f"{cls[1]} splits the Conv3D patch embedding only for vision_config.temporal_patch_size 2"
     if c.arch == "llama" or c.arch == "mistral3":
@@ -372,17 +413,13 @@ def _llama3_rope(text: dict, cls: str) -> str | None:
     return None
 
 
-def converted(model_type: str, config: dict, found: Sequence[Slot]) -> list[Slot]:
-    """The tensors of the GGUF file llama.cpp's converter writes from this config (``found``
-    but for the hybrid families' splits and added tensors: :mod:`gguf_hybrid`)."""
-    return hybrid.converted(model_type, config, found) if model_type in hybrid.ARCHS else list(found)
-
-
 def allowed(s: Slot, gguf: bool = False) -> bool:
     """Whether llama-quantize quantises this tensor at all (a GGUF file's: by its name)."""
     if gguf:
         return s.tie is None and qm.allows_quantization(s.rest, _n_dims(s.shape))
     if s.tie is not None or len(s.shape) < 2 or s.is_bias or s.kind == "norms" or hybrid.never_quantised(s):
+        return False
+    if s.file_type is not None:  # a tensor the layout says llama-quantize keeps as written
         return False
     if s.kind == "router":  # the converter's ffn_gate_inp (a mixtral-style ``gate``, granitemoe's
         # ``router``), ffn_gate_inp_shexp (qwen2moe's (1, n_embd) shared-expert gate: one ggml
@@ -393,6 +430,8 @@ def allowed(s: Slot, gguf: bool = False) -> bool:
 
 def unquantised(s: Slot) -> str:
     """The type convert_hf_to_gguf.py writes for a tensor llama-quantize leaves alone."""
+    if s.file_type is not None:
+        return s.file_type
     return "F16" if s.module == "relative_attention_bias" else "F32"
 
 
@@ -426,7 +465,6 @@ class Roles:
     gguf: bool  # a GGUF file: its own tensor names
     output: int | None  # order of the output-head slot (a config)
     token_embd: int | None  # order of the token-embedding slot (a config)
-    family: str = ""  # a config's model_type (the hybrid families' own roles)
 
     def of(self, s: Slot) -> str:
         """The role llama.cpp's quantiser sees for this slot."""
@@ -436,8 +474,8 @@ class Roles:
             return "output"
         if s.order == self.token_embd:
             return "token_embd"
-        if (own := hybrid.role(self.family, s)) is not None:
-            return own
+        if s.file_role is not None:  # the converter's name for it (memory/gguf_layout.py)
+            return s.file_role
         if s.kind == "attention":
             return _ATTENTION.get(s.role, "other")
         if s.kind in ("feed_forward", "experts"):
@@ -456,10 +494,21 @@ def config_roles(model_type: str, config: dict, slots: Sequence[Slot], n_expert:
     tied = output is None or output.tie is not None or (embd is not None and embd.tie is not None)
     arch = arch_of(model_type)
     facts = qm.Facts.of(arch, n_layer, int(heads), int(kv), n_expert, tied)
-    if model_type in hybrid.ARCHS:  # layer 0's n_gqa, as the converter writes the KV heads
+    if arch in _HYBRID:  # layer 0's n_gqa, as the converter writes the KV heads
         facts = replace(facts, n_gqa=hybrid.n_gqa(arch, slots, int(heads), int(kv)))
+    if arch == "gemma4":  # head_count_kv per layer type: layer 0's q_proj rows over its k_proj rows
+        facts = replace(facts, n_gqa=_layer0_gqa(slots))
     out = None if output is None or output.tie is not None else output.order
-    return Roles(facts, False, out, embd.order if embd else None, model_type)
+    return Roles(facts, False, out, embd.order if embd else None)
+
+
+_HYBRID = frozenset(hybrid.ARCHS.values())
+
+
+def _layer0_gqa(slots: Sequence[Slot]) -> int:
+    """``llama_hparams::n_gqa(0)`` where a layer's heads and KV heads share its head size."""
+    rows = {s.module: s.shape[0] for s in slots if s.layers and 0 in s.layers and s.module in ("q_proj", "k_proj")}
+    return rows["q_proj"] // rows["k_proj"]
 
 
 def _count(*values: Any) -> int:

@@ -38,6 +38,7 @@ from ..errors import ParamcountError
 from ..model import Model
 from ..records import replace
 from . import overhead as _overhead
+from .gguf_file import is_gguf
 from .kv_layout import LayerKind, Layout
 from .limits import Limit
 from .llamacpp_recurrent import Mixer, mixer, recurrent_hparams, state_term
@@ -415,12 +416,12 @@ class LlamaCppPlanner:
             given.setdefault("type_v", kv_dtype)
         self.options = options(**given)
         self.scheme = find(scheme or default_scheme(model)).name
-        w = weights(model, self.scheme, keep=keep, pure=pure)
+        w = loaded(model, weights(model, self.scheme, keep=keep, pure=pure))
         self.keep = ",".join(w.keep) or "none"
         self.unquantised = w.unquantised()
+        self.weights = replace(w.term(), source=_WEIGHTS_SRC)
+        self.repack = repack(w, _arch(model), is_gguf(model)) if self.options.device == "cpu" else ()
         self.layout, self.partial, self.recurrent = _layout(model)
-        self.weights, loaded = model_buffer(model, w)
-        self.repack = repack(loaded) if self.options.device == "cpu" else ()
         self.stored_as = w.options if self.scheme == "stored" else None
         default = CPU_OVERHEAD if self.options.device == "cpu" else GPU_DEFAULT
         self.overhead = _overhead.parse(overhead) if overhead is not None else default
@@ -499,105 +500,168 @@ class LlamaCppPlanner:
         }
 
 
-# ---- the model buffer: what the loader keeps of the file ------------------------------------------
-
-# Architectures whose load_arch_tensors (src/models/*.cpp) create every tensor of the blocks from
-# n_layer() = block_count − nextn_predict_layers on with TENSOR_SKIP unless llama_model_params.load_mtp
-# (false by default): the loader logs "model has unused tensor … ignoring" and allocates none of them
-# (llama_model_loader::create_tensor, src/llama-model-loader.cpp), while llama_model_size() still counts them.
-SKIPS_MTP = frozenset({
-    "qwen3next", "qwen35", "qwen35moe", "glm4", "glm4moe", "glm-dsa", "deepseek2", "deepseek32",
-    "bailingmoe2", "bailingmoe3", "exaone4", "exaone-moe", "step35", "cohere2moe", "hy_v3",
-    "nemotron_h", "nemotron_h_moe",
-})  # fmt: skip
-_BLOCK = re.compile(r"(?:^|\.)(?:blk|layers)\.(\d+)(?:–(\d+))?\.")
-
-
-def model_buffer(model: Model, w: Any) -> tuple[Term, Any]:
-    """The weights llama.cpp allocates, as a term and as the rows it loads: the file's tensors
-    less the MTP blocks its loader skips."""
-    term = replace(w.term(), source=_WEIGHTS_SRC)
-    trunk = _trunk(model)
-    if trunk is None:
-        return term, w
-    kept, skipped = _split_mtp(w.rows, trunk)
-    if not skipped:
-        return term, w
-    n, size = sum(r.count for r in skipped), sum(r.bytes for r in skipped)
-    said = (
-        f"; llama.cpp's loader skips the {n:,} tensors ({size:,} B) of the multi-token-prediction block(s)"
-        f" from block {trunk} on (TENSOR_SKIP: llama_model_params.load_mtp is off by default), so the model"
-        f" buffer holds the rest; llama_model_size() and the file count all {w.bytes:,} B (a CPU maps the"
-        " file from the first to the last tensor it loads, skipped ones between included but never read)"
-    )
-    loaded = replace(w, rows=tuple(kept))
-    t = loaded.term()
-    label = t.label.replace("weights (", "weights loaded (", 1)
-    return replace(t, label=label, assumption=t.assumption + said, source=_WEIGHTS_SRC + _SKIP_SRC), loaded
-
-
-_SKIP_SRC = "; src/llama-model-loader.cpp create_tensor (TENSOR_SKIP), src/models/<arch>.cpp load_arch_tensors"
-
-
-def _trunk(model: Model) -> int | None:
-    """``n_layer()`` where the architecture skips its MTP blocks and the model has some: a file's
-    block_count less nextn_predict_layers; a config's num_hidden_layers (the converter writes the
-    MTP layers after them)."""
-    from .gguf_file import is_gguf, metadata
-    from .gguf_types import ARCHS as BY_TYPE
-
-    if is_gguf(model):
-        meta = metadata(model)
-        nextn = meta.integer("nextn_predict_layers", 0, low=0) if meta.arch in SKIPS_MTP else 0
-        return meta.integer("block_count") - nextn if nextn else None
-    config = dict(model.config or {})
-    n = config.get("num_hidden_layers")
-    known = BY_TYPE.get(model.model_type) in SKIPS_MTP and model.model_type != "nemotron_h"  # its count is the pattern
-    return n if known and isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
-
-
-def _split_mtp(rows: Any, trunk: int) -> tuple[list[Any], list[Any]]:
-    """The rows below block ``trunk`` and those from it on (``mtp.*`` names too); a row of
-    blocks a–b that straddles ``trunk`` is split by its count."""
-    kept, skipped = [], []
-    for r in rows:
-        m = _BLOCK.search(r.name)
-        first, last = (int(m[1]), int(m[2] or m[1])) if m else (-1, -1)
-        if r.name.startswith("mtp.") or first >= trunk:
-            skipped.append(r)
-        elif last < trunk or r.role == "tied":
-            kept.append(r)
-        else:
-            on = last - trunk + 1
-            kept.append(replace(r, count=r.count - on))
-            skipped.append(replace(r, count=on))
-    return kept, skipped
-
-
 # ggml-cpu repack.cpp ggml_repack_get_optimal_repack_type on x86 with AVX2: these types, when a
 # weight's rows (ne[1]) come in whole groups of 8, are repacked for MUL_MAT / MUL_MAT_ID.
 REPACKED = frozenset({"Q4_0", "Q4_K", "IQ4_NL", "MXFP4"})
-_EMBEDDINGS = ("token_embd.", "per_layer_token_embd.")  # read by GET_ROWS, never repacked
+# llama-arch.cpp LLM_TENSOR_INFOS: tensors read with GGML_OP_GET_ROWS (GGUF names), which the
+# repack buffer type never takes (repack.cpp extra_buffer_type::supports_op: MUL_MAT of a 2-D
+# weight, MUL_MAT_ID of a 3-D one); a config's token embedding is found by its kind instead.
+_GET_ROWS = re.compile(
+    r"^(token_embd|per_layer_token_embd|position_embd|token_types)\.|\.nextn\.embed_tokens\.|\.embed_tokens\.weight$"
+)
+# src/models/*.cpp load_arch_tensors: architectures that do not load token_embd again as the
+# output head when a file has no output.weight (their output is required, or they have none).
+# Every other architecture does (create_tensor(LLM_TENSOR_TOKEN_EMBD, TENSOR_DUPLICATED)), and
+# llama_model_loader::create_tensor places that copy as LLM_TENSOR_OUTPUT (GGML_OP_MUL_MAT): on a
+# CPU, a second, repacked tensor beside the GET_ROWS one.
+NO_OUTPUT_COPY = frozenset({
+    "apertus", "arwkv7", "baichuan", "bailingmoe", "bailingmoe2", "bert", "bitnet", "clip", "codeshell", "dbrx",
+    "deepseek4", "dots1", "eagle3", "eurobert", "glm5-next", "gpt-oss", "gptneox", "hy_v4", "internlm2", "jais",
+    "jina-bert-v2", "jina-bert-v3", "kimi-k3", "kimi-linear", "llada-moe", "maple", "mellum", "mimo2", "minimax-m2",
+    "minimax-m3", "modern-bert", "muse-glimmer", "nemotron", "neo-bert", "nomic-bert", "nomic-bert-moe", "olmo2",
+    "olmoe", "orion", "phi2", "phimoe", "plamo", "qwen", "qwen2moe", "rwkv6", "rwkv6qwen2", "rwkv7", "stablelm",
+    "step35", "talkie", "wavtokenizer-dec", "xverse",
+})  # fmt: skip
 
 
-def repack(w: Any) -> tuple[Term, ...]:
+def _n_dims(shape: tuple[int, ...]) -> int:
+    """``ggml_n_dims``: dimensions up to the last one longer than 1 (ne[] is the shape reversed)."""
+    return max((i + 1 for i, d in enumerate(reversed(shape)) if d > 1), default=1)
+
+
+def _reads_rows(r: Any) -> bool:
+    """A token (or position) embedding: llama.cpp reads it with GET_ROWS, never from CPU_REPACK."""
+    return r.kind == "embeddings" or bool(_GET_ROWS.search(r.name))
+
+
+def _repackable(r: Any) -> bool:
+    """A weight the repack buffer takes: a repackable type, rows in groups of 8, multiplied as a
+    matrix (2-D, MUL_MAT) or as stacked experts (3-D, MUL_MAT_ID)."""
+    dims = _n_dims(r.shape)
+    matmul = dims == 2 or (dims == 3 and r.kind == "experts")
+    return r.format in REPACKED and matmul and r.shape[-2] % 8 == 0 and not _reads_rows(r)
+
+
+def _output_copy(w: Any, arch: str | None, gguf: bool) -> Any:
+    """The token embedding's row when llama.cpp loads it again as the output head: a config's
+    tied head, or a GGUF file without output.weight, on an architecture that does so."""
+    tied = [r for r in w.rows if r.role == "tied" and r.kind == "output_head"]
+    if arch in NO_OUTPUT_COPY or (any(r.name == "output.weight" for r in w.rows) if gguf else not tied):
+        return None
+    if gguf:
+        return next((r for r in w.rows if r.name == "token_embd.weight"), None)
+    return next((r for r in w.rows if _reads_rows(r) and r.count == 1 and r.shape == tied[0].shape), None)
+
+
+def repack(w: Any, arch: str | None = None, gguf: bool = False) -> tuple[Term, ...]:
     """The CPU_REPACK buffer: a copy, interleaved for the CPU's kernels, of every matrix
-    multiplied in a repackable type; the mapped file stays as it is beside it."""
-    rows = [
-        r for r in w.rows
-        if r.format in REPACKED and len(r.shape) >= 2 and r.shape[-2] % 8 == 0 and not r.name.startswith(_EMBEDDINGS)
-    ]  # fmt: skip
+    multiplied in a repackable type; the mapped file stays as it is beside it. ``arch``: the
+    llama.cpp architecture (None: not known here); ``gguf``: ``w`` holds a GGUF file's names."""
+    rows = [r for r in w.rows if _repackable(r)]
+    copy = _output_copy(w, arch, gguf)
+    if copy is not None and copy.format in REPACKED and copy.shape[-2] % 8 == 0:
+        rows.append(copy)
     if not rows:
         return ()
     n = sum(r.bytes for r in rows)
     types = ", ".join(sorted({r.format for r in rows}))
     formula = f"{sum(r.count for r in rows):,} tensors ({types}) = {n:,} B"
     said = (
-        "a CPU only, x86 with AVX2: Q4_0, Q4_K, IQ4_NL and MXFP4 weights with rows in groups of 8, "
-        "except the token embeddings; other CPUs repack other types or none (--device)"
+        "a CPU only, x86 with AVX2: Q4_0, Q4_K, IQ4_NL and MXFP4 weights with rows in groups of 8 that are"
+        " multiplied (2-D, or stacked experts), not the token embeddings (read by GET_ROWS)"
+        + (
+            "; the token embedding again, as the output head llama.cpp loads from it (no output.weight)"
+            if copy in rows
+            else ""
+        )
+        + "; other CPUs repack other types or none (--device)"
     )
-    src = "llama.cpp ggml/src/ggml-cpu/repack.cpp ggml_repack_get_optimal_repack_type (CPU_REPACK buffer type)"
-    return (Term("repack", "CPU_REPACK buffer (weights repacked for the CPU)", n, formula, said, False, src),)
+    guess = copy in rows and arch is None
+    if guess:
+        said += "; the llama.cpp architecture of this config is not mapped here: the copy is counted as most load it"
+    src = (
+        "llama.cpp ggml/src/ggml-cpu/repack.cpp ggml_repack_get_optimal_repack_type, extra_buffer_type::supports_op"
+        " (CPU_REPACK buffer type); src/llama-model-loader.cpp create_tensor (TENSOR_DUPLICATED output)"
+    )
+    return (Term("repack", "CPU_REPACK buffer (weights repacked for the CPU)", n, formula, said, guess, src),)
+
+
+# ---- multi-token-prediction blocks ------------------------------------------------------------
+
+# A config's families whose converted file's only bound is its MTP layers' embedding and head copies
+_MTP_FAMILIES = frozenset({"glm4_moe", "deepseek_v32", "glm_moe_dsa"})
+
+
+def _mtp_first(model: Model) -> tuple[str, int] | None:
+    """The block list and first multi-token-prediction block of the file (None: it has none):
+    a GGUF file's last ``nextn_predict_layers`` blocks (llama_hparams::n_layer() = n_layer_all −
+    n_layer_nextn), or the layers a converted config's file appends after its decoder layers
+    (memory/gguf_layout.py)."""
+    from .gguf_file import metadata
+
+    if is_gguf(model):
+        meta = metadata(model)
+        k = meta.integer("nextn_predict_layers", 0, low=0)
+        return ("blk", meta.integer("block_count") - k) if k else None
+    from .gguf_layout import mtp_at
+
+    return mtp_at(model)
+
+
+def _split(r: Any, first: int, path: str) -> tuple[Any | None, Any | None]:
+    """A row's blocks (of the list ``path``) before ``first`` and from it on (None where there are none)."""
+    if r.name.startswith("mtp."):  # Qwen3-Next's mtp.fc and norms (gguf_hybrid), the file's nextn.*
+        return None, r
+    m = re.match(rf"^({re.escape(path)})\.(\d+)(?:–(\d+))?\.", r.name)
+    if m is None:
+        return r, None
+    lo, hi = int(m[2]), int(m[3] or m[2])
+    if hi < first:
+        return r, None
+    if lo >= first:
+        return None, r
+    per = r.count // (hi - lo + 1)
+
+    def part(a: int, b: int) -> Any:
+        where = f"{m[1]}.{a}" + (f"–{b}" if b > a else "") + "."
+        return replace(r, name=where + r.name[m.end() :], count=per * (b - a + 1))
+
+    return part(lo, first - 1), part(first, hi)
+
+
+def loaded(model: Model, w: Any) -> Any:
+    """The weights llama.cpp loads: not the multi-token-prediction blocks, which every
+    architecture's ``load_arch_tensors`` creates with TENSOR_SKIP unless ``load_mtp``
+    (llama_model_default_params: false; common.cpp sets it for ``--spec-type draft-mtp``), and
+    ``llama_model_loader::create_tensor`` then leaves out of the model buffers."""
+    at = _mtp_first(model)
+    if at is None:
+        return w
+    path, first = at
+    kept, skipped = [], []
+    for r in w.rows:
+        a, b = _split(r, first, path)
+        kept += [a] if a is not None else []
+        skipped += [b] if b is not None else []
+    if not skipped:
+        return w
+    n, size = sum(r.count for r in skipped), sum(r.bytes for r in skipped)
+    said = (
+        f"; not loaded: the file's multi-token-prediction block(s) from {first} on ({n:,} tensors, {size:,} B), which"
+        " llama.cpp skips unless speculative decoding asks for them (--spec-type draft-mtp)"
+    )
+    # a converted config's only bound is its MTP layers' embedding and head copies (gguf_layout), now left out
+    bound = w.bound and model.model_type not in _MTP_FAMILIES
+    return replace(w, rows=tuple(kept), note=w.term().assumption + said, bound=bound)
+
+
+def _arch(model: Model) -> str | None:
+    """llama.cpp's architecture: a GGUF file's own, or the one a config's family converts to."""
+    if is_gguf(model):
+        return model.model_type
+    from . import gguf_types as gg
+
+    return gg.ARCHS.get(gg.COMPOSITES.get(model.model_type, model.model_type))
 
 
 def _layout(model: Model) -> tuple[Layout | None, str | None, Any]:
@@ -655,11 +719,6 @@ def _mixer_note(h: Any) -> tuple[str, ...]:
 
 def _unplanned(model: Model) -> str:
     """Why a model with recurrent states or cross-attention has no llama.cpp plan here."""
-    from .gguf_hybrid import not_stated
-
-    why = not_stated(model.model_type, dict(model.config or {}))
-    if why:
-        return f"llama.cpp's recurrent states are planned here as its converter writes a config, and {why}"
     return (
         "llama.cpp's plan here covers attention caches, and recurrent states for mamba, mamba2, jamba, falcon_h1, "
         "granitemoehybrid, nemotron_h, lfm2, qwen3_next, qwen3_5(_moe)_text and kimi_linear, not this model's "

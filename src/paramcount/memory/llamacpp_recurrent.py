@@ -46,7 +46,8 @@ from .terms import Term
 # llm_arch_is_recurrent and llm_arch_is_hybrid (llama-arch.cpp), the architectures modelled here
 RECURRENT = ("mamba", "mamba2")
 HYBRID = ("jamba", "falcon-h1", "granitehybrid", "nemotron_h", "lfm2", "qwen3next", "qwen35", "qwen35moe")
-HYBRID += ("kimi-linear",)
+HYBRID += ("kimi-linear", "nemotron_h_moe")
+_NEMOTRON = ("nemotron_h", "nemotron_h_moe")  # one load_arch_hparams (llama_model_nemotron_h_moe reuses it)
 ARCHS = RECURRENT + HYBRID
 _QWEN = ("qwen3next", "qwen35", "qwen35moe")
 _BY_KV_HEADS = ("jamba", "granitehybrid", "lfm2", "kimi-linear")  # is_recr: n_head_kv(il) == 0
@@ -55,10 +56,12 @@ ALIGNMENT = {"cpu": 32, "gpu": 128}  # TENSOR_ALIGNMENT (ggml-impl.h); ggml_back
 MAX_LAYERS = 512  # LLAMA_MAX_LAYERS
 # the keys each load_arch_hparams (src/models/<arch>.cpp) requires, which llama.cpp refuses a file without
 _SSM = ("ssm.conv_kernel", "ssm.inner_size", "ssm.state_size", "ssm.time_step_rank")
+_GROUPED = (*_SSM, "ssm.group_count")
 REQUIRED = {
-    "mamba": _SSM, "jamba": _SSM, **dict.fromkeys(("mamba2", "falcon-h1", "granitehybrid", "nemotron_h"),
-    (*_SSM, "ssm.group_count")), **dict.fromkeys(("qwen3next", "qwen35", "qwen35moe"), (*_SSM, "ssm.group_count")),
-    "lfm2": ("shortconv.l_cache",), "kimi-linear": ("ssm.conv_kernel", "kda.head_dim", "attention.kv_lora_rank"),
+    "mamba": _SSM, "jamba": _SSM, "lfm2": ("shortconv.l_cache",),
+    "kimi-linear": ("ssm.conv_kernel", "kda.head_dim", "attention.kv_lora_rank"),
+    **dict.fromkeys(("mamba2", "falcon-h1", "granitehybrid", "nemotron_h", "nemotron_h_moe"), _GROUPED),
+    **dict.fromkeys(("qwen3next", "qwen35", "qwen35moe"), _GROUPED),
 }  # fmt: skip
 
 
@@ -139,7 +142,7 @@ def _is_recr(meta: Any, n: int, n_all: int, kv: list[int], ff: list[int]) -> lis
         return [True] * n_all
     if arch in _BY_KV_HEADS:
         return [il < n and kv[il] == 0 for il in range(n_all)]
-    if arch == "nemotron_h":
+    if arch in _NEMOTRON:
         return [il < n and kv[il] == 0 and ff[il] == 0 for il in range(n_all)]
     stated = meta.get("attention.recurrent_layers")  # Qwen: get_key_or_arr(..., n_layer_all)
     if isinstance(stated, list):
@@ -156,7 +159,7 @@ def _has_attention(arch: str, il: int, n: int, recr: list[bool], ff: list[int]) 
         return False
     if arch == "falcon-h1":
         return True
-    if arch == "nemotron_h":
+    if arch in _NEMOTRON:
         return not recr[il] and ff[il] == 0
     if arch in _QWEN:
         return il < n and not recr[il]
@@ -237,10 +240,15 @@ def converted_meta(model: Any) -> tuple[str, Meta]:
     from .kv_layout import _cfg
 
     c = _cfg(model)
-    arch = BY_TYPE[model.model_type]
+    arch = "nemotron_h_moe" if _nemotron_moe(model) else BY_TYPE[model.model_type]
     meta = {"embedding_length": int(c.int("hidden_size")), **_CONVERTERS[model.model_type](c, model)}
     meta.setdefault("block_count", int(c.int("num_hidden_layers")))
     return arch, meta
+
+
+def _nemotron_moe(model: Any) -> bool:
+    """NemotronHModel.__init__: ``num_experts_per_tok`` in the config makes it nemotron_h_moe."""
+    return model.model_type == "nemotron_h" and "num_experts_per_tok" in dict(model.config or {})
 
 
 def _mamba(c: Any, model: Any) -> Meta:
@@ -308,19 +316,23 @@ def _granite(c: Any, model: Any) -> Meta:
 
 
 def _nemotron_h(c: Any, model: Any) -> Meta:
-    """NemotronHModel: KV heads on ``*`` layers, feed_forward_length on ``-`` layers;
-    d_inner = mamba_num_heads × mamba_head_dim."""
+    """NemotronHModel: KV heads on the ``*`` layers, feed_forward_length on the ``-`` layers (the
+    MoE variant: moe_intermediate_size on the ``E`` layers, and its MTP step appended as one
+    block with both, nextn_predict_layers); d_inner = mamba_num_heads × mamba_head_dim."""
     from ..arch import nemotron_h as nh
     from ..arch.ssm import ATTENTION
 
-    kinds, d = nh.kinds(c), int(c.int("head_dim"))
-    ff = int(c.int("intermediate_size"))
+    kinds, d, kv = nh.kinds(c), int(c.int("head_dim")), int(c.int("num_key_value_heads"))
+    moe = _nemotron_moe(model)
+    mlp, ff = (nh.MOE, int(c.int("moe_intermediate_size"))) if moe else (nh.MLP, int(c.int("intermediate_size")))
+    heads, widths = _per_layer_kv(kinds, ATTENTION, kv), [ff if t == mlp else 0 for t in kinds]
+    mtp = min(int(c.int("num_nextn_predict_layers", low=0, default=0)), 1) if moe else 0
     groups, kernel = nh.legacy(c, "n_groups"), nh.legacy(c, "conv_kernel")
     ssm = _ssm(c, int(nh.inner(c)), groups, "ssm_state_size", kernel, "mamba_num_heads")
-    return {"block_count": len(kinds), "attention.head_count": int(c.int("num_attention_heads")),
-            "attention.head_count_kv": _per_layer_kv(kinds, ATTENTION, int(c.int("num_key_value_heads"))),
-            "attention.key_length": d, "attention.value_length": d,
-            "feed_forward_length": [ff if t == nh.MLP else 0 for t in kinds], **ssm}  # fmt: skip
+    return {"block_count": len(kinds) + mtp, "attention.head_count": int(c.int("num_attention_heads")),
+            "attention.head_count_kv": heads + [kv] * mtp, "attention.key_length": d,
+            "attention.value_length": d, "feed_forward_length": widths + [ff] * mtp, **ssm,
+            **({"nextn_predict_layers": mtp} if mtp else {})}  # fmt: skip
 
 
 def _lfm2(c: Any, model: Any) -> Meta:
@@ -396,12 +408,11 @@ def recurrent_hparams(model: Any) -> Hparams | None:
     caller, which reports it."""
     from .gguf_file import Meta, is_gguf, metadata
     from .gguf_hybrid import ARCHS as BY_TYPE
-    from .gguf_hybrid import not_stated
 
     if is_gguf(model):
         return hparams(metadata(model)) if model.model_type in ARCHS else None
-    if model.model_type not in BY_TYPE or not_stated(model.model_type, dict(model.config or {})):
-        return None  # Nemotron-H's MoE variant: another converter path (nemotron_h_moe), not transcribed
+    if model.model_type not in BY_TYPE:
+        return None
     try:
         arch, meta = converted_meta(model)
     except NoLayout:
@@ -444,7 +455,7 @@ def state_term(h: Hparams, cells: Any, o: Any) -> Term:
 # ---- the compute buffer's Mamba moment -----------------------------------------------------------
 
 MAMBA1 = ("mamba", "jamba")  # build_mamba_layer (src/models/mamba-base.cpp)
-MAMBA2 = ("mamba2", "falcon-h1", "granitehybrid", "nemotron_h")  # build_mamba2_layer
+MAMBA2 = ("mamba2", "falcon-h1", "granitehybrid", *_NEMOTRON)  # build_mamba2_layer
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,9 @@ What a rule looks at (:class:`Facts`, :class:`Tensor`):
 * the model: its llama.cpp architecture, ``n_expert``, ``n_gqa`` (heads per KV head),
   whether it is a "70B" (llama with 80 layers and GQA, qwen2/deci/olmo with 80, jais2 with 68)
   and whether the output head is tied to the token embedding (no ``output.weight``: the token
-  embedding then follows the output rule).
+  embedding then follows the output rule);
+* for ``mxfp4_moe``, ggml's ``ne[2]``: every tensor stacked along it (the experts, and MLA's
+  per-head attn_k_b and attn_v_b) MXFP4, the others Q8_0, the output head included.
 
 Then the fallback for rows (``ne[0]``) that do not fill whole blocks: the 256-blocks IQ types
 → IQ4_NL, Q2_K/Q3_K/TQ* → Q4_0, Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0, and F16 when even that
@@ -43,6 +45,7 @@ FTYPES = {
     "iq2_xxs": "IQ2_XXS", "iq2_xs": "IQ2_XS", "iq2_s": "IQ2_XS", "iq2_m": "IQ2_S", "iq3_xxs": "IQ3_XXS",
     "iq3_xs": "IQ3_S", "iq3_s": "IQ3_S", "iq3_m": "IQ3_S", "iq1_s": "IQ1_S", "iq1_m": "IQ1_M",
     "iq4_nl": "IQ4_NL", "iq4_xs": "IQ4_XS", "tq1_0": "TQ1_0", "tq2_0": "TQ2_0",
+    "mxfp4_moe": "MXFP4",  # LLAMA_FTYPE_MOSTLY_MXFP4_MOE: stacked experts MXFP4, the rest Q8_0
 }  # fmt: skip
 NEEDS_IMATRIX = frozenset({"IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS"})
 ROLES = (
@@ -126,6 +129,7 @@ class Tensor:
     rank: int = 0
     count: int = 0
     layer: int = 0
+    ne2: int = 1  # ggml's third dimension: the experts of a stacked tensor (MLA's heads for attn_k_b)
 
 
 def use_more_bits(i: int, n: int) -> bool:
@@ -158,7 +162,9 @@ def _impl(ftype: str, qtype: str, t: Tensor, f: Facts) -> str:
     """``llama_tensor_get_type_impl``, branch by branch."""
     r = t.role
     if r == "output" or (f.tied and r == "token_embd"):
-        return _output(ftype, qtype, t, f)
+        return "Q8_0" if ftype == "mxfp4_moe" else _output(ftype, qtype, t, f)
+    if ftype == "mxfp4_moe":
+        return _mxfp4_moe(t, f)
     if r == "token_embd":
         return _token_embd(ftype, qtype)
     if ftype in _IQ2:
@@ -186,6 +192,14 @@ def _output(ftype: str, qtype: str, t: Tensor, f: Facts) -> str:
     if ftype in ("iq2_xxs", "iq2_xs", "iq3_xxs", "iq1_s", "iq2_s", "iq2_m", "iq1_m"):
         return "Q5_K"
     return qtype if qtype == "Q8_0" else "Q6_K"
+
+
+def _mxfp4_moe(t: Tensor, f: Facts) -> str:
+    """MoE tensors MXFP4, other tensors (the token embedding too) Q8_0: any tensor with
+    ``ne[2] > 1`` is "MoE", so MLA's 3-D attn_k_b and attn_v_b are MXFP4 as well, except on
+    bailingmoe3, where only the ffn roles are."""
+    moe = t.ne2 > 1 and (f.arch != "bailingmoe3" or t.role in ("ffn_up", "ffn_gate", "ffn_down"))
+    return "MXFP4" if moe else "Q8_0"
 
 
 def _token_embd(ftype: str, qtype: str) -> str:

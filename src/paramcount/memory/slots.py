@@ -33,6 +33,11 @@ class Slot:
     transposed: bool = False  # Conv1D: stored [in, out]
     tie: str | None = None  # the tensor this one aliases
     order: int = 0  # position in model order
+    # In a llama.cpp file planned from a config (memory/gguf_layout.py): the GGUF role the
+    # converter's name gives the tensor where its module's name does not say it, and the type it
+    # is written in where llama-quantize keeps it (tensor_allows_quantization) other than F32.
+    file_role: str | None = None
+    file_type: str | None = None
 
     @property
     def name(self) -> str:

@@ -333,37 +333,41 @@ def weights(
         return stored_weights(model)
     named = s.method in ("gptq", "awq")  # by the checkpoint's names
     found = model.derived(("slots", named), lambda: tuple(slots(model.tree, model.model_type, checkpoint=named)))
-    if s.method == "gguf" and not is_gguf(model) and model.model_type in gg.MIX_FAMILIES:  # the converter's file
-        found = model.derived("gguf slots", lambda: tuple(gg.converted(model.model_type, _config(model), found)))
     items = _keep_items(keep, s)
     file = _file_layout(model, s, found)
     found = file.slots if file else found
     plan = _make_plan(model, s, group, dq, found, items)
     rows = tuple(r for slot in found for r in _rows(slot, plan))
     w = Weights(getattr(model, "name", ""), s.name, rows, items, _options_text(s, group, dq))
-    if file:
-        w = replace(w, note=(w.note or _assumption(w)) + "; " + file.note, bound=w.bound or file.bound)
+    return replace(w, **_said(model, s, w, plan, file))
+
+
+def _said(model, s: Scheme, w: Weights, plan: _Plan, file: gguf_layout.Layout | None) -> dict:
+    """The note and bound of a plan, where its scheme's words do not say all (a GGUF file's
+    layout, its two files, the token embedding's cut, the MTP layers)."""
+    words, bound, mt = [], bool(file and file.bound), model.model_type
     if plan.mmproj:
-        w = replace(w, note=_assumption(w) + MMPROJ_NOTE.format(gg.mmproj_said(model.model_type, plan.mmproj)))
+        words.append(MMPROJ_NOTE.format(gg.mmproj_said(mt, plan.mmproj)))
     if plan.projector:
-        w = replace(w, note=_assumption(w) + PROJECTOR_NOTE)
-    if s.method == "gguf" and not is_gguf(model) and gg.arch_of(model.model_type) == "gemma3":
-        w = replace(w, note=(w.note or _assumption(w)) + GEMMA3_VOCAB_NOTE, bound=True)
-    if s.method == "gguf" and not is_gguf(model) and (mtp := gg.hybrid.mtp_layers(model.model_type, _config(model))):
-        w = replace(w, note=(w.note or _assumption(w)) + _mtp_note(found, plan, mtp))
-    return w
+        words.append(PROJECTOR_NOTE)
+    if file and file.note:
+        words.append("; " + file.note)
+    if s.method == "gguf" and not is_gguf(model) and gg.arch_of(mt) in VOCAB_CUT:
+        words.append(VOCAB_NOTE.format(VOCAB_CUT[gg.arch_of(mt)]))
+        bound = True
+    if file and file.mtp:
+        words.append(_mtp_note([x for x in file.slots if not gg.in_mmproj(mt, x)], plan, file.mtp))
+    return {"note": _assumption(w) + "".join(words), "bound": bound} if words else {}
 
 
 def _file_layout(model, s: Scheme, found: Sequence[Slot]) -> gguf_layout.Layout | None:
-    """For a llama.cpp file type (a mix or ``--pure``) planned from a config: the tensors the
-    converter writes, where they are not the model's (memory/gguf_layout.py)."""
-    if s.method != "gguf" or s.name not in gg.MIXES or is_gguf(model):
+    """For a llama.cpp type planned from a config: the tensors the converter writes, where they
+    are not the model's (memory/gguf_layout.py), for a file type (a mix or ``--pure``), or for
+    a single GGUF type where the layout says so (gguf_layout.SINGLE)."""
+    if s.method != "gguf" or is_gguf(model):
         return None
-    return model.derived(("gguf-layout",), lambda: gguf_layout.layout(model, found))
-
-
-def _config(model) -> dict:
-    return dict(model.config or {})
+    file_type = s.name in gg.MIXES
+    return model.derived(("gguf-layout", file_type), lambda: gguf_layout.layout(model, found, file_type))
 
 
 # convert_hf_to_gguf.py (_QwenMtpMixin) writes the MTP layers unless --no-mtp; llama.cpp's loader
@@ -384,15 +388,18 @@ def _mtp_note(found: Sequence[Slot], plan: _Plan, n: int) -> str:
 
 
 # convert_hf_to_gguf.py Gemma3Model.modify_tensors: "remove OOV (out-of-vocabulary) rows in token_embd"
-GEMMA3_VOCAB_NOTE = (
+# (Gemma4Model inherits it): the converter classes that cut the token embedding, by architecture
+VOCAB_CUT = {"gemma3": "Gemma3Model.modify_tensors", "gemma4": "Gemma3Model.modify_tensors, which Gemma4Model inherits"}
+VOCAB_NOTE = (
     "; an upper bound: llama.cpp's converter keeps only the tokenizer's rows of the token embedding"
-    " (Gemma3Model.modify_tensors), which a config does not give; planned at vocab_size rows"
+    " ({}), which a config does not give; planned at vocab_size rows"
 )
 
 
 MMPROJ_NOTE = (
-    "; two llama.cpp files: the language model in the mix, and the vision tower and projector as the"
-    " mmproj file's ({}; llama-quantize is run on the language model's file only)"
+    "; two llama.cpp files: the language model in the mix, and the encoder towers (vision, and audio where the"
+    " model has one) and projector as the mmproj file's ({}; llama-quantize is run on the language model's"
+    " file only)"
 )
 PROJECTOR_NOTE = (
     "; the type re-plans the language model's file; the mmproj file beside it is kept as it stores its tensors"
@@ -679,7 +686,8 @@ def _gguf_rows(s: Slot, plan: _Plan) -> list[Row]:
     runs: list[tuple[str, list[int]]] = []
     for i in s.layers or (None,):
         layer = -1 if i is None else i
-        t = qm.Tensor(role, gg.ne0(s), ranks.get((layer, s.order), 0), counts.get(_group(role), 0), max(layer, 0))
+        rank, count, ne2 = ranks.get((layer, s.order), 0), counts.get(_group(role), 0), _ne2(s)
+        t = qm.Tensor(role, gg.ne0(s), rank, count, max(layer, 0), ne2)
         t = qm.tensor_type(qtype, t, roles.facts)
         if runs and runs[-1][0] == t:
             runs[-1][1].append(i)
@@ -688,6 +696,11 @@ def _gguf_rows(s: Slot, plan: _Plan) -> list[Row]:
     if s.layers is None:
         return [_gguf_row(s, None, runs[0][0], s.copies)]
     return [_gguf_row(s, range(ix[0], ix[-1] + 1), t, len(ix) * s.per_layer) for t, ix in runs]
+
+
+def _ne2(s: Slot) -> int:
+    """ggml's ne[2] of the tensor (its shape reversed): a stacked tensor's leading dimension."""
+    return int(s.shape[-3]) if len(s.shape) >= 3 else 1
 
 
 def _gguf_row(s: Slot, layers: range | None, qtype: str, count: int) -> Row:
