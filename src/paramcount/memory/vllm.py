@@ -340,19 +340,19 @@ def _experts(row: Any) -> int:
 
 def decoder_layers(rows: Any) -> int:
     """The layers of the indexed path that holds most bytes (the decoder stack): its top index + 1."""
-    found: dict[str, int] = {}
-    top: dict[str, int] = {}
-    for r in rows:
-        m = _LAYER.match(r.name)
-        if m:
-            p = m.group("path")
-            found[p] = found.get(p, 0) + r.bytes
-            top[p] = max(top.get(p, 0), int(m.group("b") or m.group("a")) + 1)
+    found, top = _indexed_paths(rows)
     return top[max(found, key=lambda p: found[p])] if found else 0
 
 
 def stack_path(rows: Any, layers: int) -> str | None:
     """The decoder-layer list: the indexed path whose indices run to ``layers`` - 1 and hold most bytes."""
+    found, top = _indexed_paths(rows)
+    matching = [p for p in found if top[p] == layers]
+    return max(matching, key=lambda p: found[p]) if matching else None
+
+
+def _indexed_paths(rows: Any) -> tuple[dict[str, int], dict[str, int]]:
+    """Each indexed path's bytes (``layers.3``, ``layers.0–31``: path ``layers``) and its top index + 1."""
     found: dict[str, int] = {}
     top: dict[str, int] = {}
     for r in rows:
@@ -361,8 +361,7 @@ def stack_path(rows: Any, layers: int) -> str | None:
             p = m.group("path")
             found[p] = found.get(p, 0) + r.bytes
             top[p] = max(top.get(p, 0), int(m.group("b") or m.group("a")) + 1)
-    matching = [p for p in found if top[p] == layers]
-    return max(matching, key=lambda p: found[p]) if matching else None
+    return found, top
 
 
 def shares(
