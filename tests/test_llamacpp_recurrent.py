@@ -126,21 +126,25 @@ def compute_error(files, fam, size, case) -> float:
 
 @pytest.mark.parametrize(("fam", "size", "i"), recorded("medium"))
 def test_compute_estimate_at_published_widths(files, fam, size, i):
-    """The compute buffer, an estimate: within 10% at the published widths, where the logits or
-    a Mamba-2 mixer (Codestral: 116.25 planned, 116.49 MiB measured) are the peak; Jamba's
-    routed feed-forward moment is an over-estimate (252 planned, 196 MiB measured)."""
+    """The compute buffer, an estimate: within 5% at the published widths, where the logits, a
+    Mamba-2 mixer (Codestral: 116.37 planned, 116.49 MiB measured; 132.72 and 133.19 with four
+    sequences, the scan's output over the convolution input's block) or Jamba's routed
+    feed-forward (196.00 planned, 196.03 measured) are the peak."""
     case = FAMILIES[fam][size]["cases"][i]
     err = compute_error(files, fam, size, case)
-    assert (0 <= err <= 0.3) if fam == "jamba" else abs(err) <= 0.10, f"{err:+.1%}"
+    assert abs(err) <= 0.05, f"{err:+.1%}"
     assert plan_of(files[fam, size], case).term("compute").estimate
 
 
 @pytest.mark.parametrize(("fam", "size", "i"), recorded("small"))
 def test_compute_estimate_at_toy_widths(files, fam, size, i):
-    """At widths far below any published model (hidden 256, 1,024 tokens) the mixers' own
-    tensors matter more; the estimate stays within 25%."""
+    """At widths far below any published model (hidden 256, a vocabulary of 1,024) the holes
+    ggml-alloc leaves under the largest tensors are a larger share: within 6% for one to three
+    sequences; with 32 sequences of 8 tokens the gated DeltaNet graphs' holes under the logits
+    are not modelled (Qwen3-Next's shape: 14.4% under), within 15%."""
     case = FAMILIES[fam][size]["cases"][i]
-    assert abs(compute_error(files, fam, size, case)) <= 0.25
+    err = compute_error(files, fam, size, case)
+    assert abs(err) <= (0.15 if case["parallel"] == 32 else 0.06), f"{err:+.1%}"
 
 
 # ---- the formulas, from a config --------------------------------------------------------------------

@@ -15,7 +15,7 @@ from typing import Any
 from ..errors import ParamcountError
 from ..ir import Block, Tensor
 from .layers import FeedForward
-from .working_set import Widths, _ffn_width
+from .working_set import Widths, _ffn_width, graph_ffn_width
 
 GGUF = "GGUF"  # Model.class_name of a model read from a GGUF file
 
@@ -92,9 +92,12 @@ def widths(model: Any, meta: Meta | None = None) -> Widths:
     meta = meta or metadata(model)
     h = meta.integer("embedding_length")
     used = meta.integer("expert_used_count", 0, low=0)
-    found = [_layer(b, h, used) for b in model.tree.children if isinstance(b, Block) and b.name == "blk"]
+    blocks = [_weights(b) for b in model.tree.children if isinstance(b, Block) and b.name == "blk"]
+    found = [_layer(shapes, h, used) for shapes in blocks]
     attention, ffn = max(found or [(0, 0)], key=lambda w: max(w))
-    return Widths(h, attention, ffn, _vocab(model.tree), True)
+    graph = max((graph_ffn_width(_ffns(shapes, used), h) for shapes in blocks), default=0)
+    shared = any(len(_ffns(shapes, used)) > 1 for shapes in blocks)
+    return Widths(h, attention, ffn, _vocab(model.tree), True, graph, shared)
 
 
 def _weights(block: Block) -> dict[str, tuple[int, ...]]:
@@ -108,8 +111,7 @@ def _weights(block: Block) -> dict[str, tuple[int, ...]]:
     return out
 
 
-def _layer(block: Block, h: int, used: int) -> tuple[int, int]:
-    shapes = _weights(block)
+def _layer(shapes: Mapping[str, tuple[int, ...]], h: int, used: int) -> tuple[int, int]:
     qkv = sum(s[0] for n, s in shapes.items() if n.startswith("attn_") and n != "attn_output" and len(s) == 2)
     attention = qkv + shapes.get("attn_output", (0, 0))[-1]
     ffn = sum(_ffn_width(f, h) for f in _ffns(shapes, used))

@@ -220,8 +220,10 @@ class Shape:
     k: int  # n_embd_k_gqa of the widest layer
     v: int  # n_embd_v_gqa
     out: int  # n_head · n_embd_head_v: the attention output before attn_output
-    ffn: int  # what one feed-forward holds at once (gate, up and their product)
+    ffn: int  # what the widest feed-forward holds at once (working_set.graph_ffn_width)
     vocab: int  # n_vocab: rows of the output head
+    # n_embd-wide tensors or holes under the logits besides inp_embd and the hidden state (shape_of)
+    tail: int = 0
 
     @property
     def attention(self) -> int:
@@ -229,6 +231,13 @@ class Shape:
         layer's attention has allocated when the scores are (ggml-alloc places the scores
         above them; measured: tests/fixtures/llamacpp_buffers.json)."""
         return 2 * self.hidden + self.q + self.k + self.v + 2 * self.out
+
+    @property
+    def below_logits(self) -> int:
+        """The n_embd-wide tensors under the logits: the ``inp_embd`` input (``build_inp_embd``
+        allocates it in every graph, ``ggml_set_input``, never freed), the hidden state (normed
+        in place) and :attr:`tail`."""
+        return (2 + self.tail) * self.hidden
 
 
 F32 = 4
@@ -242,12 +251,14 @@ def compute(shape: Shape, layout: Layout, cells: Cells, o: Options, mixer: Mixer
       attention, else f32: ``build_attn_inp_kq_mask``), the layer's tensors
       (:attr:`Shape.attention`) and, without flash attention, the scores of every head over the
       whole cache (``build_attn_mha``: ``ggml_mul_mat(k, q)`` in f32, softmax in place);
-    * feed-forward: the masks again (the next layers still need them), the residual and what
-      ``build_ffn`` / ``build_moe_ffn`` hold at once (gate, up, their product; per routed expert);
-    * output: the final norm, its input, and the f32 logits of every reserved token (the masks
-      are freed after the last layer).
+    * feed-forward: the masks again (the next layers still need them), ``inp_embd``, the
+      residual, the normed input and what ``build_ffn`` / ``build_moe_ffn`` hold at once (gate,
+      up, their product; k copies for k routed experts);
+    * output: the n_embd-wide tensors under the logits (:attr:`Shape.below_logits`) and the f32
+      logits of every reserved token (the masks are freed after the last layer).
 
-    Token ids and positions (4 B a token each) are added to every moment.
+    Token ids and positions (4 B a token each) are added to every moment. The moments were read
+    off ggml-alloc's own record of its peaks (benchmarks/llamacpp_peak.py).
     """
     t = cells.n_tokens
     n_kv = {k.window is None: cells.layer(k, o) for k in layout.kinds if k.attention in ("full", "sliding")}
@@ -257,13 +268,13 @@ def compute(shape: Shape, layout: Layout, cells: Cells, o: Options, mixer: Mixer
     scores = 0 if o.flash else widest * t * shape.heads * F32
     moments = {
         "attention": masks + shape.attention * t * F32 + scores,
-        "feed-forward": masks + (shape.hidden + shape.ffn) * t * F32,
-        "output": (2 * shape.hidden + shape.vocab) * t * F32,
+        "feed-forward": masks + (3 * shape.hidden + shape.ffn) * t * F32,
+        "output": (shape.below_logits + shape.vocab) * t * F32,
     }
     if not n_kv:  # no attention layer: no masks, no attention moment
         del moments["attention"]
     if mixer is not None:
-        moments["recurrent mixer"] = masks + (mixer.per_token * t + mixer.per_seq * cells.n_seq_max) * F32
+        moments["recurrent mixer"] = masks + mixer.values(t, cells.n_seq_max) * F32
     peak = max(moments, key=moments.get)
     inputs = 2 * t * 4
     total = inputs + moments[peak]
@@ -302,16 +313,14 @@ def _moment_formula(
 ) -> str:
     if moment == "recurrent mixer" and mixer is not None:
         masks = " + ".join(f"{n:,} · {t:,} · {2 if o.flash else 4} B" for n in n_kv.values()) or "0"
-        return (
-            f"masks {masks} + ({mixer.formula}) · n_tokens · 4 B + {mixer.per_seq_formula} · n_seq_max · 4 B"
-            f" = {mixer.per_token:,} · {t:,} · 4 B + {mixer.per_seq:,} · {cells.n_seq_max} · 4 B"
-        )
+        return f"masks {masks} + ({mixer.formula(t, cells.n_seq_max)}) · 4 B"
     if moment == "output":
-        return f"(2 · n_embd + n_vocab) · n_tokens · 4 B = (2 · {s.hidden:,} + {s.vocab:,}) · {t:,} · 4 B"
+        n = 2 + s.tail
+        return f"({n} · n_embd + n_vocab) · n_tokens · 4 B = ({n} · {s.hidden:,} + {s.vocab:,}) · {t:,} · 4 B"
     mask = 2 if o.flash else 4
     masks = " + ".join(f"{n:,} · {t:,} · {mask} B" for n in n_kv.values()) or "0"
     if moment == "feed-forward":
-        return f"masks {masks} + (n_embd + ffn) · n_tokens · 4 B = ({s.hidden:,} + {s.ffn:,}) · {t:,} · 4 B"
+        return f"masks {masks} + (3 · n_embd + ffn) · n_tokens · 4 B = (3 · {s.hidden:,} + {s.ffn:,}) · {t:,} · 4 B"
     layer = f"(2·n_embd + q + k + v + 2·out) · n_tokens · 4 B = {s.attention:,} · {t:,} · 4 B"
     if o.flash:
         return f"masks {masks} + {layer}"
@@ -349,7 +358,33 @@ def shape_of(model: Model, layout: Layout, widths: Any) -> Shape:
     heads = _heads(model) or max(1, h // max(_head_dim(layout), 1))
     d_k, d_v = _head_dims(model, layout, h, heads)
     k, v = max((_kind_widths(kind) for kind in layout.kinds if kind.attention in ("full", "sliding")), default=(0, 0))
-    return Shape(h, heads, heads * d_k, k, v, heads * d_v, widths.ffn, widths.logits)
+    tail = _tail(model, layout, widths)
+    return Shape(h, heads, heads * d_k, k, v, heads * d_v, widths.graph_ffn, widths.logits, tail)
+
+
+def _tail(model: Model, layout: Layout, widths: Any) -> int:
+    """What else lies under the logits, one n_embd-wide tensor each (ggml-alloc places the logits
+    above the highest block in use; measured with ggml-alloc's GGML_ALLOCATOR_DEBUG on
+    tests/fixtures/llamacpp_buffers.json's and llamacpp_hybrid.json's files):
+
+    * with a recurrent mixer, the last layer's input: its output is allocated while the input
+      waits for the residual add, and no freed block under it fits (in attention-only graphs the
+      last attention's freed tensors leave one, and the output lands there);
+    * with a shared expert after the routed ones, the layer's normed input, which the shared
+      expert still reads when the routed experts' sum is allocated;
+    * in graphs that pick the output rows after the final norm (:data:`ROWS_AFTER_NORM`), the
+      picked copy beside the normed state."""
+    recurrent = any(k.attention == "state" for k in layout.kinds)
+    return recurrent + widths.shared + (_arch(model) in ROWS_AFTER_NORM)
+
+
+# src/models/*.cpp: graphs that pick the output rows after the final norm
+# (``if (!cparams.embeddings_nextn_masked && inp_out_ids)``, the default), a copy beside the
+# normed hidden state; the others pick them inside the last layer, before its residual add.
+ROWS_AFTER_NORM = frozenset({
+    "bailingmoe3", "cohere2moe", "gemma4", "gpt-oss", "hy_v3", "mimo2", "nemotron_h", "qwen35", "qwen35moe",
+    "qwen3next", "step35",
+})  # fmt: skip
 
 
 def _heads(model: Model) -> int | None:
@@ -705,15 +740,18 @@ def _mixer_note(h: Any) -> tuple[str, ...]:
     if h is None or not h.recurrent:
         return ()
     if mixer(h) is not None:
-        said = "the Mamba mixer's tensors at its peak (src/models/mamba-base.cpp) are one of its moments"
+        said = (
+            "the Mamba mixer's tensors at its peak (src/models/mamba-base.cpp), where ggml-alloc reuses the "
+            "convolution input's freed block for the scan's output, are one of its moments"
+        )
     else:
         said = (
             f"{h.arch}'s recurrent mixer (gated DeltaNet, KDA or short convolution) is not modelled: the estimate "
             "takes the attention, feed-forward and logits moments, which are the peak at published widths"
         )
     return (
-        f"compute buffer: {said}; held within 10% of llama.cpp's at published widths (Jamba: up to 30% over) "
-        "in tests/fixtures/llamacpp_hybrid.json",
+        f"compute buffer: {said}; held within 5% of llama.cpp's at published widths in "
+        "tests/fixtures/llamacpp_hybrid.json",
     )
 
 

@@ -460,37 +460,73 @@ MAMBA2 = ("mamba2", "falcon-h1", "granitehybrid", *_NEMOTRON)  # build_mamba2_la
 
 @dataclass(frozen=True)
 class Mixer:
-    """What a Mamba mixer holds at its peak, in F32 values: per token and per sequence."""
+    """What a Mamba mixer holds at its peak, in F32 values, for ``t`` tokens of ``n`` sequences."""
 
-    per_token: int
-    formula: str  # per_token in words
-    per_seq: int
-    per_seq_formula: str
+    arch: str
+    below: int  # n_embd-wide tensors under the mixer's (inp_embd, the layer input, its norm, ...)
+    d_inner: int
+    d_state: int
+    xbc: int  # the convolution's channels: Mamba-2's d_inner + 2·n_group·d_state, Mamba's d_inner
+    d_in_proj: int  # the in-projection's width
+    x_db: int  # Mamba's dt_rank + 2·d_state (0 for Mamba-2)
+    conv_state: int  # n_embd_r: (d_conv - 1) · xbc a sequence
+
+    def values(self, t: int, n: int) -> int:
+        states = n * self.d_state * self.d_inner
+        if self.arch not in MAMBA2:  # at the scan: xz, conv, dt, x_db, then y and the new states
+            return t * (self.below + self.d_in_proj + 3 * self.d_inner + self.x_db) + states
+        concat, last, _ = self._scan(t, n)
+        return t * (self.below + self.d_in_proj + self.xbc) + concat + last
+
+    def _scan(self, t: int, n: int) -> tuple[int, int, str]:
+        """The convolution's input (conv states and the new columns, freed by ssm_conv) and what
+        comes last: the scan's output (y, then the new states) takes the input's freed block where
+        it fits, and z is copied above it (ggml_cont); where it does not fit it goes above, and
+        z into the hole."""
+        concat = t * self.xbc + n * self.conv_state
+        y = t * self.d_inner + n * self.d_state * self.d_inner
+        if y > concat:
+            return concat, y, "y + states (above the concat's block)"
+        return concat, t * self.d_inner, "z (y + states in the concat's block)"
+
+    def formula(self, t: int, n: int) -> str:
+        if self.arch not in MAMBA2:
+            return (
+                "(below + xz + conv + dt + y + x_db) · n_tokens + states d_state · d_inner · n_seqs"
+                f" = ({self.below:,} + {self.d_in_proj:,} + {3 * self.d_inner:,} + {self.x_db:,})"
+                f" · {t:,} + {self.d_state:,} · {self.d_inner:,} · {n}"
+            )
+        concat, last, said = self._scan(t, n)
+        return (
+            f"(below + d_in_proj + xBC) · n_tokens + concat (xBC · n_tokens + n_embd_r · n_seqs) + {said}"
+            f" = ({self.below:,} + {self.d_in_proj:,} + {self.xbc:,}) · {t:,} + {concat:,} + {last:,}"
+        )
 
 
 def mixer(h: Hparams | None) -> Mixer | None:
     """The tensors a Mamba layer's graph holds at its peak, where ggml-alloc has freed what is
     consumed (src/models/mamba-base.cpp; an estimate, held to llama.cpp's logged compute buffers in
-    tests/fixtures/llamacpp_hybrid.json):
+    tests/fixtures/llamacpp_hybrid.json). Under them, three n_embd-wide tensors: ``inp_embd``
+    (``build_inp_embd``: allocated in every graph, never freed), the layer's input (kept for the
+    residual) and the normed input (freed by the in-projection, below what came after); in
+    Falcon-H1 also the attention's output, computed first and added after the mixer.
 
-    * Mamba-2 (``build_mamba2_layer``), at the gate: the layer's input (kept for the residual),
-      the in-projection ``zxBCdt`` (d_in_proj = 2·d_inner + 2·n_group·d_state + n_head; z is read
-      last), the convolution's output ``xBC`` (d_inner + 2·n_group·d_state), the scan's output y,
-      x·D and the contiguous z (d_inner each), and the scan's new states (d_state·d_inner a sequence);
-    * Mamba (``build_mamba_layer``), at the scan: the input, ``xz`` (2·d_inner), the convolution's
-      output, dt and y (d_inner each), ``x_db`` (dt_rank + 2·d_state), and the new states.
+    * Mamba-2 (``build_mamba2_layer``): the in-projection ``zxBCdt`` (d_in_proj = 2·d_inner +
+      2·n_group·d_state + n_head), the convolution's input (the sequences' conv states
+      concatenated with the new columns) and output ``xBC``, the scan's output (y, then the new
+      states, d_state·d_inner a sequence) and the contiguous z (d_inner);
+    * Mamba (``build_mamba_layer``), at the scan: ``xz`` (2·d_inner), the convolution's output, dt
+      and y (d_inner each), ``x_db`` (dt_rank + 2·d_state), and the new states.
 
     None for the other mixers (gated DeltaNet, KDA, short convolutions), whose graphs are not
     modelled here."""
     if h is None or not h.recurrent or h.arch not in MAMBA1 + MAMBA2:
         return None
     d_inner, d_state, groups, rank = h.ssm
-    hidden = h.n_embd
-    per_seq = d_state * d_inner
+    # Falcon-H1 runs attention beside the mixer on the same normed input (src/models/falcon-h1.cpp):
+    # the attention's n_embd-wide output waits for the mixer's
+    below = (4 if h.arch == "falcon-h1" else 3) * h.n_embd
     if h.arch in MAMBA2:
-        bc = 2 * groups * d_state
-        per_token = hidden + (2 * d_inner + bc + rank) + (d_inner + bc) + 3 * d_inner
-        said = "n_embd + d_in_proj + (d_inner + 2·n_group·d_state) + 3·d_inner"
-        return Mixer(per_token, said, per_seq, "d_state · d_inner")
-    per_token = hidden + 2 * d_inner + 3 * d_inner + rank + 2 * d_state
-    return Mixer(per_token, "n_embd + 2·d_inner + 3·d_inner + dt_rank + 2·d_state", per_seq, "d_state · d_inner")
+        xbc = d_inner + 2 * groups * d_state
+        return Mixer(h.arch, below, d_inner, d_state, xbc, d_inner + xbc + rank, 0, h.n_embd_r)
+    return Mixer(h.arch, below, d_inner, d_state, d_inner, 2 * d_inner, rank + 2 * d_state, h.n_embd_r)

@@ -49,6 +49,8 @@ class Widths:
     ffn: int  # each feed-forward's up widths + inner width (k times for routed experts), summed
     logits: int  # V, 0 without a language-model head
     last_only: bool  # logits for the last position only (a generating head)
+    graph_ffn: int = 0  # the widest feed-forward as ggml's graph holds it (:func:`graph_ffn_width`)
+    shared: bool = False  # a layer runs several feed-forwards (routed experts, then a shared one)
 
     @property
     def layer(self) -> int:
@@ -65,6 +67,17 @@ def _ffn_width(f: FeedForward, h: int) -> int:
     return f.ups + f.inner
 
 
+def graph_ffn_width(ffns: list[FeedForward] | tuple[FeedForward, ...], h: int) -> int:
+    """One layer's feed-forwards as llama.cpp's graph holds them (``build_ffn``,
+    ``build_moe_ffn``): gate, up and their product, k copies for k routed experts (ggml-alloc
+    frees gate and up once multiplied, before the down projection's k·h output, and
+    ``ggml_mul_mat_id`` gathers no copy of the input); the h-wide outputs of the layer's other
+    feed-forwards are held until summed."""
+    if not ffns:
+        return 0
+    return max(f.times * (f.ups + f.inner) for f in ffns) + h * (len(ffns) - 1)
+
+
 def _layer_widths(g: Layer) -> tuple[int, int, int]:
     """(h, W_attn, W_ffn) of one layer: attention holds q, k, v and its output. Several MLPs
     in one layer (routed experts and a shared expert) run one after another: the widest one's
@@ -76,11 +89,15 @@ def _layer_widths(g: Layer) -> tuple[int, int, int]:
 
 def widths(model: Model) -> Widths:
     """The widest layer's widths (from :mod:`paramcount.memory.layers`) and the output head's V."""
-    found = [_layer_widths(g) for g in layers(model)] or [(0, 0, 0)]
+    groups = layers(model)
+    found = [_layer_widths(g) for g in groups] or [(0, 0, 0)]
     h, attention, ffn = max(found, key=lambda t: 4 * t[0] + max(t[1], t[2]))
     name = output_embedding(model)
     vocab = next((m.d_out for m in walk(model) if m.name == name), 0) if name else 0
-    return Widths(h, attention, ffn, vocab, any(tag in model.class_name for tag in _GENERATING))
+    graph = max((graph_ffn_width(g.ffn, g.hidden) for g in groups), default=0)
+    shared = any(len(g.ffn) > 1 for g in groups)
+    generating = any(tag in model.class_name for tag in _GENERATING)
+    return Widths(h, attention, ffn, vocab, generating, graph, shared)
 
 
 def activations(model: Model, context: int, batch: int, dtype_bytes: int, dtype: str, w: Widths | None = None) -> Term:
