@@ -273,6 +273,8 @@ def compute(shape: Shape, layout: Layout, cells: Cells, o: Options, mixer: Mixer
     }
     if not n_kv:  # no attention layer: no masks, no attention moment
         del moments["attention"]
+    if not shape.ffn:  # no feed-forward (Mamba): no moment of its own
+        del moments["feed-forward"]
     if mixer is not None:
         moments["recurrent mixer"] = masks + mixer.values(t, cells.n_seq_max) * F32
     peak = max(moments, key=moments.get)
