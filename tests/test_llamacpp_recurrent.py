@@ -141,8 +141,10 @@ def test_compute_estimate_at_published_widths(files, fam, size, i):
 def test_compute_estimate_at_toy_widths(files, fam, size, i):
     """At widths far below any published model (hidden 256, a vocabulary of 1,024) the holes
     ggml-alloc leaves under the largest tensors are a larger share: within 6% for one to three
-    sequences; with 32 sequences of 8 tokens the gated DeltaNet graphs' holes under the logits
-    are not modelled (Qwen3-Next's shape: 14.4% under), within 15%."""
+    sequences (Falcon-H1, its input normed once for each branch: 0.1%); with 32 sequences of 8
+    tokens the holes that layers leave for the next are not modelled (the routed experts' sum
+    of the gated DeltaNet MoE shapes lands above their weighted outputs: 14.5% under), within
+    15%."""
     case = FAMILIES[fam][size]["cases"][i]
     err = compute_error(files, fam, size, case)
     assert abs(err) <= (0.15 if case["parallel"] == 32 else 0.06), f"{err:+.1%}"

@@ -509,7 +509,8 @@ def mixer(h: Hparams | None) -> Mixer | None:
     tests/fixtures/llamacpp_hybrid.json). Under them, three n_embd-wide tensors: ``inp_embd``
     (``build_inp_embd``: allocated in every graph, never freed), the layer's input (kept for the
     residual) and the normed input (freed by the in-projection, below what came after); in
-    Falcon-H1 also the attention's output, computed first and added after the mixer.
+    Falcon-H1 also the attention's output, computed first and added after the mixer, and the
+    attention's own normed input.
 
     * Mamba-2 (``build_mamba2_layer``): the in-projection ``zxBCdt`` (d_in_proj = 2·d_inner +
       2·n_group·d_state + n_head), the convolution's input (the sequences' conv states
@@ -523,9 +524,9 @@ def mixer(h: Hparams | None) -> Mixer | None:
     if h is None or not h.recurrent or h.arch not in MAMBA1 + MAMBA2:
         return None
     d_inner, d_state, groups, rank = h.ssm
-    # Falcon-H1 runs attention beside the mixer on the same normed input (src/models/falcon-h1.cpp):
-    # the attention's n_embd-wide output waits for the mixer's
-    below = (4 if h.arch == "falcon-h1" else 3) * h.n_embd
+    # Falcon-H1 runs attention beside the mixer (src/models/falcon-h1.cpp): its n_embd-wide output
+    # waits for the mixer's, and the layer's input is normed twice (build_norm for each branch)
+    below = (5 if h.arch == "falcon-h1" else 3) * h.n_embd
     if h.arch in MAMBA2:
         xbc = d_inner + 2 * groups * d_state
         return Mixer(h.arch, below, d_inner, d_state, xbc, d_inner + xbc + rank, 0, h.n_embd_r)
