@@ -277,7 +277,7 @@ def test_a_planned_mix_loads_without_its_mtp_block(hub):
         return name.startswith("mtp.") or (m is not None and int(m[1]) >= n)
 
     skipped = sum(r.bytes for r in rows if mtp(r.name))
-    plan = inference(model, "q4_k_m", context=4096, runtime="llama.cpp")
+    plan = inference(model, "q4_k_m", context=4096, runtime="llama.cpp", device="cpu")  # every tensor in one buffer
     assert skipped > 0
     assert plan.term("weights").bytes == sum(r.bytes for r in rows) - skipped
     assert inference(model, "q4_k_m", context=4096).term("weights").bytes == sum(r.bytes for r in rows)
@@ -313,7 +313,8 @@ def test_cli_plans_a_hybrid_in_full(capsys):
     )
     doc = json.loads(capsys.readouterr().out)
     assert "partial" not in doc
-    assert [t["key"] for t in doc["terms"]] == ["weights", "kv_cache", "state", "compute", "output", "overhead"]
+    keys = ["weights", "kv_cache", "state", "compute", "output", "overhead", "host_weights"]
+    assert [t["key"] for t in doc["terms"]] == keys
     state = next(t for t in doc["terms"] if t["key"] == "state")
     assert state["estimate"] is False and "create_memory" in state["source"]
     assert main(["memory", "state-spaces/mamba-2.8b-hf", "--runtime", "llama.cpp", "--width", "120"]) == 0

@@ -61,7 +61,7 @@ def test_each_runtimes_plan_is_the_librarys(client, llama, runtime):
     series = {s["key"]: s["bytes"] for s in got["curve"]["series"]}
     for i, context in enumerate(got["curve"]["contexts"]):  # every point of the curve, the same runtime
         at = inference(llama, fields["scheme"], context, batch=3, runtime=runtime, **options)
-        assert {k: v[i] for k, v in series.items()} == {t.key: t.bytes for t in at.terms}, context
+        assert {k: v[i] for k, v in series.items()} == {t.key: t.bytes for t in at.terms if not t.host}, context
 
 
 @pytest.mark.parametrize("runtime", RUNTIMES)
@@ -77,6 +77,18 @@ def test_each_precision_is_fitted_under_the_same_runtime(client, llama, runtime)
         lib = fit(llama, "h100", 8192, 1, only=(row["scheme"],), runtime=runtime, **served).rows[0]
         assert (row["total"], row["fits"], row["max_context"]) == (lib.plan.total, lib.fits, lib.max_context)
         assert row["max_sequences"] == (lib.serving["max_concurrency"] if runtime == "vllm" else None)
+
+
+def test_llama_cpp_host_memory_is_marked_and_left_out_of_the_gpu(client, llama):
+    """llama.cpp keeps the input layer in host memory: the term says so, the total and the curve
+    (drawn against the GPU) leave it out."""
+    got = memory(client, runtime="llama.cpp", scheme="q4_k_m", gpu="h100").json()
+    lib = inference(llama, "q4_k_m", 4096, runtime="llama.cpp")
+    host = [t for t in got["terms"] if t.get("host")]  # present, and true, on host terms only
+    assert [t["key"] for t in host] == ["host_weights"] and got["host"] == lib.host == host[0]["bytes"] > 0
+    assert got["total"] == lib.total == sum(t["bytes"] for t in got["terms"] if not t.get("host"))
+    assert "host_weights" not in {s["key"] for s in got["curve"]["series"]}
+    assert memory(client).json()["host"] == 0  # transformers: everything on the GPU
 
 
 def test_vllm_says_what_it_would_log_on_the_gpu(client, llama):

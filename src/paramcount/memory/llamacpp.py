@@ -35,6 +35,7 @@ from typing import Any
 
 from ..dtypes import DTYPES
 from ..errors import ParamcountError
+from ..ir import join
 from ..model import Model
 from ..records import replace
 from . import overhead as _overhead
@@ -456,8 +457,12 @@ class LlamaCppPlanner:
         w = loaded(model, weights(model, self.scheme, keep=keep, pure=pure))
         self.keep = ",".join(w.keep) or "none"
         self.unquantised = w.unquantised()
-        self.weights = replace(w.term(), source=_WEIGHTS_SRC)
-        self.repack = repack(w, _arch(model), is_gguf(model)) if self.options.device == "cpu" else ()
+        arch, gguf = _arch(model), is_gguf(model)
+        self.weights, self.host = replace(w.term(), source=_WEIGHTS_SRC), ()
+        if self.options.device == "gpu":  # the input layer stays in host memory, beside the GPU
+            self.weights, host = offload(model, w, arch, gguf)
+            self.host = (host,) if host is not None else ()
+        self.repack = repack(w, arch, gguf) if self.options.device == "cpu" else ()
         self.layout, self.partial, self.recurrent = _layout(model)
         self.stored_as = w.options if self.scheme == "stored" else None
         default = CPU_OVERHEAD if self.options.device == "cpu" else GPU_DEFAULT
@@ -472,7 +477,7 @@ class LlamaCppPlanner:
         o = self.options
         warned = self.limit.check(context, "llama.cpp")
         if self.partial:
-            terms = (self.weights, *self.repack, *self._overhead(self.weights.bytes))
+            terms = (self.weights, *self.repack, *self._overhead(self.weights.bytes), *self.host)
             note = f"weights only, no KV, compute or output buffers: {self.partial}"
             return Plan(
                 self.model, "inference", terms, self._settings(None, context, why, batch), (note,), self, self.partial
@@ -487,7 +492,7 @@ class LlamaCppPlanner:
             output(self.shape, cells, o),
             *self.repack,
         )
-        terms = (*base, *self._overhead(sum(t.bytes for t in base)))
+        terms = (*base, *self._overhead(sum(t.bytes for t in base)), *self.host)
         notes = (*warned, *self.layout.notes, *_notes(o), *_mixer_note(self.recurrent))
         return Plan(self.model, "inference", terms, self._settings(cells, context, why, batch), notes, planner=self)
 
@@ -621,6 +626,119 @@ def repack(w: Any, arch: str | None = None, gguf: bool = False) -> tuple[Term, .
         " (CPU_REPACK buffer type); src/llama-model-loader.cpp create_tensor (TENSOR_DUPLICATED output)"
     )
     return (Term("repack", "CPU_REPACK buffer (weights repacked for the CPU)", n, formula, said, guess, src),)
+
+
+# ---- the model buffers on a GPU ---------------------------------------------------------------
+
+# llama-arch.cpp LLM_TENSOR_INFOS: the tensors of LLM_TENSOR_LAYER_INPUT, by their GGUF names (the
+# masked-embedding tables listed there too are GGML_OP_NONE: never loaded)
+_INPUT_LAYER = re.compile(r"^(token_embd|position_embd|token_types|per_layer_token_embd)\.weight$")
+# the tower kinds of a composite's tree whose tensors are the mmproj file's, not the language model's
+_MMPROJ_TOWERS = ("vision_encoder", "audio_encoder", "projector")
+_OFFLOAD_SAID = (
+    "every layer on the GPU (-ngl all: n_layer + 1 with the output layer; llama-server's default -ngl auto"
+    " when they fit, llama_model_default_params' -1; llama-cpp-python's Llama() needs n_gpu_layers=-1): the"
+    " repeating and output layers in CUDA0, the input layer on the CPU"
+)
+_COPY_SAID = (
+    "; no output.weight: token_embd loaded again as the output head (create_tensor TENSOR_DUPLICATED, placed"
+    " as LLM_TENSOR_OUTPUT), a second copy, on the GPU"
+)
+_PADDING_SAID = (
+    "; tensor bytes as llama_model_size counts them (ggml-cuda pads a quantised tensor's last row to a multiple"
+    " of 512 values and aligns each tensor to 128 B: under 640 B a tensor, not counted)"
+)
+_DEVICE_SRC = (
+    "llama.cpp src/llama-model.cpp llama_model_base::load_tensors (dev_layer, dev_output: get_layer_buft_list,"
+    " the GPU for il >= n_layer_all + 1 - n_gpu_layers), src/llama-model-loader.cpp create_tensor"
+    " (TENSOR_DUPLICATED token_embd as LLM_TENSOR_OUTPUT, in the output layer's buffer), llama_model_size"
+)
+_HOST_SRC = (
+    'llama.cpp src/llama-model.cpp llama_model_base::load_tensors (dev_input = {cpu_dev, cpu_buft_list}: "the'
+    ' input layer is always on the CPU"), src/llama-arch.cpp LLM_TENSOR_INFOS (LLM_TENSOR_LAYER_INPUT),'
+    " src/llama-model-loader.cpp create_tensor (with mmap, the CPU buffer type: CPU_Mapped)"
+)
+
+
+def offload(model: Model, w: Any, arch: str | None, gguf: bool) -> tuple[Term, Term | None]:
+    """The weights with every layer on the GPU, split as ``llama_model_base::load_tensors`` puts
+    them: the CUDA0 model buffer (the repeating and output layers, and the token embedding again
+    where llama.cpp loads it as the output head) and the input layer, which stays on the CPU
+    whatever ``-ngl`` says: host memory, mmapped from the file (None where there is none)."""
+    inputs = _input_layer(model, w, gguf)
+    held = {id(r) for r in inputs}
+    copy = _output_copy(w, arch, gguf)
+    rows = tuple(r for r in w.rows if id(r) not in held) + ((copy,) if copy is not None else ())
+    whole = w.term()
+    on_gpu = replace(w, rows=rows).term()
+    guess = copy is not None and arch is None
+    said = whole.assumption + "; " + _OFFLOAD_SAID + (_COPY_SAID if copy is not None else "") + _PADDING_SAID
+    if guess:
+        said += "; the llama.cpp architecture of this config is not mapped here: the copy is counted as most load it"
+    host = sum(r.bytes for r in inputs)
+    moved = f" − {host:,} B (input layer, on the host)" if host else ""
+    again = f" + {copy.bytes:,} B (token_embd again as the output head)" if copy is not None else ""
+    formula = f"{w.bytes:,} B (every tensor){moved}{again} = {on_gpu.bytes:,} B" if moved or again else on_gpu.formula
+    label = whole.label.replace("weights", "weights, CUDA0 model buffer", 1)
+    device = replace(
+        on_gpu, label=label, formula=formula, assumption=said, estimate=w.bound or guess, source=_DEVICE_SRC
+    )
+    return device, _host_term(w, inputs) if inputs else None
+
+
+def _host_term(w: Any, inputs: list[Any]) -> Term:
+    """The input layer's CPU_Mapped buffer: host memory beside the GPU."""
+    t = replace(w, rows=tuple(inputs)).term()
+    names = ", ".join(r.name for r in inputs)
+    said = (
+        f"{names}: the input layer, on the CPU whatever -ngl says; with mmap (the default) the file's own pages"
+        " (CPU_Mapped: llama.cpp logs the file's span from the first to the end of the last), with --no-mmap a"
+        " CUDA_Host copy; host RAM, not in the GPU total"
+    )
+    label = "input layer, CPU_Mapped model buffer"
+    parts = t.parts if len(t.parts) > 1 else ()
+    return replace(t, key="host_weights", label=label, assumption=said, source=_HOST_SRC, parts=parts, host=True)
+
+
+def _input_layer(model: Model, w: Any, gguf: bool) -> list[Any]:
+    """The rows of llama.cpp's input layer: a file's token_embd, position_embd, token_types and
+    per_layer_token_embd; a config's embedding tables outside the decoder stack and its towers
+    (the converter writes the token, position, token-type and Gemma's per-layer tables as those)."""
+    if gguf:
+        return [r for r in w.rows if _INPUT_LAYER.match(r.name)]
+    names = _input_slots(model)
+    return [r for r in w.rows if r.name in names and r.role != "tied"]
+
+
+def _input_slots(model: Model) -> frozenset[str]:
+    from .slots import slots
+
+    found = model.derived(("slots", False), lambda: tuple(slots(model.tree, model.model_type, checkpoint=False)))
+    towers = _towers(model.tree)
+    return frozenset(
+        s.name
+        for s in found
+        if s.layers is None
+        and s.tie is None
+        and s.kind == "embeddings"
+        and not s.linear
+        and len(s.shape) == 2
+        and not s.name.startswith(towers)
+    )
+
+
+def _towers(tree: Any, prefix: str = "") -> tuple[str, ...]:
+    """Name prefixes of a composite's image and audio towers and projectors (the mmproj file's)."""
+    here = join(prefix, tree.name)
+    out: list[str] = []
+    for c in getattr(tree, "children", ()):
+        if not hasattr(c, "children"):
+            continue
+        if getattr(c, "tower", None) in _MMPROJ_TOWERS:
+            out.append(join(here, c.name) + ".")
+        else:
+            out += _towers(c, here)
+    return tuple(out)
 
 
 # ---- multi-token-prediction blocks ------------------------------------------------------------

@@ -34,7 +34,10 @@ DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 class Plan:
     """The memory a run needs: ``terms`` (each a :class:`Term`) and their ``total`` in bytes.
 
-    ``settings`` holds every choice the figures depend on (scheme, context, batch, dtypes, ...).
+    ``total`` is what the device holds (a GPU's memory, or the CPU's with llama.cpp's
+    ``--device cpu``): every term but those marked ``host``, which a runtime keeps in host RAM
+    beside a GPU and ``host`` sums. ``settings`` holds every choice the figures depend on
+    (scheme, context, batch, dtypes, ...).
     """
 
     model: Model = field(repr=False)
@@ -47,12 +50,18 @@ class Plan:
 
     @property
     def total(self) -> int:
-        return sum(t.bytes for t in self.terms)
+        """Bytes on the device: the terms not held in host memory."""
+        return sum(t.bytes for t in self.terms if not t.host)
+
+    @property
+    def host(self) -> int:
+        """Bytes held in host memory beside the device (not in ``total``)."""
+        return sum(t.bytes for t in self.terms if t.host)
 
     @property
     def estimated(self) -> int:
         """The part of the total that is modelled rather than exact."""
-        return sum(t.bytes for t in self.terms if t.estimate)
+        return sum(t.bytes for t in self.terms if t.estimate and not t.host)
 
     def at(self, context: int, batch: int) -> Plan:
         """The same setup at another context and batch (what plots and fit searches draw on)."""
@@ -76,6 +85,7 @@ class Plan:
             "terms": [term_dict(t) for t in self.terms],
             "notes": list(self.notes),
             **({"partial": self.partial} if self.partial else {}),
+            **({"host": size_dict(self.host)} if any(t.host for t in self.terms) else {}),
         }
 
 
@@ -93,6 +103,7 @@ def term_dict(t: Term) -> dict[str, Any]:
         "estimate": t.estimate,
         "source": t.source,
         "parts": [term_dict(p) for p in t.parts],
+        **({"host": True} if t.host else {}),
     }
 
 

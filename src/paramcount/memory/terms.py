@@ -14,7 +14,9 @@ class Term:
 
     ``estimate`` marks modelled figures (activations, runtime overhead) as opposed to
     identities (weights, KV cache); ``source`` cites the formula of an estimate. ``parts``
-    are sub-terms whose bytes sum to this one.
+    are sub-terms whose bytes sum to this one. ``host`` marks memory the runtime holds in host
+    RAM beside the device the plan is for (llama.cpp's input layer on a GPU): a plan's
+    ``total`` leaves it out and its ``host`` sums it, so it is never added to GPU memory.
     """
 
     key: str
@@ -25,6 +27,7 @@ class Term:
     estimate: bool = False
     source: str = ""
     parts: tuple[Term, ...] = ()
+    host: bool = False
 
     @property
     def gb(self) -> float:

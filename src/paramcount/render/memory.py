@@ -85,27 +85,37 @@ def terms_table(plan: Plan) -> Table:
     t.add_column("GB", justify="right")
     t.add_column("GiB", justify="right")
     t.add_column("figure")
-    for term in plan.terms:
-        t.add_row(_row_label(term), n(term.bytes), gb(term.bytes), gib(term.bytes), _kind(term))
-        for part in term.parts:
-            style = "dim"
-            cells = (Text(x, style) for x in (n(part.bytes), gb(part.bytes), gib(part.bytes)))
-            t.add_row(_row_label(part, 1), *cells, "")
+    host = [term for term in plan.terms if term.host]
+    for term in (term for term in plan.terms if not term.host):
+        _term_rows(t, term)
     bold = "bold"
     total = plan.total
-    t.add_row(Text("total", bold), Text(n(total), bold), Text(gb(total), bold), Text(gib(total), bold), "")
+    name = "total on the GPU" if host else "total"
+    t.add_row(Text(name, bold), Text(n(total), bold), Text(gb(total), bold), Text(gib(total), bold), "")
+    for term in host:  # below the total, which leaves them out
+        _term_rows(t, term)
     return t
 
 
+def _term_rows(t: Table, term: Term) -> None:
+    t.add_row(_row_label(term), n(term.bytes), gb(term.bytes), gib(term.bytes), _kind(term))
+    for part in term.parts:
+        style = "dim"
+        cells = (Text(x, style) for x in (n(part.bytes), gb(part.bytes), gib(part.bytes)))
+        t.add_row(_row_label(part, 1), *cells, "")
+
+
 def _kind(t: Term) -> Text:
-    return Text("estimate", style="yellow") if t.estimate else Text("exact")
+    kind = Text("estimate", style="yellow") if t.estimate else Text("exact")
+    return kind.append(", host", style="cyan") if t.host else kind
 
 
 def how(plan: Plan) -> list[Any]:
     """Each term's formula, assumption and, for an estimate, where its formula comes from."""
     out: list[Any] = []
     for t in plan.terms:
-        out.append(Text(t.label + (" [estimate]" if t.estimate else ""), style="bold"))
+        marks = (" [estimate]" if t.estimate else "") + (" [host memory, not in the total]" if t.host else "")
+        out.append(Text(t.label + marks, style="bold"))
         g = Table.grid(padding=(0, 1))
         g.add_column(style="dim", no_wrap=True)
         g.add_column(overflow="fold")
@@ -121,7 +131,7 @@ def how(plan: Plan) -> list[Any]:
 def render_plan(plan: Plan, gpu: GPU | None = None) -> Group:
     parts: list[Any] = [heading(plan), Text(""), terms_table(plan), Text("")]
     share = plan.estimated / plan.total if plan.total else 0
-    estimated = ", ".join(t.key for t in plan.terms if t.estimate)
+    estimated = ", ".join(t.key for t in plan.terms if t.estimate and not t.host)
     parts.append(Text(f"estimates ({estimated}) are {share:.1%} of the total; how each term is computed:"))
     parts += how(plan)
     parts += [Text(f"note: {note}", style="yellow") for note in plan.notes]
@@ -273,9 +283,9 @@ def render_fit(fit: Fit) -> Group:
             Text("min GPUs: data parallel with ZeRO-3 (weights, gradients, optimizer states sharded over them)")
         )
     partial = _partial(r.plan for r in fit.rows)
-    estimated = _listed(dict.fromkeys(t.key for r in fit.rows for t in r.plan.terms if t.estimate))
+    estimated = _listed(dict.fromkeys(t.key for r in fit.rows for t in r.plan.terms if t.estimate and not t.host))
     parts += partial or [Text(f"every figure includes the estimated {estimated}; `paramcount memory` itemises them")]
-    return Group(*parts)
+    return Group(*parts, *_host_note(r.plan for r in fit.rows))
 
 
 def _options_of(settings: Mapping[str, Any]) -> str:
@@ -322,7 +332,10 @@ def render_overview(o: Overview) -> Group:
     skipped = [Text(f"left out: {why}", style="yellow") for why in o.skipped]
     partial = _partial(o.plans.values())
     footnotes = unquantised_notes(o.plans)
-    return Group(head, Text(what), Text(""), overview_table(o), Text(""), Text(legend), *footnotes, *skipped, *partial)
+    hosted = _host_note(o.plans.values())
+    return Group(
+        head, Text(what), Text(""), overview_table(o), Text(""), Text(legend), *footnotes, *skipped, *partial, *hosted
+    )
 
 
 def unquantised_notes(plans: Mapping[str, Plan]) -> list[Text]:
@@ -343,3 +356,15 @@ def _partial(plans: Any) -> list[Text]:
     """The reason once, when the figures are weights and overhead alone."""
     why = next((p.partial for p in plans if p.partial), None)
     return [Text(f"n/a, and every figure is weights + overhead only: {why}", style="yellow")] if why else []
+
+
+def _host_note(plans: Any) -> list[Text]:
+    """Once, where the figures leave out what the runtime holds in host memory beside the GPU."""
+    if not any(p.host for p in plans):
+        return []
+    return [
+        Text(
+            "figures are GPU memory: llama.cpp keeps its input layer (the token embeddings) in host memory "
+            "beside them, not counted here; `paramcount memory` itemises it"
+        )
+    ]

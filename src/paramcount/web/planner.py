@@ -102,7 +102,7 @@ def plan(model: Model, q: Any) -> dict[str, Any]:
         return _full(model, q, card, _training_planner(model, q), None)
     runtime, planner = _runtime_planner(model, q, card)
     if planner.partial:
-        return _weights_only(model, q, card, planner.partial, runtime)
+        return _weights_only(model, q, card, planner, runtime)
     return _full(model, q, card, planner, runtime)
 
 
@@ -144,6 +144,7 @@ def _full(model: Model, q: Any, card: Any, planner: Any, runtime: str | None) ->
         "runtime": runtime,
         "partial": False,
         "total": p.total,
+        "host": p.host,
         "terms": [term_dict(t) for t in p.terms],
         "settings": {**{k: _plain(v) for k, v in p.settings.items()}, "context": context, "context_from": why},
         "notes": list(p.notes),
@@ -173,19 +174,20 @@ def _training(q: Any) -> dict[str, Any]:
     return opts
 
 
-def _weights_only(model: Model, q: Any, card: Any, why: str, runtime: str) -> dict[str, Any]:
-    from ..memory.weights import weights
-
-    term = weights(model, q.scheme).term()
+def _weights_only(model: Model, q: Any, card: Any, planner: Any, runtime: str) -> dict[str, Any]:
+    """The runtime's weights term (on a GPU, llama.cpp's device buffer, with the input layer it
+    keeps in host memory beside it)."""
+    term, host = planner.weights, tuple(getattr(planner, "host", ()))
     chosen = list(dict.fromkeys([*_inference_precisions(runtime), q.scheme]))
     return {
         "mode": q.mode,
         "runtime": runtime,
         "partial": True,
         "total": term.bytes,
-        "terms": [term_dict(term)],
+        "host": sum(t.bytes for t in host),
+        "terms": [term_dict(t) for t in (term, *host)],
         "settings": {"scheme": q.scheme, "context": None, "batch": q.batch},
-        "notes": [f"weights only: {why}"],
+        "notes": [f"weights only: {planner.partial}"],
         "gpu": gpu_dict(card),
         "fits": term.bytes <= card.usable,
         "context_limit": None,
@@ -227,7 +229,7 @@ def contexts(context: int, limit: int | None) -> list[int]:
 def _curve(planner: Any, batch: int, context: int, limit: int | None) -> dict[str, Any]:
     xs = contexts(context, limit)
     plans = [planner.plan(context=c, batch=batch) for c in xs]
-    keys = [t.key for t in plans[0].terms]
+    keys = [t.key for t in plans[0].terms if not t.host]  # against the GPU: not what the host holds
     series = [
         {"key": k, "label": plans[0].term(k).label.split(" (")[0], "bytes": [p.term(k).bytes for p in plans]}
         for k in keys

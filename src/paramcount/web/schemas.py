@@ -240,6 +240,9 @@ class MemTerm(BaseModel):
     estimate: bool
     source: str
     parts: list[MemTerm]
+    host: bool = Field(
+        False, description="true (and present) only for memory held on the host beside the GPU: not in total"
+    )
 
 
 class GPUInfo(BaseModel):
@@ -297,6 +300,7 @@ class MemoryResponse(BaseModel):
     runtime: str | None = Field(None, description="inference: the runtime planned (the default when none was asked)")
     partial: bool = Field(description="true when only the weights could be planned (no config: no KV cache layout)")
     total: int
+    host: int = Field(0, description="bytes held in host memory beside the GPU (the terms marked host), not in total")
     terms: list[MemTerm]
     settings: dict[str, Any]
     notes: list[str]

@@ -883,9 +883,11 @@
       const tag = text("span", "tag " + (p.fits ? "yes" : "no"), p.fits ? "fits" : "does not fit");
       v.append(tag, text("span", "big", `${gb(p.total)} GB`), text("span", "muted", `needed of ${usable}`));
     }
+    // what the runtime holds in host memory beside the GPU (llama.cpp's input layer): not in the total
+    if (p.host) v.append(text("span", "muted", `+ ${gb(p.host)} GB in host memory, not on the GPU`));
     renderServing(p);
     const label = `${g.name}: ${gb(g.usable)} GB`;
-    C.memoryBar($("membar"), p.terms, g.usable, label);
+    C.memoryBar($("membar"), p.terms.filter((t) => !t.host), g.usable, label);
     C.memoryPlot($("memplot"), p.curve, g.usable, label, ctx);
     $("memplot").hidden = p.partial;
     $("plot-empty").hidden = !p.partial;
@@ -992,6 +994,7 @@
       }
       name.append(t.label);
       if (t.estimate) name.appendChild(text("span", "est", "estimate"));
+      if (t.host) name.appendChild(text("span", "host", "host memory, not in the total"));
       const how = text("td");
       how.append(text("div", "formula", t.formula), text("div", "assume", t.assumption + (t.source ? ` — ${t.source}` : "")));
       tr.append(name, text("td", "r", gb(t.bytes)), text("td", "r", gib(t.bytes)), how);

@@ -1,0 +1,169 @@
+"""llama.cpp on a GPU keeps its input layer in host memory (llama_model_base::load_tensors:
+``dev_input = {cpu_dev, cpu_buft_list}``): the plan's total is the device's buffers only.
+
+The expectations are read off the tensors themselves, by llama.cpp's rules: with every layer
+offloaded, the tensors of LLM_TENSOR_LAYER_INPUT (llama-arch.cpp: token_embd, position_embd,
+token_types, per_layer_token_embd) stay in the CPU_Mapped buffer, everything else goes to CUDA0,
+and a file without output.weight gets token_embd a second time there as its output head
+(create_tensor with TENSOR_DUPLICATED). A config's token embedding is found by its transformers
+name here, a file's by its GGUF name; the CPU plan (``--device cpu``) is every tensor once.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import paramcount
+from paramcount.cli import main
+from paramcount.dtypes import DTYPES
+from paramcount.memory import inference
+from paramcount.memory.fit import fit
+from paramcount.memory.gpus import custom
+from paramcount.memory.weights import weights
+
+from .gguf_files import gemma3_spec, llama_spec, write
+
+CONTEXT = 4096
+INPUT_NAMES = ("token_embd.weight", "position_embd.weight", "token_types.weight", "per_layer_token_embd.weight")
+
+
+def plans(model, scheme: str | None = None, context: int = CONTEXT):
+    gpu = inference(model, scheme, context=context, runtime="llama.cpp")
+    cpu = inference(model, scheme, context=context, runtime="llama.cpp", device="cpu")
+    return gpu, cpu
+
+
+def row_bytes(model, scheme: str, name: str) -> tuple[int, int]:
+    """(every tensor's bytes, the named tensor's bytes) in the planned file."""
+    rows = weights(model, scheme).rows
+    return sum(r.bytes for r in rows), sum(r.bytes for r in rows if r.name == name)
+
+
+# ---- from a config ----------------------------------------------------------------------------
+
+
+def test_an_untied_model_keeps_its_token_embedding_on_the_host():
+    model = paramcount.load("meta-llama/Llama-3.1-8B")
+    assert not model.config.get("tie_word_embeddings")
+    every, embd = row_bytes(model, "q4_k_m", "model.embed_tokens.weight")
+    gpu, cpu = plans(model, "q4_k_m")
+    assert embd > 0
+    assert gpu.term("weights").bytes == every - embd
+    assert gpu.term("host_weights").bytes == gpu.host == embd and gpu.term("host_weights").host
+    assert gpu.total == sum(t.bytes for t in gpu.terms) - embd
+    host = gpu.term("host_weights")
+    assert "CUDA0 model buffer" in gpu.term("weights").label and "CPU_Mapped model buffer" in host.label
+    assert "load_tensors" in host.source and "LLM_TENSOR_LAYER_INPUT" in host.source
+    assert cpu.term("weights").bytes == every and cpu.host == 0
+    assert not any(t.host for t in cpu.terms) and cpu.total == sum(t.bytes for t in cpu.terms)
+
+
+@pytest.mark.parametrize("hub", ["Qwen/Qwen2.5-0.5B", "google/gemma-3-1b-pt"])
+def test_a_tied_model_loads_its_embedding_again_on_the_gpu(hub):
+    """No output.weight: token_embd stays on the host and its copy, the output head, is on the
+    GPU, so the device holds as many bytes as the file; the host the embedding again."""
+    model = paramcount.load(hub)
+    assert model.config.get("tie_word_embeddings", True)
+    every, embd = row_bytes(model, "q4_k_m", "model.embed_tokens.weight")
+    gpu, cpu = plans(model, "q4_k_m")
+    weights_gpu = gpu.term("weights")
+    assert weights_gpu.bytes == every - embd + embd == cpu.term("weights").bytes
+    assert gpu.host == embd > 0
+    assert f"+ {embd:,} B (token_embd again as the output head)" in weights_gpu.formula
+    assert sum(p.bytes for p in weights_gpu.parts) == weights_gpu.bytes
+    assert "TENSOR_DUPLICATED" in weights_gpu.assumption
+
+
+def test_position_and_per_layer_tables_are_input_layer_tensors():
+    """GPT-2's wpe is position_embd, Gemma 4's embed_tokens_per_layer per_layer_token_embd: both
+    LLM_TENSOR_LAYER_INPUT; a composite's tower tables are the mmproj file's, not the input layer."""
+    for hub, names in (
+        ("openai-community/gpt2", ("transformer.wte.weight", "transformer.wpe.weight")),
+        (
+            "google/gemma-4-E2B-it",
+            ("model.language_model.embed_tokens.weight", "model.language_model.embed_tokens_per_layer.weight"),
+        ),
+    ):
+        model = paramcount.load(hub)
+        rows = weights(model, "q4_k_m").rows
+        gpu, _ = plans(model, "q4_k_m", context=1024)
+        assert gpu.host == sum(r.bytes for r in rows if r.name in names) > 0, hub
+
+
+# ---- from a GGUF file -------------------------------------------------------------------------
+
+
+def spec_bytes(spec: dict) -> dict[str, int]:
+    out = {}
+    for name, shape, qtype in spec["tensors"]:
+        n = 1
+        for d in shape:
+            n *= d
+        b = DTYPES[qtype]
+        out[name] = n // b.elements * b.bytes
+    return out
+
+
+@pytest.mark.parametrize("tied", [False, True])
+def test_a_gguf_file_splits_by_its_own_tensor_names(tmp_path, tied):
+    pytest.importorskip("gguf")
+    spec = llama_spec("split", 2, 256, 4, 2, 512, 1000, ftype="Q8_0", tied=tied)
+    sizes = spec_bytes(spec)
+    model = paramcount.load(str(write(spec, tmp_path / "split.gguf")))
+    gpu, cpu = plans(model)
+    host = sum(v for k, v in sizes.items() if k in INPUT_NAMES)
+    assert host == sizes["token_embd.weight"]
+    assert gpu.host == host
+    assert gpu.term("weights").bytes == sum(sizes.values()) - host + (sizes["token_embd.weight"] if tied else 0)
+    assert cpu.term("weights").bytes == sum(sizes.values()) and cpu.host == 0
+
+
+def test_a_gemma3_file_without_output_weight(tmp_path):
+    pytest.importorskip("gguf")
+    spec = gemma3_spec("g3", 2, 256, 4, 1, 64, 512, 2048, ftype="F16")
+    sizes = spec_bytes(spec)
+    assert "output.weight" not in sizes
+    gpu, _ = plans(paramcount.load(str(write(spec, tmp_path / "g3.gguf"))))
+    assert gpu.term("weights").bytes == sum(sizes.values()) and gpu.host == sizes["token_embd.weight"]
+
+
+# ---- fit, JSON, the table ---------------------------------------------------------------------
+
+
+def test_fit_compares_the_device_total_with_the_gpu():
+    """A GPU with room for the device's buffers but not for the input layer too fits: the input
+    layer is host memory."""
+    model = paramcount.load("meta-llama/Llama-3.1-8B")
+    plan = inference(model, "q4_k_m", context=CONTEXT, runtime="llama.cpp")
+    card = custom(f"{(plan.total + plan.host // 2) / 10**6:.6f}MB")  # to the byte
+    row = fit(model, card, context=CONTEXT, runtime="llama.cpp", only=("q4_k_m",)).rows[0]
+    assert row.plan.total == plan.total and row.fits and row.headroom == plan.host // 2
+    assert row.max_context is not None and row.max_context >= CONTEXT
+    assert row.plan.planner.total(row.max_context) <= card.usable
+    doc = row.to_dict()
+    assert doc["host"]["bytes"] == plan.host and doc["host_terms"] == {"host_weights": plan.host}
+    assert sum(doc["terms"].values()) == doc["total"]["bytes"]
+
+
+def test_json_marks_host_memory(capsys):
+    argv = ["memory", "meta-llama/Llama-3.1-8B", "--runtime", "llama.cpp", "--dtype", "q4_k_m", "--json"]
+    assert main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    host = [t for t in doc["terms"] if t.get("host")]
+    assert [t["key"] for t in host] == ["host_weights"]
+    assert doc["host"]["bytes"] == host[0]["bytes"]
+    assert doc["total"]["bytes"] == sum(t["bytes"] for t in doc["terms"] if not t.get("host"))
+    assert main([*argv, "--device", "cpu"]) == 0
+    cpu = json.loads(capsys.readouterr().out)
+    assert "host" not in cpu and not any("host" in t for t in cpu["terms"])
+
+
+def test_the_table_puts_host_memory_below_the_gpu_total(capsys):
+    argv = ["memory", "Qwen/Qwen2.5-0.5B", "--runtime", "llama.cpp", "--dtype", "q4_k_m", "--width", "120"]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    total = next(i for i, line in enumerate(lines) if line.lstrip().startswith("total on the GPU"))
+    host = next(i for i, line in enumerate(lines) if "CPU_Mapped model buffer" in line)
+    assert host == total + 1 and "host" in lines[host]
