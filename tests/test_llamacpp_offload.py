@@ -90,6 +90,7 @@ def test_position_and_per_layer_tables_are_input_layer_tensors():
         rows = weights(model, "q4_k_m").rows
         gpu, _ = plans(model, "q4_k_m", context=1024)
         assert gpu.host == sum(r.bytes for r in rows if r.name in names) > 0, hub
+        assert "not mapped here" not in gpu.term("weights").assumption  # a composite: its language model's arch
 
 
 # ---- from a GGUF file -------------------------------------------------------------------------

@@ -816,7 +816,8 @@ def _arch(model: Model) -> str | None:
         return model.model_type
     from . import gguf_types as gg
 
-    return gg.ARCHS.get(gg.COMPOSITES.get(model.model_type, model.model_type))
+    composite = gg.COMPOSITES.get(model.model_type)  # an image+text family: its language model's file
+    return composite.arch if composite else gg.ARCHS.get(model.model_type)
 
 
 def _layout(model: Model) -> tuple[Layout | None, str | None, Any]:
