@@ -6,7 +6,8 @@ offloaded, the tensors of LLM_TENSOR_LAYER_INPUT (llama-arch.cpp: token_embd, po
 token_types, per_layer_token_embd) stay in the CPU_Mapped buffer, everything else goes to CUDA0,
 and a file without output.weight gets token_embd a second time there as its output head
 (create_tensor with TENSOR_DUPLICATED). A config's token embedding is found by its transformers
-name here, a file's by its GGUF name; the CPU plan (``--device cpu``) is every tensor once.
+name here, a file's by its GGUF name; the CPU plan (``--device cpu``) is every tensor once. On the
+GPU each tensor takes what ggml-cuda allocates for it (:func:`cuda_bytes`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,20 @@ def plans(model, scheme: str | None = None, context: int = CONTEXT):
     gpu = inference(model, scheme, context=context, runtime="llama.cpp")
     cpu = inference(model, scheme, context=context, runtime="llama.cpp", device="cpu")
     return gpu, cpu
+
+
+def cuda_bytes(shape: tuple[int, ...], qtype: str, nbytes: int) -> int:
+    """One tensor in a CUDA buffer: ggml-cuda's get_alloc_size (a quantised tensor whose rows are
+    not a multiple of MATRIX_ROW_PADDING = 512 values gets one row of the missing values), padded
+    to the buffer type's 128 B alignment by ggml_backend_alloc_ctx_tensors_from_buft."""
+    b = DTYPES.get(qtype)
+    if b is not None and b.elements > 1 and shape[-1] % 512:
+        nbytes += (512 - shape[-1] % 512) // b.elements * b.bytes
+    return -(-nbytes // 128) * 128
+
+
+def on_gpu(rows) -> int:
+    return sum(r.count * cuda_bytes(r.shape, r.format, r.bytes // r.count) for r in rows if r.count)
 
 
 def row_bytes(model, scheme: str, name: str) -> tuple[int, int]:
@@ -69,7 +84,10 @@ def test_a_tied_model_loads_its_embedding_again_on_the_gpu(hub):
     every, embd = row_bytes(model, "q4_k_m", "model.embed_tokens.weight")
     gpu, cpu = plans(model, "q4_k_m")
     weights_gpu = gpu.term("weights")
-    assert weights_gpu.bytes == every - embd + embd == cpu.term("weights").bytes
+    rows = weights(model, "q4_k_m").rows
+    embedding = [r for r in rows if r.name == "model.embed_tokens.weight"]
+    assert weights_gpu.bytes == on_gpu(rows) > cpu.term("weights").bytes == every  # the copy, padded
+    assert on_gpu(embedding) > embd  # rows of 896 (Qwen) and 1,152 (Gemma) values: padded to 512s
     assert gpu.host == embd > 0
     assert f"+ {embd:,} B (token_embd again as the output head)" in weights_gpu.formula
     assert sum(p.bytes for p in weights_gpu.parts) == weights_gpu.bytes
@@ -117,7 +135,10 @@ def test_a_gguf_file_splits_by_its_own_tensor_names(tmp_path, tied):
     host = sum(v for k, v in sizes.items() if k in INPUT_NAMES)
     assert host == sizes["token_embd.weight"]
     assert gpu.host == host
-    assert gpu.term("weights").bytes == sum(sizes.values()) - host + (sizes["token_embd.weight"] if tied else 0)
+    shapes = {name: (shape, qtype) for name, shape, qtype in spec["tensors"]}
+    device = [name for name in sizes if name not in INPUT_NAMES] + (["token_embd.weight"] if tied else [])
+    assert gpu.term("weights").bytes == sum(cuda_bytes(*shapes[n], sizes[n]) for n in device)
+    assert sum(cuda_bytes(*shapes[n], sizes[n]) for n in device) > sum(sizes[n] for n in device)  # rows of 256
     assert cpu.term("weights").bytes == sum(sizes.values()) and cpu.host == 0
 
 
@@ -127,7 +148,9 @@ def test_a_gemma3_file_without_output_weight(tmp_path):
     sizes = spec_bytes(spec)
     assert "output.weight" not in sizes
     gpu, _ = plans(paramcount.load(str(write(spec, tmp_path / "g3.gguf"))))
-    assert gpu.term("weights").bytes == sum(sizes.values()) and gpu.host == sizes["token_embd.weight"]
+    shapes = {name: (shape, qtype) for name, shape, qtype in spec["tensors"]}
+    device = sum(cuda_bytes(*shapes[n], b) for n, b in sizes.items())  # token_embd once more, as the output
+    assert gpu.term("weights").bytes == device and gpu.host == sizes["token_embd.weight"]
 
 
 # ---- fit, JSON, the table ---------------------------------------------------------------------

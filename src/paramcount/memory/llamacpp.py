@@ -645,9 +645,11 @@ _COPY_SAID = (
     " as LLM_TENSOR_OUTPUT), a second copy, on the GPU"
 )
 _PADDING_SAID = (
-    "; tensor bytes as llama_model_size counts them (ggml-cuda pads a quantised tensor's last row to a multiple"
-    " of 512 values and aligns each tensor to 128 B: under 640 B a tensor, not counted)"
+    "; each tensor as ggml-cuda allocates it: a quantised tensor whose rows are not a multiple of 512 values"
+    " gets one row's worth of the missing values (MATRIX_ROW_PADDING), and every tensor is aligned to 128 B"
 )
+CUDA_ALIGNMENT = 128  # ggml-cuda.cu ggml_backend_cuda_buffer_type_get_alignment
+MATRIX_ROW_PADDING = 512  # ggml-cuda/common.cuh
 _DEVICE_SRC = (
     "llama.cpp src/llama-model.cpp llama_model_base::load_tensors (dev_layer, dev_output: get_layer_buft_list,"
     " the GPU for il >= n_layer_all + 1 - n_gpu_layers), src/llama-model-loader.cpp create_tensor"
@@ -670,7 +672,10 @@ def offload(model: Model, w: Any, arch: str | None, gguf: bool) -> tuple[Term, T
     copy = _output_copy(w, arch, gguf)
     rows = tuple(r for r in w.rows if id(r) not in held) + ((copy,) if copy is not None else ())
     whole = w.term()
-    on_gpu = replace(w, rows=rows).term()
+    tensors = replace(w, rows=rows).term()
+    padding = cuda_padding(rows)
+    pad = Term("weights.padding", "ggml-cuda padding and alignment", padding, f"{padding:,} B", "", False)
+    on_gpu = replace(tensors, bytes=tensors.bytes + padding, parts=tensors.parts + ((pad,) if padding else ()))
     guess = copy is not None and arch is None
     said = whole.assumption + "; " + _OFFLOAD_SAID + (_COPY_SAID if copy is not None else "") + _PADDING_SAID
     if guess:
@@ -678,12 +683,31 @@ def offload(model: Model, w: Any, arch: str | None, gguf: bool) -> tuple[Term, T
     host = sum(r.bytes for r in inputs)
     moved = f" − {host:,} B (input layer, on the host)" if host else ""
     again = f" + {copy.bytes:,} B (token_embd again as the output head)" if copy is not None else ""
-    formula = f"{w.bytes:,} B (every tensor){moved}{again} = {on_gpu.bytes:,} B" if moved or again else on_gpu.formula
+    padded = f" + {padding:,} B (ggml-cuda's row padding and 128 B alignment)" if padding else ""
+    formula = f"{w.bytes:,} B (every tensor){moved}{again}{padded} = {on_gpu.bytes:,} B"
     label = whole.label.replace("weights", "weights, CUDA0 model buffer", 1)
     device = replace(
         on_gpu, label=label, formula=formula, assumption=said, estimate=w.bound or guess, source=_DEVICE_SRC
     )
     return device, _host_term(w, inputs) if inputs else None
+
+
+def cuda_padding(rows: Any) -> int:
+    """What a CUDA model buffer holds beyond the tensors' bytes: ``ggml_backend_alloc_ctx_tensors_from_buft``
+    takes ``GGML_PAD(get_alloc_size, 128)`` for each tensor, and ggml-cuda's ``get_alloc_size`` adds,
+    to a quantised tensor whose rows are not a multiple of 512 values, ``ggml_row_size(type, 512 -
+    ne0 % 512)`` (its last row padded, read by the matrix kernels)."""
+    extra = 0
+    for r in rows:
+        if not r.count or r.role == "tied":
+            continue
+        one = r.bytes // r.count
+        block = DTYPES.get(r.format)
+        short = -r.shape[-1] % MATRIX_ROW_PADDING if r.shape else 0
+        if block is not None and block.elements > 1 and short:
+            one += short // block.elements * block.bytes
+        extra += r.count * (-(-one // CUDA_ALIGNMENT) * CUDA_ALIGNMENT) - r.bytes
+    return extra
 
 
 def _host_term(w: Any, inputs: list[Any]) -> Term:
