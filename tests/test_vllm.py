@@ -419,3 +419,18 @@ def test_a_sliding_window_holds_the_batches_in_flight(pp):
     assert p.o.in_flight(context) == in_flight
     assert [s.pages.per_sequence(context, in_flight) for s in p.stages] == [per] * pp
     assert p.plan(context).term("kv_cache").bytes == (per + 1) * 16 * 8 * 256 * 2 * (32 // pp)
+
+
+def test_a_listed_gpu_is_claimed_from_its_stated_size_and_says_so(capsys):
+    """vLLM claims a share of the driver's total (torch.cuda.mem_get_info), a little under a card's
+    stated size: the plan says which it used, and a size given as --gpu is claimed as given."""
+    p = vllm("meta-llama/Llama-3.1-8B")
+    stated, reported = gpu("rtx4090").memory, gpu("23.55GiB").memory
+    a, b = p.serving(stated, 8192), p.serving(reported, 8192)
+    assert a["claim_of_bytes"] == stated and b["claim_of_bytes"] == reported
+    assert a["kv_cache_bytes"] - b["kv_cache_bytes"] == claim(stated) - claim(reported) > 0
+    assert main(["memory", "meta-llama/Llama-3.1-8B", "--runtime", "vllm", "--gpu", "rtx4090", "--json"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert any("stated 24.00 GiB" in n and "torch.cuda.mem_get_info" in n for n in notes)
+    assert main(["memory", "meta-llama/Llama-3.1-8B", "--runtime", "vllm", "--gpu", "23.55GiB", "--json"]) == 0
+    assert not any("mem_get_info" in n for n in json.loads(capsys.readouterr().out)["notes"])

@@ -802,6 +802,9 @@ class VllmPlanner:
         per_seq = self.stages[0].pages.per_sequence(context, self.o.in_flight(context))
         outside = memory - claim
         return {
+            # vLLM's total is the driver's (torch.cuda.mem_get_info): a listed GPU's stated size overstates it
+            "claim_of_bytes": memory,
+            "claim_of": "the --gpu size as stated (vLLM's is the driver's total, a little less on a listed GPU)",
             "kv_cache_bytes": min(max(claim - self._fixed(s, context), 0) for s in self.stages),
             "kv_blocks": blocks,
             # kv_cache_utils.py get_kv_cache_capacity: int(max_concurrency × max_model_len), the
@@ -959,6 +962,8 @@ class VllmPlanner:
             )
         if self.state is not None:
             notes.append(self._state_note(stage.pages))
+        if o.gpu is not None and o.gpu.kind != "custom":
+            notes.append(_driver_note(o.gpu.memory, o.utilization))
         return tuple(notes)
 
     def _defaults_note(self, context: int) -> str:
@@ -987,6 +992,20 @@ class VllmPlanner:
             f"{raised} so that its page holds a {spec.bytes:,} B state; prefix caching (on by default) keeps "
             f"{spec.blocks} state blocks per sequence and group; other GPUs' kernels may align blocks otherwise"
         )
+
+
+def _driver_note(stated: int, u: Fraction) -> str:
+    """vLLM's claim is of the total the driver reports (``torch.cuda.mem_get_info``, in
+    ``MemorySnapshot``), a little under a card's stated size: vLLM's own logs show
+    ``total_gpu_memory`` 79.22 GiB on an 80 GiB H100 (vllm-project/vllm#10511) and 23.55 to
+    23.58 GiB on 24 GiB RTX 4090s (#11550, #14447)."""
+    gib = stated / 2**30
+    return (
+        f"the claim is of the GPU's stated {gib:,.2f} GiB; vLLM takes the total the driver reports "
+        "(torch.cuda.mem_get_info), a little less: its logs show 79.22 GiB on an 80 GiB H100 and "
+        f"23.55 to 23.58 GiB on a 24 GiB RTX 4090, and every GiB less is {float(u):g} GiB less KV cache; "
+        "name the size your driver reports as --gpu (e.g. --gpu 23.55GiB) for vLLM's own figure"
+    )
 
 
 def _claim(claimed: int, u: Fraction) -> int:

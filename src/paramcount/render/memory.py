@@ -232,7 +232,15 @@ def _serving_notes(fit: Fit) -> list[Text]:
             f"of {n(fit.context)} tokens; GB per GPU: what that takes on the busiest GPU, over "
             "--gpu-memory-utilization"
         ),
-        Text("KV tokens per GPU and max sequences: what vLLM logs (GPU KV cache size; maximum concurrency)"),
+        Text(
+            "KV tokens per GPU and max sequences: what vLLM logs (GPU KV cache size; maximum concurrency)"
+            + (
+                f", from the stated {g.memory / 2**30:,.2f} GiB; vLLM claims a share of what the driver reports, a "
+                "little less (79.22 GiB on an 80 GiB H100): give that size as --gpu for its own figures"
+                if g.kind != "custom"
+                else ""
+            )
+        ),
     ]
     if g.bandwidth and g.tflops:
         out.append(
