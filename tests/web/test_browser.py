@@ -435,4 +435,5 @@ def test_the_page_fits_a_phone_and_a_tablet(browser, live_server, size):
     pg.select_option("#runtime", "llama.cpp")
     pg.wait_for_selector('#memory[data-runtime="llama.cpp"]')
     check_layout(pg.evaluate(LAYOUT_PROBE), {"runtime", "flash-attn"})
+    pg.screenshot(path=str(ARTIFACTS / f"page-{width}-llamacpp.png"), full_page=True)  # host memory's line
     context.close()

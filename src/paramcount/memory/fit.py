@@ -67,7 +67,7 @@ class Row:
             "max_batch": self.max_batch,
             "gpus": self.gpus,
             "settings": dict(self.plan.settings),
-            "terms": {t.key: t.bytes for t in self.plan.terms if not t.host},  # they sum to total
+            "terms": {t.key: t.bytes for t in self.plan.device_terms},  # they sum to total
             **_host_dict(self.plan),
             **({"partial": self.plan.partial} if self.plan.partial else {}),
             **({"serving": dict(self.serving)} if self.serving is not None else {}),
@@ -76,7 +76,7 @@ class Row:
 
 def _host_dict(plan: Plan) -> dict[str, Any]:
     """What the runtime holds in host memory beside the GPU (llama.cpp's input layer), not in total."""
-    held = {t.key: t.bytes for t in plan.terms if t.host}
+    held = {t.key: t.bytes for t in plan.host_terms}
     return {"host": size_dict(plan.host), "host_terms": held} if held else {}
 
 

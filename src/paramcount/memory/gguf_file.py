@@ -95,8 +95,9 @@ def widths(model: Any, meta: Meta | None = None) -> Widths:
     blocks = [_weights(b) for b in model.tree.children if isinstance(b, Block) and b.name == "blk"]
     found = [_layer(shapes, h, used) for shapes in blocks]
     attention, ffn = max(found or [(0, 0)], key=lambda w: max(w))
-    graph = max((graph_ffn_width(_ffns(shapes, used), h) for shapes in blocks), default=0)
-    shared = any(len(_ffns(shapes, used)) > 1 for shapes in blocks)
+    ffns = [_ffns(shapes, used) for shapes in blocks]
+    graph = max((graph_ffn_width(f, h) for f in ffns), default=0)
+    shared = any(len(f) > 1 for f in ffns)
     return Widths(h, attention, ffn, _vocab(model.tree), True, graph, shared)
 
 

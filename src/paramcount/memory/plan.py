@@ -49,19 +49,29 @@ class Plan:
     partial: str | None = None  # why only the weights and overhead are planned (no KV-cache layout)
 
     @property
+    def device_terms(self) -> tuple[Term, ...]:
+        """The terms on the device, which ``total`` sums."""
+        return tuple(t for t in self.terms if not t.host)
+
+    @property
+    def host_terms(self) -> tuple[Term, ...]:
+        """The terms held in host memory beside the device, which ``host`` sums."""
+        return tuple(t for t in self.terms if t.host)
+
+    @property
     def total(self) -> int:
         """Bytes on the device: the terms not held in host memory."""
-        return sum(t.bytes for t in self.terms if not t.host)
+        return sum(t.bytes for t in self.device_terms)
 
     @property
     def host(self) -> int:
         """Bytes held in host memory beside the device (not in ``total``)."""
-        return sum(t.bytes for t in self.terms if t.host)
+        return sum(t.bytes for t in self.host_terms)
 
     @property
     def estimated(self) -> int:
         """The part of the total that is modelled rather than exact."""
-        return sum(t.bytes for t in self.terms if t.estimate and not t.host)
+        return sum(t.bytes for t in self.device_terms if t.estimate)
 
     def at(self, context: int, batch: int) -> Plan:
         """The same setup at another context and batch (what plots and fit searches draw on)."""
@@ -85,7 +95,7 @@ class Plan:
             "terms": [term_dict(t) for t in self.terms],
             "notes": list(self.notes),
             **({"partial": self.partial} if self.partial else {}),
-            **({"host": size_dict(self.host)} if any(t.host for t in self.terms) else {}),
+            **({"host": size_dict(self.host)} if self.host_terms else {}),
         }
 
 

@@ -994,6 +994,10 @@ class VllmPlanner:
         )
 
 
+# torch.cuda.mem_get_info's total as vLLM logs it (total_gpu_memory): vllm-project/vllm#10511, #11550, #14447
+DRIVER_SEEN = "79.22 GiB on an 80 GiB H100, 23.55 to 23.58 GiB on a 24 GiB RTX 4090"
+
+
 def _driver_note(stated: int, u: Fraction) -> str:
     """vLLM's claim is of the total the driver reports (``torch.cuda.mem_get_info``, in
     ``MemorySnapshot``), a little under a card's stated size: vLLM's own logs show
@@ -1002,8 +1006,8 @@ def _driver_note(stated: int, u: Fraction) -> str:
     gib = stated / 2**30
     return (
         f"the claim is of the GPU's stated {gib:,.2f} GiB; vLLM takes the total the driver reports "
-        "(torch.cuda.mem_get_info), a little less: its logs show 79.22 GiB on an 80 GiB H100 and "
-        f"23.55 to 23.58 GiB on a 24 GiB RTX 4090, and every GiB less is {float(u):g} GiB less KV cache; "
+        f"(torch.cuda.mem_get_info), a little less: its logs show {DRIVER_SEEN}, and every GiB less is "
+        f"{float(u):g} GiB less KV cache; "
         "name the size your driver reports as --gpu (e.g. --gpu 23.55GiB) for vLLM's own figure"
     )
 

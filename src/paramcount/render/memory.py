@@ -85,8 +85,8 @@ def terms_table(plan: Plan) -> Table:
     t.add_column("GB", justify="right")
     t.add_column("GiB", justify="right")
     t.add_column("figure")
-    host = [term for term in plan.terms if term.host]
-    for term in (term for term in plan.terms if not term.host):
+    host = plan.host_terms
+    for term in plan.device_terms:
         _term_rows(t, term)
     bold = "bold"
     total = plan.total
@@ -131,7 +131,7 @@ def how(plan: Plan) -> list[Any]:
 def render_plan(plan: Plan, gpu: GPU | None = None) -> Group:
     parts: list[Any] = [heading(plan), Text(""), terms_table(plan), Text("")]
     share = plan.estimated / plan.total if plan.total else 0
-    estimated = ", ".join(t.key for t in plan.terms if t.estimate and not t.host)
+    estimated = ", ".join(t.key for t in plan.device_terms if t.estimate)
     parts.append(Text(f"estimates ({estimated}) are {share:.1%} of the total; how each term is computed:"))
     parts += how(plan)
     parts += [Text(f"note: {note}", style="yellow") for note in plan.notes]
@@ -225,6 +225,8 @@ def serving_table(fit: Fit) -> Table:
 
 
 def _serving_notes(fit: Fit) -> list[Text]:
+    from ..memory.vllm import DRIVER_SEEN
+
     g = fit.gpu
     out = [
         Text(
@@ -236,7 +238,7 @@ def _serving_notes(fit: Fit) -> list[Text]:
             "KV tokens per GPU and max sequences: what vLLM logs (GPU KV cache size; maximum concurrency)"
             + (
                 f", from the stated {g.memory / 2**30:,.2f} GiB; vLLM claims a share of what the driver reports, a "
-                "little less (79.22 GiB on an 80 GiB H100): give that size as --gpu for its own figures"
+                f"little less ({DRIVER_SEEN}): give that size as --gpu for its own figures"
                 if g.kind != "custom"
                 else ""
             )
@@ -291,7 +293,7 @@ def render_fit(fit: Fit) -> Group:
             Text("min GPUs: data parallel with ZeRO-3 (weights, gradients, optimizer states sharded over them)")
         )
     partial = _partial(r.plan for r in fit.rows)
-    estimated = _listed(dict.fromkeys(t.key for r in fit.rows for t in r.plan.terms if t.estimate and not t.host))
+    estimated = _listed(dict.fromkeys(t.key for r in fit.rows for t in r.plan.device_terms if t.estimate))
     parts += partial or [Text(f"every figure includes the estimated {estimated}; `paramcount memory` itemises them")]
     return Group(*parts, *_host_note(r.plan for r in fit.rows))
 

@@ -41,7 +41,7 @@ def _grid(high: int, points: int = POINTS) -> list[int]:
 
 
 def _panel(ax, xs: Sequence[int], plans: Sequence[Plan], xlabel: str, mark: int, gpu: GPU | None, limit=None) -> None:
-    shown = [t for t in plans[0].terms if not t.host]  # against the GPU: not what the host holds
+    shown = list(plans[0].device_terms)  # against the GPU: not what the host holds
     keys = [t.key for t in shown]
     labels = [t.label.split(" (")[0] + (" (estimate)" if t.estimate else "") for t in shown]
     ys = [[p.term(k).bytes / GIB for p in plans] for k in keys]

@@ -229,7 +229,7 @@ def contexts(context: int, limit: int | None) -> list[int]:
 def _curve(planner: Any, batch: int, context: int, limit: int | None) -> dict[str, Any]:
     xs = contexts(context, limit)
     plans = [planner.plan(context=c, batch=batch) for c in xs]
-    keys = [t.key for t in plans[0].terms if not t.host]  # against the GPU: not what the host holds
+    keys = [t.key for t in plans[0].device_terms]  # against the GPU: not what the host holds
     series = [
         {"key": k, "label": plans[0].term(k).label.split(" (")[0], "bytes": [p.term(k).bytes for p in plans]}
         for k in keys
