@@ -251,7 +251,8 @@ def load_model(name: str, args: argparse.Namespace, default_class: str | None = 
 
 
 def run_explain(argv: Sequence[str]) -> int:
-    from .derive import derive
+    from .derive import derive_resolved
+    from .family import resolve
     from .frontends import catalog
     from .render.derivation import render_derivation
 
@@ -268,10 +269,9 @@ def run_explain(argv: Sequence[str]) -> int:
     model_args(p)
     output_args(p, "explain")
     args = p.parse_args(argv)
-    model = load_model(args.model or catalog.DEFAULT, args, "base")  # the backbone, as the seed articles derive
-    derivation = derive(model)
+    derivation = derive_resolved(_explained(args.model or catalog.DEFAULT, args))
     if args.model_class is None:
-        derivation = _which_class(derivation, load_model(args.model or catalog.DEFAULT, args))
+        derivation = _which_class(derivation, resolve(load_model(args.model or catalog.DEFAULT, args)).model)
     if args.json:
         from .render import docs_json
 
@@ -279,6 +279,19 @@ def run_explain(argv: Sequence[str]) -> int:
         return 0
     print(printable(render_derivation(derivation, args.format, args.lang), layout=True), end="")
     return 0
+
+
+def _explained(name: str, args: argparse.Namespace):
+    """What explain derives: the backbone unless --class, as the seed articles derive. A model
+    read from files (weights, GGUF, a printout) is read as a whole and then its family's
+    backbone taken: loaded as ``base`` it would be checked against the backbone alone."""
+    from .family import backbone_of, resolve
+
+    whole = load_model(name, args)
+    resolved = resolve(whole)
+    if resolved.checked is None and resolved.is_family:  # a config: its class or its backbone, as asked
+        return resolved if args.model_class is not None else resolve(load_model(name, args, "base"))
+    return backbone_of(resolved) if args.model_class in (None, "base") else resolved
 
 
 def _which_class(derivation, whole):

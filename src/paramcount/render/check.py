@@ -181,6 +181,7 @@ COMPARE = {
         "layers": "layers",
         "diff": "{b} − {a}",
         "symbols": "config symbols",
+        "unsymbolic": "; not exact but the totals: components and layers read from tensor names ({why})",
     },
     "zh": {
         "title": "比较 {n} 个模型",
@@ -191,6 +192,7 @@ COMPARE = {
         "layers": "层数",
         "diff": "{b} − {a}",
         "symbols": "配置符号",
+        "unsymbolic": "；除总数外均非精确：组成部分和层数取自张量名称（{why}）",
     },
 }
 
@@ -215,8 +217,9 @@ def compare_document(c: Comparison, lang: str = "en") -> Doc:
     w, k, doc = COMPARE[lang], KINDS[lang], Doc(lang)
     doc.title(w["title"].format(n=len(c.names)))
     short = [f"#{i + 1}" for i in range(len(c.names))]
-    for s, name, cls in zip(short, c.names, c.classes, strict=True):
-        doc.para(f"{s}: ", Code(name), f" ({cls})")
+    for i, (s, name, cls) in enumerate(zip(short, c.names, c.classes, strict=True)):
+        why = c.unsymbolic[i] if c.unsymbolic else None
+        doc.para(f"{s}: ", Code(name), f" ({cls})", *([w["unsymbolic"].format(why=why)] if why else []))
     header = [cell(w["component"]), *(cell(s) for s in short)]
     header += [cell(w["diff"].format(a=short[0], b=s)) for s in short[1:]]
     rows = []

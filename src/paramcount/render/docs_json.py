@@ -71,6 +71,8 @@ def derivation_dict(d: Derivation) -> dict[str, Any]:
         "closed_form": {"text": c.text, "expanded": c.expanded, "value": c.evaluate()},
         "approximations": [{"name": a.name, "value": a.value, "error": a.error} for a in c.approximations],
         "inside": {"class": d.inside[0], "total": d.inside[1]} if d.inside else None,
+        "symbols_from_config": d.unsymbolic is None,
+        "why_no_symbols": d.unsymbolic,
         "notes": list(d.notes),
     }
 
@@ -121,6 +123,9 @@ def compare_dict(c: Comparison) -> dict[str, Any]:
                 "active": c.active[i],
                 "layers": c.layers[i],
                 "symbols": {s: v[i] for s, v in c.symbols.items() if v[i] is not None},
+                # components, backbone, layers and symbols read from tensor names: not exact
+                "exact": not c.unsymbolic or c.unsymbolic[i] is None,
+                "why_not_exact": c.unsymbolic[i] if c.unsymbolic else None,
             }
         )
     differences = {k: list(c.differences(k)) for k in c.kinds}

@@ -81,12 +81,13 @@ def root(model: Model) -> dict[str, Any]:
     return data
 
 
-def derivation(model: Model, lang: str) -> dict[str, Any]:
-    """The derivation as blocks of typed pieces; formulas as TeX for KaTeX, numbers as digits."""
-    from ..derive import derive
+def derivation(resolved: Any, lang: str) -> dict[str, Any]:
+    """The derivation of a resolved model (:func:`paramcount.family.resolve`) as blocks of typed
+    pieces; formulas as TeX for KaTeX, numbers as digits."""
+    from ..derive import derive_resolved
     from ..render.derivation import document
 
-    doc = document(derive(model), lang)
+    doc = document(derive_resolved(resolved), lang)
     return {"lang": lang, "blocks": [_block(b) for b in doc.blocks]}
 
 
