@@ -13,6 +13,7 @@ guess marked exact.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -102,14 +103,12 @@ def _gguf(model: Model) -> Resolved:
         fam = from_config(config, f"{model.source} (metadata)", name=model.name, fallback=False)
     except ParamcountError as e:
         return Resolved(model, why=f"its metadata gives no {config['model_type']} model: {e}")
+    tree = f"the {config['model_type']} tree from its metadata"
     wrong = _shape_mismatch(model.tree, fam.tree)
-    if wrong:
-        tree = f"the {config['model_type']} tree from its metadata"
+    if wrong and _layer_counts(model.tree, "blk") != _layer_counts(fam.tree, None):
         return Resolved(model, why=f"the file's tensors and {tree} differ: {wrong}")
-    checked = (
-        f"the family's tree ({config['model_type']}) from the file's {model.model_type} metadata: "
-        "every tensor's shape agrees (llama.cpp's names are not transformers')"
-    )
+    what = "every tensor's shape" if not wrong else "every layer's parameter count (llama.cpp splits fused tensors)"
+    checked = f"the family's tree ({config['model_type']}) from the file's {model.model_type} metadata: {what} agrees"
     notes = (*model.notes, checked)
     return Resolved(replace(fam, name=model.name, source=model.source, notes=notes), checked)
 
@@ -186,8 +185,27 @@ def _llama(m: _Meta, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, Any]:
     return out
 
 
+def _with_head_dim(model_type: str):
+    """Families whose config defaults ``head_dim`` to a constant (Qwen3's 128, Gemma's 256), not
+    h / heads: the file's key width is always stated to them."""
+
+    def build(m: _Meta, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, Any]:
+        heads = m.int("attention.head_count")
+        width = m.int("attention.key_length", m.int("embedding_length") // max(heads, 1))
+        return _base(m, shapes, model_type) | {"head_dim": width}
+
+    return build
+
+
+def _gemma3(m: _Meta, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, Any]:
+    """Gemma 3's text model; its window where the file states one (the cache and compute read it)."""
+    out = _with_head_dim("gemma3_text")(m, shapes)
+    window = m.values.get("attention.sliding_window")
+    return out | ({"sliding_window": m.int("attention.sliding_window")} if window else {})
+
+
 def _qwen3moe(m: _Meta, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, Any]:
-    out = _base(m, shapes, "qwen3_moe")
+    out = _with_head_dim("qwen3_moe")(m, shapes)
     experts = {"num_experts": m.int("expert_count"), "num_experts_per_tok": m.int("expert_used_count")}
     width = m.int("expert_feed_forward_length")
     return out | experts | {"moe_intermediate_size": width, "decoder_sparse_step": 1, "mlp_only_layers": []}
@@ -196,14 +214,100 @@ def _qwen3moe(m: _Meta, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, Any]
 def _lfm2(m: _Meta, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, Any]:
     """LFM2: a per-layer KV head count, 0 on the short-convolution layers (convert_hf_to_gguf's
     LFM2Model writes ``head_count_kv`` so); the MLP width as stored (already adjusted)."""
-    kv = m.values.get("attention.head_count_kv")
-    n = m.int("block_count")
-    if not (isinstance(kv, (list, tuple)) and len(kv) == n and all(isinstance(k, int) for k in kv)):
-        raise ParamcountError(f"lfm2.attention.head_count_kv: expected {n} per-layer head counts, got {kv!r:.80}")
+    kv = _per_layer(m)
     out = _base(m, shapes, "lfm2")
     types = ["full_attention" if k else "conv" for k in kv]
     out |= {"num_key_value_heads": max(kv), "layer_types": types, "block_auto_adjust_ff_dim": False}
     return out | {"conv_L_cache": m.int("shortconv.l_cache"), "conv_bias": "blk.0.shortconv.in_proj.bias" in shapes}
+
+
+def _expand(m: _Meta) -> int:
+    """The SSM's inner width as a multiple of h (``expand``; the configs state no other)."""
+    inner, hidden = m.int("ssm.inner_size"), m.int("embedding_length")
+    if not hidden or inner % hidden:
+        raise ParamcountError(f"{m.arch}.ssm.inner_size {inner:,} is no multiple of embedding_length {hidden:,}")
+    return inner // hidden
+
+
+def _ssm_base(m: _Meta, shapes: Mapping[str, tuple[int, ...]], model_type: str) -> dict[str, Any]:
+    """A state-space model's common fields: no attention, no MLP."""
+    return {
+        "model_type": model_type,
+        "architectures": [CAUSAL_LM[model_type]],
+        "vocab_size": shapes["token_embd.weight"][0],
+        "hidden_size": m.int("embedding_length"),
+        "num_hidden_layers": m.int("block_count"),
+        "tie_word_embeddings": "output.weight" not in shapes,
+        "expand": _expand(m),
+        "conv_kernel": m.int("ssm.conv_kernel"),
+        "state_size": m.int("ssm.state_size"),
+        "use_bias": "blk.0.ssm_in.bias" in shapes,
+        "use_conv_bias": "blk.0.ssm_conv1d.bias" in shapes,
+    } | _context(m)
+
+
+def _mamba(m: _Meta, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, Any]:
+    out = _ssm_base(m, shapes, "mamba")
+    return out | {"intermediate_size": m.int("ssm.inner_size"), "time_step_rank": m.int("ssm.time_step_rank")}
+
+
+def _mamba2(m: _Meta, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, Any]:
+    """Mamba-2: time_step_rank is the SSM head count (convert_hf_to_gguf's Mamba2Model)."""
+    heads = m.int("ssm.time_step_rank")
+    out = _ssm_base(m, shapes, "mamba2") | {"num_heads": heads, "head_dim": m.int("ssm.inner_size") // max(heads, 1)}
+    return out | {"n_groups": m.int("ssm.group_count")}
+
+
+def _every(indices: set[int], n: int, what: str) -> tuple[int, int]:
+    """The (period, offset) that picks exactly ``indices`` of ``n`` layers (Jamba's schedules)."""
+    for period in range(1, n + 1):
+        for offset in range(period):
+            if {i for i in range(n) if i % period == offset} == indices:
+                return period, offset
+    raise ParamcountError(f"jamba: the {what} layers {sorted(indices)} follow no period and offset")
+
+
+def _jamba(m: _Meta, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, Any]:
+    """Jamba: attention where ``head_count_kv`` is not 0, experts where a layer stores them."""
+    n, kv = m.int("block_count"), _per_layer(m)
+    attn = _every({i for i, k in enumerate(kv) if k}, n, "attention")
+    experts = _every({i for i in range(n) if f"blk.{i}.ffn_gate_exps.weight" in shapes}, n, "expert")
+    out = _base(m, shapes, "jamba") | {"num_key_value_heads": max(kv)}
+    out |= {"attn_layer_period": attn[0], "attn_layer_offset": attn[1]}
+    out |= {"expert_layer_period": experts[0], "expert_layer_offset": experts[1]}
+    out |= {"num_experts": m.int("expert_count"), "num_experts_per_tok": m.int("expert_used_count")}
+    ssm = {"mamba_d_conv": m.int("ssm.conv_kernel"), "mamba_d_state": m.int("ssm.state_size")}
+    ssm |= {"mamba_dt_rank": m.int("ssm.time_step_rank"), "mamba_expand": _expand(m)}
+    bias = {"mamba_conv_bias": "blk.0.ssm_conv1d.bias" in shapes, "mamba_proj_bias": "blk.0.ssm_in.bias" in shapes}
+    return out | ssm | bias
+
+
+def _granitehybrid(m: _Meta, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, Any]:
+    """Granite 4.0-H: Mamba-2 or attention per layer (``head_count_kv``), MoE with a shared expert."""
+    kv = _per_layer(m)
+    out = _base(m, shapes, "granitemoehybrid") | {"num_key_value_heads": max(kv)}
+    out |= {"layer_types": ["attention" if k else "mamba" for k in kv]}
+    out |= {"num_local_experts": m.int("expert_count"), "num_experts_per_tok": m.int("expert_used_count")}
+    shared = next((v[1] for k, v in shapes.items() if k.endswith("ffn_down_shexp.weight")), None)
+    if shared is None:
+        raise ParamcountError("granitehybrid: no ffn_down_shexp tensor to read the shared expert's width from")
+    out |= {"shared_intermediate_size": shared}
+    heads = m.int("ssm.time_step_rank")
+    ssm = {"mamba_n_heads": heads, "mamba_d_head": m.int("ssm.inner_size") // max(heads, 1)}
+    ssm |= {"mamba_n_groups": m.int("ssm.group_count"), "mamba_d_state": m.int("ssm.state_size")}
+    ssm |= {"mamba_d_conv": m.int("ssm.conv_kernel"), "mamba_expand": _expand(m)}
+    bias = {"mamba_conv_bias": "blk.0.ssm_conv1d.bias" in shapes, "mamba_proj_bias": "blk.0.ssm_in.bias" in shapes}
+    return out | ssm | bias | {"attention_bias": any(k.endswith("attn_q.bias") for k in shapes)}
+
+
+def _per_layer(m: _Meta) -> list[int]:
+    """``head_count_kv`` as one count per layer (0 on a layer without attention)."""
+    kv, n = m.values.get("attention.head_count_kv"), m.int("block_count")
+    if isinstance(kv, int) and not isinstance(kv, bool):
+        return [kv] * n
+    if not (isinstance(kv, (list, tuple)) and len(kv) == n and all(isinstance(k, int) for k in kv)):
+        raise ParamcountError(f"{m.arch}.attention.head_count_kv: expected {n} per-layer head counts, got {kv!r:.80}")
+    return list(kv)
 
 
 CAUSAL_LM = {
@@ -212,14 +316,24 @@ CAUSAL_LM = {
     "qwen2": "Qwen2ForCausalLM",
     "qwen3": "Qwen3ForCausalLM",
     "qwen3_moe": "Qwen3MoeForCausalLM",
+    "gemma3_text": "Gemma3ForCausalLM",
     "lfm2": "Lfm2ForCausalLM",
+    "mamba": "MambaForCausalLM",
+    "mamba2": "Mamba2ForCausalLM",
+    "jamba": "JambaForCausalLM",
+    "granitemoehybrid": "GraniteMoeHybridForCausalLM",
 }
 _CONFIGS = {
     "llama": _llama,
     "qwen2": lambda m, s: _base(m, s, "qwen2"),
-    "qwen3": lambda m, s: _base(m, s, "qwen3"),
+    "qwen3": _with_head_dim("qwen3"),
+    "gemma3": _gemma3,
     "qwen3moe": _qwen3moe,
     "lfm2": _lfm2,
+    "mamba": _mamba,
+    "mamba2": _mamba2,
+    "jamba": _jamba,
+    "granitehybrid": _granitehybrid,
 }
 
 
@@ -249,19 +363,42 @@ def _shape_mismatch(gguf_tree: Block, family_tree: Block) -> str | None:
     return f"the file has {say(only_a)}, the tree {say(only_b)}"
 
 
-def _shapes(node: Node, times: int = 1, expert: bool = False) -> Counter:
+def _layer_counts(tree: Block, stack: str | None) -> tuple[dict[int, int], int]:
+    """({layer index: its parameters}, the parameters outside the layers): the layers are the
+    repeated blocks named ``stack`` (a GGUF file's ``blk``), else labelled as layers."""
+    layers: dict[int, int] = {}
+    found = [b for b in _blocks(tree) if b.repeat is not None and (b.name == stack if stack else b.label == "layer")]
+    for b in found:
+        for i in b.indices():
+            layers[i] = layers.get(i, 0) + b.count // b.copies
+    return layers, tree.count - sum(b.count for b in found)
+
+
+def _blocks(node: Node):
+    """Every block, outermost first, not below a repeated one (a layer's inner blocks)."""
+    if isinstance(node, Block):
+        yield node
+        if node.repeat is None:
+            for child in node.children:
+                yield from _blocks(child)
+
+
+def _shapes(node: Node, times: int = 1, expert: bool = False, norm: bool = False) -> Counter:
+    """Tensor shapes with their multiplicities. A norm's weight counts as one vector: llama.cpp
+    stores a grouped RMSNorm's (Mamba-2's) as (groups, width / groups)."""
     out: Counter = Counter()
     if isinstance(node, Tensor):
         shape = tuple(int(d) for d in node.shape)
         if len(shape) == 3 and expert:
             shape, times = shape[1:], times * shape[0]
-        out[tuple(d for d in shape if d != 1)] += times
+        out[(math.prod(shape),) if norm else tuple(d for d in shape if d != 1)] += times
         return out
     if not isinstance(node, Block):
         return out  # a tie holds nothing of its own
     node = node.checkpoint if node.checkpoint is not None else node
     times *= node.copies if node.repeat is not None else 1
     expert = expert or node.active is not None or node.name.endswith("_exps")  # llama.cpp's stacked experts
+    norm = node.name.endswith("norm")
     for child in node.children:
-        out += _shapes(child, times, expert)
+        out += _shapes(child, times, expert, norm)
     return out
