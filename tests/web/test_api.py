@@ -197,8 +197,21 @@ def test_safetensors_header_counts_as_the_file_does(client, llama_folder):
     assert alone["storage"]["header_bytes"] == len(header)
     with_config = post(client, upload(client, "safetensors", path, header, config)).json()
     assert with_config["class_name"] == lib.class_name == "LlamaForCausalLM"
-    assert with_config["components"] == post(client, {"kind": "config", "config": config}).json()["components"]
+    from_config = post(client, {"kind": "config", "config": config}).json()
+    assert with_config["components"] == from_config["components"]
     assert "LlamaModel" in with_config["classes"]
+    # the derivation: the family's tree with its symbols where the config is there, else said not to be
+    assert with_config["breakdown_exact"] and tables(with_config["derivation"]) == tables(from_config["derivation"])
+    assert not alone["breakdown_exact"] and "no config.json" in alone["breakdown_why"]
+    assert "No symbols" in words(alone["derivation"]) and "Symbols" in words(with_config["derivation"])
+
+
+def tables(derivation) -> list:
+    return [b for b in derivation["blocks"] if b["kind"] == "table"]
+
+
+def words(derivation) -> str:
+    return " ".join(p["v"] for b in derivation["blocks"] for c in b["cells"] for p in c)
 
 
 def test_gguf_header_counts_as_the_file_does(client, tmp_path):
@@ -207,6 +220,7 @@ def test_gguf_header_counts_as_the_file_does(client, tmp_path):
     path = write(tmp_path / "tiny.gguf", LLAMA, meta=META)
     m = post(client, upload(client, "gguf", path, gguf_header(path))).json()
     lib = paramcount.load(path)
+    assert m["breakdown_exact"] and "Symbols: " in words(m["derivation"])  # the family's, from the metadata
     assert m["total"] == lib.total and m["components"] == [
         {"kind": k, "label": k.replace("_", " ").replace("feed forward", "feed-forward"), "count": n}
         for k, n in lib.components().items()

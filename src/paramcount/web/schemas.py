@@ -178,6 +178,10 @@ class ModelResponse(BaseModel):
     towers: list[Tower] = Field(default_factory=list, description="a composite model's parts; empty for one tower")
     components: list[Component]
     layers: list[Layers]
+    breakdown_exact: bool = Field(
+        True, description="false when active, backbone, towers, components and layers are read from tensor names"
+    )
+    breakdown_why: str | None = Field(None, description="why the breakdown is not the family's tree")
     ties: list[TieInfo]
     notes: list[str]
     classes: list[str] = Field(description="what model_class may be besides auto")
