@@ -330,3 +330,11 @@ def test_an_unmapped_gguf_architecture_says_so(tmp_path):
     spec = {**_spec(LLAMA), "arch": "starcoder2"}
     r = resolve(paramcount.load(gguf_files.write(spec, tmp_path / "sc2.gguf")))
     assert not r.is_family and "'starcoder2' is not mapped" in r.why
+
+
+def test_check_reads_the_family_tree_of_a_file(capsys, made):
+    """A GGUF file's backbone is the family's, not "GGUF without output.weight"."""
+    backbone = paramcount.load(made["mixtral"]["config"]).backbone_total
+    doc = cli(capsys, "check", str(made["mixtral"]["gguf"]), str(backbone), "--json")
+    assert doc["exact"] and doc["class"] == "MixtralForCausalLM"
+    assert doc["backbone"] == {"class": "MixtralModel", "total": backbone}

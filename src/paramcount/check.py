@@ -364,8 +364,12 @@ def _rank(answer: Answer):
 def check(model: Model, answer: str | int | Answer, active: bool = False) -> CheckResult:
     """Explain ``answer`` as the model's count (its class or backbone) with the fewest slips.
 
-    ``active`` checks against the parameters active per token (routed experts) instead."""
+    ``active`` checks against the parameters active per token (routed experts) instead. A model
+    read from files is checked on its family's tree where it has one (:func:`paramcount.family.resolve`)."""
+    from .family import resolve
+
     model.require_native("checking an answer")
+    model = resolve(model).model
     ans = answer if isinstance(answer, Answer) else parse_answer(str(answer))
     scored = [(b, bb, combo, b.value(combo)) for b, bb in bases(model, active) for combo in combos(b)]
     hits = sorted((c for c in scored if ans.matches(c[3])), key=_rank(ans))
