@@ -338,3 +338,16 @@ def test_check_reads_the_family_tree_of_a_file(capsys, made):
     doc = cli(capsys, "check", str(made["mixtral"]["gguf"]), str(backbone), "--json")
     assert doc["exact"] and doc["class"] == "MixtralForCausalLM"
     assert doc["backbone"] == {"class": "MixtralModel", "total": backbone}
+
+
+def test_a_gguf_folder_with_its_mmproj_says_why_it_has_no_family(tmp_path):
+    from .test_gguf import LLAMA as TENSORS
+    from .test_gguf import META, write
+    from .test_mmproj import MMPROJ
+
+    write(tmp_path / "tiny.gguf", TENSORS, meta=META)
+    write(tmp_path / "mmproj-tiny-f16.gguf", MMPROJ, arch="clip")
+    for source in (tmp_path, tmp_path / "mmproj-tiny-f16.gguf"):
+        r = resolve(paramcount.load(source))
+        assert not r.is_family and "mmproj" in r.why
+    assert resolve(paramcount.load(tmp_path / "tiny.gguf")).is_family  # the language model alone has one

@@ -95,6 +95,8 @@ def gguf_values(model: Model) -> Mapping[str, Any]:
 def _gguf(model: Model) -> Resolved:
     from .frontends.config import from_config
 
+    if model.towers():  # an mmproj file, or a model's GGUF with its mmproj beside it
+        return Resolved(model, why="a multimodal projector (mmproj) file's towers are llama.cpp's clip, no family here")
     try:
         config = gguf_config(model)
     except ParamcountError as e:
