@@ -319,35 +319,9 @@ def test_explain_of_a_folder_is_the_backbone_of_its_family(capsys, made):
     assert doc["sections"][0]["kind"] == "embeddings" and doc["symbols"]
 
 
-def test_a_gguf_file_whose_tensors_are_not_its_metadata_is_not_derived(tmp_path):
-    spec = _spec(LLAMA)
-    spec["meta"] = {**spec["meta"], "feed_forward_length": 96}  # the tensors say 128
-    r = resolve(paramcount.load(gguf_files.write(spec, tmp_path / "wrong.gguf")))
-    assert not r.is_family and "differ" in r.why
-
-
-def test_an_unmapped_gguf_architecture_says_so(tmp_path):
-    spec = {**_spec(LLAMA), "arch": "starcoder2"}
-    r = resolve(paramcount.load(gguf_files.write(spec, tmp_path / "sc2.gguf")))
-    assert not r.is_family and "'starcoder2' is not mapped" in r.why
-
-
 def test_check_reads_the_family_tree_of_a_file(capsys, made):
     """A GGUF file's backbone is the family's, not "GGUF without output.weight"."""
     backbone = paramcount.load(made["mixtral"]["config"]).backbone_total
     doc = cli(capsys, "check", str(made["mixtral"]["gguf"]), str(backbone), "--json")
     assert doc["exact"] and doc["class"] == "MixtralForCausalLM"
     assert doc["backbone"] == {"class": "MixtralModel", "total": backbone}
-
-
-def test_a_gguf_folder_with_its_mmproj_says_why_it_has_no_family(tmp_path):
-    from .test_gguf import LLAMA as TENSORS
-    from .test_gguf import META, write
-    from .test_mmproj import MMPROJ
-
-    write(tmp_path / "tiny.gguf", TENSORS, meta=META)
-    write(tmp_path / "mmproj-tiny-f16.gguf", MMPROJ, arch="clip")
-    for source in (tmp_path, tmp_path / "mmproj-tiny-f16.gguf"):
-        r = resolve(paramcount.load(source))
-        assert not r.is_family and "mmproj" in r.why
-    assert resolve(paramcount.load(tmp_path / "tiny.gguf")).is_family  # the language model alone has one

@@ -1,0 +1,95 @@
+"""A GGUF file's family from its metadata (paramcount.gguf_family), held to files llama.cpp's
+converter wrote: tests/fixtures/llamacpp_hybrid.json (each family's small config and the spec
+of its converted file) and llamacpp_quant.json / llamacpp_buffers.json (llama, Mixtral-style
+MoE, Gemma 3). A mapped architecture gives the family's tree, and compute the config route's
+figures; a file its metadata does not describe, or an architecture not mapped, says why not."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import paramcount
+from paramcount.compute_report import report
+from paramcount.family import GGUF, resolve
+
+from . import gguf_files
+
+pytest.importorskip("gguf")
+
+FIXTURES = Path(__file__).parent / "fixtures"
+HYBRID = json.loads((FIXTURES / "llamacpp_hybrid.json").read_text())["families"]
+MAPPED = ["mamba", "mamba2", "jamba", "granitemoehybrid", "lfm2"]
+NOT_MAPPED = sorted(set(HYBRID) - set(MAPPED))
+SPECS = {
+    name: spec
+    for file in ("llamacpp_quant.json", "llamacpp_buffers.json")
+    for name, spec in json.loads((FIXTURES / file).read_text())["models"].items()
+}
+LLAMA = gguf_files.llama_spec("tiny", 2, 64, 4, 2, 128, 64, context=128)
+
+
+def test_the_class_name_is_the_readers():
+    from paramcount.memory.gguf_file import GGUF as READERS
+
+    assert GGUF == READERS
+
+
+@pytest.mark.parametrize("family", MAPPED)
+def test_a_converted_hybrid_file_is_its_configs_model(tmp_path, family):
+    small = HYBRID[family]["small"]
+    r = resolve(paramcount.load(gguf_files.write(small["spec"], tmp_path / "m.gguf")))
+    config = paramcount.load(small["config"])
+    assert r.is_family and r.model.total == config.total and r.model.active_total == config.active_total
+    mine, theirs = report(r.model, 64).to_dict(), report(config, 64).to_dict()
+    assert mine["parameters"] == theirs["parameters"] and mine["forward"] == theirs["forward"]
+    assert mine["attention_exact"] == theirs["attention_exact"]
+
+
+@pytest.mark.parametrize("family", NOT_MAPPED)
+def test_an_architecture_not_mapped_says_so(tmp_path, family):
+    spec = HYBRID[family]["small"]["spec"]
+    r = resolve(paramcount.load(gguf_files.write(spec, tmp_path / "m.gguf")))
+    assert not r.is_family and f"{spec['arch']!r} is not mapped" in r.why
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_recorded_llama_moe_and_gemma3_files_have_their_family(tmp_path, name):
+    r = resolve(paramcount.load(gguf_files.write(SPECS[name], tmp_path / "m.gguf")))
+    assert r.is_family and "every tensor's shape agrees" in r.checked
+    assert r.model.total == paramcount.load(tmp_path / "m.gguf").total
+
+
+def test_a_file_whose_tensors_are_not_its_metadata_is_not_derived(tmp_path):
+    spec = {**LLAMA, "meta": {**LLAMA["meta"], "feed_forward_length": 96}}  # the tensors say 128
+    r = resolve(paramcount.load(gguf_files.write(spec, tmp_path / "wrong.gguf")))
+    assert not r.is_family and "differ" in r.why and "128×64" in r.why
+
+
+def test_a_bad_metadata_value_is_said_not_used(tmp_path):
+    spec = {**LLAMA, "meta": {**LLAMA["meta"], "attention.head_count": "four"}}
+    r = resolve(paramcount.load(gguf_files.write(spec, tmp_path / "bad.gguf")))
+    assert not r.is_family and "llama.attention.head_count: expected a whole number, got 'four'" in r.why
+
+
+def test_jamba_layers_that_follow_no_schedule_are_said(tmp_path):
+    spec = json.loads(json.dumps(HYBRID["jamba"]["small"]["spec"]))
+    kv = spec["meta"]["attention.head_count_kv"]
+    spec["meta"]["attention.head_count_kv"] = [2 if i in (1, 2) else 0 for i in range(len(kv))]
+    r = resolve(paramcount.load(gguf_files.write(spec, tmp_path / "j.gguf")))
+    assert not r.is_family and "follow no period and offset" in r.why
+
+
+def test_a_gguf_folder_with_its_mmproj_says_why_it_has_no_family(tmp_path):
+    from .test_gguf import LLAMA as TENSORS
+    from .test_gguf import META, write
+    from .test_mmproj import MMPROJ
+
+    write(tmp_path / "tiny.gguf", TENSORS, meta=META)
+    write(tmp_path / "mmproj-tiny-f16.gguf", MMPROJ, arch="clip")
+    for source in (tmp_path, tmp_path / "mmproj-tiny-f16.gguf"):
+        r = resolve(paramcount.load(source))
+        assert not r.is_family and "mmproj" in r.why
+    assert resolve(paramcount.load(tmp_path / "tiny.gguf")).is_family  # the language model alone has one
