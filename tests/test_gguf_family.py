@@ -93,3 +93,9 @@ def test_a_gguf_folder_with_its_mmproj_says_why_it_has_no_family(tmp_path):
         r = resolve(paramcount.load(source))
         assert not r.is_family and "mmproj" in r.why
     assert resolve(paramcount.load(tmp_path / "tiny.gguf")).is_family  # the language model alone has one
+
+
+def test_a_key_the_file_does_not_state_is_named(tmp_path):
+    meta = {k: v for k, v in LLAMA["meta"].items() if k != "block_count"}
+    r = resolve(paramcount.load(gguf_files.write({**LLAMA, "meta": meta}, tmp_path / "m.gguf")))
+    assert not r.is_family and "llama.block_count is needed to build the family's tree" in r.why

@@ -41,6 +41,10 @@ class Resolved:
 
 def resolve(model: Model) -> Resolved:
     """The family's model of ``model`` where one is known and the files agree with it (see the module)."""
+    return model.derived("resolved", lambda: _resolve(model))  # once per model: a GGUF file's is built
+
+
+def _resolve(model: Model) -> Resolved:
     if getattr(model, "checkpoint", None) is not None:
         return _checkpoint(model)
     if model.class_name == GGUF:

@@ -79,6 +79,9 @@ class _Meta:
 
     def int(self, key: str, default: int | None = None) -> int:
         value = self.values.get(key, default)
+        if value is None:
+            said = "is needed to build the family's tree, but the file does not state it"
+            raise ParamcountError(f"{self.arch}.{key} {said}")
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ParamcountError(f"{self.arch}.{key}: expected a whole number, got {value!r}")
         return value
