@@ -99,3 +99,34 @@ def test_a_key_the_file_does_not_state_is_named(tmp_path):
     meta = {k: v for k, v in LLAMA["meta"].items() if k != "block_count"}
     r = resolve(paramcount.load(gguf_files.write({**LLAMA, "meta": meta}, tmp_path / "m.gguf")))
     assert not r.is_family and "llama.block_count is needed to build the family's tree" in r.why
+
+
+CONVERTED = json.loads((FIXTURES / "llamacpp_mmproj.json").read_text())["models"]
+
+
+def converted_text(hub: str, arch: str) -> dict:
+    """The language model's GGUF as llama.cpp's converter wrote it (tensors recorded in
+    llamacpp_mmproj.json, ``blk.{}`` over a range of layers), its metadata from the catalog config."""
+    config = paramcount.load(hub).config
+    tc = config.get("text_config") or config  # Qwen2.5-VL's config keeps its text fields at the top
+    tensors = []
+    for name, shape, qtype, layers in CONVERTED[hub]["text"]["tensors"]:
+        first, _, last = layers.partition("-")
+        tensors += [[name.format(i), shape, qtype] for i in range(int(first), int(last) + 1)] if layers else []
+        tensors += [] if layers else [[name, shape, qtype]]
+    keys = ("block_count", "num_hidden_layers"), ("embedding_length", "hidden_size")
+    keys += ("feed_forward_length", "intermediate_size"), ("attention.head_count", "num_attention_heads")
+    keys += ("attention.head_count_kv", "num_key_value_heads"), ("attention.key_length", "head_dim")
+    meta = {k: tc[f] for k, f in keys if f in tc}
+    return {"name": hub, "arch": arch, "meta": meta, "tensors": tensors, "vocab": 16}
+
+
+VL = [("Qwen/Qwen2.5-VL-7B-Instruct", "qwen2vl"), ("Qwen/Qwen3-VL-8B-Instruct", "qwen3vl")]
+
+
+@pytest.mark.parametrize(("hub", "arch"), VL)
+def test_an_image_text_models_language_file_is_its_language_tower(tmp_path, hub, arch):
+    """The GGUF of Qwen2.5-VL's or Qwen3-VL's language model (the vision tower goes to an mmproj)
+    is Qwen2's or Qwen3's decoder: exactly the catalog model's language_model tower."""
+    r = resolve(paramcount.load(gguf_files.write(converted_text(hub, arch), tmp_path / "m.gguf")))
+    assert r.is_family and r.model.total == paramcount.load(hub).towers()["language_model"]

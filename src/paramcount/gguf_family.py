@@ -273,6 +273,8 @@ CAUSAL_LM = {
 _CONFIGS = {
     "llama": _llama,
     "qwen2": lambda m, s: _base(m, s, "qwen2"),
+    "qwen2vl": lambda m, s: _base(m, s, "qwen2"),  # Qwen2(.5)-VL's language model: Qwen2's decoder
+    "qwen3vl": _with_head_dim("qwen3"),  # Qwen3-VL's: Qwen3's
     "qwen3": _with_head_dim("qwen3"),
     "gemma3": _gemma3,
     "qwen3moe": _qwen3moe,
