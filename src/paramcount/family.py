@@ -69,8 +69,8 @@ def _from_names(node: Node) -> bool:
 def backbone_of(r: Resolved) -> Resolved:
     """The same, for the backbone inside the class (what explain derives by default)."""
     m = r.model
-    if m.class_name == m.backbone_class or (m.backbone.count == m.tree.count and not r.is_family):
-        return r  # names alone found no head to leave out
+    if m.class_name == m.backbone_class or m.backbone is m.tree:
+        return r  # names alone found no base model inside (a checkpoint without config.json)
     return replace(r, model=replace(m, tree=m.backbone, class_name=m.backbone_class))
 
 
