@@ -325,3 +325,15 @@ def test_check_reads_the_family_tree_of_a_file(capsys, made):
     doc = cli(capsys, "check", str(made["mixtral"]["gguf"]), str(backbone), "--json")
     assert doc["exact"] and doc["class"] == "MixtralForCausalLM"
     assert doc["backbone"] == {"class": "MixtralModel", "total": backbone}
+
+
+def test_a_quantised_folder_computes_as_its_config(tmp_path):
+    """GPTQ packs eight 4-bit values per int32: the stored shapes are not the config's, but the
+    counted ones are, so the folder has its family's tree."""
+    from .ckpt import TINY_LLAMA
+    from .test_quantized import gptq, write
+
+    m = write(tmp_path, gptq(), {"quant_method": "gptq", "bits": 4, "group_size": 32, "desc_act": False})
+    assert resolve(m).is_family
+    mine, config = report(m, int(CONTEXT)).to_dict(), report(paramcount.load(TINY_LLAMA), int(CONTEXT)).to_dict()
+    assert mine["exact"] and mine["parameters"] == config["parameters"] and mine["forward"] == config["forward"]
