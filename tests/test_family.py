@@ -95,7 +95,8 @@ FAMILIES = {
     "lfm2": Family("lfm2", LFM2["config"], "LiquidAI/LFM2-1.2B", LFM2["spec"], LFM2["config"]),
     "llava": Family("llava", LLAVA, "llava-hf/llava-1.5-7b-hf", _spec(LLAMA_TEXT), LLAMA_TEXT),
 }
-# input kind -> whether its tree is the family's (False: read from names, figures flagged)
+# input kind -> whether its tree is the family's (False: read from names, figures flagged). A folder
+# is save_pretrained's; safetensors, a file of transformers' in-memory names with config.json beside.
 KINDS = {"config": True, "folder": True, "safetensors": True, "bare": False, "gguf": True, "printout": False}
 
 
@@ -121,6 +122,15 @@ def write_weights(module: Any, path: Path) -> Path:
     return path
 
 
+def saved(raw: dict[str, Any], folder: Path) -> Path:
+    """What a user has: ``save_pretrained``'s folder (its config.json, published tensor names:
+    Mixtral's experts one by one) of a tiny model with random weights."""
+    from .ckpt import build
+
+    build(raw, dtype=torch.float16).save_pretrained(folder)
+    return folder
+
+
 @pytest.fixture(scope="module")
 def made(tmp_path_factory) -> dict[str, dict[str, Path]]:
     """Per family, a path per input kind (and ``gguf_config``: the config of the GGUF's model)."""
@@ -132,9 +142,9 @@ def made(tmp_path_factory) -> dict[str, dict[str, Path]]:
             paths[key].parent.mkdir()
             paths[key].write_text(json.dumps(raw))
         module = meta_module(fam.config)
-        paths["folder"] = root / "folder"
-        paths["safetensors"] = write_weights(module, paths["folder"] / "model.safetensors")
-        shutil.copy(paths["config"], paths["folder"] / "config.json")
+        paths["folder"] = saved(fam.config, root / "folder")
+        paths["safetensors"] = write_weights(module, root / "in_memory" / "model.safetensors")
+        shutil.copy(paths["config"], root / "in_memory" / "config.json")
         paths["bare"] = root / "bare" / "model.safetensors"
         paths["bare"].parent.mkdir()
         shutil.copy(paths["safetensors"], paths["bare"])
@@ -252,7 +262,7 @@ def check_compare(capsys, config: Path, source: Path, family_tree: bool) -> None
 @pytest.mark.parametrize("name", FAMILIES)
 def test_every_input_kind_agrees_with_the_config_route(capsys, made, name, kind):
     paths = made[name]
-    config = paths["gguf_config"] if kind == "gguf" else paths["config"]
+    config = {"gguf": paths["gguf_config"], "folder": paths["folder"] / "config.json"}.get(kind, paths["config"])
     ref = reference(capsys, config)
     check_all(documents(capsys, str(paths[kind])), ref, KINDS[kind])
     check_compare(capsys, config, paths[kind], KINDS[kind])
