@@ -269,9 +269,10 @@ def run_explain(argv: Sequence[str]) -> int:
     model_args(p)
     output_args(p, "explain")
     args = p.parse_args(argv)
-    derivation = derive_resolved(_explained(args.model or catalog.DEFAULT, args))
+    whole = resolve(load_model(args.model or catalog.DEFAULT, args))
+    derivation = derive_resolved(_explained(whole, args.model or catalog.DEFAULT, args))
     if args.model_class is None:
-        derivation = _which_class(derivation, resolve(load_model(args.model or catalog.DEFAULT, args)).model)
+        derivation = _which_class(derivation, whole.model)
     if args.json:
         from .render import docs_json
 
@@ -281,17 +282,16 @@ def run_explain(argv: Sequence[str]) -> int:
     return 0
 
 
-def _explained(name: str, args: argparse.Namespace):
-    """What explain derives: the backbone unless --class, as the seed articles derive. A model
-    read from files (weights, GGUF, a printout) is read as a whole and then its family's
-    backbone taken: loaded as ``base`` it would be checked against the backbone alone."""
+def _explained(whole, name: str, args: argparse.Namespace):
+    """What explain derives of ``whole`` (the model as counted, resolved to its family): the
+    backbone unless --class, as the seed articles derive. A model read from files (weights,
+    GGUF, a printout) takes its family's backbone: loaded as ``base`` it would be checked
+    against the backbone alone."""
     from .family import backbone_of, resolve
 
-    whole = load_model(name, args)
-    resolved = resolve(whole)
-    if resolved.checked is None and resolved.is_family:  # a config: its class or its backbone, as asked
-        return resolved if args.model_class is not None else resolve(load_model(name, args, "base"))
-    return backbone_of(resolved) if args.model_class in (None, "base") else resolved
+    if whole.checked is None and whole.is_family:  # a config: its class or its backbone, as asked
+        return whole if args.model_class is not None else resolve(load_model(name, args, "base"))
+    return backbone_of(whole) if args.model_class in (None, "base") else whole
 
 
 def _which_class(derivation, whole):
