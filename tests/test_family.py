@@ -347,3 +347,15 @@ def test_a_quantised_folder_computes_as_its_config(tmp_path):
     assert resolve(m).is_family
     mine, config = report(m, int(CONTEXT)).to_dict(), report(paramcount.load(TINY_LLAMA), int(CONTEXT)).to_dict()
     assert mine["exact"] and mine["parameters"] == config["parameters"] and mine["forward"] == config["forward"]
+
+
+@pytest.mark.parametrize("kind", ["folder", "gguf"])
+def test_explain_class_of_a_file_is_read_from_its_family(capsys, made, kind):
+    """--class picks within the class the files hold: loaded as LlamaModel, the folder would be
+    held to the backbone alone and disagree (its lm_head)."""
+    source = str(made["llama"][kind])
+    assert cli(capsys, "explain", source, "--class", "LlamaModel", "--json")["total"] == 78_144
+    assert cli(capsys, "explain", source, "--class", "LlamaForCausalLM", "--json")["total"] == 82_240
+    assert main(["explain", source, "--class", "LlamaForSequenceClassification"]) == 2
+    err = capsys.readouterr().err
+    assert "--class: the files hold LlamaForCausalLM: --class takes it, base or LlamaModel" in err

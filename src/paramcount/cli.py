@@ -251,9 +251,10 @@ def load_model(name: str, args: argparse.Namespace, default_class: str | None = 
 
 
 def run_explain(argv: Sequence[str]) -> int:
+    from . import load
     from .derive import derive_resolved
     from .family import resolve
-    from .frontends import catalog
+    from .frontends import catalog, dims
     from .render.derivation import render_derivation
 
     p = Parser(
@@ -269,8 +270,9 @@ def run_explain(argv: Sequence[str]) -> int:
     model_args(p)
     output_args(p, "explain")
     args = p.parse_args(argv)
-    whole = resolve(load_model(args.model or catalog.DEFAULT, args))
-    derivation = derive_resolved(_explained(whole, args.model or catalog.DEFAULT, args))
+    name = args.model or catalog.DEFAULT
+    whole = resolve(load(name, None, args.num_labels, dims.parse_set(args.set) or None))  # the class it names
+    derivation = derive_resolved(_explained(whole, name, args))
     if args.model_class is None:
         derivation = _which_class(derivation, whole.model)
     if args.json:
@@ -289,9 +291,16 @@ def _explained(whole, name: str, args: argparse.Namespace):
     against the backbone alone."""
     from .family import backbone_of, resolve
 
-    if whole.checked is None and whole.is_family:  # a config: its class or its backbone, as asked
-        return whole if args.model_class is not None else resolve(load_model(name, args, "base"))
-    return backbone_of(whole) if args.model_class in (None, "base") else whole
+    if whole.checked is None and whole.is_family:  # a config: the class asked for, else its backbone
+        return resolve(load_model(name, args, "base"))
+    m, asked = whole.model, args.model_class
+    if asked in (None, "base", m.backbone_class):
+        return backbone_of(whole)
+    if asked == m.class_name:
+        return whole
+    raise ParamcountError(
+        f"the files hold {m.class_name}: --class takes it, base or {m.backbone_class}", source=name, field="--class"
+    )
 
 
 def _which_class(derivation, whole):
