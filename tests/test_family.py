@@ -349,13 +349,34 @@ def test_a_quantised_folder_computes_as_its_config(tmp_path):
     assert mine["exact"] and mine["parameters"] == config["parameters"] and mine["forward"] == config["forward"]
 
 
+# each command's argv before --class, and where its JSON says the total of the class it read
+CLASS_ARGV = {
+    "explain": ["{source}"],
+    "compute": ["{source}"],
+    "check": ["{source}", "1"],
+    "compare": ["{config}", "{source}"],
+}
+CLASS_TOTAL = {
+    "explain": lambda d: d["total"],
+    "compute": lambda d: d["parameters"]["total"],
+    "check": lambda d: d["total"],
+    "compare": lambda d: d["models"][1]["total"],
+}
+
+
 @pytest.mark.parametrize("kind", ["folder", "gguf"])
-def test_explain_class_of_a_file_is_read_from_its_family(capsys, made, kind):
+@pytest.mark.parametrize("command", CLASS_ARGV)
+def test_class_of_a_file_is_picked_from_its_family(capsys, made, kind, command):
     """--class picks within the class the files hold: loaded as LlamaModel, the folder would be
     held to the backbone alone and disagree (its lm_head)."""
-    source = str(made["llama"][kind])
-    assert cli(capsys, "explain", source, "--class", "LlamaModel", "--json")["total"] == 78_144
-    assert cli(capsys, "explain", source, "--class", "LlamaForCausalLM", "--json")["total"] == 82_240
-    assert main(["explain", source, "--class", "LlamaForSequenceClassification"]) == 2
+    paths = {"source": str(made["llama"][kind]), "config": str(made["llama"]["config"])}
+    argv = [command, *(a.format(**paths) for a in CLASS_ARGV[command])]
+    for cls, total in (("base", 78_144), ("LlamaModel", 78_144), ("LlamaForCausalLM", 82_240)):
+        code = main([*argv, "--class", cls, "--json"])
+        doc = json.loads(capsys.readouterr().out)
+        assert code == (1 if command == "check" else 0)  # check: 1 is not the count
+        assert CLASS_TOTAL[command](doc) == total, cls
+        assert doc["exact"] if command == "compute" else True
+    assert main([*argv, "--class", "LlamaForSequenceClassification"]) == 2
     err = capsys.readouterr().err
     assert "--class: the files hold LlamaForCausalLM: --class takes it, base or LlamaModel" in err

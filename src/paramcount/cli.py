@@ -251,10 +251,8 @@ def load_model(name: str, args: argparse.Namespace, default_class: str | None = 
 
 
 def run_explain(argv: Sequence[str]) -> int:
-    from . import load
     from .derive import derive_resolved
-    from .family import resolve
-    from .frontends import catalog, dims
+    from .frontends import catalog
     from .render.derivation import render_derivation
 
     p = Parser(
@@ -271,10 +269,9 @@ def run_explain(argv: Sequence[str]) -> int:
     output_args(p, "explain")
     args = p.parse_args(argv)
     name = args.model or catalog.DEFAULT
-    whole = resolve(load(name, None, args.num_labels, dims.parse_set(args.set) or None))  # the class it names
-    derivation = derive_resolved(_explained(whole, name, args))
+    derivation = derive_resolved(load_family(name, args, "base"))  # the backbone, as the seed articles derive
     if args.model_class is None:
-        derivation = _which_class(derivation, whole.model)
+        derivation = _which_class(derivation, load_family(name, args).model)
     if args.json:
         from .render import docs_json
 
@@ -284,19 +281,23 @@ def run_explain(argv: Sequence[str]) -> int:
     return 0
 
 
-def _explained(whole, name: str, args: argparse.Namespace):
-    """What explain derives of ``whole`` (the model as counted, resolved to its family): the
-    backbone unless --class, as the seed articles derive. A model read from files (weights,
-    GGUF, a printout) takes its family's backbone: loaded as ``base`` it would be checked
-    against the backbone alone."""
+def load_family(name: str, args: argparse.Namespace, default_class: str | None = None):
+    """The model on its family's tree, resolved (:func:`paramcount.family.resolve`): a config
+    loaded as the class asked for; files (weights, GGUF, a printout) read as the class they hold,
+    then the class asked picked within it (its class, base or its backbone): loaded as the
+    backbone, a folder would be held to the backbone alone and disagree."""
+    from . import load
     from .family import backbone_of, resolve
+    from .frontends import dims
 
-    if whole.checked is None and whole.is_family:  # a config: the class asked for, else its backbone
-        return resolve(load_model(name, args, "base"))
-    m, asked = whole.model, args.model_class
-    if asked in (None, "base", m.backbone_class):
+    whole = resolve(load(name, None, args.num_labels, dims.parse_set(args.set) or None))
+    asked = args.model_class or default_class
+    if whole.checked is None and whole.is_family:  # a config
+        return whole if asked is None else resolve(load_model(name, args, default_class))
+    m = whole.model
+    if asked in ("base", m.backbone_class):
         return backbone_of(whole)
-    if asked == m.class_name:
+    if asked in (None, m.class_name):
         return whole
     raise ParamcountError(
         f"the files hold {m.class_name}: --class takes it, base or {m.backbone_class}", source=name, field="--class"
@@ -327,7 +328,7 @@ def run_check(argv: Sequence[str]) -> int:
     p.add_argument("--active", action="store_true", help="check against the parameters active per token (MoE)")
     output_args(p, "check")
     args = p.parse_args(argv)
-    result = check(load_model(args.model, args), args.answer, active=args.active)
+    result = check(load_family(args.model, args).model, args.answer, active=args.active)
     if args.json:
         from .render import docs_json
 
@@ -346,7 +347,7 @@ def run_compare(argv: Sequence[str]) -> int:
     model_args(p)
     output_args(p, "compare")
     args = p.parse_args(argv)
-    result = compare([load_model(name, args) for name in args.models])
+    result = compare([load_family(name, args).model for name in args.models])
     if args.json:
         from .render import docs_json
 
@@ -681,7 +682,7 @@ def run_compute(argv: Sequence[str]) -> int:
     p.add_argument("--json", action="store_true", help="print the versioned JSON document instead of tables")
     p.add_argument("--width", type=width, help="terminal width for the tables")
     args = p.parse_args(argv)
-    model = load_model(args.model, args)
+    model = load_family(args.model, args).model
     result = report(model, args.context, args.batch, args.tokens, args.gpu, args.gpus, args.utilisation)
     print_json(render.dumps(result)) if args.json else console(args.width).print(render.render_report(result))
     return 0
