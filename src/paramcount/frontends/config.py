@@ -164,7 +164,7 @@ def from_config(
         model_type=fam.model_type,
         class_name=cls,
         tree=tree,
-        backbone_class=fam.backbone,
+        backbone_class=fam.backbone_of(cls),
         backbone=backbone,
         config=raw,
         notes=tuple(notes),
