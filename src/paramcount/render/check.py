@@ -194,10 +194,9 @@ def _convention(doc: Doc, result: CheckResult, answer: str, lang: str) -> None:
     key = "convention_rounded" if result.answer.rounded else "convention"
     what = convention(first, lang)
     doc.para(Mark(), " ", w[key].format(answer=answer, value=f"{first.value:,}", cls=result.class_name, what=what))
-    for c in others:
-        said = convention(c, lang)
-        line = w["same"] if c.value == first.value else w["also_rounded"]
-        doc.para(line.format(value=f"{c.value:,}", what=said))
+    for before, c in zip(result.matched[:-1], others, strict=True):
+        line = w["same"] if c.value == before.value else w["also_rounded"]
+        doc.para(line.format(value=f"{c.value:,}", what=convention(c, lang)))
 
 
 def _conventions(doc: Doc, result: CheckResult, answer: str, lang: str) -> None:
