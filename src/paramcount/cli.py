@@ -319,8 +319,9 @@ def run_check(argv: Sequence[str]) -> int:
 
     p = Parser(
         prog="paramcount check",
-        description="Check a hand-computed count and name the slips behind it. "
-        "Exit status: 0 when the answer is the count (or the count rounded), 1 when it is not, 2 on bad input.",
+        description="Check a hand-computed count and name the slips behind it, or the convention a model card "
+        "counts by (active per token, without the embedding lookups or the unembedding). Exit status: 0 when the "
+        "answer is the count or a convention's figure (or one rounded), 1 when it is not, 2 on bad input.",
     )
     p.add_argument("model", help="catalog name, config.json, or model folder")
     p.add_argument("answer", help="the count to check: 108891648, 108,891,648, 110M, 1.3B, 1.3e9")
@@ -335,7 +336,7 @@ def run_check(argv: Sequence[str]) -> int:
         print_json(docs_json.dumps(docs_json.check_dict(result)))
     else:
         print(printable(render_check(result, args.format, args.lang), layout=True), end="")
-    return 0 if result.exact else 1
+    return 0 if result.accepted else 1
 
 
 def run_compare(argv: Sequence[str]) -> int:

@@ -92,6 +92,13 @@ def test_a_moe_model_reports_active_parameters(client):
     check_tree_sums(m["tree"])
 
 
+def test_a_catalog_scope_comes_with_the_count(client):
+    """What the page shows under the headline: Llama 4 Scout is its text model only."""
+    m = post(client, catalog_source("llama-4-scout")).json()
+    assert m["scope"] == list(paramcount.load("llama-4-scout").scope) and "text model only" in m["scope"][0]
+    assert post(client, catalog_source("bert-base-uncased")).json()["scope"] == []
+
+
 def test_config_json_counts_as_the_catalog_does_and_takes_set_fields(client):
     config = catalog.get("meta-llama/Meta-Llama-3-8B").config
     m = post(client, {"kind": "config", "config": config}).json()

@@ -35,6 +35,7 @@ def to_dict(model: Model, tensors: bool = True, collapsed: bool = False) -> dict
         "total": model.total,
         "exact": model.exact,
         "inexact_reason": model.inexact,
+        "scope": list(model.scope),
         "total_with_ties": model.total_with_ties,
         "active": fam.active_total,
         "backbone": {"class": fam.backbone_class, "total": fam.backbone_total},

@@ -170,6 +170,9 @@ class ModelResponse(BaseModel):
     counted_by: str = Field("paramcount", description="paramcount (native) or transformers (the fallback)")
     exact: bool = Field(True, description="false when total is a lower bound (inexact_reason says why)")
     inexact_reason: str | None = None
+    scope: list[str] = Field(
+        default_factory=list, description="what the count is not (the text tower only, MTP layers left out)"
+    )
     total: Count
     total_with_ties: Count
     active: Count

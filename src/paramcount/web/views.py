@@ -29,6 +29,7 @@ def summary(model: Model) -> dict[str, Any]:
         "counted_by": model.counted_by,
         "exact": model.exact,
         "inexact_reason": model.inexact,
+        "scope": list(model.scope),
         "total": model.total,
         "total_with_ties": model.total_with_ties,
         "active": fam.active_total,
