@@ -21,6 +21,8 @@ import paramcount
 from paramcount.cli import main
 from paramcount.compute_report import STRUCTURE_FREE, report
 from paramcount.family import resolve
+from paramcount.memory.plan import inference
+from paramcount.render.docs_json import derivation_dict
 
 from . import gguf_files
 
@@ -291,6 +293,12 @@ def test_dimensions_are_the_config(capsys, made, name):
     assert resolve(model).is_family
     doc = report(model, int(CONTEXT)).to_dict()
     assert doc["parameters"] == ref["compute"]["parameters"] and doc["forward"] == ref["compute"]["forward"]
+    base = paramcount.from_dims(raw["model_type"], model_class="base", **fields)
+    explained = derivation_dict(paramcount.derive(base))
+    for key in ("class", "total", "sum", "symbols"):
+        assert explained[key] == ref["explain"][key], key
+    plan = inference(model, context=int(CONTEXT))
+    assert plan.model.total == ref["memory"]["model"]["parameters"]
 
 
 # LFM2's older field names, which Lfm2Config reads into the current ones (--set takes only these)
