@@ -130,3 +130,24 @@ def test_an_image_text_models_language_file_is_its_language_tower(tmp_path, hub,
     is Qwen2's or Qwen3's decoder: exactly the catalog model's language_model tower."""
     r = resolve(paramcount.load(gguf_files.write(converted_text(hub, arch), tmp_path / "m.gguf")))
     assert r.is_family and r.model.total == paramcount.load(hub).towers()["language_model"]
+
+
+@pytest.mark.parametrize(
+    ("indices", "n", "schedule"),
+    [({4}, 8, (8, 4)), ({1, 3, 5, 7}, 8, (2, 1)), ({0}, 1, (1, 0)), (set(), 4, (5, 4)), ({3}, 4, (4, 3))],
+)
+def test_a_jamba_schedule_is_read_back(indices, n, schedule):
+    from paramcount.gguf_family import _every
+
+    assert _every(indices, n, "attention") == schedule
+    period, offset = schedule
+    assert {i for i in range(n) if i % period == offset} == indices and offset < period
+
+
+def test_a_jamba_schedule_is_linear_in_the_layers():
+    """1,024 layers (the longest per-layer array a GGUF file's reader keeps) in one pass, not n³."""
+    from paramcount.gguf_family import _every
+
+    assert _every(set(range(5, 1024, 7)), 1024, "expert") == (7, 5)
+    with pytest.raises(paramcount.ParamcountError, match=r"follow no period and offset"):
+        _every({*range(5, 1024, 7), 6}, 1024, "expert")

@@ -206,12 +206,16 @@ def _mamba2(m: _Meta, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, Any]:
 
 
 def _every(indices: set[int], n: int, what: str) -> tuple[int, int]:
-    """The (period, offset) that picks exactly ``indices`` of ``n`` layers (Jamba's schedules)."""
-    for period in range(1, n + 1):
-        for offset in range(period):
-            if {i for i in range(n) if i % period == offset} == indices:
-                return period, offset
-    raise ParamcountError(f"jamba: the {what} layers {sorted(indices)} follow no period and offset")
+    """The (period, offset) that picks exactly ``indices`` of ``n`` layers (Jamba's schedules):
+    the offset is the first index, the period the step to the second (past the last layer when
+    there is one index or none); checked once over the layers, so linear in ``n``."""
+    found = sorted(indices)
+    offset = found[0] if found else n
+    period = found[1] - found[0] if len(found) > 1 else max(offset + 1, n)
+    if {i for i in range(n) if i % period == offset} != indices:
+        shown = ", ".join(map(str, found[:8])) + (" …" if len(found) > 8 else "")
+        raise ParamcountError(f"jamba: the {what} layers [{shown}] follow no period and offset")
+    return period, offset
 
 
 def _jamba(m: _Meta, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, Any]:
