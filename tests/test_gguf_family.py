@@ -151,3 +151,9 @@ def test_a_jamba_schedule_is_linear_in_the_layers():
     assert _every(set(range(5, 1024, 7)), 1024, "expert") == (7, 5)
     with pytest.raises(paramcount.ParamcountError, match=r"follow no period and offset"):
         _every({*range(5, 1024, 7), 6}, 1024, "expert")
+
+
+def test_a_vocabulary_table_that_is_no_matrix_is_said(tmp_path):
+    tensors = [["token_embd.weight", [64 * 64], "F16"], *LLAMA["tensors"][1:]]
+    r = resolve(paramcount.load(gguf_files.write({**LLAMA, "tensors": tensors}, tmp_path / "m.gguf")))
+    assert not r.is_family and "no token_embd.weight matrix" in r.why

@@ -67,8 +67,8 @@ def gguf_config(model: Model) -> dict[str, Any]:
         raise ParamcountError(f"GGUF architecture {arch!r} is not mapped to a family (mapped: {known})")
     meta = gguf_values(model)
     shapes = dict(_first_copies(model.tree))
-    if "token_embd.weight" not in shapes:
-        raise ParamcountError("the file holds no token_embd.weight to read the vocabulary from")
+    if len(shapes.get("token_embd.weight", ())) != 2:
+        raise ParamcountError("the file holds no token_embd.weight matrix to read the vocabulary from")
     return build(_Meta(arch, meta), shapes)
 
 
@@ -239,7 +239,7 @@ def _granitehybrid(m: _Meta, shapes: Mapping[str, tuple[int, ...]]) -> dict[str,
     out = _base(m, shapes, "granitemoehybrid") | {"num_key_value_heads": max(kv)}
     out |= {"layer_types": ["attention" if k else "mamba" for k in kv]}
     out |= {"num_local_experts": m.int("expert_count"), "num_experts_per_tok": m.int("expert_used_count")}
-    shared = next((v[1] for k, v in shapes.items() if k.endswith("ffn_down_shexp.weight")), None)
+    shared = next((v[1] for k, v in shapes.items() if k.endswith("ffn_down_shexp.weight") and len(v) == 2), None)
     if shared is None:
         raise ParamcountError("granitehybrid: no ffn_down_shexp tensor to read the shared expert's width from")
     out |= {"shared_intermediate_size": shared}
