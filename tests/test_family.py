@@ -388,3 +388,15 @@ def test_class_of_a_file_is_picked_from_its_family(capsys, made, kind, command):
     assert main([*argv, "--class", "LlamaForSequenceClassification"]) == 2
     err = capsys.readouterr().err
     assert "--class: the files hold LlamaForCausalLM: --class takes it, base or LlamaModel" in err
+
+
+def test_explain_reads_a_printout_on_stdin_once(capsys, monkeypatch):
+    """``paramcount explain -``: the whole (for the class it sits in) and the backbone derived
+    come from one read of stdin."""
+    import io
+
+    text = (FIXTURES / "bloom-1b4-zh.txt").read_text(encoding="utf-8")
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
+    doc = cli(capsys, "explain", "-", "--json")
+    assert (doc["class"], doc["inside"]["class"]) == ("BloomModel", "BloomForCausalLM")
+    assert doc["why_no_symbols"] and doc["total"] == 1_303_111_680

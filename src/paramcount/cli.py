@@ -269,9 +269,10 @@ def run_explain(argv: Sequence[str]) -> int:
     output_args(p, "explain")
     args = p.parse_args(argv)
     name = args.model or catalog.DEFAULT
-    derivation = derive_resolved(load_family(name, args, "base"))  # the backbone, as the seed articles derive
+    whole = read_family(name, args)  # once: - is stdin
+    derivation = derive_resolved(pick_class(whole, name, args, "base"))  # the backbone, as the seed articles derive
     if args.model_class is None:
-        derivation = _which_class(derivation, load_family(name, args).model)
+        derivation = _which_class(derivation, whole.model)
     if args.json:
         from .render import docs_json
 
@@ -286,11 +287,22 @@ def load_family(name: str, args: argparse.Namespace, default_class: str | None =
     loaded as the class asked for; files (weights, GGUF, a printout) read as the class they hold,
     then the class asked picked within it (its class, base or its backbone): loaded as the
     backbone, a folder would be held to the backbone alone and disagree."""
+    return pick_class(read_family(name, args), name, args, default_class)
+
+
+def read_family(name: str, args: argparse.Namespace):
+    """The model as its source names its class, resolved to its family."""
     from . import load
-    from .family import backbone_of, resolve
+    from .family import resolve
     from .frontends import dims
 
-    whole = resolve(load(name, None, args.num_labels, dims.parse_set(args.set) or None))
+    return resolve(load(name, None, args.num_labels, dims.parse_set(args.set) or None))
+
+
+def pick_class(whole, name: str, args: argparse.Namespace, default_class: str | None = None):
+    """The class asked for (``--class``, else ``default_class``) of ``whole`` (see :func:`load_family`)."""
+    from .family import backbone_of, resolve
+
     asked = args.model_class or default_class
     if whole.checked is None and whole.is_family:  # a config
         return whole if asked is None else resolve(load_model(name, args, default_class))
