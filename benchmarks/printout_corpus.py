@@ -99,6 +99,14 @@ def build(out: Path, only: set[str] | None) -> None:
     print(f"{kept} printouts written to {out}; {failed} configs could not be built")
 
 
+def recognised(rec: dict) -> bool:
+    """Whether a native family of paramcount defines the printed class."""
+    from paramcount.frontends.printout import _family
+
+    fam = _family(rec["class"])
+    return fam is not None and rec["class"] in fam.classes
+
+
 def classify(rec: dict) -> tuple[str, int, str | None]:
     """(exact | flagged | wrong | refused, the reader's total, why)."""
     from paramcount.errors import ParamcountError
@@ -119,26 +127,38 @@ def _read(path: Path) -> list[dict]:
         return [json.loads(line) for line in f]
 
 
-def score(path: Path, show: str | None) -> dict[str, int]:
-    records = _read(path)
-    tally: Counter[str] = Counter()
-    for rec in records:
+def score(path: Path, show: str | None) -> None:
+    tallies: dict[str, Counter[str]] = {}
+    for rec in _read(path):
         kind, got, why = classify(rec)
-        tally[kind] += 1
+        known = recognised(rec)
+        origin = rec["source"].split(":", 1)[0]
+        for group in ("all", "recognised" if known else "other", origin, f"{origin}, recognised" if known else ""):
+            if group:
+                tallies.setdefault(group, Counter())[kind] += 1
         if show in (kind, "all"):
-            print(f"{kind:8} {rec['source']} ({rec['class']}): {got:,} vs {rec['total']:,}  {(why or '')[:300]}")
-    n = len(records)
-    print(", ".join(f"{k} {v} ({100 * v / n:.1f}%)" for k, v in tally.most_common()) + f" of {n} printouts")
-    return dict(tally)
+            mark = "*" if known else " "
+            print(f"{kind:8}{mark} {rec['source']} ({rec['class']}): {got:,} vs {rec['total']:,}  {(why or '')[:300]}")
+    for group, tally in tallies.items():
+        n = sum(tally.values()) or 1
+        said = ", ".join(f"{k} {v} ({100 * v / n:.1f}%)" for k, v in tally.most_common())
+        print(f"{group}: {said} of {sum(tally.values())} printouts")
 
 
 def fixtures(path: Path, out: Path, n: int) -> None:
-    """A small subset for tests/fixtures: the shortest texts of distinct families, each kind kept."""
-    records = sorted(_read(path), key=lambda r: len(r["text"]))
+    """A small subset for tests/fixtures: of the classes paramcount's families define, the
+    shortest text of each, those whose count the family fills in first."""
+    from paramcount.frontends.printout import from_text
+
+    def filled(rec: dict) -> bool:
+        notes = from_text(rec["text"], rec["source"], tied=rec["tied"]).model.notes
+        return any(note.startswith("filled from the family") for note in notes)
+
+    records = sorted((r for r in _read(path) if recognised(r)), key=lambda r: (not filled(r), len(r["text"])))
     seen: set[str] = set()
     chosen = []
     for rec in records:
-        if rec["class"] in seen:
+        if rec["class"] in seen or len(rec["text"]) > 12_000:
             continue
         seen.add(rec["class"])
         chosen.append({k: rec[k] for k in ("source", "class", "total", "tied", "text")})
