@@ -604,6 +604,18 @@ def _hidden_raw(family: Block | None, tree: Block) -> list[Unknown]:
     return out
 
 
+def _source_raw(root: Mod) -> list[Unknown]:
+    """For a class no family defines: what transformers' source says its modules hold beside
+    their submodules (printout_source; only where transformers is installed)."""
+    from .printout_source import hidden
+
+    out = []
+    for path, cls, names in hidden(root):
+        reason = f"holds {', '.join(names)} beside its submodules, which print(model) does not show ({cls})"
+        out.append(Unknown(path or "(root)", RAW, 1, reason))
+    return out
+
+
 def _unknown_note(unknown: tuple[Unknown, ...], total: int) -> str:
     by_class: dict[str, list[Unknown]] = {}
     for u in unknown:
@@ -675,7 +687,7 @@ def from_text(text: str, source: str = "<text>", name: str | None = None, tied: 
     notes = [f"counted from the text of print(model) ({root.cls})", *c.notes, *filled]
     if c.ties:
         notes.append(_tie_note(c, root.cls, fam, likely, known))
-    unknown = (*c.unknown, *_hidden_raw(family, c.tree))
+    unknown = (*c.unknown, *(_hidden_raw(family, c.tree) if family is not None else _source_raw(root)))
     inexact = _unknown_note(unknown, c.tree.count) if unknown else None
     if inexact:
         notes.append(inexact)
