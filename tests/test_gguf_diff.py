@@ -9,6 +9,7 @@ converter class hands it (tests/test_quant_mix_moe.py's transcriptions of conver
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -207,3 +208,44 @@ def test_name_map_agrees_with_gguf_py():
         tmap = gguf.get_tensor_name_map(getattr(gguf.MODEL_ARCH, arch.upper()), 4)
         for n in names:
             assert name_map(arch).gguf(n) == tmap.get_name(n, try_suffixes=(".weight", ".bias")), n
+
+
+# --- files as llama.cpp's own converter wrote them ------------------------------------------------
+
+RECORDED = json.loads((Path(__file__).parent / "fixtures" / "llamacpp_mmproj.json").read_text(encoding="utf-8"))
+
+
+def _recorded_file(tmp_path, model_id: str):
+    """The language model's GGUF as convert_hf_to_gguf.py wrote it for ``model_id``
+    (benchmarks/record_converter.py: names, shapes and types of every add_tensor call)."""
+    text = RECORDED["models"][model_id]["text"]
+    tensors = []
+    for name, shape, qtype, blocks in text["tensors"]:
+        numbers = [n for part in blocks.split(",") if part for n in _span(part)] if blocks else [None]
+        tensors += [[name if i is None else name.format(i), shape, qtype] for i in numbers]
+    count = 1 + max(int(n.split(".")[1]) for n, _, _ in tensors if n.startswith("blk."))
+    spec = {"name": model_id, "arch": text["gguf_arch"], "meta": {"block_count": count}, "tensors": tensors, "vocab": 8}
+    return paramcount.load(write(spec, tmp_path / "recorded.gguf"))
+
+
+def _span(part: str) -> range:
+    first, _, last = part.partition("-")
+    return range(int(first), int(last or first) + 1)
+
+
+@pytest.mark.parametrize(
+    ("model_id", "kinds"),
+    [
+        ("Qwen/Qwen3-VL-30B-A3B-Instruct", {"dropped", "merged"}),  # 128 experts stacked a layer
+        ("llava-hf/llava-1.5-7b-hf", {"dropped", "permuted"}),
+        ("HuggingFaceTB/SmolVLM2-500M-Video-Instruct", {"dropped", "permuted"}),  # text_model. renamed
+    ],
+)
+def test_files_the_converter_wrote_match_their_catalog_config(tmp_path, model_id, kinds):
+    """An image+text model's language-model file: every text tensor matched through the
+    converter's renames (language_model. dropped), its towers and projector dropped (mmproj)."""
+    result = diff_any(paramcount.load(model_id), _recorded_file(tmp_path, model_id))
+    assert result.differences == ()
+    assert {c.kind for c in result.conversions} == kinds
+    dropped = [c for c in result.conversions if c.kind == "dropped"]
+    assert dropped and all("--mmproj" in c.why for c in dropped)

@@ -51,7 +51,7 @@ _ADDED = (
 _DROPPED = (
     (re.compile(r"(^|\.)inv_freq$|rotary_emb\."), "rotary inv_freq: llama.cpp computes the rotation itself"),
     (
-        re.compile(r"^(model\.)?(vision_tower|visual|vision_model|multi_modal_projector|mm_projector|audio_tower)\."),
+        re.compile(r"^(model\.)?(vision_tower|visual|vision_model|multi_modal_projector|mm_projector|connector|audio_tower|embed_vision|embed_audio)\."),
         "vision/audio tower: convert_hf_to_gguf.py --mmproj writes it to a separate file",
     ),
 )
@@ -91,7 +91,7 @@ def diff_across(a, b) -> ModelDiff:
     for m in mapped:
         out.compare(m, file.get(m.gguf))
     for x, role in _buffers(h):
-        out.buffer(x, role, names.gguf(x.name.replace("e_score_correction_bias", "e_score_correction.bias")), file)
+        out.buffer(x, role, names.gguf(converter_name(x.name)), file)
     for name, x in file.items():
         if name not in out.seen:
             out.leftover(x, h_ties)
@@ -101,18 +101,32 @@ def diff_across(a, b) -> ModelDiff:
     return ModelDiff(a.name, b.name, a.total, b.total, out.matched, tuple(out.diffs), note, tuple(out.conversions))
 
 
+# ModelBase.filter_tensors (conversion/base.py) renames before mapping: an image+text model's
+# language model loses its "language_model." (and SmolVLM's its "text_model.", LlamaModel.modify_tensors);
+# a router's score-correction bias becomes a bias
+_RENAMES = (("language_model.", ""), ("text_model.", ""), ("e_score_correction_bias", "e_score_correction.bias"))
+
+
+def converter_name(name: str) -> str:
+    """The name the converter hands gguf-py's map for checkpoint tensor ``name``."""
+    for old, new in _RENAMES:
+        name = name.replace(old, new)
+    return name
+
+
 def _convert(items: Sequence[Item], names: NameMap, file: dict, heads: int) -> tuple[list[_Mapped], list[str]]:
     """The converter's tensors from the checkpoint's (in order), and the names it does not map."""
     mapped: list[_Mapped] = []
     unmapped: list[str] = []
     experts: dict[str, list[Item]] = {}
     for x in items:
-        m = _EXPERT.match(x.name)
+        name = converter_name(x.name)
+        m = _EXPERT.match(name)
         if m and names.gguf(f"{m['head']}.{m['rest']}"):
             experts.setdefault(f"{m['head']}.{m['rest']}", []).append(x)
             continue
-        gguf = names.gguf(x.name)
-        split = _mla_split(x, gguf, names, file, heads) if gguf is None or gguf not in file else None
+        gguf = names.gguf(name)
+        split = _mla_split(x, name, gguf, names, file, heads) if gguf is None or gguf not in file else None
         if split:
             mapped += split
         elif gguf is None:
@@ -136,13 +150,13 @@ def _stacked(key: str, group: list[Item], names: NameMap) -> _Mapped:
     return _Mapped(str(names.gguf(key)), shape, tuple(x.name for x in group), "merged", said)
 
 
-def _mla_split(x: Item, gguf: str | None, names: NameMap, file: dict, heads: int) -> list[_Mapped] | None:
+def _mla_split(x: Item, name: str, gguf: str | None, names: NameMap, file: dict, heads: int) -> list[_Mapped] | None:
     """MLA's kv_b_proj (H·(nope + v), rank) as DeepseekV2Model.modify_tensors splits it:
     ``attn_k_b`` (H, rank, nope), transposed per head, and ``attn_v_b`` (H, v, rank)."""
-    if not x.name.endswith("kv_b_proj.weight") or x.shape is None or len(x.shape) != 2 or heads <= 0:
+    if not name.endswith("kv_b_proj.weight") or x.shape is None or len(x.shape) != 2 or heads <= 0:
         return None
-    k = names.gguf(x.name.replace("kv_b_proj", "k_b_proj"))
-    v = names.gguf(x.name.replace("kv_b_proj", "v_b_proj"))
+    k = names.gguf(name.replace("kv_b_proj", "k_b_proj"))
+    v = names.gguf(name.replace("kv_b_proj", "v_b_proj"))
     if k not in file or v not in file or file[k].shape is None or len(file[k].shape) != 3:
         return None
     rows, rank = (int(d) for d in x.shape)

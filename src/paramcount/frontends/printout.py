@@ -8,9 +8,13 @@ torch's module repr is a small grammar::
 
 Pasted printouts lose their indentation (the Bloom seed article did), so only brackets count.
 A leaf's parameters are read from its extra repr (Linear, Embedding, LayerNorm, RMSNorm,
-Conv1D, ConvNd, …). A module whose text does not show its parameters (``T5LayerNorm()``, fused
-MoE experts) is named as unknown and the total is a lower bound. The text cannot show ties, so
-a head or embedding with the token embedding's shape gets both totals, tied and untied.
+Conv1D, ConvNd, …). Where a paramcount family defines the printed class, the parameters of
+modules that print no shape (``T5LayerNorm()``, a ViT's ``cls_token``) are filled from the family
+and the widths printed around them (:mod:`printout_fill`); where none does, transformers' source
+names the raw parameters its modules hold (:mod:`printout_source`). What still cannot be known
+(fused MoE experts: their count and width are never printed) is named as unknown and the total
+is a lower bound. The text cannot show ties, so a head or embedding with the token embedding's
+shape gets both totals, tied and untied.
 """
 
 from __future__ import annotations
@@ -355,8 +359,8 @@ def leaf_params(cls: str, extra: list[str]) -> list[Param] | None:
     if "PReLU" in cls:
         n = kw.get("num_parameters", 1)
         return [("weight", (n,), None)] if _ints(n) else None
-    if re.search(r"Norm", cls) and not _FREE.fullmatch(cls):
-        return _norm(cls, args, kw)
+    if re.search(r"Norm", cls) and (not _FREE.fullmatch(cls) or "affine" in kw or "elementwise_affine" in kw):
+        return _norm(cls, args, kw)  # BiT's GroupNormActivation is a GroupNorm, whatever its name
     if _FREE.fullmatch(cls) and not _NOT_FREE.fullmatch(cls):
         return []
     return None
@@ -440,6 +444,9 @@ def _body(nodes: list[Node]) -> tuple[Node, ...]:
 def _own(mod: Mod, path: str, copies: int, in_list: bool, b: _Build) -> list[Node]:
     """Parameters a module with children holds itself, which print(model) never shows."""
     named = {c.key: c.mod for c in mod.children if c.mod is not None}
+    own = leaf_params(mod.cls, mod.extra) if mod.extra else None
+    if own:  # a norm or linear subclass with a child (BiT's GroupNorm + activation): its repr shows them
+        return _tensors(own, path, copies > 1 or in_list)
     if mod.cls == "MultiheadAttention" and "out_proj" in named:
         _, kw = arguments(named["out_proj"].extra)
         e = kw.get("in_features")

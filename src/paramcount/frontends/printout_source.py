@@ -52,6 +52,19 @@ def _module_of(root: str) -> Any:
     return sys.modules.get(getattr(cls, "__module__", ""), None) if isinstance(cls, type) else None
 
 
+def _towers(root: Any) -> None:
+    """Import the modelling modules of the printed classes transformers exports (towers built by
+    AutoModel, such as a SigLIP vision model), so their inner classes can be read."""
+    import transformers
+
+    for _, mod in _modules(root):
+        if _TRANSFORMERS_NAME.fullmatch(mod.cls):
+            try:
+                getattr(transformers, mod.cls, None)
+            except Exception:  # an optional tower that fails to import only loses its help
+                continue
+
+
 def _loaded(name: str) -> Any:
     """Class ``name`` from a transformers modelling module already imported (another tower's)."""
     for key, module in list(sys.modules.items()):
@@ -83,6 +96,7 @@ def hidden(root: Any) -> list[tuple[str, str, list[str]]]:
     module = _module_of(root.cls)
     if module is None:
         return []
+    _towers(root)
     out, seen = [], set()
     for path, mod in _modules(root):
         if mod.cls in seen:
