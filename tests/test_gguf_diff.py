@@ -249,3 +249,13 @@ def test_files_the_converter_wrote_match_their_catalog_config(tmp_path, model_id
     assert {c.kind for c in result.conversions} == kinds
     dropped = [c for c in result.conversions if c.kind == "dropped"]
     assert dropped and all("--mmproj" in c.why for c in dropped)
+
+
+def test_an_architecture_gguf_py_never_named_is_compared_by_name(tmp_path, capsys):
+    spec = llama_spec("odd", 2, 64, 4, 2, 128, 64, arch="notanarch")
+    file = write(spec, tmp_path / "odd.gguf")
+    (tmp_path / "config.json").write_text(json.dumps(TINY_LLAMA))
+    assert main(["diff", str(file), str(tmp_path / "config.json"), "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["matched"] == 0 and "notanarch is not an architecture gguf-py names" in data["alignment"]
+    assert data["conversions"] == []

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .frontends.diff import Difference, Item, ModelDiff, diff_models, items_of, shape_text
@@ -51,7 +51,9 @@ _ADDED = (
 _DROPPED = (
     (re.compile(r"(^|\.)inv_freq$|rotary_emb\."), "rotary inv_freq: llama.cpp computes the rotation itself"),
     (
-        re.compile(r"^(model\.)?(vision_tower|visual|vision_model|multi_modal_projector|mm_projector|connector|audio_tower|embed_vision|embed_audio)\."),
+        re.compile(
+            r"^(model\.)?(vision_tower|visual|vision_model|multi_modal_projector|mm_projector|connector|audio_tower|embed_vision|embed_audio)\."
+        ),
         "vision/audio tower: convert_hf_to_gguf.py --mmproj writes it to a separate file",
     ),
 )
@@ -80,6 +82,9 @@ def diff_across(a, b) -> ModelDiff:
     g, h = (a, b) if is_gguf(a) else (b, a)
     meta = metadata(g)
     names = name_map(meta.arch)
+    if not names.known:  # an architecture gguf-py never named: no map to read names through
+        plain = diff_models(a, b)
+        return replace(plain, alignment=f"{meta.arch} is not an architecture gguf-py names: names compared as they are")
     file = {x.name: x for x in items_of(g)[0]}
     h_items, h_ties = items_of(h)
     heads = meta.get("attention.head_count")
@@ -96,8 +101,6 @@ def diff_across(a, b) -> ModelDiff:
         if name not in out.seen:
             out.leftover(x, h_ties)
     note = f"names mapped as llama.cpp's converter maps them for {meta.arch} (gguf-py's tensor map)"
-    if not names.known:
-        note = f"{meta.arch} is not an architecture gguf-py names: only identical names compared"
     return ModelDiff(a.name, b.name, a.total, b.total, out.matched, tuple(out.diffs), note, tuple(out.conversions))
 
 
