@@ -36,13 +36,24 @@ def table(gguf) -> dict:
     }
 
 
+def _dumps(data: dict) -> str:
+    """One line per tensor or architecture, so a new gguf-py shows as a readable diff."""
+
+    def table(value) -> str:
+        if not isinstance(value, dict):
+            return json.dumps(value)
+        rows = ",\n".join(f"  {json.dumps(k)}: {json.dumps(v, separators=(',', ':'))}" for k, v in value.items())
+        return "{\n" + rows + "\n }"
+
+    return "{\n" + ",\n".join(f" {json.dumps(k)}: {table(v)}" for k, v in data.items()) + "\n}"
+
+
 def main() -> None:
     sys.path.insert(0, sys.argv[1])
     import gguf
 
     data = table(gguf)
-    lines = ",\n".join(f" {json.dumps(k)}: {json.dumps(v, separators=(',', ':'))}" for k, v in data.items())
-    OUT.write_text("{\n" + lines + "\n}\n", encoding="utf-8")
+    OUT.write_text(_dumps(data) + "\n", encoding="utf-8")
     print(f"{OUT}: {len(data['tensors']) + len(data['blocks'])} tensors, {len(data['archs'])} architectures")
 
 

@@ -9,6 +9,7 @@ converter class hands it (tests/test_quant_mix_moe.py's transcriptions of conver
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -197,17 +198,32 @@ def _named(model):
 
 
 def test_name_map_agrees_with_gguf_py():
-    """paramcount's copy of the tensor map gives what the installed gguf-py gives."""
+    """paramcount's copy of the tensor map (gguf-py of llama-cpp-python 0.3.36) gives what the
+    installed gguf-py gives, for the checkpoint names of several families."""
+    from paramcount.frontends.diff import items_of
+    from paramcount.gguf_diff import converter_name
+
     from .test_quant_mix_moe import deepseek2
 
-    llama = list(state(build(TINY_LLAMA)))
-    for arch, names in (
-        ("llama", llama),
-        ("deepseek2", [n for n, _ in deepseek2(DEEPSEEK_V2)]),
-    ):
+    small = {"num_hidden_layers": 2, "hidden_size": 64, "intermediate_size": 96, "num_attention_heads": 4,
+             "num_key_value_heads": 2, "vocab_size": 100}  # fmt: skip
+    configs = {
+        "qwen3moe": {**small, "model_type": "qwen3_moe", "architectures": ["Qwen3MoeForCausalLM"], "num_experts": 4,
+                     "num_experts_per_tok": 2, "moe_intermediate_size": 32},
+        "gemma2": {**small, "model_type": "gemma2", "architectures": ["Gemma2ForCausalLM"], "head_dim": 16},
+        "gpt2": {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_layer": 2, "n_embd": 32, "n_head": 4,
+                 "vocab_size": 100},
+        "phi3": {**small, "model_type": "phi3", "architectures": ["Phi3ForCausalLM"]},
+    }  # fmt: skip
+    cases = {arch: [x.name for x in items_of(paramcount.load(c))[0]] for arch, c in configs.items()}
+    cases["llama"] = list(state(build(TINY_LLAMA)))
+    cases["deepseek2"] = [n for n, _ in deepseek2(DEEPSEEK_V2)]
+    for arch, names in cases.items():
         tmap = gguf.get_tensor_name_map(getattr(gguf.MODEL_ARCH, arch.upper()), 4)
-        for n in names:
-            assert name_map(arch).gguf(n) == tmap.get_name(n, try_suffixes=(".weight", ".bias")), n
+        for n in map(converter_name, names):
+            n = re.sub(r"\.experts\.\d+\.", ".experts.", n)  # as the converter names a stack
+            theirs = tmap.get_name(n, try_suffixes=(".weight", ".bias"))
+            assert name_map(arch).gguf(n) == theirs and theirs is not None, (arch, n)
 
 
 # --- files as llama.cpp's own converter wrote them ------------------------------------------------
