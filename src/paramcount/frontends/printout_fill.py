@@ -25,6 +25,7 @@ _ATOM = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TOKEN = re.compile(r"\s*(?:([A-Za-z_][A-Za-z0-9_]*)|(\d+)|([·+\-/()⌈⌉]))")
 
 Param = tuple[str, tuple[int, ...], str | None]
+MAX_PLACES = 1 << 14  # distinct (place, shape) pairs read for widths: real models have a few hundred
 
 
 def pattern(path: str) -> str:
@@ -163,12 +164,17 @@ class Filler:
         self.raw = raw_names(family_tree)
         own = [(path, t.shape, t.shape) for path, ts in self.tensors.items() for t in ts]
         self.defaults = _widths(own)  # the family's default widths, read as the printout's are
-        pairs = []
+        # What binds a symbol is the place (a pattern) and the shapes: alike entries of a long
+        # list say it once, and a text with more unlike places than MAX_PLACES fills nothing.
+        pairs: dict[tuple, tuple[str, tuple[int, ...], tuple[int, ...]]] = {}
         for path, t in _leaves(printed):
             ts = self.tensors.get(pattern(path), [])
             if isinstance(t, Tensor) and len({tuple(map(expr, x.shape)) for x in ts}) == 1:
-                pairs.append((path, ts[0].shape, t.shape))
-        self.widths = _widths(pairs)
+                pairs.setdefault((pattern(path), tuple(t.shape)), (path, ts[0].shape, t.shape))
+            if len(pairs) > MAX_PLACES:
+                pairs = {}
+                break
+        self.widths = _widths(list(pairs.values()))
         self.filled: dict[str, list[str]] = {}  # class -> the paths filled
 
     def leaf(self, path: str, cls: str) -> list[Param] | None:
