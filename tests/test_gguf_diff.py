@@ -275,3 +275,17 @@ def test_an_architecture_gguf_py_never_named_is_compared_by_name(tmp_path, capsy
     data = json.loads(capsys.readouterr().out)
     assert data["matched"] == 0 and "notanarch is not an architecture gguf-py names" in data["alignment"]
     assert data["conversions"] == []
+
+
+def test_fused_qkv_is_merged(tmp_path):
+    """convert_hf_to_gguf.py --fuse-qkv: q, k and v rows concatenated into one attn_qkv."""
+    spec = llama_spec("fused", 2, 64, 4, 2, 128, 64)
+    tensors = [t for t in spec["tensors"] if not t[0].endswith(("attn_q.weight", "attn_k.weight", "attn_v.weight"))]
+    spec["tensors"] = tensors + [[f"blk.{i}.attn_qkv.weight", [64 + 32 + 32, 64], "F16"] for i in (0, 1)]
+    result = diff_any(paramcount.load(TINY_LLAMA), paramcount.load(write(spec, tmp_path / "fused.gguf")))
+    assert result.differences == () and result.matched == 21
+    merged = [c for c in result.conversions if c.kind == "merged"]
+    assert [(c.name, c.a, c.b) for c in merged] == [
+        (f"model.layers.{i}.self_attn.q_proj.weight", "(128, 64)", "(128, 64)") for i in (0, 1)
+    ]
+    assert merged[0].why.startswith("attn_q, attn_k and attn_v concatenated")

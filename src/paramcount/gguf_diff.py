@@ -7,7 +7,9 @@ the conversion changes on purpose is reported apart from real differences
 (``ModelDiff.conversions``), each kind read in the converter (llama-cpp-python 0.3.36's
 ``conversion/*.py``):
 
-* merged: per-expert tensors stacked into one ``ffn_*_exps`` (``E × rows × cols``);
+* merged: per-expert tensors stacked into one ``ffn_*_exps`` (``E × rows × cols``), and parts
+  the converter concatenates when asked (``--fuse-qkv``: q, k and v into ``attn_qkv``; gate and
+  up experts into ``ffn_gate_up_exps``);
 * split: MLA's ``kv_b_proj`` into ``attn_k_b`` and ``attn_v_b`` (``DeepseekV2Model.modify_tensors``);
 * permuted: q/k rows reordered for llama.cpp's rope (``LlamaModel.permute``, same shape);
 * transposed: stored the other way round (GPT-2's Conv1D weights);
@@ -90,6 +92,7 @@ def diff_across(a, b) -> ModelDiff:
     heads = meta.get("attention.head_count")
     mapped, unmapped = _convert(h_items, names, file, heads if isinstance(heads, int) else 0)
     out = _Result(g is a, names.arch, _layers(h), meta.get("block_count"), "token_embd.weight" in file)
+    mapped = _fused(mapped, file)
     by_name = {x.name: x for x in h_items}
     for name in unmapped:
         out.absent(name, by_name[name], None)
@@ -139,6 +142,43 @@ def _convert(items: Sequence[Item], names: NameMap, file: dict, heads: int) -> t
     for key, group in experts.items():
         mapped.append(_stacked(key, group, names))
     return mapped, unmapped
+
+
+# Tensors the converter concatenates into one when asked (ModelBase.modify_tensors in
+# conversion/base.py: --fuse-qkv cats q, k and v rows; fused gate and up experts cat along the rows
+# of each expert), as (the file's tensor, its parts, the axis they are concatenated on)
+FUSED = (("attn_qkv", ("attn_q", "attn_k", "attn_v"), 0), ("ffn_gate_up_exps", ("ffn_gate_exps", "ffn_up_exps"), 1))
+
+
+def _fused(mapped: list[_Mapped], file: dict) -> list[_Mapped]:
+    """Parts the file holds concatenated (its q, k and v as one attn_qkv) as one merged tensor."""
+    by_name = {m.gguf: m for m in mapped}
+    used: set[str] = set()
+    out: list[_Mapped] = []
+    for m in mapped:
+        head, _, stem = m.gguf.rpartition(".")[0].rpartition(".")
+        suffix = m.gguf[m.gguf.rindex(".") :]
+        for whole, parts, axis in FUSED:
+            names = [f"{head}.{p}{suffix}" if head else f"{p}{suffix}" for p in parts]
+            fused = f"{head}.{whole}{suffix}" if head else f"{whole}{suffix}"
+            if stem == parts[0] and fused in file and all(n in by_name and n not in file for n in names):
+                out.append(_concatenated(fused, [by_name[n] for n in names], axis))
+                used.update(names)
+    return out + [m for m in mapped if m.gguf not in used]
+
+
+def _concatenated(name: str, parts: list[_Mapped], axis: int) -> _Mapped:
+    shapes = [p.shape for p in parts]
+    rest = {s[:axis] + s[axis + 1 :] for s in shapes}
+    if len(rest) != 1 or any(len(s) <= axis for s in shapes):
+        shape: tuple[int, ...] = (sum(_count(s) for s in shapes),)
+    else:
+        first = shapes[0]
+        shape = (*first[:axis], sum(s[axis] for s in shapes), *first[axis + 1 :])
+    sources = tuple(src for p in parts for src in p.sources)
+    stems = [n.gguf.rsplit(".", 2)[-2] for n in parts]
+    said = f"{', '.join(stems[:-1])} and {stems[-1]} concatenated (convert_hf_to_gguf.py fuses them)"
+    return _Mapped(name, shape, sources, "merged", said)
 
 
 def _shape(x: Item) -> tuple[int, ...]:
