@@ -127,7 +127,7 @@ def test_deepseek2_kv_b_is_split_and_experts_stacked(tmp_path):
     file = _converted(tmp_path, "deepseek2", DEEPSEEK_V2, deepseek2(DEEPSEEK_V2), meta)
     config = paramcount.load(DEEPSEEK_V2)
     result = diff_any(config, file)
-    assert result.differences == ()
+    assert result.differences == () and result.matched == len(_named(config))  # kv_b_proj once, split or not
     kinds = _kinds(result.conversions)
     assert kinds["split"] == {f"model.layers.{i}.self_attn.kv_b_proj.weight" for i in (0, 1)}
     split = [c for c in result.conversions if c.kind == "split" and c.name.startswith("model.layers.0.")]
@@ -289,3 +289,26 @@ def test_fused_qkv_is_merged(tmp_path):
         (f"model.layers.{i}.self_attn.q_proj.weight", "(128, 64)", "(128, 64)") for i in (0, 1)
     ]
     assert merged[0].why.startswith("attn_q, attn_k and attn_v concatenated")
+
+
+def test_a_checkpoints_fused_qkv_split_in_the_file(tmp_path):
+    """A Phi-3 checkpoint (qkv_proj and gate_up_proj fused) against a file with q, k and v apart:
+    split; its gate_up_proj stays one ffn_up, as gguf-py maps it for phi3."""
+    tensors = state(build(TINY_LLAMA, dtype=torch.float16))
+    for i in (0, 1):
+        p = f"model.layers.{i}."
+        qkv = [tensors.pop(f"{p}self_attn.{x}_proj.weight") for x in "qkv"]
+        gate_up = [tensors.pop(f"{p}mlp.{x}_proj.weight") for x in ("gate", "up")]
+        tensors[f"{p}self_attn.qkv_proj.weight"] = torch.cat(qkv)
+        tensors[f"{p}mlp.gate_up_proj.weight"] = torch.cat(gate_up)
+    save(tmp_path / "ckpt" / "model.safetensors", tensors)
+    write_config(tmp_path / "ckpt", {**TINY_LLAMA, "model_type": "phi3", "architectures": ["Phi3ForCausalLM"]})
+    spec = llama_spec("apart", 2, 64, 4, 2, 128, 64, arch="phi3")
+    spec["tensors"] = [
+        [n, [256, 64] if n.endswith("ffn_up.weight") else s, t] for n, s, t in spec["tensors"] if "ffn_gate" not in n
+    ]
+    result = diff_any(paramcount.load(write(spec, tmp_path / "apart.gguf")), paramcount.load(tmp_path / "ckpt"))
+    assert result.differences == () and result.matched == 2 * 6 + 3
+    split = [c for c in result.conversions if c.kind == "split"]
+    assert {c.name for c in split} == {f"blk.{i}.attn_{x}.weight" for i in (0, 1) for x in "qkv"}
+    assert {(c.a, c.b) for c in split if c.name == "blk.0.attn_k.weight"} == {("(32, 64)", "(32, 64)")}

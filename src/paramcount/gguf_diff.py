@@ -10,7 +10,8 @@ the conversion changes on purpose is reported apart from real differences
 * merged: per-expert tensors stacked into one ``ffn_*_exps`` (``E × rows × cols``), and parts
   the converter concatenates when asked (``--fuse-qkv``: q, k and v into ``attn_qkv``; gate and
   up experts into ``ffn_gate_up_exps``);
-* split: MLA's ``kv_b_proj`` into ``attn_k_b`` and ``attn_v_b`` (``DeepseekV2Model.modify_tensors``);
+* split: MLA's ``kv_b_proj`` into ``attn_k_b`` and ``attn_v_b`` (``DeepseekV2Model.modify_tensors``),
+  a checkpoint's fused qkv into ``attn_q``, ``attn_k`` and ``attn_v`` (``Ernie4_5Model``);
 * permuted: q/k rows reordered for llama.cpp's rope (``LlamaModel.permute``, same shape);
 * transposed: stored the other way round (GPT-2's Conv1D weights);
 * padded: the token embedding or head with other rows than the checkpoint's;
@@ -104,7 +105,8 @@ def diff_across(a, b) -> ModelDiff:
         if name not in out.seen:
             out.leftover(x, h_ties)
     note = f"names mapped as llama.cpp's converter maps them for {meta.arch} (gguf-py's tensor map)"
-    return ModelDiff(a.name, b.name, a.total, b.total, out.matched, tuple(out.diffs), note, tuple(out.conversions))
+    matched = len(out.matched)
+    return ModelDiff(a.name, b.name, a.total, b.total, matched, tuple(out.diffs), note, tuple(out.conversions))
 
 
 # ModelBase.filter_tensors (conversion/base.py) renames before mapping: an image+text model's
@@ -164,7 +166,23 @@ def _fused(mapped: list[_Mapped], file: dict) -> list[_Mapped]:
             if stem == parts[0] and fused in file and all(n in by_name and n not in file for n in names):
                 out.append(_concatenated(fused, [by_name[n] for n in names], axis))
                 used.update(names)
+            elif stem == whole and m.gguf not in file and all(n in file for n in names):
+                out += _parts(m, [file[n] for n in names], axis)  # a checkpoint's fused qkv, split
+                used.add(m.gguf)
     return out + [m for m in mapped if m.gguf not in used]
+
+
+def _parts(m: _Mapped, parts: list[Item], axis: int) -> list[_Mapped]:
+    """A fused checkpoint tensor the file holds in parts (Ernie4_5Model splits a fused qkv): each
+    part expected as the file has it, where the parts' rows add up to the checkpoint's."""
+    shapes = [tuple(int(d) for d in p.shape) if p.shape is not None else (p.count,) for p in parts]
+    rest = {s[:axis] + s[axis + 1 :] for s in shapes}
+    whole = m.shape
+    fits = len(rest) == 1 and len(whole) > axis and rest == {whole[:axis] + whole[axis + 1 :]}
+    if not fits or sum(s[axis] for s in shapes) != whole[axis]:
+        return [m]
+    said = f"split into {len(parts)} along dimension {axis}"
+    return [_Mapped(p.name, s, m.sources, "split", said) for p, s in zip(parts, shapes, strict=True)]
 
 
 def _concatenated(name: str, parts: list[_Mapped], axis: int) -> _Mapped:
@@ -237,7 +255,7 @@ class _Result:
         self.diffs: list[Difference] = []
         self.conversions: list[Difference] = []
         self.seen: set[str] = set()
-        self.matched = 0
+        self.matched: set[str] = set()  # checkpoint tensors the file holds (a split one once)
 
     def _pair(self, kind: str, g_name: str, g_text: str, h_name: str, h_text: str, why: str = "") -> Difference:
         # named as A names it; a tensor only one side has (dropped, added) by that side's name
@@ -282,7 +300,7 @@ class _Result:
         if kind == "shape":
             self.diffs.append(self._pair("shape", m.gguf, g_text, h_name, h_text))
             return
-        self.matched += len(m.sources)
+        self.matched.update(m.sources)
         if kind:
             self.conversions.append(self._pair(kind, m.gguf, g_text, h_name, h_text, said))
 
