@@ -374,17 +374,17 @@ def run_diff(argv: Sequence[str]) -> int:
     """Exit 0 when A and B hold the same tensors, 1 when they differ (like diff), 2 on bad input."""
     import json
 
-    from .frontends.diff import diff_models
+    from .gguf_diff import diff_any
     from .render import checkpoint
 
     p = Parser(prog="paramcount diff", description="Two sources compared tensor by tensor: name, shape, dtype, ties.")
-    p.add_argument("a", help="catalog name, config.json, .safetensors file or index, or model folder")
+    p.add_argument("a", help="catalog name, config.json, .safetensors file or index, model folder, or GGUF file")
     p.add_argument("b", help="the same kinds of source")
     model_args(p)
     p.add_argument("--json", action="store_true", help="print the differences as JSON")
     p.add_argument("--width", type=width, help="terminal width")
     args = p.parse_args(argv)
-    result = diff_models(load_model(args.a, args), load_model(args.b, args))
+    result = diff_any(load_model(args.a, args), load_model(args.b, args))
     if args.json:
         print_json(json.dumps(checkpoint.diff_dict(result), indent=2, ensure_ascii=False))
     else:
