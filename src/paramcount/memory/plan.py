@@ -230,7 +230,9 @@ class InferencePlanner:
         images: int | None = None,
         image_size: Any = None,
         audio: Any = None,
+        attn: str | None = None,
     ):
+        from .attention import attending
         from .audio import audio as audio_input
         from .images import images as image_input
         from .weights import scheme as find
@@ -244,7 +246,7 @@ class InferencePlanner:
         self.dtype = compute_dtype(self.scheme, model)
         self.kv_dtype = kv_dtype or self.dtype
         self.cache = {"cache": cache, "encoder_length": encoder_length, "mla": mla}
-        self.overhead = _overhead.parse(overhead if overhead is not None else _overhead.DEFAULT)
+        self.overhead = _overhead.parse(overhead) if overhead is not None else _overhead.MEASURED
         w = weights(model, self.scheme, keep=keep, pure=pure)
         self.keep = ",".join(w.keep) or "none"
         self.unquantised = w.unquantised()
@@ -258,11 +260,13 @@ class InferencePlanner:
                 )
             self.layout = self.images.layout(self.layout)
         self.widths = None if self.partial else shape_widths(model)
+        self.attending = None if self.partial else attending(model, self.layout, attn)
+        if self.attending:
+            self.attending.kernel(1, self.dtype)  # refuses flash_attention_2 in fp32 now, not at a fit's search
         self.limit = Limit.of(model)
 
     def plan(self, context: int, batch: int = 1, why: str = "--context") -> Plan:
         from .kv_cache import kv_cache
-        from .working_set import activations
 
         context, batch = positive(context, "--context"), positive(batch, "--batch")
         if self.partial:
@@ -272,12 +276,30 @@ class InferencePlanner:
         warned = self.limit.check(seen, "transformers")
         cache = kv_cache(self.model, seen, batch, self.kv_dtype, **self.cache, layout=self.layout)
         kv = cache.term()
-        act = activations(self.model, seen, batch, activation_bytes(self.dtype), self.dtype, self.widths)
+        act = self._activations(seen, batch)
         base = (self.weights, kv, act, *self._encoders(batch))
-        extra = self.overhead.term(sum(t.bytes for t in base), "weights + KV cache + activations")
+        rest = sum(t.bytes for t in base) - self.weights.bytes
+        extra = self.overhead.split_term(self.weights.bytes, rest, "KV cache + activations")
         settings = self._settings(cache.dtype, cache.cache, context, why, batch)
         notes = (*warned, *cache.notes, *self._media_notes())
         return Plan(self.model, "inference", (*base, extra), settings, notes, planner=self)
+
+    def _activations(self, seen: int, batch: int) -> Term:
+        from .working_set import activations
+
+        b = activation_bytes(self.dtype)
+        storage = self._sliding_storage(seen, batch)
+        return activations(self.model, seen, batch, b, self.dtype, self.widths, self.attending, storage)
+
+    def _sliding_storage(self, context: int, batch: int) -> int:
+        """Bytes the sliding-window layers hold beyond their window after a prefill of ``context``
+        tokens: DynamicSlidingWindowLayer.update keeps ``full[:, :, -W+1:]``, a view that holds the
+        whole concatenated keys and values until the next step (a static cache writes in place)."""
+        from .kv_cache import sliding_overhang
+
+        if self.cache["cache"] not in (None, "dynamic"):
+            return 0
+        return sliding_overhang(self.layout, context, batch, self.kv_dtype)
 
     def _media_tokens(self) -> int:
         return (self.images.tokens if self.images else 0) + (self.audio.tokens if self.audio else 0)
@@ -320,13 +342,14 @@ class InferencePlanner:
             "context_from": why,
             "batch": batch,
             "overhead": self.overhead.text,
+            **({"attn": self.attending.impl, "attn_from": self.attending.why} if self.attending else {}),
             **({"images": self.images.count, "image_tokens": self.images.tokens} if self.images else {}),
             **({"audio_seconds": float(self.audio.seconds), "audio_tokens": self.audio.tokens} if self.audio else {}),
         }
 
     def _weights_only(self, batch: int) -> Plan:
         """The weights and the overhead on them, for a model without a KV-cache layout."""
-        extra = self.overhead.term(self.weights.bytes, "the weights")
+        extra = self.overhead.split_term(self.weights.bytes, 0, "nothing beyond the weights")
         settings = self._settings(None, None, None, "weights only", batch)
         note = f"weights and overhead only, no KV cache or activations: {self.partial}"
         return Plan(self.model, "inference", (self.weights, extra), settings, (note,), self, self.partial)
@@ -335,18 +358,17 @@ class InferencePlanner:
         """``plan(context, batch).total`` without writing any term's formula: a fit's searches
         ask for hundreds of totals per table (tests/test_plan.py holds the two equal)."""
         from .kv_cache import kv_bytes
-        from .working_set import activations
 
         context, batch = positive(context, "--context"), positive(batch, "--batch")
         if self.partial:
             self.limit.check(context, "transformers")
-            return self.weights.bytes + self.overhead.of(self.weights.bytes)
+            return self.weights.bytes + self.overhead.split(self.weights.bytes, 0)
         seen = context + self._media_tokens()
         self.limit.check(seen, "transformers")  # past a learned position table: refused as plan() does
         kv = kv_bytes(self.model, seen, batch, self.kv_dtype, **self.cache, layout=self.layout)
-        act = activations(self.model, seen, batch, activation_bytes(self.dtype), self.dtype, self.widths).bytes
-        base = self.weights.bytes + kv + act + sum(t.bytes for t in self._encoders(batch))
-        return base + self.overhead.of(base)
+        act = self._activations(seen, batch).bytes
+        rest = kv + act + sum(t.bytes for t in self._encoders(batch))
+        return self.weights.bytes + rest + self.overhead.split(self.weights.bytes, rest)
 
 
 def _layout(model: Model, mla: str) -> tuple[Any, str | None]:
