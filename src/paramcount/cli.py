@@ -378,7 +378,7 @@ def run_serve(argv: Sequence[str]) -> int:
 TRAIN_FLAGS = ("optimizer", "precision", "zero", "gpus", "recompute", "no_flash", "lora_rank", "lora_targets", "qlora")
 LLAMA_FLAGS = ("ubatch", "flash_attn", "swa_full", "kv_unified", "cache_type_k", "cache_type_v", "device", "embeddings")
 INFERENCE_FLAGS = ("kv_dtype", "keep", "kv_cache", "encoder_length", "mla", "runtime", "pure", "images", "image_size")
-INFERENCE_FLAGS += ("audio",)
+INFERENCE_FLAGS += ("audio", "attn")
 VLLM_FLAGS = ("tp", "pp", "ep", "gpu_memory_utilization", "block_size", "max_num_seqs", "max_num_batched_tokens")
 VLLM_FLAGS += ("enforce_eager",)
 INFERENCE_FLAGS += LLAMA_FLAGS + VLLM_FLAGS
@@ -386,6 +386,7 @@ INFERENCE_FLAGS += LLAMA_FLAGS + VLLM_FLAGS
 
 def plan_args(p: Parser) -> None:
     """The flags ``memory`` and ``fit`` share: the model, the run's shape, its settings, output."""
+    from .memory.attention import IMPLEMENTATIONS
     from .memory.kv_cache import CACHES, MLA_FORMS
     from .memory.plan import TRAINING_PRECISIONS
     from .memory.training import OPTIMIZERS, ZERO_STAGES
@@ -417,6 +418,11 @@ def plan_args(p: Parser) -> None:
         "--encoder-length", type=tokens, metavar="N", help="encoder-decoder: source tokens (default --context)"
     )
     i.add_argument("--mla", choices=MLA_FORMS, help="MLA models: cache the latent (default) or expanded heads")
+    i.add_argument(
+        "--attn",
+        choices=IMPLEMENTATIONS,
+        help="transformers: the attention implementation (default: transformers' own, sdpa or eager)",
+    )
     i.add_argument(
         "--images",
         type=depth,

@@ -50,10 +50,7 @@ SOURCE = (
 EAGER_DEFAULT = frozenset(
     {
         "deepseek_v4",
-        "esm",
         "gemma2",
-        "gemma4",
-        "gemma4_text",
         "gpt_oss",
         "granite_swa",
         "granitemoe_swa",
@@ -86,6 +83,8 @@ def implementation(model: Model, attn: str | None) -> tuple[str, str]:
     if attn is not None:
         if attn not in IMPLEMENTATIONS:
             raise ParamcountError(f"--attn must be one of {', '.join(IMPLEMENTATIONS)}, not {attn!r}", field="--attn")
+        if attn == "sdpa" and model.model_type in EAGER_DEFAULT:
+            raise ParamcountError(f"transformers has no sdpa attention for {model.model_type}", field="--attn")
         return attn, "--attn"
     if model.model_type in EAGER_DEFAULT:
         return "eager", f"transformers' default for {model.model_type} (its class does not support sdpa)"
