@@ -17,14 +17,16 @@ from .gpu_cases import allocated, cases, ratio, table
 
 README = Path(__file__).parent.parent / "README.md"
 TABLE = re.compile(r"(<!-- gpu-table -->\n)(.*?)(<!-- /gpu-table -->)", re.S)
-# Not yet within the goal: training (issue 22, item 2): the activations are still Korthikanti et
-# al.'s fused-kernel estimate, not what transformers' eager modules save, and no loss, autocast
-# copies, optimizer temporaries or the allocator's training reserve are counted.
-TRAINING = "training as transformers runs it is not modelled yet (issue 22 item 2)"
+# Not yet within the goal, with the figure: issue 22 reports this case's total alone (25.2 GB);
+# the plan (23.3 GB, −8%) holds the checkpointed inputs, the loss's 12·N·V and the reserve, and
+# the allocator held about 5 GB more than that without a raw run to say where.
+SHORT = {
+    "Qwen/Qwen3-0.6B, train, 4,096 × 2, precision bf16, recompute full": "plan 23.3 GB against 25.2 GB used (−8%)",
+}
 
 
 def _marks(c):
-    return [pytest.mark.xfail(reason=TRAINING, strict=True)] if c.raw["kind"] in ("train", "lora") else []
+    return [pytest.mark.xfail(reason=SHORT[c.name], strict=True)] if c.name in SHORT else []
 
 
 CASES = [pytest.param(c, id=c.name, marks=_marks(c)) for c in cases()]
@@ -45,17 +47,26 @@ def test_plan_tensors_against_the_peak_allocation(case):
 CARDS = ("h100", "a100-40gb", "l40s", "rtx4090", "rtx3090", "l4", "rtx4080", "a10")
 
 
-@pytest.mark.parametrize("case", [p for p in CASES if p.values[0].raw["kind"] in ("infer", "generate")])
-def test_fit_says_fits_only_where_the_run_fitted(case):
-    o = case.raw["options"]
-    scheme = o.get("dtype", "bf16")
+def _fits(case, card: str) -> bool:
+    o, kind = case.raw["options"], case.raw["kind"]
     T, B = case.raw["T"] + o.get("new_tokens", 0), case.raw["B"]
+    if kind in ("infer", "generate"):
+        scheme = o.get("dtype", "bf16")
+        return fit(case.model(), card, context=T, batch=B, only=(scheme,)).row(scheme).fits
+    precision = o.get("precision", "bf16")
+    extra = {"recompute": o.get("recompute", "none")}
+    if kind == "lora":
+        extra.update(lora=o["r"], lora_targets=o.get("targets"))
+    rows = fit(case.model(), card, context=T, batch=B, mode="training", only=(precision,), **extra)
+    return rows.row(precision).fits
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.name) for c in cases()])
+def test_fit_says_fits_only_where_the_run_fitted(case):
     for key in (k for k in CARDS if k in GPUS):
-        card = GPUS[key]
-        row = fit(case.model(), key, context=T, batch=B, only=(scheme,)).row(scheme)
-        if row.fits:
-            assert case.used <= card.usable, (key, case.used, card.usable)
-    assert fit(case.model(), "h100", context=T, batch=B, only=(scheme,)).row(scheme).fits  # it ran there
+        if _fits(case, key):
+            assert case.used <= GPUS[key].usable, (key, case.used, GPUS[key].usable)
+    assert _fits(case, "h100")  # it ran there
 
 
 def test_readme_shows_the_table():

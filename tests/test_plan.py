@@ -10,7 +10,7 @@ import paramcount
 from paramcount.errors import ParamcountError
 from paramcount.memory import GPUS, inference, kv_cache, train, training, weights
 from paramcount.memory.gpus import GIB
-from paramcount.memory.overhead import DEFAULT, MEASURED, Overhead, parse
+from paramcount.memory.overhead import MEASURED, MEASURED_TRAINING, Overhead, parse
 from paramcount.memory.plan import SCHEMA, context_for
 from paramcount.memory.working_set import activations
 
@@ -155,13 +155,26 @@ def test_bad_overhead(text):
 # ---- training ------------------------------------------------------------------------------------------
 
 
-def test_train_is_the_training_terms_plus_overhead():
+def test_train_is_the_model_states_the_activations_at_the_peak_and_overhead():
+    """The states of ``training`` (the gradients as the peak holds them), the saved tensors of
+    :mod:`paramcount.memory.saved`, and the measured overhead."""
+    from paramcount.memory.saved import Step
+    from paramcount.memory.saved import activations as saved
+
     model = paramcount.load("meta-llama/Llama-2-7b-hf")
-    plan = train(model, zero=3, gpus=8, batch=2, context=1024, recompute="selective")
-    expected = training(model, zero=3, gpus=8, batch=2, context=1024, recompute="selective")
+    plan = train(model, zero=3, gpus=8, batch=2, context=1024)
+    expected = training(model, zero=3, gpus=8, batch=2, context=1024)
     assert [t.key for t in plan.terms] == [t.key for t in expected] + ["overhead"]
-    assert [t.bytes for t in plan.terms[:-1]] == [t.bytes for t in expected]
-    assert plan.term("overhead").bytes == DEFAULT.of(sum(t.bytes for t in expected))
+    act = saved(model, Step(1024, 2, "mixed", heads=32))
+    assert plan.term("activations").bytes == act.bytes
+    same = [t.key for t in expected if t.key not in ("gradients", "activations")]
+    assert [plan.term(k).bytes for k in same] == [next(t for t in expected if t.key == k).bytes for k in same]
+    grads, opt = (next(t for t in expected if t.key == k) for k in ("gradients", "optimizer"))
+    temp = opt.parts[0].bytes // 2  # torch._foreach_sqrt(exp_avg_sq): one moment
+    assert plan.term("gradients").bytes == max(0, grads.bytes + temp - act.bytes) and plan.term("gradients").estimate
+    weights = plan.term("weights").bytes + plan.term("master_weights").bytes
+    rest = plan.total - plan.term("overhead").bytes - weights
+    assert plan.term("overhead").bytes == MEASURED_TRAINING.split(weights, rest)
     assert plan.to_dict()["settings"]["zero"] == 3
 
 

@@ -184,3 +184,6 @@ class Measured:
 
 
 MEASURED = Measured()
+# Training held less beyond its peak allocation than inference's fragmented prefill: 0.6%–15% of
+# the terms beyond the weights in the H100 training runs (tests/fixtures/gpu_h100.json).
+MEASURED_TRAINING = Measured(percent=Fraction(15))

@@ -474,9 +474,13 @@ class TrainingPlanner:
         self.optimizer, self.zero, self.gpus = optimizer, zero, gpus
         self.recompute, self.flash = recompute, flash
         self.adapters = _adapters(model, lora, lora_targets, self.qlora_bits)
-        self.overhead = _overhead.parse(overhead if overhead is not None else _overhead.DEFAULT)
         self._states: dict[tuple[int, int], list[Term]] = {}
         self.shapes = shape_model(model)  # what the activation estimate reads widths from
+        self.layout = _layout(model, "latent")[0]
+        from .activations import _heads
+
+        self.heads = _heads(model)
+        self.overhead = _overhead.parse(overhead) if overhead is not None else _overhead.MEASURED_TRAINING
 
     def states(self, zero: int, gpus: int) -> list[Term]:
         if (zero, gpus) not in self._states:
@@ -497,16 +501,32 @@ class TrainingPlanner:
     def plan(
         self, context: int, batch: int = 1, gpus: int | None = None, zero: int | None = None, why: str = ""
     ) -> Plan:
-        from .activations import activations
+        from .saved import activations
 
         context, batch = positive(context, "--context"), positive(batch, "--batch")
         gpus, zero = gpus or self.gpus, self.zero if zero is None else zero
-        dtype = "fp32" if self.precision == "fp32" else "bf16"
-        act = activations(self.shapes, batch, context, recompute=self.recompute, flash=self.flash, dtype=dtype)
-        base = (*self.states(zero, gpus), act)
-        extra = self.overhead.term(sum(t.bytes for t in base), "the training terms")
+        act = activations(self.shapes, self._step(context, batch))
+        states = _at_peak(self.states(zero, gpus), act)
+        base = (*states, act)
+        weights = sum(t.bytes for t in base if t.key in ("weights", "master_weights"))
+        rest = sum(t.bytes for t in base) - weights
+        extra = self.overhead.split_term(weights, rest, "the training terms beyond the weights")
         settings = self._settings(context, batch, gpus, zero, why)
         return Plan(self.model, "training", (*base, extra), settings, planner=self)
+
+    def _step(self, context: int, batch: int) -> Any:
+        """The step as transformers runs it: attention from transformers' default (eager for
+        ``--no-flash``), sliding-window layers the context reaches, the adapters."""
+        from .attention import implementation
+        from .saved import Step
+
+        impl = implementation(self.model, None if self.flash else "eager")[0]
+        kinds = getattr(self.layout, "kinds", ())
+        masked = sum(k.layers for k in kinds if k.attention == "sliding" and k.window and k.window <= context)
+        heads = self.heads or 1
+        lora = self.adapters if self.adapters is not None else None
+        eager = impl == "eager"
+        return Step(context, batch, self.precision, self.recompute, eager, heads, 0 if eager else masked, lora)
 
     def _settings(self, context: int, batch: int, gpus: int, zero: int, why: str) -> dict[str, Any]:
         a = self.adapters
@@ -527,6 +547,27 @@ class TrainingPlanner:
 
     def total(self, context: int, batch: int = 1) -> int:
         return self.plan(context, batch).total
+
+
+def _at_peak(states: list[Term], act: Term) -> list[Term]:
+    """The gradients as the peak holds them. The step peaks at the start of the loss's backward,
+    with the activations saved and no gradients yet; the backward frees the activations as the
+    gradients fill in, and the optimizer step holds the gradients and AdamW's temporaries
+    (``torch._foreach_sqrt`` of exp_avg_sq: one moment's size). The gradients term is what
+    that second phase needs beyond the first: none when the activations are larger."""
+    grads = next((t for t in states if t.key == "gradients"), None)
+    if grads is None:
+        return states
+    opt = next((t for t in states if t.key == "optimizer"), None)
+    temp = sum(p.bytes for p in opt.parts if p.key == "optimizer.moments") // 2 if opt else 0
+    need = max(0, grads.bytes + temp - act.bytes)
+    formula = f"max(0, gradients {grads.bytes:,} + AdamW temporaries {temp:,} − activations {act.bytes:,}) = {need:,} B"
+    said = (
+        f"{grads.label}: {grads.bytes:,} B at the optimizer step, when the activations are freed; the total "
+        "counts the larger phase once"
+    )
+    held = Term("gradients", f"{grads.label}, beyond the activations", need, formula, said, True, grads.source)
+    return [held if t is grads else t for t in states]
 
 
 def _targets_text(targets: Any) -> str:
