@@ -403,7 +403,9 @@ def plan_args(p: Parser) -> None:
         "--batch", type=whole, default=1, metavar="N", help="sequences at once; training: per GPU (default 1)"
     )
     p.add_argument(
-        "--overhead", metavar="SPEC", help="runtime overhead, a size and/or a share: 1GiB+5%% (default 0.5GiB+10%%)"
+        "--overhead",
+        metavar="SPEC",
+        help="runtime overhead, a size and/or a share: 1GiB+5%% (default: measured CUDA context + allocator reserve)",
     )
     p.add_argument("--json", action="store_true", help="print the versioned JSON document instead of tables")
     p.add_argument("--width", type=width, help="terminal width for the tables")

@@ -425,7 +425,9 @@ def inference(
     gets its weights and overhead alone (``Plan.partial`` says why).
     ``context`` defaults to the model's limit capped at 4,096 tokens; ``kv_dtype`` to the
     scheme's compute dtype (bf16; fp32/fp16 for those schemes; fp16 for GGUF, GPTQ and AWQ);
-    ``overhead`` is ``"0.5GiB+10%"`` unless given (a string like ``"1GB+5%"`` or an Overhead).
+    ``overhead`` is the measured CUDA context, cuBLAS workspace and allocator reserve
+    (:data:`paramcount.memory.overhead.MEASURED`) unless given (a string like ``"1GB+5%"`` or an
+    Overhead); ``attn`` (``sdpa``/``eager``/``flash_attention_2``) overrides transformers' choice.
     ``options``: ``keep`` (what stays in high precision), ``cache`` (``dynamic``/``static``/``llama.cpp``),
     ``encoder_length``, ``mla`` (``latent``/``expanded``), as the weights and KV modules take them;
     ``runtime`` (:mod:`paramcount.memory.runtimes`: llama.cpp by default for a GGUF file, whose

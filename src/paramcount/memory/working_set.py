@@ -4,7 +4,8 @@ At inference nothing is kept for a backward pass, so only one layer's tensors ar
 time, plus the residual stream and the logits. For batch B and T tokens in one forward pass
 (the prefill, the largest step) this estimates the peak as
 
-    B·T·(4h + max(W_attn, W_ffn))·b  +  logits
+    max(B·T·(4h + W_ffn)·b,  B·T·(4h + W_attn [+ 2·H·d])·b + attention's T×T)
+        + masks held + sliding layers' prefill keys and values + logits
 
 with h the hidden width, b the activation dtype's bytes, and W_attn, W_ffn the widths of what
 one layer's attention and feed-forward hold per token, read from the layer's weight shapes
@@ -13,15 +14,19 @@ one layer's attention and feed-forward hold per token, read from the layer's wei
 before and after its nonlinearity (2I); for k of E routed experts, k times the gathered input,
 the fused gate-up output, the activated gate and their product (k·(h + 4I)). The 4h are the
 tensors transformers' forward keeps alongside: the embeddings output (the model's forward
-holds it), the layer's input, the residual and its normed copy. Attention runs in a fused
-kernel (SDPA / FlashAttention), so no T×T score matrix is held. Logits: a generating model
+holds it), the layer's input, the residual and its normed copy. What attention adds (keys and
+values repeated to every head, masks, scores) follows the implementation transformers runs and
+the kernel PyTorch picks (:mod:`paramcount.memory.attention`); sdpa's flash kernel adds
+nothing. A sliding-window layer of the dynamic cache keeps a view of its whole prefill keys and
+values, held past its window until the next step. Logits: a generating model
 computes them for the last position only, in the activation dtype and again in fp32 (what
 ``generate`` keeps: B·V·(b + 4)); a masked-LM head for every position (B·T·V·b).
 
 The accounting is per tensor, as Korthikanti et al. 2022 (arXiv:2205.05198, §4.1) count a
 layer's activations, but keeps only what an inference forward holds at once. It is this
 project's estimate; tests/test_plan.py holds it to the peak of live tensor storage measured
-in a real transformers forward (a TorchDispatchMode that tracks every tensor's lifetime).
+in a real transformers forward (a TorchDispatchMode that tracks every tensor's lifetime), and
+tests/test_gpu_measured.py to the H100's peak allocations (tests/fixtures/gpu_h100.json).
 """
 
 from __future__ import annotations
@@ -37,7 +42,8 @@ from .terms import Term
 
 SOURCE = (
     "per-layer working set of an inference forward (this project's model; per-tensor accounting as in "
-    "Korthikanti et al. 2022, arXiv:2205.05198 §4.1, without the tensors kept for backward)"
+    "Korthikanti et al. 2022, arXiv:2205.05198 §4.1, without the tensors kept for backward); checked against "
+    "tests/fixtures/gpu_h100.json (H100 peak allocations)"
 )
 KV_SOURCE = "transformers 5.23 cache_utils.py DynamicSlidingWindowLayer.update (keys = full_key_states[:, :, -W+1:])"
 _GENERATING = ("CausalLM", "LMHead", "ConditionalGeneration")
