@@ -157,13 +157,15 @@ class Attending:
         return int(self.full) + int(bool(self.windows))
 
 
-def attending(model: Model, layout: object, attn: str | None) -> Attending:
-    """The model's attention from its KV-cache layout (windows, heads) and its config (query heads)."""
+def attending(model: Model, layout: object, attn: str | None, heads_width: int = 0) -> Attending:
+    """The model's attention from its KV-cache layout (windows, heads) and its config's query
+    heads, else the attention output's width (``heads_width``) over the key head dim."""
     impl, why = implementation(model, attn)
     kinds = [k for k in getattr(layout, "kinds", ()) if k.attention in ("full", "sliding")]
     windows = tuple(sorted({k.window for k in kinds if k.window}))
     kv_heads = max((k.kv_heads for k in kinds), default=0)
-    heads = _query_heads(model) or kv_heads or 1
+    key_dim = max((k.key_dim for k in kinds), default=0)
+    heads = _query_heads(model) or (heads_width // key_dim if key_dim else 0) or kv_heads or 1
     full = any(k.window is None for k in kinds)
     return Attending(impl, why, heads, 0 < kv_heads < heads, windows, full, model.model_type in SINKS)
 

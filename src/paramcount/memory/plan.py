@@ -260,7 +260,8 @@ class InferencePlanner:
                 )
             self.layout = self.images.layout(self.layout)
         self.widths = None if self.partial else shape_widths(model)
-        self.attending = None if self.partial else attending(model, self.layout, attn)
+        heads_width = getattr(self.widths, "heads_width", 0)
+        self.attending = None if self.partial else attending(model, self.layout, attn, heads_width)
         if self.attending:
             self.attending.kernel(1, self.dtype)  # refuses flash_attention_2 in fp32 now, not at a fit's search
         self.limit = Limit.of(model)
