@@ -265,6 +265,7 @@ class InferencePlanner:
         if self.attending:
             self.attending.kernel(1, self.dtype)  # refuses flash_attention_2 in fp32 now, not at a fit's search
         self.limit = Limit.of(model)
+        self.quant_notes = _loading_notes(model, self.scheme)
 
     def plan(self, context: int, batch: int = 1, why: str = "--context") -> Plan:
         from .kv_cache import kv_cache
@@ -282,7 +283,7 @@ class InferencePlanner:
         rest = sum(t.bytes for t in base) - self.weights.bytes
         extra = self.overhead.split_term(self.weights.bytes, rest, "KV cache + activations")
         settings = self._settings(cache.dtype, cache.cache, context, why, batch)
-        notes = (*warned, *cache.notes, *self._media_notes())
+        notes = (*warned, *cache.notes, *self._media_notes(), *self.quant_notes)
         return Plan(self.model, "inference", (*base, extra), settings, notes, planner=self)
 
     def _activations(self, seen: int, batch: int) -> Term:
@@ -353,7 +354,8 @@ class InferencePlanner:
         extra = self.overhead.split_term(self.weights.bytes, 0, "nothing beyond the weights")
         settings = self._settings(None, None, None, "weights only", batch)
         note = f"weights and overhead only, no KV cache or activations: {self.partial}"
-        return Plan(self.model, "inference", (self.weights, extra), settings, (note,), self, self.partial)
+        notes = (note, *self.quant_notes)
+        return Plan(self.model, "inference", (self.weights, extra), settings, notes, self, self.partial)
 
     def total(self, context: int, batch: int = 1) -> int:
         """``plan(context, batch).total`` without writing any term's formula: a fit's searches
@@ -370,6 +372,36 @@ class InferencePlanner:
         act = self._activations(seen, batch).bytes
         rest = kv + act + sum(t.bytes for t in self._encoders(batch))
         return self.weights.bytes + rest + self.overhead.split(self.weights.bytes, rest)
+
+
+# How transformers 5.23 loads a pre-quantised checkpoint on a CUDA GPU (quantizers/quantizer_*.py,
+# validate_environment): when the weights stay quantised, and what it does otherwise.
+_LOADING = {
+    "mxfp4": (
+        "MXFP4 (quantization_config): transformers keeps the experts in MXFP4 on a GPU of compute capability "
+        "≥ 7.5 (T4, A100, L4, H100, ...) with Triton ≥ 3.4 and the kernels package; without them it dequantises "
+        "them to bf16 (quantizer_mxfp4.py validate_environment): plan that with --dtype bf16"
+    ),
+    "fp8": (
+        "FP8 (quantization_config): transformers keeps the weights in FP8 on a GPU of compute capability ≥ 8.9 "
+        "(RTX 4090, L4, L40S, H100, ...); on older GPUs it dequantises them to bf16 "
+        "(quantizer_finegrained_fp8.py validate_environment): plan that with --dtype bf16"
+    ),
+    "bitsandbytes": (
+        "bitsandbytes (quantization_config): the weights stay quantised on a CUDA GPU "
+        "(quantizer_bnb_4bit.py / quantizer_bnb_8bit.py); bitsandbytes needs a CUDA, ROCm or XPU device"
+    ),
+}
+
+
+def _loading_notes(model: Model, scheme: str) -> tuple[str, ...]:
+    """What transformers does with the checkpoint's quantisation when it loads it, for weights
+    planned as stored."""
+    q = (model.config or {}).get("quantization_config")
+    method = q.get("quant_method") if isinstance(q, Mapping) else None
+    if scheme != "stored" or method not in _LOADING:
+        return ()
+    return (_LOADING[method],)
 
 
 def _layout(model: Model, mla: str) -> tuple[Any, str | None]:
