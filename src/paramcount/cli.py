@@ -414,7 +414,7 @@ def run_serve(argv: Sequence[str]) -> int:
 TRAIN_FLAGS = ("optimizer", "precision", "zero", "gpus", "recompute", "no_flash", "lora_rank", "lora_targets", "qlora")
 LLAMA_FLAGS = ("ubatch", "flash_attn", "swa_full", "kv_unified", "cache_type_k", "cache_type_v", "device", "embeddings")
 INFERENCE_FLAGS = ("kv_dtype", "keep", "kv_cache", "encoder_length", "mla", "runtime", "pure", "images", "image_size")
-INFERENCE_FLAGS += ("audio",)
+INFERENCE_FLAGS += ("audio", "attn")
 VLLM_FLAGS = ("tp", "pp", "ep", "gpu_memory_utilization", "block_size", "max_num_seqs", "max_num_batched_tokens")
 VLLM_FLAGS += ("enforce_eager",)
 INFERENCE_FLAGS += LLAMA_FLAGS + VLLM_FLAGS
@@ -422,6 +422,7 @@ INFERENCE_FLAGS += LLAMA_FLAGS + VLLM_FLAGS
 
 def plan_args(p: Parser) -> None:
     """The flags ``memory`` and ``fit`` share: the model, the run's shape, its settings, output."""
+    from .memory.attention import IMPLEMENTATIONS
     from .memory.kv_cache import CACHES, MLA_FORMS
     from .memory.plan import TRAINING_PRECISIONS
     from .memory.training import OPTIMIZERS, ZERO_STAGES
@@ -438,7 +439,9 @@ def plan_args(p: Parser) -> None:
         "--batch", type=whole, default=1, metavar="N", help="sequences at once; training: per GPU (default 1)"
     )
     p.add_argument(
-        "--overhead", metavar="SPEC", help="runtime overhead, a size and/or a share: 1GiB+5%% (default 0.5GiB+10%%)"
+        "--overhead",
+        metavar="SPEC",
+        help="runtime overhead, a size and/or a share: 1GiB+5%% (default: measured CUDA context + allocator reserve)",
     )
     p.add_argument("--json", action="store_true", help="print the versioned JSON document instead of tables")
     p.add_argument("--width", type=width, help="terminal width for the tables")
@@ -453,6 +456,11 @@ def plan_args(p: Parser) -> None:
         "--encoder-length", type=tokens, metavar="N", help="encoder-decoder: source tokens (default --context)"
     )
     i.add_argument("--mla", choices=MLA_FORMS, help="MLA models: cache the latent (default) or expanded heads")
+    i.add_argument(
+        "--attn",
+        choices=IMPLEMENTATIONS,
+        help="transformers: the attention implementation (default: transformers' own, sdpa or eager)",
+    )
     i.add_argument(
         "--images",
         type=depth,

@@ -98,7 +98,8 @@ def widths(model: Any, meta: Meta | None = None) -> Widths:
     ffns = [_ffns(shapes, used) for shapes in blocks]
     graph = max((graph_ffn_width(f, h) for f in ffns), default=0)
     shared = any(len(f) > 1 for f in ffns)
-    return Widths(h, attention, ffn, _vocab(model.tree), True, graph, shared)
+    heads = max((s.get("attn_output", (0, 0))[-1] for s in blocks), default=0)
+    return Widths(h, attention, ffn, _vocab(model.tree), True, graph, shared, heads)
 
 
 def _weights(block: Block) -> dict[str, tuple[int, ...]]:
