@@ -87,6 +87,8 @@ def _load(source, model_class, num_labels, overrides) -> Model:
 
         if hub.looks_like_repo_id(str(source)):
             return hub.load(str(source), **opts)
+        if ":" in str(source):
+            return _load_store(str(source))
     return catalog.count(catalog.get(str(source)), **opts)
 
 
@@ -123,6 +125,18 @@ def _load_path(path: Path, opts: dict[str, Any]) -> Model:
     if found is None and path.is_dir():
         found = gguf.from_folder(path)  # a GGUF model, with its mmproj beside it, as one model
     return found if found is not None else from_file(path, **opts)
+
+
+def _load_store(source: str) -> Model:
+    """``org/name:Q4_K_M`` (a GGUF file on the Hub)."""
+    from .frontends import hub_gguf
+
+    named = hub_gguf.split(source)
+    if named is None:
+        from .frontends import catalog
+
+        return catalog.count(catalog.get(source))  # its error: no such model
+    return hub_gguf.load(*named)
 
 
 def from_module(module: Any, name: str | None = None) -> Model:

@@ -179,8 +179,30 @@ def run_count(argv: Sequence[str]) -> int:
     else:
         if any(v is not None for v in flags.values()):
             raise ParamcountError("dimension flags need --arch (or use --set FIELD=VALUE)", field="--arch")
-        model = load(args.model or catalog.DEFAULT, args.model_class, args.num_labels, extra or None)
+        try:
+            model = load(args.model or catalog.DEFAULT, args.model_class, args.num_labels, extra or None)
+        except ParamcountError as e:
+            if type(e).__name__ != "ManyModels":
+                raise
+            return show_gguf_repo(e, args)
     return show(model, args)
+
+
+def show_gguf_repo(many, args: argparse.Namespace) -> int:
+    """A Hub repository of GGUF files, named without a file: its models, from headers alone."""
+    import dataclasses
+    import json
+
+    from .frontends.hub_gguf import listing
+    from .render import stores, text
+
+    rows, left = listing(many.remote, many.found)
+    if args.json:
+        doc = {"schema": "paramcount.gguf_repo/1", "repo": many.remote.repo, "not_read": left}
+        print_json(json.dumps({**doc, "models": [dataclasses.asdict(r) for r in rows]}, indent=2))
+        return 0
+    text.console(args.width).print(stores.gguf_repo_table(rows, left))
+    return 0
 
 
 def show(model, args: argparse.Namespace) -> int:

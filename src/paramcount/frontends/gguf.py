@@ -384,6 +384,43 @@ def read_header(path: str | Path) -> GGUFFile:
         raise ParamcountError(f"cannot read: {e.__class__.__name__}: {e}", source=src) from None
 
 
+MAX_HEADER_BYTES = 32 << 20  # GGUF headers carry the tokenizer: ~8 MB for Llama 3, more for 256k vocabularies
+
+
+class PastHeader(Exception):
+    """A read went past the header bytes at hand (more must be fetched, or the header is too long)."""
+
+
+class HeaderOnly(bytes):
+    """The first bytes of a GGUF file that report the whole file's length.
+
+    ``parse`` reads a buffer and checks every tensor's data against ``len(buf)``; a browser's
+    upload or a range request holds only the header, so the length is the file's and any read
+    past the bytes at hand fails (struct.error from the buffer itself, PastHeader from a slice)."""
+
+    def __new__(cls, data: bytes, size: int) -> HeaderOnly:
+        self = super().__new__(cls, data)
+        self.file_size = size
+        return self
+
+    def __len__(self) -> int:
+        return self.file_size
+
+    def __getitem__(self, key):
+        if isinstance(key, slice) and (key.stop is None or key.stop > bytes.__len__(self)):
+            raise PastHeader
+        return bytes.__getitem__(self, key)
+
+
+def parse_prefix(data: bytes, size: int, source: str) -> GGUFFile | None:
+    """The header of a ``size``-byte GGUF file from its first bytes ``data``; None when the header
+    runs past them (the caller fetches more, up to MAX_HEADER_BYTES)."""
+    try:
+        return parse(HeaderOnly(data, size), source)
+    except (PastHeader, struct.error):
+        return None
+
+
 _SHARD = re.compile(r"(?P<stem>.*)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf", re.I)
 MAX_SHARDS = 10_000
 

@@ -98,9 +98,12 @@ def _error(repo_id: str, e: Exception, off: bool | str) -> ParamcountError:
     if name == "RevisionNotFoundError":
         return ParamcountError("no such revision on the Hub", source=repo_id)
     if name in ("EntryNotFoundError", "RemoteEntryNotFoundError"):
-        return ParamcountError("the repository has no config.json", source=repo_id)
+        return ParamcountError(_NO_CONFIG, source=repo_id)
     first = str(e).strip().splitlines()[0] if str(e).strip() else name
     return ParamcountError(f"the Hub could not be read: {name}: {first}", source=repo_id)
+
+
+_NO_CONFIG = "the repository has no config.json"
 
 
 def _config(hub, repo_id: str, revision: str | None, off: bool | str) -> Path:
@@ -181,7 +184,14 @@ def load(
     if not off and not reachable(hub.constants.ENDPOINT):
         off = f"the Hub ({hub.constants.ENDPOINT}) did not answer within {PROBE_SECONDS:g} s"
     opts = {"model_class": model_class, "num_labels": num_labels, "overrides": overrides}
-    config_file = _config(hub, repo_id, revision, off)
+    try:
+        config_file = _config(hub, repo_id, revision, off)
+    except ParamcountError as e:
+        if off or e.message != _NO_CONFIG:
+            raise
+        from .hub_gguf import load as from_gguf  # a repository of GGUF files has no config.json
+
+        return from_gguf(repo_id, None, revision)
     folder = config_file.parent
     config = read_json(config_file)
     model = _local(folder, repo_id, opts)

@@ -12,7 +12,6 @@ import difflib
 import hashlib
 import json
 import re
-import struct
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -152,40 +151,15 @@ def _safetensors(name: str, size: int, header: bytes) -> Any:
     return Read(ShardSet(name, ()), (head,), tuple(tensors))
 
 
-class _PastHeader(Exception):
-    pass
-
-
-class _HeaderOnly(bytes):
-    """Header bytes that report the whole file's length.
-
-    ``gguf.parse`` reads a buffer and checks every tensor's data against ``len(buf)``; the
-    browser sends only the header, so the length is the file's and any read past the bytes
-    sent fails (struct.error from the buffer itself, _PastHeader from a slice)."""
-
-    def __new__(cls, data: bytes, size: int) -> _HeaderOnly:
-        self = super().__new__(cls, data)
-        self.file_size = size
-        return self
-
-    def __len__(self) -> int:
-        return self.file_size
-
-    def __getitem__(self, key):
-        if isinstance(key, slice) and (key.stop is None or key.stop > bytes.__len__(self)):
-            raise _PastHeader
-        return bytes.__getitem__(self, key)
-
-
 def _gguf(name: str, size: int, header: bytes) -> Any:
     from ..frontends import gguf
 
-    try:
-        return gguf.parse(_HeaderOnly(header, size), name)
-    except (_PastHeader, struct.error):
+    info = gguf.parse_prefix(header, size, name)
+    if info is None:
         raise ParamcountError(
             f"the GGUF header runs past the {len(header):,} bytes sent (send the whole header)", source=name
-        ) from None
+        )
+    return info
 
 
 def upload_model(up: Upload, model_class: str | None, num_labels: int | None) -> Model:
