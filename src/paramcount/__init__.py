@@ -128,9 +128,13 @@ def _load_path(path: Path, opts: dict[str, Any]) -> Model:
 
 
 def _load_store(source: str) -> Model:
-    """``org/name:Q4_K_M`` (a GGUF file on the Hub)."""
+    """``org/name:Q4_K_M`` (a GGUF file on the Hub) or ``ollama:llama3.1:8b`` (Ollama's store)."""
     from .frontends import hub_gguf
 
+    if source.startswith("ollama:"):
+        from .frontends.stores import load_ollama
+
+        return load_ollama(source.removeprefix("ollama:"))
     named = hub_gguf.split(source)
     if named is None:
         from .frontends import catalog

@@ -233,7 +233,14 @@ def run_list(argv: Sequence[str]) -> int:
     p = Parser(prog="paramcount list", description="The bundled catalog with totals.")
     p.add_argument("--width", type=width)
     p.add_argument("--json", action="store_true", help="print the catalog as JSON (schema paramcount.list/1)")
+    p.add_argument(
+        "--local",
+        action="store_true",
+        help="list the models on this machine instead: Ollama's store, the Hugging Face cache, LM Studio's folder",
+    )
     args = p.parse_args(argv)
+    if args.local:
+        return list_local(args)
     rows = []
     for e in catalog.entries():
         m = from_config(e.config, f"catalog:{e.id}", name=e.id)
@@ -245,6 +252,44 @@ def run_list(argv: Sequence[str]) -> int:
         return 0
     text.console(args.width).print(text.catalog_table(rows))
     return 0
+
+
+def list_local(args: argparse.Namespace) -> int:
+    """``list --local``: the models in the local stores, with the name to give paramcount."""
+    import dataclasses
+    import json
+
+    from .frontends.stores import local_models
+    from .render import stores, text
+
+    rows = local_models()
+    if args.json:
+        doc = {"schema": "paramcount.local/1", "models": [dataclasses.asdict(r) for r in rows]}
+        print_json(json.dumps(doc, indent=2))
+        return 0
+    text.console(args.width).print(stores.local_table(rows))
+    return 0
+
+
+def ollama_defaults(args: argparse.Namespace) -> None:
+    """An ``ollama:`` model's load settings as Ollama passes them to llama-server, where no flag
+    gives one (ollama's llm/llama_server.go: ``-c num_ctx``, ``--cache-type-k/-v`` both from
+    OLLAMA_KV_CACHE_TYPE, which llm/server.go NewLlamaServer reads server-wide)."""
+    import os
+
+    from .memory.llamacpp import CACHE_TYPES
+
+    if not args.model.startswith("ollama:") or args.train or args.runtime not in (None, "llama.cpp"):
+        return
+    from .frontends.stores import ollama_manifest, ollama_options
+
+    options = ollama_options(ollama_manifest(args.model.removeprefix("ollama:")))
+    if args.context is None and options.get("num_ctx", 0) > 0:
+        args.context = options["num_ctx"]
+    kv = os.environ.get("OLLAMA_KV_CACHE_TYPE", "").strip().lower()
+    if kv in CACHE_TYPES:
+        args.cache_type_k = args.cache_type_k or kv
+        args.cache_type_v = args.cache_type_v or kv
 
 
 # ---- explain, check, compare: the working shown -------------------------------------------
@@ -639,6 +684,7 @@ def run_memory(argv: Sequence[str]) -> int:
         "--plot", metavar="FILE", help="draw memory against context and batch, stacked by term (.png or .svg)"
     )
     args = p.parse_args(argv)
+    ollama_defaults(args)
     options = plan_options(args)
     model = load_model(args.model, args)
     card = gpu(args.gpu) if args.gpu else None
@@ -683,6 +729,7 @@ def run_fit(argv: Sequence[str]) -> int:
         "a checkpoint adds stored first)",
     )
     args = p.parse_args(argv)
+    ollama_defaults(args)
     options = plan_options(args)
     only = options.pop("precision", None) if args.train else args.dtype
     mode, shown = ("training" if args.train else "inference"), tuple(only.split(",")) if only else None

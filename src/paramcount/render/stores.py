@@ -24,3 +24,13 @@ def gguf_repo_table(rows: Sequence[Any], left: int = 0) -> Table:
     for r in rows:
         t.add_row(r.file, r.quant, str(r.files), _gb(r.size), n(r.parameters), r.architecture)
     return t
+
+
+def local_table(rows: Sequence[Any]) -> Table:
+    """``paramcount list --local``: each model found, the name to give paramcount, bytes, count."""
+    t = Table(show_edge=False)
+    for col, just in (("store", "left"), ("model", "left"), ("GB", "right"), ("parameters", "right")):
+        t.add_column(col, justify=just)
+    for r in rows:
+        t.add_row(r.store, r.name, _gb(r.size), n(r.parameters) if r.parameters is not None else r.note)
+    return t

@@ -1,0 +1,269 @@
+"""Models already on this machine: Ollama's store, the Hugging Face cache, LM Studio's folder.
+
+``ollama:llama3.1:8b`` is read as Ollama reads it (github.com/ollama/ollama): the manifest at
+``$OLLAMA_MODELS/manifests/<host>/<namespace>/<model>/<tag>`` (``envconfig.Models``,
+``manifest.PathForName``, ``types/model/name.go``: host ``registry.ollama.ai``, namespace
+``library``, tag ``latest`` by default) lists layers by media type; the model is the
+``application/vnd.ollama.image.model`` blob, each ``…image.projector`` an mmproj, and the
+``…image.params`` blob JSON options (``server/images.go`` ``GetModel``), at
+``blobs/sha256-<hex>`` (``manifest.BlobsPath``). Every walk is bounded, never follows a link
+out of its store, and reads headers only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ParamcountError
+from ..model import Model
+from . import gguf
+
+MODEL = "application/vnd.ollama.image.model"
+PROJECTOR = "application/vnd.ollama.image.projector"
+PARAMS = "application/vnd.ollama.image.params"
+MAX_MANIFEST_BYTES = 1 << 20
+MAX_PARAMS_BYTES = 1 << 20
+MAX_WALK = 10_000  # directory entries a store's walk visits before it stops
+_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$")  # no "..", no separators
+_DIGEST = re.compile(r"^sha256[:-]([0-9a-fA-F]{64})$")  # manifest.BlobsPath's pattern
+
+
+def ollama_root() -> Path:
+    """``$OLLAMA_MODELS``, else ``~/.ollama/models`` (envconfig.Models)."""
+    return Path(os.environ.get("OLLAMA_MODELS") or Path.home() / ".ollama" / "models")
+
+
+def ollama_parts(name: str) -> tuple[str, str, str, str]:
+    """host, namespace, model, tag of an Ollama name (``ParseNameBare`` merged with ``DefaultName``)."""
+    tag = "latest"
+    if name.rfind(":") > name.rfind("/"):
+        name, tag = name.rsplit(":", 1)
+    parts = name.split("/")
+    if not 1 <= len(parts) <= 3:
+        raise ParamcountError("not an Ollama model name (model, namespace/model or host/namespace/model)", source=name)
+    host, namespace, model = (["registry.ollama.ai", "library"][: 3 - len(parts)] + parts)[-3:]
+    for part in (host, namespace, model, tag):
+        if not _PART.match(part):
+            raise ParamcountError(f"{part!r} is not a part of an Ollama model name", source=name)
+    return host, namespace, model, tag
+
+
+@dataclass(frozen=True)
+class Manifest:
+    name: str
+    path: Path
+    layers: tuple[tuple[str, Path, int], ...]  # media type, blob, bytes
+
+    @property
+    def size(self) -> int:
+        return sum(s for _, _, s in self.layers)
+
+    def of(self, media: str) -> list[Path]:
+        return [p for m, p, _ in self.layers if m == media]
+
+
+def _json(path: Path, limit: int, what: str) -> Any:
+    try:
+        size = path.stat().st_size
+        if size > limit:
+            raise ParamcountError(f"{what} of {size:,} bytes; at most {limit:,} read", source=str(path))
+        return json.loads(path.read_bytes())
+    except (OSError, ValueError) as e:
+        raise ParamcountError(f"{what} is unreadable: {type(e).__name__}: {e}", source=str(path)) from None
+
+
+def manifest(root: Path, path: Path, name: str) -> Manifest:
+    """The manifest at ``path``: its layers' media types, blobs and sizes, each checked."""
+    doc = _json(path, MAX_MANIFEST_BYTES, "the manifest")
+    layers = doc.get("layers") if isinstance(doc, dict) else None
+    if not isinstance(layers, list):
+        raise ParamcountError("the manifest has no list of layers", source=str(path), field="layers")
+    out = []
+    for i, layer in enumerate(layers[:1024]):
+        d = _DIGEST.match(str(layer.get("digest", ""))) if isinstance(layer, dict) else None
+        size = layer.get("size") if isinstance(layer, dict) else None
+        if d is None or not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            raise ParamcountError(
+                "expected a mediaType, a sha256 digest and a size", source=str(path), field=f"layers[{i}]"
+            )
+        out.append((str(layer.get("mediaType")), root / "blobs" / f"sha256-{d[1]}", size))
+    return Manifest(name, path, tuple(out))
+
+
+def ollama_manifest(name: str) -> Manifest:
+    root = ollama_root()
+    path = root / "manifests" / Path(*ollama_parts(name))
+    if not path.is_file():
+        raise ParamcountError(f"no such model in Ollama's store ({root}): ollama pull {name}", source=f"ollama:{name}")
+    return manifest(root, path, name)
+
+
+def _blob(path: Path, source: str) -> gguf.GGUFFile:
+    if not path.is_file():
+        raise ParamcountError(f"the blob {path.name} is missing from the store", source=source)
+    return gguf.read_header(path)
+
+
+def ollama_model(m: Manifest) -> Model:
+    """The model a manifest names: its GGUF blob, with its projector as the model's towers."""
+    source = f"ollama:{m.name}"
+    blobs = m.of(MODEL)
+    if len(blobs) != 1:
+        raise ParamcountError(f"the manifest lists {len(blobs)} model layers; one expected", source=source)
+    from ..records import replace
+
+    model = replace(gguf.to_model(_blob(blobs[0], source)), name=source, source=source)
+    for proj in m.of(PROJECTOR)[:1]:
+        mm = gguf.with_towers(gguf.to_model(_blob(proj, source)))
+        model = gguf.with_mmproj(model, mm, source)
+    options = ollama_options(m)
+    if options:
+        said = ", ".join(f"{k} {v}" for k, v in options.items())
+        model = replace(model, notes=(*model.notes, f"Ollama's params layer sets {said}"))
+    return model
+
+
+RUNNER_OPTIONS = ("num_ctx", "num_gpu", "num_batch")  # api/types.go Runner: read when the model loads
+
+
+def ollama_options(m: Manifest) -> dict[str, int]:
+    """The load-time options the params layer sets (``api.Runner``'s json names), whole numbers."""
+    out: dict[str, int] = {}
+    for path in m.of(PARAMS)[:1]:
+        doc = _json(path, MAX_PARAMS_BYTES, "the params layer")
+        if not isinstance(doc, dict):
+            raise ParamcountError("the params layer is not a JSON object", source=str(path))
+        for key in RUNNER_OPTIONS:
+            value = doc.get(key)
+            if value is not None:
+                if isinstance(value, bool) or not isinstance(value, int) or not -1 <= value <= 1 << 24:
+                    raise ParamcountError(f"expected a whole number, got {value!r}", source=str(path), field=key)
+                out[key] = value
+    return out
+
+
+def load_ollama(name: str) -> Model:
+    """``ollama:NAME`` counted from its blobs' headers."""
+    return ollama_model(ollama_manifest(name))
+
+
+# --- list --local ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Found:
+    store: str
+    name: str  # what to give paramcount: ollama:…, a folder or a file
+    size: int
+    parameters: int | None
+    note: str = ""
+
+
+def _walk(root: Path, depth: int, budget: list[int]):
+    """Paths ``depth`` levels below ``root``, links never followed, at most MAX_WALK visited."""
+    if depth == 0:
+        yield root
+        return
+    try:
+        entries = sorted(os.scandir(root), key=lambda e: e.name)
+    except OSError:
+        return
+    for e in entries:
+        budget[0] -= 1
+        if budget[0] < 0:
+            return
+        if depth > 1 and e.is_dir(follow_symlinks=False):
+            yield from _walk(Path(e.path), depth - 1, budget)
+        elif depth == 1 and (not e.is_symlink() or _inside(Path(e.path), root)):
+            yield Path(e.path)
+
+
+def _inside(path: Path, root: Path) -> bool:
+    """Whether a link resolves inside the store (a Hub snapshot's links point at ../../blobs)."""
+    try:
+        return path.resolve().is_relative_to(root.parents[1].resolve())
+    except (OSError, IndexError):
+        return False
+
+
+def _row(store: str, name: str, size: int, count) -> Found:
+    try:
+        return Found(store, name, size, count())
+    except ParamcountError as e:
+        return Found(store, name, size, None, f"unreadable: {e}")
+
+
+def ollama_found(budget: list[int]) -> list[Found]:
+    root = ollama_root()
+    rows = []
+    for path in _walk(root / "manifests", 4, budget):
+        if not path.is_file():
+            continue
+        host, ns, model, tag = path.relative_to(root / "manifests").parts
+        name = f"{model}:{tag}" if (host, ns) == ("registry.ollama.ai", "library") else f"{host}/{ns}/{model}:{tag}"
+        try:
+            m = manifest(root, path, name)
+        except ParamcountError as e:
+            rows.append(Found("ollama", f"ollama:{name}", 0, None, f"unreadable: {e}"))
+            continue
+        rows.append(_row("ollama", f"ollama:{name}", m.size, lambda m=m: ollama_model(m).total))
+    return rows
+
+
+def hub_cache_root() -> Path:
+    from .hub import cache_dir
+
+    return Path(cache_dir() or Path.home() / ".cache" / "huggingface" / "hub")
+
+
+def hub_found(budget: list[int]) -> list[Found]:
+    """models--org--name/snapshots/<revision>/ holding GGUF files or config.json with safetensors."""
+    rows = []
+    for snap in _walk(hub_cache_root(), 3, budget):
+        parts = snap.parts[-3:]
+        if len(parts) < 3 or not parts[0].startswith("models--") or parts[1] != "snapshots" or not snap.is_dir():
+            continue
+        files = [p for p in _walk(snap, 1, budget) if p.is_file()]
+        repo = parts[0].removeprefix("models--").replace("--", "/", 1)
+        rows += _folder_rows("hf-cache", f"{repo}@{parts[2][:8]}", snap, files)
+    return rows
+
+
+def lmstudio_found(budget: list[int]) -> list[Found]:
+    """publisher/repo/*.gguf under ~/.lmstudio/models or ~/.cache/lm-studio/models."""
+    rows = []
+    for root in (Path.home() / ".lmstudio" / "models", Path.home() / ".cache" / "lm-studio" / "models"):
+        for folder in _walk(root, 2, budget):
+            if folder.is_dir():
+                files = [p for p in _walk(folder, 1, budget) if p.is_file()]
+                rows += _folder_rows("lm-studio", "/".join(folder.parts[-2:]), folder, files)
+    return rows
+
+
+def _folder_rows(store: str, label: str, folder: Path, files: list[Path]) -> list[Found]:
+    size = sum(p.stat().st_size for p in files)
+    ggufs = [p for p in files if p.suffix.lower() == ".gguf"]
+    if ggufs:
+        models = [p for p in ggufs if "mmproj" not in p.name.lower() and not _later_shard(p.name)]
+        return [_row(store, str(p), p.stat().st_size, lambda p=p: gguf.from_file(p).total) for p in models]
+    if (folder / "config.json").is_file() and any(p.suffix == ".safetensors" for p in files):
+        from .. import load
+
+        return [_row(store, str(folder), size, lambda: load(folder).total)]
+    return []
+
+
+def _later_shard(name: str) -> bool:
+    """``-00002-of-00003.gguf`` and on: read with the first shard."""
+    m = gguf._SHARD.fullmatch(name)
+    return bool(m and int(m["no"]) != 1)
+
+
+def local_models() -> list[Found]:
+    """Every model in the three stores, each walk bounded by MAX_WALK entries."""
+    return [*ollama_found([MAX_WALK]), *hub_found([MAX_WALK]), *lmstudio_found([MAX_WALK])]
