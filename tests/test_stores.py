@@ -59,7 +59,8 @@ def test_an_ollama_name_counts_its_blob_and_projector(home):
     m = paramcount.load("ollama:tiny:1b")
     assert m.total == pg.from_file(src / "model.gguf").total + pg.from_file(src / "mmproj.gguf").total
     assert m.towers()["projector"] and m.name == "ollama:tiny:1b"
-    assert "Ollama's params layer sets num_ctx 2048, num_gpu 10" in m.notes[-1]
+    assert "Ollama's params layer sets num_ctx 2048, num_gpu 10" in m.notes[-2]
+    assert "partial offload (num_gpu) is not modelled" in m.notes[-1]
 
 
 def test_memory_takes_num_ctx_and_the_kv_type_as_ollama_passes_them(home, capsys, monkeypatch):
@@ -122,7 +123,7 @@ def test_list_local_finds_all_three_stores(home, capsys, tmp_path):
     bad.mkdir()
     (bad / "1b").write_text("[]")
     assert main(["list", "--local", "--json"]) == 0
-    rows = {(r["store"], r["name"].rsplit("/", 1)[-1]): r for r in json.loads(capsys.readouterr().out)["models"]}
+    rows = {(r["store"], r["path"].rsplit("/", 1)[-1]): r for r in json.loads(capsys.readouterr().out)["models"]}
     total = pg.from_file(src / "model.gguf").total
     assert rows["ollama", "ollama:tiny:1b"]["parameters"] == total + pg.from_file(src / "mmproj.gguf").total
     assert rows["hf-cache", "tiny-Q8_0.gguf"]["parameters"] == total
@@ -130,7 +131,8 @@ def test_list_local_finds_all_three_stores(home, capsys, tmp_path):
     assert "unreadable" in rows["ollama", "ollama:bad:1b"]["note"]
     assert ("lm-studio", "linked-Q8_0.gguf") not in rows and len(rows) == 4
     assert main(["list", "--local", "--width", "200"]) == 0
-    assert "ollama:tiny:1b" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "ollama:tiny:1b" in out and "org/tiny-GGUF/tiny-Q8_0.gguf" in out
 
 
 def test_the_walk_is_bounded(home, monkeypatch):

@@ -24,6 +24,10 @@ examples:
   paramcount path/to/model-folder            a checkpoint's headers: dtypes, bytes, vs its config.json
   paramcount diff config.json model.safetensors                every tensor that differs
   paramcount model.Q4_K_M.gguf               a GGUF file: quant types, bytes, bits per weight
+  paramcount bartowski/Llama-3.2-1B-Instruct-GGUF           a Hub repo of GGUF files: each quant, from headers
+  paramcount memory bartowski/Llama-3.2-1B-Instruct-GGUF:Q4_K_M   one of them planned (header by range requests)
+  paramcount fit ollama:llama3.1:8b --gpu rtx3060            a model in Ollama's store (its blob and options)
+  paramcount list --local                    the models in Ollama's store, the Hub cache, LM Studio
   paramcount - < model.txt                   the text print(model) printed
   paramcount memory meta-llama/Llama-2-13b-hf --dtype int4 --context 4096     weights, KV cache, activations, overhead
   paramcount memory meta-llama/Llama-2-7b-hf --train --qlora --plot mem.png   training memory per GPU, drawn
@@ -122,7 +126,8 @@ def count_parser() -> Parser:
     p.add_argument(
         "model",
         nargs="?",
-        help="catalog name or hub id, config.json, model folder, .safetensors file or index, .gguf file, "
+        help="catalog name or hub id (org/name-GGUF:Q4_K_M for one GGUF file), ollama:NAME, config.json, model folder, "
+        ".safetensors file or index, .gguf file, "
         "print(model) text file, or - for that text on stdin (default: bert-base-chinese)",
     )
     p.add_argument(
@@ -329,7 +334,8 @@ def run_explain(argv: Sequence[str]) -> int:
     p.add_argument(
         "model",
         nargs="?",
-        help="catalog name or hub id, config.json, model folder, .safetensors file or index, .gguf file, "
+        help="catalog name or hub id (org/name-GGUF:Q4_K_M for one GGUF file), ollama:NAME, config.json, model folder, "
+        ".safetensors file or index, .gguf file, "
         "print(model) text file, or - for that text on stdin (default: bert-base-chinese)",
     )
     model_args(p)
@@ -494,7 +500,11 @@ def plan_args(p: Parser) -> None:
     from .memory.plan import TRAINING_PRECISIONS
     from .memory.training import OPTIMIZERS, ZERO_STAGES
 
-    p.add_argument("model", help="catalog name or hub id, config.json, model folder, .safetensors or .gguf file")
+    p.add_argument(
+        "model",
+        help="catalog name or hub id (org/name-GGUF:Q4_K_M), ollama:NAME, config.json, model folder, "
+        ".safetensors or .gguf file",
+    )
     model_args(p)
     p.add_argument(
         "--context",
@@ -754,7 +764,11 @@ def run_compute(argv: Sequence[str]) -> int:
         description="Forward FLOPs per token, training FLOPs (6·N·D beside the exact count), the Chinchilla "
         "token budget and, on a GPU, the time: each figure with its formula.",
     )
-    p.add_argument("model", help="catalog name or hub id, config.json, model folder, .safetensors or .gguf file")
+    p.add_argument(
+        "model",
+        help="catalog name or hub id (org/name-GGUF:Q4_K_M), ollama:NAME, config.json, model folder, "
+        ".safetensors or .gguf file",
+    )
     model_args(p)
     p.add_argument(
         "--context",

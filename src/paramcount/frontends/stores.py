@@ -125,6 +125,9 @@ def ollama_model(m: Manifest) -> Model:
     if options:
         said = ", ".join(f"{k} {v}" for k, v in options.items())
         model = replace(model, notes=(*model.notes, f"Ollama's params layer sets {said}"))
+    if options.get("num_gpu", -1) >= 0:
+        partial = "partial offload (num_gpu) is not modelled: memory and fit put every layer on the GPU"
+        model = replace(model, notes=(*model.notes, partial))
     return model
 
 
@@ -158,7 +161,8 @@ def load_ollama(name: str) -> Model:
 @dataclass(frozen=True)
 class Found:
     store: str
-    name: str  # what to give paramcount: ollama:…, a folder or a file
+    name: str  # ollama:NAME, or org/repo/file in the store
+    path: str  # what to give paramcount: ollama:NAME, a file or a folder
     size: int
     parameters: int | None
     note: str = ""
@@ -191,11 +195,11 @@ def _inside(path: Path, root: Path) -> bool:
         return False
 
 
-def _row(store: str, name: str, size: int, count) -> Found:
+def _row(store: str, name: str, path: str, size: int, count) -> Found:
     try:
-        return Found(store, name, size, count())
+        return Found(store, name, path, size, count())
     except ParamcountError as e:
-        return Found(store, name, size, None, f"unreadable: {e}")
+        return Found(store, name, path, size, None, f"unreadable: {e}")
 
 
 def ollama_found(budget: list[int]) -> list[Found]:
@@ -209,9 +213,9 @@ def ollama_found(budget: list[int]) -> list[Found]:
         try:
             m = manifest(root, path, name)
         except ParamcountError as e:
-            rows.append(Found("ollama", f"ollama:{name}", 0, None, f"unreadable: {e}"))
+            rows.append(Found("ollama", f"ollama:{name}", f"ollama:{name}", 0, None, f"unreadable: {e}"))
             continue
-        rows.append(_row("ollama", f"ollama:{name}", m.size, lambda m=m: ollama_model(m).total))
+        rows.append(_row("ollama", f"ollama:{name}", f"ollama:{name}", m.size, lambda m=m: ollama_model(m).total))
     return rows
 
 
@@ -230,7 +234,7 @@ def hub_found(budget: list[int]) -> list[Found]:
             continue
         files = [p for p in _walk(snap, 1, budget) if p.is_file()]
         repo = parts[0].removeprefix("models--").replace("--", "/", 1)
-        rows += _folder_rows("hf-cache", f"{repo}@{parts[2][:8]}", snap, files)
+        rows += _folder_rows("hf-cache", repo, snap, files)
     return rows
 
 
@@ -250,11 +254,14 @@ def _folder_rows(store: str, label: str, folder: Path, files: list[Path]) -> lis
     ggufs = [p for p in files if p.suffix.lower() == ".gguf"]
     if ggufs:
         models = [p for p in ggufs if "mmproj" not in p.name.lower() and not _later_shard(p.name)]
-        return [_row(store, str(p), p.stat().st_size, lambda p=p: gguf.from_file(p).total) for p in models]
+        return [
+            _row(store, f"{label}/{p.name}", str(p), p.stat().st_size, lambda p=p: gguf.from_file(p).total)
+            for p in models
+        ]
     if (folder / "config.json").is_file() and any(p.suffix == ".safetensors" for p in files):
         from .. import load
 
-        return [_row(store, str(folder), size, lambda: load(folder).total)]
+        return [_row(store, label, str(folder), size, lambda: load(folder).total)]
     return []
 
 
