@@ -166,3 +166,10 @@ def test_import_stays_light():
 
     code = "import paramcount, sys; paramcount.load; print('huggingface_hub' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+
+
+def test_offline_is_one_line_and_sends_nothing(repo, hub, monkeypatch, capsys):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert main([f"{REPO}:Q8_0"]) == 2
+    err = capsys.readouterr().err
+    assert "HF_HUB_OFFLINE is set" in err and err.count("\n") == 1 and hub.requests == []
