@@ -73,6 +73,10 @@ def test_memory_takes_num_ctx_and_the_kv_type_as_ollama_passes_them(home, capsys
     assert main(["memory", "ollama:tiny:1b", "--context", "512", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["settings"]["context"] == 512  # a flag wins
     assert main(["fit", "ollama:tiny:1b", "--gpu", "8GB"]) == 0
+    assert "fits" in capsys.readouterr().out
+    ollama(home, params={"num_ctx": 131072})  # past the model's 4,096: Ollama cuts it
+    assert main(["memory", "ollama:tiny:1b", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["settings"]["context"] == 4096
 
 
 def test_the_default_tag_is_latest(home):

@@ -278,7 +278,8 @@ def list_local(args: argparse.Namespace) -> int:
 
 def ollama_defaults(args: argparse.Namespace) -> None:
     """An ``ollama:`` model's load settings as Ollama passes them to llama-server, where no flag
-    gives one (ollama's llm/llama_server.go: ``-c num_ctx``, ``--cache-type-k/-v`` both from
+    gives one (ollama's llm/llama_server.go: ``-c num_ctx`` (cut to the trained context),
+    ``--cache-type-k/-v`` both from
     OLLAMA_KV_CACHE_TYPE, which llm/server.go NewLlamaServer reads server-wide)."""
     import os
 
@@ -286,11 +287,10 @@ def ollama_defaults(args: argparse.Namespace) -> None:
 
     if not args.model.startswith("ollama:") or args.train or args.runtime not in (None, "llama.cpp"):
         return
-    from .frontends.stores import ollama_manifest, ollama_options
+    from .frontends.stores import ollama_context, ollama_manifest
 
-    options = ollama_options(ollama_manifest(args.model.removeprefix("ollama:")))
-    if args.context is None and options.get("num_ctx", 0) > 0:
-        args.context = options["num_ctx"]
+    if args.context is None:
+        args.context = ollama_context(ollama_manifest(args.model.removeprefix("ollama:")))
     kv = os.environ.get("OLLAMA_KV_CACHE_TYPE", "").strip().lower()
     if kv in CACHE_TYPES:
         args.cache_type_k = args.cache_type_k or kv

@@ -150,6 +150,18 @@ def ollama_options(m: Manifest) -> dict[str, int]:
     return out
 
 
+def ollama_context(m: Manifest) -> int | None:
+    """The params layer's num_ctx, cut to the model's trained context as Ollama cuts it
+    (llm/server.go NewLlamaServer: ``opts.NumCtx > trainCtx`` becomes ``trainCtx``)."""
+    asked = ollama_options(m).get("num_ctx", 0)
+    if asked <= 0:
+        return None
+    blobs = m.of(MODEL)
+    info = _blob(blobs[0], f"ollama:{m.name}") if len(blobs) == 1 else None
+    trained = info.arch_metadata().get("context_length") if info else None
+    return min(asked, trained) if isinstance(trained, int) and trained > 0 else asked
+
+
 def load_ollama(name: str) -> Model:
     """``ollama:NAME`` counted from its blobs' headers."""
     return ollama_model(ollama_manifest(name))
