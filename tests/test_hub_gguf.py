@@ -79,6 +79,8 @@ def test_a_file_name_and_a_split_model(repo, hub):
     local = pg.read_shards(sorted(hub.repos[REPO][k] for k in hub.repos[REPO] if k.startswith("Q4_0/"))[0])
     assert split.total - paramcount.load(repo / "mmproj-Tiny-f16.gguf").total == pg.to_model(local).total
     assert "in 3 shards" in split.notes[0]
+    for name in ("Q4_0/Tiny-Q4_0-00002-of-00003.gguf", "Tiny-Q4_0-00001-of-00003"):  # a path, or a name
+        assert paramcount.load(f"{REPO}:{name}").total == split.total
 
 
 def test_the_header_grows_by_range_requests_each_byte_fetched_once(repo, hub, monkeypatch):

@@ -31,7 +31,7 @@ _SHARD = re.compile(r"^(?P<stem>.+)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$", r
 def split(source: str) -> tuple[str, str | None] | None:
     """``(repo_id, selector)`` for ``org/name`` or ``org/name:Q4_K_M``; None for anything else."""
     repo, _, selector = source.partition(":")
-    if not looks_like_repo_id(repo) or "/" in selector or ".." in selector:
+    if not looks_like_repo_id(repo) or ".." in selector:  # the selector names a tree entry, never a local path
         return None
     return repo, selector or None
 
@@ -188,7 +188,8 @@ def read_entry(remote: Remote, entry: Entry) -> gguf.GGUFFile:
 def pick(found: list[Entry], selector: str, repo: str) -> Entry:
     """The model ``selector`` names: a file (any shard of it), or a quant type."""
     sel = selector.lower()
-    by_file = [e for e in found if any(p.lower() in (sel, f"{sel}.gguf") for p, _ in e.files)]
+    names = (sel, f"{sel}.gguf")
+    by_file = [e for e in found if any(p.lower() in names or p.rsplit("/", 1)[-1].lower() in names for p, _ in e.files)]
     hits = by_file or [e for e in found if not e.mmproj and (e.quant or "").lower() == sel]
     if len(hits) == 1:
         return hits[0]
