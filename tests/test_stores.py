@@ -156,3 +156,9 @@ def test_ollama_names_are_parsed_as_ollama_parses_them():
     assert stores.ollama_parts("hf.co/org/repo:Q4_K_M") == ("hf.co", "org", "repo", "Q4_K_M")
     with pytest.raises(ParamcountError):
         stores.ollama_parts("a/b/c/d")
+
+
+def test_nothing_found_says_where_it_looked(home, capsys):
+    assert main(["list", "--local"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("no models found in Ollama's store (") and str(home / "ollama") in out

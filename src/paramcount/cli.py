@@ -272,6 +272,11 @@ def list_local(args: argparse.Namespace) -> int:
         doc = {"schema": "paramcount.local/1", "models": [dataclasses.asdict(r) for r in rows]}
         print_json(json.dumps(doc, indent=2))
         return 0
+    if not rows:
+        from .frontends.stores import places
+
+        print("no models found in " + "; ".join(places()))
+        return 0
     text.console(args.width).print(stores.local_table(rows))
     return 0
 

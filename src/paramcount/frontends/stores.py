@@ -253,7 +253,7 @@ def hub_found(budget: list[int]) -> list[Found]:
 def lmstudio_found(budget: list[int]) -> list[Found]:
     """publisher/repo/*.gguf under ~/.lmstudio/models or ~/.cache/lm-studio/models."""
     rows = []
-    for root in (Path.home() / ".lmstudio" / "models", Path.home() / ".cache" / "lm-studio" / "models"):
+    for root in lmstudio_roots():
         for folder in _walk(root, 2, budget):
             if folder.is_dir():
                 files = [p for p in _walk(folder, 1, budget) if p.is_file()]
@@ -281,6 +281,16 @@ def _later_shard(name: str) -> bool:
     """``-00002-of-00003.gguf`` and on: read with the first shard."""
     m = gguf._SHARD.fullmatch(name)
     return bool(m and int(m["no"]) != 1)
+
+
+def lmstudio_roots() -> tuple[Path, Path]:
+    return Path.home() / ".lmstudio" / "models", Path.home() / ".cache" / "lm-studio" / "models"
+
+
+def places() -> list[str]:
+    """Where ``list --local`` looks, to say so when it finds nothing."""
+    lms = " or ".join(str(p) for p in lmstudio_roots())
+    return [f"Ollama's store ({ollama_root()})", f"the Hugging Face cache ({hub_cache_root()})", f"LM Studio ({lms})"]
 
 
 def local_models() -> list[Found]:
