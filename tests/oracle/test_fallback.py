@@ -73,7 +73,7 @@ def test_a_head_class_by_name():
 
 
 def test_a_class_of_another_family_is_refused():
-    with pytest.raises(ParamcountError, match="built from a LlamaConfig"):
+    with pytest.raises(ParamcountError, match="no class 'LlamaForCausalLM' for codegen; choose one of: base, CodeGen"):
         paramcount.load(config("codegen"), model_class="LlamaForCausalLM")
 
 
