@@ -96,7 +96,7 @@ def remote_code_error(raw: Mapping[str, Any], source: str) -> ParamcountError | 
     )
 
 
-def offline(raw: Mapping[str, Any], source: str, path: str = "", depth: int = 0) -> None:
+def offline(raw: Mapping[str, Any], source: str | None, path: str = "", depth: int = 0) -> None:
     """Refuse what would make transformers fetch a backbone: a backbone named without its
     ``backbone_config`` (transformers looks it up on the Hub), or a timm backbone."""
     where = lambda key: f"{path}.{key}" if path else key  # noqa: E731

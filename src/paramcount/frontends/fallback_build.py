@@ -13,10 +13,9 @@ import warnings
 from typing import Any
 
 from ..errors import ParamcountError
-from . import fallback_worker as fw
 
 TIMM = ("timm_backbone", "timm_wrapper")
-_built = [0]  # modules built by the current request
+_built = [0, 0]  # modules built by the current request, and its budget
 
 
 class _TooMany(BaseException):
@@ -29,9 +28,12 @@ def build(request: dict[str, Any]) -> dict[str, Any]:
     import transformers
     from transformers.utils import logging as hf_logging
 
-    hf_logging.set_verbosity_error()
-    _count_modules()
+    from .fallback import offline
+
     model_type, cls, base = request["model_type"], request["class"], request["base"]
+    offline({"model_type": model_type, **request["config"]}, None)  # never reaches the Hub
+    hf_logging.set_verbosity_error()
+    _count_modules(int(request["max_modules"]))
     config = _config(transformers, model_type, request["config"])
     _no_hub(config)
     module = _instantiate(transformers, cls, config, strict=cls != base)
@@ -44,18 +46,18 @@ def build(request: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
-def _count_modules() -> None:
-    """Count every ``nn.Module`` built from here on, and stop the build past the budget."""
+def _count_modules(budget: int) -> None:
+    """Count every ``nn.Module`` built from here on, and stop the build past ``budget``."""
     import torch
 
-    _built[0] = 0
+    _built[:] = [0, budget]
     if getattr(torch.nn.Module.__init__, "_paramcount", False):
         return
     init = torch.nn.Module.__init__
 
     def counted(self: Any, *args: Any, **kwargs: Any) -> None:
         _built[0] += 1
-        if _built[0] > fw.MAX_MODULES:
+        if _built[0] > _built[1]:
             raise _TooMany
         init(self, *args, **kwargs)
 
@@ -110,7 +112,7 @@ def _instantiate(transformers: Any, cls_name: str, config: Any, strict: bool) ->
             return cls(config)
     except _TooMany:
         raise ParamcountError(
-            f"transformers built more than {fw.MAX_MODULES:,} modules for {cls_name} and was stopped "
+            f"transformers built more than {_built[1]:,} modules for {cls_name} and was stopped "
             "(layers × experts too large for the fallback)"
         ) from None
     except Exception as e:  # transformers' own validation of a config it cannot build

@@ -77,7 +77,7 @@ class Worker:
         try:
             child = self._child()
             try:
-                child.stdin.write(json.dumps(request).encode() + b"\n")
+                child.stdin.write(json.dumps({**request, "max_modules": MAX_MODULES}).encode() + b"\n")
                 child.stdin.flush()
             except OSError:
                 raise self._died() from None
@@ -91,7 +91,7 @@ class Worker:
         if self.child is None:
             env = {**os.environ, **OFFLINE, "PYTHONPATH": _path()}
             self.child = subprocess.Popen(
-                [sys.executable, "-m", "paramcount.frontends.fallback_worker"],
+                [sys.executable, "-m", "paramcount.frontends.fallback_worker", str(MEMORY_LIMIT)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
@@ -143,8 +143,8 @@ class Worker:
 
     def _died(self) -> ParamcountError:
         return ParamcountError(
-            f"the transformers worker stopped without an answer (past its memory limit of "
-            f"{MEMORY_LIMIT >> 30} GiB, or killed)",
+            f"the transformers worker stopped without an answer (past its memory limit of {_gib(MEMORY_LIMIT)}, "
+            "or killed)",
             field="transformers",
         )
 
@@ -175,26 +175,30 @@ def ask(request: dict[str, Any]) -> dict[str, Any]:
 # --- the child's side ----------------------------------------------------------------------
 
 
-def main() -> None:
+def _gib(n: int) -> str:
+    return f"{n / (1 << 30):.3g} GiB"
+
+
+def main(memory: int) -> None:
     """Serve requests from stdin, one JSON line each, until stdin closes."""
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # whatever transformers prints goes to stderr, never into the answers
-    _sandbox()
+    _sandbox(memory)
     for line in sys.stdin.buffer:
-        answer = _serve(line)
+        answer = _serve(line, memory)
         out.write(json.dumps(answer, separators=(",", ":")).encode() + b"\n")
         out.flush()
         if answer.get("restart"):
             return
 
 
-def _sandbox() -> None:
-    """A memory limit, no network, and a count of the modules built."""
+def _sandbox(memory: int) -> None:
+    """A memory limit and no network, before transformers is imported."""
     import resource
 
     os.environ.update(OFFLINE)
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
-    limit = MEMORY_LIMIT if hard == resource.RLIM_INFINITY else min(MEMORY_LIMIT, hard)
+    limit = memory if hard == resource.RLIM_INFINITY else min(memory, hard)
     resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
     no_network()
 
@@ -212,7 +216,7 @@ def no_network() -> None:
     socket.create_connection = refuse
 
 
-def _serve(line: bytes) -> dict[str, Any]:
+def _serve(line: bytes, memory: int) -> dict[str, Any]:
     try:
         from .fallback_build import build
 
@@ -220,8 +224,12 @@ def _serve(line: bytes) -> dict[str, Any]:
     except ParamcountError as e:
         return {"error": e.message, "field": e.field}
     except MemoryError:
-        return {"error": f"transformers needed more than {MEMORY_LIMIT >> 30} GiB to build it", "restart": True}
+        return {"error": f"transformers needed more than {_gib(memory)} to build it", "restart": True}
+    except Exception as e:  # torch failing to load its libraries within the memory limit, say
+        text = " ".join(str(e).split())[:200]
+        said = f"the transformers worker failed (its memory limit: {_gib(memory)})"
+        return {"error": f"{said}: {type(e).__name__}: {text}", "restart": True}
 
 
 if __name__ == "__main__":
-    main()
+    main(int(sys.argv[1]))
