@@ -220,3 +220,42 @@ def test_a_fallback_past_its_limits_is_a_message_not_a_500(client, fallback_work
     monkeypatch.setattr(fallback_worker, "limit", 0.01)  # no fresh child starts Python in 10 ms
     r = client.post("/api/model", json={"source": {"kind": "config", "config": CODEGEN}})
     assert r.status_code == 503 and "took longer than 0.01 s" in r.json()["error"]
+
+
+def many_tensors(path, n: int) -> bytes:
+    """A safetensors file of ``n`` one-element tensors that match no layer; its header bytes."""
+    import struct
+
+    meta = {f"w{i}": {"dtype": "F32", "shape": [1], "data_offsets": [4 * i, 4 * i + 4]} for i in range(n)}
+    head = json.dumps(meta).encode()
+    path.write_bytes(struct.pack("<Q", len(head)) + head + bytes(4 * n))
+    return path.read_bytes()[: 8 + len(head)]
+
+
+def test_a_large_safetensors_header_is_answered_in_a_worker(monkeypatch, tmp_path):
+    """Past HEAVY_BYTES a safetensors header is held as bytes and every request on it is read in
+    a child (the server's thread never parses or counts it): the same answer as in the thread."""
+    from fastapi.testclient import TestClient
+
+    from paramcount.web.app import create_app
+
+    from .conftest import upload_body
+
+    path = tmp_path / "many.safetensors"
+    header = many_tensors(path, 300)
+
+    def ask(client) -> tuple[dict, dict]:
+        key = client.post("/api/upload", json=upload_body("safetensors", path, header)).json()["id"]
+        source = {"kind": "upload", "id": key}
+        return client.post("/api/model", json={"source": source}).json(), client.post(
+            "/api/memory", json={"source": source}
+        ).json()
+
+    with TestClient(create_app(hosts=["testserver"])) as client:
+        inline = ask(client)
+    monkeypatch.setattr(work, "HEAVY_BYTES", 0)
+    workers = work.Workers(limit=60)
+    with TestClient(create_app(hosts=["testserver"], workers=workers)) as client:
+        assert ask(client) == inline and inline[0]["total"] == 300
+        assert client.app.app.state.uploads.items[next(iter(client.app.app.state.uploads.items))].parsed is None
+    assert workers.runs == 3 and not workers.pids  # the upload's check, the count, the plan

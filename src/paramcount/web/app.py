@@ -165,11 +165,20 @@ def parse_upload(*args: Any) -> sources.Upload:
         return sources.parse_upload(*args)
 
 
+def check_upload(*args: Any) -> sources.Upload:
+    with counting():
+        return sources.heavy_safetensors(*args)
+
+
 def answer(request: Request, job: Any, q: Any) -> Answer:
-    """``job(q, uploads)`` here, or for a heavy source in a worker process with a time limit."""
+    """``job(q, uploads)`` here, or for a heavy source (a long printout, a large safetensors
+    header) in a worker process with a time limit."""
+    workers, uploads = request.app.state.workers, request.app.state.uploads
     if work.heavy(q.source):
-        return Answer(request.app.state.workers.run(job, q, None))
-    return Answer(job(q, request.app.state.uploads))
+        return Answer(workers.run(job, q, None))
+    if q.source.kind == "upload" and uploads.get(q.source.id).parsed is None:
+        return Answer(workers.run(job, q, sources.Held(q.source.id, uploads.get(q.source.id))))
+    return Answer(job(q, uploads))
 
 
 async def watched(request: Request, job: Any, *args: Any) -> Any:
@@ -262,7 +271,9 @@ def hold_upload(u: schemas.UploadRequest, request: Request) -> dict[str, Any]:
     except (binascii.Error, ValueError):
         raise ParamcountError("header is not base64", field="header") from None
     args = (u.format, u.name, u.size, header, u.config)
-    if len(header) > work.HEAVY_BYTES:  # seconds of parsing: in a worker, beside the server
+    if len(header) > work.HEAVY_BYTES and u.format == "safetensors":  # checked in a worker, held as bytes
+        parsed = request.app.state.workers.run(check_upload, *args, what="header")
+    elif len(header) > work.HEAVY_BYTES:  # seconds of parsing: in a worker, beside the server
         parsed = request.app.state.workers.run(parse_upload, *args, what="header")
     else:
         parsed = parse_upload(*args)

@@ -42,6 +42,7 @@ class Workers:
         self._context: Any = None
         self._lock = threading.Lock()
         self.pids: set[int] = set()  # the children running now
+        self.runs = 0  # children started
 
     def context(self) -> Any:
         with self._lock:
@@ -65,6 +66,7 @@ class Workers:
         child = ctx.Process(target=_serve, args=(send, fn, args), daemon=True)
         child.start()
         self.pids.add(child.pid)
+        self.runs += 1
         send.close()
         try:
             self._wait(receive, deadline, what)
