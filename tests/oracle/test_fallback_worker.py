@@ -60,7 +60,7 @@ def test_the_module_budget_stops_a_build(worker, monkeypatch):
     monkeypatch.setattr(fw, "MAX_MODULES", 20)
     with pytest.raises(ParamcountError, match="built more than 20 modules for CodeGenModel and was stopped"):
         paramcount.load(CODEGEN)
-    monkeypatch.setattr(fw, "MAX_MODULES", 1 << 19)
+    monkeypatch.setattr(fw, "MAX_MODULES", 1 << 17)
     assert paramcount.load(CODEGEN).total  # the same child goes on serving
 
 
@@ -126,7 +126,7 @@ BACKBONE_NAMED = [
 @pytest.mark.parametrize("model_type,cls,config,message", BACKBONE_NAMED)
 def test_a_build_never_opens_a_socket(no_sockets, model_type, cls, config, message):
     """In the worker's own code (run here, with sockets recorded), whatever the parent let by."""
-    request = {"model_type": model_type, "config": config, "class": cls, "base": cls, "max_modules": 1 << 19}
+    request = {"model_type": model_type, "config": config, "class": cls, "base": cls, "max_modules": 1 << 17}
     with pytest.raises(ParamcountError, match=message):
         fallback_build.build(request)
     assert no_sockets == []
@@ -136,7 +136,7 @@ def test_a_local_backbone_with_use_pretrained_backbone_builds_offline(no_sockets
     stages = ["stage1", "stage2", "stage3", "stage4"]
     config = {"backbone_config": {"model_type": "resnet", "out_features": stages}, "use_pretrained_backbone": True}
     cls = "UperNetForSemanticSegmentation"
-    request = {"model_type": "upernet", "config": config, "class": cls, "base": cls, "max_modules": 1 << 19}
+    request = {"model_type": "upernet", "config": config, "class": cls, "base": cls, "max_modules": 1 << 17}
     answer = fallback_build.build(request)
     assert answer["params"] and no_sockets == []
 

@@ -215,7 +215,7 @@ def test_a_fallback_past_its_limits_is_a_message_not_a_500(client, fallback_work
     monkeypatch.setattr(fw, "MAX_MODULES", 20)
     r = client.post("/api/model", json={"source": {"kind": "config", "config": CODEGEN}})
     assert r.status_code == 400 and "built more than 20 modules" in r.json()["error"]
-    monkeypatch.setattr(fw, "MAX_MODULES", 1 << 19)
+    monkeypatch.setattr(fw, "MAX_MODULES", 1 << 17)
     fallback_worker.close()
     monkeypatch.setattr(fallback_worker, "limit", 0.01)  # no fresh child starts Python in 10 ms
     r = client.post("/api/model", json={"source": {"kind": "config", "config": CODEGEN}})
@@ -259,3 +259,21 @@ def test_a_large_safetensors_header_is_answered_in_a_worker(monkeypatch, tmp_pat
         assert ask(client) == inline and inline[0]["total"] == 300
         assert client.app.app.state.uploads.items[next(iter(client.app.app.state.uploads.items))].parsed is None
     assert workers.runs == 3 and not workers.pids  # the upload's check, the count, the plan
+
+
+def test_a_derivation_of_too_many_distinct_tensors_is_not_written(client, monkeypatch, tmp_path):
+    """A line per tensor for a header of 100k unrepeated tensors took minutes and tens of MB:
+    past MAX_DERIVED distinct tensors the page gets the count and a one-line reason instead."""
+    from paramcount.web import views
+
+    from .conftest import upload_body
+
+    path = tmp_path / "many.safetensors"
+    header = many_tensors(path, 300)
+    monkeypatch.setattr(views, "MAX_DERIVED", 100)
+    key = client.post("/api/upload", json=upload_body("safetensors", path, header)).json()["id"]
+    data = client.post("/api/model", json={"source": {"kind": "upload", "id": key}}).json()
+    assert data["total"] == 300 and data["derivation"] is None
+    assert "more than 100 distinct tensors: too many lines to derive here" in data["derivation_error"]
+    monkeypatch.setattr(views, "MAX_DERIVED", 300)
+    assert client.post("/api/model", json={"source": {"kind": "upload", "id": key}}).json()["derivation"]

@@ -18,6 +18,7 @@ Run as ``python -m paramcount.frontends.fallback_worker`` (the parent does this)
 
 from __future__ import annotations
 
+import atexit
 import contextvars
 import json
 import os
@@ -33,7 +34,7 @@ from ..errors import ParamcountError
 
 TIME_LIMIT = 120.0  # seconds for one build, starting the child included (the import: ~6 s of CPU)
 MEMORY_LIMIT = 4 << 30  # the child's address space (torch and transformers map ~0.7 GB of it)
-MAX_MODULES = 1 << 19  # nn.Modules one build may create (Switch-C-2048: ~310,000)
+MAX_MODULES = 1 << 17  # nn.Modules one build may create: ~15 s of CPU (a 1,024-layer decoder: ~12,000)
 MAX_REPLY = 256 << 20  # bytes of one answer (a row per parameter tensor)
 REQUESTS_PER_CHILD = 200  # a fresh child after this many builds, so that none grows for ever
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1"}
@@ -165,6 +166,7 @@ def _path() -> str:
 
 
 WORKER = Worker()
+atexit.register(WORKER.close)  # an idle child would end on its own (stdin closes); this waits for it
 
 
 def ask(request: dict[str, Any]) -> dict[str, Any]:
