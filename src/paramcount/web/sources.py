@@ -75,8 +75,11 @@ def family_classes(model: Model) -> list[str]:
     """``base`` and every class the model's family defines (where a config names the family)."""
     from ..arch import family
 
-    if model.counted_by != "paramcount":  # the transformers fallback: the class it was asked for
-        return sorted({"base", model.class_name})
+    if model.counted_by != "paramcount":  # the transformers fallback: the classes transformers maps
+        from ..frontends import fallback
+
+        mapped = fallback.classes(model.model_type) if fallback.known(model.model_type) else [model.class_name]
+        return ["base", *mapped]
     return ["base", *family(model.model_type).classes]
 
 
