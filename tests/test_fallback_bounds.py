@@ -169,3 +169,11 @@ def test_the_list_of_model_types_is_shipped():
     assert data["transformers"] and len(data["types"]) > 700
     assert fallback.known("codegen") and not fallback.known("../x")
     assert "CodeGenForCausalLM" in fallback.classes("codegen")
+
+
+def test_another_installed_transformers_is_named(monkeypatch):
+    monkeypatch.setattr(fallback, "available", lambda: True)
+    monkeypatch.setattr(fallback, "_installed", lambda: "9.0.0")
+    message = str(fallback.unknown("brand_new", "config.json", ("llama",)))
+    listed = fallback.types()["transformers"]
+    assert f"transformers {listed} does not know it either" in message and "transformers 9.0.0 is installed" in message

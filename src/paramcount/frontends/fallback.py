@@ -66,8 +66,21 @@ def unknown(model_type: Any, source: str, supported: tuple[str, ...]) -> Paramco
         return ParamcountError(
             f"unknown model_type {model_type!r}{hint}; {known_here}", source=source, field="model_type"
         )
-    why = f"transformers {types()['transformers']} does not know it either"
+    listed, installed = types()["transformers"], _installed()
+    why = f"transformers {listed} does not know it either"
+    if installed not in (None, listed):
+        why += f" (paramcount's list of its model_types; transformers {installed} is installed)"
     return ParamcountError(f"unknown model_type {model_type!r}: {why}; {known_here}", source=source, field="model_type")
+
+
+def _installed() -> str | None:
+    """The installed transformers' version, read from its metadata (nothing is imported)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("transformers")
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def available() -> bool:
