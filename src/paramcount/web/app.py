@@ -214,9 +214,11 @@ async def watched(request: Request, job: Any, *args: Any) -> Any:
 
 
 def _derivation(model, q: schemas.ModelRequest) -> tuple[dict[str, Any] | None, str | None]:
-    target = sources.with_backbone_tree(model) if q.derive == "backbone" else model
+    from ..family import backbone_of, resolve
+
     try:
-        return views.derivation(target, q.lang), None
+        resolved = resolve(model)
+        return views.derivation(backbone_of(resolved) if q.derive == "backbone" else resolved, q.lang), None
     except ParamcountError as e:
         return None, str(e)
 

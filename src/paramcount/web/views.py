@@ -15,8 +15,13 @@ from ..render.labels import KINDS, TOWERS
 
 
 def summary(model: Model) -> dict[str, Any]:
-    """Totals, components, layer runs, ties and notes."""
+    """Totals, components, layer runs, ties and notes; a file's breakdown from its family's tree
+    where it has one (:func:`paramcount.family.resolve`), as ``paramcount --json`` gives it."""
+    from ..family import resolve
+
     labels = KINDS["en"]
+    resolved = resolve(model)
+    fam = resolved.model
     return {
         "name": model.name,
         "source": model.source,
@@ -25,19 +30,25 @@ def summary(model: Model) -> dict[str, Any]:
         "counted_by": model.counted_by,
         "exact": model.exact,
         "inexact_reason": model.inexact,
+        "scope": list(model.scope),
         "total": model.total,
         "total_with_ties": model.total_with_ties,
-        "active": model.active_total,
-        "backbone_class": model.backbone_class,
-        "backbone_total": model.backbone_total,
-        "towers": [{"tower": k, "label": TOWERS["en"][k], "count": n} for k, n in model.towers().items()],
-        "components": [{"kind": k, "label": labels.get(k, k), "count": n} for k, n in model.components().items()],
+        "active": fam.active_total,
+        "backbone_class": fam.backbone_class,
+        "backbone_total": fam.backbone_total,
+        "towers": [{"tower": k, "label": TOWERS["en"][k], "count": n} for k, n in fam.towers().items()],
+        "components": [{"kind": k, "label": labels.get(k, k), "count": n} for k, n in fam.components().items()],
         "layers": [
             {"path": g.path, "first": g.first, "copies": g.copies, "each": g.each, "total": g.count}
-            for g in model.layers()
+            for g in fam.layers()
         ],
+        "breakdown_exact": resolved.is_family,
+        "breakdown_why": resolved.why,
         "ties": [{"name": n, "target": t, "count": c} for n, t, c in model.ties()],
-        "notes": list(model.notes),
+        "notes": [
+            *model.notes,
+            *([f"breakdown read from tensor names, not exact: {resolved.why}"] if resolved.why else []),
+        ],
     }
 
 
@@ -85,18 +96,19 @@ def root(model: Model) -> dict[str, Any]:
 MAX_DERIVED = 4096  # distinct tensors (a repeated block's once) a derivation on the page is written for
 
 
-def derivation(model: Model, lang: str) -> dict[str, Any]:
-    """The derivation as blocks of typed pieces; formulas as TeX for KaTeX, numbers as digits.
-    A tree of more distinct tensors than MAX_DERIVED (a header of 100k unrepeated tensors) has
-    none: it would be a line per tensor, minutes of work and tens of MB for the page."""
-    from ..derive import derive
+def derivation(resolved: Any, lang: str) -> dict[str, Any]:
+    """The derivation of a resolved model (:func:`paramcount.family.resolve`) as blocks of typed
+    pieces; formulas as TeX for KaTeX, numbers as digits. A tree of more distinct tensors than
+    MAX_DERIVED (a header of 100k unrepeated tensors) has none: it would be a line per tensor,
+    minutes of work and tens of MB for the page."""
+    from ..derive import derive_resolved
     from ..render.derivation import document
 
-    if _distinct(model.tree, MAX_DERIVED) > MAX_DERIVED:
+    if _distinct(resolved.model.tree, MAX_DERIVED) > MAX_DERIVED:
         raise ParamcountError(
             f"more than {MAX_DERIVED:,} distinct tensors: too many lines to derive here", field="derive"
         )
-    doc = document(derive(model), lang)
+    doc = document(derive_resolved(resolved), lang)
     return {"lang": lang, "blocks": [_block(b) for b in doc.blocks]}
 
 
