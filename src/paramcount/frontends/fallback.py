@@ -202,7 +202,14 @@ def from_transformers(
 
     check(raw, source)
     offline(raw, source)
-    cls, backbone_cls = pick_class(model_type, model_class, architectures(raw, source), source)
+    archs = architectures(raw, source)
+    cls, backbone_cls = pick_class(model_type, model_class, archs, source)
+    if model_class in (None, "auto") and archs and archs[0] != cls:
+        notes = (
+            *notes,
+            f"class {archs[0][:100]!r} from 'architectures' is not one transformers maps for "
+            f"{model_type}; counting {cls}",
+        )
     answer = _build(raw, source, model_type, cls, backbone_cls)
     tree = _tree(answer)
     backbone = tree
