@@ -179,6 +179,13 @@ def _tree(rows: Mapping[str, Any]) -> Block:
     return _mark_embeddings(tree_of(params, dict(rows["ties"])), set(rows["embeddings"]))
 
 
+def _backbone(tree: Block, answer: Mapping[str, Any]) -> Block:
+    """The backbone: the base model inside the class (under ``base_model_prefix``), or the one
+    the worker built on its own when the class holds none by that name."""
+    inner = next((c for c in tree.children if isinstance(c, Block) and c.name == answer["prefix"]), None)
+    return replace(inner, name="") if inner is not None else _tree(answer["base"])
+
+
 def _build(raw: Mapping[str, Any], source: str, model_type: str, cls: str, base: str) -> dict[str, Any]:
     from . import fallback_worker
 
@@ -212,10 +219,6 @@ def from_transformers(
         )
     answer = _build(raw, source, model_type, cls, backbone_cls)
     tree = _tree(answer)
-    backbone = tree
-    if backbone_cls != cls:
-        inner = next((c for c in tree.children if isinstance(c, Block) and c.name == answer["prefix"]), None)
-        backbone = replace(inner, name="") if inner is not None else _tree(answer["base"])
     said = (
         f"counted by transformers {answer['version']} on the meta device: {model_type!r} has no native "
         "paramcount family, so totals, names, shapes and ties are transformers' own, without formulas"
@@ -227,7 +230,7 @@ def from_transformers(
         class_name=cls,
         tree=tree,
         backbone_class=backbone_cls,
-        backbone=backbone,
+        backbone=tree if backbone_cls == cls else _backbone(tree, answer),
         config=dict(raw),
         notes=(*notes, said),
         counted_by="transformers",
