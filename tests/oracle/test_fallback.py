@@ -73,7 +73,7 @@ def test_a_head_class_by_name():
 
 
 def test_a_class_of_another_family_is_refused():
-    with pytest.raises(ParamcountError, match="built from a LlamaConfig"):
+    with pytest.raises(ParamcountError, match="no class 'LlamaForCausalLM' for codegen; choose one of: base, CodeGen"):
         paramcount.load(config("codegen"), model_class="LlamaForCausalLM")
 
 
@@ -152,3 +152,9 @@ def test_the_command_line_says_it_plainly(config_file):
     )
     assert done.returncode == 0, done.stderr
     assert "falcon_mamba · " in done.stdout and "counted by transformers" in done.stdout
+
+
+def test_architectures_naming_another_class_are_passed_over_with_a_note():
+    model = paramcount.load({**config("codegen"), "architectures": ["Trainer"]})
+    assert model.class_name == "CodeGenModel"
+    assert "class 'Trainer' from 'architectures' is not one transformers maps for codegen" in " ".join(model.notes)

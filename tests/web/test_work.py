@@ -110,3 +110,171 @@ def test_a_large_upload_is_parsed_in_a_worker(monkeypatch, tmp_path):
         assert got == expected
         cut = client.post("/api/upload", json=upload_body("gguf", path, header[:-40]))
         assert cut.status_code == 400 and "runs past" in cut.json()["error"]
+
+
+# --- the transformers fallback, and a client that goes away ---------------------------------
+
+CODEGEN = {"model_type": "codegen", "n_embd": 64, "n_layer": 3, "n_head": 4, "vocab_size": 300, "rotary_dim": 8}
+
+
+@pytest.fixture
+def fallback_worker(monkeypatch):
+    """The fallback's worker, fresh for the test (the server runs in this process)."""
+    pytest.importorskip("transformers")
+    from paramcount.frontends import fallback_worker as fw
+
+    mine = fw.Worker()
+    monkeypatch.setattr(fw, "WORKER", mine)
+    yield mine
+    mine.close()
+
+
+@pytest.fixture
+def workers():
+    return work.Workers(limit=60)
+
+
+@pytest.fixture
+def server_of(workers):
+    """A server of the test's own, whose heavy requests go to ``workers``."""
+    sock = server.bind("127.0.0.1", 0)
+    srv = server.server(sock, "127.0.0.1", workers=workers)
+    thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not srv.started:
+        time.sleep(0.01)
+    yield sock.getsockname()[1]
+    srv.should_exit = True
+    thread.join(5)
+
+
+def gone(pid: int, within: float = 30.0) -> bool:
+    """Whether process ``pid`` has ended, waiting for it up to ``within`` seconds (a bound on the
+    wait only: nothing here asserts how long anything took)."""
+    import os
+
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def send_and_leave(port: int, body: dict, started) -> int:
+    """Send a request, wait until ``started()`` names the process serving it, then disconnect."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn.request("POST", "/api/model", json.dumps(body), {"content-type": "application/json"})
+    end = time.monotonic() + 30
+    while started() is None and time.monotonic() < end:
+        time.sleep(0.01)
+    pid = started()
+    conn.sock.close()
+    conn.close()
+    assert pid is not None
+    return pid
+
+
+def test_a_fallback_config_is_built_in_the_worker(server_of, fallback_worker):
+    import os
+
+    status, data, _ = post(server_of, "/api/model", {"source": {"kind": "config", "config": CODEGEN}}, timeout=150)
+    assert status == 200 and data["counted_by"] == "transformers"
+    assert data["classes"] == ["base", "CodeGenForCausalLM", "CodeGenModel"]  # what transformers maps for codegen
+    assert fallback_worker.pid not in (None, os.getpid())
+
+
+def test_a_client_gone_kills_the_fallback_worker(server_of, fallback_worker):
+    pid = send_and_leave(server_of, {"source": {"kind": "config", "config": CODEGEN}}, lambda: fallback_worker.pid)
+    assert gone(pid)
+
+
+def test_a_client_gone_kills_a_heavy_inputs_worker(server_of, workers):
+    body = {"source": {"kind": "printout", "text": printout(30_000)}}
+    pid = send_and_leave(server_of, body, lambda: next(iter(workers.pids), None))
+    assert gone(pid)
+
+
+@pytest.mark.parametrize(
+    "config,message",
+    [
+        ({"model_type": "convnext", "depths": [1_000_000, 3]}, "depths[0]: 1,000,000 is over 1,024"),
+        ({"model_type": "nllb-moe", "num_experts": 1 << 26}, "num_experts: 67,108,864 is over 32,768"),
+        ({"model_type": "upernet", "backbone": "microsoft/resnet-50"}, "names the backbone 'microsoft/resnet-50'"),
+    ],
+)
+def test_a_heavy_config_is_refused_with_its_bound(client, config, message):
+    r = client.post("/api/model", json={"source": {"kind": "config", "config": config}})
+    assert r.status_code == 400 and message in r.json()["error"] and not r.json()["bug"]
+
+
+def test_a_fallback_past_its_limits_is_a_message_not_a_500(client, fallback_worker, monkeypatch):
+    from paramcount.frontends import fallback_worker as fw
+
+    monkeypatch.setattr(fw, "MAX_MODULES", 20)
+    r = client.post("/api/model", json={"source": {"kind": "config", "config": CODEGEN}})
+    assert r.status_code == 400 and "built more than 20 modules" in r.json()["error"]
+    monkeypatch.setattr(fw, "MAX_MODULES", 1 << 17)
+    fallback_worker.close()
+    monkeypatch.setattr(fallback_worker, "limit", 0.01)  # no fresh child starts Python in 10 ms
+    r = client.post("/api/model", json={"source": {"kind": "config", "config": CODEGEN}})
+    assert r.status_code == 503 and "took longer than 0.01 s" in r.json()["error"]
+
+
+def many_tensors(path, n: int) -> bytes:
+    """A safetensors file of ``n`` one-element tensors that match no layer; its header bytes."""
+    import struct
+
+    meta = {f"w{i}": {"dtype": "F32", "shape": [1], "data_offsets": [4 * i, 4 * i + 4]} for i in range(n)}
+    head = json.dumps(meta).encode()
+    path.write_bytes(struct.pack("<Q", len(head)) + head + bytes(4 * n))
+    return path.read_bytes()[: 8 + len(head)]
+
+
+def test_a_large_safetensors_header_is_answered_in_a_worker(monkeypatch, tmp_path):
+    """Past HEAVY_BYTES a safetensors header is held as bytes and every request on it is read in
+    a child (the server's thread never parses or counts it): the same answer as in the thread."""
+    from fastapi.testclient import TestClient
+
+    from paramcount.web.app import create_app
+
+    from .conftest import upload_body
+
+    path = tmp_path / "many.safetensors"
+    header = many_tensors(path, 300)
+
+    def ask(client) -> tuple[dict, dict]:
+        key = client.post("/api/upload", json=upload_body("safetensors", path, header)).json()["id"]
+        source = {"kind": "upload", "id": key}
+        return client.post("/api/model", json={"source": source}).json(), client.post(
+            "/api/memory", json={"source": source}
+        ).json()
+
+    with TestClient(create_app(hosts=["testserver"])) as client:
+        inline = ask(client)
+    monkeypatch.setattr(work, "HEAVY_BYTES", 0)
+    workers = work.Workers(limit=60)
+    with TestClient(create_app(hosts=["testserver"], workers=workers)) as client:
+        assert ask(client) == inline and inline[0]["total"] == 300
+        assert client.app.app.state.uploads.items[next(iter(client.app.app.state.uploads.items))].parsed is None
+    assert workers.runs == 3 and not workers.pids  # the upload's check, the count, the plan
+
+
+def test_a_derivation_of_too_many_distinct_tensors_is_not_written(client, monkeypatch, tmp_path):
+    """A line per tensor for a header of 100k unrepeated tensors took minutes and tens of MB:
+    past MAX_DERIVED distinct tensors the page gets the count and a one-line reason instead."""
+    from paramcount.web import views
+
+    from .conftest import upload_body
+
+    path = tmp_path / "many.safetensors"
+    header = many_tensors(path, 300)
+    monkeypatch.setattr(views, "MAX_DERIVED", 100)
+    key = client.post("/api/upload", json=upload_body("safetensors", path, header)).json()["id"]
+    data = client.post("/api/model", json={"source": {"kind": "upload", "id": key}}).json()
+    assert data["total"] == 300 and data["derivation"] is None
+    assert "more than 100 distinct tensors: too many lines to derive here" in data["derivation_error"]
+    monkeypatch.setattr(views, "MAX_DERIVED", 300)
+    assert client.post("/api/model", json={"source": {"kind": "upload", "id": key}}).json()["derivation"]

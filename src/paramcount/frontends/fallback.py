@@ -2,47 +2,85 @@
 
 When torch and transformers are installed (``pip install 'paramcount[transformers]'``), any
 model_type that transformers can build from its own config is instantiated on the meta device
-(no memory, no weights) and read back as a live module (:mod:`paramcount.frontends.module`):
-the totals, names, shapes and ties are transformers' own, so the count is exact. What a native
-family adds is not there: no config symbols (no derivation or slip check), and no KV-cache
-layout (memory plans hold the weights alone). The result says so in ``counted_by``.
+(no memory, no weights) and read back as parameter rows: the totals, names, shapes and ties are
+transformers' own, so the count is exact. What a native family adds is not there: no config
+symbols (no derivation or slip check), and no KV-cache layout (memory plans hold the weights
+alone). The result says so in ``counted_by``.
 
-Nothing is downloaded and no remote code runs: the config class comes from transformers'
-own ``CONFIG_MAPPING``, never from ``auto_map``.
+Bounded, offline and narrow:
+
+- before anything is imported, the config's numbers and lists are checked
+  (:mod:`paramcount.frontends.fallback_bounds`), a backbone the config names for download or a
+  timm backbone is refused, and the model_type and the class must be in transformers' own
+  tables, shipped with paramcount (``transformers_types.json``);
+- transformers runs in a worker process with a time, memory and module budget, no network,
+  and ``HF_HUB_OFFLINE`` set (:mod:`paramcount.frontends.fallback_worker`);
+- no remote code runs: the config class comes from transformers' own ``CONFIG_MAPPING``, never
+  from ``auto_map``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
-import warnings
+import json
 from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 from ..errors import ParamcountError
 from ..ir import Block, join
 from ..model import Model
 from ..records import replace
+from .fallback_bounds import check
 
 EXTRA = "pip install 'paramcount[transformers]'"
-MAX_LAYERS = 1024  # transformers builds every layer: real models have at most a few hundred
-MAX_INT = 1 << 26  # the same bound as every native dimension (arch.config.MAX_DIM)
-MAX_DEPTH = 8  # nested sub-configs (text_config.vision_config…) deeper than any real config
 NEEDS_NATIVE = "needs a native paramcount family"
+TYPES_FILE = Path(__file__).parent / "transformers_types.json"
+TIMM = ("timm_backbone", "timm_wrapper")
+
+
+@cache
+def types() -> dict[str, Any]:
+    """transformers' model_types and, for each, the classes it maps and the backbone class."""
+    return json.loads(TYPES_FILE.read_text(encoding="utf-8"))
+
+
+def known(model_type: Any) -> bool:
+    """Whether transformers (the version the list was made from) has a config for ``model_type``."""
+    return isinstance(model_type, str) and model_type in types()["types"]
+
+
+def classes(model_type: str) -> list[str]:
+    """The model classes transformers maps for ``model_type`` (what ``--class`` may name)."""
+    entry = types()["types"][model_type]
+    return sorted({*entry["classes"], *([entry["base"]] if entry["base"] else [])})
 
 
 def unknown(model_type: Any, source: str, supported: tuple[str, ...]) -> ParamcountError:
     """The error for a model_type neither paramcount nor (if installed) transformers can build."""
-    known = f"supported natively: {', '.join(supported)}"
+    known_here = f"supported natively: {', '.join(supported)}"
     if not isinstance(model_type, str):
-        return ParamcountError(f"unknown model_type {model_type!r}; {known}", source=source, field="model_type")
+        return ParamcountError(f"unknown model_type {model_type!r}; {known_here}", source=source, field="model_type")
     if not available():
         hint = f"; {EXTRA} counts any model_type transformers can build"
-        return ParamcountError(f"unknown model_type {model_type!r}{hint}; {known}", source=source, field="model_type")
-    import transformers
+        return ParamcountError(
+            f"unknown model_type {model_type!r}{hint}; {known_here}", source=source, field="model_type"
+        )
+    listed, installed = types()["transformers"], _installed()
+    why = f"transformers {listed} does not know it either"
+    if installed not in (None, listed):
+        why += f" (paramcount's list of its model_types; transformers {installed} is installed)"
+    return ParamcountError(f"unknown model_type {model_type!r}: {why}; {known_here}", source=source, field="model_type")
 
-    why = f"transformers {transformers.__version__} does not know it either"
-    return ParamcountError(f"unknown model_type {model_type!r}: {why}; {known}", source=source, field="model_type")
+
+def _installed() -> str | None:
+    """The installed transformers' version, read from its metadata (nothing is imported)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("transformers")
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def available() -> bool:
@@ -53,12 +91,9 @@ def available() -> bool:
 
 
 def can_count(model_type: Any) -> bool:
-    """Whether transformers (installed) has a config class for ``model_type``."""
-    if not isinstance(model_type, str) or not available():
-        return False
-    from transformers import CONFIG_MAPPING
-
-    return model_type in CONFIG_MAPPING
+    """Whether transformers (installed) has a config class for ``model_type``, from the shipped
+    list of its model_types: nothing is imported to say no."""
+    return known(model_type) and available()
 
 
 def remote_code_error(raw: Mapping[str, Any], source: str) -> ParamcountError | None:
@@ -74,115 +109,52 @@ def remote_code_error(raw: Mapping[str, Any], source: str) -> ParamcountError | 
     )
 
 
-def _check_bounds(value: Any, source: str, field: str, depth: int = 0) -> None:
-    """Refuse sizes that would make transformers build for minutes or exhaust memory."""
-    if depth > MAX_DEPTH:
-        raise ParamcountError(f"nested more than {MAX_DEPTH} deep", source=source, field=field)
-    if isinstance(value, Mapping):
-        for k, v in value.items():
-            _check_bounds(v, source, f"{field}.{k}" if field else str(k), depth + 1)
-    elif isinstance(value, int) and not isinstance(value, bool):
-        high = MAX_LAYERS if "layer" in field.rsplit(".", 1)[-1] else MAX_INT
-        if value > high:
-            why = "the transformers fallback builds every layer" if high == MAX_LAYERS else "out of range"
-            raise ParamcountError(f"{value:,} is over {high:,} ({why})", source=source, field=field)
+def offline(raw: Mapping[str, Any], source: str | None, path: str = "", depth: int = 0) -> None:
+    """Refuse what would make transformers fetch a backbone: a backbone named without its
+    ``backbone_config`` (transformers looks it up on the Hub), or a timm backbone."""
+    where = lambda key: f"{path}.{key}" if path else key  # noqa: E731
+    if raw.get("model_type") in TIMM or raw.get("use_timm_backbone"):
+        raise ParamcountError(
+            "a timm backbone, which paramcount does not build (timm may fetch it from the Hub); "
+            "give a transformers backbone_config instead",
+            source=source,
+            field=where("use_timm_backbone" if raw.get("use_timm_backbone") else "model_type"),
+        )
+    name = raw.get("backbone")
+    if isinstance(name, str) and raw.get("backbone_config") is None:
+        raise ParamcountError(
+            f"names the backbone {name[:100]!r}, which transformers would look up on the Hub; paramcount "
+            "never downloads: give its backbone_config instead",
+            source=source,
+            field=where("backbone"),
+        )
+    for key, value in raw.items():
+        if isinstance(value, Mapping) and depth < 8:
+            offline(value, source, where(str(key)), depth + 1)
 
 
-def _class(transformers: Any, model_type: str, wanted: str | None, archs: list[str], source: str) -> tuple[str, str]:
+def pick_class(model_type: str, wanted: str | None, archs: list[str], source: str) -> tuple[str, str]:
     """(class to count, backbone class): ``wanted`` or the config's architectures, else the
-    backbone (``AutoModel``'s class, or for a sub-model config the class built from it)."""
-    backbone = _backbone(transformers, model_type)
+    backbone, each one of the classes transformers maps for ``model_type``."""
+    allowed = classes(model_type)
+    base = types()["types"][model_type]["base"]
     if wanted in (None, "auto"):
-        wanted = next((a for a in archs if _exists(transformers, a)), None) or backbone
+        wanted = next((a for a in archs if a in allowed), None) or base
     elif wanted == "base":
-        wanted = backbone
+        wanted = base
     if wanted is None:
         raise ParamcountError(
-            f"transformers has no model class for {model_type!r} to build from this config; name one with --class",
+            f"transformers has no model class for {model_type!r} to build from this config",
             source=source,
             field="class",
         )
-    if not _exists(transformers, wanted):
-        raise ParamcountError(f"transformers has no class {wanted!r}", source=source, field="class")
-    return wanted, backbone or wanted
-
-
-def _exists(transformers: Any, name: str) -> bool:
-    try:  # a class whose backend (timm, torchaudio) is missing raises on access
-        return isinstance(getattr(transformers, name, None), type)
-    except ImportError:
-        return False
-
-
-def _backbone(transformers: Any, model_type: str) -> str | None:
-    """``AutoModel``'s class for ``model_type``; for a sub-model config (``clip_text_model``),
-    the plainest class of its own modeling module that is built from exactly that config class."""
-    import importlib
-
-    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
-
-    found = MODEL_MAPPING_NAMES.get(model_type)
-    if found:
-        return found[0] if isinstance(found, (list, tuple)) else found
-    config_class = transformers.CONFIG_MAPPING[model_type]
-    try:
-        modeling = importlib.import_module(config_class.__module__.replace(".configuration_", ".modeling_"))
-    except ImportError:
-        return None
-    built = [
-        name
-        for name, obj in vars(modeling).items()
-        if isinstance(obj, type) and getattr(obj, "config_class", None) is config_class and _exists(transformers, name)
-    ]
-    built = [n for n in built if not n.endswith("PreTrainedModel")]
-    plain = [n for n in built if "For" not in n]
-    return min(plain or built, key=len, default=None)
-
-
-def _instantiate(transformers: Any, cls_name: str, config: Any, source: str, strict: bool = True) -> Any:
-    """The model on the meta device. ``strict``: the class must be built from this config's class
-    (transformers' own AutoModel mapping may pair a config with another family's class)."""
-    import torch
-
-    cls = getattr(transformers, cls_name)
-    try:
-        config_class = getattr(cls, "config_class", None)
-    except ImportError as e:  # a placeholder for a class whose backend (timm, torchaudio) is missing
-        text = " ".join(str(e).split())[:200]
-        raise ParamcountError(f"transformers cannot build {cls_name} here: {text}", source=source) from None
-    if strict and config_class is not None and not isinstance(config, config_class):
+    if wanted not in allowed:
         raise ParamcountError(
-            f"{cls_name} is built from a {config_class.__name__}, not this {type(config).__name__}",
+            f"transformers has no class {wanted[:100]!r} for {model_type}; choose one of: base, {', '.join(allowed)}",
             source=source,
             field="class",
         )
-    try:
-        with torch.device("meta"), warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-            warnings.simplefilter("ignore")
-            return cls(config)
-    except Exception as e:  # transformers' own validation of a config it cannot build
-        text = " ".join(str(e).split())[:200]
-        raise ParamcountError(
-            f"transformers could not build {cls_name}: {type(e).__name__}: {text}", source=source
-        ) from None
-
-
-def _config(transformers: Any, model_type: str, raw: Mapping[str, Any], source: str) -> Any:
-    kwargs = {k: v for k, v in raw.items() if k not in ("model_type", "auto_map", "transformers_version")}
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return transformers.AutoConfig.for_model(model_type, **kwargs)
-    except Exception as e:
-        text = " ".join(str(e).split())[:200]
-        raise ParamcountError(f"transformers rejects this config: {type(e).__name__}: {text}", source=source) from None
-
-
-def _embedding_names(module: Any) -> set[str]:
-    """Where the model's ``nn.Embedding`` tables are: their type is known here, not from names."""
-    import torch
-
-    return {name for name, m in module.named_modules() if isinstance(m, torch.nn.Embedding)}
+    return wanted, base or wanted
 
 
 def _mark_embeddings(node: Block, names: set[str], path: str = "") -> Block:
@@ -199,6 +171,31 @@ def _mark_embeddings(node: Block, names: set[str], path: str = "") -> Block:
     return replace(node, children=tuple(children))
 
 
+def _tree(rows: Mapping[str, Any]) -> Block:
+    """The tree of one built class, from the worker's rows."""
+    from .module import tree_of
+
+    params = [(str(n), tuple(int(d) for d in shape), str(dtype)) for n, shape, dtype in rows["params"]]
+    return _mark_embeddings(tree_of(params, dict(rows["ties"])), set(rows["embeddings"]))
+
+
+def _backbone(tree: Block, answer: Mapping[str, Any]) -> Block:
+    """The backbone: the base model inside the class (under ``base_model_prefix``), or the one
+    the worker built on its own when the class holds none by that name."""
+    inner = next((c for c in tree.children if isinstance(c, Block) and c.name == answer["prefix"]), None)
+    return replace(inner, name="") if inner is not None else _tree(answer["base"])
+
+
+def _build(raw: Mapping[str, Any], source: str, model_type: str, cls: str, base: str) -> dict[str, Any]:
+    from . import fallback_worker
+
+    kwargs = {k: v for k, v in raw.items() if k not in ("model_type", "auto_map", "transformers_version")}
+    try:
+        return fallback_worker.ask({"model_type": model_type, "config": kwargs, "class": cls, "base": base})
+    except ParamcountError as e:
+        raise e.at(source) from None
+
+
 def from_transformers(
     raw: Mapping[str, Any],
     source: str,
@@ -208,39 +205,32 @@ def from_transformers(
     notes: tuple[str, ...] = (),
 ) -> Model:
     """Count ``raw`` (a config of ``model_type``, which transformers knows) with transformers."""
-    _check_bounds(raw, source, "")
-    import transformers
-    from transformers.utils import logging as hf_logging
-
     from .config import architectures
-    from .module import from_module
 
-    hf_logging.set_verbosity_error()
-    config = _config(transformers, model_type, raw, source)
-    cls, backbone_cls = _class(transformers, model_type, model_class, architectures(raw, source), source)
-    module = _instantiate(transformers, cls, config, source, strict=cls != backbone_cls)
-    counted = from_module(module, name or source)
-    counted = replace(counted, tree=_mark_embeddings(counted.tree, _embedding_names(module)))
-    backbone = counted.tree
-    if backbone_cls != cls:
-        prefix = getattr(module, "base_model_prefix", "")
-        inner = next((c for c in counted.tree.children if getattr(c, "name", None) == prefix), None)
-        backbone = (
-            replace(inner, name="")
-            if inner is not None
-            else from_module(_instantiate(transformers, backbone_cls, config, source, strict=False)).tree
+    check(raw, source)
+    offline(raw, source)
+    archs = architectures(raw, source)
+    cls, backbone_cls = pick_class(model_type, model_class, archs, source)
+    if model_class in (None, "auto") and archs and archs[0] != cls:
+        notes = (
+            *notes,
+            f"class {archs[0][:100]!r} from 'architectures' is not one transformers maps for "
+            f"{model_type}; counting {cls}",
         )
+    answer = _build(raw, source, model_type, cls, backbone_cls)
+    tree = _tree(answer)
     said = (
-        f"counted by transformers {transformers.__version__} on the meta device: {model_type!r} has no native "
+        f"counted by transformers {answer['version']} on the meta device: {model_type!r} has no native "
         "paramcount family, so totals, names, shapes and ties are transformers' own, without formulas"
     )
-    return replace(
-        counted,
+    return Model(
+        name=name or source,
         source=source,
         model_type=model_type,
         class_name=cls,
+        tree=tree,
         backbone_class=backbone_cls,
-        backbone=backbone,
+        backbone=tree if backbone_cls == cls else _backbone(tree, answer),
         config=dict(raw),
         notes=(*notes, said),
         counted_by="transformers",

@@ -80,6 +80,16 @@ def _with_ties(tree: Block, ties: dict[str, str], shapes: dict[str, tuple[int, .
     return tree
 
 
+def tree_of(params: list[tuple[str, tuple[int, ...], str]], ties: dict[str, str], kind=flat.kind_of) -> Block:
+    """The tree of unique parameters (name, shape, dtype) in registration order, with ``ties``
+    (a duplicate name -> the name it shares storage with) as aliases."""
+    shapes = {n: s for n, s, _ in params}
+    try:
+        return _with_ties(flat.tree(params, kind), ties, shapes, kind)
+    except ValueError as e:
+        raise ParamcountError(str(e)) from None
+
+
 def from_module(module: Any, name: str | None = None) -> Model:
     """Count a live ``torch.nn.Module``: the same tree and totals as its config would give."""
     try:
@@ -91,12 +101,7 @@ def from_module(module: Any, name: str | None = None) -> Model:
     params, ties = _parameters(module)
     expected = _config_model(module)
     known = {x.name: x.kind for x in expected.tensors()} if expected else {}
-    kind = lambda n: known.get(n) or flat.kind_of(n)  # noqa: E731
-    shapes = {n: s for n, s, _ in params}
-    try:
-        tree = _with_ties(flat.tree(params, kind), ties, shapes, kind)
-    except ValueError as e:
-        raise ParamcountError(str(e)) from None
+    tree = tree_of(params, ties, lambda n: known.get(n) or flat.kind_of(n))
     cls = type(module).__name__
     if expected is not None and _same(expected, params, ties):
         # the module is what its config builds: the config's tree carries the symbols too

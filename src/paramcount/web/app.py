@@ -11,6 +11,7 @@ import base64
 import binascii
 import contextlib
 import json
+import threading
 from collections.abc import Iterator, Sequence
 from functools import cache
 from pathlib import Path
@@ -24,6 +25,7 @@ from starlette.exceptions import HTTPException
 
 from .. import __version__
 from ..errors import ParamcountError
+from ..frontends import fallback_worker
 from . import planner, schemas, sources, views, work
 from .guard import BODY_TIMEOUT, MAX_BODY, Guard
 
@@ -99,7 +101,8 @@ def _handlers(api: FastAPI) -> None:
         return _error(400, str(e), e.field, e.source)
 
     @api.exception_handler(work.TooSlow)
-    async def too_slow(request: Request, e: work.TooSlow):
+    @api.exception_handler(fallback_worker.TooSlow)
+    async def too_slow(request: Request, e: ParamcountError):
         return _error(503, str(e), e.field, e.source)
 
     @api.exception_handler(Bug)
@@ -162,11 +165,52 @@ def parse_upload(*args: Any) -> sources.Upload:
         return sources.parse_upload(*args)
 
 
+def check_upload(*args: Any) -> sources.Upload:
+    with counting():
+        return sources.heavy_safetensors(*args)
+
+
 def answer(request: Request, job: Any, q: Any) -> Answer:
-    """``job(q, uploads)`` here, or for a heavy source in a worker process with a time limit."""
+    """``job(q, uploads)`` here, or for a heavy source (a long printout, a large safetensors
+    header) in a worker process with a time limit."""
+    workers, uploads = request.app.state.workers, request.app.state.uploads
     if work.heavy(q.source):
-        return Answer(request.app.state.workers.run(job, q, None))
-    return Answer(job(q, request.app.state.uploads))
+        return Answer(workers.run(job, q, None))
+    if q.source.kind == "upload" and uploads.get(q.source.id).parsed is None:
+        return Answer(workers.run(job, q, sources.Held(q.source.id, uploads.get(q.source.id))))
+    return Answer(job(q, uploads))
+
+
+async def watched(request: Request, job: Any, *args: Any) -> Any:
+    """``job(*args)`` in a worker thread, while the client is watched: when it disconnects
+    first, STOP is set, and the worker process serving the job (a heavy input's, or the
+    transformers fallback's) is killed instead of working on for no one."""
+    import anyio
+
+    stop = threading.Event()
+
+    def run() -> Any:
+        token = fallback_worker.STOP.set(stop)
+        try:
+            return job(*args)
+        finally:
+            fallback_worker.STOP.reset(token)
+
+    async def watch() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+        stop.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(watch)
+        try:
+            done = (True, await anyio.to_thread.run_sync(run))
+        except Exception as e:  # raised below, outside the group (which would wrap it in a group)
+            done = (False, e)
+        group.cancel_scope.cancel()
+    if done[0]:
+        return done[1]
+    raise done[1]
 
 
 def _derivation(model, q: schemas.ModelRequest) -> tuple[dict[str, Any] | None, str | None]:
@@ -198,25 +242,14 @@ def _routes(api: FastAPI) -> None:
         return catalog()
 
     @api.post("/api/model", response_model=schemas.ModelResponse, responses=ERRORS)
-    def count_model(q: schemas.ModelRequest, request: Request) -> dict[str, Any]:
+    async def count_model(q: schemas.ModelRequest, request: Request) -> dict[str, Any]:
         """Count a model: totals, components, layers, ties, the tree and the derivation."""
-        return answer(request, describe, q)  # already plain JSON: schemas.py documents it
+        return await watched(request, answer, request, describe, q)  # already plain JSON: schemas.py documents it
 
     @api.post("/api/upload", response_model=schemas.UploadResponse, responses=ERRORS)
-    def upload(u: schemas.UploadRequest, request: Request) -> dict[str, Any]:
+    async def upload(u: schemas.UploadRequest, request: Request) -> dict[str, Any]:
         """Header bytes of a safetensors or GGUF file (never the weights), parsed and held for /api/model."""
-        try:
-            header = base64.b64decode(u.header, validate=True)
-        except (binascii.Error, ValueError):
-            raise ParamcountError("header is not base64", field="header") from None
-        args = (u.format, u.name, u.size, header, u.config)
-        if len(header) > work.HEAVY_BYTES:  # seconds of parsing: in a worker, beside the server
-            parsed = request.app.state.workers.run(parse_upload, *args, what="header")
-        else:
-            parsed = parse_upload(*args)
-        key = sources.Uploads.key(u.format, parsed.name, u.size, header, u.config)
-        request.app.state.uploads.put(key, parsed, len(header))
-        return {"id": key, "name": parsed.name, "format": u.format}
+        return await watched(request, hold_upload, u, request)
 
     @api.get("/api/info", response_model=schemas.Info)
     def info() -> dict[str, Any]:
@@ -228,6 +261,24 @@ def _routes(api: FastAPI) -> None:
         return planner.options()
 
     @api.post("/api/memory", response_model=schemas.MemoryResponse, responses=ERRORS)
-    def memory(q: schemas.MemoryRequest, request: Request) -> dict[str, Any]:
+    async def memory(q: schemas.MemoryRequest, request: Request) -> dict[str, Any]:
         """A memory plan: its terms, memory against context, and the fit on the GPU at each precision."""
-        return answer(request, memory_plan, q)
+        return await watched(request, answer, request, memory_plan, q)
+
+
+def hold_upload(u: schemas.UploadRequest, request: Request) -> dict[str, Any]:
+    """Parse an upload (past HEAVY_BYTES in a worker) and keep it for /api/model."""
+    try:
+        header = base64.b64decode(u.header, validate=True)
+    except (binascii.Error, ValueError):
+        raise ParamcountError("header is not base64", field="header") from None
+    args = (u.format, u.name, u.size, header, u.config)
+    if len(header) > work.HEAVY_BYTES and u.format == "safetensors":  # checked in a worker, held as bytes
+        parsed = request.app.state.workers.run(check_upload, *args, what="header")
+    elif len(header) > work.HEAVY_BYTES:  # seconds of parsing: in a worker, beside the server
+        parsed = request.app.state.workers.run(parse_upload, *args, what="header")
+    else:
+        parsed = parse_upload(*args)
+    key = sources.Uploads.key(u.format, parsed.name, u.size, header, u.config)
+    request.app.state.uploads.put(key, parsed, len(header))
+    return {"id": key, "name": parsed.name, "format": u.format}

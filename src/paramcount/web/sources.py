@@ -73,8 +73,11 @@ def family_classes(model: Model) -> list[str]:
     """``base`` and every class the model's family defines (where a config names the family)."""
     from ..arch import family
 
-    if model.counted_by != "paramcount":  # the transformers fallback: the class it was asked for
-        return sorted({"base", model.class_name})
+    if model.counted_by != "paramcount":  # the transformers fallback: the classes transformers maps
+        from ..frontends import fallback
+
+        mapped = fallback.classes(model.model_type) if fallback.known(model.model_type) else [model.class_name]
+        return ["base", *mapped]
     return ["base", *family(model.model_type).classes]
 
 
@@ -115,8 +118,33 @@ class Upload:
     format: str
     name: str
     size: int
-    parsed: Any  # safetensors: a Read; gguf: a GGUFFile
+    parsed: Any  # safetensors: a Read; gguf: a GGUFFile; None: a heavy header, read in a worker (Held)
     config: Mapping[str, Any] | None = None
+    header: bytes = b""  # the bytes of a heavy header, kept unparsed
+
+
+def heavy_safetensors(fmt: str, name: str, size: int, header: bytes, config: Mapping[str, Any] | None) -> Upload:
+    """A large safetensors header, checked (in a worker) and held as bytes: every request on it is
+    answered in a worker, which reads it again (a parsed header of 100k tensors weighs ~50 times
+    its bytes, and sending it back across the pipe costs seconds of the server's time)."""
+    parsed = parse_upload(fmt, name, size, header, config)
+    return Upload(fmt, parsed.name, size, None, config, header)
+
+
+class Held:
+    """One upload, sent to a worker process with its request (Uploads holds a lock, which no
+    process can share); a heavy header is parsed there, once."""
+
+    def __init__(self, key: str, up: Upload):
+        self.key, self.up = key, up
+
+    def get(self, key: str) -> Upload:
+        if key != self.key:
+            raise ParamcountError("this upload is no longer held by the server: drop the file again", field="id")
+        up = self.up
+        if up.parsed is None:
+            self.up = parse_upload(up.format, up.name, up.size, up.header, up.config)
+        return self.up
 
 
 def safe_name(name: str) -> str:

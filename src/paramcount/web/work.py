@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import ParamcountError
+from ..frontends.fallback_worker import STOP, Stopped
 
 HEAVY_CHARS = 200_000  # a printout longer than this is read in a child (Llama-3.1-8B's is ~3,000)
 HEAVY_BYTES = 4 << 20  # an uploaded header past this is parsed in a child (Llama 3's GGUF header: ~8 MB)
@@ -40,6 +41,8 @@ class Workers:
         self.slots = threading.BoundedSemaphore(slots)
         self._context: Any = None
         self._lock = threading.Lock()
+        self.pids: set[int] = set()  # the children running now
+        self.runs = 0  # children started
 
     def context(self) -> Any:
         with self._lock:
@@ -62,10 +65,11 @@ class Workers:
         receive, send = ctx.Pipe(duplex=False)
         child = ctx.Process(target=_serve, args=(send, fn, args), daemon=True)
         child.start()
+        self.pids.add(child.pid)
+        self.runs += 1
         send.close()
         try:
-            if not receive.poll(max(0.0, deadline - time.monotonic())):
-                raise self._too_slow(what, "reading it")
+            self._wait(receive, deadline, what)
             ok, value = receive.recv()
         except EOFError:  # the child died without answering (killed for memory, say)
             raise ParamcountError("the worker reading this input stopped without an answer", field=what) from None
@@ -74,9 +78,20 @@ class Workers:
             if child.is_alive():
                 child.kill()
             child.join(1)
+            self.pids.discard(child.pid)
         if ok:
             return value
         raise value
+
+    def _wait(self, receive: Any, deadline: float, what: str) -> None:
+        """Until the child answers: in slices, so that a client gone (STOP) or the deadline is
+        seen; either ends the wait, and the caller kills the child."""
+        stop = STOP.get()
+        while not receive.poll(min(0.1, max(0.0, deadline - time.monotonic()))):
+            if stop is not None and stop.is_set():
+                raise Stopped("the request was cancelled; its worker was stopped", field=what)
+            if time.monotonic() >= deadline:
+                raise self._too_slow(what, "reading it")
 
     def _too_slow(self, what: str, doing: str) -> TooSlow:
         return TooSlow(f"took longer than {self.limit:g} s {doing}; the server stopped it", field=what)
