@@ -37,6 +37,11 @@ MAX_TENSORS = 1 << 17  # as safetensors.MAX_TENSORS (ggml puts a layer's experts
 # GGUFValueType -> struct code, for the fixed-size scalar types.
 _SCALAR = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
 _STRING, _ARRAY = 8, 9
+# GGUFValueType names, for messages about a value of the wrong type
+VALUE_TYPES = {
+    0: "uint8", 1: "int8", 2: "uint16", 3: "int16", 4: "uint32", 5: "int32", 6: "float32", 7: "bool",
+    8: "string", 9: "array", 10: "uint64", 11: "int64", 12: "float64",
+}  # fmt: skip
 
 # Component of a tensor from its GGUF name (the part after ``blk.N.``), checked in order.
 _KINDS = [

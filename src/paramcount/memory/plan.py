@@ -143,7 +143,10 @@ def max_positions(model: Model) -> int | None:
     """The longest context the model's config allows, when it says (a vision encoder: its
     patches and class token)."""
     from ..frontends.config import is_native
+    from .gguf_file import is_gguf, metadata
 
+    if is_gguf(model):
+        return metadata(model).integer("context_length", None)
     if model.config and is_native(model.model_type) and model.counted_by == "paramcount":
         from ..arch import family
 
