@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..dtypes import DTYPES, GGML_IDS
-from ..errors import ParamcountError
+from ..errors import ParamcountError, brief
 from ..model import Model
 from .flat import kind_of, tree
 
@@ -482,6 +482,16 @@ def _merge(files: list[GGUFFile], count: int, source: str) -> GGUFFile:
     )
 
 
+def shown(value: Any) -> str:
+    """A metadata value fit for a one-line message: escaped, cut short, and an array the reader
+    did not keep (a vocabulary, an array of strings) said by its type and length."""
+    if isinstance(value, tuple) and value[:1] == ("array",):
+        return f"an array of {value[2]:,} {VALUE_TYPES.get(value[1], 'unknown')} values"
+    if isinstance(value, list):
+        return f"an array of {len(value):,}: {brief(value)}" if value else "an empty array"
+    return brief(value)
+
+
 def _split_line(s: TypeSplit) -> str:
     tensors = f"{s.tensors:,} tensor{'s' if s.tensors != 1 else ''}"
     return f"{s.type_name} {tensors}, {s.elements:,} elements, {s.nbytes:,} bytes ({s.bits_per_weight:.4f} bits each)"
@@ -498,7 +508,8 @@ def _notes(info: GGUFFile) -> list[str]:
     ]
     meta = info.arch_metadata()
     if meta:
-        notes.append("metadata: " + ", ".join(f"{k} {v}" for k, v in meta.items()))
+        said = (v if isinstance(v, int | list) else shown(v) for v in meta.values())  # numbers as they are
+        notes.append("metadata: " + ", ".join(f"{k} {v}" for k, v in zip(meta, said, strict=True)))
     names = {t.name for t in info.tensors}
     if "token_embd.weight" in names and "output.weight" not in names:
         notes.append("no output.weight: the output head reuses token_embd.weight (tied)")

@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import BadSource, ParamcountError, brief
+from ..errors import BadSource, ParamcountError
+from ..frontends.gguf import shown
 from ..ir import Block, Tensor
 from .layers import FeedForward
 from .working_set import Widths, _ffn_width, graph_ffn_width
@@ -101,18 +102,6 @@ class Meta:
         if not isinstance(value, list) or len(value) != n:
             raise self.bad(key, value, said)
         return said
-
-
-def shown(value: Any) -> str:
-    """A metadata value fit for a one-line message: escaped, cut short, and an array the reader
-    did not keep (a vocabulary, an array of strings) said by its type and length."""
-    from ..frontends.gguf import VALUE_TYPES
-
-    if isinstance(value, tuple) and value[:1] == ("array",):
-        return f"an array of {value[2]:,} {VALUE_TYPES.get(value[1], 'unknown')} values"
-    if isinstance(value, list):
-        return f"an array of {len(value):,}: {brief(value)}" if value else "an empty array"
-    return brief(value)
 
 
 def metadata(model: Any) -> Meta:
