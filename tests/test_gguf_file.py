@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from paramcount.cli import main
 from paramcount.memory import gguf_file
-from paramcount.memory.gguf_file import MAX_VALUE, Meta
+from paramcount.memory.gguf_file import Meta
 
 from .gguf_files import Spec, llama_spec, write_raw
 from .test_llamacpp_mtp import deepseek2_spec
@@ -115,7 +115,7 @@ def bad_values(n_layers: int, i: int = 0) -> dict[str, object]:
         "a string": "\x1b[2J" + "x" * 300,
         "NaN": math.nan,
         "infinity": math.inf,
-        "out of range": (-3, MAX_VALUE + 1)[i % 2],
+        "out of range": (-3, 1 << 40)[i % 2],
         "an empty array": [],
         "an array too long": [2] * (n_layers + 1),
         "an array of strings": ["a", "b"],
@@ -173,6 +173,17 @@ def test_the_message_names_the_file_the_key_and_the_value(tmp_path, key, value, 
     rc, _, err = run(path, "fit --json")
     assert rc == 2 and err.startswith(f"paramcount: error: {path}: llama.{key}: expected ") and err.count("\n") == 1
     assert err.endswith(f"{said}\n"), err
+
+
+def test_a_context_length_is_a_limit_up_to_uint32(tmp_path):
+    """context_length only caps the context planned: any uint32 is taken, as llama.cpp takes it."""
+    spec = SPECS["llama"]
+    path = write_raw(spec, tmp_path / "long.gguf", {**spec["meta"], "context_length": 2**32 - 1})
+    rc, out, _ = run(path, "memory --json")
+    assert rc == 0 and json.loads(out)["settings"]["context_from"] == "the default; the model allows 4,294,967,295"
+    write_raw(spec, path, {**spec["meta"], "context_length": 2**32})
+    rc, _, err = run(path, "memory --json")
+    assert rc == 2 and err.endswith("context_length: expected a whole number from 1 to 4,294,967,295, got 4294967296\n")
 
 
 # ---- tensor shapes that do not fit their role ------------------------------------------------------

@@ -46,14 +46,14 @@ class Meta:
     def has(self, key: str) -> bool:
         return key in self.values
 
-    def integer(self, key: str, default: Any = ..., low: int = 1) -> Any:
-        """A whole number from ``low`` to :data:`MAX_VALUE`; ``default`` when the file does not
-        state the key (a missing key without a default is :meth:`missing`)."""
+    def integer(self, key: str, default: Any = ..., low: int = 1, high: int = MAX_VALUE) -> Any:
+        """A whole number from ``low`` to ``high``; ``default`` when the file does not state the
+        key (a missing key without a default is :meth:`missing`)."""
         if key not in self.values:
             if default is ...:
                 raise self.missing(key)
             return default
-        return self._whole(key, self.values[key], low)
+        return self._whole(key, self.values[key], low, high=high)
 
     def stated(self, key: str) -> bool:
         """Whether the file states ``key`` as a number above 0 (llama.cpp's ``is_mla()`` test)."""
@@ -91,9 +91,9 @@ class Meta:
     def bad(self, key: str, value: Any, expected: str) -> BadSource:
         return BadSource(f"{self.arch}.{key}: expected {expected}, got {shown(value)}", source=self.source)
 
-    def _whole(self, key: str, value: Any, low: int, expected: str | None = None) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= MAX_VALUE:
-            raise self.bad(key, value, expected or f"a whole number from {low} to {MAX_VALUE:,}")
+    def _whole(self, key: str, value: Any, low: int, expected: str | None = None, high: int = MAX_VALUE) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise self.bad(key, value, expected or f"a whole number from {low} to {high:,}")
         return value
 
     def _layers(self, key: str, value: Any, n: int, what: str = "whole numbers") -> str:
