@@ -216,7 +216,6 @@ def typed(value: Any) -> tuple[int, bytes]:
     """A Python value as a GGUF value: bool; int as uint32, int32, uint64 or int64 (the first
     that holds it); float as float32 (float64 past its range); str; list as an array of its
     first item's type (an empty one: int32)."""
-    import math
     import struct
 
     if isinstance(value, bool):
@@ -227,8 +226,10 @@ def typed(value: Any) -> tuple[int, bytes]:
                 return vtype, struct.pack("<" + code, value)
         return _I64, struct.pack("<q", max(min(value, (1 << 63) - 1), -(1 << 63)))
     if isinstance(value, float):
-        small = not math.isfinite(value) or abs(value) < 3e38
-        return (_F32, struct.pack("<f", value)) if small else (_F64, struct.pack("<d", value))
+        try:
+            return _F32, struct.pack("<f", value)
+        except OverflowError:  # past float32's range
+            return _F64, struct.pack("<d", value)
     if isinstance(value, str):
         return _STR, _str(value)
     if isinstance(value, list):

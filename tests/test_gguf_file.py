@@ -3,9 +3,11 @@
 Every key a planner reads goes through one view (``Meta``): a whole number in range, or an array
 of them with one entry per block. The corpus below gives each key that each architecture's
 planner reads (recorded while planning the architecture's good file) every kind of bad value:
-the wrong type, NaN, infinity, a fraction, out of range, an empty array, an array of the wrong
-length, of strings or of arrays. Each must end in one line naming the file, the key and the
-value, exit 2, on ``memory``, ``fit`` and their ``--json``, through the CLI's main() in-process.
+the wrong type, NaN, infinity, out of range, an empty array, an array of the wrong length, of
+strings or of NaNs. Each must end in one line naming the file, the key and the value, exit 2, on
+``memory``, ``fit``, their ``--json`` and the other runtimes, through the CLI's main() in-process.
+A tensor whose rank does not fit its role is refused the same way, and a hypothesis probe gives
+the keys random GGUF types and values.
 """
 
 from __future__ import annotations
@@ -71,7 +73,8 @@ def run(path: Path, command: str) -> tuple[int, str, str]:
 @pytest.fixture(scope="module")
 def reads(tmp_path_factory) -> dict[str, dict[str, set[str]]]:
     """For each architecture, the keys each command reads through Meta's checked accessors,
-    recorded while planning its good file (which must plan)."""
+    recorded while planning its good file (which llama.cpp's memory and fit must plan; vLLM
+    refuses the hybrid files in one line: it has no layout for them)."""
     seen: set[str] = set()
     checked = ("integer", "per_layer", "flags")
     originals = {name: getattr(Meta, name) for name in checked}
@@ -92,7 +95,7 @@ def reads(tmp_path_factory) -> dict[str, dict[str, set[str]]]:
             for command in ("memory --json", "fit --json", "vllm", "transformers"):
                 seen.clear()
                 rc, _, err = run(path, command)
-                assert rc in (0, 2) and "Traceback" not in err, (arch, command, err)
+                assert rc == 0 or (rc == 2 and command in ("vllm", "transformers")), (arch, command, err)
                 out[arch][command] = set(seen)
     for by in out.values():  # the text renderings read what their --json does
         by["memory"], by["fit"] = by["memory --json"], by["fit --json"]
