@@ -164,6 +164,8 @@ PER_BLOCK = "expected 2 whole numbers, one per block (block_count), got"
         ("expert_count", [4, 4], "expected a whole number from 0 to 67,108,864, got an array of 2: [4, 4]"),
         ("embedding_length", -1, "expected a whole number from 1 to 67,108,864, got -1"),
         ("block_count", 1 << 40, "expected a whole number from 1 to 67,108,864, got 1099511627776"),
+        # past LLAMA_MAX_LAYERS, a per-block array is never built (2^26 of them took 565 MB)
+        ("block_count", 1 << 26, "expected a whole number from 1 to 512, got 67108864"),
         ("context_length", math.inf, "got inf"),
         ("attention.key_length", [[1], [1]], "got an array of 2 array values"),
         ("attention.sliding_window", True, "got True"),

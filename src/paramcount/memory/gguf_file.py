@@ -28,6 +28,7 @@ def is_gguf(model: Any) -> bool:
 # No count, width or length of a real model comes near 2^26 (llama.cpp reads them as uint32);
 # past it the file is refused rather than planned with absurd arithmetic.
 MAX_VALUE = 1 << 26
+MAX_LAYERS = 512  # llama.cpp's LLAMA_MAX_LAYERS: get_key_or_arr refuses more blocks
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ class Meta:
     def per_layer(self, key: str, default: Any = ...) -> list[int]:
         """``get_key_or_arr``: one whole number (≥ 0) per block, from a number for all of them or
         an array of ``block_count`` entries; ``default`` (a number or such a list) when absent."""
-        n = self.integer("block_count")
+        n = self.integer("block_count", high=MAX_LAYERS)
         if key not in self.values:
             if default is ...:
                 raise self.missing(key)
@@ -77,7 +78,7 @@ class Meta:
         """A true or false per block (``attention.recurrent_layers``), None when absent."""
         if key not in self.values:
             return None
-        value, n = self.values[key], self.integer("block_count")
+        value, n = self.values[key], self.integer("block_count", high=MAX_LAYERS)
         said = self._layers(key, value, n, "true or false")
         if not all(isinstance(v, bool) or (isinstance(v, int) and v in (0, 1)) for v in value):
             raise self.bad(key, value, said)

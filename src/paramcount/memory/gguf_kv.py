@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .gguf_file import Meta, metadata
+from .gguf_file import MAX_LAYERS, Meta, metadata
 from .kv_layout import LayerKind, Layout, NoLayout, _runs
 
 ARCHS = (
@@ -55,7 +55,6 @@ ARCHS = (
     "bloom",
     "deepseek2",
 )
-MAX_LAYERS = 512  # llama.cpp's LLAMA_MAX_LAYERS
 GEMMA2_WINDOW = 4096  # llama.cpp's default for a gemma2 file that states none
 PATTERNS = {"gemma2": 2, "gemma3": 6}  # llama_hparams::set_swa_pattern(n): layer il slides if il % n < n − 1
 

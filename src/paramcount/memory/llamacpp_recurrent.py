@@ -40,6 +40,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .gguf_file import MAX_LAYERS
 from .kv_layout import LayerKind, Layout, NoLayout, _runs, state_kind
 from .terms import Term
 
@@ -53,7 +54,6 @@ _QWEN = ("qwen3next", "qwen35", "qwen35moe")
 _BY_KV_HEADS = ("jamba", "granitehybrid", "lfm2", "kimi-linear")  # is_recr: n_head_kv(il) == 0
 F32 = 4
 ALIGNMENT = {"cpu": 32, "gpu": 128}  # TENSOR_ALIGNMENT (ggml-impl.h); ggml_backend_cuda_buffer_type_get_alignment
-MAX_LAYERS = 512  # LLAMA_MAX_LAYERS
 # the keys each load_arch_hparams (src/models/<arch>.cpp) requires, which llama.cpp refuses a file without
 _SSM = ("ssm.conv_kernel", "ssm.inner_size", "ssm.state_size", "ssm.time_step_rank")
 _GROUPED = (*_SSM, "ssm.group_count")
