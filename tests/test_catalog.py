@@ -8,6 +8,7 @@ from importlib import resources
 
 import pytest
 
+import paramcount
 from paramcount.frontends import catalog
 from paramcount.frontends.config import from_config
 
@@ -51,7 +52,7 @@ def test_every_file_parses_and_is_named_after_its_id():
         if not f.name.endswith(".json"):
             continue
         data = json.loads(f.read_text(encoding="utf-8"))
-        assert set(data) <= {"id", "aliases", "note", "published", "config"}, f.name
+        assert set(data) <= {"id", "aliases", "note", "scope", "published", "config"}, f.name
         assert f.name == data["id"].replace("/", "--") + ".json"
 
 
@@ -67,6 +68,46 @@ def test_entry_is_well_formed(model_id):
         assert set(e.published) == {"total", "class", "source"}
         assert isinstance(e.published["total"], int) and e.published["total"] > 0
         assert e.published["class"] and e.published["source"]
+
+
+SCOPED = [e for e in ENTRIES if e.scope]
+
+
+def test_the_text_towers_and_checkpoints_with_mtp_layers_say_what_they_leave_out():
+    """A count that is not what the name suggests says so (issue 20): the text tower of an
+    image+text model, a checkpoint's multi-token-prediction layers that transformers skips."""
+    scoped = {e.id: e.scope for e in SCOPED}
+    for text_only in ("meta-llama/Llama-4-Scout-17B-16E", "Qwen/Qwen3.5-27B", "Qwen/Qwen3.5-397B-A17B"):
+        assert scoped[text_only].startswith("the text model only"), text_only
+    for mtp in ("Qwen/Qwen3.5-35B-A3B", "Qwen/Qwen3-Next-80B-A3B-Instruct", "deepseek-ai/DeepSeek-V3", "zai-org/GLM-5"):
+        assert "multi-token-prediction" in scoped[mtp], mtp
+    assert "bert-base-uncased" not in {n for e in SCOPED for n in e.aliases}
+
+
+@pytest.mark.parametrize("e", SCOPED, ids=lambda e: e.id)
+def test_a_scope_is_one_short_sentence_the_count_carries(e):
+    assert isinstance(e.scope, str) and 20 < len(e.scope) <= 200 and "\n" not in e.scope
+    assert paramcount.load(e.id).scope == (e.scope,)
+    assert paramcount.load(e.id, model_class="base").scope == (e.scope,)  # the backbone is no less a text tower
+
+
+def test_an_entry_without_a_scope_counts_without_one():
+    assert paramcount.load("bert-base-uncased").scope == ()
+
+
+COMPOSITES = [e for e in ENTRIES if paramcount.load(e.id).towers()]
+
+
+@pytest.mark.parametrize("e", COMPOSITES, ids=lambda e: e.id)
+def test_the_towers_are_parts_of_the_class(e):
+    """Every image+text (and audio, and two-tower) catalog model: its towers add up to the
+    class's total, output head included, and so do their rows in the JSON."""
+    m = paramcount.load(e.id)
+    assert sum(m.towers().values()) == m.total
+    from paramcount.render.json import to_dict
+
+    data = to_dict(m, tensors=False)
+    assert sum(data["towers"].values()) == data["total"]
 
 
 def test_names_are_unique_in_any_case():

@@ -3,6 +3,8 @@
 Each wrong answer below is worked out by hand from the model's published dimensions, the way
 a person gets it wrong on paper, so the test does not reuse the slip machinery it checks."""
 
+import json
+
 import pytest
 
 import paramcount
@@ -173,3 +175,93 @@ def test_cli_check_markdown(capsys):
 def test_cli_check_bad_answer(capsys):
     code, _, err = run(capsys, "check", "bert-base-uncased", "lots")
     assert code == 2 and "ANSWER: cannot read 'lots'" in err and err.count("\n") == 1
+
+
+# ---- the conventions model cards count by ------------------------------------------------------
+# Each figure is worked out here from the published dimensions: the vocabulary tables are V·h
+# (gpt-oss: 201,088 × 2,880; DeepSeek-V3: 129,280 × 7,168; Qwen3-30B-A3B: 151,936 × 2,048),
+# the active counts are the catalog's, themselves held to transformers and the model cards.
+
+GPT_OSS_TABLE, DSV3_TABLE, QWEN3_TABLE = 201_088 * 2_880, 129_280 * 7_168, 151_936 * 2_048
+GPT_OSS_20B_ACTIVE, GPT_OSS_120B_ACTIVE = 4_187_440_704, 5_711_982_912
+
+
+def matched(result):
+    return {c.key: c.value for c in result.matched}
+
+
+def test_gpt_oss_active_figures_leave_out_one_vocabulary_table():
+    """OpenAI's 3.6B and 5.1B: active per token without one of the two equal 579,133,440 tables
+    (the card says the embedding lookup; the figure cannot tell it from the unembedding)."""
+    cards = [("openai/gpt-oss-20b", "3.6B", GPT_OSS_20B_ACTIVE), ("openai/gpt-oss-120b", "5.1B", GPT_OSS_120B_ACTIVE)]
+    for name, answer, active in cards:
+        result = check(paramcount.load(name), answer)
+        assert result.accepted and not result.exact and result.by_convention
+        assert matched(result) == {k: active - GPT_OSS_TABLE for k in ("active_no_lookup", "active_no_unembedding")}
+    total = check(paramcount.load("openai/gpt-oss-120b"), "117B")
+    assert total.exact and not total.by_convention and "all" in matched(total)
+
+
+def test_deepseek_v3_37b_is_active_without_one_vocabulary_table():
+    result = check(paramcount.load("deepseek-ai/DeepSeek-V3"), "37B")
+    active = paramcount.load("deepseek-ai/DeepSeek-V3").active_total
+    assert active == 37_552_282_624 and not result.answer.matches(active)  # both tables: 38B
+    assert matched(result) == {k: active - DSV3_TABLE for k in ("active_no_lookup", "active_no_unembedding")}
+
+
+def test_mixtral_12_9b_is_every_active_parameter():
+    result = check(paramcount.load("mistralai/Mixtral-8x7B-v0.1"), "12.9B")
+    assert result.accepted and matched(result) == {"active_all": 12_879_925_248}
+
+
+def test_qwen3_30b_a3b_figures():
+    """29.9B is the non-embedding count; 3.3B matches no convention rounded: the active count
+    3,353,032,704 rounds to 3.4B, and the JSON and text say it is 3.3B cut off."""
+    model = paramcount.load("Qwen/Qwen3-30B-A3B")
+    assert matched(check(model, "29.9B")) == {"non_embedding": model.total - 2 * QWEN3_TABLE}
+    result = check(model, "3.3B")
+    assert not result.accepted and not result.matched
+    cut = [c.key for c in result.conventions if result.answer.truncates(c.value)]
+    assert cut == ["active_all"] and model.active_total == 3_353_032_704
+
+
+def test_a_tied_table_is_kept_for_its_other_use():
+    """GPT-2: the tied token table is the unembedding too, so leaving out the lookups drops the
+    position table only, and the non-embedding count (Kaplan et al.'s 85M) drops both tables."""
+    figures = {c.key: c.value for c in check(paramcount.load("gpt2"), "85M").conventions}
+    total = 124_439_808
+    assert figures == {"all": total, "no_lookup": total - 1024 * 768, "non_embedding": total - 50257 * 768 - 1024 * 768}
+    assert matched(check(paramcount.load("gpt2"), "85M")) == {"non_embedding": 85_056_000}
+
+
+def test_every_convention_is_said_in_both_languages():
+    from paramcount.render.check import CONVENTIONS, convention
+
+    keys = {c.key for c in check(paramcount.load("openai/gpt-oss-20b"), "1").conventions}
+    assert len(keys) == 8 and set(CONVENTIONS["en"]) == set(CONVENTIONS["zh"])
+    result = check(paramcount.load("bert-base-uncased"), "1")
+    for lang in ("en", "zh"):
+        assert all(convention(c, lang) for c in result.conventions)
+
+
+def test_cli_check_names_the_convention(capsys, snapshot):
+    code, out, err = run(capsys, "check", "openai/gpt-oss-20b", "3.6B")
+    assert code == 0 and not err
+    assert "active per token without the embedding lookups (579,133,440)" in out
+    snapshot("check-gpt-oss-20b-convention.txt", out)
+    code, out, _ = run(capsys, "check", "openai/gpt-oss-20b", "3.6B", "--json")
+    data = json.loads(out)
+    assert data["accepted"] and data["convention"] == ["active_no_lookup", "active_no_unembedding"]
+    assert {c["key"]: c["value"] for c in data["conventions"] if c["matches"]} == dict.fromkeys(
+        data["convention"], GPT_OSS_20B_ACTIVE - GPT_OSS_TABLE
+    )
+
+
+def test_cli_check_lists_the_conventions_when_none_matches(capsys, snapshot):
+    code, out, _ = run(capsys, "check", "Qwen/Qwen3-30B-A3B", "3.3B")
+    assert code == 1 and "What model cards count, and none gives 3.3B:" in out
+    assert "3,353,032,704  3.3B cut off, not rounded" in out
+    snapshot("check-qwen3-30b-a3b-conventions.txt", out)
+    code, out, _ = run(capsys, "check", "Qwen/Qwen3-30B-A3B", "3.3B", "--json")
+    data = json.loads(out)
+    assert not data["accepted"] and [c["key"] for c in data["conventions"] if c["truncated"]] == ["active_all"]

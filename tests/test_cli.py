@@ -30,6 +30,33 @@ def test_bert_base_uncased_shows_backbone_beside_class(capsys, snapshot):
     snapshot("bert-base-uncased.txt", out)
 
 
+def test_a_catalog_scope_is_said_under_the_headline(capsys, snapshot):
+    """Llama 4 Scout's count is its text model's: the line right under the headline says so,
+    and the JSON carries it as ``scope``."""
+    code, out, _ = run(capsys, "llama-4-scout", "--width", "100")
+    lines = out.splitlines()
+    assert code == 0 and lines[1].startswith("scope: the text model only")
+    assert next(i for i, line in enumerate(lines) if "107,769,861,120" in line) == 3  # the scope wraps once
+    snapshot("llama-4-scout.txt", out)
+    code, out, _ = run(capsys, "llama-4-scout", "--json", "--collapsed")
+    assert json.loads(out)["scope"] == ["the text model only: the vision tower and projector of "
+                                        "Llama4ForConditionalGeneration are not counted"]  # fmt: skip
+    code, out, _ = run(capsys, "bert-base-uncased", "--json", "--collapsed")
+    assert json.loads(out)["scope"] == [] and "scope:" not in run(capsys, "bert-base-uncased")[1]
+
+
+def test_an_image_text_models_towers_are_the_parts_of_its_class(capsys, snapshot):
+    """Qwen2.5-VL-7B's vision encoder, projector and language model (with the output head) add
+    up to the class's 8,292,166,656, right under it; the backbone line follows them."""
+    code, out, _ = run(capsys, "Qwen/Qwen2.5-VL-7B-Instruct", "--width", "100")
+    head = [line.split() for line in out.splitlines()[1:6]]
+    assert code == 0 and head[0][:3] == ["class", "Qwen2_5_VLForConditionalGeneration", "8,292,166,656"]
+    parts = [int(row[-1].replace(",", "")) for row in head[1:4]]
+    assert [row[0] for row in head[1:4]] == ["=", "+", "+"] and sum(parts) == 8_292_166_656
+    assert head[4] == ["backbone", "Qwen2_5_VLModel", "7,747,169,280"]
+    snapshot("qwen2.5-vl-7b.txt", out)
+
+
 def test_tree(capsys, snapshot):
     code, out, _ = run(capsys, "bert-base-uncased", "--class", "base", "--tree", "3", "--width", "100")
     assert code == 0 and "layer.0–11" in out

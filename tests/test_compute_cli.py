@@ -160,9 +160,16 @@ def test_python_api_is_the_json():
     assert r.settings["context_from"] == "the model's limit" and r.time is None
 
 
-def test_a_model_without_attention_blocks_says_so(capsys):
-    code, out, _ = run(capsys, "compute", "tests/fixtures/tiny-llama.gguf", "--width", "300")
-    assert code == 0 and "note: no attention blocks found" in out
+def test_a_gguf_file_gets_its_attention_from_its_metadata(capsys):
+    code, out, _ = run(capsys, "compute", "tests/fixtures/tiny-llama.gguf", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["exact"] and doc["attention_exact"] and doc["forward"]["attention"] > 0
+
+
+def test_a_tree_read_from_names_is_not_exact_and_says_why(capsys):
+    code, out, _ = run(capsys, "compute", "tests/fixtures/bloom-1b4-zh.txt", "--width", "300")
+    assert code == 0 and "note: not exact: no family's tree (a print(model) text" in out
+    assert "non-embedding (Kaplan's N) [not exact]" in out and "│ not exact │" in out
 
 
 # ---- the token parser ---------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from paramcount.cli import main
 from paramcount.frontends.checkpoint import load_path
 from paramcount.memory import fit, inference, kv_cache, train, weights
 from paramcount.memory.kv_layout import NoLayout, attention_layout
-from paramcount.memory.overhead import DEFAULT
+from paramcount.memory.overhead import MEASURED
 from paramcount.memory.plan import shape_widths
 from paramcount.memory.working_set import widths
 
@@ -382,7 +382,7 @@ def test_printouts_and_bare_checkpoints_plan_weights_and_overhead(tmp_path):
         assert plan.settings["scheme"] == scheme and plan.partial and "transformers config" in plan.partial
         assert [t.key for t in plan.terms] == ["weights", "overhead"]
         w = plan.term("weights").bytes
-        assert plan.term("overhead").bytes == DEFAULT.term(w).bytes and plan.total == w + DEFAULT.term(w).bytes
+        assert plan.term("overhead").bytes == MEASURED.split(w, 0) and plan.total == w + MEASURED.split(w, 0)
         assert plan.to_dict()["partial"] == plan.partial and plan.settings["context"] is None
     row = fit(bare, "rtx4090").rows[0]
     assert row.precision == "stored" and row.max_context is None and row.max_batch is None

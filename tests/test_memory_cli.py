@@ -49,8 +49,8 @@ def test_snapshots(capsys, snapshot, argv, name):
 def test_memory_text_marks_estimates_and_their_sources(capsys):
     code, out, _ = run(capsys, "memory", "gpt2", "--width", "200")
     assert code == 0
-    assert "activations (bf16, 1,024 tokens × 1) [estimate]" in out and "overhead (0.5GiB+10%) [estimate]" in out
-    assert "arXiv:2205.05198" in out and "pytorch/pytorch#86509" in out
+    assert "activations (bf16, 1,024 tokens × 1) [estimate]" in out and "overhead (measured) [estimate]" in out
+    assert "arXiv:2205.05198" in out and "tests/fixtures/gpu_h100.json" in out
     assert out.count("exact") == 2 and out.count("estimate ") >= 2
 
 

@@ -10,7 +10,7 @@ import paramcount
 from paramcount.errors import ParamcountError
 from paramcount.memory import GPUS, inference, kv_cache, train, training, weights
 from paramcount.memory.gpus import GIB
-from paramcount.memory.overhead import DEFAULT, Overhead, parse
+from paramcount.memory.overhead import MEASURED, MEASURED_TRAINING, Overhead, parse
 from paramcount.memory.plan import SCHEMA, context_for
 from paramcount.memory.working_set import activations
 
@@ -33,8 +33,9 @@ def test_inference_terms_add_up_and_equal_their_modules(llama13, scheme):
     assert plan.term("weights").bytes == weights(llama13, scheme).bytes
     kv = plan.settings["kv_dtype"]
     assert plan.term("kv_cache").bytes == kv_cache(llama13, 3000, 2, kv).bytes
-    others = plan.total - plan.term("overhead").bytes
-    assert plan.term("overhead").bytes == DEFAULT.of(others)
+    rest = plan.total - plan.term("overhead").bytes - plan.term("weights").bytes
+    assert plan.term("overhead").bytes == MEASURED.split(plan.term("weights").bytes, rest)
+    assert plan.term("overhead").bytes == MEASURED.context + MEASURED.workspace + MEASURED.reserve(rest)
     for t in plan.terms:
         assert not t.parts or sum(p.bytes for p in t.parts) == t.bytes, t.key
 
@@ -46,7 +47,7 @@ def test_estimates_say_so_with_a_source(llama13):
     for t in plan.terms:
         assert t.formula and t.assumption
         if t.estimate:
-            assert "arXiv" in t.source or "#86509" in t.source
+            assert "arXiv" in t.source or "#86509" in t.source or "gpu_h100.json" in t.source
     assert plan.estimated == plan.term("activations").bytes + plan.term("overhead").bytes
 
 
@@ -99,7 +100,8 @@ def test_real_4bit_formats_cost_more_than_half_a_byte(llama13):
 def test_seed_claim_13b_int4_on_a_12gb_card(llama13):
     """ "A 12 GB card (RTX 3060) runs a 13B model at INT4": true for weights at 0.5 B per parameter,
     a 4,096-token context (Llama 2's whole window) in a bf16 KV cache, batch 1 and the default
-    overhead (0.5 GiB + 10%); not at 8 or 16 bits."""
+    overhead (the CUDA context and cuBLAS workspace as measured, the allocator's reserve); not at
+    8 or 16 bits."""
     card = GPUS["rtx3060"]
     assert card.usable == 12 * GIB
     plan = inference(llama13, "int4", context=4096, batch=1)
@@ -112,7 +114,9 @@ def test_seed_claim_13b_int4_on_a_12gb_card(llama13):
         "context": 4096,
         "context_from": "--context",
         "batch": 1,
-        "overhead": "0.5GiB+10%",
+        "overhead": "measured",
+        "attn": "sdpa",
+        "attn_from": "transformers' default",
     }
     assert plan.total <= card.usable
     assert inference(llama13, "int8", context=4096).total > card.usable
@@ -151,13 +155,26 @@ def test_bad_overhead(text):
 # ---- training ------------------------------------------------------------------------------------------
 
 
-def test_train_is_the_training_terms_plus_overhead():
+def test_train_is_the_model_states_the_activations_at_the_peak_and_overhead():
+    """The states of ``training`` (the gradients as the peak holds them), the saved tensors of
+    :mod:`paramcount.memory.saved`, and the measured overhead."""
+    from paramcount.memory.saved import Step
+    from paramcount.memory.saved import activations as saved
+
     model = paramcount.load("meta-llama/Llama-2-7b-hf")
-    plan = train(model, zero=3, gpus=8, batch=2, context=1024, recompute="selective")
-    expected = training(model, zero=3, gpus=8, batch=2, context=1024, recompute="selective")
+    plan = train(model, zero=3, gpus=8, batch=2, context=1024)
+    expected = training(model, zero=3, gpus=8, batch=2, context=1024)
     assert [t.key for t in plan.terms] == [t.key for t in expected] + ["overhead"]
-    assert [t.bytes for t in plan.terms[:-1]] == [t.bytes for t in expected]
-    assert plan.term("overhead").bytes == DEFAULT.of(sum(t.bytes for t in expected))
+    act = saved(model, Step(1024, 2, "mixed", heads=32))
+    assert plan.term("activations").bytes == act.bytes
+    same = [t.key for t in expected if t.key not in ("gradients", "activations")]
+    assert [plan.term(k).bytes for k in same] == [next(t for t in expected if t.key == k).bytes for k in same]
+    grads, opt = (next(t for t in expected if t.key == k) for k in ("gradients", "optimizer"))
+    temp = opt.parts[0].bytes // 2  # torch._foreach_sqrt(exp_avg_sq): one moment
+    assert plan.term("gradients").bytes == max(0, grads.bytes + temp - act.bytes) and plan.term("gradients").estimate
+    weights = plan.term("weights").bytes + plan.term("master_weights").bytes
+    rest = plan.total - plan.term("overhead").bytes - weights
+    assert plan.term("overhead").bytes == MEASURED_TRAINING.split(weights, rest)
     assert plan.to_dict()["settings"]["zero"] == 3
 
 

@@ -115,11 +115,16 @@ EXACT = [
     ("google--gemma-3-1b-pt.json", None),
     ("bigcode--starcoder2-3b.json", None),
     ("allenai--OLMo-1B-hf.json", None),
+    # norms that print no shape, filled from the family (T5LayerNorm: d_model; Cohere's: hidden)
+    ("google-t5--t5-small.json", None),
+    ("google--mt5-base.json", None),
+    ("CohereForAI--c4ai-command-r7b-12-2024.json", None),
+    ("swiss-ai--Apertus-8B-2509.json", None),  # XIELUActivation's alpha_p and alpha_n
+    ("Qwen--Qwen3.5-27B.json", None),  # Qwen3_5RMSNormGated: linear_value_head_dim, solved
+    ("google--siglip-base-patch16-224.json", "SiglipModel"),  # logit_scale, logit_bias, probe
 ]
 
 LOWER_BOUND = [
-    ("google-t5--t5-small.json", None, {"T5LayerNorm"}),
-    ("google--mt5-base.json", None, {"MT5LayerNorm"}),
     ("mistralai--Mixtral-8x7B-v0.1.json", None, {"MixtralExperts", "MixtralTopKRouter"}),
     ("Qwen--Qwen1.5-MoE-A2.7B.json", None, {"Qwen2MoeExperts", "Qwen2MoeTopKRouter"}),
 ]

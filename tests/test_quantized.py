@@ -243,3 +243,24 @@ def test_unmodelled_family_is_counted_from_the_checkpoint_alone(tmp_path):
     assert m.total == 16 * 64 + experts * rows * blocks * 32 + experts * rows
     assert m.class_name == "checkpoint" and any("counted from the checkpoint alone" in n for n in m.notes)
     assert m.components()["experts"] == experts * rows * (blocks * 32 + 1)
+
+
+@pytest.mark.parametrize(
+    "method, said",
+    [
+        ("mxfp4", "keeps the experts in MXFP4 on a GPU of compute capability ≥ 7.5"),
+        ("fp8", "keeps the weights in FP8 on a GPU of compute capability ≥ 8.9"),
+    ],
+)
+def test_a_plan_of_stored_weights_says_how_transformers_loads_them(tmp_path, method, said):
+    """The plan's note says when transformers keeps the checkpoint's quantisation and when it
+    dequantises to bf16 (quantizers/quantizer_*.py validate_environment)."""
+    from paramcount.memory import inference
+
+    tensors = {"model.embed_tokens.weight": zeros(16, 64, dtype=torch.bfloat16)}
+    save(tmp_path / "model.safetensors", tensors)
+    write_config(tmp_path, {"model_type": "private_moe", "quantization_config": {"quant_method": method}})
+    plan = inference(load_path(tmp_path))
+    assert plan.settings["scheme"] == "stored"
+    assert any(said in n and "dequantises them to bf16" in n for n in plan.notes)
+    assert not any("dequantises" in n for n in inference(load_path(tmp_path), "bf16").notes)

@@ -87,8 +87,7 @@ def _load(source, model_class, num_labels, overrides) -> Model:
 
         if hub.looks_like_repo_id(str(source)):
             return hub.load(str(source), **opts)
-    entry = catalog.get(str(source))
-    return from_config(entry.config, f"catalog:{entry.id}", name=entry.id, **opts)
+    return catalog.count(catalog.get(str(source)), **opts)
 
 
 # Past this a count is no model (GPT-3 has 1.75e11 parameters; a Mixtral config at every dimension

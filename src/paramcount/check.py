@@ -60,6 +60,11 @@ class Answer:
     def matches(self, n: int) -> bool:
         return abs(n - self.value) <= self.tolerance
 
+    def truncates(self, n: int) -> bool:
+        """Whether ``n`` cut off (not rounded) at the answer's last digit is the answer: 3.3B
+        for 3,353,032,704."""
+        return self.rounded and self.value <= n < self.value + 2 * self.tolerance
+
 
 def parse_answer(text: str) -> Answer:
     """``108891648``, ``108,891,648``, ``110M``, ``1.3B``, ``1.3e9``, ``1.1亿``."""
@@ -296,13 +301,66 @@ def combos(b: Base) -> Iterator[tuple[Slip, ...]]:
                 yield combo
 
 
+# ---- the conventions publishers count by ------------------------------------------------------
+
+LOOKUPS = ("token_embedding", "position_embedding", "segment_embedding")  # tables read by index
+UNEMBEDDING = ("lm_head", "output_bias")  # the output head's vocabulary matrix and bias
+
+
+@dataclass(frozen=True)
+class Convention:
+    """A figure a model card may give: all parameters or those active per token, with or
+    without the embedding lookups (token, position and segment tables) and the unembedding
+    (the output head over the vocabulary). A tied table is both: it stays in a figure that
+    keeps either of its uses. ``key``: ``all``, ``no_lookup``, ``no_unembedding`` or
+    ``non_embedding``, ``active_`` before it for the active ones."""
+
+    key: str
+    value: int
+    lookup: int  # parameters left out as embedding lookups
+    unembedding: int  # parameters left out as the unembedding
+    shared: int = 0  # a tied table kept for its other use (as the unembedding, or as the lookup)
+
+
+def conventions(model: Model) -> tuple[Convention, ...]:
+    """Each convention's figure for the model's class (the active ones only for an MoE); one
+    that leaves nothing out (a tied table kept for its other use, no position table) is the
+    count itself and is not listed."""
+    lookup, unembedding, shared = vocabulary_tables(model)
+    figures = (("", model.total), ("active_", model.active_total)) if model.is_moe else (("", model.total),)
+    out = []
+    for prefix, n in figures:
+        out += [
+            Convention(f"{prefix}all", n, 0, 0),
+            Convention(f"{prefix}no_lookup", n - lookup + shared, lookup - shared, 0, shared),
+            Convention(f"{prefix}no_unembedding", n - unembedding, 0, unembedding, shared),
+            Convention(f"{prefix}non_embedding", n - lookup - unembedding, lookup, unembedding),
+        ]
+    return tuple(c for c in out if c.key.endswith("all") or c.lookup + c.unembedding)
+
+
+def vocabulary_tables(model: Model) -> tuple[int, int, int]:
+    """(embedding lookups, the unembedding, the part of the lookups a tied head reuses) of the
+    class: lookup tables are never routed, so these hold for the active count as well."""
+    sections = split(model.tree)
+    syms = symbols(model, sections)
+    found = [(t, int(t.poly.evaluate(syms.values))) for t in terms(sections, syms)]
+    own = [(t, v) for t, v in found if not t.tied]
+    lookup = sum(v for t, v in own if t.role in LOOKUPS)
+    head = sum(v for t, v in own if t.section == "output_head" and t.role in UNEMBEDDING)
+    tied = any(t.tied and t.role == "lm_head" and t.name == "weight" for t, _ in found)
+    return lookup, head, sum(v for t, v in own if t.role == "token_embedding") if tied else 0
+
+
 # ---- the check -------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class CheckResult:
     """``explanations``: the simplest slip combinations that give the answer (best first);
-    ``nearest`` when none does. ``exact`` means the answer is a class's true count."""
+    ``nearest`` when none does. ``exact`` means the answer is a class's true count;
+    ``conventions`` are the figures model cards give (:class:`Convention`), ``matched`` those
+    the answer is (within its rounding)."""
 
     name: str
     answer: Answer
@@ -313,10 +371,26 @@ class CheckResult:
     active: bool
     explanations: tuple[Explanation, ...]
     nearest: tuple[Explanation, ...] = ()
+    conventions: tuple[Convention, ...] = ()
 
     @property
     def exact(self) -> bool:
         return bool(self.explanations) and not self.explanations[0].steps
+
+    @property
+    def matched(self) -> tuple[Convention, ...]:
+        return tuple(c for c in self.conventions if self.answer.matches(c.value))
+
+    @property
+    def accepted(self) -> bool:
+        """The answer is a count: the class's or its backbone's, or a convention's figure."""
+        return self.exact or bool(self.matched)
+
+    @property
+    def by_convention(self) -> bool:
+        """Said as a convention rather than as the count: it is one, and not the class's own
+        count (a backbone that equals it is the convention's coincidence)."""
+        return bool(self.matched) and not (self.exact and not self.explanations[0].backbone)
 
 
 def bases(model: Model, active: bool) -> list[tuple[Base, bool]]:
@@ -364,8 +438,12 @@ def _rank(answer: Answer):
 def check(model: Model, answer: str | int | Answer, active: bool = False) -> CheckResult:
     """Explain ``answer`` as the model's count (its class or backbone) with the fewest slips.
 
-    ``active`` checks against the parameters active per token (routed experts) instead."""
+    ``active`` checks against the parameters active per token (routed experts) instead. A model
+    read from files is checked on its family's tree where it has one (:func:`paramcount.family.resolve`)."""
+    from .family import resolve
+
     model.require_native("checking an answer")
+    model = resolve(model).model
     ans = answer if isinstance(answer, Answer) else parse_answer(str(answer))
     scored = [(b, bb, combo, b.value(combo)) for b, bb in bases(model, active) for combo in combos(b)]
     hits = sorted((c for c in scored if ans.matches(c[3])), key=_rank(ans))
@@ -381,6 +459,7 @@ def check(model: Model, answer: str | int | Answer, active: bool = False) -> Che
         active=active,
         explanations=tuple(explain(b, combo, bb) for b, bb, combo, _ in fewest),
         nearest=tuple(explain(b, combo, bb) for b, bb, combo, _ in near),
+        conventions=conventions(model),
     )
 
 

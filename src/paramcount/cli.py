@@ -251,7 +251,7 @@ def load_model(name: str, args: argparse.Namespace, default_class: str | None = 
 
 
 def run_explain(argv: Sequence[str]) -> int:
-    from .derive import derive
+    from .derive import derive_resolved
     from .frontends import catalog
     from .render.derivation import render_derivation
 
@@ -268,10 +268,11 @@ def run_explain(argv: Sequence[str]) -> int:
     model_args(p)
     output_args(p, "explain")
     args = p.parse_args(argv)
-    model = load_model(args.model or catalog.DEFAULT, args, "base")  # the backbone, as the seed articles derive
-    derivation = derive(model)
+    name = args.model or catalog.DEFAULT
+    whole = read_family(name, args)  # once: - is stdin
+    derivation = derive_resolved(pick_class(whole, name, args, "base"))  # the backbone, as the seed articles derive
     if args.model_class is None:
-        derivation = _which_class(derivation, load_model(args.model or catalog.DEFAULT, args))
+        derivation = _which_class(derivation, whole.model)
     if args.json:
         from .render import docs_json
 
@@ -279,6 +280,40 @@ def run_explain(argv: Sequence[str]) -> int:
         return 0
     print(printable(render_derivation(derivation, args.format, args.lang), layout=True), end="")
     return 0
+
+
+def load_family(name: str, args: argparse.Namespace, default_class: str | None = None):
+    """The model on its family's tree, resolved (:func:`paramcount.family.resolve`): a config
+    loaded as the class asked for; files (weights, GGUF, a printout) read as the class they hold,
+    then the class asked picked within it (its class, base or its backbone): loaded as the
+    backbone, a folder would be held to the backbone alone and disagree."""
+    return pick_class(read_family(name, args), name, args, default_class)
+
+
+def read_family(name: str, args: argparse.Namespace):
+    """The model as its source names its class, resolved to its family."""
+    from . import load
+    from .family import resolve
+    from .frontends import dims
+
+    return resolve(load(name, None, args.num_labels, dims.parse_set(args.set) or None))
+
+
+def pick_class(whole, name: str, args: argparse.Namespace, default_class: str | None = None):
+    """The class asked for (``--class``, else ``default_class``) of ``whole`` (see :func:`load_family`)."""
+    from .family import backbone_of, resolve
+
+    asked = args.model_class or default_class
+    if whole.checked is None and whole.is_family:  # a config
+        return whole if asked is None else resolve(load_model(name, args, default_class))
+    m = whole.model
+    if asked in ("base", m.backbone_class):
+        return backbone_of(whole)
+    if asked in (None, m.class_name):
+        return whole
+    raise ParamcountError(
+        f"the files hold {m.class_name}: --class takes it, base or {m.backbone_class}", source=name, field="--class"
+    )
 
 
 def _which_class(derivation, whole):
@@ -296,8 +331,9 @@ def run_check(argv: Sequence[str]) -> int:
 
     p = Parser(
         prog="paramcount check",
-        description="Check a hand-computed count and name the slips behind it. "
-        "Exit status: 0 when the answer is the count (or the count rounded), 1 when it is not, 2 on bad input.",
+        description="Check a hand-computed count and name the slips behind it, or the convention a model card "
+        "counts by (active per token, without the embedding lookups or the unembedding). Exit status: 0 when the "
+        "answer is the count or a convention's figure (or one rounded), 1 when it is not, 2 on bad input.",
     )
     p.add_argument("model", help="catalog name, config.json, or model folder")
     p.add_argument("answer", help="the count to check: 108891648, 108,891,648, 110M, 1.3B, 1.3e9")
@@ -305,14 +341,14 @@ def run_check(argv: Sequence[str]) -> int:
     p.add_argument("--active", action="store_true", help="check against the parameters active per token (MoE)")
     output_args(p, "check")
     args = p.parse_args(argv)
-    result = check(load_model(args.model, args), args.answer, active=args.active)
+    result = check(load_family(args.model, args).model, args.answer, active=args.active)
     if args.json:
         from .render import docs_json
 
         print_json(docs_json.dumps(docs_json.check_dict(result)))
     else:
         print(printable(render_check(result, args.format, args.lang), layout=True), end="")
-    return 0 if result.exact else 1
+    return 0 if result.accepted else 1
 
 
 def run_compare(argv: Sequence[str]) -> int:
@@ -324,7 +360,7 @@ def run_compare(argv: Sequence[str]) -> int:
     model_args(p)
     output_args(p, "compare")
     args = p.parse_args(argv)
-    result = compare([load_model(name, args) for name in args.models])
+    result = compare([load_family(name, args).model for name in args.models])
     if args.json:
         from .render import docs_json
 
@@ -338,17 +374,17 @@ def run_diff(argv: Sequence[str]) -> int:
     """Exit 0 when A and B hold the same tensors, 1 when they differ (like diff), 2 on bad input."""
     import json
 
-    from .frontends.diff import diff_models
+    from .gguf_diff import diff_any
     from .render import checkpoint
 
     p = Parser(prog="paramcount diff", description="Two sources compared tensor by tensor: name, shape, dtype, ties.")
-    p.add_argument("a", help="catalog name, config.json, .safetensors file or index, or model folder")
+    p.add_argument("a", help="catalog name, config.json, .safetensors file or index, model folder, or GGUF file")
     p.add_argument("b", help="the same kinds of source")
     model_args(p)
     p.add_argument("--json", action="store_true", help="print the differences as JSON")
     p.add_argument("--width", type=width, help="terminal width")
     args = p.parse_args(argv)
-    result = diff_models(load_model(args.a, args), load_model(args.b, args))
+    result = diff_any(load_model(args.a, args), load_model(args.b, args))
     if args.json:
         print_json(json.dumps(checkpoint.diff_dict(result), indent=2, ensure_ascii=False))
     else:
@@ -378,7 +414,7 @@ def run_serve(argv: Sequence[str]) -> int:
 TRAIN_FLAGS = ("optimizer", "precision", "zero", "gpus", "recompute", "no_flash", "lora_rank", "lora_targets", "qlora")
 LLAMA_FLAGS = ("ubatch", "flash_attn", "swa_full", "kv_unified", "cache_type_k", "cache_type_v", "device", "embeddings")
 INFERENCE_FLAGS = ("kv_dtype", "keep", "kv_cache", "encoder_length", "mla", "runtime", "pure", "images", "image_size")
-INFERENCE_FLAGS += ("audio",)
+INFERENCE_FLAGS += ("audio", "attn")
 VLLM_FLAGS = ("tp", "pp", "ep", "gpu_memory_utilization", "block_size", "max_num_seqs", "max_num_batched_tokens")
 VLLM_FLAGS += ("enforce_eager",)
 INFERENCE_FLAGS += LLAMA_FLAGS + VLLM_FLAGS
@@ -386,6 +422,7 @@ INFERENCE_FLAGS += LLAMA_FLAGS + VLLM_FLAGS
 
 def plan_args(p: Parser) -> None:
     """The flags ``memory`` and ``fit`` share: the model, the run's shape, its settings, output."""
+    from .memory.attention import IMPLEMENTATIONS
     from .memory.kv_cache import CACHES, MLA_FORMS
     from .memory.plan import TRAINING_PRECISIONS
     from .memory.training import OPTIMIZERS, ZERO_STAGES
@@ -402,7 +439,9 @@ def plan_args(p: Parser) -> None:
         "--batch", type=whole, default=1, metavar="N", help="sequences at once; training: per GPU (default 1)"
     )
     p.add_argument(
-        "--overhead", metavar="SPEC", help="runtime overhead, a size and/or a share: 1GiB+5%% (default 0.5GiB+10%%)"
+        "--overhead",
+        metavar="SPEC",
+        help="runtime overhead, a size and/or a share: 1GiB+5%% (default: measured CUDA context + allocator reserve)",
     )
     p.add_argument("--json", action="store_true", help="print the versioned JSON document instead of tables")
     p.add_argument("--width", type=width, help="terminal width for the tables")
@@ -417,6 +456,11 @@ def plan_args(p: Parser) -> None:
         "--encoder-length", type=tokens, metavar="N", help="encoder-decoder: source tokens (default --context)"
     )
     i.add_argument("--mla", choices=MLA_FORMS, help="MLA models: cache the latent (default) or expanded heads")
+    i.add_argument(
+        "--attn",
+        choices=IMPLEMENTATIONS,
+        help="transformers: the attention implementation (default: transformers' own, sdpa or eager)",
+    )
     i.add_argument(
         "--images",
         type=depth,
@@ -659,7 +703,7 @@ def run_compute(argv: Sequence[str]) -> int:
     p.add_argument("--json", action="store_true", help="print the versioned JSON document instead of tables")
     p.add_argument("--width", type=width, help="terminal width for the tables")
     args = p.parse_args(argv)
-    model = load_model(args.model, args)
+    model = load_family(args.model, args).model
     result = report(model, args.context, args.batch, args.tokens, args.gpu, args.gpus, args.utilisation)
     print_json(render.dumps(result)) if args.json else console(args.width).print(render.render_report(result))
     return 0

@@ -26,6 +26,9 @@ class Comparison:
     active: tuple[int, ...]
     layers: tuple[int, ...]
     symbols: dict[str, tuple[int | None, ...]]
+    # per model, why its components, layers and symbols are read from tensor names rather than
+    # its family's tree (None: the family's tree): those figures are then not exact
+    unsymbolic: tuple[str | None, ...] = ()
 
     def differences(self, kind: str) -> tuple[int, ...]:
         """Each model's count of ``kind`` minus the first model's (0 where both lack it)."""
@@ -44,9 +47,14 @@ def _symbols(model: Model) -> dict[str, int]:
 
 
 def compare(models: Sequence[Model]) -> Comparison:
-    """Compare two or more counted models component by component."""
+    """Compare two or more counted models component by component, each on its family's tree
+    where one is known (:func:`paramcount.family.resolve`)."""
+    from .family import resolve
+
     if len(models) < 2:
         raise ParamcountError("compare needs at least two models", field="MODEL")
+    resolved = [resolve(m) for m in models]  # a folder, a GGUF file: its family's tree where known
+    models = [r.model for r in resolved]
     comps = tuple(m.components() for m in models)
     kinds = tuple(k for k in KINDS if any(k in c for c in comps))
     per_model = [_symbols(m) for m in models]
@@ -61,4 +69,5 @@ def compare(models: Sequence[Model]) -> Comparison:
         active=tuple(m.active_total for m in models),
         layers=tuple(sum(g.copies for g in m.layers()) for m in models),
         symbols={s: tuple(sy.get(s) for sy in per_model) for s in names},
+        unsymbolic=tuple(r.why for r in resolved),
     )

@@ -38,12 +38,12 @@ KAPLAN = "Kaplan et al. 2020, Table 1 (arXiv:2001.08361)"
 KAPLAN_6ND = "Kaplan et al. 2020, §2.1 (arXiv:2001.08361)"
 PALM = "Chowdhery et al. 2022, App. B (arXiv:2204.02311): backward = 2 × forward"
 HOFFMANN = "Hoffmann et al. 2022 (arXiv:2203.15556): about 20 tokens per parameter"
-NO_ATTENTION = (
-    "no attention blocks found in this model's tree (a GGUF file's or a printout's names are not transformers'): "
-    "the attention terms are 0 and the figures count the matrix multiplies alone"
-)
+NO_ATTENTION = "no attention blocks in this model: the attention terms are 0"
 # Figures without the attention term: exact whatever the attention computes.
 DENSE_ONLY = ("forward.dense", "training.6nd", "training.6nd_non_embedding")
+# Figures exact on any tree: counts of every parameter, whatever the tree's structure (6·N·D is too, but its
+# error is against the forward count, which is not).
+STRUCTURE_FREE = ("n.total", "n.active", "chinchilla.tokens")
 _FP16_ONLY = ("t4", "v100-16gb", "v100-32gb")  # no bf16: gpus.py gives their fp16 peak
 
 
@@ -62,6 +62,7 @@ class Figure:
     estimate: bool = False
     approximate: bool = False  # an approximation: a None error then means no ratio (exact is 0)
     source: str = ""
+    inexact: str | None = None  # why the figure is not exact (the tree is not the family's); None: exact
 
 
 @dataclass(frozen=True)
@@ -102,13 +103,17 @@ class Report:
     time: Time | None = None
     notes: tuple[str, ...] = ()
     attention_estimate: bool = False  # the dense attention term is not what this model computes (notes say why)
+    inexact: str | None = None  # why the figures read from the tree's structure are not exact (not the family's tree)
 
     @property
     def figures(self) -> list[Figure]:
         figures = [*forward_figures(self), *training_figures(self)]
         if self.attention_estimate:  # every figure with the attention term in it
             figures = [f if f.key in DENSE_ONLY else replace(f, estimate=True) for f in figures]
-        return [*parameter_figures(self), *figures, *budget_figures(self)]
+        figures = [*parameter_figures(self), *figures, *budget_figures(self)]
+        if self.inexact:  # embedding tables, linear layers and attention guessed from names
+            figures = [f if f.key in STRUCTURE_FREE else replace(f, inexact=self.inexact) for f in figures]
+        return figures
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON document, schema ``paramcount.compute/1``."""
@@ -129,7 +134,9 @@ class Report:
             "training": training_dict(t),
             "chinchilla": {"tokens_per_parameter": CHINCHILLA_TOKENS_PER_PARAM, "tokens": self.chinchilla},
             "time": time_dict(self.time) if self.time else None,
-            "attention_exact": not self.attention_estimate,
+            "attention_exact": not self.attention_estimate and self.inexact is None,
+            "exact": self.inexact is None,
+            "why_not_exact": self.inexact,
             "figures": [vars(fig) for fig in self.figures],
             "notes": list(self.notes),
         }
@@ -146,9 +153,11 @@ def report(
 ) -> Report:
     """Everything ``paramcount compute`` shows. ``context`` defaults as ``paramcount memory``'s
     does (the model's limit, at most 4,096); ``tokens`` to the Chinchilla budget, 20·N."""
+    from .family import resolve
     from .memory.plan import as_model, context_for, positive
 
-    model, batch = as_model(model), positive(batch, "--batch")
+    resolved = resolve(as_model(model))
+    model, batch = resolved.model, positive(batch, "--batch")
     context, context_from = context_for(model, context)
     budget = chinchilla_tokens(model)
     d = budget if tokens is None else parse_tokens(tokens)
@@ -160,8 +169,19 @@ def report(
     settings |= {"gpu": time.gpu.key, "gpus": time.gpus, "utilisation": time.utilisation} if time else {}
     widths = attention_widths(model)
     caveats = attention_caveats(model) if widths else []
-    notes = tuple(caveats) if widths else (NO_ATTENTION,)
-    return Report(model, forward, training, budget, widths, settings, time, notes, bool(caveats))
+    notes = tuple(caveats) if widths else (NO_ATTENTION,) if resolved.is_family else ()
+    why = _inexact(resolved.why, widths)
+    notes += (f"not exact: {why}",) if why else ()
+    return Report(model, forward, training, budget, widths, settings, time, notes, bool(caveats), why)
+
+
+def _inexact(why: str | None, widths: dict[int, int]) -> str | None:
+    """Why the figures that read the tree's structure (embedding tables, linear layers, attention
+    widths) are not exact: a tree read from names has no family to say which module is which."""
+    if why is None:
+        return None
+    found = "attention widths read" if widths else "no attention block found (attention unknown)"
+    return f"no family's tree ({why}): embedding tables and linear layers read from names and shapes, {found}"
 
 
 def attention_caveats(model: Model) -> list[str]:

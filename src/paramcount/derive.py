@@ -19,6 +19,10 @@ from .formula import ClosedForm, Part, Poly, Symbols, approximations, expression
 from .ir import Block, Node, Tensor, Tie, join
 from .model import Model
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .family import Resolved
+
 
 @dataclass(frozen=True)
 class Param:
@@ -106,6 +110,7 @@ class Derivation:
     closed: ClosedForm
     notes: tuple[str, ...] = field(default=())
     inside: tuple[str, int] | None = None  # (class, its total) when this is the backbone inside that class
+    unsymbolic: str | None = None  # why the lines carry no config symbols (a tree read from tensor names)
 
     @property
     def layers(self) -> int:
@@ -114,7 +119,20 @@ class Derivation:
 
 def derive(model: Model) -> Derivation:
     """The derivation of ``model.tree`` (its class; load with ``model_class="base"`` for the
-    backbone). Raises AssertionError if the sections do not add up to the count."""
+    backbone). A model read from files is derived on its family's tree where one is known and
+    the files agree with it (:func:`paramcount.family.resolve`); else on the tree its names
+    make, without symbols, and ``unsymbolic`` says why. Raises AssertionError if the sections
+    do not add up to the count."""
+    from .family import resolve
+
+    model.require_native("a derivation")  # before resolving: the fallback's message names the model given
+    return derive_resolved(resolve(model))
+
+
+def derive_resolved(resolved: Resolved) -> Derivation:
+    """The derivation of ``resolved.model``, which :func:`paramcount.family.resolve` chose
+    (a backbone taken from it with :func:`paramcount.family.backbone_of`)."""
+    model = resolved.model
     model.require_native("a derivation")
     sections = tuple(split(model.tree))
     total_ = sum(s.total for s in sections)
@@ -134,6 +152,7 @@ def derive(model: Model) -> Derivation:
         active_total=model.active_total,
         closed=closed,
         notes=model.notes,
+        unsymbolic=resolved.why,
     )
 
 

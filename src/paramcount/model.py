@@ -32,6 +32,7 @@ class Model:
     backbone: Block
     config: Mapping[str, Any] = field(default_factory=dict, repr=False)
     notes: tuple[str, ...] = ()
+    scope: tuple[str, ...] = ()  # what the count is not (the text tower only, MTP layers left out): said under it
     counted_by: str = "paramcount"  # "transformers": a model_type with no native family (the fallback)
     inexact: str | None = None  # why ``total`` is only a lower bound (a printout hides parameters); None: exact
 

@@ -14,7 +14,7 @@ from paramcount.frontends.config import from_config
 from paramcount.memory.kv_layout import attention_layout
 
 from ..cache_oracle import expect_cache
-from .oracle import expect_all_classes, expect_same
+from .oracle import expect_all_classes, expect_class, expect_same
 
 VISION = {"model_type": "mllama_vision_model", "image_size": 560, "vision_output_dim": 7680}
 V11B_LIKE = {"model_type": "mllama", "vision_config": VISION, "text_config": {"model_type": "mllama_text_model"}}
@@ -110,3 +110,21 @@ def test_impossible_configs_are_refused():
     with pytest.raises(ParamcountError) as e:
         from_config({**SMALL, "vision_config": {**TINY_VISION, "attention_heads": 3}}, "t")
     assert e.value.field == "vision_config.hidden_size"
+
+
+@pytest.mark.parametrize("name", ["defaults", "11b-like", "small"])
+def test_the_causal_lm_of_an_mllama_config_is_its_language_model(name):
+    """transformers builds MllamaForCausalLM from an mllama config's text config alone (issue
+    20): tensor by tensor as transformers builds it, its backbone the text model."""
+    m = expect_class(CONFIGS[name], "MllamaForCausalLM")
+    text_config = CONFIGS[name].get("text_config") or {"model_type": "mllama_text_model"}
+    text = from_config(text_config, "t", model_class="MllamaForCausalLM")
+    assert (m.total, m.backbone_class, m.backbone_total) == (text.total, "MllamaTextModel", text.backbone_total)
+    assert not m.towers() and any("language model alone" in n for n in m.notes)
+
+
+@pytest.mark.parametrize("entry", CATALOG, ids=lambda e: e.id)
+def test_the_causal_lm_of_a_published_config(entry):
+    m = expect_class(entry.config, "MllamaForCausalLM")
+    whole = from_config(entry.config, entry.id)
+    assert m.total == whole.towers()["language_model"]  # the whole model's language tower, head included

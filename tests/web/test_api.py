@@ -92,6 +92,13 @@ def test_a_moe_model_reports_active_parameters(client):
     check_tree_sums(m["tree"])
 
 
+def test_a_catalog_scope_comes_with_the_count(client):
+    """What the page shows under the headline: Llama 4 Scout is its text model only."""
+    m = post(client, catalog_source("llama-4-scout")).json()
+    assert m["scope"] == list(paramcount.load("llama-4-scout").scope) and "text model only" in m["scope"][0]
+    assert post(client, catalog_source("bert-base-uncased")).json()["scope"] == []
+
+
 def test_config_json_counts_as_the_catalog_does_and_takes_set_fields(client):
     config = catalog.get("meta-llama/Meta-Llama-3-8B").config
     m = post(client, {"kind": "config", "config": config}).json()
@@ -197,8 +204,21 @@ def test_safetensors_header_counts_as_the_file_does(client, llama_folder):
     assert alone["storage"]["header_bytes"] == len(header)
     with_config = post(client, upload(client, "safetensors", path, header, config)).json()
     assert with_config["class_name"] == lib.class_name == "LlamaForCausalLM"
-    assert with_config["components"] == post(client, {"kind": "config", "config": config}).json()["components"]
+    from_config = post(client, {"kind": "config", "config": config}).json()
+    assert with_config["components"] == from_config["components"]
     assert "LlamaModel" in with_config["classes"]
+    # the derivation: the family's tree with its symbols where the config is there, else said not to be
+    assert with_config["breakdown_exact"] and tables(with_config["derivation"]) == tables(from_config["derivation"])
+    assert not alone["breakdown_exact"] and "no config.json" in alone["breakdown_why"]
+    assert "No symbols" in words(alone["derivation"]) and "Symbols" in words(with_config["derivation"])
+
+
+def tables(derivation) -> list:
+    return [b for b in derivation["blocks"] if b["kind"] == "table"]
+
+
+def words(derivation) -> str:
+    return " ".join(p["v"] for b in derivation["blocks"] for c in b["cells"] for p in c)
 
 
 def test_gguf_header_counts_as_the_file_does(client, tmp_path):
@@ -207,6 +227,7 @@ def test_gguf_header_counts_as_the_file_does(client, tmp_path):
     path = write(tmp_path / "tiny.gguf", LLAMA, meta=META)
     m = post(client, upload(client, "gguf", path, gguf_header(path))).json()
     lib = paramcount.load(path)
+    assert m["breakdown_exact"] and "Symbols: " in words(m["derivation"])  # the family's, from the metadata
     assert m["total"] == lib.total and m["components"] == [
         {"kind": k, "label": k.replace("_", " ").replace("feed forward", "feed-forward"), "count": n}
         for k, n in lib.components().items()

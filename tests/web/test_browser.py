@@ -330,6 +330,22 @@ def test_a_composite_model_shows_its_parts(page):
     assert page.locator("#towers-part").is_hidden()
 
 
+def test_a_catalog_scope_is_said_under_the_headline(page):
+    """Llama 4 Scout counts its text model only: the page says so under the model's name, and
+    a model whose count is what its name says shows no such line."""
+    page.goto(page.base + "/")
+    page.fill("#search", "llama-4-scout")
+    page.keyboard.press("Enter")
+    scout = paramcount.load("llama-4-scout")
+    wait_text(page, "#total", fmt(scout.total))
+    assert page.locator("#scope").is_visible()
+    assert [text_of(page, "#scope li")] == [f"scope: {s}" for s in scout.scope]
+    page.fill("#search", "gpt2")
+    page.keyboard.press("Enter")
+    wait_text(page, "#total", fmt(paramcount.load("gpt2").total))
+    assert page.locator("#scope").is_hidden() and page.locator("#scope li").count() == 0
+
+
 def test_vllm_with_tensor_parallel_2_says_what_vllm_would_log(page):
     """vLLM with TP 2 on an H100: the plan, the serving line and the precisions are the library's."""
     from paramcount.memory.fit import VLLM_INFERENCE

@@ -64,6 +64,13 @@ class Family:
     # Tokens a clip of so many seconds adds, as the model's processor counts them:
     # audio_tokens(cfg, seconds) -> paramcount.memory.audio.AudioTokens (see that module).
     audio_tokens: Callable[[Cfg, Any], Any] | None = None
+    # A class built around another backbone than the family's (an mllama config's
+    # MllamaForCausalLM holds the text model alone): class -> that backbone's class name; its
+    # tree is the class tree's first child.
+    backbones: Mapping[str, str] = field(default_factory=dict)
+
+    def backbone_of(self, cls: str) -> str:
+        return self.backbones.get(cls, self.backbone)
 
     def cfg(self, raw: Mapping[str, Any], source: str | None) -> Cfg:
         return Cfg(raw, self.defaults, source, self.aliases)
@@ -75,6 +82,8 @@ class Family:
         tree = builder(cfg)
         if cls == self.backbone:
             return tree, tree
+        if cls in self.backbones:
+            return tree, Block("", tree.children[0].children, label="backbone")
         shared = builder.backbone_tree(tree, base, cfg) if isinstance(builder, WithHead) else None
         return tree, base(cfg) if shared is None else shared
 

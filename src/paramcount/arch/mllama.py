@@ -1,7 +1,8 @@
 """Llama 3.2 Vision (Meta 2024): the image encoder (``mllama_vision_model``), a biased linear
 projector from ``vision_output_dim`` (the final and intermediate layers' features side by side)
 to the text width, and the language model with cross-attention layers (``mllama_text_model``);
-the LM head has the text vocabulary's rows, never tied (the embedding has eight more)."""
+the LM head has the text vocabulary's rows, never tied (the embedding has eight more).
+``MllamaForCausalLM`` of an mllama config is the language model alone, as transformers builds it."""
 
 from __future__ import annotations
 
@@ -44,6 +45,20 @@ def generation(c: Cfg) -> Block:
     return Block("", (Block("model", model(c), label="backbone"), head))
 
 
+def causal_lm(c: Cfg) -> Block:
+    """``MllamaForCausalLM``: transformers builds it from the text config alone
+    (``config.get_text_config()``), so it is the language model's ``MllamaForCausalLM``."""
+    from . import mllama_text_model
+
+    return mllama_text_model.FAMILY.classes["MllamaForCausalLM"](tower_cfg(c, "text_config", TEXT))
+
+
+def notes(c: Cfg, cls: str) -> list[str]:
+    if cls != "MllamaForCausalLM":
+        return []
+    return ["MllamaForCausalLM is the language model alone: the vision tower and projector are not counted"]
+
+
 def image_tokens(c: Cfg, width: int, height: int) -> Any:
     """MllamaProcessor: one <|image|> token in the context whatever the size; the image is cut
     into up to ``max_num_tiles`` tiles of the tower's ``image_size`` and padded with empty ones
@@ -71,6 +86,8 @@ FAMILY = Family(
     defaults=DEFAULTS,
     backbone="MllamaModel",
     cache_layout=text_cache("text_config", TEXT),
-    classes={"MllamaModel": backbone, "MllamaForConditionalGeneration": generation},
+    classes={"MllamaModel": backbone, "MllamaForConditionalGeneration": generation, "MllamaForCausalLM": causal_lm},
+    notes=notes,
+    backbones={"MllamaForCausalLM": "MllamaTextModel"},
     image_tokens=image_tokens,
 )

@@ -4,9 +4,14 @@ Each entry is one JSON file in ``paramcount/catalog/`` named ``org--name.json``:
 
     {"id": "google-bert/bert-base-uncased", "aliases": ["bert-base-uncased"],
      "published": {"total": 109482240, "class": "BertModel", "source": "where the figure is printed"},
+     "note": "what the model is and where its config comes from",
+     "scope": "the text model only: ...",
      "config": {... the model's config.json ...}}
 
 ``published`` is optional: only an exact count its authors print (a test holds us to it).
+``scope`` is set only where the count is not what the name suggests (the text tower of an
+image+text model, a checkpoint's multi-token-prediction layers left out): every output shows it
+under the headline, while ``note`` is shown only in ``paramcount list`` and the page's catalog.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is a twentie
 if TYPE_CHECKING:
     from typing import Any
 
+    from ..model import Model
+
 DEFAULT = "google-bert/bert-base-chinese"  # the seed article's model
 
 
@@ -33,6 +40,7 @@ class Entry:
     aliases: tuple[str, ...] = ()
     published: dict[str, Any] = field(default_factory=dict)
     note: str = ""
+    scope: str = ""  # what the count leaves out or departs from, said wherever the count is shown
 
 
 _SAFE_FILE = re.compile(r"[\w.-]{1,200}")  # what catalog files are named; anything else is no file
@@ -50,6 +58,7 @@ def _parse(text: str) -> Entry:
         aliases=tuple(data.get("aliases", ())),
         published=data.get("published", {}),
         note=data.get("note", ""),
+        scope=data.get("scope", ""),
     )
 
 
@@ -99,6 +108,15 @@ def get(name: str) -> Entry:
         hint = f"; did you mean {', '.join(close)}?" if close else "; 'paramcount list' shows the catalog"
         raise ParamcountError(f"not in the catalog, and not a file or folder{hint}", source=name)
     return entry
+
+
+def count(entry: Entry, **opts: Any) -> Model:
+    """The entry counted from its config (``opts`` as ``from_config`` takes them), its scope said."""
+    from ..records import replace
+    from .config import from_config
+
+    model = from_config(entry.config, f"catalog:{entry.id}", name=entry.id, **opts)
+    return replace(model, scope=(entry.scope,)) if entry.scope else model
 
 
 def suggestions(name: str, n: int = 5) -> list[str]:

@@ -110,6 +110,10 @@ class CheckpointModel(Model):
 
     checkpoint: Checkpoint | None = None
     expected_active: int | None = None  # the config's active count, when the files match it
+    # The config's model of the class the files hold, where every stored name and shape is the
+    # config's (dtypes may differ): explain, compute and compare read its tree, with symbols.
+    family: Model | None = None
+    unchecked: str | None = None  # why there is no ``family`` (no config, a disagreement, ...)
 
     @property
     def active_total(self) -> int:
@@ -428,8 +432,8 @@ def _model(
         prefix = None if v.is_backbone else _base_prefix(v)
         cls, base_cls, mtype = v.class_name, v.model.backbone_class, v.model.model_type
     active, backbone = None, _backbone(tree, prefix)
-    same = v is not None and not v.is_backbone and all(d.kind == "dtype" for d in ck.differences)
-    if same and tree.count == v.model.total:  # the files hold exactly what the config builds
+    fam, unchecked = _family(tree, ck, config, v)
+    if fam is not None and not v.is_backbone:  # the files hold exactly what the config builds
         active, backbone = v.model.active_total, v.model.backbone
     return CheckpointModel(
         name=source,
@@ -443,7 +447,31 @@ def _model(
         notes=tuple(notes),
         checkpoint=ck,
         expected_active=active,
+        family=fam,
+        unchecked=unchecked,
     )
+
+
+def _family(
+    tree: Block, ck: Checkpoint, config: Mapping[str, Any], v: _Expected | None
+) -> tuple[Model | None, str | None]:
+    """The config's model of the class the files hold when every stored name and shape is the
+    config's (a dtype may differ), else None and why."""
+    if v is None:
+        return None, "no config.json beside the weights" if not config else "config.json gives no tree to check against"
+    if v.model.counted_by != "paramcount":
+        return None, f"{v.model.model_type!r} has no native family (counted by {v.model.counted_by})"
+    wrong = [d for d in ck.differences if d.kind != "dtype"]
+    model = v.model if not v.is_backbone else _backbone_model(v.model)
+    if wrong or tree.count != model.total:
+        said = ", ".join(f"{n} {k}" for k, n in Counter(d.kind for d in wrong).items()) or "the totals differ"
+        return None, f"the stored tensors and {ck.against} disagree ({said})"
+    return model, None
+
+
+def _backbone_model(model: Model) -> Model:
+    """A config's backbone as a model of its own: what a base model saved alone holds."""
+    return replace(model, class_name=model.backbone_class, tree=model.backbone)
 
 
 # --- files and folders -------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from collections.abc import Mapping
 from functools import cache
@@ -80,12 +81,28 @@ def architectures(raw: Mapping[str, Any], source: str) -> list[str]:
     return archs
 
 
+# Classes transformers renamed after configs were saved naming them (such configs are old
+# enough to have no model_type): the class transformers builds for them now.
+RENAMED = {"T5WithLMHeadModel": "T5ForConditionalGeneration"}
+
+
+def current_class(name: str) -> str:
+    """The PyTorch class of a name in ``architectures``: TensorFlow's and Flax's classes are the
+    PyTorch class's name behind ``TF`` / ``Flax`` (TFBertForMaskedLM), old names as renamed."""
+    for framework in ("TF", "Flax"):
+        if name.startswith(framework) and name[len(framework) : len(framework) + 1].isupper():
+            name = name[len(framework) :]
+            break
+    return RENAMED.get(name, name)
+
+
 def model_type(raw: Mapping[str, Any], source: str) -> str:
-    """``model_type``, or for older files the family of the class in ``architectures``."""
+    """``model_type``, or for older files the family of the class in ``architectures``: the
+    family that defines the class, else the one whose model_type begins its name."""
     if raw.get("model_type") is not None:
         return raw["model_type"]
-    for cls in architectures(raw, source):
-        found = model_type_of_class(cls)
+    for cls in map(current_class, architectures(raw, source)):
+        found = model_type_of_class(cls) or type_by_name(cls)
         if found:
             return found
     raise ParamcountError(
@@ -93,12 +110,38 @@ def model_type(raw: Mapping[str, Any], source: str) -> str:
     )
 
 
+# What follows the family in a class name: its role (ForCausalLM, Model, WithLMHeadModel, LMHeadModel).
+_ROLE = re.compile(r"For[A-Z]|Model|With[A-Z]|LMHead")
+
+
+def type_by_name(class_name: str) -> str | None:
+    """The longest model_type that begins ``class_name`` (separators aside, any case) right
+    before the class's role: ``t5`` for T5WithLMHeadModel. transformers placed a config without
+    model_type by the longest model_type inside its name or path (roberta before bert); in a
+    class name the family is the prefix, and the role after it keeps ``phi`` out of
+    DolphinForCausalLM and ``gpt_neox`` out of GPTNeoXJapaneseForCausalLM (another family)."""
+    for key in sorted(supported(), key=len, reverse=True):
+        plain = key.replace("_", "")
+        if class_name.lower().startswith(plain) and _ROLE.match(class_name, len(plain)):
+            return key
+    return None
+
+
+def placed_by_name(raw: Mapping[str, Any], fam: Family, cls: str) -> list[str]:
+    """Say how a config without model_type was placed (and an old class name read)."""
+    if raw.get("model_type") is not None:
+        return []
+    named = next((a for a in architectures(raw, "") if current_class(a) == cls), None) or cls
+    said = [f"no model_type: {fam.model_type}, as the class {named} in 'architectures' names it"]
+    return said + ([f"{named} is the old name of {cls}"] if named in RENAMED else [])
+
+
 def pick_class(fam: Family, raw: Mapping[str, Any], wanted: str | None, source: str) -> tuple[str, list[str]]:
     """The class to count: ``wanted`` (a class name or 'base'), else the config's
     ``architectures`` entry, else the backbone."""
     if wanted in (None, "auto"):
         archs = architectures(raw, source)
-        first = archs[0] if archs else None
+        first = current_class(archs[0]) if archs else None
         if first is not None and first not in fam.classes:  # MosaicML's MPTForCausalLM is MptForCausalLM
             first = next((c for c in fam.classes if c.lower() == first.lower()), first)
         if first is None or first in fam.classes:
@@ -151,6 +194,7 @@ def from_config(
         from . import fallback as fb
 
         return fb.from_transformers(raw, source, mtype, name=name, model_class=model_class, notes=(str(e),))
+    notes += placed_by_name(raw, fam, cls)
     notes += fam.notes(cfg, cls) if fam.notes else []
     unused = [k for k in given if k not in cfg.seen]
     check_fields(fam, unused, source)
@@ -164,7 +208,7 @@ def from_config(
         model_type=fam.model_type,
         class_name=cls,
         tree=tree,
-        backbone_class=fam.backbone,
+        backbone_class=fam.backbone_of(cls),
         backbone=backbone,
         config=raw,
         notes=tuple(notes),

@@ -45,6 +45,7 @@ class Difference:
     name: str  # as A names it (B's name for extras)
     a: str = ""
     b: str = ""
+    why: str = ""  # a conversion's reason (paramcount.gguf_diff)
 
 
 @dataclass(frozen=True)
@@ -189,6 +190,9 @@ class ModelDiff:
     matched: int
     differences: tuple[Difference, ...]
     alignment: str | None = None
+    # across formats (a GGUF file and its checkpoint): what the conversion changed on purpose
+    # (merged, split, permuted, transposed, padded, dropped, added), not differences
+    conversions: tuple[Difference, ...] = ()
 
 
 def items_of(model) -> tuple[list[Item], dict[str, str]]:

@@ -8,9 +8,13 @@ torch's module repr is a small grammar::
 
 Pasted printouts lose their indentation (the Bloom seed article did), so only brackets count.
 A leaf's parameters are read from its extra repr (Linear, Embedding, LayerNorm, RMSNorm,
-Conv1D, ConvNd, …). A module whose text does not show its parameters (``T5LayerNorm()``, fused
-MoE experts) is named as unknown and the total is a lower bound. The text cannot show ties, so
-a head or embedding with the token embedding's shape gets both totals, tied and untied.
+Conv1D, ConvNd, …). Where a paramcount family defines the printed class, the parameters of
+modules that print no shape (``T5LayerNorm()``, a ViT's ``cls_token``) are filled from the family
+and the widths printed around them (:mod:`printout_fill`); where none does, transformers' source
+names the raw parameters its modules hold (:mod:`printout_source`). What still cannot be known
+(fused MoE experts: their count and width are never printed) is named as unknown and the total
+is a lower bound. The text cannot show ties, so a head or embedding with the token embedding's
+shape gets both totals, tied and untied.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from ..ir import Block, Node, Tensor, Tie, join
 from ..model import Model
 from ..records import replace
 from .flat import kind_of
+from .printout_fill import Filler, blocks, family_tree, pattern, raw_names
 
 MAX_TEXT_CHARS = 8 << 20  # ModuleList collapses repeats: even unlike layers print in well under 1 MB
 MAX_EXTRA_CHARS = 4096  # one module's arguments: a few dozen characters in practice
@@ -56,7 +61,7 @@ _FREE = re.compile(
     r"\w*Rotary\w*|\w*SinusoidalPositionalEmbedding|\w*Loss|LocalResponseNorm|CrossMapLRN2d|"
     r"OlmoLayerNorm)"  # OLMo's LayerNorm is non-parametric
 )
-_NOT_FREE = re.compile(r"PReLU|xIELU\w*")  # activations with learned parameters
+_NOT_FREE = re.compile(r"PReLU|[xX]IELU\w*")  # activations with learned parameters (XIELUActivation)
 _CONV = re.compile(r"(Conv|ConvTranspose)([123])d")
 _MLM_HEAD = re.compile(r"\w*(LMPredictionHead|LMHead|MLMHead)")  # keep a bias the decoder's shares
 _EXPERTS = re.compile(r"\w*Experts")  # transformers 5 fuses routed experts into unprinted 3-D tensors
@@ -354,8 +359,8 @@ def leaf_params(cls: str, extra: list[str]) -> list[Param] | None:
     if "PReLU" in cls:
         n = kw.get("num_parameters", 1)
         return [("weight", (n,), None)] if _ints(n) else None
-    if re.search(r"Norm", cls) and not _FREE.fullmatch(cls):
-        return _norm(cls, args, kw)
+    if re.search(r"Norm", cls) and (not _FREE.fullmatch(cls) or "affine" in kw or "elementwise_affine" in kw):
+        return _norm(cls, args, kw)  # BiT's GroupNormActivation is a GroupNorm, whatever its name
     if _FREE.fullmatch(cls) and not _NOT_FREE.fullmatch(cls):
         return []
     return None
@@ -383,6 +388,7 @@ class _Build:
     # blocks, in print order, which is the order named_parameters() keeps the first of a tie
     candidates: list[tuple[str, tuple[int, ...], bool]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    filler: Filler | None = None  # the family's tensors for modules that print no shape
 
 
 def _tensors(params: list[Param], path: str, in_layer: bool) -> list[Tensor]:
@@ -403,6 +409,8 @@ def _module(mod: Mod, name: str, path: str, copies: int, in_list: bool, b: _Buil
     children: list[Node] = []
     if not mod.children:
         params = leaf_params(mod.cls, mod.extra)
+        if params is None and b.filler is not None:
+            params = b.filler.leaf(path, mod.cls)
         if params is None:
             shown = ", ".join(mod.extra)
             shown = shown if len(shown) <= 60 else shown[:57] + "..."
@@ -413,6 +421,9 @@ def _module(mod: Mod, name: str, path: str, copies: int, in_list: bool, b: _Buil
         _remember(params, mod, path, copies, in_list, b)
     else:
         children += _own(mod, path, copies, in_list, b)
+        if b.filler is not None:
+            printed = {c.key for c in mod.children} | {t.name for t in children}
+            children += _tensors(b.filler.beside(path, printed), path, in_layer=copies > 1 or in_list)
         for c in mod.children:
             if c.mod is None:
                 continue
@@ -433,6 +444,9 @@ def _body(nodes: list[Node]) -> tuple[Node, ...]:
 def _own(mod: Mod, path: str, copies: int, in_list: bool, b: _Build) -> list[Node]:
     """Parameters a module with children holds itself, which print(model) never shows."""
     named = {c.key: c.mod for c in mod.children if c.mod is not None}
+    own = leaf_params(mod.cls, mod.extra) if mod.extra else None
+    if own:  # a norm or linear subclass with a child (BiT's GroupNorm + activation): its repr shows them
+        return _tensors(own, path, copies > 1 or in_list)
     if mod.cls == "MultiheadAttention" and "out_proj" in named:
         _, kw = arguments(named["out_proj"].extra)
         e = kw.get("in_features")
@@ -525,8 +539,8 @@ class Counted:
     notes: tuple[str, ...]
 
 
-def count(mod: Mod, likely_tied: bool) -> Counted:
-    b = _Build()
+def count(mod: Mod, likely_tied: bool, filler: Filler | None = None) -> Counted:
+    b = _Build(filler=filler)
     tree = Block("", _body(_module(mod, "", "", 1, False, b)))
     always = dict(_mlm_ties(tree))
     tree = _retie(tree, "", always)
@@ -578,38 +592,15 @@ def _tie_note(c: Counted, class_name: str, fam: Any, likely: bool, known: bool) 
 RAW = "(raw parameters)"  # an Unknown's class for parameters held beside submodules
 
 
-def _patterns(node: Block, path: str = "") -> Iterator[tuple[str, Block]]:
-    """Every block under ``node`` with its path, a repeated block's index written ``*``."""
-    for child in node.children:
-        if isinstance(child, Block):
-            here = join(path, child.name)
-            here = f"{here}.*" if child.repeat is not None else here
-            yield here, child
-            yield from _patterns(child, here)
-
-
-def _raw(tree: Block) -> dict[str, set[str]]:
-    """Parameters a module holds beside its submodules (ViT's cls_token, Mamba's A_log and D,
-    CLIP's logit_scale, attention sinks): print(model) never shows them."""
-    out: dict[str, set[str]] = {}
-    for path, block in [("", tree), *_patterns(tree)]:
-        if any(isinstance(c, Block) for c in block.children):
-            names = {c.name for c in block.children if not isinstance(c, Block)}
-            if names:
-                out[path] = names
-    return out
-
-
-def _hidden_raw(fam: Any, class_name: str, tree: Block) -> list[Unknown]:
-    """The known family's raw parameters that the printed modules cannot have shown."""
-    if fam is None or class_name not in fam.classes:
+def _hidden_raw(family: Block | None, tree: Block) -> list[Unknown]:
+    """The known family's raw parameters that the printed modules cannot have shown (its tree
+    at its defaults says which modules hold parameters beside submodules)."""
+    if family is None:
         return []
-    try:  # the family's tree at its defaults: which modules hold parameters beside submodules
-        expected = _raw(fam.build(class_name, fam.cfg({}, None))[0])
-    except Exception:  # only a check on the text: a family that cannot build its defaults must not stop a count
-        return []
-    printed = {path: {c.name for c in b.children if not isinstance(c, Block)} for path, b in _patterns(tree)}
-    printed[""] = {c.name for c in tree.children if not isinstance(c, Block)}
+    expected = raw_names(family)
+    printed: dict[str, set[str]] = {}
+    for path, block in [("", tree), *blocks(tree)]:
+        printed.setdefault(pattern(path), set()).update(c.name for c in block.children if not isinstance(c, Block))
     out = []
     for path, names in expected.items():
         missing = sorted(names - printed.get(path, names))
@@ -617,6 +608,18 @@ def _hidden_raw(fam: Any, class_name: str, tree: Block) -> list[Unknown]:
             where = path.replace("*", "0") or "(root)"
             reason = f"holds {', '.join(missing)} beside its submodules, which print(model) does not show"
             out.append(Unknown(where, RAW, 1, reason))
+    return out
+
+
+def _source_raw(root: Mod) -> list[Unknown]:
+    """For a class no family defines: what transformers' source says its modules hold beside
+    their submodules (printout_source; only where transformers is installed)."""
+    from .printout_source import hidden
+
+    out = []
+    for path, cls, names in hidden(root):
+        reason = f"holds {', '.join(names)} beside its submodules, which print(model) does not show ({cls})"
+        out.append(Unknown(path or "(root)", RAW, 1, reason))
     return out
 
 
@@ -662,6 +665,19 @@ def _backbone(root: Mod, fam: Any) -> Mod | None:
     return None
 
 
+def _filled_count(mod: Mod, fam: Any, likely: bool) -> tuple[Counted, list[str], Block | None]:
+    """``mod`` counted, then again with what its family fills in (printout_fill), the note
+    saying what was filled, and the family's tree (None when the family does not define it)."""
+    c = count(mod, likely)
+    family = family_tree(fam, mod.cls)
+    if family is None or not (c.unknown or _hidden_raw(family, c.tree)):
+        return c, [], family
+    filler = Filler(family, c.tree)
+    c = count(mod, likely, filler)
+    note = filler.note()
+    return c, [note] if note else [], family
+
+
 def from_text(text: str, source: str = "<text>", name: str | None = None, tied: bool | None = None) -> Printout:
     """Count the model whose ``print(model)`` text is ``text``.
 
@@ -674,16 +690,16 @@ def from_text(text: str, source: str = "<text>", name: str | None = None, tied: 
     likely = bool(fam.defaults.get("tie_word_embeddings", True)) if fam is not None else True
     known = tied is not None
     likely = tied if tied is not None else likely
-    c = count(root, likely)
-    notes = [f"counted from the text of print(model) ({root.cls})", *c.notes]
+    c, filled, family = _filled_count(root, fam, likely)
+    notes = [f"counted from the text of print(model) ({root.cls})", *c.notes, *filled]
     if c.ties:
         notes.append(_tie_note(c, root.cls, fam, likely, known))
-    unknown = (*c.unknown, *_hidden_raw(fam, root.cls, c.tree))
+    unknown = (*c.unknown, *(_hidden_raw(family, c.tree) if family is not None else _source_raw(root)))
     inexact = _unknown_note(unknown, c.tree.count) if unknown else None
     if inexact:
         notes.append(inexact)
     inner = _backbone(root, fam)
-    backbone = count(inner, likely).tree if inner is not None else c.tree
+    backbone = _filled_count(inner, fam, likely)[0].tree if inner is not None else c.tree
     model = Model(
         name=name or source,
         source=source,

@@ -207,6 +207,7 @@ _OPTIONS = {
             "cache",
             "encoder_length",
             "mla",
+            "attn",
             "runtime",
             "pure",
             *LLAMA_OPTIONS,

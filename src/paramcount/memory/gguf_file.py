@@ -47,6 +47,11 @@ class Meta:
     def has(self, key: str) -> bool:
         return key in self.values
 
+    def get(self, key: str, default: Any = None) -> Any:
+        """The value as the file states it, unchecked: for readers that check it themselves
+        (gguf_diff takes a head count only if it is an int); planners use the accessors below."""
+        return self.values.get(key, default)
+
     def integer(self, key: str, default: Any = ..., low: int = 1, high: int = MAX_VALUE) -> Any:
         """A whole number from ``low`` to ``high``; ``default`` when the file does not state the
         key (a missing key without a default is :meth:`missing`)."""
@@ -150,7 +155,8 @@ def widths(model: Any, meta: Meta | None = None) -> Widths:
     ffns = [_ffns(shapes, used) for shapes in blocks]
     graph = max((graph_ffn_width(f, h) for f in ffns), default=0)
     shared = any(len(f) > 1 for f in ffns)
-    return Widths(h, attention, ffn, _vocab(model.tree, meta.source), True, graph, shared)
+    heads = max((s.get("attn_output", (0, 0))[-1] for s in blocks), default=0)
+    return Widths(h, attention, ffn, _vocab(model.tree, meta.source), True, graph, shared, heads)
 
 
 # The rank of each role's weight that the widths read (gguf-py's tensor_mapping: matrices, and

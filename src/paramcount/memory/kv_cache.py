@@ -372,3 +372,16 @@ def _tokens_symbol(kind: LayerKind, cache: str) -> str:
 
 def _size(bits: int) -> str:
     return f"{bits // 8} B" if bits % 8 == 0 else f"{bits / 8:g} B"
+
+
+def sliding_overhang(layout: Any, context: int, batch: int, dtype: str) -> int:
+    """Bytes the sliding-window layers of a dynamic cache hold beyond what they keep, right after
+    a prefill of ``context`` tokens: transformers' ``DynamicSlidingWindowLayer.update`` keeps
+    ``full_key_states[:, :, -W+1:]``, a view whose storage is the whole concatenation."""
+    dtype = cache_dtype(dtype)
+    extra = 0
+    for kind in getattr(layout, "kinds", ()):
+        if kind.attention == "sliding" and kind.window:
+            kept = _tokens(kind, context, batch, 0, "dynamic")
+            extra += _row_bytes(kind, context, batch, dtype) - _row_bytes(kind, kept, batch, dtype)
+    return extra

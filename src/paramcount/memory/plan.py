@@ -234,7 +234,9 @@ class InferencePlanner:
         images: int | None = None,
         image_size: Any = None,
         audio: Any = None,
+        attn: str | None = None,
     ):
+        from .attention import attending
         from .audio import audio as audio_input
         from .images import images as image_input
         from .weights import scheme as find
@@ -248,7 +250,7 @@ class InferencePlanner:
         self.dtype = compute_dtype(self.scheme, model)
         self.kv_dtype = kv_dtype or self.dtype
         self.cache = {"cache": cache, "encoder_length": encoder_length, "mla": mla}
-        self.overhead = _overhead.parse(overhead if overhead is not None else _overhead.DEFAULT)
+        self.overhead = _overhead.parse(overhead) if overhead is not None else _overhead.MEASURED
         w = weights(model, self.scheme, keep=keep, pure=pure)
         self.keep = ",".join(w.keep) or "none"
         self.unquantised = w.unquantised()
@@ -262,11 +264,15 @@ class InferencePlanner:
                 )
             self.layout = self.images.layout(self.layout)
         self.widths = None if self.partial else shape_widths(model)
+        heads_width = getattr(self.widths, "heads_width", 0)
+        self.attending = None if self.partial else attending(model, self.layout, attn, heads_width)
+        if self.attending:
+            self.attending.kernel(1, self.dtype)  # refuses flash_attention_2 in fp32 now, not at a fit's search
         self.limit = Limit.of(model)
+        self.quant_notes = _loading_notes(model, self.scheme)
 
     def plan(self, context: int, batch: int = 1, why: str = "--context") -> Plan:
         from .kv_cache import kv_cache
-        from .working_set import activations
 
         context, batch = positive(context, "--context"), positive(batch, "--batch")
         if self.partial:
@@ -276,12 +282,30 @@ class InferencePlanner:
         warned = self.limit.check(seen, "transformers")
         cache = kv_cache(self.model, seen, batch, self.kv_dtype, **self.cache, layout=self.layout)
         kv = cache.term()
-        act = activations(self.model, seen, batch, activation_bytes(self.dtype), self.dtype, self.widths)
+        act = self._activations(seen, batch)
         base = (self.weights, kv, act, *self._encoders(batch))
-        extra = self.overhead.term(sum(t.bytes for t in base), "weights + KV cache + activations")
+        rest = sum(t.bytes for t in base) - self.weights.bytes
+        extra = self.overhead.split_term(self.weights.bytes, rest, "KV cache + activations")
         settings = self._settings(cache.dtype, cache.cache, context, why, batch)
-        notes = (*warned, *cache.notes, *self._media_notes())
+        notes = (*warned, *cache.notes, *self._media_notes(), *self.quant_notes)
         return Plan(self.model, "inference", (*base, extra), settings, notes, planner=self)
+
+    def _activations(self, seen: int, batch: int) -> Term:
+        from .working_set import activations
+
+        b = activation_bytes(self.dtype)
+        storage = self._sliding_storage(seen, batch)
+        return activations(self.model, seen, batch, b, self.dtype, self.widths, self.attending, storage)
+
+    def _sliding_storage(self, context: int, batch: int) -> int:
+        """Bytes the sliding-window layers hold beyond their window after a prefill of ``context``
+        tokens: DynamicSlidingWindowLayer.update keeps ``full[:, :, -W+1:]``, a view that holds the
+        whole concatenated keys and values until the next step (a static cache writes in place)."""
+        from .kv_cache import sliding_overhang
+
+        if self.cache["cache"] not in (None, "dynamic"):
+            return 0
+        return sliding_overhang(self.layout, context, batch, self.kv_dtype)
 
     def _media_tokens(self) -> int:
         return (self.images.tokens if self.images else 0) + (self.audio.tokens if self.audio else 0)
@@ -324,33 +348,64 @@ class InferencePlanner:
             "context_from": why,
             "batch": batch,
             "overhead": self.overhead.text,
+            **({"attn": self.attending.impl, "attn_from": self.attending.why} if self.attending else {}),
             **({"images": self.images.count, "image_tokens": self.images.tokens} if self.images else {}),
             **({"audio_seconds": float(self.audio.seconds), "audio_tokens": self.audio.tokens} if self.audio else {}),
         }
 
     def _weights_only(self, batch: int) -> Plan:
         """The weights and the overhead on them, for a model without a KV-cache layout."""
-        extra = self.overhead.term(self.weights.bytes, "the weights")
+        extra = self.overhead.split_term(self.weights.bytes, 0, "nothing beyond the weights")
         settings = self._settings(None, None, None, "weights only", batch)
         note = f"weights and overhead only, no KV cache or activations: {self.partial}"
-        return Plan(self.model, "inference", (self.weights, extra), settings, (note,), self, self.partial)
+        notes = (note, *self.quant_notes)
+        return Plan(self.model, "inference", (self.weights, extra), settings, notes, self, self.partial)
 
     def total(self, context: int, batch: int = 1) -> int:
         """``plan(context, batch).total`` without writing any term's formula: a fit's searches
         ask for hundreds of totals per table (tests/test_plan.py holds the two equal)."""
         from .kv_cache import kv_bytes
-        from .working_set import activations
 
         context, batch = positive(context, "--context"), positive(batch, "--batch")
         if self.partial:
             self.limit.check(context, "transformers")
-            return self.weights.bytes + self.overhead.of(self.weights.bytes)
+            return self.weights.bytes + self.overhead.split(self.weights.bytes, 0)
         seen = context + self._media_tokens()
         self.limit.check(seen, "transformers")  # past a learned position table: refused as plan() does
         kv = kv_bytes(self.model, seen, batch, self.kv_dtype, **self.cache, layout=self.layout)
-        act = activations(self.model, seen, batch, activation_bytes(self.dtype), self.dtype, self.widths).bytes
-        base = self.weights.bytes + kv + act + sum(t.bytes for t in self._encoders(batch))
-        return base + self.overhead.of(base)
+        act = self._activations(seen, batch).bytes
+        rest = kv + act + sum(t.bytes for t in self._encoders(batch))
+        return self.weights.bytes + rest + self.overhead.split(self.weights.bytes, rest)
+
+
+# How transformers 5.23 loads a pre-quantised checkpoint on a CUDA GPU (quantizers/quantizer_*.py,
+# validate_environment): when the weights stay quantised, and what it does otherwise.
+_LOADING = {
+    "mxfp4": (
+        "MXFP4 (quantization_config): transformers keeps the experts in MXFP4 on a GPU of compute capability "
+        "≥ 7.5 (T4, A100, L4, H100, ...) with Triton ≥ 3.4 and the kernels package; without them it dequantises "
+        "them to bf16 (quantizer_mxfp4.py validate_environment): plan that with --dtype bf16"
+    ),
+    "fp8": (
+        "FP8 (quantization_config): transformers keeps the weights in FP8 on a GPU of compute capability ≥ 8.9 "
+        "(RTX 4090, L4, L40S, H100, ...); on older GPUs it dequantises them to bf16 "
+        "(quantizer_finegrained_fp8.py validate_environment): plan that with --dtype bf16"
+    ),
+    "bitsandbytes": (
+        "bitsandbytes (quantization_config): the weights stay quantised on a CUDA GPU "
+        "(quantizer_bnb_4bit.py / quantizer_bnb_8bit.py); bitsandbytes needs a CUDA, ROCm or XPU device"
+    ),
+}
+
+
+def _loading_notes(model: Model, scheme: str) -> tuple[str, ...]:
+    """What transformers does with the checkpoint's quantisation when it loads it, for weights
+    planned as stored."""
+    q = (model.config or {}).get("quantization_config")
+    method = q.get("quant_method") if isinstance(q, Mapping) else None
+    if scheme != "stored" or method not in _LOADING:
+        return ()
+    return (_LOADING[method],)
 
 
 def _layout(model: Model, mla: str) -> tuple[Any, str | None]:
@@ -407,7 +462,9 @@ def inference(
     gets its weights and overhead alone (``Plan.partial`` says why).
     ``context`` defaults to the model's limit capped at 4,096 tokens; ``kv_dtype`` to the
     scheme's compute dtype (bf16; fp32/fp16 for those schemes; fp16 for GGUF, GPTQ and AWQ);
-    ``overhead`` is ``"0.5GiB+10%"`` unless given (a string like ``"1GB+5%"`` or an Overhead).
+    ``overhead`` is the measured CUDA context, cuBLAS workspace and allocator reserve
+    (:data:`paramcount.memory.overhead.MEASURED`) unless given (a string like ``"1GB+5%"`` or an
+    Overhead); ``attn`` (``sdpa``/``eager``/``flash_attention_2``) overrides transformers' choice.
     ``options``: ``keep`` (what stays in high precision), ``cache`` (``dynamic``/``static``/``llama.cpp``),
     ``encoder_length``, ``mla`` (``latent``/``expanded``), as the weights and KV modules take them;
     ``runtime`` (:mod:`paramcount.memory.runtimes`: llama.cpp by default for a GGUF file, whose
@@ -456,9 +513,13 @@ class TrainingPlanner:
         self.optimizer, self.zero, self.gpus = optimizer, zero, gpus
         self.recompute, self.flash = recompute, flash
         self.adapters = _adapters(model, lora, lora_targets, self.qlora_bits)
-        self.overhead = _overhead.parse(overhead if overhead is not None else _overhead.DEFAULT)
         self._states: dict[tuple[int, int], list[Term]] = {}
         self.shapes = shape_model(model)  # what the activation estimate reads widths from
+        self.layout = _layout(model, "latent")[0]
+        from .activations import _heads
+
+        self.heads = _heads(model)
+        self.overhead = _overhead.parse(overhead) if overhead is not None else _overhead.MEASURED_TRAINING
 
     def states(self, zero: int, gpus: int) -> list[Term]:
         if (zero, gpus) not in self._states:
@@ -479,16 +540,32 @@ class TrainingPlanner:
     def plan(
         self, context: int, batch: int = 1, gpus: int | None = None, zero: int | None = None, why: str = ""
     ) -> Plan:
-        from .activations import activations
+        from .saved import activations
 
         context, batch = positive(context, "--context"), positive(batch, "--batch")
         gpus, zero = gpus or self.gpus, self.zero if zero is None else zero
-        dtype = "fp32" if self.precision == "fp32" else "bf16"
-        act = activations(self.shapes, batch, context, recompute=self.recompute, flash=self.flash, dtype=dtype)
-        base = (*self.states(zero, gpus), act)
-        extra = self.overhead.term(sum(t.bytes for t in base), "the training terms")
+        act = activations(self.shapes, self._step(context, batch))
+        states = _at_peak(self.states(zero, gpus), act)
+        base = (*states, act)
+        weights = sum(t.bytes for t in base if t.key in ("weights", "master_weights"))
+        rest = sum(t.bytes for t in base) - weights
+        extra = self.overhead.split_term(weights, rest, "the training terms beyond the weights")
         settings = self._settings(context, batch, gpus, zero, why)
         return Plan(self.model, "training", (*base, extra), settings, planner=self)
+
+    def _step(self, context: int, batch: int) -> Any:
+        """The step as transformers runs it: attention from transformers' default (eager for
+        ``--no-flash``), sliding-window layers the context reaches, the adapters."""
+        from .attention import implementation
+        from .saved import Step
+
+        impl = implementation(self.model, None if self.flash else "eager")[0]
+        kinds = getattr(self.layout, "kinds", ())
+        masked = sum(k.layers for k in kinds if k.attention == "sliding" and k.window and k.window <= context)
+        heads = self.heads or 1
+        lora = self.adapters if self.adapters is not None else None
+        eager = impl == "eager"
+        return Step(context, batch, self.precision, self.recompute, eager, heads, 0 if eager else masked, lora)
 
     def _settings(self, context: int, batch: int, gpus: int, zero: int, why: str) -> dict[str, Any]:
         a = self.adapters
@@ -509,6 +586,27 @@ class TrainingPlanner:
 
     def total(self, context: int, batch: int = 1) -> int:
         return self.plan(context, batch).total
+
+
+def _at_peak(states: list[Term], act: Term) -> list[Term]:
+    """The gradients as the peak holds them. The step peaks at the start of the loss's backward,
+    with the activations saved and no gradients yet; the backward frees the activations as the
+    gradients fill in, and the optimizer step holds the gradients and AdamW's temporaries
+    (``torch._foreach_sqrt`` of exp_avg_sq: one moment's size). The gradients term is what
+    that second phase needs beyond the first: none when the activations are larger."""
+    grads = next((t for t in states if t.key == "gradients"), None)
+    if grads is None:
+        return states
+    opt = next((t for t in states if t.key == "optimizer"), None)
+    temp = sum(p.bytes for p in opt.parts if p.key == "optimizer.moments") // 2 if opt else 0
+    need = max(0, grads.bytes + temp - act.bytes)
+    formula = f"max(0, gradients {grads.bytes:,} + AdamW temporaries {temp:,} − activations {act.bytes:,}) = {need:,} B"
+    said = (
+        f"{grads.label}: {grads.bytes:,} B at the optimizer step, when the activations are freed; the total "
+        "counts the larger phase once"
+    )
+    held = Term("gradients", f"{grads.label}, beyond the activations", need, formula, said, True, grads.source)
+    return [held if t is grads else t for t in states]
 
 
 def _targets_text(targets: Any) -> str:

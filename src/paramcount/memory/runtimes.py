@@ -48,6 +48,7 @@ TRANSFORMERS_OPTIONS = {
     "images": "--images",
     "image_size": "--image-size",
     "audio": "--audio",
+    "attn": "--attn",
 }
 
 

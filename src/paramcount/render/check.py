@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..check import CheckResult, Explanation, Step
+from ..check import CheckResult, Convention, Explanation, Step
 from ..compare import Comparison
 from .doc import Code, Doc, Mark, Math, Num, cell, write
 from .labels import KINDS
@@ -54,6 +54,31 @@ SLIPS = {
     },
 }
 
+# The figures model cards give (check.Convention): the parameters all, or active per token, with
+# or without the embedding lookups and the unembedding.
+CONVENTIONS = {
+    "en": {
+        "": "all parameters",
+        "active_": "parameters active per token",
+        "no_lookup": " without the embedding lookups",
+        "no_unembedding": " without the unembedding",
+        "non_embedding": " without the embedding lookups and the unembedding",
+        "size": " ({:,})",
+        "shared_no_lookup": "; the tied table counted as the unembedding",
+        "shared_no_unembedding": "; the tied table counted as the embedding lookup",
+    },
+    "zh": {
+        "": "全部参数",
+        "active_": "每个 token 激活的参数",
+        "no_lookup": "，不含嵌入查找表",
+        "no_unembedding": "，不含输出层的反嵌入矩阵",
+        "non_embedding": "，不含嵌入查找表与反嵌入矩阵",
+        "size": "（{:,}）",
+        "shared_no_lookup": "；共享的词表矩阵算作反嵌入",
+        "shared_no_unembedding": "；共享的词表矩阵算作嵌入查找表",
+    },
+}
+
 WORDS = {
     "en": {
         "title": "Checking {answer} against {name}",
@@ -71,6 +96,13 @@ WORDS = {
         "remaining": "remaining difference",
         "and": " and ",
         "exactly": "the exact count",
+        "convention": "{answer} is {cls}'s count of {what}.",
+        "convention_rounded": "{answer} is {value} rounded: {cls}'s count of {what}.",
+        "same": "The same figure is its count of {what}.",
+        "also_rounded": "It is also {value} rounded: its count of {what}.",
+        "conventions": "What model cards count, and none gives {answer}:",
+        "conventions_head": ("count", "parameters", ""),
+        "cut": "{answer} cut off, not rounded",
     },
     "zh": {
         "title": "核对 {answer}（{name}）",
@@ -88,6 +120,13 @@ WORDS = {
         "remaining": "剩余差值",
         "and": "，并且",
         "exactly": "精确值",
+        "convention": "{answer} 正是 {cls} 的{what}。",
+        "convention_rounded": "{answer} 是 {value} 的近似值：{cls} 的{what}。",
+        "same": "这也等于它的{what}。",
+        "also_rounded": "它也是 {value} 的近似值：{what}。",
+        "conventions": "模型说明中常见的几种计法，都不是 {answer}：",
+        "conventions_head": ("计法", "参数量", ""),
+        "cut": "{answer} 是截断值，不是四舍五入",
     },
 }
 
@@ -111,6 +150,17 @@ def working(e: Explanation) -> str:
     return f"{text} = {e.value:,}"
 
 
+def convention(c: Convention, lang: str, sizes: bool = True) -> str:
+    """``parameters active per token without the embedding lookups (579,133,440)``; without
+    ``sizes``, no figures in parentheses (a table's label)."""
+    words = CONVENTIONS[lang]
+    prefix, rest = ("active_", c.key[7:]) if c.key.startswith("active_") else ("", c.key)
+    if rest == "all":
+        return words[prefix]
+    said = words[prefix] + words[rest] + (words["size"].format(c.lookup + c.unembedding) if sizes else "")
+    return said + (words[f"shared_{rest}"] if c.shared else "")
+
+
 def _answer(result: CheckResult) -> str:
     a = result.answer
     return f"{int(a.value):,}" if not a.rounded and a.value.denominator == 1 else a.text.strip()
@@ -125,13 +175,44 @@ def check_document(result: CheckResult, lang: str = "en") -> Doc:
         cls=result.class_name, total=f"{result.total:,}", bb=result.backbone_class, bbtotal=f"{result.backbone_total:,}"
     )
     doc.para(counts + (w["active"] if result.active else ""))
-    if result.exact:
+    if result.by_convention:
+        _convention(doc, result, answer, lang)
+    elif result.exact:
         _exact(doc, result, answer, w)
     elif result.explanations:
         _explained(doc, result, answer, lang)
     else:
         _nearest(doc, result, answer, lang)
+    if not result.accepted:
+        _conventions(doc, result, answer, lang)
     return doc
+
+
+def _convention(doc: Doc, result: CheckResult, answer: str, lang: str) -> None:
+    """The answer is a figure a model card gives: say which (and each other that gives it)."""
+    w, (first, *others) = WORDS[lang], result.matched
+    key = "convention_rounded" if result.answer.rounded else "convention"
+    what = convention(first, lang)
+    doc.para(Mark(), " ", w[key].format(answer=answer, value=f"{first.value:,}", cls=result.class_name, what=what))
+    for before, c in zip(result.matched[:-1], others, strict=True):
+        line = w["same"] if c.value == before.value else w["also_rounded"]
+        doc.para(line.format(value=f"{c.value:,}", what=convention(c, lang)))
+
+
+def _conventions(doc: Doc, result: CheckResult, answer: str, lang: str) -> None:
+    """Each convention's figure, when the answer is none of them (a figure cut off where it
+    should be rounded is marked)."""
+    w = WORDS[lang]
+    doc.para(w["conventions"].format(answer=answer))
+    rows = [
+        [
+            cell(convention(c, lang, sizes=False)),
+            cell(Num(c.value)),
+            cell(w["cut"].format(answer=answer) if result.answer.truncates(c.value) else ""),
+        ]
+        for c in result.conventions
+    ]
+    doc.table([cell(h) for h in w["conventions_head"]], rows, right=(1,))
 
 
 def _exact(doc: Doc, result: CheckResult, answer: str, w: dict) -> None:
@@ -181,6 +262,7 @@ COMPARE = {
         "layers": "layers",
         "diff": "{b} − {a}",
         "symbols": "config symbols",
+        "unsymbolic": "; not exact but the totals: components and layers read from tensor names ({why})",
     },
     "zh": {
         "title": "比较 {n} 个模型",
@@ -191,6 +273,7 @@ COMPARE = {
         "layers": "层数",
         "diff": "{b} − {a}",
         "symbols": "配置符号",
+        "unsymbolic": "；除总数外均非精确：组成部分和层数取自张量名称（{why}）",
     },
 }
 
@@ -215,8 +298,9 @@ def compare_document(c: Comparison, lang: str = "en") -> Doc:
     w, k, doc = COMPARE[lang], KINDS[lang], Doc(lang)
     doc.title(w["title"].format(n=len(c.names)))
     short = [f"#{i + 1}" for i in range(len(c.names))]
-    for s, name, cls in zip(short, c.names, c.classes, strict=True):
-        doc.para(f"{s}: ", Code(name), f" ({cls})")
+    for i, (s, name, cls) in enumerate(zip(short, c.names, c.classes, strict=True)):
+        why = c.unsymbolic[i] if c.unsymbolic else None
+        doc.para(f"{s}: ", Code(name), f" ({cls})", *([w["unsymbolic"].format(why=why)] if why else []))
     header = [cell(w["component"]), *(cell(s) for s in short)]
     header += [cell(w["diff"].format(a=short[0], b=s)) for s in short[1:]]
     rows = []

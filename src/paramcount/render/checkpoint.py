@@ -24,6 +24,16 @@ _SAID = {
     "dtype": "different dtype",
     "tie": "tied on one side only",
 }
+# What llama.cpp's converter changes on purpose (paramcount.gguf_diff), not differences.
+_CONVERTED = {
+    "merged": "merged (experts stacked into one tensor)",
+    "split": "split",
+    "permuted": "permuted (same shape, rows reordered)",
+    "transposed": "transposed",
+    "padded": "padded",
+    "dropped": "dropped by the conversion",
+    "added": "added by the conversion",
+}
 
 
 def n(value: int | None) -> str:
@@ -94,7 +104,19 @@ def difference_lines(diffs: Sequence[Difference], a: str, b: str) -> list[Text]:
     if not diffs:
         return [Text(f"no differences between {a} and {b}", style="green")]
     lines = [Text(f"differences between {a} (A) and {b} (B): {len(diffs):,}", style="bold yellow")]
-    for kind, said in _SAID.items():
+    return lines + _grouped(diffs, _SAID)
+
+
+def conversion_lines(conversions: Sequence[Difference]) -> list[Text]:
+    """What a format conversion changed on purpose, grouped and folded as differences are."""
+    if not conversions:
+        return []
+    return [Text(f"changed by the conversion: {len(conversions):,}", style="bold"), *_grouped(conversions, _CONVERTED)]
+
+
+def _grouped(diffs: Sequence[Difference], kinds: dict[str, str]) -> list[Text]:
+    lines: list[Text] = []
+    for kind, said in kinds.items():
         group = [d for d in diffs if d.kind == kind]
         if not group:
             continue
@@ -102,8 +124,8 @@ def difference_lines(diffs: Sequence[Difference], a: str, b: str) -> list[Text]:
         folded = {(name, *pair): times for (name, times), pair in _fold(group)}
         if kind == "dtype" and len(folded) > SHOWN:  # a whole checkpoint saved in another dtype
             folded = _by_pair(group)
-        for (pattern, av, bv), times in list(folded.items())[:SHOWN]:
-            lines.append(Text(f"    {pattern}{f' × {times}' if times > 1 else ''}  {_pair(kind, av, bv)}"))
+        for (pattern, av, bv, *why), times in list(folded.items())[:SHOWN]:
+            lines.append(Text(f"    {pattern}{f' × {times}' if times > 1 else ''}  {_pair(kind, av, bv, *why)}"))
         if len(folded) > SHOWN:
             lines.append(Text(f"    … and {len(folded) - SHOWN} more (see --json)"))
     return lines
@@ -111,9 +133,9 @@ def difference_lines(diffs: Sequence[Difference], a: str, b: str) -> list[Text]:
 
 def _fold(group: Sequence[Difference]):
     """Alike differences (same values, names equal but for layer numbers) as one line."""
-    by_values: dict[tuple[str, str], list[str]] = {}
+    by_values: dict[tuple[str, str, str], list[str]] = {}
     for d in group:
-        by_values.setdefault((d.a, d.b), []).append(d.name)
+        by_values.setdefault((d.a, d.b, d.why), []).append(d.name)
     return [(folded, pair) for pair, names in by_values.items() for folded in collapse(names)]
 
 
@@ -124,12 +146,14 @@ def _by_pair(group: Sequence[Difference]) -> dict[tuple[str, str, str], int]:
     return {(f"{len(names):,} tensors (first: {names[0]})", a, b): 1 for (a, b), names in pairs.items()}
 
 
-def _pair(kind: str, a: str, b: str) -> str:
-    if kind == "missing":
-        return f"A: {a}"
-    if kind == "extra":
-        return f"B: {b}"
-    return f"A: {a}  B: {b}"
+def _pair(kind: str, a: str, b: str, why: str = "") -> str:
+    if kind == "missing" or (a and not b):
+        said = f"A: {a}"
+    elif kind == "extra" or (b and not a):
+        said = f"B: {b}"
+    else:
+        said = f"A: {a}  B: {b}"
+    return f"{said}  ({why})" if why else said
 
 
 def render(model: Model, tree_depth: int = 0) -> Group:
@@ -189,7 +213,7 @@ def _extra(e) -> dict[str, Any]:
 
 
 def _difference(d: Difference) -> dict[str, str]:
-    return {"kind": d.kind, "name": d.name, "a": d.a, "b": d.b}
+    return {"kind": d.kind, "name": d.name, "a": d.a, "b": d.b, **({"why": d.why} if d.why else {})}
 
 
 def dumps(model: Model, collapsed: bool = False) -> str:
@@ -209,7 +233,8 @@ def render_diff(result) -> Group:
     parts: list[Any] = [t, Text(f"{n(result.matched)} tensors matched by name")]
     if result.alignment:
         parts.append(Text(f"note: {result.alignment}", style="yellow"))
-    parts += [Text(""), *difference_lines(result.differences, "A", "B")]
+    converted = conversion_lines(result.conversions)
+    parts += [Text(""), *converted, *([Text("")] if converted else []), *difference_lines(result.differences, "A", "B")]
     return Group(*parts)
 
 
@@ -221,4 +246,5 @@ def diff_dict(result) -> dict[str, Any]:
         "matched": result.matched,
         "alignment": result.alignment,
         "differences": [_difference(d) for d in result.differences],
+        "conversions": [_difference(d) for d in result.conversions],
     }

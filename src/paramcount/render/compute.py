@@ -32,12 +32,15 @@ def table(figures: Sequence[Figure], unit: str, errors: bool) -> Table:
     t.add_column("formula", overflow="fold", ratio=1)
     for f in figures:
         value = n(f.value) if unit == "parameters" else sci(f.value)
-        cells = [f.label, value] + ([_error(f)] if errors else [])
+        label = f"{f.label} [not exact]" if f.inexact and not errors else f.label
+        cells = [label, value] + ([_error(f)] if errors else [])
         t.add_row(*cells, f.formula)
     return t
 
 
 def _error(f: Figure) -> Text:
+    if f.inexact:
+        return Text("not exact", style="yellow")
     if f.error is None:
         return Text("n/a (exact is 0)" if f.approximate else "estimate" if f.estimate else "exact")
     error = f"{f.error:+.2%}"

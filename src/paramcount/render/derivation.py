@@ -42,6 +42,7 @@ WORDS = {
             "--class {cls} derives the whole class."
         ),
         "active_total": "Active per token (routed experts): {n}.",
+        "unsymbolic": "No symbols: the lines are read from the tensors' names and shapes ({why}).",
         "note": "Note: ",
         "sections": {
             "embeddings": "Embeddings",
@@ -109,6 +110,7 @@ WORDS = {
         "with_ties": "若把共享（tied）的权重再算一遍，会得到 {n}。",
         "inside": "这是 {cls}（含输出头共 {total} 个参数）内部的主干模型 {backbone}；用 --class {cls} 推导整个模型。",
         "active_total": "每个 token 实际激活的参数量（路由专家）：{n}。",
+        "unsymbolic": "没有符号：各行取自张量的名称和形状（{why}）。",
         "note": "注：",
         "sections": {
             "embeddings": "嵌入层",
@@ -305,7 +307,7 @@ def document(d: Derivation, lang: str = "en") -> Doc:
     if d.inside:
         cls, total = d.inside
         doc.para(w["inside"].format(backbone=d.class_name, cls=cls, total=f"{total:,}"))
-    doc.para(*legend(d.closed, lang))
+    doc.para(w["unsymbolic"].format(why=d.unsymbolic)) if d.unsymbolic else doc.para(*legend(d.closed, lang))
     previous = None
     for i, section in enumerate(d.sections, 1):
         doc.heading(f"{i}. {title(section, previous, lang)}")

@@ -11,7 +11,7 @@ from typing import Any
 from ..check import CheckResult, Explanation
 from ..compare import Comparison
 from ..derive import Derivation, Line, Section
-from .check import phrase, working
+from .check import convention, phrase, working
 from .derivation import line_formula
 
 LIST, EXPLAIN, CHECK, COMPARE = (f"paramcount.{name}/1" for name in ("list", "explain", "check", "compare"))
@@ -71,6 +71,8 @@ def derivation_dict(d: Derivation) -> dict[str, Any]:
         "closed_form": {"text": c.text, "expanded": c.expanded, "value": c.evaluate()},
         "approximations": [{"name": a.name, "value": a.value, "error": a.error} for a in c.approximations],
         "inside": {"class": d.inside[0], "total": d.inside[1]} if d.inside else None,
+        "symbols_from_config": d.unsymbolic is None,
+        "why_no_symbols": d.unsymbolic,
         "notes": list(d.notes),
     }
 
@@ -88,7 +90,9 @@ def _explanation(e: Explanation, result: CheckResult) -> dict[str, Any]:
 
 
 def check_dict(result: CheckResult) -> dict[str, Any]:
-    """``paramcount check --json``: whether the answer is exact, and the slips that explain it."""
+    """``paramcount check --json``: whether the answer is exact or a convention's figure
+    (``accepted``, ``convention``: the keys it matches), the slips that explain it, and each
+    convention's figure."""
     a = result.answer
     return {
         "schema": CHECK,
@@ -97,6 +101,8 @@ def check_dict(result: CheckResult) -> dict[str, Any]:
         "answer_value": str(a.value),
         "rounded": a.rounded,
         "exact": result.exact,
+        "accepted": result.accepted,
+        "convention": [c.key for c in result.matched],
         "explained": bool(result.explanations),
         "class": result.class_name,
         "total": result.total,
@@ -104,6 +110,18 @@ def check_dict(result: CheckResult) -> dict[str, Any]:
         "active": result.active,
         "explanations": [_explanation(e, result) for e in result.explanations],
         "nearest": [_explanation(e, result) for e in result.nearest],
+        "conventions": [
+            {
+                "key": c.key,
+                "says": convention(c, "en"),
+                "value": c.value,
+                "lookup": c.lookup,
+                "unembedding": c.unembedding,
+                "matches": a.matches(c.value),
+                "truncated": a.truncates(c.value) and not a.matches(c.value),
+            }
+            for c in result.conventions
+        ],
     }
 
 
@@ -121,6 +139,9 @@ def compare_dict(c: Comparison) -> dict[str, Any]:
                 "active": c.active[i],
                 "layers": c.layers[i],
                 "symbols": {s: v[i] for s, v in c.symbols.items() if v[i] is not None},
+                # components, backbone, layers and symbols read from tensor names: not exact
+                "exact": not c.unsymbolic or c.unsymbolic[i] is None,
+                "why_not_exact": c.unsymbolic[i] if c.unsymbolic else None,
             }
         )
     differences = {k: list(c.differences(k)) for k in c.kinds}

@@ -21,6 +21,10 @@ def to_dict(model: Model, tensors: bool = True, collapsed: bool = False) -> dict
     """Everything a renderer needs, as plain JSON types. With ``collapsed`` the tensors of a
     repeated block are listed once: ``model.layers.{0..31}.mlp.up_proj.weight`` with
     ``copies`` 32 (``count`` is each copy's), as the README's "JSON output" documents."""
+    from ..family import resolve
+
+    resolved = resolve(model)  # a file's summary figures from its family's tree, where known
+    fam = resolved.model
     data: dict[str, Any] = {
         "schema": SCHEMA,
         "name": model.name,
@@ -31,15 +35,20 @@ def to_dict(model: Model, tensors: bool = True, collapsed: bool = False) -> dict
         "total": model.total,
         "exact": model.exact,
         "inexact_reason": model.inexact,
+        "scope": list(model.scope),
         "total_with_ties": model.total_with_ties,
-        "active": model.active_total,
-        "backbone": {"class": model.backbone_class, "total": model.backbone_total},
-        "towers": model.towers(),
-        "components": model.components(),
+        "active": fam.active_total,
+        "backbone": {"class": fam.backbone_class, "total": fam.backbone_total},
+        "towers": fam.towers(),
+        "components": fam.components(),
         "layers": [
             {"path": g.path, "first": g.first, "count": g.copies, "each": g.each, "total": g.count}
-            for g in model.layers()
+            for g in fam.layers()
         ],
+        # whether active, backbone, towers, components and layers are the family's (else read
+        # from tensor names: not exact, and why)
+        "breakdown_exact": resolved.is_family,
+        "breakdown_why": resolved.why,
         "ties": [{"name": n, "target": t, "count": c} for n, t, c in model.ties()],
         "notes": list(model.notes),
     }

@@ -41,18 +41,28 @@ def summary(model: Model) -> Table:
     t.add_column(justify="right")
     if model.class_name in HEADER_ONLY:  # no transformers class: say what was counted instead
         t.add_row("counted", HEADER_ONLY[model.class_name], n(model.total))
+        tower_rows(t, model)
         if model.backbone_total != model.total:
             t.add_row("without the head", model.backbone_class, n(model.backbone_total))
     else:
         t.add_row("class", model.class_name, n(model.total))
+        tower_rows(t, model)
         t.add_row("backbone", model.backbone_class, n(model.backbone_total))
-    for tower, value in model.towers().items():
-        t.add_row(f"  {TOWER_LABELS[tower]}", "", n(value))
     if model.total_with_ties != model.total:
         t.add_row("ties counted twice", "", n(model.total_with_ties))
     if model.is_moe:
         t.add_row("active per token", "", n(model.active_total))
     return t
+
+
+def tower_rows(t: Table, model: Model) -> None:
+    """A composite's towers as the parts of the class's total, right under it (the output head
+    is the language model's, so they add up to the class, not to its backbone)."""
+    towers = list(model.towers().items())
+    head = model.total != model.backbone_total and "language_model" in model.towers()
+    for i, (tower, value) in enumerate(towers):
+        said = "with the output head" if head and tower == "language_model" else ""
+        t.add_row(f"  {'=' if i == 0 else '+'} {TOWER_LABELS[tower]}", said, n(value))
 
 
 def components(model: Model) -> Table:
@@ -122,13 +132,18 @@ def _branch(parent: Tree, node: Node, depth: int) -> None:
             _branch(branch, child, depth - 1)
 
 
+def scope_lines(model: Model) -> list[Text]:
+    """What the count is not (the text tower only, MTP layers left out), under the headline."""
+    return [Text(f"scope: {s}", style="yellow") for s in model.scope]
+
+
 def render(model: Model, tree_depth: int = 0) -> Group:
     head = Text(model.name, style="bold")
     where = "bundled catalog" if model.source == f"catalog:{model.name}" else model.source
     head.append(f"  {model.model_type} · {where}" if where != model.name else f"  {model.model_type}", style="dim")
     if model.counted_by != "paramcount":
         head.append(f" · counted by {model.counted_by}", style="yellow")
-    parts = [head, summary(model), Text(""), components(model)]
+    parts = [head, *scope_lines(model), summary(model), Text(""), components(model)]
     parts += [Text(""), *layer_lines(model)] if model.layers() else []
     parts += tie_lines(model)
     parts += [Text(f"note: {note}", style="yellow") for note in model.notes]

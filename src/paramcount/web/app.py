@@ -170,9 +170,11 @@ def answer(request: Request, job: Any, q: Any) -> Answer:
 
 
 def _derivation(model, q: schemas.ModelRequest) -> tuple[dict[str, Any] | None, str | None]:
-    target = sources.with_backbone_tree(model) if q.derive == "backbone" else model
+    from ..family import backbone_of, resolve
+
     try:
-        return views.derivation(target, q.lang), None
+        resolved = resolve(model)
+        return views.derivation(backbone_of(resolved) if q.derive == "backbone" else resolved, q.lang), None
     except ParamcountError as e:
         return None, str(e)
 

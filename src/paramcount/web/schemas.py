@@ -170,6 +170,9 @@ class ModelResponse(BaseModel):
     counted_by: str = Field("paramcount", description="paramcount (native) or transformers (the fallback)")
     exact: bool = Field(True, description="false when total is a lower bound (inexact_reason says why)")
     inexact_reason: str | None = None
+    scope: list[str] = Field(
+        default_factory=list, description="what the count is not (the text tower only, MTP layers left out)"
+    )
     total: Count
     total_with_ties: Count
     active: Count
@@ -178,6 +181,10 @@ class ModelResponse(BaseModel):
     towers: list[Tower] = Field(default_factory=list, description="a composite model's parts; empty for one tower")
     components: list[Component]
     layers: list[Layers]
+    breakdown_exact: bool = Field(
+        True, description="false when active, backbone, towers, components and layers are read from tensor names"
+    )
+    breakdown_why: str | None = Field(None, description="why the breakdown is not the family's tree")
     ties: list[TieInfo]
     notes: list[str]
     classes: list[str] = Field(description="what model_class may be besides auto")

@@ -34,7 +34,6 @@ _UNSAFE_NAME = re.compile(r"[^\w.+\- ()\[\]]")
 def catalog_model(name: str, **opts: Any) -> Model:
     """A bundled catalog entry by hub id or alias; never a path, never the Hub."""
     from ..frontends import catalog
-    from ..frontends.config import from_config
 
     entry = catalog.find(name) if _CATALOG_NAME.fullmatch(name) else None
     if entry is None:
@@ -42,7 +41,7 @@ def catalog_model(name: str, **opts: Any) -> Model:
         close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise ParamcountError(f"not in the catalog{hint}", source=name[:200], field="name")
-    return from_config(entry.config, f"catalog:{entry.id}", name=entry.id, **opts)
+    return catalog.count(entry, **opts)
 
 
 def config_model(config: Mapping[str, Any], **opts: Any) -> Model:

@@ -14,8 +14,13 @@ from ..render.labels import KINDS, TOWERS
 
 
 def summary(model: Model) -> dict[str, Any]:
-    """Totals, components, layer runs, ties and notes."""
+    """Totals, components, layer runs, ties and notes; a file's breakdown from its family's tree
+    where it has one (:func:`paramcount.family.resolve`), as ``paramcount --json`` gives it."""
+    from ..family import resolve
+
     labels = KINDS["en"]
+    resolved = resolve(model)
+    fam = resolved.model
     return {
         "name": model.name,
         "source": model.source,
@@ -24,19 +29,25 @@ def summary(model: Model) -> dict[str, Any]:
         "counted_by": model.counted_by,
         "exact": model.exact,
         "inexact_reason": model.inexact,
+        "scope": list(model.scope),
         "total": model.total,
         "total_with_ties": model.total_with_ties,
-        "active": model.active_total,
-        "backbone_class": model.backbone_class,
-        "backbone_total": model.backbone_total,
-        "towers": [{"tower": k, "label": TOWERS["en"][k], "count": n} for k, n in model.towers().items()],
-        "components": [{"kind": k, "label": labels.get(k, k), "count": n} for k, n in model.components().items()],
+        "active": fam.active_total,
+        "backbone_class": fam.backbone_class,
+        "backbone_total": fam.backbone_total,
+        "towers": [{"tower": k, "label": TOWERS["en"][k], "count": n} for k, n in fam.towers().items()],
+        "components": [{"kind": k, "label": labels.get(k, k), "count": n} for k, n in fam.components().items()],
         "layers": [
             {"path": g.path, "first": g.first, "copies": g.copies, "each": g.each, "total": g.count}
-            for g in model.layers()
+            for g in fam.layers()
         ],
+        "breakdown_exact": resolved.is_family,
+        "breakdown_why": resolved.why,
         "ties": [{"name": n, "target": t, "count": c} for n, t, c in model.ties()],
-        "notes": list(model.notes),
+        "notes": [
+            *model.notes,
+            *([f"breakdown read from tensor names, not exact: {resolved.why}"] if resolved.why else []),
+        ],
     }
 
 
@@ -81,12 +92,13 @@ def root(model: Model) -> dict[str, Any]:
     return data
 
 
-def derivation(model: Model, lang: str) -> dict[str, Any]:
-    """The derivation as blocks of typed pieces; formulas as TeX for KaTeX, numbers as digits."""
-    from ..derive import derive
+def derivation(resolved: Any, lang: str) -> dict[str, Any]:
+    """The derivation of a resolved model (:func:`paramcount.family.resolve`) as blocks of typed
+    pieces; formulas as TeX for KaTeX, numbers as digits."""
+    from ..derive import derive_resolved
     from ..render.derivation import document
 
-    doc = document(derive(model), lang)
+    doc = document(derive_resolved(resolved), lang)
     return {"lang": lang, "blocks": [_block(b) for b in doc.blocks]}
 
 

@@ -130,6 +130,10 @@
     $("model-name").textContent = m.name;
     $("model-type").textContent = m.model_type;
     $("model-source").textContent = m.source;
+    const scope = $("scope");
+    scope.innerHTML = "";
+    for (const s of m.scope || []) scope.appendChild(text("li", "", `scope: ${s}`));
+    scope.hidden = !scope.children.length;
     $("class-name").textContent = m.class_name;
     $("total").textContent = fmt(m.total);
     $("backbone-class").textContent = m.backbone_class;

@@ -1,0 +1,303 @@
+"""Parameters a printout does not show, filled from the family that defines the printed class.
+
+``print(model)`` shows a module's parameters only through its extra repr: ``T5LayerNorm()``,
+``Qwen3NextRMSNormGated()`` or a ViT's ``cls_token`` (held beside submodules) print no shape.
+Where paramcount's family defines the printed class, its tree names those tensors with symbolic
+shapes (``h``, ``h·expand``, ``1``), and the printed modules give the symbols' values: every
+printed tensor is matched with the family's tensor at the same place, and a dimension that is
+one symbol there binds that symbol to the printed width (the nearest binding wins where towers
+differ). A missing tensor is filled only when every dimension evaluates from bound symbols (or
+is the constant 1), and the family's own default widths give its default shape back through the
+same arithmetic; anything else stays unknown and the count stays a lower bound.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..ir import Block, Node, Tensor, Tie, expr, join
+
+_DIGITS = re.compile(r"(?:(?<=\.)|^)\d+(?=\.|$)")
+_ATOM = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_TOKEN = re.compile(r"\s*(?:([A-Za-z_][A-Za-z0-9_]*)|(\d+)|([·+\-/()⌈⌉]))")
+
+Param = tuple[str, tuple[int, ...], str | None]
+MAX_PLACES = 1 << 14  # distinct (place, shape) pairs read for widths: real models have a few hundred
+
+
+def pattern(path: str) -> str:
+    """A path with its layer and entry numbers as ``*``: where the family's tensor sits."""
+    return _DIGITS.sub("*", path)
+
+
+def _leaves(node: Block, path: str = "") -> Iterator[tuple[str, Tensor | Tie]]:
+    for child in node.children:
+        if isinstance(child, Block):
+            here = join(path, child.name)
+            yield from _leaves(child, f"{here}.*" if child.repeat is not None else here)
+        else:
+            yield join(path, child.name), child
+
+
+def blocks(node: Block, path: str = "") -> Iterator[tuple[str, Block]]:
+    for child in node.children:
+        if isinstance(child, Block):
+            here = join(path, child.name)
+            here = f"{here}.*" if child.repeat is not None else here
+            yield here, child
+            yield from blocks(child, here)
+
+
+def _common(a: tuple[str, ...], b: tuple[str, ...]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+@dataclass
+class Widths:
+    """Symbol values seen at places in the tree; the one nearest a place answers for it."""
+
+    seen: dict[str, dict[tuple[str, ...], set[int]]] = field(default_factory=dict)
+
+    def add(self, symbol: str, path: str, value: int) -> None:
+        self.seen.setdefault(symbol, {}).setdefault(tuple(pattern(path).split(".")), set()).add(int(value))
+
+    def value(self, symbol: str, path: str, skip: frozenset[tuple[str, ...]] = frozenset()) -> int | None:
+        """The symbol's value nearest ``path``, not reading the places in ``skip``."""
+        places = {p: v for p, v in self.seen.get(symbol, {}).items() if p not in skip}
+        if not places:
+            return None
+        here = tuple(pattern(path).split("."))
+        best = max(_common(here, p) for p in places)
+        values = set().union(*(v for p, v in places.items() if _common(here, p) == best))
+        return next(iter(values)) if len(values) == 1 else None
+
+
+def symbols(text: str) -> set[str]:
+    return set(_ATOM.findall(text))
+
+
+def evaluate(
+    text: str, widths: Widths, path: str, given: dict[str, int] | None = None, skip: frozenset = frozenset()
+) -> int | None:
+    """A shape expression (``h·expand``, ``a·d_head + 1``, ``⌈h/16⌉``) with the symbols' values
+    near ``path`` (or ``given``); None when a symbol is unbound or the text is not this small
+    arithmetic."""
+    tokens: list[str | int] = []
+    pos = 0
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if not m:
+            return None
+        name, digits, op = m.groups()
+        if name:
+            v = given[name] if given and name in given else widths.value(name, path, skip)
+            if v is None:
+                return None
+            tokens.append(v)
+        else:
+            tokens.append(int(digits) if digits else op)
+        pos = m.end()
+    value, rest = _sum(tokens)
+    return value if value is not None and not rest else None
+
+
+def _sum(tokens: list, ceil: bool = False) -> tuple[int | None, list]:
+    value, tokens = _product(tokens, ceil)
+    while value is not None and tokens and tokens[0] in ("+", "-"):
+        op, (right, tokens) = tokens[0], _product(tokens[1:], ceil)
+        value = None if right is None else (value + right if op == "+" else value - right)
+    return value, tokens
+
+
+def _product(tokens: list, ceil: bool) -> tuple[int | None, list]:
+    value, tokens = _atom(tokens)
+    while value is not None and tokens and tokens[0] in ("·", "/"):
+        op, (right, tokens) = tokens[0], _atom(tokens[1:])
+        if not right:
+            return None, tokens
+        value = value * right if op == "·" else (-(-value // right) if ceil else value // right)
+    return value, tokens
+
+
+def _atom(tokens: list) -> tuple[int | None, list]:
+    if not tokens:
+        return None, tokens
+    head = tokens[0]
+    if head in ("(", "⌈"):  # ⌈a/b⌉: division rounded up inside
+        value, rest = _sum(tokens[1:], ceil=head == "⌈")
+        close = ")" if head == "(" else "⌉"
+        return (value, rest[1:]) if rest and rest[0] == close else (None, rest)
+    return (head, tokens[1:]) if isinstance(head, int) else (None, tokens)
+
+
+def solve(text: str, value: int, widths: Widths, path: str) -> list[tuple[str, int]]:
+    """Each symbol of ``text`` with the value that makes ``text`` equal ``value`` given the other
+    symbols' values, where ``text`` grows in steps with it (``h·expand``, ``⌈h/16⌉ + 2·state``)."""
+    out = []
+    for x in sorted(symbols(text)):
+        f1, f2 = (evaluate(text, widths, path, {x: n}) for n in (1, 2))
+        if f1 is None or f2 is None or f2 <= f1 or (value - f1) % (f2 - f1):
+            continue
+        guess = 1 + (value - f1) // (f2 - f1)
+        if guess >= 1 and evaluate(text, widths, path, {x: guess}) == value:
+            out.append((x, guess))
+    return out
+
+
+class Filler:
+    """The family's tensors for printed modules that do not show theirs (see the module doc)."""
+
+    def __init__(self, family_tree: Block, printed: Block):
+        self.tensors: dict[str, list[Tensor]] = {}
+        for path, t in _leaves(family_tree):
+            if isinstance(t, Tensor):
+                self.tensors.setdefault(pattern(path), []).append(t)
+        self.modules = {pattern(p) for p, _ in blocks(family_tree)}
+        self.raw = raw_names(family_tree)
+        own = [(path, t.shape, t.shape) for path, ts in self.tensors.items() for t in ts]
+        self.defaults = _widths(own)  # the family's default widths, read as the printout's are
+        # What binds a symbol is the place (a pattern) and the shapes: alike entries of a long
+        # list say it once, and a text with more unlike places than MAX_PLACES fills nothing.
+        pairs: dict[tuple, tuple[str, tuple[int, ...], tuple[int, ...]]] = {}
+        for path, t in _leaves(printed):
+            ts = self.tensors.get(pattern(path), [])
+            if isinstance(t, Tensor) and len({tuple(map(expr, x.shape)) for x in ts}) == 1:
+                pairs.setdefault((pattern(path), tuple(t.shape)), (path, ts[0].shape, t.shape))
+            if len(pairs) > MAX_PLACES:
+                pairs = {}
+                break
+        self.widths = _widths(list(pairs.values()))
+        self.filled: dict[str, list[str]] = {}  # class -> the paths filled
+
+    def leaf(self, path: str, cls: str) -> list[Param] | None:
+        """A leaf module's parameters by the family, or None where they cannot be filled."""
+        here = pattern(path)
+        if here not in self.modules:
+            return None
+        names = sorted({p[len(here) + 1 :] for p in self.tensors if p.startswith(here + ".")})
+        if any("." in n for n in names):
+            return None
+        params = self._params(here, names)
+        if params is not None:
+            self.filled.setdefault(cls, []).append(path)
+        return params
+
+    def beside(self, path: str, printed: set[str]) -> list[Param]:
+        """The raw parameters the family's module at ``path`` holds beside its submodules."""
+        here = pattern(path)
+        params = []
+        for name in sorted(self.raw.get(here, set()) - printed):  # each on its own: one may be unknowable
+            params += self._params(here, [name]) or []
+        if params:
+            names = ", ".join(p[0] for p in params)
+            self.filled.setdefault("(raw parameters)", []).append(f"{path or '(root)'}: {names}")
+        return params
+
+    def _params(self, here: str, names: list[str]) -> list[Param] | None:
+        # The family's defaults must come back from the widths of its other tensors, as the
+        # printout's must: the tensors being filled are not read for their own symbols.
+        skip = frozenset(tuple(join(here, n).split(".")) for n in names)
+        out: list[Param] = []
+        for name in names:
+            ts = self.tensors[join(here, name)]
+            shape = self._shape(ts, join(here, name), skip)
+            if shape is None:
+                return None
+            out.append((name, shape, ts[0].kind))
+        return out
+
+    def _shape(self, ts: list[Tensor], path: str, skip: frozenset) -> tuple[int, ...] | None:
+        if len({tuple(map(expr, t.shape)) for t in ts}) != 1:
+            return None
+        shape = []
+        for d in ts[0].shape:
+            text = expr(d)
+            if text.isdigit():  # a constant of the family's code: only 1 is surely not a config value
+                value = 1 if int(text) == 1 else None
+            elif evaluate(text, self.defaults, path, skip=skip) != int(d):
+                value = None  # the arithmetic does not give the family's own default back
+            else:
+                value = evaluate(text, self.widths, path)
+            if value is None or value < 0:
+                return None
+            shape.append(value)
+        return tuple(shape)
+
+    def note(self) -> str | None:
+        if not self.filled:
+            return None
+        parts = [f"{cls} ×{len(paths)} (e.g. {paths[0]})" for cls, paths in self.filled.items()]
+        return "filled from the family, with the widths printed around them: " + "; ".join(parts)
+
+
+def _widths(pairs: list[tuple[str, tuple[int, ...], tuple[int, ...]]]) -> Widths:
+    """Symbol values from (place, the family's shape, the shape seen there): single symbols
+    first, then what one unknown symbol of an expression solves for."""
+    widths = Widths()
+    for pair in pairs:
+        _bind(widths, pair[1], pair[2], pair[0])
+    for _ in range(3):  # a width solved from one tensor may be what solves the next
+        if not any([_solve(widths, *pair) for pair in pairs]):
+            break
+    return widths
+
+
+def _solve(widths: Widths, path: str, family_shape: tuple[int, ...], shape: tuple[int, ...]) -> bool:
+    """Bind what the printed dimensions solve for; whether anything new was bound."""
+    new = False
+    if len(family_shape) != len(shape):
+        return new
+    for d, v in zip(family_shape, shape, strict=True):
+        text = expr(d)
+        if _ATOM.fullmatch(text):
+            continue
+        for x, value in solve(text, int(v), widths, path):
+            place = widths.seen.setdefault(x, {}).setdefault(tuple(pattern(path).split(".")), set())
+            new = new or value not in place
+            place.add(value)
+    return new
+
+
+def _bind(widths: Widths, family_shape: tuple[int, ...], shape: tuple[int, ...], path: str) -> None:
+    if len(family_shape) != len(shape):
+        return
+    for d, v in zip(family_shape, shape, strict=True):
+        text = expr(d)
+        if _ATOM.fullmatch(text):
+            widths.add(text, path, int(v))
+
+
+def raw_names(tree: Block) -> dict[str, set[str]]:
+    """Per module (as a pattern), the parameters it holds beside its submodules: tensors next to
+    blocks, and blocks of one unnamed tensor (LLaVA-OneVision's ``image_newline``)."""
+    out: dict[str, set[str]] = {}
+    for path, block in [("", tree), *blocks(tree)]:
+        if not any(isinstance(c, Block) for c in block.children):
+            continue
+        names = {c.name for c in block.children if not isinstance(c, Block)}
+        names |= {c.name for c in block.children if _lone(c)}
+        if names:
+            out[pattern(path)] = names
+    return out
+
+
+def _lone(node: Node) -> bool:
+    return isinstance(node, Block) and len(node.children) == 1 and node.children[0].name == ""
+
+
+def family_tree(fam: Any, class_name: str) -> Block | None:
+    """The family's tree for ``class_name`` at its default config, or None."""
+    if fam is None or class_name not in fam.classes:
+        return None
+    try:
+        return fam.build(class_name, fam.cfg({}, None))[0]
+    except Exception:  # only a help for the text: a family that cannot build its defaults must not stop a count
+        return None

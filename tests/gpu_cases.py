@@ -1,0 +1,113 @@
+"""The GPU measurements of tests/fixtures/gpu_h100.json as plans to hold against them.
+
+Each case is planned as it ran (benchmarks/record_gpu.py says where the figures come from):
+inference with bf16 weights (fp32 where the case says), training and LoRA at the case's
+precision, checkpointing and adapters. ``table`` writes the plan-against-measurement table the
+README shows.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from paramcount import memory
+from paramcount.memory.terms import GB
+
+FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "gpu_h100.json").read_text())
+CONTEXT_USED = FIXTURE["cublas_context_used"]
+
+
+@dataclass(frozen=True)
+class Case:
+    raw: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        o = self.raw["options"]
+        extra = [f"{k} {v}" for k, v in o.items() if k not in ("new_tokens", "targets")]
+        if "targets" in o:
+            extra.append("targets " + (o["targets"] if isinstance(o["targets"], str) else ",".join(o["targets"])))
+        kind = {"infer": "", "generate": "generate, "}.get(self.raw["kind"], self.raw["kind"] + ", ")
+        return f"{self.raw['id']}, {kind}{self.raw['T']:,} × {self.raw['B']}" + "".join(f", {e}" for e in extra)
+
+    @property
+    def reported(self) -> bool:
+        return "used" in self.raw["measured"]
+
+    @property
+    def steps(self) -> list[dict[str, int]]:
+        return self.raw["measured"].get("steps") or [self.raw["measured"]]
+
+    @property
+    def used(self) -> int:
+        """What the card held at the peak: peak reserved + the CUDA context."""
+        m = self.raw["measured"]
+        if self.reported:
+            return m["used"]
+        return max(s["peak_reserved"] for s in self.steps) + self.raw["context_used"]
+
+    @property
+    def peak_alloc(self) -> int | None:
+        return None if self.reported else max(s["peak_alloc"] for s in self.steps)
+
+    def model(self) -> Any:
+        cfg = FIXTURE["configs"].get(self.raw["model"]) if "model" in self.raw else None
+        return cfg["config"] if cfg else self.raw["id"]
+
+    def plan(self, gpu: str | None = None) -> memory.Plan:
+        o, kind = self.raw["options"], self.raw["kind"]
+        T, B = self.raw["T"] + o.get("new_tokens", 0), self.raw["B"]
+        if kind in ("infer", "generate"):
+            scheme = o.get("dtype", "bf16")
+            return memory.inference(self.model(), scheme, context=T, batch=B, cache=o.get("cache"))
+        recompute = o.get("recompute", "none")
+        if kind == "lora":
+            targets = o.get("targets")
+            return memory.train(
+                self.model(),
+                precision="bf16",
+                context=T,
+                batch=B,
+                recompute=recompute,
+                lora=o["r"],
+                lora_targets=targets,
+            )
+        return memory.train(self.model(), precision=o["precision"], context=T, batch=B, recompute=recompute)
+
+
+def cases() -> list[Case]:
+    return [Case(c) for c in FIXTURE["cases"] + FIXTURE["reported"]]
+
+
+def allocated(plan: memory.Plan) -> int:
+    """What PyTorch's allocator hands out in the plan: every term but the overhead, and the
+    overhead's cuBLAS workspace (the context and the allocator's reserve are not allocations)."""
+    tensors = sum(t.bytes for t in plan.device_terms if t.key != "overhead")
+    return tensors + sum(
+        p.bytes for t in plan.device_terms if t.key == "overhead" for p in t.parts if p.key == "overhead.workspace"
+    )
+
+
+def ratio(plan_bytes: int, measured: int) -> float:
+    return plan_bytes / measured - 1
+
+
+def table() -> str:
+    rows = ["| case | plan total | GPU used | plan vs GPU | plan tensors | peak allocated | vs allocated |"]
+    rows.append("|---|---:|---:|---:|---:|---:|---:|")
+    for c in cases():
+        p = c.plan()
+        a = c.peak_alloc
+        measured = f"{a / GB:.2f} GB | {ratio(allocated(p), a):+.0%}" if a else "(not kept) | "
+        alloc = f"{allocated(p) / GB:.2f} GB | {measured}"
+        rows.append(
+            f"| {c.name} | {p.total / GB:.2f} GB | {c.used / GB:.2f} GB | {ratio(p.total, c.used):+.0%} | {alloc} |"
+        )
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    print(table())
