@@ -180,3 +180,108 @@ def test_cli_hostile_gguf_is_one_line_exit_2(tmp_path, capsys):
     assert main([str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{path}: truncated: tensor a.weight's data ends" in err
+
+
+# ---- the work a header may ask for: bounded by counts, never by time -------------------------------
+
+
+def sparse(tmp_path, head: bytes, size: int) -> str:
+    """A file of ``size`` bytes that starts with ``head``; the rest a hole that reads as zeros."""
+    path = tmp_path / "big.gguf"
+    with open(path, "wb") as f:
+        f.write(head)
+        f.truncate(size)
+    return str(path)
+
+
+def reads(monkeypatch) -> dict[str, int]:
+    """How many keys and strings the reader reads, and how many array items it walks."""
+    seen = {"strings": 0, "walked": 0}
+    string, walk = pg._Reader.string, pg._Reader.walk
+
+    def counted_string(self, *args, **kw):
+        seen["strings"] += 1
+        return string(self, *args, **kw)
+
+    def counted_walk(self, n, key):
+        seen["walked"] += n
+        return walk(self, n, key)
+
+    monkeypatch.setattr(pg._Reader, "string", counted_string)
+    monkeypatch.setattr(pg._Reader, "walk", counted_walk)
+    return seen
+
+
+@pytest.mark.parametrize("entry", [kv("k", ARR, struct.pack("<IQ", U32, 0)), kv("k", U8, b"\0")])
+def test_millions_of_metadata_entries_are_refused_before_any_is_read(tmp_path, monkeypatch, entry):
+    """100 MB of empty arrays, or 4M one-byte keys: the count says it, and nothing is read."""
+    n = 100 * 2**20 // len(entry)
+    head = b"GGUF" + struct.pack("<IQQ", 3, 0, n) + entry * 1000
+    seen = reads(monkeypatch)
+    with pytest.raises(ParamcountError, match=f"header holds {n:,} metadata entries; at most 65,536 are read"):
+        pg.read_header(sparse(tmp_path, head, 100 * 2**20))
+    assert seen == {"strings": 0, "walked": 0}
+
+
+def test_metadata_entries_up_to_the_bound_are_read(monkeypatch):
+    monkeypatch.setattr(pg, "MAX_METADATA", 10)
+    ten = [kv(f"k{i}", ARR, struct.pack("<IQ", U32, 0)) for i in range(10)]
+    assert len(pg.parse(build(kvs=(ARCH, *ten[1:])), "ok.gguf").metadata) == 10
+    with pytest.raises(ParamcountError, match="header holds 11 metadata entries; at most 10 are read"):
+        pg.parse(build(kvs=(ARCH, *ten)), "eleven.gguf")
+
+
+def test_array_strings_are_walked_up_to_a_bound_in_all(monkeypatch):
+    """Strings (a vocabulary, merges) must be walked one by one: at most MAX_WALKED in all the
+    arrays, counted before the walk."""
+    monkeypatch.setattr(pg, "MAX_WALKED", 100)
+    seen = reads(monkeypatch)
+    strings = lambda key, n: kv(key, ARR, struct.pack("<IQ", STR, n) + string("ab") * n)  # noqa: E731
+    info = pg.parse(build(kvs=(ARCH, strings("tokenizer.ggml.tokens", 60), strings("t.merges", 40))), "ok.gguf")
+    assert info.metadata["t.merges"] == ("array", STR, 40) and seen["walked"] == 100
+    with pytest.raises(ParamcountError, match=r"t\.merges: the arrays hold more than 100 items read one by one"):
+        pg.parse(build(kvs=(ARCH, strings("tokenizer.ggml.tokens", 60), strings("t.merges", 41))), "over.gguf")
+    assert seen["walked"] == 201  # 100, then 60 and the 41 refused before their walk
+
+
+def test_a_vocabulary_past_the_bound_is_refused_before_its_walk(tmp_path, monkeypatch):
+    n = pg.MAX_WALKED + 1
+    head = b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + kv("tokenizer.ggml.tokens", ARR, struct.pack("<IQ", STR, n))
+    seen = reads(monkeypatch)
+    with pytest.raises(ParamcountError, match=f"more than {pg.MAX_WALKED:,} items read one by one"):
+        pg.read_header(sparse(tmp_path, head, len(head) + 8 * n))  # n empty strings
+    assert seen == {"strings": 1, "walked": n}  # the key's name; the items counted, none walked
+
+
+def test_arrays_of_numbers_are_skipped_by_seeking(tmp_path, monkeypatch):
+    """A 40 MB array of token scores is passed over, not read: no item walked, no memory."""
+    n = 10 * 2**20
+    head = b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + kv("tokenizer.ggml.scores", ARR, struct.pack("<IQ", U32, n))
+    seen = reads(monkeypatch)
+    tracemalloc.start()
+    try:
+        info = pg.read_header(sparse(tmp_path, head, -(-(len(head) + 4 * n) // 32) * 32))
+    finally:
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    assert info.metadata["tokenizer.ggml.scores"] == ("array", U32, n)
+    assert seen["walked"] == 0 and peak < 1 << 20
+
+
+def test_per_layer_numbers_count_toward_the_bound(monkeypatch):
+    monkeypatch.setattr(pg, "MAX_WALKED", 10)
+    per_layer = lambda i, n: kv(f"a{i}.block_count", ARR, struct.pack("<IQ", U32, n) + b"\1\0\0\0" * n)  # noqa: E731
+    assert (
+        pg.parse(build(kvs=(ARCH, per_layer(0, 4), per_layer(1, 6))), "ok.gguf").metadata["a1.block_count"] == [1] * 6
+    )
+    with pytest.raises(ParamcountError, match=r"a2\.block_count: the arrays hold more than 10 items"):
+        pg.parse(build(kvs=(ARCH, per_layer(0, 4), per_layer(1, 6), per_layer(2, 1))), "over.gguf")
+
+
+def test_kept_names_and_strings_are_bounded_in_all(monkeypatch):
+    """65,536 keys of 64 KB each would keep 4 GiB: the bytes kept are counted."""
+    monkeypatch.setattr(pg, "MAX_KEPT_BYTES", 1000)
+    keys = [kv(f"{i:03d}" + "k" * 97, U8, b"\0") for i in range(10)]
+    assert len(pg.parse(build(kvs=(kv("x", U8, b"\0"), *keys[:9])), "ok.gguf").metadata) == 10
+    with pytest.raises(ParamcountError, match="metadata key 10: the names and strings kept pass 1,000 bytes"):
+        pg.parse(build(kvs=(kv("x", U8, b"\0"), *keys)), "over.gguf")

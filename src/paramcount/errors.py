@@ -34,6 +34,11 @@ class ParamcountError(Exception):
         return self
 
 
+class BadSource(ParamcountError):
+    """The input itself is malformed (a GGUF key of the wrong type, a tensor of the wrong rank),
+    whatever is asked of it: callers that try several precisions or sizes stop at the first."""
+
+
 def _rebuild(cls: type, message: str, source: str | None, field: str | None) -> ParamcountError:
     error = cls.__new__(cls)
     ParamcountError.__init__(error, message, source=source, field=field)

@@ -175,3 +175,29 @@ def test_the_options_offer_what_each_runtime_takes(client, llama):
             assert r.status_code == 200, (runtime, kv, r.text)
     for tp in o["tp_sizes"]:
         assert memory(client, runtime="vllm", tp=tp).status_code == 200, tp
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "said"),
+    [
+        ("attention.head_count", float("nan"), "expected a whole number from 0 to 67,108,864, got nan"),
+        ("expert_count", [4, 4], "got an array of 2: [4, 4]"),
+        ("attention.head_count_kv", "\x1b[2J", r"got '\x1b[2J'"),
+    ],
+)
+def test_a_gguf_file_with_a_bad_key_is_a_one_line_error_not_a_bug(client, tmp_path, key, value, said):
+    """The planners' checked view of GGUF metadata (memory/gguf_file.py) on the web: 400 with the
+    file, the key and the value, never 422 with bug: true."""
+    from paramcount.frontends.gguf import read_header
+
+    from ..gguf_files import llama_spec, write_raw
+
+    spec = llama_spec("bad", 2, 256, 4, 2, 256, 512, experts=4, used=2)
+    path = write_raw(spec, tmp_path / "bad.gguf", {**spec["meta"], key: value})
+    header = path.read_bytes()[: read_header(path).data_offset]
+    up = client.post("/api/upload", json=upload_body("gguf", path, header))
+    assert up.status_code == 200, up.text  # the count needs no metadata
+    r = memory(client, {"kind": "upload", "id": up.json()["id"]}, gpu="h100")
+    assert r.status_code == 400 and r.json()["bug"] is False, r.text
+    error = r.json()["error"]
+    assert error.startswith(f"bad.gguf: llama.{key}: expected ") and error.endswith(said) and "\x1b" not in error

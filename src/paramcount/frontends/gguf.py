@@ -9,6 +9,7 @@ Shapes are given in PyTorch order (rows first), the reverse of GGUF's ``ne`` ord
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import mmap
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..dtypes import DTYPES, GGML_IDS
-from ..errors import ParamcountError
+from ..errors import ParamcountError, brief
 from ..model import Model
 from .flat import kind_of, tree
 
@@ -33,10 +34,21 @@ MAX_KEPT_ARRAY = 1024  # per-layer arrays (head counts) are kept; vocabularies o
 MAX_KEPT_STRING = 4096
 MAX_ELEMENTS = 1 << 62  # ggml counts elements in int64
 MAX_TENSORS = 1 << 17  # as safetensors.MAX_TENSORS (ggml puts a layer's experts in one tensor)
+# The work a header may ask for, whatever its size: real files hold tens of metadata keys and
+# at most about a million array strings (a vocabulary and its merges); every count is checked
+# before the items are read, and arrays of numbers are skipped by seeking, never read.
+MAX_METADATA = 1 << 16  # metadata entries
+MAX_WALKED = 1 << 22  # array items read one by one (strings, nested arrays, per-layer numbers), in all
+MAX_KEPT_BYTES = 1 << 25  # metadata keys, kept strings and tensor names, in all
 
 # GGUFValueType -> struct code, for the fixed-size scalar types.
 _SCALAR = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
 _STRING, _ARRAY = 8, 9
+# GGUFValueType names, for messages about a value of the wrong type
+VALUE_TYPES = {
+    0: "uint8", 1: "int8", 2: "uint16", 3: "int16", 4: "uint32", 5: "int32", 6: "float32", 7: "bool",
+    8: "string", 9: "array", 10: "uint64", 11: "int64", 12: "float64",
+}  # fmt: skip
 
 # Component of a tensor from its GGUF name (the part after ``blk.N.``), checked in order.
 _KINDS = [
@@ -50,6 +62,7 @@ _KINDS = [
 ]
 _KIND_RX = [(kind, re.compile(rx)) for kind, rx in _KINDS]
 _STEM = re.compile(r"^(?:blk\.\d+\.)?(.*?)(?:\.(weight|bias|scale))?$")
+_BLOCK = re.compile(r"^blk\.\d+\.")
 
 # Architecture metadata worth showing, as ``{arch}.<key>``.
 ARCH_KEYS = (
@@ -89,12 +102,14 @@ ARCH_KEYS = (
 
 def kind(name: str) -> str:
     """The component of a GGUF tensor (``blk.3.ffn_gate_exps.weight`` is experts)."""
+    return _kind(_BLOCK.sub("blk.0.", name, count=1))  # no rule reads the block's number
+
+
+@functools.lru_cache(maxsize=4096)  # a file's names repeat in every block
+def _kind(name: str) -> str:
     m = _STEM.match(name)
     stem = m.group(1) if m else name
-    for k, rx in _KIND_RX:
-        if rx.search(stem):
-            return k
-    return kind_of(name)
+    return next((k for k, rx in _KIND_RX if rx.search(stem)), None) or kind_of(name)
 
 
 @dataclass(frozen=True)
@@ -185,6 +200,7 @@ class _Reader:
     def __init__(self, buf: mmap.mmap | bytes, source: str):
         self.buf, self.source, self.pos, self.order = buf, source, 0, "<"
         self.size = len(buf)
+        self.walked = self.kept = 0  # array items walked and bytes kept so far (MAX_WALKED, MAX_KEPT_BYTES)
 
     def fail(self, message: str) -> ParamcountError:
         return ParamcountError(message, source=self.source)
@@ -193,12 +209,12 @@ class _Reader:
         if n < 0 or self.pos + n > self.size:
             raise self.fail(f"truncated: {what} needs {n:,} bytes at offset {self.pos:,}; the file has {self.size:,}")
 
-    def scalar(self, code: str, what: str) -> Any:
-        n = struct.calcsize(code)
-        self.need(n, what)
-        (value,) = struct.unpack_from(self.order + code, self.buf, self.pos)
-        self.pos += n
-        return value
+    def scalar(self, code: str, what: str, many: bool = False) -> Any:
+        fmt = struct.Struct(self.order + code)  # standard sizes, no padding ("IQ" is 12 bytes)
+        self.need(fmt.size, what)
+        values = fmt.unpack_from(self.buf, self.pos)
+        self.pos += fmt.size
+        return values if many else values[0]
 
     def u32(self, what: str) -> int:
         return self.scalar("I", what)
@@ -211,15 +227,24 @@ class _Reader:
         if limit is not None and n > limit:
             raise self.fail(f"{what} is {n:,} bytes long; at most {limit:,} allowed")
         self.need(n, what)
+        self.keep(n, what)
         data = bytes(self.buf[self.pos : self.pos + n])
         self.pos += n
         return data
 
-    def skip_string(self, what: str) -> int:
-        n = self.u64(f"the length of {what}")
-        self.need(n, what)
-        self.pos += n
-        return n
+    def keep(self, n: int, what: str) -> None:
+        self.kept += n
+        if self.kept > MAX_KEPT_BYTES:
+            raise self.fail(f"{what}: the names and strings kept pass {MAX_KEPT_BYTES:,} bytes; at most that is read")
+
+    def walk(self, n: int, key: str) -> None:
+        """Count ``n`` array items about to be read one by one, refusing past MAX_WALKED."""
+        self.walked += n
+        if self.walked > MAX_WALKED:
+            raise self.fail(
+                f"metadata {key}: the arrays hold more than {MAX_WALKED:,} items read one by one (strings, nested"
+                " arrays, per-layer numbers) in all; at most that many are read"
+            )
 
     def remaining(self) -> int:
         return self.size - self.pos
@@ -235,6 +260,7 @@ def _value(r: _Reader, vtype: int, key: str, depth: int = 0) -> Any:
     if vtype == _STRING:
         n = r.u64(f"the length of {key}")
         r.need(n, key)
+        r.keep(min(n, MAX_KEPT_STRING), key)
         value = _text(bytes(r.buf[r.pos : r.pos + min(n, MAX_KEPT_STRING)]))
         r.pos += n
         return value
@@ -257,7 +283,8 @@ def _array(r: _Reader, key: str, depth: int) -> Any:
     if count * smallest > r.remaining():
         raise r.fail(f"metadata {key}: array of {count:,} items cannot fit in the {r.remaining():,} bytes left")
     if item in _SCALAR and count <= MAX_KEPT_ARRAY and depth == 0 and _read_key(key):
-        return [r.scalar(_SCALAR[item], key) for _ in range(count)]
+        r.walk(count, key)
+        return list(r.scalar(f"{count}{_SCALAR[item]}", key, many=True))
     _skip_items(r, item, count, key, depth)
     return ("array", item, count)
 
@@ -270,12 +297,28 @@ def _read_key(key: str) -> bool:
 def _skip_items(r: _Reader, item: int, count: int, key: str, depth: int) -> None:
     if item in _SCALAR:
         r.pos += count * struct.calcsize(_SCALAR[item])  # fits: _array checked it against the bytes left
-    elif item == _STRING:
-        for _ in range(count):
-            r.skip_string(f"an item of {key}")
+        return
+    r.walk(count, key)
+    if item == _STRING:
+        _skip_strings(r, count, key)
     else:
         for _ in range(count):
             _array(r, key, depth + 1)
+
+
+def _skip_strings(r: _Reader, count: int, key: str) -> None:
+    """Past ``count`` strings, each a length and its bytes, so read one by one: a tight loop
+    (a vocabulary has hundreds of thousands), of at most MAX_WALKED in all."""
+    length, buf, pos, size = struct.Struct(r.order + "Q").unpack_from, r.buf, r.pos, r.size
+    for _ in range(count):
+        if pos + 8 > size:
+            break
+        pos += 8 + length(buf, pos)[0]
+    else:
+        if pos <= size:
+            r.pos = pos
+            return
+    raise r.fail(f"truncated: the strings of {key} run past the end of the file ({size:,} bytes)")
 
 
 def _metadata(r: _Reader, kv_count: int) -> dict[str, Any]:
@@ -299,9 +342,8 @@ def _tensor_info(r: _Reader, i: int, sizes: Mapping[int, tuple[int, int]], names
     n_dims = r.u32(f"the rank of {name}")
     if n_dims > MAX_DIMS:
         raise r.fail(f"tensor {name}: {n_dims} dimensions; GGUF allows at most {MAX_DIMS}")
-    ne = [r.u64(f"dimension {d} of {name}") for d in range(n_dims)]
-    type_id = r.u32(f"the type of {name}")
-    offset = r.u64(f"the data offset of {name}")
+    ne = list(r.scalar(f"{n_dims}Q", f"the dimensions of {name}", many=True))
+    type_id, offset = r.scalar("IQ", f"the type and data offset of {name}", many=True)
     if type_id not in sizes:
         raise r.fail(f"tensor {name}: unknown ggml type {type_id}")
     elements = math.prod(ne)
@@ -359,6 +401,8 @@ def parse(buf: mmap.mmap | bytes, source: str) -> GGUFFile:
         )
     if tensor_count > MAX_TENSORS:
         raise r.fail(f"header holds {tensor_count:,} tensors; at most {MAX_TENSORS:,} are read")
+    if kv_count > MAX_METADATA:
+        raise r.fail(f"header holds {kv_count:,} metadata entries; at most {MAX_METADATA:,} are read")
     meta = _metadata(r, kv_count)
     tensors = [_tensor_info(r, i, sizes, names) for i in range(tensor_count)]
     alignment = _alignment(meta, DEFAULT_ALIGNMENT, r)
@@ -475,6 +519,16 @@ def _merge(files: list[GGUFFile], count: int, source: str) -> GGUFFile:
     )
 
 
+def shown(value: Any) -> str:
+    """A metadata value fit for a one-line message: escaped, cut short, and an array the reader
+    did not keep (a vocabulary, an array of strings) said by its type and length."""
+    if isinstance(value, tuple) and value[:1] == ("array",):
+        return f"an array of {value[2]:,} {VALUE_TYPES.get(value[1], 'unknown')} values"
+    if isinstance(value, list):
+        return f"an array of {len(value):,}: {brief(value)}" if value else "an empty array"
+    return brief(value)
+
+
 def _split_line(s: TypeSplit) -> str:
     tensors = f"{s.tensors:,} tensor{'s' if s.tensors != 1 else ''}"
     return f"{s.type_name} {tensors}, {s.elements:,} elements, {s.nbytes:,} bytes ({s.bits_per_weight:.4f} bits each)"
@@ -491,7 +545,8 @@ def _notes(info: GGUFFile) -> list[str]:
     ]
     meta = info.arch_metadata()
     if meta:
-        notes.append("metadata: " + ", ".join(f"{k} {v}" for k, v in meta.items()))
+        said = (v if isinstance(v, int | list) else shown(v) for v in meta.values())  # numbers as they are
+        notes.append("metadata: " + ", ".join(f"{k} {v}" for k, v in zip(meta, said, strict=True)))
     names = {t.name for t in info.tensors}
     if "token_embd.weight" in names and "output.weight" not in names:
         notes.append("no output.weight: the output head reuses token_embd.weight (tied)")

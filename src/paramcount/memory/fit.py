@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ParamcountError
+from ..errors import BadSource, ParamcountError
 from ..model import Model
 from .gpus import GPU, GPUS
 from .gpus import gpu as find_gpu
@@ -266,7 +266,7 @@ def _served(
         try:
             rows.append(_served_row(model, p, card, context, batch, options))
         except ParamcountError as e:
-            if only:
+            if only or isinstance(e, BadSource):  # a malformed file fails every precision alike
                 raise
             errors.append(f"{p}: {e}")
     if not rows:
@@ -348,7 +348,7 @@ def _planners(model: Model, mode: str, only: Any, options: Mapping[str, Any]) ->
         try:
             planners[p] = _planner(model, p, mode, options)
         except ParamcountError as e:
-            if only:
+            if only or isinstance(e, BadSource):  # a malformed file fails every precision alike
                 raise
             errors.append((p, e))
     if not planners:  # nothing to show: the reason once, as an error, never an empty table

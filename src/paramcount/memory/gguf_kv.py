@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .gguf_file import Meta, metadata
+from .gguf_file import MAX_LAYERS, Meta, metadata
 from .kv_layout import LayerKind, Layout, NoLayout, _runs
 
 ARCHS = (
@@ -55,7 +55,6 @@ ARCHS = (
     "bloom",
     "deepseek2",
 )
-MAX_LAYERS = 512  # llama.cpp's LLAMA_MAX_LAYERS
 GEMMA2_WINDOW = 4096  # llama.cpp's default for a gemma2 file that states none
 PATTERNS = {"gemma2": 2, "gemma3": 6}  # llama_hparams::set_swa_pattern(n): layer il slides if il % n < n − 1
 
@@ -93,11 +92,11 @@ def gguf_layout(model: Any, mla: str = "latent") -> Layout:
 
 def _window(meta: Meta) -> tuple[int | None, list[str]]:
     """llama.cpp's sliding window for this architecture: its width, or None when no layer slides."""
-    arch, stated = meta.arch, meta.get("attention.sliding_window")
-    if arch == "gemma2":
+    if meta.arch == "gemma2":
         return meta.integer("attention.sliding_window", GEMMA2_WINDOW), []
+    arch, stated = meta.arch, meta.integer("attention.sliding_window", 0, low=0)
     if arch == "gemma3":
-        return (meta.integer("attention.sliding_window") if stated else None), []
+        return stated or None, []
     if stated:
         said = "disables Phi-3's sliding window (ggml-org/llama.cpp#13676)" if arch == "phi3" else "ignores it"
         return None, [f"the file states a sliding window of {stated}; llama.cpp {said}: every layer keeps T tokens"]
@@ -108,27 +107,13 @@ def _mla(meta: Meta) -> bool:
     """llama.cpp's ``is_mla()``: a deepseek2 file with the MLA head sizes stated."""
     if meta.arch != "deepseek2":
         return False
-    return bool(meta.get("attention.key_length_mla")) and bool(meta.get("attention.value_length_mla"))
-
-
-def _per_layer(meta: Meta, key: str, layers: int, default: Any = ...) -> list[int]:
-    """A number for every layer, or a list of one per block of the file (``head_count_kv`` of
-    hybrid models), of which the first ``layers`` are read."""
-    value = meta.get(key, default)
-    if value is ...:
-        raise meta.missing(key)
-    if isinstance(value, list):
-        blocks = meta.integer("block_count")
-        if len(value) != blocks or any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in value):
-            raise NoLayout(f"{meta.arch}.{key}: expected {blocks} whole numbers, one per layer")
-        return value[:layers]
-    return [meta.integer(key, low=0)] * layers
+    return meta.stated("attention.key_length_mla") and meta.stated("attention.value_length_mla")
 
 
 def _kinds(meta: Meta, layers: int, window: int | None, is_mla: bool) -> list[LayerKind]:
     """The layers grouped by what each caches: (sliding?, KV heads, key and value widths)."""
-    heads = _per_layer(meta, "attention.head_count", layers)
-    kv = _per_layer(meta, "attention.head_count_kv", layers, heads)
+    heads = meta.per_layer("attention.head_count")[:layers]  # of the file's blocks, the model's own
+    kv = meta.per_layer("attention.head_count_kv", heads)[:layers]
     width = meta.integer("embedding_length") // max(heads[0], 1)
     d_k, d_v = meta.integer("attention.key_length", width), meta.integer("attention.value_length", width)
     period = PATTERNS.get(meta.arch) if window else None

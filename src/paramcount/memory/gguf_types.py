@@ -518,10 +518,9 @@ def _count(*values: Any) -> int:
 
 def gguf_roles(meta: Any, slots: Sequence[Slot]) -> Roles:
     """The roles and facts of a GGUF file, from its metadata and tensor names."""
-    heads = meta.get("attention.head_count", 1)
-    kv = meta.get("attention.head_count_kv", heads)
-    heads, kv = (v[0] if isinstance(v, list) else v for v in (heads, kv))
+    heads = meta.per_layer("attention.head_count", 1)[0]  # llama_hparams::n_gqa(): layer 0's
+    kv = meta.per_layer("attention.head_count_kv", heads)[0] or heads
     tied = not any(s.rest == "output.weight" for s in slots)
-    n_layer = meta.integer("block_count")
-    facts = qm.Facts.of(meta.arch, n_layer, int(heads), int(kv or heads), int(meta.get("expert_count", 0) or 0), tied)
+    n_layer, experts = meta.integer("block_count"), meta.integer("expert_count", 0, low=0)
+    facts = qm.Facts.of(meta.arch, n_layer, heads, kv, experts, tied)
     return Roles(facts, True, None, None)

@@ -391,10 +391,14 @@ ROWS_AFTER_NORM = frozenset({
 
 
 def _heads(model: Model) -> int | None:
+    if is_gguf(model):
+        from .gguf_file import metadata
+
+        return max(metadata(model).per_layer("attention.head_count", 0)) or None
     config = dict(model.config or {})
     text = config.get("text_config")
     for source in (config, text if isinstance(text, Mapping) else {}):
-        for key in ("attention.head_count", "num_attention_heads", "n_head", "num_heads"):
+        for key in ("num_attention_heads", "n_head", "num_heads"):
             v = source.get(key)
             if isinstance(v, list) and v:
                 v = max(v)
@@ -408,13 +412,22 @@ def _head_dim(layout: Layout) -> int:
 
 
 def _head_dims(model: Model, layout: Layout, h: int, heads: int) -> tuple[int, int]:
-    config = dict(model.config or {})
-    d_k = config.get("attention.key_length") or config.get("head_dim") or _head_dim(layout) or h // heads
-    d_v = config.get("attention.value_length") or d_k
+    if is_gguf(model):
+        return _gguf_head_dims(model, layout, h, heads)
+    d_k = dict(model.config or {}).get("head_dim") or _head_dim(layout) or h // heads
+    return int(d_k), int(d_k)
+
+
+def _gguf_head_dims(model: Model, layout: Layout, h: int, heads: int) -> tuple[int, int]:
+    from .gguf_file import metadata
+
+    meta = metadata(model)
+    d_k = meta.integer("attention.key_length", 0, low=0) or _head_dim(layout) or h // heads
+    d_v = meta.integer("attention.value_length", 0, low=0) or d_k
     if any(k.stores == "mla-latent" for k in layout.kinds):
-        d_k = config.get("attention.key_length_mla") or d_k
-        d_v = config.get("attention.value_length_mla") or d_v
-    return int(d_k), int(d_v)
+        d_k = meta.integer("attention.key_length_mla", 0, low=0) or d_k
+        d_v = meta.integer("attention.value_length_mla", 0, low=0) or d_v
+    return d_k, d_v
 
 
 # ---- the planner ------------------------------------------------------------------------------
@@ -453,6 +466,7 @@ class LlamaCppPlanner:
             given.setdefault("type_k", kv_dtype)
             given.setdefault("type_v", kv_dtype)
         self.options = options(**given)
+        self.layout, self.partial, self.recurrent = _layout(model)  # first: the file's metadata, checked
         self.scheme = find(scheme or default_scheme(model)).name
         w = loaded(model, weights(model, self.scheme, keep=keep, pure=pure))
         self.keep = ",".join(w.keep) or "none"
@@ -463,7 +477,6 @@ class LlamaCppPlanner:
             self.weights, host = offload(model, w, arch, gguf)
             self.host = (host,) if host is not None else ()
         self.repack = repack(w, arch, gguf) if self.options.device == "cpu" else ()
-        self.layout, self.partial, self.recurrent = _layout(model)
         self.stored_as = w.options if self.scheme == "stored" else None
         default = CPU_OVERHEAD if self.options.device == "cpu" else GPU_DEFAULT
         self.overhead = _overhead.parse(overhead) if overhead is not None else default

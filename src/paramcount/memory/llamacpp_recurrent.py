@@ -40,6 +40,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .gguf_file import MAX_LAYERS
 from .kv_layout import LayerKind, Layout, NoLayout, _runs, state_kind
 from .terms import Term
 
@@ -53,7 +54,6 @@ _QWEN = ("qwen3next", "qwen35", "qwen35moe")
 _BY_KV_HEADS = ("jamba", "granitehybrid", "lfm2", "kimi-linear")  # is_recr: n_head_kv(il) == 0
 F32 = 4
 ALIGNMENT = {"cpu": 32, "gpu": 128}  # TENSOR_ALIGNMENT (ggml-impl.h); ggml_backend_cuda_buffer_type_get_alignment
-MAX_LAYERS = 512  # LLAMA_MAX_LAYERS
 # the keys each load_arch_hparams (src/models/<arch>.cpp) requires, which llama.cpp refuses a file without
 _SSM = ("ssm.conv_kernel", "ssm.inner_size", "ssm.state_size", "ssm.time_step_rank")
 _GROUPED = (*_SSM, "ssm.group_count")
@@ -95,9 +95,9 @@ def hparams(meta: Any) -> Hparams:
     for key in REQUIRED.get(arch, ()):  # load_arch_hparams' ml.get_key(..., required)
         if not meta.has(key):
             raise meta.missing(key)
-    heads = _per_layer(meta, "attention.head_count", n_all, 0)
-    kv = _per_layer(meta, "attention.head_count_kv", n_all, heads)
-    ff = _per_layer(meta, "feed_forward_length", n_all, 0)
+    heads = meta.per_layer("attention.head_count", 0)
+    kv = meta.per_layer("attention.head_count_kv", heads)
+    ff = meta.per_layer("feed_forward_length", 0)
     recr = _is_recr(meta, n, n_all, kv, ff)
     attn = [_has_attention(arch, il, n, recr, ff) for il in range(n_all)]
     d_k, d_v = _head_sizes(meta, heads[0])
@@ -115,24 +115,12 @@ def hparams(meta: Any) -> Hparams:
 def _mla_rank(meta: Any, attention: tuple[tuple[int, int, int, int], ...]) -> int:
     """``is_mla()`` (both MLA head sizes stated): the cached row is ``key_length`` wide, the
     latent (``kv_lora_rank``) and the rope key, for the one KV head of MLA written as MQA."""
-    if not (meta.get("attention.key_length_mla") and meta.get("attention.value_length_mla")):
+    if not (meta.stated("attention.key_length_mla") and meta.stated("attention.value_length_mla")):
         return 0
     rank = meta.integer("attention.kv_lora_rank")
     if any(kv != 1 or d_k <= rank for _, kv, d_k, _ in attention):
         raise NoLayout(f"{meta.arch}: an MLA file caches one row of key_length > kv_lora_rank per layer")
     return rank
-
-
-def _per_layer(meta: Any, key: str, n: int, default: Any) -> list[int]:
-    """``get_key_or_arr``: one number for every layer, or one per layer; ``default`` when absent."""
-    value = meta.get(key)
-    if value is None:
-        return list(default) if isinstance(default, list) else [default] * n
-    if isinstance(value, list):
-        if len(value) != n or any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in value):
-            raise NoLayout(f"{meta.arch}.{key}: expected {n} whole numbers, one per layer")
-        return value
-    return [meta.integer(key, low=0)] * n
 
 
 def _is_recr(meta: Any, n: int, n_all: int, kv: list[int], ff: list[int]) -> list[bool]:
@@ -144,11 +132,9 @@ def _is_recr(meta: Any, n: int, n_all: int, kv: list[int], ff: list[int]) -> lis
         return [il < n and kv[il] == 0 for il in range(n_all)]
     if arch in _NEMOTRON:
         return [il < n and kv[il] == 0 and ff[il] == 0 for il in range(n_all)]
-    stated = meta.get("attention.recurrent_layers")  # Qwen: get_key_or_arr(..., n_layer_all)
-    if isinstance(stated, list):
-        if len(stated) != n_all:
-            raise NoLayout(f"{arch}.attention.recurrent_layers: expected {n_all} entries, one per layer")
-        return [bool(v) for v in stated]
+    stated = meta.flags("attention.recurrent_layers")  # Qwen: get_key_or_arr(..., n_layer_all)
+    if stated is not None:
+        return stated
     every = meta.integer("full_attention_interval", 4)
     return [il < n and (il + 1) % every != 0 for il in range(n_all)]
 

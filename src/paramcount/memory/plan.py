@@ -26,6 +26,7 @@ from .terms import GB, GIB, Term
 
 SCHEMA = "paramcount.memory/1"
 DEFAULT_CONTEXT = 4096  # when neither the caller nor a smaller model limit says otherwise
+UINT32 = (1 << 32) - 1
 _POSITIONS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "n_ctx", "context_length")
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 
@@ -143,7 +144,10 @@ def max_positions(model: Model) -> int | None:
     """The longest context the model's config allows, when it says (a vision encoder: its
     patches and class token)."""
     from ..frontends.config import is_native
+    from .gguf_file import is_gguf, metadata
 
+    if is_gguf(model):
+        return metadata(model).integer("context_length", None, high=UINT32)  # only a limit: any uint32
     if model.config and is_native(model.model_type) and model.counted_by == "paramcount":
         from ..arch import family
 

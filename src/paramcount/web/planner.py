@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ParamcountError
+from ..errors import BadSource, ParamcountError
 from ..memory.fit import gpu_dict
 from ..memory.plan import term_dict
 from ..model import Model
@@ -209,6 +209,8 @@ def _weights_row(model: Model, name: str) -> dict[str, Any]:
 
     try:
         size = weights(model, name).bytes
+    except BadSource:
+        raise
     except ParamcountError as e:
         return {"scheme": name, "label": name, "available": False, "why": str(e)}
     return {"scheme": name, "label": name, "available": True, "weights": size}
@@ -259,6 +261,8 @@ def _fit_row(model: Model, card: Any, context: int, batch: int, mode: str, name:
 
     try:
         row = fit(model, card, context, batch, mode, only=(name,), **options).rows[0]
+    except BadSource:  # a malformed file, whatever the precision: the request's error, as fit's
+        raise
     except ParamcountError as e:
         return {"scheme": name, "label": name, "available": False, "why": str(e)}
     return {
