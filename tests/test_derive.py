@@ -182,3 +182,26 @@ def test_a_bias_free_layernorm_is_not_called_rmsnorm(name, form):
     d = derive(paramcount.load(name))
     roles = {line.role for s in d.sections for line in s.lines if line.kind == "norms"}
     assert roles == {form}
+
+
+def test_explain_refuses_a_tree_of_too_many_distinct_tensors(tmp_path, monkeypatch, capsys):
+    """A derivation is a line per distinct tensor: a header of 100k unrepeated tensors took a
+    minute of CPU in `explain`; past MAX_DERIVED it is one line and exit 2, and at the bound it
+    is written."""
+    import importlib
+    import json
+    import struct
+
+    derive = importlib.import_module("paramcount.derive")  # the module: the package's attribute is the function
+    from paramcount.cli import main
+
+    meta = {f"w{i}": {"dtype": "F32", "shape": [1], "data_offsets": [4 * i, 4 * i + 4]} for i in range(300)}
+    head = json.dumps(meta).encode()
+    path = tmp_path / "many.safetensors"
+    path.write_bytes(struct.pack("<Q", len(head)) + head + bytes(4 * 300))
+    monkeypatch.setattr(derive, "MAX_DERIVED", 100)
+    assert main(["explain", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("derive: more than 100 distinct tensors: too many lines to derive") and "\n" not in err
+    monkeypatch.setattr(derive, "MAX_DERIVED", 300)
+    assert main(["explain", str(path)]) == 0

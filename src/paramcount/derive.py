@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
+from .errors import ParamcountError
 from .formula import ClosedForm, Part, Poly, Symbols, approximations, expression, four_h, total
 from .ir import Block, Node, Tensor, Tie, join
 from .model import Model
@@ -134,6 +135,7 @@ def derive_resolved(resolved: Resolved) -> Derivation:
     (a backbone taken from it with :func:`paramcount.family.backbone_of`)."""
     model = resolved.model
     model.require_native("a derivation")
+    _bounded(model)
     sections = tuple(split(model.tree))
     total_ = sum(s.total for s in sections)
     if total_ != model.total:
@@ -154,6 +156,25 @@ def derive_resolved(resolved: Resolved) -> Derivation:
         notes=model.notes,
         unsymbolic=resolved.why,
     )
+
+
+MAX_DERIVED = 4096  # distinct tensors (a repeated block's once) a derivation is written for
+
+
+def _bounded(model: Model) -> None:
+    """A derivation is a line per distinct tensor: a header of 100k unrepeated tensors would be
+    minutes of work and tens of MB of text, so past MAX_DERIVED it is refused in one line."""
+    count, stack = 0, [model.tree]
+    while stack and count <= MAX_DERIVED:
+        for child in stack.pop().children:
+            if isinstance(child, Block):
+                stack.append(child)
+            else:
+                count += 1
+    if count > MAX_DERIVED:
+        raise ParamcountError(
+            f"more than {MAX_DERIVED:,} distinct tensors: too many lines to derive", source=model.name, field="derive"
+        )
 
 
 # ---- cutting the tree into sections ---------------------------------------------------------

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ParamcountError
-from ..ir import Block, Node, Tensor, Tie, expr
+from ..ir import Node, Tensor, Tie, expr
 from ..model import Model
 from ..render.labels import KINDS, TOWERS
 
@@ -93,35 +92,15 @@ def root(model: Model) -> dict[str, Any]:
     return data
 
 
-MAX_DERIVED = 4096  # distinct tensors (a repeated block's once) a derivation on the page is written for
-
-
 def derivation(resolved: Any, lang: str) -> dict[str, Any]:
     """The derivation of a resolved model (:func:`paramcount.family.resolve`) as blocks of typed
-    pieces; formulas as TeX for KaTeX, numbers as digits. A tree of more distinct tensors than
-    MAX_DERIVED (a header of 100k unrepeated tensors) has none: it would be a line per tensor,
-    minutes of work and tens of MB for the page."""
+    pieces; formulas as TeX for KaTeX, numbers as digits (none past derive.MAX_DERIVED distinct
+    tensors: :func:`paramcount.derive.derive_resolved` refuses it)."""
     from ..derive import derive_resolved
     from ..render.derivation import document
 
-    if _distinct(resolved.model.tree, MAX_DERIVED) > MAX_DERIVED:
-        raise ParamcountError(
-            f"more than {MAX_DERIVED:,} distinct tensors: too many lines to derive here", field="derive"
-        )
     doc = document(derive_resolved(resolved), lang)
     return {"lang": lang, "blocks": [_block(b) for b in doc.blocks]}
-
-
-def _distinct(node: Block, limit: int) -> int:
-    """Leaves of the tree as written (a repeated block's once), counted up to just past ``limit``."""
-    count, stack = 0, [node]
-    while stack and count <= limit:
-        for child in stack.pop().children:
-            if isinstance(child, Block):
-                stack.append(child)
-            else:
-                count += 1
-    return count
 
 
 def _block(b: Any) -> dict[str, Any]:
