@@ -413,13 +413,13 @@ LAYOUT_PROBE = """() => {
     '.tab, #mode button, #scheme, #gpu, #batch, #context, #runtime, #tp, #utilization, #flash-attn')]
     .filter((c) => !c.closest('[hidden]'));
   const figures = [...document.querySelectorAll('#sunburst, #membar, #memplot, #components, #precisions, #terms')];
-  const names = [...document.querySelectorAll('.tree .nm')].slice(0, 3);
+  const names = [...document.querySelectorAll('.tree .nm')];
   return {
     scroll: [doc.scrollWidth, doc.clientWidth],
     controls: controls.map((c) => c.id),
     unreachable: controls.filter((c) => !reachable(c)).map((c) => c.id || c.textContent.trim()),
     outside: figures.filter((f) => !inside(f)).map((f) => f.id),
-    names: names.map((n) => n.getBoundingClientRect().width),
+    names: names.map((n) => [n.textContent, n.getBoundingClientRect().width, n.scrollWidth, n.clientWidth]),
     gpu: document.querySelector('#gpu').getBoundingClientRect().width,
   };
 }"""
@@ -430,7 +430,9 @@ def check_layout(probe: dict, controls: set[str]) -> None:
     assert probe["scroll"][0] <= probe["scroll"][1], probe
     assert not probe["unreachable"], probe
     assert not probe["outside"], probe
-    assert probe["names"] and min(probe["names"]) > 40, probe
+    assert probe["names"], probe
+    for name, width, scrolled, client in probe["names"]:  # drawn, and none cut short
+        assert width > 0 and scrolled <= client, (name, width, scrolled, client)
     assert probe["gpu"] > 200, probe
 
 
