@@ -7,7 +7,11 @@ README's docs/web-page.png.
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -83,7 +87,20 @@ def browser():
 @pytest.fixture
 def page(browser, live_server, request):
     """A fresh page that records every request it makes and every script error."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, device_scale_factor=1)
+    yield from fresh_page(browser, live_server, request, 1280)
+
+
+WIDTHS = {"desktop": 1280, "tablet": 768, "phone": 390}
+
+
+@pytest.fixture(params=list(WIDTHS.values()), ids=list(WIDTHS))
+def sized(browser, live_server, request):
+    """The same fresh page at each width the page is laid out for."""
+    yield from fresh_page(browser, live_server, request, request.param)
+
+
+def fresh_page(browser, live_server, request, width):
+    context = browser.new_context(viewport={"width": width, "height": 900}, device_scale_factor=1)
     pg = context.new_page()
     pg.set_default_timeout(TIMEOUT)
     pg.requests, pg.errors = [], []
@@ -98,7 +115,8 @@ def page(browser, live_server, request):
     ARTIFACTS.mkdir(exist_ok=True)
     pg.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
     context.close()
-    elsewhere = [u for u in pg.requests if not u.startswith(live_server + "/")]
+    local = (live_server + "/", "blob:" + live_server + "/", "data:")  # a download or a chart drawn in the page
+    elsewhere = [u for u in pg.requests if not u.startswith(local)]
     assert not elsewhere, f"the page loaded from another host: {elsewhere}"
     assert not pg.errors, pg.errors
 
@@ -184,6 +202,8 @@ def test_bloom_printout_then_change_the_precision(page):
     assert page.locator('#terms tr[data-key="weights"] td').nth(1).inner_text() == f"{int4 / 1e9:.2f}"
     assert text_of(page, "#verdict .big") == f"{int4 / 1e9:.2f} GB"
     assert "weights only" in text_of(page, "#verdict")  # a printout has no config: no KV cache layout
+    assert "scheme=int4" in page.url and "model=" not in page.url  # the settings, not the printout
+    assert "a pasted printout cannot be put in a URL" in text_of(page, "#url-note")
 
 
 def test_a_catalog_model_redraws_as_the_controls_change(page):
@@ -242,7 +262,6 @@ def test_a_gguf_file_is_read_by_its_header_only(page, tmp_path):
     wait_text(page, "#total", fmt(lib.total))
     assert lib.total == 8_030_261_248
     import base64
-    import json
 
     header = base64.b64decode(json.loads(sent.value.post_data)["header"])
     assert info.data_offset - 32 < len(header) <= info.data_offset  # the header, to the end of its tensor infos
@@ -260,8 +279,6 @@ def test_a_gguf_file_is_read_by_its_header_only(page, tmp_path):
 
 
 def test_a_safetensors_file_with_its_config_beside_it(page, tmp_path):
-    import json
-
     np = pytest.importorskip("numpy")
     st = pytest.importorskip("safetensors.numpy")
     from ..ckpt import TINY_LLAMA
@@ -396,13 +413,13 @@ LAYOUT_PROBE = """() => {
     '.tab, #mode button, #scheme, #gpu, #batch, #context, #runtime, #tp, #utilization, #flash-attn')]
     .filter((c) => !c.closest('[hidden]'));
   const figures = [...document.querySelectorAll('#sunburst, #membar, #memplot, #components, #precisions, #terms')];
-  const names = [...document.querySelectorAll('.tree .nm')].slice(0, 3);
+  const names = [...document.querySelectorAll('.tree .nm')];
   return {
     scroll: [doc.scrollWidth, doc.clientWidth],
     controls: controls.map((c) => c.id),
     unreachable: controls.filter((c) => !reachable(c)).map((c) => c.id || c.textContent.trim()),
     outside: figures.filter((f) => !inside(f)).map((f) => f.id),
-    names: names.map((n) => n.getBoundingClientRect().width),
+    names: names.map((n) => [n.textContent, n.getBoundingClientRect().width, n.scrollWidth, n.clientWidth]),
     gpu: document.querySelector('#gpu').getBoundingClientRect().width,
   };
 }"""
@@ -413,7 +430,9 @@ def check_layout(probe: dict, controls: set[str]) -> None:
     assert probe["scroll"][0] <= probe["scroll"][1], probe
     assert not probe["unreachable"], probe
     assert not probe["outside"], probe
-    assert probe["names"] and min(probe["names"]) > 40, probe
+    assert probe["names"], probe
+    for name, width, scrolled, client in probe["names"]:  # drawn, and none cut short
+        assert width > 0 and scrolled <= client, (name, width, scrolled, client)
     assert probe["gpu"] > 200, probe
 
 
@@ -453,3 +472,161 @@ def test_the_page_fits_a_phone_and_a_tablet(browser, live_server, size):
     check_layout(pg.evaluate(LAYOUT_PROBE), {"runtime", "flash-attn"})
     pg.screenshot(path=str(ARTIFACTS / f"page-{width}-llamacpp.png"), full_page=True)  # host memory's line
     context.close()
+
+
+# ---- issue 23 item 5: the tree, the bar, errors, the address, downloads, any context; at each width
+
+
+TREE_PROBE = """() => {
+  const box = document.querySelector('#tree').getBoundingClientRect();
+  const shown = (el) => {  // every character of its text inside its own box and the tree's
+    const range = document.createRange();
+    range.selectNodeContents(el);
+    const r = range.getBoundingClientRect();
+    return el.scrollWidth <= el.clientWidth + 1 && r.left >= box.left - 1 && r.right <= box.right + 1;
+  };
+  const rows = [...document.querySelectorAll('#tree summary, #tree .leaf')];
+  return {
+    names: rows.map((r) => r.querySelector('.nm').textContent),
+    cut: rows.filter((r) => ![...r.querySelectorAll('.nm, .rep, .ct')].every(shown))
+      .map((r) => r.textContent),
+  };
+}"""
+
+BAR_PROBE = """() => {
+  const svg = document.querySelector('#membar');
+  const width = svg.viewBox.baseVal.width;
+  const labels = [...svg.querySelectorAll('text.seg')].map((t) => {
+    const seg = svg.querySelector(`rect[data-key="${t.dataset.key}"]`);
+    const b = t.getBBox(), x = Number(seg.getAttribute('x')), w = Number(seg.getAttribute('width'));
+    return {text: t.textContent, inside: b.x >= x && b.x + b.width <= x + w};
+  });
+  const cap = svg.querySelector('text.capacity').getBBox();
+  return {labels, capacity: [cap.x, cap.x + cap.width, width], keys: [...svg.querySelectorAll('rect[data-key]')]
+    .map((r) => r.dataset.key)};
+}"""
+
+
+def test_tree_names_bar_labels_and_training_gpus_are_whole(sized):
+    """DeepSeek-V3's tree keeps every name, layer range and `× 58` whole; vLLM's bar labels a
+    segment whole or not at all; training says `none` where `paramcount fit` does, and the GPU's
+    capacity label stays inside the bar."""
+    from paramcount.memory.fit import fit
+
+    pg = sized
+    pg.goto(pg.base + "/?model=deepseek-ai/DeepSeek-V3")
+    wait_text(pg, "#total", fmt(paramcount.load("deepseek-ai/DeepSeek-V3").total))
+    pg.click("#expand-all")
+    pg.wait_for_selector("#tree .nm:text('shared_experts')")  # depth 4: the MoE layers' MLP is open
+    tree = pg.evaluate(TREE_PROBE)
+    assert not tree["cut"], tree["cut"]
+    ARTIFACTS.mkdir(exist_ok=True)
+    pg.locator("#tensors").screenshot(path=str(ARTIFACTS / f"tree-{pg.viewport_size['width']}.png"))
+    assert "layers.0–2× 3" in tree["names"] and "layers.3–60× 58" in tree["names"], tree["names"]
+    assert {"self_attn", "mlp", "kv_a_proj_with_mqa", "post_attention_layernorm"} <= set(tree["names"])
+
+    llama = paramcount.load("llama-3-8b")
+    pg.goto(pg.base + "/?model=meta-llama/Meta-Llama-3-8B&runtime=vllm&gpu=h100")
+    pg.wait_for_selector(f'#memory[data-runtime="vllm"][data-total="{llama.total}"]')
+    bar = pg.evaluate(BAR_PROBE)
+    pg.locator("#membar").screenshot(path=str(ARTIFACTS / f"bar-vllm-{pg.viewport_size['width']}.png"))
+    assert "cuda_graphs" in bar["keys"] and bar["labels"], bar
+    for label in bar["labels"]:
+        assert label["inside"], bar
+    assert all(re.fullmatch(r"([a-z ]+ )?\d+\.\d", label["text"]) for label in bar["labels"]), bar
+
+    pg.select_option("#gpu", "rtx3060")
+    pg.click('#mode button[data-value="training"]')
+    wait_memory(pg, llama, "mixed", "training")
+    low, high, width = pg.evaluate(BAR_PROBE)["capacity"]
+    assert low >= 0 and high <= width, (low, high, width)
+    expected = {r.precision: r.gpus for r in fit(llama, "rtx3060", mode="training").rows}
+    for row in pg.locator("#precisions tbody tr").all():
+        gpus = expected[row.get_attribute("data-scheme")]
+        assert row.locator("td").nth(5).inner_text() == ("none" if gpus is None else fmt(gpus))
+    assert "none" in text_of(pg, "#precisions tbody")  # 8B parameters, 4,096 tokens: too much for 12 GB
+
+
+def download(pg, button: str) -> bytes:
+    with pg.expect_download() as d:
+        pg.click(button)
+    return Path(d.value.path()).read_bytes()
+
+
+def test_a_plan_takes_any_context_lives_in_the_address_and_downloads(sized):
+    """vLLM, TP 2, an H100, 5,000 tokens × 3: the number input takes a context the slider's powers
+    of two cannot and refuses one the API would; the address carries it all (loading it again
+    draws the same plan); the plan downloads as JSON and CSV and the chart as SVG and PNG."""
+    from paramcount.memory.runtimes import planner
+
+    pg = sized
+    llama = paramcount.load("llama-3-8b")
+    pg.goto(pg.base + "/?model=meta-llama/Meta-Llama-3-8B")
+    wait_memory(pg, llama, "bf16")
+    pg.select_option("#gpu", "h100")
+    pg.select_option("#runtime", "vllm")
+    pg.wait_for_selector('#memory[data-runtime="vllm"]')
+    pg.select_option("#tp", "2")
+    for bad in ("0", "1.5", str(2**30 + 1)):  # outside the API's bounds (options.context_bounds): not sent
+        pg.fill("#context-num", bad)
+        assert pg.get_attribute("#context-num", "aria-invalid") == "true", bad
+    pg.fill("#context-num", "5000")
+    pg.fill("#batch", "3")
+    plan = planner(llama, "bf16", "vllm", tp=2, gpu="h100").plan(5000, batch=3)
+    wait_text(pg, "#verdict .big", f"{plan.total / 1e9:.2f} GB")
+    assert pg.get_attribute("#context-num", "aria-invalid") == "false"
+    assert text_of(pg, "#context-value") == "5,000 tokens"
+    shown = {k: text_of(pg, k) for k in ("#verdict", "#serving", "#precisions tbody", "#terms tbody")}
+    address = pg.url
+    for pair in ("model=meta-llama%2FMeta-Llama-3-8B", "runtime=vllm", "tp=2", "gpu=h100", "context=5000", "batch=3"):
+        assert pair in address, (pair, address)
+
+    saved = json.loads(download(pg, "#dl-json"))
+    assert saved["address"] == address and saved["model"]["total"] == llama.total
+    assert saved["request"]["context"] == 5000 and saved["plan"]["total"] == plan.total
+    rows = list(csv.DictReader(io.StringIO(download(pg, "#dl-csv").decode())))
+    assert [(r["key"], int(r["bytes"])) for r in rows if not r["part_of"]] == [
+        *((t.key, t.bytes) for t in plan.terms),
+        ("total", plan.total),
+    ]
+    assert {r["part_of"] for r in rows} > {""}  # the outside term's parts, each under its term
+    import xml.etree.ElementTree as ET
+
+    svg = ET.fromstring(download(pg, "#dl-svg"))
+    assert svg.tag == "{http://www.w3.org/2000/svg}svg"
+    assert len(svg.findall(".//{http://www.w3.org/2000/svg}polygon")) == len(plan.terms)  # the curve's areas
+    assert download(pg, "#dl-png").startswith(b"\x89PNG\r\n\x1a\n")
+
+    pg.goto(address)  # the same plan, from the address alone
+    wait_text(pg, "#verdict .big", f"{plan.total / 1e9:.2f} GB")
+    pg.wait_for_selector("#serving:not([hidden])")
+    assert {k: text_of(pg, k) for k in shown} == shown
+    controls = {c: pg.input_value(c) for c in ("#runtime", "#tp", "#gpu", "#context-num", "#batch")}
+    assert controls == {"#runtime": "vllm", "#tp": "2", "#gpu": "h100", "#context-num": "5000", "#batch": "3"}
+
+
+def test_every_error_dims_and_labels_the_old_results(sized):
+    """A junk GGUF file, then a config that is not JSON: each says what is wrong, leaves no
+    progress line behind, and dims the previous model's results under a line that names it."""
+    pg = sized
+    pg.goto(pg.base + "/?model=gpt2")
+    wait_text(pg, "#total", fmt(paramcount.load("gpt2").total))
+    pg.click("#tab-file")
+    junk = {"name": "junk.gguf", "mimeType": "application/octet-stream", "buffer": b"GGUF" + b"\xff" * 60}
+    pg.set_input_files("#file", files=[junk])
+    pg.wait_for_selector("#error:not([hidden])")
+    assert_stale(pg, "openai-community/gpt2")
+    assert "reading the header" not in text_of(pg, "#file-status")
+    pg.click("#tab-config")
+    pg.fill("#config-text", "{not json")
+    pg.click("#count-config")
+    pg.wait_for_function("() => document.querySelector('#error').textContent.includes('not valid JSON')")
+    assert_stale(pg, "openai-community/gpt2")
+
+
+def assert_stale(pg, name: str) -> None:
+    assert pg.locator("#loading").is_hidden()
+    assert f"still those of {name}" in text_of(pg, "#stale-note")
+    for section in ("#overview", "#memory", "#derivation", "#tensors"):
+        assert "stale" in pg.locator(section).get_attribute("class"), section
+        assert float(pg.eval_on_selector(section, "e => getComputedStyle(e).opacity")) < 0.5, section

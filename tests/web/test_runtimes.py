@@ -167,6 +167,9 @@ def test_the_options_offer_what_each_runtime_takes(client, llama):
     assert [r["value"] for r in o["runtimes"]] == list(RUNTIMES)
     assert o["tp_sizes"] == [1, 2, 4, 8] and o["default_utilization"] == 0.92
     assert o["flash_attn"] == ["auto", "on", "off"]
+    low, high = o["context_bounds"]  # the page's number input: any context the API takes, none it refuses
+    assert memory(client, context=low).status_code == 200 and memory(client, context=high + 1).status_code == 422
+    assert memory(client, context=low - 1).status_code == 422
     scheme = {"transformers": "bf16", "llama.cpp": "q8_0", "vllm": "bf16"}
     for runtime, kinds in o["runtime_kv_dtypes"].items():
         assert kinds, runtime

@@ -48,6 +48,7 @@ def options() -> dict[str, Any]:
     from ..memory.training import OPTIMIZERS
     from ..memory.vllm import UTILIZATION
     from ..memory.weights import SCHEMES
+    from .schemas import MAX_CONTEXT
 
     return {
         "schemes": [{"value": s, "label": s} for s in SCHEMES],
@@ -59,6 +60,7 @@ def options() -> dict[str, Any]:
         "default_gpu": DEFAULT_GPU,
         "default_lora_rank": DEFAULT_LORA_RANK,
         "context_range": [2**MIN_CONTEXT_EXP, 2**MAX_CONTEXT_EXP],
+        "context_bounds": [1, MAX_CONTEXT],
         "runtimes": [{"value": r, "label": RUNTIME_LABELS[r]} for r in RUNTIMES],
         "runtime_kv_dtypes": {r: _kv_dtypes(r) for r in RUNTIMES},
         "tp_sizes": list(TP_SIZES),

@@ -14,6 +14,7 @@ from ..frontends.printout import MAX_TEXT_CHARS
 
 NAME = Annotated[str, Field(min_length=1, max_length=200)]
 Count = Annotated[int, Field(ge=0)]
+MAX_CONTEXT = 1 << 30  # tokens a memory request may plan: the page's number input takes up to this
 
 
 class Strict(BaseModel):
@@ -223,7 +224,7 @@ class MemoryRequest(ModelQuery):
         max_length=1000,
         description="lora: modules to adapt, comma-separated, or all-linear (default: peft's for the model type)",
     )
-    context: int | None = Field(None, ge=1, le=1 << 30, description="tokens; default the model's limit up to 4,096")
+    context: int | None = Field(None, ge=1, le=MAX_CONTEXT, description="tokens; default the model's limit up to 4,096")
     batch: int = Field(1, ge=1, le=1 << 20, description="sequences at once (llama.cpp's --parallel, vLLM's)")
     gpu: str = Field("rtx4090", min_length=1, max_length=100, description="a GPU name or a size like 24GB")
     runtime: Literal["transformers", "llama.cpp", "vllm"] | None = Field(
@@ -342,7 +343,8 @@ class MemoryOptions(BaseModel):
     default_lora_rank: int
     gpus: list[GPUOption]
     default_gpu: str
-    context_range: list[int]
+    context_range: list[int] = Field(description="the slider's and the curve's range, in tokens")
+    context_bounds: list[int] = Field(description="the least and most tokens a memory request takes as context")
     runtimes: list[Choice]
     runtime_kv_dtypes: dict[str, list[str]] = Field(description="the KV cache dtypes each runtime takes")
     tp_sizes: list[int]

@@ -109,13 +109,20 @@
       renderModel(m);
       planMemory();
     } catch (err) {
-      if (seq === modelSeq) {
-        showError($("error"), err);
-        markStale(Boolean(state.model));
-      }
+      if (seq === modelSeq) fail(err);
     } finally {
       if (seq === modelSeq) $("loading").hidden = true;
     }
+  }
+
+  // Any error about the input: said once, with no progress line left claiming work goes on, and
+  // the previous model's results (if any) dimmed and labelled as not of this input.
+  function fail(err) {
+    showError($("error"), err);
+    $("loading").hidden = true;
+    if ($("file-status").dataset.progress === "true") $("file-status").textContent = "";
+    $("file-status").dataset.progress = "false";
+    markStale(Boolean(state.model));
   }
 
   // After an error the results on screen are the previous model's: dim them and say so.
@@ -514,11 +521,11 @@
       try {
         config = JSON.parse($("config-text").value);
       } catch (e) {
-        showError($("error"), { message: `config.json is not valid JSON: ${e.message}`, field: "config" });
+        fail({ message: `config.json is not valid JSON: ${e.message}`, field: "config" });
         return;
       }
       if (config === null || typeof config !== "object" || Array.isArray(config)) {
-        showError($("error"), { message: "config.json must be a JSON object", field: "config" });
+        fail({ message: "config.json must be a JSON object", field: "config" });
         return;
       }
       setSource({ kind: "config", config });
@@ -617,6 +624,7 @@
     const isGguf = /\.gguf$/i.test(file.name) || String.fromCharCode(...magic) === "GGUF";
     const format = isGguf ? "gguf" : "safetensors";
     status.textContent = `reading the header of ${file.name} …`;
+    status.dataset.progress = "true"; // a line that says work goes on: an error takes it away
     const header = isGguf ? await ggufHeader(file) : await safetensorsHeader(file);
     let config = null;
     const configText = $("file-config").value.trim();
@@ -629,12 +637,13 @@
     }
     const up = await api("/api/upload", { format, name: file.name, size: file.size, header: base64(header), config });
     status.textContent = `${file.name}: read ${fmt(header.length)} header bytes of ${fmt(file.size)}; the weights were not read.`;
+    status.dataset.progress = "false";
     setSource({ kind: "upload", id: up.id });
   }
 
   function bindFile() {
     const drop = $("drop");
-    const take = (file) => file && readFile(file).catch((err) => showError($("error"), err));
+    const take = (file) => file && readFile(file).catch(fail);
     $("file").addEventListener("change", () => take($("file").files[0]));
     drop.addEventListener("dragover", (ev) => { ev.preventDefault(); drop.classList.add("over"); });
     drop.addEventListener("dragleave", () => drop.classList.remove("over"));
@@ -706,6 +715,7 @@
     fillSelect($("tp"), o.tp_sizes.map((n) => ({ value: String(n), label: String(n) })), String(state.mem.tp));
     fillSelect($("flash-attn"), o.flash_attn.map((f) => ({ value: f, label: f })), state.mem.flash_attn);
     $("utilization").value = String(state.mem.utilization);
+    [$("context-num").min, $("context-num").max] = o.context_bounds.map(String);
     fillSelect($("optimizer"), o.optimizers.map((d) => ({ value: d, label: d })), state.mem.optimizer);
     fillSelect($("recompute"), o.recompute.map((d) => ({ value: d, label: d })), state.mem.recompute);
     fillSelect($("gpu"), o.gpus.map((g) => ({ value: g.key, label: `${g.name} · ${g.stated}`, group: g.group })), state.mem.gpu);
@@ -781,12 +791,42 @@
       const b = Number($("batch").value);
       if (Number.isInteger(b) && b >= 1) { state.mem.batch = b; later(); }
     });
+    bindContext(later);
+    showModeControls();
+  }
+
+  // The slider steps over powers of two; the number beside it takes any context the API takes.
+  function bindContext(later) {
     $("context").addEventListener("input", () => {
       state.mem.context = 2 ** Number($("context").value);
-      $("context-value").textContent = fmt(state.mem.context) + " tokens";
+      showContext(state.mem.context);
       later();
     });
-    showModeControls();
+    $("context-num").addEventListener("input", () => {
+      const n = contextValue($("context-num").value);
+      $("context-num").setAttribute("aria-invalid", String(n === null));
+      if (n === null) return;
+      state.mem.context = n;
+      $("context-value").textContent = fmt(n) + " tokens";
+      later();
+    });
+  }
+
+  // A whole number of tokens inside the API's bounds (options.context_bounds), else null.
+  function contextValue(raw) {
+    const n = Number(raw);
+    const [low, high] = state.options ? state.options.context_bounds : [1, 2 ** 30];
+    return raw.trim() !== "" && Number.isInteger(n) && n >= low && n <= high ? n : null;
+  }
+
+  function showContext(ctx) {
+    const slider = $("context");
+    $("context-value").textContent = ctx ? fmt(ctx) + " tokens" : "not planned";
+    if (!ctx) return;
+    slider.value = String(Math.min(Number(slider.max), Math.max(7, Math.round(Math.log2(ctx)))));
+    if (document.activeElement === $("context-num")) return; // what is being typed stays as typed
+    $("context-num").value = String(ctx);
+    $("context-num").setAttribute("aria-invalid", "false");
   }
 
   // A runtime option set pins the runtime it belongs to: the request then names both.
@@ -842,7 +882,9 @@
       const plan = await api("/api/memory", body);
       if (seq !== memorySeq) return;
       $("memory-error").hidden = true;
+      state.request = body;
       renderMemory(plan);
+      writeAddress();
       // what the drawing is of, for whoever waits on it (the browser tests)
       Object.assign($("memory").dataset, {
         model: model.name, total: String(model.total), scheme: m.scheme, mode: m.mode, runtime: plan.runtime || "",
@@ -870,13 +912,8 @@
     if (p.runtime && showRuntime(p.runtime)) planMemory();
     const g = p.gpu;
     const ctx = p.settings.context;
-    const slider = $("context");
-    slider.max = String(p.context_limit ? Math.max(8, Math.min(20, Math.ceil(Math.log2(p.context_limit)))) : 20);
-    if (!ctx) $("context-value").textContent = "not planned";
-    if (ctx) {
-      slider.value = String(Math.min(Number(slider.max), Math.max(7, Math.round(Math.log2(ctx)))));
-      $("context-value").textContent = fmt(ctx) + " tokens";
-    }
+    $("context").max = String(p.context_limit ? Math.max(8, Math.min(20, Math.ceil(Math.log2(p.context_limit)))) : 20);
+    showContext(ctx);
     const v = $("verdict");
     v.innerHTML = "";
     const usable = `${gb(g.usable)} GB usable on ${g.name} (${gib(p.total)} of ${gib(g.usable)} GiB)`;
@@ -957,7 +994,8 @@
       let longest = r.max_context === null ? "none" : fmt(r.max_context);
       if (r.max_context !== null && r.max_context === r.context_limit) longest += " (limit)";
       tr.append(text("td", "", r.label), text("td", "", `${gb(r.weights)} GB`), text("td", "", `${gb(r.total)} GB`), fits, text("td", "", longest));
-      if (state.mem.mode !== "inference") tr.appendChild(text("td", "", r.gpus === null ? "> 65,536" : fmt(r.gpus)));
+      // no count of GPUs fits (the search stops at 65,536): "none", as `paramcount fit` says it
+      if (state.mem.mode !== "inference") tr.appendChild(text("td", "", r.gpus === null ? "none" : fmt(r.gpus)));
       if (p.serving) tr.appendChild(text("td", "", r.max_sequences ? fmt(r.max_sequences) : "none"));
       tr.addEventListener("click", () => {
         state.mem.scheme = state.mem.schemes[state.mem.mode] = r.scheme;
@@ -1008,10 +1046,213 @@
     terms.forEach((t, i) => add(t, false, i));
   }
 
+  /* ---- the address: model, mode, runtime and settings in the query string ------------------- */
+
+  const MAX_ADDRESS_CONFIG = 6000; // characters of a pasted config.json the address still carries
+  const MODES = ["inference", "training", "lora"];
+
+  function writeAddress() {
+    const q = new URLSearchParams();
+    const shared = sourceToQuery(q);
+    modelToQuery(q);
+    memoryToQuery(q);
+    history.replaceState(null, "", "?" + q.toString() + location.hash);
+    const what = { printout: "a pasted printout", upload: "an uploaded file", config: "a config.json this long" }[state.source.kind];
+    $("url-note").textContent = shared ? ""
+      : `The address holds the settings but not the model: ${what} cannot be put in a URL. Whoever opens it sees these settings on the default model.`;
+  }
+
+  // True when the address names the model: a catalog name, or a config short enough to carry.
+  function sourceToQuery(q) {
+    const src = state.source;
+    if (src.kind === "catalog") q.set("model", src.name);
+    if (src.kind !== "config") return src.kind === "catalog";
+    const json = JSON.stringify(src.config);
+    if (json.length <= MAX_ADDRESS_CONFIG) q.set("config", json);
+    return json.length <= MAX_ADDRESS_CONFIG;
+  }
+
+  function modelToQuery(q) {
+    if (state.modelClass !== "auto") q.set("class", state.modelClass);
+    if (state.numLabels !== null) q.set("labels", String(state.numLabels));
+    if (state.overrides.length) q.set("set", state.overrides.join(" "));
+    if (state.lang !== "en") q.set("lang", state.lang);
+    if (state.derive !== "backbone") q.set("derive", state.derive);
+  }
+
+  function memoryToQuery(q) {
+    const m = state.mem;
+    const r = runtimeQuery();
+    const pairs = {
+      mode: m.mode, scheme: m.scheme, gpu: m.gpu, context: m.context, batch: m.batch,
+      kv: m.mode === "inference" ? m.kv_dtype : "", optimizer: m.mode !== "inference" ? m.optimizer : "",
+      recompute: m.mode !== "inference" ? m.recompute : "", rank: m.mode === "lora" ? m.lora_rank : "",
+      targets: m.mode === "lora" ? m.lora_targets : "", runtime: r.runtime, tp: r.tp,
+      utilization: r.gpu_memory_utilization, flash_attn: r.flash_attn,
+    };
+    for (const [k, v] of Object.entries(pairs)) if (v !== null && v !== "") q.set(k, String(v));
+  }
+
+  // What the address names, before anything is drawn; a bad value reaches the API, which says so.
+  function readSource(q) {
+    if (q.has("config")) {
+      try {
+        state.source = { kind: "config", config: JSON.parse(q.get("config")) };
+        $("config-text").value = JSON.stringify(state.source.config, null, 2);
+      } catch (e) {
+        fail({ message: `the address's config is not valid JSON: ${e.message}`, field: "config" });
+      }
+    } else if (q.get("model")) {
+      state.source = { kind: "catalog", name: q.get("model") };
+    }
+    $("search").value = state.source.kind === "catalog" ? state.source.name : "";
+    if (q.has("class")) state.modelClass = q.get("class");
+    if (q.has("labels")) state.numLabels = Number(q.get("labels"));
+    if (q.has("set")) state.overrides = q.get("set").split(/\s+/).filter(Boolean);
+    if (q.get("lang") === "zh") state.lang = "zh";
+    if (q.get("derive") === "class") state.derive = "class";
+  }
+
+  // The planner's settings from the address, over the defaults the options gave.
+  function readSettings(q) {
+    const m = state.mem;
+    const num = (k) => (q.has(k) ? Number(q.get(k)) : null);
+    if (MODES.includes(q.get("mode"))) m.mode = q.get("mode");
+    if (q.has("scheme")) m.schemes[m.mode] = q.get("scheme");
+    if (q.has("context")) m.context = contextValue(q.get("context"));
+    const pick = { gpu: "gpu", kv: "kv_dtype", optimizer: "optimizer", recompute: "recompute", targets: "lora_targets", runtime: "runtime", flash_attn: "flash_attn" };
+    for (const [k, field] of Object.entries(pick)) if (q.has(k)) m[field] = q.get(k);
+    for (const [k, field] of [["batch", "batch"], ["rank", "lora_rank"], ["tp", "tp"], ["utilization", "utilization"]]) {
+      if (num(k) !== null) m[field] = num(k);
+    }
+    if (m.runtime) m.shown = m.runtime;
+  }
+
+  // Every control shows the state (the defaults, or what the address set).
+  function showSettings() {
+    const m = state.mem;
+    for (const [id, v] of [["mode", m.mode], ["lang", state.lang], ["derive-target", state.derive]]) {
+      for (const b of $(id).querySelectorAll("button")) b.setAttribute("aria-checked", String(b.dataset.value === v));
+    }
+    if (state.options) {
+      fillSchemes();
+      fillKvDtypes();
+    }
+    const values = { runtime: m.shown, tp: String(m.tp), "flash-attn": m.flash_attn, utilization: String(m.utilization),
+      optimizer: m.optimizer, recompute: m.recompute, gpu: m.gpu, batch: String(m.batch), "lora-rank": String(m.lora_rank),
+      "lora-targets": m.lora_targets, "num-labels": state.numLabels === null ? "" : String(state.numLabels), overrides: state.overrides.join(" ") };
+    for (const [id, v] of Object.entries(values)) $(id).value = v;
+    showContext(m.context);
+    showModeControls();
+  }
+
+  /* ---- export: the plan as JSON and CSV, the charts as SVG and PNG --------------------------- */
+
+  function bindExport() {
+    $("copy-link").addEventListener("click", () => navigator.clipboard && navigator.clipboard.writeText(location.href));
+    $("dl-json").addEventListener("click", () => state.plan && download(fileName("json"), "application/json", planJson()));
+    $("dl-csv").addEventListener("click", () => state.plan && download(fileName("csv"), "text/csv", planCsv(state.plan)));
+    $("dl-svg").addEventListener("click", () => state.plan && download(fileName("svg"), "image/svg+xml", chartSvg()));
+    $("dl-png").addEventListener("click", () => state.plan && chartPng(chartSvg()).then((png) => download(fileName("png"), "image/png", png)));
+  }
+
+  function download(name, type, data) {
+    const a = document.createElement("a");
+    a.href = URL.createObjectURL(new Blob([data], { type }));
+    a.download = name;
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+  }
+
+  function fileName(ext) {
+    const p = state.plan;
+    const name = (state.model ? state.model.name : "model").replace(/[^A-Za-z0-9._-]+/g, "_");
+    return `${name}.${state.request.mode}.${p.settings.scheme}.${p.gpu.key || "gpu"}.${ext}`;
+  }
+
+  // The plan as the API answered it, with the request that asked for it and the page's address.
+  function planJson() {
+    const m = state.model;
+    const model = { name: m.name, class_name: m.class_name, total: m.total, backbone_total: m.backbone_total };
+    return JSON.stringify({ address: location.href, model, request: state.request, plan: state.plan }, null, 2);
+  }
+
+  // One row per term and per part of a term (part_of names its term); bytes exact, GB and GiB rounded.
+  function planCsv(p) {
+    const rows = [["term", "key", "part_of", "bytes", "GB", "GiB", "estimate", "host", "formula", "source"]];
+    const add = (t, parent) => {
+      rows.push([t.label, t.key, parent, t.bytes, gb(t.bytes), gib(t.bytes), Boolean(t.estimate), Boolean(t.host), t.formula, t.source || ""]);
+      for (const sub of t.parts || []) add(sub, t.key);
+    };
+    p.terms.forEach((t) => add(t, ""));
+    rows.push(["total", "total", "", p.total, gb(p.total), gib(p.total), "", "", "", ""]);
+    return rows.map((r) => r.map(csvCell).join(",")).join("\r\n") + "\r\n";
+  }
+
+  function csvCell(v) {
+    const s = String(v);
+    return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+  }
+
+  // The bar over the curve in one standalone SVG, with the page's CSS written into each element.
+  function chartSvg() {
+    const NS = "http://www.w3.org/2000/svg";
+    const parts = [$("membar"), $("memplot")].filter((svg) => !svg.hidden && svg.viewBox.baseVal && svg.viewBox.baseVal.width);
+    const width = Math.max(...parts.map((svg) => svg.viewBox.baseVal.width));
+    const out = document.createElementNS(NS, "svg");
+    let y = 0;
+    for (const svg of parts) {
+      const g = document.createElementNS(NS, "g");
+      g.setAttribute("transform", `translate(0,${y})`);
+      g.append(...[...svg.childNodes].map((n) => styledClone(n)));
+      out.appendChild(g);
+      y += svg.viewBox.baseVal.height + 12;
+    }
+    Object.entries({ xmlns: NS, width, height: y, viewBox: `0 0 ${width} ${y}`, style: "background:#fff" }).forEach(([k, v]) => out.setAttribute(k, v));
+    return new XMLSerializer().serializeToString(out);
+  }
+
+  function styledClone(node) {
+    const copy = node.cloneNode(true);
+    if (node.nodeType !== 1) return copy;
+    const from = [node, ...node.querySelectorAll("*")];
+    const to = [copy, ...copy.querySelectorAll("*")];
+    from.forEach((el, i) => {
+      const cs = getComputedStyle(el);
+      const style = ["fill", "stroke", "font-size", "font-family", "font-weight"].map((k) => `${k}:${cs.getPropertyValue(k)}`);
+      to[i].setAttribute("style", style.join(";"));
+    });
+    return copy;
+  }
+
+  // Rasterised in the page (the policy lets images come from data: addresses), at twice the size.
+  function chartPng(svgText) {
+    return new Promise((resolve, reject) => {
+      const img = new Image();
+      img.onload = () => {
+        const canvas = document.createElement("canvas");
+        canvas.width = img.width * 2;
+        canvas.height = img.height * 2;
+        const ctx = canvas.getContext("2d");
+        ctx.fillStyle = "#fff";
+        ctx.fillRect(0, 0, canvas.width, canvas.height);
+        ctx.drawImage(img, 0, 0, canvas.width, canvas.height);
+        canvas.toBlob(resolve, "image/png");
+      };
+      img.onerror = () => reject(new Error("the chart could not be drawn as PNG"));
+      img.src = "data:image/svg+xml;charset=utf-8," + encodeURIComponent(svgText);
+    });
+  }
+
   /* ---- start ---------------------------------------------------------------------------- */
 
   async function start() {
+    const asked = new URLSearchParams(location.search);
+    readSource(asked);
     bindTabs();
+    if (state.source.kind === "config") $("tab-config").click();
     bindSearch();
     bindPaste();
     bindFile();
@@ -1021,15 +1262,17 @@
     try {
       state.catalog = await api("/api/catalog");
       $("catalog-count").textContent = `${state.catalog.length} models in the bundled catalog`;
-      $("search").value = DEFAULT_MODEL;
     } catch (err) {
-      showError($("error"), err);
+      fail(err);
     }
     try {
       await loadOptions();
+      readSettings(asked);
     } catch (err) {
       showError($("memory-error"), err);
     }
+    showSettings();
+    bindExport();
     await loadModel();
   }
 

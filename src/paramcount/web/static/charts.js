@@ -304,6 +304,25 @@
     el("line", { x1: 0, y1: 0, x2: 0, y2: 6, stroke: "rgba(255,255,255,0.45)", "stroke-width": 2 }, p);
   }
 
+  // A segment's label, drawn only where it fits whole (its measured width against the segment's):
+  // the name and GB, else the GB alone, else nothing (the tooltip and the terms table still say it).
+  function segmentLabel(svg, key, labels, [x0, width], y) {
+    const text = el("text", { x: x0 + 6, y, "font-size": 11.5, fill: "#fff", "font-weight": 600, class: "seg" }, svg);
+    text.dataset.key = key;
+    for (const label of labels) {
+      text.textContent = label;
+      if (text.getComputedTextLength() <= width - 12) return;
+    }
+    svg.removeChild(text);
+  }
+
+  // A centred label near either edge slides inwards, so no end of it is cut off by the chart's box.
+  function keepInside(text, cx, W) {
+    const half = text.getComputedTextLength() / 2;
+    const x = Math.min(Math.max(cx, half + 2), W - half - 2);
+    text.setAttribute("x", x.toFixed(1));
+  }
+
   function memoryBar(svg, terms, capacity, capacityLabel) {
     clear(svg);
     const W = svg.clientWidth || 1000, H = 74, left = 4, right = 16;
@@ -325,17 +344,16 @@
       hover.addEventListener("mousemove", (ev) =>
         tooltip(`<b>${esc(t.label)}</b><br>${gb(t.bytes)} GB · ${(t.bytes / 2 ** 30).toFixed(2)} GiB${t.estimate ? "<br>estimate" : ""}`, ev));
       hover.addEventListener("mouseleave", () => tooltip(null));
-      if (x1 - x0 > 70) {
-        const text = el("text", { x: x0 + 6, y: y + 17, "font-size": 11.5, fill: "#fff", "font-weight": 600 }, svg);
-        text.textContent = `${t.key.replace(/_/g, " ")} ${gb(t.bytes, 1)}`;
-      }
+      const size = gb(t.bytes, 1);
+      segmentLabel(svg, t.key, [`${t.key.replace(/_/g, " ")} ${size}`, size], [x0, x1 - x0 - 1], y + 17);
       at += t.bytes;
     });
     if (capacity) {
       const cx = x(capacity);
       el("line", { x1: cx, x2: cx, y1: y - 8, y2: y + h + 6, stroke: "#b42318", "stroke-width": 2, "stroke-dasharray": "4 3" }, svg);
-      const text = el("text", { x: cx, y: 10, "font-size": 11.5, fill: "#b42318", "text-anchor": cx > W - 220 ? "end" : "middle", "font-weight": 600 }, svg);
+      const text = el("text", { x: cx, y: 10, "font-size": 11.5, fill: "#b42318", "text-anchor": "middle", "font-weight": 600, class: "capacity" }, svg);
       text.textContent = capacityLabel;
+      keepInside(text, cx, W);
     }
     const step = niceStep(max / 1e9, 6);
     for (let v = 0; v * 1e9 <= max; v += step) {
