@@ -445,15 +445,18 @@ class LlamaCppPlanner:
         **given: Any,
     ):
         from .plan import default_scheme, shape_widths
+        from .weights import configured, weights
         from .weights import scheme as find
-        from .weights import weights
 
         self.model = model
         if kv_dtype is not None:
             given.setdefault("type_k", kv_dtype)
             given.setdefault("type_v", kv_dtype)
         self.options = options(**given)
-        self.scheme = find(scheme or default_scheme(model)).name
+        found = find(scheme or default_scheme(model))
+        self.scheme = found.name
+        if found.method == "gguf":  # a folder's file is its config's (weights.configured)
+            model = configured(model)
         w = loaded(model, weights(model, self.scheme, keep=keep, pure=pure))
         self.keep = ",".join(w.keep) or "none"
         self.unquantised = w.unquantised()
