@@ -52,6 +52,8 @@ _KIND_RX = [(kind, re.compile(rx)) for kind, rx in _KINDS]
 _STEM = re.compile(r"^(?:blk\.\d+\.)?(.*?)(?:\.(weight|bias|scale))?$")
 
 # Architecture metadata worth showing, as ``{arch}.<key>``.
+# Model.config's key for GGUFFile.data_order (not a GGUF key: the layout of the file's data section)
+DATA_ORDER = "paramcount.data_order"
 ARCH_KEYS = (
     "block_count",
     "context_length",
@@ -162,6 +164,15 @@ class GGUFFile:
         rows = [TypeSplit(name, *vals) for name, vals in acc.items()]
         return sorted(rows, key=lambda r: (-r.nbytes, r.type_name))
 
+    def data_order(self) -> tuple[str, ...]:
+        """The tensors' names in the order of the data section, each starting on
+        ``general.alignment``; empty for a split file (each shard is a mapping of its own).
+        llama.cpp maps the span from the first tensor it keeps in CPU memory to the end of the
+        last (``llama_model_loader::get_mapping_range``), padding and other tensors included."""
+        if self.metadata.get("split.count", 1) != 1:
+            return ()
+        return tuple(t.name for t in sorted(self.tensors, key=lambda t: t.offset))
+
     def arch_metadata(self) -> dict[str, Any]:
         """``block_count``, ``context_length``, head counts, … without the ``{arch}.`` prefix."""
         arch = self.architecture
@@ -173,6 +184,10 @@ class GGUFFile:
                     out[key] = value
         if isinstance(self.metadata.get("general.file_type"), int):
             out["general.file_type"] = self.metadata["general.file_type"]  # 15: Q4_K_M, as llama.cpp names it
+        out["general.alignment"] = self.alignment
+        order = self.data_order()
+        if order:
+            out[DATA_ORDER] = order
         tokens = self.metadata.get("tokenizer.ggml.tokens")
         if "vocab_size" not in out and isinstance(tokens, tuple) and tokens[:1] == ("array",):
             out["vocab_size"] = tokens[2]
@@ -452,7 +467,7 @@ def _notes(info: GGUFFile) -> list[str]:
         f"{info.nbytes:,} bytes of tensor data, {info.bits_per_weight:.4f} bits per weight",
         "by type: " + "; ".join(_split_line(s) for s in info.by_type()),
     ]
-    meta = info.arch_metadata()
+    meta = {k: v for k, v in info.arch_metadata().items() if k not in ("general.alignment", DATA_ORDER)}
     if meta:
         notes.append("metadata: " + ", ".join(f"{k} {v}" for k, v in meta.items()))
     names = {t.name for t in info.tensors}
