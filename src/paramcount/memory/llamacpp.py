@@ -53,11 +53,11 @@ DEVICES = ("gpu", "cpu")
 # --cpu-features: what decides ggml-cpu's extra buffer types (ggml_backend_cpu_get_extra_buffer_types)
 CPU_FEATURES = ("avx2", "avx512", "amx", "neon", "none")
 _CPU_SAID = {
-    "avx2": "AVX2 and no AVX-512 (x86)",
-    "avx512": "AVX-512 and no AMX (x86)",
-    "amx": "AMX (x86, Sapphire Rapids and later, in a build with AMX)",
-    "neon": "NEON with dotprod (ARM)",
-    "none": "none of AVX2, NEON or AMX",
+    "avx2": "an x86 CPU with AVX2, without AVX-512",
+    "avx512": "an x86 CPU with AVX-512, without AMX",
+    "amx": "an x86 CPU with AMX (Sapphire Rapids and later) and a build with AMX",
+    "neon": "an ARM CPU with NEON and dotprod",
+    "none": "a CPU with none of AVX2, NEON or AMX",
 }
 _EXTRA_SAID = {
     "avx2": "Q4_0, Q4_K, IQ4_NL and MXFP4 matrices in a CPU_REPACK copy",
@@ -1111,8 +1111,8 @@ def _notes(o: Options) -> tuple[str, ...]:
     said = []
     if o.device == "cpu":
         said.append(
-            f"CPU assumed to have {_CPU_SAID[o.cpu]} (--cpu-features {o.cpu}): llama.cpp's default use_extra_bufts"
-            f" puts {_EXTRA_SAID[o.cpu]}"
+            f"CPU: {_CPU_SAID[o.cpu]} is assumed (--cpu-features {o.cpu}), where llama.cpp's default"
+            f" use_extra_bufts puts {_EXTRA_SAID[o.cpu]}"
         )
     if o.flash_attn == "auto":
         said.append(
