@@ -111,3 +111,20 @@ def test_qwen3_next_mtp_block_is_counted_once(folders, runtime):
         for p in (folders["qwen3_next"], folders["qwen3_next"] / "config.json")
     ]
     assert plans[0] == plans[1]
+
+
+def test_an_moe_folder_that_is_not_its_config_is_refused(folders, tmp_path, capsys):
+    """A folder whose files miss a tensor of what config.json builds is counted from its names,
+    which carry no experts: a mix would leave out llama.cpp's expert rules, so it is refused."""
+    from paramcount.cli import main
+
+    config = json.loads((folders["granitemoehybrid"] / "config.json").read_text())
+    shapes = _names(config)
+    shapes.pop(next(n for n in shapes if n.endswith("layers.0.input_layernorm.weight")))
+    _sparse(tmp_path / "model.safetensors", shapes)
+    (tmp_path / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    with pytest.raises(paramcount.ParamcountError, match="cannot be placed"):
+        weights(paramcount.load(str(tmp_path)), "q4_k_m")
+    assert main(["memory", str(tmp_path), "--dtype", "q4_k_m"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "plan the mix from config.json" in err[0]

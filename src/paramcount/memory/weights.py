@@ -619,6 +619,8 @@ def _mix(model, found: Sequence[Slot]) -> tuple:
         )
     else:
         n_expert = max((n for n in _expert_counts(model.tree)), default=0)
+        if not n_expert and getattr(model, "checkpoint", None) is not None and _stated_experts(model.config):
+            raise ParamcountError(_UNMATCHED, field="dtype")
         found = [s for s in found if not gg.in_mmproj(mt, s)]  # the language-model file's tensors only
         roles = gg.config_roles(mt, dict(model.config or {}), found, n_expert, _output_slot(found))
     quantised = [s for s in found if gg.allowed(s, roles.gguf)]
@@ -631,6 +633,22 @@ def _mix(model, found: Sequence[Slot]) -> tuple:
             ranks.setdefault((i, o), rank)
         counts[group] = len(order)
     return roles, ranks, counts
+
+
+# config keys stating a MoE's expert count
+_EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
+_UNMATCHED = (
+    "the checkpoint's tensors are not what its config.json builds (see the differences `paramcount` lists for"
+    " it), so llama.cpp's rules for experts (their count, each layer's ffn_down rank) cannot be placed on"
+    " them; plan the mix from config.json, or fix the checkpoint"
+)
+
+
+def _stated_experts(config) -> bool:
+    """Whether a config states routed experts (more than one), which a tree built from a
+    checkpoint's names alone does not carry."""
+    values = [config.get(k) for k in _EXPERT_KEYS] if config else []
+    return any(isinstance(v, int) and not isinstance(v, bool) and v > 1 for v in values)
 
 
 def _group(role: str) -> str:
