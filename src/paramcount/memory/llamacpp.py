@@ -757,6 +757,13 @@ def mapped(model: Model, every: Any, w: Any, gguf: bool, moved: list[Any]) -> Te
         extra, said, guess = _span(order, model.config.get("general.alignment", ALIGNMENT), every, w, moved)
     else:
         extra, said, guess = _converter_padding(w, moved)
+        if every.bytes != w.bytes:  # MTP blocks not loaded: where the converter wrote them is not known here
+            said += (
+                f"; the {every.bytes - w.bytes:,} B of blocks llama.cpp does not load are left out, as where the"
+                " converter writes them last (the checkpoint's order): where they lie before the last tensor it"
+                " keeps, the mapped span holds them too"
+            )
+            guess = True
     if not extra and not guess:
         return t
     label = "padding and skipped tensors in the mapped span" if extra >= 0 else "the mapped span's difference"
