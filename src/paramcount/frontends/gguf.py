@@ -184,10 +184,6 @@ class GGUFFile:
                     out[key] = value
         if isinstance(self.metadata.get("general.file_type"), int):
             out["general.file_type"] = self.metadata["general.file_type"]  # 15: Q4_K_M, as llama.cpp names it
-        out["general.alignment"] = self.alignment
-        order = self.data_order()
-        if order:
-            out[DATA_ORDER] = order
         tokens = self.metadata.get("tokenizer.ggml.tokens")
         if "vocab_size" not in out and isinstance(tokens, tuple) and tokens[:1] == ("array",):
             out["vocab_size"] = tokens[2]
@@ -467,7 +463,7 @@ def _notes(info: GGUFFile) -> list[str]:
         f"{info.nbytes:,} bytes of tensor data, {info.bits_per_weight:.4f} bits per weight",
         "by type: " + "; ".join(_split_line(s) for s in info.by_type()),
     ]
-    meta = {k: v for k, v in info.arch_metadata().items() if k not in ("general.alignment", DATA_ORDER)}
+    meta = info.arch_metadata()
     if meta:
         notes.append("metadata: " + ", ".join(f"{k} {v}" for k, v in meta.items()))
     names = {t.name for t in info.tensors}
@@ -476,6 +472,13 @@ def _notes(info: GGUFFile) -> list[str]:
     if "rope_freqs.weight" in names:
         notes.append("rope_freqs.weight is a stored RoPE frequency table, counted as the file counts it")
     return notes
+
+
+def _config(info: GGUFFile) -> dict[str, Any]:
+    """What the planners read: the architecture's metadata, and the layout of the data section
+    (``general.alignment`` and the tensors' order: llama.cpp maps a span of the file)."""
+    order = info.data_order()
+    return {**info.arch_metadata(), "general.alignment": info.alignment, **({DATA_ORDER: order} if order else {})}
 
 
 def to_model(info: GGUFFile) -> Model:
@@ -494,7 +497,7 @@ def to_model(info: GGUFFile) -> Model:
         tree=full,
         backbone_class="GGUF without output.weight",
         backbone=body,
-        config=info.arch_metadata(),  # GGUF key names; the full metadata is read_header(path).metadata
+        config=_config(info),  # GGUF key names; the full metadata is read_header(path).metadata
         notes=tuple(_notes(info)),
     )
 

@@ -797,7 +797,8 @@ def _span(order: Any, align: int, every: Any, w: Any, moved: list[Any]) -> tuple
         return 0, "", False
     names = order[at[0] : at[-1] + 1]
     span = sum(-(-sizes[n] // align) * align for n in names[:-1]) + sizes[names[-1]]
-    extra = span - sum(sizes[n] for n in loads)  # below 0 where moved tensors lie outside the span
+    in_file = loads.intersection(order)  # an mmproj's towers beside a GGUF are another file's
+    extra = span - sum(sizes[n] for n in in_file)  # below 0 where moved tensors lie outside the span
     said = (
         "with mmap (the default): the file's span from the first tensor kept in CPU memory to the end of the last:"
         f" the padding after each tensor's data (general.alignment {align})"
