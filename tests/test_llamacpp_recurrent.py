@@ -366,3 +366,28 @@ def test_granite_80_byte_tensors_are_padded_in_the_mapped_span(tmp_path):
     w = plan_of(paramcount.load(config), rec["cases"][0], scheme="q8_0").term("weights")
     assert w.parts[-1].bytes == 4 * 3 * 16 == 192
     assert "padded to 32 B" in w.assumption
+
+
+# ---- files at widths other than the fixtures' (issue 20) -------------------------------------------
+UNSEEN = DOC.get("unseen", {})
+
+
+@pytest.mark.parametrize(
+    ("name", "i"), [(n, i) for n, rec in UNSEEN.items() for i in range(len(rec["cases"]))], ids=lambda v: str(v)
+)
+def test_files_made_apart_from_the_fixtures(tmp_path, name, i):
+    """LFM2-1.2B at full depth and Granite 4.0-H small at 12 layers, converted by llama.cpp's
+    converter (benchmarks/record_llamacpp_hybrid.py UNSEEN) and loaded by llama.cpp at 512 to
+    4,096 cells, flash attention on and off: the mapped model buffer, RS, KV and output equal
+    llama.cpp's logged MiB, the compute buffer within 5%."""
+    rec = UNSEEN[name]
+    case = rec["cases"][i]
+    model = paramcount.load(str(write(rec["spec"], tmp_path / f"{name}.gguf")))
+    plan = plan_of(model, case)
+    terms = {t.key: t for t in plan.terms}
+    assert mib(terms["weights"].bytes) == float(case["model_buffers_mib"]["CPU_Mapped"])
+    assert [mib(terms["state"].bytes)] == case["rs_buffers_mib"]
+    assert ([mib(terms["kv_cache"].bytes)] if "kv_cache" in terms else []) == case["kv_buffers_mib"]
+    assert mib(terms["output"].bytes) == case["output_mib"]
+    err = terms["compute"].bytes / 2**20 / case["compute_mib"] - 1
+    assert abs(err) <= 0.05, f"{err:+.1%}"
