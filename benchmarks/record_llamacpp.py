@@ -79,6 +79,8 @@ BUFFER_CASES = [
     _case("llama-1b-q4_0", 8192, type_k="q4_0", type_v="q4_0"),
     *(_case("moe-tiny", c, flash_attn=fa) for c in (4096, 131072) for fa in ("on", "off")),
     _case("llama-1b-q4_0", 4096, parallel=2, embeddings=True),
+    # issue 20: flash attention off with a cache of one micro-batch (n_kv == n_ubatch == 512), and 1,024
+    *(_case("llama-1b-q4_0", c, flash_attn="off") for c in (512, 1024)),
 ]
 
 # F16 files for quantisation mixes: GQA (n_gqa 4) and MHA, tied and untied, Gemma 3's 640-wide

@@ -97,7 +97,9 @@ def test_buffers_equal_llama_cpps(files, fam, size, i):
     terms = {t.key: t for t in plan.terms}
     assert plan.partial is None
     assert weights(model, "stored").bytes == case["llama_model_size"]  # the file
-    assert terms["weights"].bytes == case["llama_model_size"] - case["skipped_bytes"]  # what is loaded
+    loaded = case["llama_model_size"] - case["skipped_bytes"]  # what is loaded, in its mapped span
+    assert terms["weights"].bytes == loaded + span_padding(model.source)
+    assert mib(terms["weights"].bytes) == float(case["model_buffers_mib"]["CPU_Mapped"])
     assert [mib(terms["state"].bytes)] == case["rs_buffers_mib"]
     cells, _, seqs = case["rs_cells_layers_seqs"]
     assert cells == seqs == max(1, case["parallel"]) and f"{cells} cell" in terms["state"].label
@@ -105,6 +107,24 @@ def test_buffers_equal_llama_cpps(files, fam, size, i):
     assert plan.settings["n_ctx"] == case["n_ctx"]
     assert mib(terms["output"].bytes) == case["output_mib"]
     assert list(terms) == [k for k in ("weights", "kv_cache", "state", "compute", "output") if k in terms]
+
+
+def span_padding(path: str) -> int:
+    """What llama.cpp's CPU_Mapped buffer holds beyond the tensors it loads: the file's span from
+    the first loaded tensor to the end of the last (llama_model_loader::get_mapping_range), read
+    with gguf-py; the MTP blocks (the last nextn_predict_layers) are not loaded."""
+    import gguf
+
+    r = gguf.GGUFReader(path)
+    arch = r.fields["general.architecture"].contents()
+    n = r.fields[f"{arch}.block_count"].contents()
+    nextn = r.fields.get(f"{arch}.nextn_predict_layers")
+    first_mtp = n - (nextn.contents() if nextn else 0)
+    kept = sorted(
+        (t for t in r.tensors if not (m := re.match(r"blk\.(\d+)\.", t.name)) or int(m[1]) < first_mtp),
+        key=lambda t: t.data_offset,
+    )
+    return kept[-1].data_offset + int(kept[-1].n_bytes) - kept[0].data_offset - sum(int(t.n_bytes) for t in kept)
 
 
 def test_the_model_buffer_leaves_out_the_mtp_block_llama_cpp_skips(files):
@@ -115,7 +135,8 @@ def test_the_model_buffer_leaves_out_the_mtp_block_llama_cpp_skips(files):
     ):
         plan = plan_of(model, case)
         w = plan.term("weights")
-        assert case["skipped_tensors"] > 0 and w.bytes == case["llama_model_size"] - case["skipped_bytes"]
+        loaded = case["llama_model_size"] - case["skipped_bytes"]
+        assert case["skipped_tensors"] > 0 and w.bytes == loaded + span_padding(model.source)
         assert "not loaded: the file's multi-token-prediction block(s)" in w.assumption
         assert f"({case['skipped_tensors']:,} tensors, {case['skipped_bytes']:,} B)" in w.assumption
 
@@ -300,7 +321,8 @@ def test_nemotron_h_moe_as_llama_cpp_allocates_it(tmp_path):
             assert [mib(terms["state"].bytes)] == case["rs_buffers_mib"]
             assert [mib(terms["kv_cache"].bytes)] == case["kv_buffers_mib"]
             assert mib(terms["output"].bytes) == case["output_mib"]
-        assert plans[0].term("weights").bytes == case["llama_model_size"] - case["skipped_bytes"]
+        loaded = case["llama_model_size"] - case["skipped_bytes"]
+        assert plans[0].term("weights").bytes == loaded + span_padding(model.source)
     assert plans[1].term("state").parts[0].assumption == "layers 0, 2, 5, 7"  # the M blocks, not the MTP step
 
 
@@ -320,3 +342,52 @@ def test_cli_plans_a_hybrid_in_full(capsys):
     assert main(["memory", "state-spaces/mamba-2.8b-hf", "--runtime", "llama.cpp", "--width", "120"]) == 0
     out = capsys.readouterr().out
     assert "recurrent state" in out and "KV cache" not in out
+
+
+def test_granite_80_byte_tensors_are_padded_in_the_mapped_span(tmp_path):
+    """Granite 4.0-H with 20 Mamba heads: ssm_a, ssm_d and ssm_dt.bias are 80 B, and each tensor's
+    data starts on general.alignment (32 B), so llama.cpp's CPU_Mapped buffer holds 16 B more after
+    each: 192 B for four Mamba layers. From the file (its span, read with gguf-py) and from the
+    config (the converter pads every tensor; its last, output_norm, fills its 32 B)."""
+    rec = FAMILIES["granitemoehybrid"]["small"]
+    spec = {**rec["spec"], "tensors": [list(t) for t in rec["spec"]["tensors"]]}
+    for t in spec["tensors"]:
+        if t[0].endswith(("ssm_a", "ssm_d", "ssm_dt.bias")):
+            t[1] = [20, 1] if t[0].endswith(("ssm_a", "ssm_d")) else [20]
+    spec["meta"] = {**spec["meta"], "ssm.time_step_rank": 20}
+    model = paramcount.load(str(write(spec, tmp_path / "granite-20.gguf")))
+    mamba = sum(t[0].endswith("ssm_a") for t in spec["tensors"])
+    plan = plan_of(model, rec["cases"][0])
+    w = plan.term("weights")
+    assert span_padding(model.source) == 3 * mamba * 16 > 0
+    assert w.bytes == weights(model, "stored").bytes + 3 * mamba * 16
+    assert "general.alignment 32" in w.assumption
+    config = {**rec["config"], "hidden_size": 640, "mamba_n_heads": 20, "layer_types": ["mamba"] * 4}
+    w = plan_of(paramcount.load(config), rec["cases"][0], scheme="q8_0").term("weights")
+    assert w.parts[-1].bytes == 4 * 3 * 16 == 192
+    assert "padded to 32 B" in w.assumption
+
+
+# ---- files at widths other than the fixtures' (issue 20) -------------------------------------------
+UNSEEN = DOC.get("unseen", {})
+
+
+@pytest.mark.parametrize(
+    ("name", "i"), [(n, i) for n, rec in UNSEEN.items() for i in range(len(rec["cases"]))], ids=lambda v: str(v)
+)
+def test_files_made_apart_from_the_fixtures(tmp_path, name, i):
+    """LFM2-1.2B at full depth and Granite 4.0-H small at 12 layers, converted by llama.cpp's
+    converter (benchmarks/record_llamacpp_hybrid.py UNSEEN) and loaded by llama.cpp at 512 to
+    4,096 cells, flash attention on and off: the mapped model buffer, RS, KV and output equal
+    llama.cpp's logged MiB, the compute buffer within 5%."""
+    rec = UNSEEN[name]
+    case = rec["cases"][i]
+    model = paramcount.load(str(write(rec["spec"], tmp_path / f"{name}.gguf")))
+    plan = plan_of(model, case)
+    terms = {t.key: t for t in plan.terms}
+    assert mib(terms["weights"].bytes) == float(case["model_buffers_mib"]["CPU_Mapped"])
+    assert [mib(terms["state"].bytes)] == case["rs_buffers_mib"]
+    assert ([mib(terms["kv_cache"].bytes)] if "kv_cache" in terms else []) == case["kv_buffers_mib"]
+    assert mib(terms["output"].bytes) == case["output_mib"]
+    err = terms["compute"].bytes / 2**20 / case["compute_mib"] - 1
+    assert abs(err) <= 0.05, f"{err:+.1%}"

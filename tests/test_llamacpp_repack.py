@@ -127,3 +127,77 @@ def test_mla_split_heads_and_experts_from_deepseek_v2_lite():
     assert any(n.endswith("attn_k_b.weight") and t == "Q4_0" for n, _, t in tensors)
     _, want = expected_repack(tensors)
     assert repack_term(m, "q4_0", pure=True).bytes == want
+
+
+# ---- the CPU's features: --cpu-features ------------------------------------------------------
+# ggml-cpu amx/amx.cpp extra_buffer_type::supports_op and amx/mmq.cpp get_row_size, restated: MUL_MAT
+# of a 2-D weight, rows by 32, row length by 32 (Q4_0, Q4_1, Q8_0), 256 (K-quants, IQ4_XS) or 16
+# (F16); packed bytes per block beyond the block (Q8_0's int32 compensation; Q4_K/Q5_K 4, IQ4_XS 2).
+AMX_ROW = {"Q4_0": 32, "Q4_1": 32, "Q8_0": 32, "Q4_K": 256, "Q5_K": 256, "Q6_K": 256, "IQ4_XS": 256, "F16": 16}
+AMX_MORE = {"Q8_0": 4, "Q4_K": 4, "Q5_K": 4, "IQ4_XS": 2}
+
+
+def expected_amx(tensors: list[tuple[str, list[int], str]]) -> tuple[int, int, list[str]]:
+    """(tensors, bytes, names) the AMX buffer holds for a file's tensors; the copy of a tied
+    token_embd as the output head included."""
+    names = {name for name, _, _ in tensors}
+    count, total, taken = 0, 0, []
+    for name, shape, qtype in tensors:
+        matmul = n_dims(shape) == 2 and not EXPERTS.search(name)
+        if name == "token_embd.weight":
+            matmul = "output.weight" not in names
+        if not matmul or qtype not in AMX_ROW or shape[-1] % AMX_ROW[qtype] or shape[-2] % 32:
+            continue
+        block, _ = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType[qtype]]
+        size = nbytes(shape, qtype) + math.prod(shape) // block * AMX_MORE.get(qtype, 0)
+        count, total = count + 1, total + -(-size // 32) * 32
+        taken.append(name)
+    return count, total, taken
+
+
+def cpu_terms(model, cpu: str, scheme=None) -> dict:
+    plan = inference(model, scheme, context=512, runtime="llama.cpp", device="cpu", cpu=cpu)
+    return {t.key: t for t in plan.terms} | {"notes": plan.notes}
+
+
+@pytest.mark.parametrize("tied", [False, True], ids=["untied", "tied"])
+@pytest.mark.parametrize("ftype", ["Q8_0", "Q4_0"])
+def test_amx_takes_the_2d_matrices_and_repack_the_rest(tmp_path, tied, ftype):
+    """A Q8_0 or Q4_0 file with 8 experts (3-D: MUL_MAT_ID, which AMX does not take) on a CPU
+    with AMX: the 2-D matrices packed in the AMX buffer, the Q4_0 experts in CPU_REPACK."""
+    spec = llama_spec("amx", 4, 256, 4, 2, 512, 2048, ftype=ftype, tied=tied, experts=8, used=2)
+    count, want, taken = expected_amx(spec["tensors"])
+    t = cpu_terms(paramcount.load(str(write(spec, tmp_path / "a.gguf"))), "amx")
+    assert t["amx"].bytes == want and t["amx"].formula.startswith(f"{count} tensors")
+    rest = [[n, shape, "F32" if n in taken else q] for n, shape, q in spec["tensors"]]  # AMX's not repacked
+    _, packed = expected_repack(rest)
+    assert (t["repack"].bytes if "repack" in t else 0) == packed
+    assert (packed > 0) == (ftype == "Q4_0")  # the stacked experts
+    assert any("--cpu-features amx" in n for n in t["notes"])
+
+
+def test_the_cpu_decides_the_extra_buffers(tmp_path):
+    """Q2_K matrices: repacked with AVX-512, not with AVX2; NEON repacks Q8_0 by 4 rows; none
+    repacks nothing. The plan says which CPU it assumed."""
+    q2 = llama_spec("q2", 2, 256, 4, 2, 512, 2048, ftype="Q2_K")
+    q8 = llama_spec("q8", 2, 256, 4, 2, 512, 2048, ftype="Q8_0")
+    m2, m8 = (paramcount.load(str(write(s, tmp_path / f"{s['name']}.gguf"))) for s in (q2, q8))
+    matrices = [x for x in q2["tensors"] if n_dims(x[1]) == 2 and x[0] != "token_embd.weight" and x[2] == "Q2_K"]
+    assert "repack" not in cpu_terms(m2, "avx2")
+    assert cpu_terms(m2, "avx512")["repack"].bytes == sum(nbytes(s, q) for _, s, q in matrices)
+    q8_mats = [x for x in q8["tensors"] if n_dims(x[1]) == 2 and x[0] != "token_embd.weight" and x[2] == "Q8_0"]
+    assert cpu_terms(m8, "neon")["repack"].bytes == sum(nbytes(s, q) for _, s, q in q8_mats)
+    none = cpu_terms(m8, "none")
+    assert "repack" not in none and "amx" not in none
+    assert any("--cpu-features none" in n for n in none["notes"])
+
+
+def test_cpu_features_flag_is_checked_and_listed(capsys):
+    from paramcount.cli import main
+
+    assert main(["memory", "gpt2", "--runtime", "llama.cpp", "--device", "cpu", "--cpu-features", "sse"]) == 2
+    assert "--cpu-features" in capsys.readouterr().err
+    assert main(["memory", "--help"]) == 0
+    assert "--cpu-features {avx2,avx512,amx,neon,none}" in capsys.readouterr().out
+    with pytest.raises(paramcount.ParamcountError, match="CPU features are avx2"):
+        cpu_terms(paramcount.load("gpt2"), "sse")

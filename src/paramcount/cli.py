@@ -491,6 +491,7 @@ def run_serve(argv: Sequence[str]) -> int:
 
 TRAIN_FLAGS = ("optimizer", "precision", "zero", "gpus", "recompute", "no_flash", "lora_rank", "lora_targets", "qlora")
 LLAMA_FLAGS = ("ubatch", "flash_attn", "swa_full", "kv_unified", "cache_type_k", "cache_type_v", "device", "embeddings")
+LLAMA_FLAGS += ("cpu_features",)
 INFERENCE_FLAGS = ("kv_dtype", "keep", "kv_cache", "encoder_length", "mla", "runtime", "pure", "images", "image_size")
 INFERENCE_FLAGS += ("audio", "attn")
 VLLM_FLAGS = ("tp", "pp", "ep", "gpu_memory_utilization", "block_size", "max_num_seqs", "max_num_batched_tokens")
@@ -578,7 +579,7 @@ def plan_args(p: Parser) -> None:
 
 def runtime_args(p: Parser) -> None:
     """The runtime an inference plan models, and llama.cpp's context settings."""
-    from .memory.llamacpp import CACHE_TYPES, DEVICES, FLASH
+    from .memory.llamacpp import CACHE_TYPES, CPU_FEATURES, DEVICES, FLASH
     from .memory.runtimes import RUNTIMES
 
     r = p.add_argument_group("runtime (inference)")
@@ -608,6 +609,11 @@ def runtime_args(p: Parser) -> None:
     r.add_argument("--cache-type-v", "-ctv", choices=CACHE_TYPES, help="llama.cpp: V cache type (default f16)")
     r.add_argument(
         "--device", choices=DEVICES, help="llama.cpp: where the buffers live; a CPU adds no overhead (default gpu)"
+    )
+    r.add_argument(
+        "--cpu-features",
+        choices=CPU_FEATURES,
+        help="llama.cpp on a CPU: what it has, which decides the extra weight buffers (AMX, CPU_REPACK) (default avx2)",
     )
     r.add_argument("--embeddings", action="store_true", help="llama.cpp: the context also returns embeddings")
     r.add_argument(
@@ -664,6 +670,7 @@ def plan_options(args: argparse.Namespace) -> dict:
         "no_flash": "flash",
         "cache_type_k": "type_k",
         "cache_type_v": "type_v",
+        "cpu_features": "cpu",
         "gpu_memory_utilization": "utilization",
         "max_num_batched_tokens": "max_batched_tokens",
     }

@@ -65,6 +65,8 @@ _STEM = re.compile(r"^(?:blk\.\d+\.)?(.*?)(?:\.(weight|bias|scale))?$")
 _BLOCK = re.compile(r"^blk\.\d+\.")
 
 # Architecture metadata worth showing, as ``{arch}.<key>``.
+# Model.config's key for GGUFFile.data_order (not a GGUF key: the layout of the file's data section)
+DATA_ORDER = "paramcount.data_order"
 ARCH_KEYS = (
     "block_count",
     "context_length",
@@ -176,6 +178,15 @@ class GGUFFile:
             row[2] += t.nbytes
         rows = [TypeSplit(name, *vals) for name, vals in acc.items()]
         return sorted(rows, key=lambda r: (-r.nbytes, r.type_name))
+
+    def data_order(self) -> tuple[str, ...]:
+        """The tensors' names in the order of the data section, each starting on
+        ``general.alignment``; empty for a split file (each shard is a mapping of its own).
+        llama.cpp maps the span from the first tensor it keeps in CPU memory to the end of the
+        last (``llama_model_loader::get_mapping_range``), padding and other tensors included."""
+        if self.metadata.get("split.count", 1) != 1:
+            return ()
+        return tuple(t.name for t in sorted(self.tensors, key=lambda t: t.offset))
 
     def arch_metadata(self) -> dict[str, Any]:
         """``block_count``, ``context_length``, head counts, … without the ``{arch}.`` prefix."""
@@ -555,6 +566,13 @@ def _notes(info: GGUFFile) -> list[str]:
     return notes
 
 
+def _config(info: GGUFFile) -> dict[str, Any]:
+    """What the planners read: the architecture's metadata, and the layout of the data section
+    (``general.alignment`` and the tensors' order: llama.cpp maps a span of the file)."""
+    order = info.data_order()
+    return {**info.arch_metadata(), "general.alignment": info.alignment, **({DATA_ORDER: order} if order else {})}
+
+
 def to_model(info: GGUFFile) -> Model:
     flat = [(t.name, t.shape, t.type_name) for t in info.tensors]
     try:
@@ -571,7 +589,7 @@ def to_model(info: GGUFFile) -> Model:
         tree=full,
         backbone_class="GGUF without output.weight",
         backbone=body,
-        config=info.arch_metadata(),  # GGUF key names; the full metadata is read_header(path).metadata
+        config=_config(info),  # GGUF key names; the full metadata is read_header(path).metadata
         notes=tuple(_notes(info)),
     )
 

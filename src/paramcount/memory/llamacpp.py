@@ -50,6 +50,23 @@ UBATCH = 512  # llama_context_default_params: n_ubatch
 BATCH = 2048  # llama_context_default_params: n_batch (llama-cli, llama-server)
 FLASH = ("auto", "on", "off")
 DEVICES = ("gpu", "cpu")
+# --cpu-features: what decides ggml-cpu's extra buffer types (ggml_backend_cpu_get_extra_buffer_types)
+CPU_FEATURES = ("avx2", "avx512", "amx", "neon", "none")
+_CPU_SAID = {
+    "avx2": "an x86 CPU with AVX2, without AVX-512",
+    "avx512": "an x86 CPU with AVX-512, without AMX",
+    "amx": "an x86 CPU with AMX (Sapphire Rapids and later) and a build with AMX",
+    "neon": "an ARM CPU with NEON and dotprod",
+    "none": "a CPU with none of AVX2, NEON or AMX",
+}
+_EXTRA_SAID = {
+    "avx2": "Q4_0, Q4_K, IQ4_NL and MXFP4 matrices in a CPU_REPACK copy",
+    "avx512": "Q4_0, Q4_K, IQ4_NL, MXFP4 and Q2_K matrices in a CPU_REPACK copy",
+    "amx": "Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_XS and F16 2-D matrices in an AMX copy, and the rest of the"
+    " AVX-512 repack types in a CPU_REPACK copy",
+    "neon": "Q4_0, Q4_K, Q5_K, Q6_K, IQ4_NL, MXFP4, Q8_0 and Q1_0 matrices in a CPU_REPACK copy",
+    "none": "no weight in an extra buffer",
+}
 # -ctk / -ctv: common/arg.cpp kv_cache_types
 CACHE_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
 _CACHE_ALIASES = {"fp32": "f32", "fp16": "f16", "float16": "f16", "half": "f16", "float32": "f32", "bfloat16": "bf16"}
@@ -72,6 +89,7 @@ class Options:
     type_v: str = "f16"
     device: str = "gpu"
     embeddings: bool = False
+    cpu: str = "avx2"  # --cpu-features: which of ggml-cpu's extra buffer types the CPU gets
 
     @property
     def flash(self) -> bool:
@@ -96,6 +114,8 @@ def options(**given: Any) -> Options:
         raise ParamcountError(f"flash attention is on, off or auto, not {o.flash_attn!r}", field="--flash-attn")
     if o.device not in DEVICES:
         raise ParamcountError(f"device is gpu or cpu, not {o.device!r}", field="--device")
+    if o.cpu not in CPU_FEATURES:
+        raise ParamcountError(f"CPU features are {', '.join(CPU_FEATURES)}, not {o.cpu!r}", field="--cpu-features")
     for value, field in ((o.ubatch, "--ubatch"), (o.batch, "--n-batch")):
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1 << 20:
             raise ParamcountError(f"expected a whole number 1..1,048,576, got {value!r}", field=field)
@@ -432,10 +452,6 @@ def _gguf_head_dims(model: Model, layout: Layout, h: int, heads: int) -> tuple[i
 
 # ---- the planner ------------------------------------------------------------------------------
 
-_WEIGHTS_SRC = (
-    "llama.cpp src/llama-model.cpp llama_model::load_tensors (model buffers: each tensor's ggml_nbytes), "
-    "llama_model_size"
-)
 CPU_OVERHEAD = _overhead.Overhead(0, Fraction(0))
 GPU_DEFAULT = _overhead.Overhead(_overhead.GIB // 2, Fraction(0))
 
@@ -458,25 +474,31 @@ class LlamaCppPlanner:
         **given: Any,
     ):
         from .plan import default_scheme, shape_widths
+        from .weights import configured, weights
         from .weights import scheme as find
-        from .weights import weights
 
         self.model = model
         if kv_dtype is not None:
             given.setdefault("type_k", kv_dtype)
             given.setdefault("type_v", kv_dtype)
         self.options = options(**given)
-        self.layout, self.partial, self.recurrent = _layout(model)  # first: the file's metadata, checked
-        self.scheme = find(scheme or default_scheme(model)).name
-        w = loaded(model, weights(model, self.scheme, keep=keep, pure=pure))
+        found = find(scheme or default_scheme(model))
+        self.scheme = found.name
+        if found.method == "gguf":  # a folder's file is its config's (weights.configured)
+            model = configured(model)
+        self.layout, self.partial, self.recurrent = _layout(model)  # before the weights: the file's metadata, checked
+        every = weights(model, self.scheme, keep=keep, pure=pure)
+        w = loaded(model, every)
         self.keep = ",".join(w.keep) or "none"
         self.unquantised = w.unquantised()
         arch, gguf = _arch(model), is_gguf(model)
-        self.weights, self.host = replace(w.term(), source=_WEIGHTS_SRC), ()
+        amx, packed, _ = extra_rows(w, arch, gguf, self.options.cpu)
+        moved = amx + packed if self.options.device == "cpu" else []
+        self.weights, self.host = mapped(model, every, w, gguf, moved), ()
         if self.options.device == "gpu":  # the input layer stays in host memory, beside the GPU
             self.weights, host = offload(model, w, arch, gguf)
             self.host = (host,) if host is not None else ()
-        self.repack = repack(w, arch, gguf) if self.options.device == "cpu" else ()
+        self.repack = repack(w, arch, gguf, self.options.cpu) if self.options.device == "cpu" else ()
         self.stored_as = w.options if self.scheme == "stored" else None
         default = CPU_OVERHEAD if self.options.device == "cpu" else GPU_DEFAULT
         self.overhead = _overhead.parse(overhead) if overhead is not None else default
@@ -555,9 +577,27 @@ class LlamaCppPlanner:
         }
 
 
-# ggml-cpu repack.cpp ggml_repack_get_optimal_repack_type on x86 with AVX2: these types, when a
-# weight's rows (ne[1]) come in whole groups of 8, are repacked for MUL_MAT / MUL_MAT_ID.
-REPACKED = frozenset({"Q4_0", "Q4_K", "IQ4_NL", "MXFP4"})
+# ggml-cpu repack.cpp ggml_repack_get_optimal_repack_type: the types each CPU repacks, and the
+# multiple of rows (ne[1]) a weight needs, for MUL_MAT / MUL_MAT_ID. x86: AVX2 (and so AVX-512 and
+# AMX CPUs) Q4_0, Q4_K, IQ4_NL, MXFP4 by 8, AVX-512 also Q2_K; ARM NEON with dotprod (i8mm
+# repacks the same types) Q4_0, IQ4_NL, MXFP4, Q8_0, Q1_0 by 4 and Q4_K, Q5_K, Q6_K by 8.
+_X86 = {"Q4_0": 8, "Q4_K": 8, "IQ4_NL": 8, "MXFP4": 8}
+REPACK_TYPES = {
+    "avx2": _X86,
+    "avx512": {**_X86, "Q2_K": 8},
+    "amx": {**_X86, "Q2_K": 8},
+    "neon": {"Q4_0": 4, "Q4_K": 8, "Q5_K": 8, "Q6_K": 8, "IQ4_NL": 4, "MXFP4": 4, "Q8_0": 4, "Q1_0": 4},
+    "none": {},
+}
+# ggml-cpu amx/amx.cpp extra_buffer_type::supports_op: MUL_MAT of a 2-D weight (not MUL_MAT_ID) with
+# rows (ne[1]) a multiple of 2·TILE_N = 32 and a row length (ne[0]) a multiple of: TILE_K (32) for
+# Q4_0, Q4_1, Q8_0; QK_K (256) for Q4_K, Q5_K, Q6_K, IQ4_XS; 16 for F16
+AMX_TYPES = {"Q4_0": 32, "Q4_1": 32, "Q8_0": 32, "Q4_K": 256, "Q5_K": 256, "Q6_K": 256, "IQ4_XS": 256, "F16": 16}
+# amx/mmq.cpp get_row_size: the packed VNNI layout's bytes per block beyond the block itself
+# (do_compensate: Q8_0's int32 per block; Q4_K and Q5_K 4 B, IQ4_XS 2 B); the others pack in place
+AMX_EXTRA = {"Q8_0": 4, "Q4_K": 4, "Q5_K": 4, "IQ4_XS": 2}
+AMX_ROWS = 32
+TENSOR_ALIGNMENT = 32  # ggml-impl.h: the CPU, CPU_REPACK and AMX buffer types' alignment
 # llama-arch.cpp LLM_TENSOR_INFOS: tensors read with GGML_OP_GET_ROWS (GGUF names), which the
 # repack buffer type never takes (repack.cpp extra_buffer_type::supports_op: MUL_MAT of a 2-D
 # weight, MUL_MAT_ID of a 3-D one); a config's token embedding is found by its kind instead.
@@ -589,12 +629,34 @@ def _reads_rows(r: Any) -> bool:
     return r.kind == "embeddings" or bool(_GET_ROWS.search(r.name))
 
 
-def _repackable(r: Any) -> bool:
-    """A weight the repack buffer takes: a repackable type, rows in groups of 8, multiplied as a
-    matrix (2-D, MUL_MAT) or as stacked experts (3-D, MUL_MAT_ID)."""
+def _matmul(r: Any) -> int:
+    """How llama.cpp multiplies a weight: 2 (MUL_MAT of a 2-D weight), 3 (MUL_MAT_ID of stacked
+    experts), 0 (neither: read by GET_ROWS, or not a matrix)."""
     dims = _n_dims(r.shape)
-    matmul = dims == 2 or (dims == 3 and r.kind == "experts")
-    return r.format in REPACKED and matmul and r.shape[-2] % 8 == 0 and not _reads_rows(r)
+    if _reads_rows(r) or not (dims == 2 or (dims == 3 and r.kind == "experts")):
+        return 0
+    return dims
+
+
+def _repackable(r: Any, cpu: str = "avx2") -> bool:
+    """A weight the repack buffer takes on ``cpu``: a type it repacks, rows in its groups,
+    multiplied as a matrix (2-D, MUL_MAT) or as stacked experts (3-D, MUL_MAT_ID)."""
+    rows = REPACK_TYPES[cpu].get(r.format)
+    return rows is not None and _matmul(r) > 0 and r.shape[-2] % rows == 0
+
+
+def _amx(r: Any) -> bool:
+    """A weight the AMX buffer takes (amx.cpp supports_op): MUL_MAT of a 2-D weight only."""
+    ne0 = AMX_TYPES.get(r.format)
+    return ne0 is not None and _matmul(r) == 2 and r.shape[-1] % ne0 == 0 and r.shape[-2] % AMX_ROWS == 0
+
+
+def _amx_bytes(r: Any) -> int:
+    """``ggml_backend_amx_get_alloc_size`` of each tensor of a row (rows × get_row_size), each
+    placed on the buffer's 32 B alignment."""
+    blocks = r.shape[-1] // DTYPES[r.format].elements * r.shape[-2]
+    one = r.bytes // r.count + blocks * AMX_EXTRA.get(r.format, 0)
+    return r.count * (-(-one // TENSOR_ALIGNMENT) * TENSOR_ALIGNMENT)
 
 
 def _output_copy(w: Any, arch: str | None, gguf: bool) -> Any:
@@ -608,37 +670,181 @@ def _output_copy(w: Any, arch: str | None, gguf: bool) -> Any:
     return next((r for r in w.rows if _reads_rows(r) and r.count == 1 and r.shape == tied[0].shape), None)
 
 
-def repack(w: Any, arch: str | None = None, gguf: bool = False) -> tuple[Term, ...]:
-    """The CPU_REPACK buffer: a copy, interleaved for the CPU's kernels, of every matrix
-    multiplied in a repackable type; the mapped file stays as it is beside it. ``arch``: the
-    llama.cpp architecture (None: not known here); ``gguf``: ``w`` holds a GGUF file's names."""
-    rows = [r for r in w.rows if _repackable(r)]
+def repack(w: Any, arch: str | None = None, gguf: bool = False, cpu: str = "avx2") -> tuple[Term, ...]:
+    """The CPU's extra buffers (``use_extra_bufts``, on by default), in the order llama.cpp tries
+    them (``ggml_backend_cpu_get_extra_buffer_types``: AMX, then CPU_REPACK): a copy, laid out for
+    the CPU's kernels, of every matrix one of them takes; the mapped file stays as it is beside
+    them. ``arch``: the llama.cpp architecture (None: not known here); ``gguf``: ``w`` holds a
+    GGUF file's names; ``cpu``: --cpu-features."""
+    amx, packed, copy = extra_rows(w, arch, gguf, cpu)
+    guess = copy is not None and arch is None
+    terms = (_amx_term(amx, copy, guess), _repack_term(packed, copy, cpu, guess))
+    return tuple(t for t in terms if t is not None)
+
+
+def extra_rows(w: Any, arch: str | None, gguf: bool, cpu: str) -> tuple[list[Any], list[Any], Any]:
+    """The rows the AMX buffer takes, those the CPU_REPACK buffer takes, and the token
+    embedding's second copy as the output head where llama.cpp loads one (None: it does not)."""
+    rows = list(w.rows)
     copy = _output_copy(w, arch, gguf)
-    if copy is not None and copy.format in REPACKED and copy.shape[-2] % 8 == 0:
+    if copy is not None:  # multiplied as the output head (MUL_MAT), not read by GET_ROWS
+        copy = replace(copy, name="output.weight", kind="output_head")
         rows.append(copy)
+    amx = [r for r in rows if cpu == "amx" and _amx(r)]
+    taken = {id(r) for r in amx}
+    return amx, [r for r in rows if id(r) not in taken and _repackable(r, cpu)], copy
+
+
+def _extra_said(copy: Any, rows: list[Any], guess: bool) -> str:
+    said = ""
+    if copy in rows:
+        said += "; the token embedding again, as the output head llama.cpp loads from it (no output.weight)"
+    if guess:
+        said += "; the llama.cpp architecture of this config is not mapped here: the copy is counted as most load it"
+    return said
+
+
+def _repack_term(rows: list[Any], copy: Any, cpu: str, guess: bool) -> Term | None:
     if not rows:
-        return ()
+        return None
     n = sum(r.bytes for r in rows)
     types = ", ".join(sorted({r.format for r in rows}))
     formula = f"{sum(r.count for r in rows):,} tensors ({types}) = {n:,} B"
+    kinds = ", ".join(f"{t} (rows by {k})" for t, k in REPACK_TYPES[cpu].items())
     said = (
-        "a CPU only, x86 with AVX2: Q4_0, Q4_K, IQ4_NL and MXFP4 weights with rows in groups of 8 that are"
-        " multiplied (2-D, or stacked experts), not the token embeddings (read by GET_ROWS)"
-        + (
-            "; the token embedding again, as the output head llama.cpp loads from it (no output.weight)"
-            if copy in rows
-            else ""
-        )
-        + "; other CPUs repack other types or none (--device)"
+        f"--cpu-features {cpu}: {kinds}, weights that are multiplied (2-D, or stacked experts), not the token"
+        " embeddings (read by GET_ROWS)" + (", nor the 2-D ones the AMX buffer took" if cpu == "amx" else "")
     )
-    guess = copy in rows and arch is None
-    if guess:
-        said += "; the llama.cpp architecture of this config is not mapped here: the copy is counted as most load it"
     src = (
         "llama.cpp ggml/src/ggml-cpu/repack.cpp ggml_repack_get_optimal_repack_type, extra_buffer_type::supports_op"
-        " (CPU_REPACK buffer type); src/llama-model-loader.cpp create_tensor (TENSOR_DUPLICATED output)"
+        " (CPU_REPACK buffer type); src/llama-model.cpp make_cpu_buft_list (use_extra_bufts);"
+        " src/llama-model-loader.cpp create_tensor (TENSOR_DUPLICATED output)"
     )
-    return (Term("repack", "CPU_REPACK buffer (weights repacked for the CPU)", n, formula, said, guess, src),)
+    label = "CPU_REPACK buffer (weights repacked for the CPU)"
+    return Term("repack", label, n, formula, said + _extra_said(copy, rows, guess), guess, src)
+
+
+def _amx_term(rows: list[Any], copy: Any, guess: bool) -> Term | None:
+    if not rows:
+        return None
+    n = sum(_amx_bytes(r) for r in rows)
+    types = ", ".join(sorted({r.format for r in rows}))
+    formula = f"{sum(r.count for r in rows):,} tensors ({types}), packed = {n:,} B"
+    said = (
+        "--cpu-features amx (Sapphire Rapids and later, in a build with AMX: GGML_NATIVE on such a CPU or its"
+        " CPU variant): 2-D weights multiplied by MUL_MAT, rows by 32, in Q4_0, Q4_1, Q8_0 (row length by 32),"
+        " Q4_K, Q5_K, Q6_K, IQ4_XS (by 256) or F16 (by 16), packed for AMX tiles: Q8_0 4 B more per block,"
+        " Q4_K and Q5_K 4 B, IQ4_XS 2 B; F16 copied as it is"
+    )
+    src = (
+        "llama.cpp ggml/src/ggml-cpu/amx/amx.cpp extra_buffer_type::supports_op, ggml_backend_amx_buffer_type;"
+        " amx/mmq.cpp ggml_backend_amx_get_alloc_size, get_row_size; amx/common.h qtype_has_amx_kernels;"
+        " ggml/src/ggml-cpu/ggml-cpu.cpp ggml_backend_cpu_get_extra_buffer_types (AMX before CPU_REPACK)"
+    )
+    label = "AMX buffer (weights packed for AMX)"
+    return Term("amx", label, n, formula, said + _extra_said(copy, rows, guess), guess, src)
+
+
+# ---- the mapped model buffer on a CPU ---------------------------------------------------------
+
+ALIGNMENT = 32  # GGUF_DEFAULT_ALIGNMENT: general.alignment of the converter's files
+_MAPPED_SRC = (
+    "llama.cpp src/llama-model.cpp llama_model_base::load_tensors (with mmap, ggml_backend_dev_buffer_from_host_ptr"
+    " over the span get_mapping_range gives), src/llama-model-loader.cpp llama_model_loader::get_mapping_range (from"
+    " the first tensor's offset to the end of the last), ggml/src/gguf.cpp (each tensor's data padded to"
+    " general.alignment)"
+)
+
+
+def mapped(model: Model, every: Any, w: Any, gguf: bool, moved: list[Any]) -> Term:
+    """The CPU_Mapped model buffer: the file's span from the first tensor llama.cpp keeps in CPU
+    memory to the end of the last (each tensor's data starts on ``general.alignment``, so the
+    padding after each is in it, and any tensor it skips or moves to an extra buffer between
+    them). ``every``: the file's tensors, ``w``: those loaded, ``moved``: the rows the CPU's
+    extra buffers take."""
+    from ..frontends.gguf import DATA_ORDER
+
+    t = replace(w.term(), source=_MAPPED_SRC)
+    order = (model.config or {}).get(DATA_ORDER) if gguf else None
+    if order:
+        extra, said, guess = _span(order, model.config.get("general.alignment", ALIGNMENT), every, w, moved)
+    else:
+        extra, said, guess = _converter_padding(w, moved)
+        if every.bytes != w.bytes:  # MTP blocks not loaded: where the converter wrote them is not known here
+            said += (
+                f"; the {every.bytes - w.bytes:,} B of blocks llama.cpp does not load are left out, as where the"
+                " converter writes them last (the checkpoint's order): where they lie before the last tensor it"
+                " keeps, the mapped span holds them too"
+            )
+            guess = True
+    if not extra and not guess:
+        return t
+    label = "padding and skipped tensors in the mapped span" if extra >= 0 else "the mapped span's difference"
+    part = Term("weights.padding", label, extra, f"{extra:,} B", said, guess)
+    parts = (t.parts or (replace(t, key="weights.tensors", label="tensors", parts=()),)) + (part,)
+    formula = f"{w.bytes:,} B (every tensor loaded) + {extra:,} B (the mapped span's padding) = {t.bytes + extra:,} B"
+    said, guess = t.assumption + "; " + said, t.estimate or guess
+    return replace(t, bytes=t.bytes + extra, formula=formula, assumption=said, estimate=guess, parts=parts)
+
+
+_RANGE = re.compile(r"^(.*?\.)(\d+)–(\d+)(\..*)$")
+
+
+def _tensors(rows: list[Any]) -> dict[str, int]:
+    """Each tensor of ``rows`` by its own name (``blk.0–15.x`` is sixteen), and its bytes."""
+    out: dict[str, int] = {}
+    for r in rows:
+        m = _RANGE.match(r.name)
+        names = [f"{m[1]}{i}{m[4]}" for i in range(int(m[2]), int(m[3]) + 1)] if m else [r.name]
+        out |= dict.fromkeys(names, r.bytes // max(r.count, 1))
+    return out
+
+
+def _span(order: Any, align: int, every: Any, w: Any, moved: list[Any]) -> tuple[int, str, bool]:
+    """What a GGUF file's mapped span holds beyond the tensors kept in it, from the order of its
+    data section (frontends/gguf.py GGUFFile.data_order)."""
+    sizes, loads = _tensors(list(every.rows)), set(_tensors(list(w.rows)))
+    kept = loads - set(_tensors(moved))
+    at = [i for i, name in enumerate(order) if name in kept]
+    if not at or any(name not in sizes for name in order):
+        return 0, "", False
+    names = order[at[0] : at[-1] + 1]
+    span = sum(-(-sizes[n] // align) * align for n in names[:-1]) + sizes[names[-1]]
+    in_file = loads.intersection(order)  # an mmproj's towers beside a GGUF are another file's
+    extra = span - sum(sizes[n] for n in in_file)  # below 0 where moved tensors lie outside the span
+    said = (
+        "with mmap (the default): the file's span from the first tensor kept in CPU memory to the end of the last:"
+        f" the padding after each tensor's data (general.alignment {align})"
+    )
+    skipped = any(n not in loads for n in names)
+    outside = any(n not in names for n in kept.union(loads) - kept)
+    return (
+        extra,
+        said
+        + (", the tensors it skips among them" if skipped else "")
+        + (", less the tensors moved to an extra buffer from its ends" if outside else ""),
+        False,
+    )
+
+
+def _converter_padding(w: Any, moved: list[Any]) -> tuple[int, str, bool]:
+    """The padding after each tensor the converter writes (gguf-py pads each tensor's data to 32
+    B), but the last, which ends the span: taken to be one that fills its 32 B (the converter
+    writes the final norm or a matrix last; a smaller one leaves up to 31 B less). The converter
+    writes the checkpoint's tensors in the order of their names, lm_head first: where an extra
+    buffer takes the output head, llama.cpp's span begins after it, which a config cannot place."""
+    extra = 0
+    for r in w.rows:
+        if r.count and r.role != "tied":
+            extra += r.count * (-(r.bytes // r.count) % ALIGNMENT)
+    said = "with mmap (the default): each tensor's data padded to 32 B in the converter's file (general.alignment)"
+    head = any(r.kind == "output_head" and r.name != "output.weight" for r in moved)
+    if head:
+        said += (
+            "; the span is taken whole, from the file's first tensor: llama.cpp's begins at the first it keeps in"
+            " CPU memory, after the output head where the converter writes it first and an extra buffer takes it"
+        )
+    return extra, said, head
 
 
 # ---- the model buffers on a GPU ---------------------------------------------------------------
@@ -924,6 +1130,11 @@ def _unplanned(model: Model) -> str:
 
 def _notes(o: Options) -> tuple[str, ...]:
     said = []
+    if o.device == "cpu":
+        said.append(
+            f"CPU: {_CPU_SAID[o.cpu]} is assumed (--cpu-features {o.cpu}), where llama.cpp's default"
+            f" use_extra_bufts puts {_EXTRA_SAID[o.cpu]}"
+        )
     if o.flash_attn == "auto":
         said.append(
             "--flash-attn auto resolves to on: llama_context::resolve_fused_ops keeps flash attention "

@@ -29,6 +29,7 @@ LLAMA_OPTIONS = {
     "type_v": "--cache-type-v",
     "device": "--device",
     "embeddings": "--embeddings",
+    "cpu": "--cpu-features",
 }
 VLLM_OPTIONS = {
     "tp": "--tp",

@@ -38,6 +38,7 @@ which lives inside that blob.
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -331,6 +332,8 @@ def weights(
         from .stored import stored_weights
 
         return stored_weights(model)
+    if s.method == "gguf":  # the converter's file follows the config's family, not the stored names
+        model = configured(model)
     named = s.method in ("gptq", "awq")  # by the checkpoint's names
     found = model.derived(("slots", named), lambda: tuple(slots(model.tree, model.model_type, checkpoint=named)))
     items = _keep_items(keep, s)
@@ -340,6 +343,44 @@ def weights(
     rows = tuple(r for slot in found for r in _rows(slot, plan))
     w = Weights(getattr(model, "name", ""), s.name, rows, items, _options_text(s, group, dq))
     return replace(w, **_said(model, s, w, plan, file))
+
+
+# Names a checkpoint holds beyond what transformers builds, which llama.cpp's converter writes as
+# more blocks: Qwen's mtp.*, DeepSeek's and GLM's model.layers.{n…} past num_hidden_layers
+_MTP_NAME = re.compile(r"^(model\.)?mtp\.|\.layers\.(\d+)\.")
+
+
+def configured(model):
+    """A model folder (config.json beside safetensors) whose files hold what its config builds,
+    as the config's family counts it: llama.cpp's converter and quantiser read the family (its
+    experts, their count, the per-layer rules and the MTP layers it appends), which a tree built
+    from the stored names does not carry. Any other model is returned as it is."""
+    ck = getattr(model, "checkpoint", None)
+    if ck is None or ck.against is None or not model.config:
+        return model
+    n = model.config.get("num_hidden_layers")
+    if not all(d.kind == "dtype" or (d.kind == "extra" and _beyond(d.name, n)) for d in ck.differences):
+        return model
+    return model.derived("configured", lambda: _from_config(model))
+
+
+def _beyond(name: str, n_layers) -> bool:
+    """A stored tensor of the multi-token-prediction layers the converter appends."""
+    m = _MTP_NAME.search(name)
+    if m is None:
+        return False
+    return m[2] is None or (isinstance(n_layers, int) and int(m[2]) >= n_layers)
+
+
+def _from_config(model):
+    from ..frontends.config import from_config
+
+    try:
+        cls = model.class_name
+        found = from_config(dict(model.config), model.source, name=model.name, model_class=cls, fallback=False)
+    except ParamcountError:
+        return model
+    return found if found.model_type == model.model_type else model
 
 
 def _said(model, s: Scheme, w: Weights, plan: _Plan, file: gguf_layout.Layout | None) -> dict:
@@ -578,6 +619,8 @@ def _mix(model, found: Sequence[Slot]) -> tuple:
         )
     else:
         n_expert = max((n for n in _expert_counts(model.tree)), default=0)
+        if not n_expert and getattr(model, "checkpoint", None) is not None and _stated_experts(model.config):
+            raise ParamcountError(_UNMATCHED, field="dtype")
         found = [s for s in found if not gg.in_mmproj(mt, s)]  # the language-model file's tensors only
         roles = gg.config_roles(mt, dict(model.config or {}), found, n_expert, _output_slot(found))
     quantised = [s for s in found if gg.allowed(s, roles.gguf)]
@@ -590,6 +633,22 @@ def _mix(model, found: Sequence[Slot]) -> tuple:
             ranks.setdefault((i, o), rank)
         counts[group] = len(order)
     return roles, ranks, counts
+
+
+# config keys stating a MoE's expert count
+_EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
+_UNMATCHED = (
+    "the checkpoint's tensors are not what its config.json builds (see the differences `paramcount` lists for"
+    " it), so llama.cpp's rules for experts (their count, each layer's ffn_down rank) cannot be placed on"
+    " them; plan the mix from config.json, or fix the checkpoint"
+)
+
+
+def _stated_experts(config) -> bool:
+    """Whether a config states routed experts (more than one), which a tree built from a
+    checkpoint's names alone does not carry."""
+    values = [config.get(k) for k in _EXPERT_KEYS] if config else []
+    return any(isinstance(v, int) and not isinstance(v, bool) and v > 1 for v in values)
 
 
 def _group(role: str) -> str:
