@@ -174,7 +174,13 @@ def _mtp(model_type: str, config: dict, found: Sequence[Slot]) -> list[Slot]:
     if not n_mtp:
         return []
     n = max(s.layers.stop for s in found if s.layers)
-    full = max(i for s in found if s.kind == "attention" and s.layers for i in s.layers)
+    full = max((i for s in found if s.kind == "attention" and s.layers for i in s.layers), default=None)
+    if full is None:  # full_attention_interval past the depth, or layer_types of linear attention only
+        raise ParamcountError(
+            "llama.cpp's converter writes the MTP layer as a copy of the last full-attention layer, and no "
+            "layer has full attention (full_attention_interval, layer_types)",
+            field="full_attention_interval",
+        )
     layer = [s for s in found if s.layers and full in s.layers]
     out = [
         replace(s, layers=range(n + j, n + j + 1), copies=s.per_layer, tie=None) for j in range(n_mtp) for s in layer
