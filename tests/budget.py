@@ -54,6 +54,32 @@ def calls(budget: int) -> Iterator[Count]:
 
 
 @contextmanager
+def lines(budget: int) -> Iterator[Count]:
+    """Count the lines of Python this thread runs (``sys.settrace``'s line events, calls included)
+    and stop at ``budget``: the finest count, for loops that call nothing (a scan char by char,
+    a rescan of earlier siblings), at ten times the cost of the work, so on small inputs only."""
+    count = Count(budget)
+
+    def trace(frame, event, arg):
+        count.n += 1
+        if count.n > budget:
+            count.over = True
+            sys.settrace(None)
+            raise TooMuchWork(f"more than {budget:,} lines run")
+        return trace
+
+    previous = sys.gettrace()
+    sys.settrace(trace)
+    try:
+        yield count
+    finally:
+        sys.settrace(previous)
+        _log(count)
+        if count.over:
+            raise TooMuchWork(f"more than {budget:,} lines run")
+
+
+@contextmanager
 def built(monkeypatch, budget: int, *classes: type) -> Iterator[Count]:
     """Count the objects of ``classes`` constructed (tree nodes, unrolled leaves, modules) and stop
     at ``budget``: cheap enough for commands that take seconds, and it catches what makes them
