@@ -32,7 +32,7 @@ def start(*args: str) -> tuple[subprocess.Popen, str, list[str]]:
 def stop(proc: subprocess.Popen) -> int:
     proc.send_signal(signal.SIGINT)
     try:
-        return proc.wait(15)
+        return proc.wait(120)  # a hang guard, far past a loaded machine: nothing is timed
     finally:
         proc.stderr.close()
 
