@@ -123,7 +123,7 @@ def main_() -> None:
     rows = [*printouts(), *unrolled()]
     with tempfile.TemporaryDirectory() as tmp:
         rows += max_tensors(Path(tmp)) + gguf_8b(Path(tmp)) + bounds(Path(tmp))
-    print(f"| figure | seconds | baseline (s) | ratio |\n|---|---:|---:|---:|")
+    print("| figure | seconds | baseline (s) | ratio |\n|---|---:|---:|---:|")
     for name, took, base in rows:
         print(f"| {name} | {took:.4g} | {base:.4g} | {took / base:.3g} |")
 
