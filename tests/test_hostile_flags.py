@@ -56,6 +56,7 @@ def files(tmp_path_factory) -> dict[str, str]:
     return out
 
 
+KIMI = "moonshotai/Kimi-Linear-48B-A3B-Instruct"
 LLAMA8B, INTERNVL, NEXT = "meta-llama/Llama-3.1-8B", "OpenGVLab/InternVL3-8B-hf", "Qwen/Qwen3-Next-80B-A3B-Instruct"
 REFUSED = [  # argv (file keys in {braces}), what the one line must say
     (["{lfm2-nan}"], "block_ffn_dim_multiplier: nan is out of range (must be in 0..1024)"),
@@ -92,6 +93,10 @@ REFUSED = [  # argv (file keys in {braces}), what the one line must say
     (
         ["memory", NEXT, "--runtime", "llama.cpp", "--set", "full_attention_interval=100"],
         "full_attention_interval: llama.cpp's converter writes the MTP layer as a copy of the last full-attention",
+    ),
+    (
+        ["memory", KIMI, "--runtime", "llama.cpp", "--dtype", "q4_k_m", "--set", 'num_key_value_heads="abc"'],
+        "num_key_value_heads: expected a whole number in 1..67,108,864, got 'abc'",
     ),
     (["{long-path}"], "weight_map shard 'a/a/a/"),
     (["memory", "{long-path}"], "cannot be opened: File name too long"),
@@ -145,8 +150,10 @@ FLAGS += ["block-size", "ubatch", "parallel", "concurrency", "overhead", "kv-dty
 FIELDS = ["hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim"]
 FIELDS += ["intermediate_size", "max_position_embeddings", "sliding_window", "full_attention_interval", "vocab_size"]
 FIELDS += ["partial_rotary_factor", "rope_theta", "num_experts", "num_experts_per_tok", "linear_num_value_heads"]
+FIELDS += ["v_head_dim", "qk_nope_head_dim", "kv_lora_rank", "block_ffn_dim_multiplier", "downsample_ratio"]
 SET_VALUE = VALUE | st.sampled_from(["NaN", "Infinity", "-Infinity", "1e400", "null", "[]", "[1, NaN]", "{}", "true"])
 MODELS = ["gpt2", "Qwen/Qwen3-0.6B", "meta-llama/Llama-3.2-1B", NEXT, "google/gemma-3-1b-pt", "Qwen/Qwen3-30B-A3B"]
+MODELS += [KIMI, "LiquidAI/LFM2-1.2B", INTERNVL, "microsoft/Phi-3-mini-4k-instruct"]
 EXAMPLES = int(os.environ.get("PARAMCOUNT_FUZZ_EXAMPLES", "15"))  # a few seconds here; set 400 for a long run
 
 
@@ -155,13 +162,17 @@ EXAMPLES = int(os.environ.get("PARAMCOUNT_FUZZ_EXAMPLES", "15"))  # a few second
     command=st.sampled_from(["memory", "fit"]),
     model=st.sampled_from(MODELS),
     runtime=st.sampled_from(["transformers", "llama.cpp", "vllm", None]),
+    dtype=st.sampled_from([None, "q4_k_m", "bf16", "fp8"]),
     gpu=st.sampled_from(["h100", "rtx4090", "24GB", None]),
     flags=st.dictionaries(st.sampled_from(FLAGS), VALUE, max_size=3),
     fields=st.dictionaries(st.sampled_from(FIELDS), SET_VALUE, max_size=2),
     json_out=st.booleans(),
 )
-def test_random_runtime_flags_end_in_a_plan_or_one_line(capsys, command, model, runtime, gpu, flags, fields, json_out):
+def test_random_runtime_flags_end_in_a_plan_or_one_line(
+    capsys, command, model, runtime, dtype, gpu, flags, fields, json_out
+):
     argv = [command, model, *(["--runtime", runtime] if runtime else []), *(["--gpu", gpu] if gpu else [])]
+    argv += ["--dtype", dtype] if dtype else []
     argv += [f"--{flag}={value}" for flag, value in flags.items()]
     argv += [a for field, value in fields.items() for a in ("--set", f"{field}={value}")]
     code, out, err = run(argv + (["--json"] if json_out else []), capsys)
