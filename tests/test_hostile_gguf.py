@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import struct
-import time
 import tracemalloc
 
 import pytest
@@ -14,6 +13,10 @@ pytest.importorskip("gguf")
 
 from paramcount.errors import ParamcountError
 from paramcount.frontends import gguf as pg
+
+from .budget import calls
+
+CALLS = 20_000  # calls to read one small hostile file: a loop over a length it states would pass it at once
 
 U8, U32, STR, ARR, U64 = 0, 4, 8, 9, 10
 F32, Q4_0 = 0, 2
@@ -56,9 +59,8 @@ def fails(tmp_path, blob: bytes, message: str, name: str = "bad.gguf") -> str:
     path = tmp_path / name
     path.write_bytes(blob)
     tracemalloc.start()
-    start = time.perf_counter()
     try:
-        with pytest.raises(ParamcountError) as e:
+        with pytest.raises(ParamcountError) as e, calls(CALLS):
             pg.read(path)
     finally:
         _, peak = tracemalloc.get_traced_memory()
@@ -66,7 +68,7 @@ def fails(tmp_path, blob: bytes, message: str, name: str = "bad.gguf") -> str:
     text = str(e.value)
     assert text.startswith(f"{path}: ") and "\n" not in text
     assert message in text, text
-    assert time.perf_counter() - start < 1 and peak < 16 << 20
+    assert peak < 16 << 20
     return text
 
 
@@ -162,14 +164,13 @@ def test_fuzz_mutated_headers_fail_cleanly(cut, flips):
     for at, value in flips:
         if at < len(blob):
             blob[at] = value
-    start = time.perf_counter()
     try:
-        info = pg.parse(bytes(blob[: len(blob) - cut] if cut else blob), "fuzz.gguf")
+        with calls(CALLS):
+            info = pg.parse(bytes(blob[: len(blob) - cut] if cut else blob), "fuzz.gguf")
     except ParamcountError as e:
         assert str(e).startswith("fuzz.gguf: ") and "\n" not in str(e)
     else:
         assert info.nbytes <= len(blob)
-    assert time.perf_counter() - start < 1
 
 
 def test_cli_hostile_gguf_is_one_line_exit_2(tmp_path, capsys):

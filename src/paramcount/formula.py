@@ -157,7 +157,7 @@ class _Parser:
             if self.take() != ")":
                 raise ValueError("unbalanced parentheses")
             return inner
-        if token.isdigit():
+        if token.isascii() and token.isdigit():  # "²".isdigit() is true; int("²") raises
             return Poly.const(int(token))
         if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", token):
             return Poly.symbol(token)

@@ -98,7 +98,7 @@ def test_a_file_without_tie_word_embeddings_is_tied_as_transformers_5_reads_it()
 def test_bad_fields_are_one_line():
     with pytest.raises(ParamcountError, match=r"vision_config\.norm_type: expected one of layer_norm, rms_norm"):
         from_config({**SMALL, "vision_config": {**SMALL["vision_config"], "norm_type": "batch_norm"}}, "test")
-    with pytest.raises(ParamcountError, match=r"downsample_ratio: expected a ratio in \(0, 1\]"):
+    with pytest.raises(ParamcountError, match=r"downsample_ratio: 0 is out of range \(must be in 1/1024..1\)"):
         from_config({**SMALL, "downsample_ratio": 0}, "test")
 
 

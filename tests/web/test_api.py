@@ -145,6 +145,26 @@ def test_printout_errors_say_where(client):
     assert r.status_code == 400 and r.json()["field"] == "overrides"
 
 
+def test_a_superscript_layer_key_is_counted_not_a_bug(client):
+    """``(²)``: "²".isdigit() is true and int("²") raises; the page counts it as a module named ²."""
+    text = "Net(\n  (layers): ModuleList(\n    (²): Linear(in_features=4, out_features=4, bias=True)\n  )\n)\n"
+    r = post(client, {"kind": "printout", "text": text})
+    assert r.status_code == 200 and r.json()["total"] == 20, r.json()
+
+
+@pytest.mark.parametrize(
+    ("source", "overrides", "said"),
+    [
+        (catalog_source("LiquidAI/LFM2-1.2B"), ["block_ffn_dim_multiplier=NaN"], "'NaN' holds NaN or infinity"),
+        (catalog_source("OpenGVLab/InternVL3-8B-hf"), ["downsample_ratio=5e-324"], "5e-324 is out of range"),
+        ({"kind": "config", "config": {"model_type": "lfm2", "block_ffn_dim_multiplier": 1e308}}, [], "1e+308 is out"),
+    ],
+)
+def test_float_fields_past_their_range_are_named(client, source, overrides, said):
+    body = post(client, source, overrides=overrides).json()
+    assert said in body["error"] and body["field"] and not body["bug"], body
+
+
 # --- never a server path ----------------------------------------------------------------------
 
 
@@ -302,6 +322,8 @@ def test_a_content_length_that_lies_does_not_get_a_big_body_past():
     assert status == 413 and "over 2,097,152 bytes" in body["error"]
     status, body = asyncio.run(_call(app, [(b"host", b"localhost"), (b"content-length", b"1e9")], [b"{}"]))
     assert status == 400 and body["field"] == "content-length"
+    status, body = asyncio.run(_call(app, [(b"host", b"localhost"), (b"content-length", b"\xb2")], [b"{}"]))
+    assert status == 400 and body["field"] == "content-length"  # "²" (latin-1): isdigit(), yet int() raises
 
 
 def test_other_hosts_are_refused():

@@ -112,20 +112,32 @@ def test_upload_cache_is_bounded_by_bytes():
 
 
 @pytest.fixture(scope="module")
-def live():
-    """A real server with short read deadlines, in this process."""
+def served():
+    """A real server with short read deadlines (injected: the defaults are 10 and 30 s), in this
+    process: (the uvicorn server, its port)."""
     sock = server.bind("127.0.0.1", 0)
     srv = server.server(sock, "127.0.0.1", header_timeout=0.5, body_timeout=0.5)
     thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     while not srv.started:
         time.sleep(0.01)
-    yield sock.getsockname()[1]
+    yield srv, sock.getsockname()[1]
     srv.should_exit = True
     thread.join(5)
 
 
-def closed_within(conn: socket.socket, seconds: float) -> tuple[bool, bytes]:
+@pytest.fixture(scope="module")
+def live(served):
+    return served[1]
+
+
+# How long a test waits for the server to act before calling it a hang: far past the injected
+# 0.5 s deadlines, so a loaded machine never fails a test that the server passes. Nothing is
+# asserted about how soon the server acts, only that it does (closes, answers 408).
+HANG = 120
+
+
+def closed_within(conn: socket.socket, seconds: float = HANG) -> tuple[bool, bytes]:
     conn.settimeout(seconds)
     data = b""
     try:
@@ -139,20 +151,22 @@ def closed_within(conn: socket.socket, seconds: float) -> tuple[bool, bytes]:
 def test_slow_headers_are_dropped(live):
     conn = socket.create_connection(("127.0.0.1", live))
     conn.sendall(b"GET /api/info HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # never ends its headers
-    start = time.monotonic()
-    closed, _ = closed_within(conn, 5)
-    assert closed and time.monotonic() - start < 3
+    closed, data = closed_within(conn)
+    assert closed and data == b""  # dropped by the header deadline, unanswered
 
 
 def test_slow_bodies_get_408(live):
     conn = socket.create_connection(("127.0.0.1", live))
     conn.sendall(b"POST /api/model HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n")
     conn.sendall(b"Content-Length: 100\r\n\r\n{")  # 1 of 100 bytes
-    _, data = closed_within(conn, 5)
+    _, data = closed_within(conn)
     assert data.startswith(b"HTTP/1.1 408") and b"not received within 0.5 s" in data
 
 
-def test_kept_alive_answers_do_not_wait_on_nagle(live):
+def test_kept_alive_answers_do_not_wait_on_nagle(served):
+    """An answer written as headers then body must not wait on the client's delayed ACK (40 ms a
+    request): every connection the server holds has TCP_NODELAY set on its socket."""
+    srv, live = served
     conn = socket.create_connection(("127.0.0.1", live))
     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     body = json.dumps({"source": {"kind": "catalog", "name": "gpt2"}}).encode()
@@ -161,15 +175,15 @@ def test_kept_alive_answers_do_not_wait_on_nagle(live):
         + f"Content-Length: {len(body)}\r\n\r\n".encode()
         + body
     )
-    times = []
-    for _ in range(5):
-        start = time.perf_counter()
+    for _ in range(2):  # kept alive: the second request comes on the same connection
         conn.sendall(request)
         data = b""
         while b"\r\n\r\n" not in data or len(data.split(b"\r\n\r\n", 1)[1]) < _length(data):
             data += conn.recv(65536)
-        times.append(time.perf_counter() - start)
-    assert min(times[1:]) < 0.035  # a delayed ACK is 40 ms a request
+        assert data.startswith(b"HTTP/1.1 200")
+    held = [p.transport.get_extra_info("socket") for p in srv.server_state.connections]
+    mine = [s for s in held if s.getpeername() == conn.getsockname()]
+    assert len(mine) == 1 and mine[0].getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
 
 
 def _length(data: bytes) -> int:

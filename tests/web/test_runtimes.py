@@ -130,6 +130,7 @@ def test_a_gguf_file_defaults_to_llama_cpp(client, tmp_path):
         ({"runtime": "vllm", "tp": 0}, 422, "tp", "greater than or equal to 1"),
         ({"runtime": "vllm", "tp": 3}, 400, "tp", "attention heads to divide evenly"),
         ({"runtime": "vllm", "gpu_memory_utilization": 1.5}, 422, "gpu_memory_utilization", "less than or equal"),
+        ({"runtime": "vllm", "gpu_memory_utilization": 1e-320}, 400, "gpu_memory_utilization", "share in [0.01"),
         ({"runtime": "transformers", "tp": 2}, 400, "tp", "--tp is a vllm setting; this plan's runtime is"),
         ({"tp": 2}, 400, "tp", "this plan's runtime is transformers"),  # the default runtime refuses it too
         ({"runtime": "vllm", "flash_attn": "off"}, 400, "flash_attn", "--flash-attn is a llama.cpp setting"),

@@ -14,6 +14,12 @@ import pytest
 from paramcount import __version__
 from paramcount.cli import main
 
+HANG = 120  # seconds before a request counts as hung: far past a loaded machine (httpx's default is 5)
+
+
+def get(url: str, **kwargs) -> httpx.Response:
+    return httpx.get(url, timeout=HANG, **kwargs)
+
 
 def start(*args: str) -> tuple[subprocess.Popen, str, list[str]]:
     proc = subprocess.Popen(
@@ -32,7 +38,7 @@ def start(*args: str) -> tuple[subprocess.Popen, str, list[str]]:
 def stop(proc: subprocess.Popen) -> int:
     proc.send_signal(signal.SIGINT)
     try:
-        return proc.wait(15)
+        return proc.wait(HANG)
     finally:
         proc.stderr.close()
 
@@ -42,10 +48,10 @@ def test_serve_binds_loopback_and_answers_page_and_api():
     try:
         assert url.startswith("http://127.0.0.1:")
         assert not any("warning" in line for line in lines)
-        assert httpx.get(url + "api/info").json() == {"version": __version__}
-        page = httpx.get(url)
+        assert get(url + "api/info").json() == {"version": __version__, "exposed": False}
+        page = get(url)
         assert page.status_code == 200 and "<title>paramcount</title>" in page.text
-        assert httpx.get(url + "api/catalog", headers={"host": "evil.example"}).status_code == 400
+        assert get(url + "api/catalog", headers={"host": "evil.example"}).status_code == 400
     finally:
         assert stop(proc) == 130  # stopped by Ctrl+C, as a shell reports it
 
@@ -55,9 +61,19 @@ def test_serving_beyond_loopback_says_so():
     try:
         assert any("warning: serving on 0.0.0.0, not loopback" in line for line in lines)
         port = url.rsplit(":", 1)[1].strip("/")
-        assert httpx.get(f"http://127.0.0.1:{port}/api/info").status_code == 200
+        assert get(f"http://127.0.0.1:{port}/api/info").json()["exposed"] is True  # the page's notice
+        page = get(f"http://127.0.0.1:{port}/").text
+        assert 'id="exposed"' in page and "This page is reachable from other machines" in page
     finally:
         stop(proc)
+
+
+@pytest.mark.parametrize("host", ["", "   ", "\t"])
+def test_an_empty_host_is_refused_not_every_interface(capsys, host):
+    """An unset variable in a script (--host "$HOST") must not open the page to the network."""
+    assert main(["serve", "--host", host, "--port", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("paramcount: error: --host: an empty address would listen on every")
 
 
 def test_a_busy_port_is_one_line_and_exit_2(capsys):

@@ -66,6 +66,11 @@ MAX_DIM = 1 << 26  # 67,108,864: far above any real width or vocabulary
 # list, diff), so every command must finish in seconds at it. Real models have at most a few
 # hundred layers; tests/test_bounds.py runs every command here.
 MAX_LAYERS = 1 << 12  # 4,096
+# A ratio that divides (pixel shuffles' 1 / ratio, per side) stays at least this: 1 / 1,024 folds
+# a million patches into one token, far past any real tower (0.5 in every config seen), and keeps
+# 1 / ratio² an exact float; a multiplier of a width (mlp_ratio) at most its inverse.
+MIN_RATIO = 1 / 1024
+MAX_FACTOR = 1024.0
 
 
 @cache  # a few dozen field names, asked on every count
@@ -196,10 +201,19 @@ class Cfg:
             raise self.error(name, f"expected a string, got {value!r}")
         return value
 
-    def number(self, field: str, default: Any = ...) -> float:
+    def number(self, field: str, default: Any = ..., *, low: float, high: float) -> float:
+        """A real-valued field (a ratio, a multiplier), finite and in [low, high]: every call
+        names the range that keeps its arithmetic finite (``int(1 / ratio)``, ``int(h · r)``)."""
         name, value = self.lookup(field, default)
+        return self.finite(name, value, low, high)
+
+    def finite(self, name: str, value: Any, low: float, high: float) -> float:
+        """``value`` read from field ``name`` (perhaps inside a nested object): a finite number in
+        [low, high], else one line naming the field. NaN and ±inf fail the range check itself."""
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise self.error(name, f"expected a number, got {value!r}")
+            raise self.error(name, f"expected a number, got {brief(value)}")
+        if not low <= value <= high:  # False for NaN, whichever side
+            raise self.error(name, f"{brief(value)} is out of range (must be in {_bound(low)}..{_bound(high)})")
         return value
 
     def divides(self, whole: str, part: str) -> None:
@@ -208,6 +222,11 @@ class Cfg:
         if w % p:
             named = self.lookup(whole)[0], self.lookup(part)[0]
             raise self.error(named[0], f"{int(w)} is not divisible by {named[1]} ({int(p)})")
+
+
+def _bound(x: float) -> str:
+    """A range's end as written: MIN_RATIO as 1/1024, not 0.000976562."""
+    return f"1/{round(1 / x)}" if 0 < x < 1 and (1 / x).is_integer() else f"{x:g}"
 
 
 def per_cfg(build: Callable[..., Any]) -> Callable[..., Any]:

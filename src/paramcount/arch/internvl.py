@@ -10,7 +10,7 @@ from typing import Any
 from ..ir import Block, Node
 from . import Family
 from .blocks import block, linear, norm
-from .config import Cfg, per_cfg
+from .config import MIN_RATIO, Cfg, per_cfg
 from .towers import LLAVA_RENAMES, conditional_generation, text_cache, tower, tower_cfg, untied_text_notes
 from .vision import pair
 
@@ -21,10 +21,7 @@ MIN_TILES, MAX_TILES = 1, 12  # GotOcr2ImageProcessor's min_patches and max_patc
 
 def shuffle(c: Cfg) -> int:
     """int(1 / downsample_ratio): how many patches a side fold into one token."""
-    ratio = c.number("downsample_ratio")
-    if not 0 < ratio <= 1:
-        raise c.error("downsample_ratio", f"expected a ratio in (0, 1], got {ratio!r}")
-    return int(1 / ratio)
+    return int(1 / c.number("downsample_ratio", low=MIN_RATIO, high=1))
 
 
 def projector(c: Cfg) -> Block:
@@ -76,9 +73,10 @@ def image_tokens(c: Cfg, width: int, height: int) -> Any:
 
     v = tower_cfg(c, "vision_config", VISION)
     (th, tw), (ph, pw) = (tuple(int(n) for n in pair(v, f)) for f in ("image_size", "patch_size"))
-    shuffle(c)  # a ratio in (0, 1]
-    ratio = c.number("downsample_ratio")  # the model's pixel_shuffle keeps int(side · ratio) a side
+    ratio = c.number("downsample_ratio", low=MIN_RATIO, high=1)  # pixel_shuffle keeps int(side · ratio)
     seq = int(th // ph * ratio) * int(tw // pw * ratio)
+    if seq < 1:
+        raise c.error("downsample_ratio", f"{ratio!r} leaves no token of a {th // ph}×{tw // pw}-patch tile")
     cols, rows = grid(height, width, th, tw)
     crops = cols * rows + (cols * rows > 1)
     tokens = seq * crops + 2

@@ -16,7 +16,7 @@ from typing import Any
 from ..ir import Block, Node, Sym, Tensor, Tie, join
 from . import Family, llama, mistral
 from .blocks import attention, base, block, find, linear, norm, typed_decoder, with_head
-from .config import Cfg, per_cfg
+from .config import MAX_DIM, MAX_FACTOR, Cfg, per_cfg
 from .ssm import ATTENTION, conv, hybrid_cache
 
 CONV = "conv"
@@ -55,10 +55,10 @@ def ff_width(c: Cfg) -> Sym:
         return width
     if "block_ffn_dim_multiplier" in c.raw and c.raw["block_ffn_dim_multiplier"] is None:
         raise c.error("block_ffn_dim_multiplier", "must be a number (transformers refuses null)")
-    multiplier, step = c.number("block_ffn_dim_multiplier"), int(c.int("block_multiple_of"))
+    multiplier, step = c.number("block_ffn_dim_multiplier", low=0, high=MAX_FACTOR), int(c.int("block_multiple_of"))
     adjusted = int(multiplier * int(2 * int(width) / 3))
     adjusted = step * ((adjusted + step - 1) // step)
-    if adjusted < 1:
+    if not 1 <= adjusted <= MAX_DIM:
         raise c.error("block_ffn_dim_multiplier", f"gives an MLP width of {adjusted}")
     return Sym(adjusted, "I_ff")
 

@@ -11,7 +11,7 @@ from typing import Any
 from ..ir import Block, Node, Tensor, Tie
 from . import Family
 from .blocks import linear
-from .config import Cfg, per_cfg
+from .config import MIN_RATIO, Cfg, per_cfg
 from .towers import text_cache, tower, tower_cfg
 
 DEFAULTS = {"text_config": None, "vision_config": None}
@@ -75,10 +75,10 @@ def image_tokens(c: Cfg, width: int, height: int) -> Any:
 
     v = tower_cfg(c, "vision_config", VISION)
     tile, grid = int(v.int("image_size")), int(v.int("image_size")) // int(v.int("patch_size"))
-    ratio = v.number("pixel_shuffle_ratio", 0.5)
-    if not 0 < ratio <= 1:
-        raise v.error("pixel_shuffle_ratio", f"expected a ratio in (0, 1], got {ratio!r}")
+    ratio = v.number("pixel_shuffle_ratio", 0.5, low=MIN_RATIO, high=1)
     per_tile = grid * grid // round(1 / ratio**2)
+    if per_tile < 1:
+        raise v.error("pixel_shuffle_ratio", f"{ratio!r} leaves no token of a {grid}×{grid}-patch tile")
     rows, cols = (side // tile for side in best_fit(height, width, tile))
     tiles = rows * cols if rows * cols > 1 else 0
     tokens = 3 + per_tile + (rows * cols * (per_tile + 1) if tiles else 0)

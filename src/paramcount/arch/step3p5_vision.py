@@ -17,7 +17,7 @@ from __future__ import annotations
 from ..ir import Block, Node, Sym, Tensor
 from . import Family, bart
 from .blocks import base, block, embedding, mlp, norm
-from .config import SYMBOLS, Cfg
+from .config import MAX_DIM, MAX_FACTOR, SYMBOLS, Cfg
 from .vision import conv2d, no_cache
 
 DEFAULTS = {
@@ -53,10 +53,10 @@ def grid(c: Cfg) -> Sym:
 
 def inner(c: Cfg) -> Sym:
     """``int(hidden_size · mlp_ratio)``, as ``__post_init__`` overwrites ``intermediate_size``."""
-    h, ratio = dim(c, "hidden_size"), c.number("mlp_ratio")
+    h, ratio = dim(c, "hidden_size"), c.number("mlp_ratio", low=0, high=MAX_FACTOR)
     width = int(int(h) * ratio)
-    if width < 1:
-        raise c.error("mlp_ratio", f"{ratio!r} leaves the MLP no width (hidden size {int(h)})")
+    if not 1 <= width <= MAX_DIM:
+        raise c.error("mlp_ratio", f"{ratio!r} gives an MLP width of {width:,} (hidden size {int(h)})")
     return Sym(width, "I")
 
 

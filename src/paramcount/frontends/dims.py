@@ -32,13 +32,31 @@ def parse_set(items: Sequence[str]) -> dict[str, Any]:
         if not eq or not name.strip():
             raise ParamcountError(f"expected name=value, got {item!r}", field="--set")
         try:
-            fields[name.strip()] = json.loads(text)
+            fields[name.strip()] = json.loads(text, parse_constant=_infinite, parse_float=_finite)
+        except _NotFinite:
+            why = f"{name.strip()}: {text[:40]!r} holds NaN or infinity, not a finite number"
+            raise ParamcountError(why, field="--set") from None
         except json.JSONDecodeError:
             fields[name.strip()] = text
         except (RecursionError, ValueError):  # [[[[… past the recursion limit; 5,000-digit ints
             why = "nested too deeply" if text.lstrip().startswith(("[", "{")) else "a number too long"
             raise ParamcountError(f"{name.strip()}: {why} to read", field="--set") from None
     return fields
+
+
+class _NotFinite(Exception):
+    """NaN, Infinity or a float past 1.8e308 in a --set value: no field means any of them."""
+
+
+def _infinite(text: str) -> float:
+    raise _NotFinite(text)
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value - value != 0:  # inf - inf and nan - nan are NaN: 1e400 reads as inf
+        raise _NotFinite(text)
+    return value
 
 
 def config(arch: str, dims: Mapping[str, int | None], extra: Mapping[str, Any] = ()) -> dict[str, Any]:

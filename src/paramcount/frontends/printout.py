@@ -182,7 +182,8 @@ class _Parser:
             return first, int(count)
         if rng:
             raise self.error(f"range ({key}) without its 'N x' count", at)
-        return (int(key), 1) if key.isdigit() else (None, 1)
+        # ASCII digits only: "²".isdigit() is true and int("²") raises (a list's index is 0-9)
+        return (int(key), 1) if key.isascii() and key.isdigit() else (None, 1)
 
     def extra(self, mod: Mod, opened: int) -> str:
         """Extra-repr text up to the end of its line, the module's ')' or the next child."""

@@ -299,6 +299,15 @@ def _shard_name(folder: Path, value: Any, source: str) -> Path:
     return folder / value
 
 
+def _is_file(path: Path, shard: str, source: str) -> bool:
+    """Whether a shard the index names is a file: ``Path.is_file`` answers False only for a few
+    errors, and raises the rest (a path past PATH_MAX: ENAMETOOLONG; EACCES; EIO)."""
+    try:
+        return path.is_file()
+    except OSError as e:
+        raise _fail(source, f"weight_map shard {short(shard)} cannot be opened: {e.strerror or e}") from None
+
+
 def read_index(path: Path) -> ShardSet:
     """A ``*.safetensors.index.json``: its shards in order, each checked to exist."""
     source = str(path)
@@ -319,7 +328,7 @@ def read_index(path: Path) -> ShardSet:
     for shard in weight_map.values():
         if not isinstance(shard, str) or shard not in shards:
             shards[shard] = _shard_name(path.parent, shard, source)
-    missing = [s for s, p in shards.items() if not p.is_file()]
+    missing = [s for s, p in shards.items() if not _is_file(p, s, source)]
     if missing:
         more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
         raise _fail(source, f"shard {', '.join(missing[:3])}{more} is missing from the folder")

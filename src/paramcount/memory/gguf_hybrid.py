@@ -41,7 +41,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..arch import family
-from ..errors import ParamcountError
+from ..arch.config import MAX_DIM
+from ..errors import ParamcountError, brief
 from ..records import replace
 from .slots import Slot
 
@@ -144,13 +145,23 @@ def _part(s: Slot, tag: str, shape: tuple[int, ...], linear: bool | None = None)
     return replace(s, rest=f"{s.rest}[{tag}]", shape=shape, linear=s.linear if linear is None else linear)
 
 
+def _whole(config: dict, field: str) -> int:
+    """A config field the converter reads that the count does not (the count's own are checked
+    there): a whole number in the count's range, else one line naming it."""
+    value = config.get(field)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_DIM:
+        raise ParamcountError(f"expected a whole number in 1..{MAX_DIM:,}, got {brief(value)}", field=field)
+    return value
+
+
 def _kv_b(config: dict, s: Slot) -> list[Slot]:
     """KimiLinearModel.modify_tensors: kv_b_proj viewed (heads, nope + v, kv_lora_rank), split,
     k_b transposed: ``attn_k_b`` (heads, kv_lora_rank, nope), ``attn_v_b`` (heads, v, kv_lora_rank)."""
     c = {**family("kimi_linear").defaults, **config}
     heads = c.get("num_key_value_heads", 32)  # transformers' KimiLinearConfig: 32, None → the heads
-    heads, lora = int(c["num_attention_heads"] if heads is None else heads), s.shape[-1]
-    nope, v = int(c["qk_nope_head_dim"]), int(c["v_head_dim"])
+    field = "num_attention_heads" if heads is None else "num_key_value_heads"
+    heads, lora = _whole(c, field), s.shape[-1]
+    nope, v = _whole(c, "qk_nope_head_dim"), _whole(c, "v_head_dim")
     if heads * (nope + v) != s.shape[0]:
         raise ParamcountError(
             f"kv_b_proj has {s.shape[0]} rows, not num_key_value_heads × (qk_nope_head_dim + v_head_dim)"
@@ -174,7 +185,13 @@ def _mtp(model_type: str, config: dict, found: Sequence[Slot]) -> list[Slot]:
     if not n_mtp:
         return []
     n = max(s.layers.stop for s in found if s.layers)
-    full = max(i for s in found if s.kind == "attention" and s.layers for i in s.layers)
+    full = max((i for s in found if s.kind == "attention" and s.layers for i in s.layers), default=None)
+    if full is None:  # full_attention_interval past the depth, or layer_types of linear attention only
+        raise ParamcountError(
+            "llama.cpp's converter writes the MTP layer as a copy of the last full-attention layer, and no "
+            "layer has full attention (full_attention_interval, layer_types)",
+            field="full_attention_interval",
+        )
     layer = [s for s in found if s.layers and full in s.layers]
     out = [
         replace(s, layers=range(n + j, n + j + 1), copies=s.per_layer, tie=None) for j in range(n_mtp) for s in layer

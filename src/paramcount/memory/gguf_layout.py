@@ -305,8 +305,10 @@ def phi3_rope_factors(c: Cfg) -> list[Slot]:
             "rope_scaling", "long_factor and short_factor must be lists of one length (llama.cpp's converter)"
         )
     # the converter raises unless there is one factor per rotary pair: int(rot_pct · n_embd) // n_head / 2
-    pct = rope.get("partial_rotary_factor", c.raw.get("partial_rotary_factor", 1.0))
-    pairs = int(float(pct) * int(c.int("hidden_size"))) // int(c.int("num_attention_heads")) / 2
+    where = "rope_parameters." if c.raw.get("rope_parameters") else "rope_scaling."
+    name = where + "partial_rotary_factor" if "partial_rotary_factor" in rope else "partial_rotary_factor"
+    pct = c.finite(name, rope.get("partial_rotary_factor", c.raw.get("partial_rotary_factor", 1.0)), 0, 1)
+    pairs = int(pct * int(c.int("hidden_size"))) // int(c.int("num_attention_heads")) / 2
     if len(long) != pairs:
         raise c.error(
             "rope_scaling",

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from ..errors import ParamcountError
+from ..errors import ParamcountError, brief
 from ..model import Model
 from ..records import replace
 from .kv_layout import LayerKind, Layout
@@ -50,6 +50,7 @@ from .vllm_state import SRC_ALIGN, SRC_STATE, SRC_STATE_SHARD, VLLM_VERSION, Sta
 # DEFAULT_BLOCK_SIZE = 16; the FLASH_ATTN and FLASH_ATTN_MLA backends of the GPUs planned keep 16);
 # vllm/model_executor/layers/vocab_parallel_embedding.py DEFAULT_VOCAB_PADDING_SIZE.
 UTILIZATION = Fraction(23, 25)
+MIN_UTILIZATION = Fraction(1, 100)  # our floor, not vLLM's: a hundredth of a GPU holds no real model
 BLOCK_SIZE = 16
 VOCAB_PADDING = 64
 KV_BYTES = {"auto": None, "fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1}
@@ -218,17 +219,23 @@ def _check_batch(o: Options) -> None:
 
 
 def _utilization(value: Any) -> Fraction:
+    """The share given (flag text, or the page's number), checked as a float first: its range
+    bounds the exponent, so ``Fraction("1e-999999999")`` (a billion-digit power of ten) is
+    never built, and a share under MIN_UTILIZATION would make the GPU the plan asks for (the
+    claim over the share) absurdly large (1e-320 overflows a float)."""
+    text = str(value)[:41]
     try:
-        u = Fraction(str(value))
-    except (ValueError, ZeroDivisionError):
-        u = Fraction(-1)
-    if not 0 < u <= 1:
+        u = Fraction(text) if MIN_UTILIZATION <= float(text) <= 1 and len(text) <= 40 else None
+    except (ValueError, ZeroDivisionError, OverflowError):
+        u = None
+    if u is None:
         raise ParamcountError(
-            f"--gpu-memory-utilization is a share in (0, 1], got {value!r}", field="--gpu-memory-utilization"
+            f"expected a share in [{float(MIN_UTILIZATION):g}, 1], got {brief(value)}",
+            field="--gpu-memory-utilization",
         )
     if u == 1:
         raise ParamcountError(
-            "--gpu-memory-utilization 1: vLLM would ask for the whole GPU, but the CUDA context, NCCL and cuBLAS "
+            "1 would make vLLM ask for the whole GPU, but the CUDA context, NCCL and cuBLAS "
             "already hold part of it when it checks (request_memory), so it would not start; give a share below 1",
             field="--gpu-memory-utilization",
         )

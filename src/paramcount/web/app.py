@@ -73,6 +73,7 @@ def create_app(
         docs_url=None,  # the interactive docs load scripts from a CDN; /openapi.json is the schema
         redoc_url=None,
     )
+    api.state.exposed = hosts is None  # bound beyond loopback: the page says it is reachable from elsewhere
     api.state.uploads = sources.Uploads()
     api.state.workers = workers or work.Workers()
     _handlers(api)
@@ -252,8 +253,8 @@ def _routes(api: FastAPI) -> None:
         return await watched(request, hold_upload, u, request)
 
     @api.get("/api/info", response_model=schemas.Info)
-    def info() -> dict[str, Any]:
-        return {"version": __version__}
+    def info(request: Request) -> dict[str, Any]:
+        return {"version": __version__, "exposed": request.app.state.exposed}
 
     @api.get("/api/memory/options", response_model=schemas.MemoryOptions)
     def memory_options() -> dict[str, Any]:

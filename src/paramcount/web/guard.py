@@ -81,7 +81,7 @@ class Guard:
             return await _answer(send, 400, f"this server does not answer to host {host[:100]!r}", "host")
         limit = self.limits.get(scope.get("path", ""), self.limit)
         said = _header(scope, b"content-length")
-        if said is not None and not (said.strip().isdigit() and len(said.strip()) < 20):
+        if said is not None and not (said.strip().isascii() and said.strip().isdigit() and len(said.strip()) < 20):
             return await _answer(send, 400, "Content-Length is not a number", "content-length")
         if said is not None and int(said) > limit:
             return await _answer(send, 413, f"request body of {int(said):,} bytes; at most {limit:,} accepted")

@@ -354,3 +354,6 @@ class MemoryOptions(BaseModel):
 
 class Info(BaseModel):
     version: str
+    exposed: bool = Field(
+        description="served on an address other machines can reach (paramcount serve --host 0.0.0.0, …)"
+    )

@@ -138,11 +138,17 @@ def server(
 
 def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, open_browser: bool = False) -> None:
     """Serve the page until interrupted."""
+    if not host.strip():  # bind("") listens on every interface: an unset variable in a script says --host ""
+        raise ParamcountError(
+            f"an empty address would listen on every interface; leave --host out for {DEFAULT_HOST} (this machine "
+            "only), or name the address to serve on (0.0.0.0 for every interface)",
+            field="--host",
+        )
     need_extra()
     if not is_loopback(host):
         print(
             f"paramcount: warning: serving on {host}, not loopback: anyone who can reach this machine "
-            "can use the page (use --host 127.0.0.1 to keep it local)",
+            "can use the page, and the page says so (use --host 127.0.0.1 to keep it local)",
             file=sys.stderr,
         )
     sock = bind(host, port)

@@ -1248,6 +1248,17 @@
 
   /* ---- start ---------------------------------------------------------------------------- */
 
+  function showInfo(info) {
+    $("version").textContent = info.version;
+    if (!info.exposed) return;
+    $("exposed").hidden = false; // served beyond loopback: "runs locally" would mislead
+    const badge = document.querySelector(".top .local");
+    if (badge) {
+      badge.textContent = "reachable from other machines";
+      badge.classList.add("open");
+    }
+  }
+
   async function start() {
     const asked = new URLSearchParams(location.search);
     readSource(asked);
@@ -1258,7 +1269,7 @@
     bindFile();
     bindOptions();
     bindMemory();
-    api("/api/info").then((i) => ($("version").textContent = i.version), () => {});
+    api("/api/info").then(showInfo, () => {});
     try {
       state.catalog = await api("/api/catalog");
       $("catalog-count").textContent = `${state.catalog.length} models in the bundled catalog`;
