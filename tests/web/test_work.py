@@ -239,7 +239,7 @@ def send_and_leave(port: int, body: dict, started) -> int:
 def test_a_fallback_config_is_built_in_the_worker(server_of, fallback_worker):
     import os
 
-    status, data, _ = post(server_of, "/api/model", {"source": {"kind": "config", "config": CODEGEN}}, timeout=150)
+    status, data = post(server_of, "/api/model", {"source": {"kind": "config", "config": CODEGEN}}, timeout=150)
     assert status == 200 and data["counted_by"] == "transformers"
     assert data["classes"] == ["base", "CodeGenForCausalLM", "CodeGenModel"]  # what transformers maps for codegen
     assert fallback_worker.pid not in (None, os.getpid())
