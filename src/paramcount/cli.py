@@ -493,7 +493,10 @@ def runtime_args(p: Parser) -> None:
 
     r = p.add_argument_group("runtime (inference)")
     r.add_argument(
-        "--runtime", choices=RUNTIMES, help="whose allocation to plan (default: llama.cpp for .gguf, else transformers)"
+        "--runtime",
+        type=runtime_name,
+        metavar="{" + ",".join(RUNTIMES) + "}",
+        help="whose allocation to plan (default: llama.cpp for .gguf, else transformers)",
     )
     r.add_argument(
         "--parallel",
@@ -638,6 +641,8 @@ def run_fit(argv: Sequence[str]) -> int:
         prog="paramcount fit",
         description="Whether a model fits on a GPU at each precision: headroom, the largest context and batch "
         "that fit, and for training the fewest GPUs.",
+        epilog="exit status: with --gpu, 0 when the model fits that GPU at one of the precisions shown (--dtype "
+        "names one), 1 when it fits at none; without --gpu, 0; 2 on bad input.",
     )
     plan_args(p)
     p.add_argument(
@@ -664,7 +669,8 @@ def run_fit(argv: Sequence[str]) -> int:
         result = overview(model, args.context, parallel(args), mode, only=shown, **options)
         out = render.render_overview(result)
     print_json(render.dumps(result)) if args.json else console(args.width).print(out)
-    return 0
+    # scripts branch on it: `paramcount fit MODEL --gpu rtx4090 --dtype q4_k_m && ...`
+    return 1 if args.gpu and not any(r.fits for r in result.rows) else 0
 
 
 def run_compute(argv: Sequence[str]) -> int:
@@ -745,6 +751,16 @@ def _mistyped_command(word: str) -> str | None:
 
     close = difflib.get_close_matches(word, COMMANDS, n=1, cutoff=0.75)
     return close[0] if close else None
+
+
+def runtime_name(text: str) -> str:
+    """``--runtime``: vLLM, llamacpp and the like read as the runtime they name."""
+    from .memory.runtimes import canonical
+
+    try:
+        return canonical(text)
+    except ParamcountError as e:
+        raise argparse.ArgumentTypeError(e.message) from None
 
 
 def width(text: str) -> int:
