@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from . import __version__
 from .errors import ParamcountError, printable
@@ -241,6 +241,18 @@ def output_args(p: Parser, schema: str) -> None:
     p.add_argument("--format", choices=FORMATS, default="text", help="text (default), md (Markdown) or tex (LaTeX)")
     p.add_argument("--lang", choices=LANGS, default="en", help="en (default) or zh (Chinese)")
     p.add_argument("--json", action="store_true", help=f"print JSON instead (schema paramcount.{schema}/1)")
+    p.add_argument("--width", type=width, help="terminal width for the text (default: the terminal's)")
+
+
+def _document(args: argparse.Namespace, write: Callable[[int | None], str]) -> None:
+    """Text for the terminal's width (prose wrapped between words, a table too wide stacked);
+    Markdown and LaTeX as written."""
+    if args.format != "text":
+        print(printable(write(None), layout=True), end="")
+        return
+    from .render import text
+
+    text.console(getattr(args, "width", None)).print(text.Document(write))
 
 
 def load_model(name: str, args: argparse.Namespace, default_class: str | None = None):
@@ -278,7 +290,7 @@ def run_explain(argv: Sequence[str]) -> int:
 
         print_json(docs_json.dumps(docs_json.derivation_dict(derivation)))
         return 0
-    print(printable(render_derivation(derivation, args.format, args.lang), layout=True), end="")
+    _document(args, lambda columns: render_derivation(derivation, args.format, args.lang, columns))
     return 0
 
 
@@ -347,7 +359,7 @@ def run_check(argv: Sequence[str]) -> int:
 
         print_json(docs_json.dumps(docs_json.check_dict(result)))
     else:
-        print(printable(render_check(result, args.format, args.lang), layout=True), end="")
+        _document(args, lambda columns: render_check(result, args.format, args.lang, columns))
     return 0 if result.accepted else 1
 
 
@@ -366,7 +378,7 @@ def run_compare(argv: Sequence[str]) -> int:
 
         print_json(docs_json.dumps(docs_json.compare_dict(result)))
         return 0
-    print(printable(render_compare(result, args.format, args.lang), layout=True), end="")
+    _document(args, lambda columns: render_compare(result, args.format, args.lang, columns))
     return 0
 
 

@@ -269,8 +269,8 @@ def _nearest(doc: Doc, result: CheckResult, answer: str, lang: str) -> None:
         doc.para("- ", what, f"; {w['remaining']} ", Math(f"{rest:+,}"))
 
 
-def render_check(result: CheckResult, fmt: str = "text", lang: str = "en") -> str:
-    return write(check_document(result, lang), fmt)
+def render_check(result: CheckResult, fmt: str = "text", lang: str = "en", columns: int | None = None) -> str:
+    return write(check_document(result, lang), fmt, columns)
 
 
 # ---- compare -----------------------------------------------------------------------------------
@@ -351,5 +351,5 @@ def _rows(c: Comparison, w: dict, k: dict):
     yield w["layers"], list(c.layers)
 
 
-def render_compare(c: Comparison, fmt: str = "text", lang: str = "en") -> str:
-    return write(compare_document(c, lang), fmt)
+def render_compare(c: Comparison, fmt: str = "text", lang: str = "en", columns: int | None = None) -> str:
+    return write(compare_document(c, lang), fmt, columns)
