@@ -203,29 +203,66 @@ def show(model, args: argparse.Namespace) -> int:
     return 0
 
 
+KINDS = ("moe", "hybrid", "image-text", "encoder")
+
+
 def run_list(argv: Sequence[str]) -> int:
     from .frontends import catalog
     from .frontends.config import from_config
     from .render import text
 
     p = Parser(prog="paramcount list", description="The bundled catalog with totals.")
+    p.add_argument("filter", nargs="?", metavar="TEXT", help="only models whose id, family or class contains TEXT")
+    p.add_argument("--family", metavar="NAME", help="only this family (model_type: llama, qwen2, …)")
+    p.add_argument(
+        "--kind",
+        choices=KINDS,
+        help="only mixture-of-experts, hybrid (attention + recurrent state), image+text or encoder-only models",
+    )
     p.add_argument("--width", type=width)
     p.add_argument("--json", action="store_true", help="print the catalog as JSON (schema paramcount.list/1)")
     args = p.parse_args(argv)
     rows = []
     for e in catalog.entries():
         m = from_config(e.config, f"catalog:{e.id}", name=e.id)
-        rows.append((e.id, m.model_type, m.class_name, m.total, m.backbone_total))
+        row = (e.id, m.model_type, m.class_name, m.total, m.backbone_total, m.active_total if m.is_moe else None)
+        if _listed(row, m, args):
+            rows.append(row)
     if args.json:
         from .render import docs_json
 
         print_json(docs_json.dumps(docs_json.catalog_dict(rows)))
         return 0
-    text.console(args.width).print(text.catalog_table(rows))
+    con = text.console(args.width)
+    con.print(text.catalog_table(rows, con.width))
     return 0
 
 
-# ---- explain, check, compare: the working shown -------------------------------------------
+def _listed(row: tuple, model, args: argparse.Namespace) -> bool:
+    said = (args.filter or "").lower()
+    if said and not any(said in str(x).lower() for x in row[:3]):
+        return False
+    if args.family and model.model_type.lower() != args.family.lower():
+        return False
+    return not args.kind or args.kind in _kinds(model)
+
+
+def _kinds(model) -> set[str]:
+    """What ``list --kind`` picks by: experts, recurrent state beside attention, a vision tower, no KV cache."""
+    from .memory.kv_cache import attention_layout
+
+    kinds = {"moe"} if model.is_moe else set()
+    if "vision_encoder" in model.towers():
+        kinds.add("image-text")
+    try:
+        states = {k.attention == "state" for k in attention_layout(model, mla="latent").kinds}
+    except ParamcountError:
+        return kinds
+    if states == {True, False}:
+        kinds.add("hybrid")
+    if not states:
+        kinds.add("encoder")
+    return kinds
 
 
 def model_args(p: Parser) -> None:

@@ -152,20 +152,34 @@ def render(model: Model, tree_depth: int = 0) -> Group:
     return Group(*parts)
 
 
-def catalog_table(rows: Sequence[tuple[str, str, str, int, int]]) -> Table:
-    """``paramcount list``: id, family, class, total, backbone total."""
-    t = Table(show_edge=False)
-    for col, just in (
-        ("model", "left"),
-        ("family", "left"),
-        ("class", "left"),
-        ("total", "right"),
-        ("backbone", "right"),
-    ):
-        t.add_column(col, justify=just)
-    for model_id, family, cls, total, backbone in rows:
-        t.add_row(model_id, family, cls, n(total), n(backbone))
+CATALOG_COLUMNS = (("model", "left"), ("family", "left"), ("class", "left"), ("total", "right"))
+CATALOG_COLUMNS += (("backbone", "right"), ("active", "right"))
+CATALOG_DROPPED = ("class", "backbone", "family")  # left out in this order while the table is too wide
+
+
+def catalog_table(rows: Sequence[tuple[str, str, str, int, int, int | None]], width: int | None = None) -> Table:
+    """``paramcount list``: id, family, class, total, backbone total and, for MoE, active per
+    token; one table within ``width``, leaving out class, backbone and family as it must."""
+    cells = [[r[0], r[1], r[2], n(r[3]), n(r[4]), "" if r[5] is None else n(r[5])] for r in rows]
+    keep = list(range(len(CATALOG_COLUMNS)))
+    names = [c for c, _ in CATALOG_COLUMNS]
+    for drop in CATALOG_DROPPED:
+        if width is None or _catalog_width(cells, keep) <= width:
+            break
+        keep.remove(names.index(drop))
+    tight = width is not None and _catalog_width(cells, keep) > width  # then no space at either edge
+    t = Table(show_edge=False, pad_edge=not tight)
+    for i in keep:
+        t.add_column(CATALOG_COLUMNS[i][0], justify=CATALOG_COLUMNS[i][1])
+    for row in cells:
+        t.add_row(*(row[i] for i in keep))
     return t
+
+
+def _catalog_width(cells: list[list[str]], keep: list[int]) -> int:
+    """The table's width unwrapped: each column's widest cell, a space either side, a rule between."""
+    widths = [max([len(CATALOG_COLUMNS[i][0])] + [cell_len(r[i]) for r in cells]) for i in keep]
+    return sum(widths) + 3 * len(keep) - 1
 
 
 class _Console(Console):
