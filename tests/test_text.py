@@ -9,6 +9,7 @@ PARAMCOUNT_FULL_TABLES=1 for every command on every model at every width (minute
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 
@@ -111,7 +112,30 @@ def test_every_command_stays_whole_at_60_80_and_120(monkeypatch, command):
 
 
 def test_list_stays_whole(monkeypatch):
-    check(["list"], WIDTHS, monkeypatch)
+    """``list`` picks its columns for the console's width, so it runs once per width."""
+
+    def at(width: int, term: bool) -> str:
+        out = io.StringIO()
+        con = text._Console(width=width, file=out, force_terminal=term, color_system=None, highlight=False)
+        monkeypatch.setattr(text, "console", lambda width=None: con)
+        assert main(["list"]) == 0
+        return out.getvalue()
+
+    wide = at(10_000, False)
+    totals = [f"{e['total']:,}" for e in json.loads(_json(monkeypatch))["models"]]
+    for width in WIDTHS:
+        for term in (False, True):
+            narrow = at(width, term)
+            # a narrow list leaves columns out (backbone, class): what it shows is whole
+            said = [p for p in broken(wide, narrow, width) if "pieces []" not in p]
+            assert not said and all(t in NUMBER.findall(narrow) for t in totals), (width, term, said)
+
+
+def _json(monkeypatch) -> str:
+    plain = io.StringIO()
+    monkeypatch.setattr("sys.stdout", plain)
+    assert main(["list", "--json"]) == 0
+    return plain.getvalue()
 
 
 @pytest.mark.parametrize("columns", ["60", "80"])
