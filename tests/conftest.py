@@ -18,3 +18,9 @@ def snapshot():
         assert text == path.read_text(encoding="utf-8")
 
     return check
+
+
+@pytest.fixture(autouse=True)
+def _piped(monkeypatch):
+    """Output as piped with no COLUMNS (the layout snapshots hold), unless a test sets a width."""
+    monkeypatch.delenv("COLUMNS", raising=False)

@@ -157,7 +157,7 @@ def run(capsys, *argv):
 def test_cli_check_pooler(capsys, snapshot):
     code, out, err = run(capsys, "check", "bert-base-uncased", "108891648")
     assert code == 1 and not err  # not the count: exit 1, as a checker says a wrong answer
-    assert "108,891,648 = BertModel without the pooler (590,592)" in out
+    assert "108,891,648 = BertModel without the pooler (-590,592)" in out
     snapshot("check-bert-base-uncased-pooler.txt", out)
 
 

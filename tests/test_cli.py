@@ -164,3 +164,30 @@ def test_help_documents_every_command_and_flag():
     readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
     for command in set(COMMANDS) - {"count"}:  # every command in the help's examples and the README
         assert f"paramcount {command}" in out and f"paramcount {command}" in readme, command
+
+
+def test_list_filters(capsys):
+    import json
+
+    def ids(*argv: str) -> list[str]:
+        assert main(["list", *argv, "--json"]) == 0
+        return [m["id"] for m in json.loads(capsys.readouterr().out)["models"]]
+
+    assert ids("qwen") and all("qwen" in i.lower() or "Qwen" in i for i in ids("QWEN"))
+    assert set(ids("--family", "llama")) >= {"meta-llama/Llama-3.1-8B", "meta-llama/Llama-2-7b-hf"}
+    assert "deepseek-ai/DeepSeek-V3" in ids("--kind", "moe") and "openai-community/gpt2" not in ids("--kind", "moe")
+    assert "ibm-granite/granite-4.0-h-small" in ids("--kind", "hybrid")
+    assert "google/gemma-3-4b-it" in ids("--kind", "image-text")
+    assert "google-bert/bert-base-uncased" in ids("--kind", "encoder") and "Qwen/Qwen2.5-7B" not in ids(
+        "--kind", "encoder"
+    )
+    assert ids("no-such-thing") == []
+
+
+def test_list_json_says_active_for_moe_only(capsys):
+    import json
+
+    assert main(["list", "--json"]) == 0
+    models = {m["id"]: m for m in json.loads(capsys.readouterr().out)["models"]}
+    assert models["deepseek-ai/DeepSeek-V3"]["active_total"] < models["deepseek-ai/DeepSeek-V3"]["total"]
+    assert models["openai-community/gpt2"]["active_total"] is None

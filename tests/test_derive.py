@@ -158,8 +158,10 @@ def test_cli_explain_errors_are_one_line(capsys, argv, message):
     assert code == 2 and message in err and err.count("\n") == 1
 
 
-def test_chinese_readme_shows_real_output(capsys):
-    """Every ``$ paramcount ...`` block of README.zh-CN.md is what the command prints today."""
+def test_chinese_readme_shows_real_output(capsys, monkeypatch):
+    """Every ``$ paramcount ...`` block of README.zh-CN.md is what the command prints today (at
+    100 columns, as tests/test_readme.py runs them)."""
+    monkeypatch.setenv("COLUMNS", "100")
     text = (Path(__file__).parent.parent / "README.zh-CN.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```console\n\$ paramcount ([^\n]*)\n(.*?)```", text, re.S)
     assert len(blocks) >= 3

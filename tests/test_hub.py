@@ -113,7 +113,7 @@ def test_online_reads_headers_by_range_requests(tmp_path, monkeypatch, tiny):
         return str(snapshot / filename)
 
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", download)
-    monkeypatch.setattr(hub, "reachable", lambda endpoint: True)
+    monkeypatch.setattr(hub, "unreachable", lambda endpoint: None)
     monkeypatch.setattr(
         huggingface_hub, "get_safetensors_metadata", lambda repo, **kw: _metadata(tmp_path / "model.safetensors")
     )
@@ -135,7 +135,7 @@ def test_hub_errors_are_one_line(tmp_path, monkeypatch):
         raise RepositoryNotFoundError("404 Client Error\nmore lines")
 
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", missing)
-    monkeypatch.setattr(hub, "reachable", lambda endpoint: True)
+    monkeypatch.setattr(hub, "unreachable", lambda endpoint: None)
     with pytest.raises(ParamcountError, match="no such model on the Hub"):
         hub.load(REPO)
 
@@ -196,7 +196,18 @@ def test_an_unreachable_hub_is_one_quick_line(tmp_path, monkeypatch, capsys):
     code = main([REPO])
     err = capsys.readouterr().err
     assert code == 2 and 1 <= len(attempts) <= 2, attempts
-    assert err.count("\n") == 1 and "did not answer" in err and "Retry" not in err
+    assert err.count("\n") == 1 and "refused the connection" in err and "Retry" not in err
+
+
+def test_an_unresolved_name_is_said_so_not_a_timeout(monkeypatch):
+    import socket
+
+    def no_dns(*args, **kwargs):
+        raise socket.gaierror(-3, "Temporary failure in name resolution")
+
+    monkeypatch.setattr(socket, "create_connection", no_dns)
+    why = hub.unreachable("https://hub.invalid")
+    assert why is not None and "did not resolve" in why and "hub.invalid" in why and "within" not in why
 
 
 def test_reachable_gives_up_at_its_limit(monkeypatch):

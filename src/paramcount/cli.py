@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from . import __version__
 from .errors import ParamcountError, printable
@@ -230,12 +230,22 @@ def show(model, args: argparse.Namespace) -> int:
     return 0
 
 
+KINDS = ("moe", "hybrid", "image-text", "encoder")
+
+
 def run_list(argv: Sequence[str]) -> int:
     from .frontends import catalog
     from .frontends.config import from_config
     from .render import text
 
     p = Parser(prog="paramcount list", description="The bundled catalog with totals.")
+    p.add_argument("filter", nargs="?", metavar="TEXT", help="only models whose id, family or class contains TEXT")
+    p.add_argument("--family", metavar="NAME", help="only this family (model_type: llama, qwen2, …)")
+    p.add_argument(
+        "--kind",
+        choices=KINDS,
+        help="only mixture-of-experts, hybrid (attention + recurrent state), image+text or encoder-only models",
+    )
     p.add_argument("--width", type=width)
     p.add_argument("--json", action="store_true", help="print the catalog as JSON (schema paramcount.list/1)")
     p.add_argument(
@@ -249,13 +259,16 @@ def run_list(argv: Sequence[str]) -> int:
     rows = []
     for e in catalog.entries():
         m = from_config(e.config, f"catalog:{e.id}", name=e.id)
-        rows.append((e.id, m.model_type, m.class_name, m.total, m.backbone_total))
+        row = (e.id, m.model_type, m.class_name, m.total, m.backbone_total, m.active_total if m.is_moe else None)
+        if _listed(row, m, args):
+            rows.append(row)
     if args.json:
         from .render import docs_json
 
         print_json(docs_json.dumps(docs_json.catalog_dict(rows)))
         return 0
-    text.console(args.width).print(text.catalog_table(rows))
+    con = text.console(args.width)
+    con.print(text.catalog_table(rows, con.width))
     return 0
 
 
@@ -302,6 +315,33 @@ def ollama_defaults(args: argparse.Namespace) -> None:
         args.cache_type_v = args.cache_type_v or kv
 
 
+def _listed(row: tuple, model, args: argparse.Namespace) -> bool:
+    said = (args.filter or "").lower()
+    if said and not any(said in str(x).lower() for x in row[:3]):
+        return False
+    if args.family and model.model_type.lower() != args.family.lower():
+        return False
+    return not args.kind or args.kind in _kinds(model)
+
+
+def _kinds(model) -> set[str]:
+    """What ``list --kind`` picks by: experts, recurrent state beside attention, a vision tower, no KV cache."""
+    from .memory.kv_cache import attention_layout
+
+    kinds = {"moe"} if model.is_moe else set()
+    if "vision_encoder" in model.towers():
+        kinds.add("image-text")
+    try:
+        states = {k.attention == "state" for k in attention_layout(model, mla="latent").kinds}
+    except ParamcountError:
+        return kinds
+    if states == {True, False}:
+        kinds.add("hybrid")
+    if not states:
+        kinds.add("encoder")
+    return kinds
+
+
 # ---- explain, check, compare: the working shown -------------------------------------------
 
 
@@ -318,6 +358,18 @@ def output_args(p: Parser, schema: str) -> None:
     p.add_argument("--format", choices=FORMATS, default="text", help="text (default), md (Markdown) or tex (LaTeX)")
     p.add_argument("--lang", choices=LANGS, default="en", help="en (default) or zh (Chinese)")
     p.add_argument("--json", action="store_true", help=f"print JSON instead (schema paramcount.{schema}/1)")
+    p.add_argument("--width", type=width, help="terminal width for the text (default: the terminal's)")
+
+
+def _document(args: argparse.Namespace, write: Callable[[int | None], str]) -> None:
+    """Text for the terminal's width (prose wrapped between words, a table too wide stacked);
+    Markdown and LaTeX as written."""
+    if args.format != "text":
+        print(printable(write(None), layout=True), end="")
+        return
+    from .render import text
+
+    text.console(getattr(args, "width", None)).print(text.Document(write))
 
 
 def load_model(name: str, args: argparse.Namespace, default_class: str | None = None):
@@ -356,7 +408,7 @@ def run_explain(argv: Sequence[str]) -> int:
 
         print_json(docs_json.dumps(docs_json.derivation_dict(derivation)))
         return 0
-    print(printable(render_derivation(derivation, args.format, args.lang), layout=True), end="")
+    _document(args, lambda columns: render_derivation(derivation, args.format, args.lang, columns))
     return 0
 
 
@@ -425,7 +477,7 @@ def run_check(argv: Sequence[str]) -> int:
 
         print_json(docs_json.dumps(docs_json.check_dict(result)))
     else:
-        print(printable(render_check(result, args.format, args.lang), layout=True), end="")
+        _document(args, lambda columns: render_check(result, args.format, args.lang, columns))
     return 0 if result.accepted else 1
 
 
@@ -444,7 +496,7 @@ def run_compare(argv: Sequence[str]) -> int:
 
         print_json(docs_json.dumps(docs_json.compare_dict(result)))
         return 0
-    print(printable(render_compare(result, args.format, args.lang), layout=True), end="")
+    _document(args, lambda columns: render_compare(result, args.format, args.lang, columns))
     return 0
 
 
@@ -584,7 +636,10 @@ def runtime_args(p: Parser) -> None:
 
     r = p.add_argument_group("runtime (inference)")
     r.add_argument(
-        "--runtime", choices=RUNTIMES, help="whose allocation to plan (default: llama.cpp for .gguf, else transformers)"
+        "--runtime",
+        type=runtime_name,
+        metavar="{" + ",".join(RUNTIMES) + "}",
+        help="whose allocation to plan (default: llama.cpp for .gguf, else transformers)",
     )
     r.add_argument(
         "--parallel",
@@ -736,6 +791,8 @@ def run_fit(argv: Sequence[str]) -> int:
         prog="paramcount fit",
         description="Whether a model fits on a GPU at each precision: headroom, the largest context and batch "
         "that fit, and for training the fewest GPUs.",
+        epilog="exit status: with --gpu, 0 when the model fits that GPU at one of the precisions shown (--dtype "
+        "names one), 1 when it fits at none; without --gpu, 0; 2 on bad input.",
     )
     plan_args(p)
     p.add_argument(
@@ -763,7 +820,8 @@ def run_fit(argv: Sequence[str]) -> int:
         result = overview(model, args.context, parallel(args), mode, only=shown, **options)
         out = render.render_overview(result)
     print_json(render.dumps(result)) if args.json else console(args.width).print(out)
-    return 0
+    # scripts branch on it: `paramcount fit MODEL --gpu rtx4090 --dtype q4_k_m && ...`
+    return 1 if args.gpu and not any(r.fits for r in result.rows) else 0
 
 
 def run_compute(argv: Sequence[str]) -> int:
@@ -848,6 +906,16 @@ def _mistyped_command(word: str) -> str | None:
 
     close = difflib.get_close_matches(word, COMMANDS, n=1, cutoff=0.75)
     return close[0] if close else None
+
+
+def runtime_name(text: str) -> str:
+    """``--runtime``: vLLM, llamacpp and the like read as the runtime they name."""
+    from .memory.runtimes import canonical
+
+    try:
+        return canonical(text)
+    except ParamcountError as e:
+        raise argparse.ArgumentTypeError(e.message) from None
 
 
 def width(text: str) -> int:

@@ -44,27 +44,39 @@ PROBE_SECONDS = 3.0  # one connection attempt to the Hub before any request (its
 
 
 def reachable(endpoint: str, seconds: float = PROBE_SECONDS) -> bool:
-    """Whether one TCP connection to the Hub's endpoint opens within ``seconds``: name lookup
-    included (it has no timeout of its own, so it runs in a thread that is left behind)."""
+    """Whether one TCP connection to the Hub's endpoint opens within ``seconds``."""
+    return unreachable(endpoint, seconds) is None
+
+
+def unreachable(endpoint: str, seconds: float = PROBE_SECONDS) -> str | None:
+    """Why one TCP connection to the Hub's endpoint does not open within ``seconds`` (None: it
+    opens), as the socket says it: a name that does not resolve is not a timeout. The name lookup
+    has no timeout of its own, so the attempt runs in a thread that is left behind."""
     import socket
     import threading
     from urllib.parse import urlsplit
 
     url = urlsplit(endpoint)
     port = url.port or (443 if url.scheme == "https" else 80)
-    result: list[bool] = []
+    result: list[str | None] = []
 
     def attempt() -> None:
         try:
             socket.create_connection((url.hostname, port), timeout=seconds).close()
-            result.append(True)
-        except (OSError, ValueError):
-            result.append(False)
+            result.append(None)
+        except socket.gaierror:
+            result.append(f"could not be found: the name {url.hostname} did not resolve (no network or DNS?)")
+        except ConnectionRefusedError:
+            result.append("refused the connection")
+        except TimeoutError:
+            result.append(f"did not answer within {seconds:g} s")
+        except (OSError, ValueError) as e:
+            result.append(f"could not be reached ({getattr(e, 'strerror', None) or e})")
 
     thread = threading.Thread(target=attempt, daemon=True)
     thread.start()
     thread.join(seconds)
-    return bool(result and result[0])
+    return result[0] if result else f"did not answer within {seconds:g} s"
 
 
 def cache_dir() -> str | None:
@@ -181,8 +193,9 @@ def load(
 
     hub_logging.set_verbosity_error()  # its retry messages would flood the terminal
     off: bool | str = offline()
-    if not off and not reachable(hub.constants.ENDPOINT):
-        off = f"the Hub ({hub.constants.ENDPOINT}) did not answer within {PROBE_SECONDS:g} s"
+    why = None if off else unreachable(hub.constants.ENDPOINT)
+    if why:
+        off = f"the Hub ({hub.constants.ENDPOINT}) {why}"
     opts = {"model_class": model_class, "num_labels": num_labels, "overrides": overrides}
     try:
         config_file = _config(hub, repo_id, revision, off)

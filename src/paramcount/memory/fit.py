@@ -261,7 +261,7 @@ def _served(
 ) -> tuple[tuple[Row, ...], tuple[str, ...]]:
     """Per precision, the fewest tensor-parallel GPUs vLLM serves ``batch`` sequences of
     ``context`` tokens on (--tp fixes it), with the KV capacity and the speed bounds there."""
-    rows, errors = [], []
+    rows, errors, first = [], [], None
     for p in only or VLLM_INFERENCE:
         try:
             rows.append(_served_row(model, p, card, context, batch, options))
@@ -269,8 +269,9 @@ def _served(
             if only or isinstance(e, BadSource):  # a malformed file fails every precision alike
                 raise
             errors.append(f"{p}: {e}")
+            first = first or e
     if not rows:
-        raise ParamcountError(errors[0].split(": ", 1)[1], field="--runtime")
+        raise first  # the error itself: its own field, said once
     return tuple(rows), tuple(errors)
 
 

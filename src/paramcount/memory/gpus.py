@@ -131,6 +131,14 @@ def parse_size(text: str, field: str = "--gpu") -> int:
     return value
 
 
+def _size_hint(number: float, unit: str) -> str:
+    """``24G``: say the units a size takes, and the cards of about that size."""
+    g = f"{number:g}"
+    near = [k for k, c in GPUS.items() if c.kind != "custom" and abs(c.memory / GIB - number) <= 0.05 * number]
+    cards = f"; cards of that size: {', '.join(near)}" if near else ""
+    return f"; {unit!r} is not a unit: a size is {g}GB or {g}GiB (or MB, MiB, TB, TiB){cards}"
+
+
 def custom(text: str) -> GPU:
     """A GPU of a given size, read as written (``24GB`` is decimal, ``24GiB`` binary)."""
     size = parse_size(text)
@@ -155,6 +163,8 @@ def gpu(name: str | GPU) -> GPU:
     hint = f"; did you mean {', '.join(dict.fromkeys(index[c] for c in close))}?" if close else ""
     if re.fullmatch(r"\s*\d+(\.\d+)?\s*", name):  # a bare number: the unit is missing
         hint = f"; a size needs its unit: {name.strip()}GB or {name.strip()}GiB"
+    elif size:  # 24G, 24gigs: a size whose unit is unclear, never a card's name
+        hint = _size_hint(float(size.group(1)), size.group(2))
     raise ParamcountError(
         f"unknown GPU {name!r}{hint} (known: {', '.join(GPUS)}; or a size like 24GB or 20GiB)", field="--gpu"
     )

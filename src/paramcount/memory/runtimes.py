@@ -17,7 +17,24 @@ from ..errors import ParamcountError
 from ..model import Model
 
 RUNTIMES = ("transformers", "llama.cpp", "vllm")
-_ALIASES = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "hf": "transformers", "pytorch": "transformers"}
+# Names as people write them, compared without case or punctuation: vLLM, llamacpp, llama_cpp, HF.
+_ALIASES = {"llamacpp": "llama.cpp", "hf": "transformers", "pytorch": "transformers", "torch": "transformers"}
+
+
+def canonical(name: str) -> str:
+    """The runtime ``name`` means (``vLLM``, ``llamacpp``, ``Llama.CPP``), or a one-line error
+    naming the nearest."""
+    import difflib
+    import re
+
+    key = re.sub(r"[^a-z0-9]", "", name.lower())
+    known = {re.sub(r"[^a-z0-9]", "", r): r for r in RUNTIMES} | _ALIASES
+    if key in known:
+        return known[key]
+    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.7)
+    hint = f"; did you mean {known[close[0]]}?" if close else ""
+    raise ParamcountError(f"unknown runtime {name!r}{hint} (choose one of: {', '.join(RUNTIMES)})", field="--runtime")
+
 
 # Options only one runtime takes, and the flag that sets each.
 LLAMA_OPTIONS = {
@@ -59,11 +76,9 @@ def runtime(name: str | None, model: Model) -> str:
         from .gguf_file import is_gguf
 
         return "llama.cpp" if is_gguf(model) else "transformers"
-    key = name.strip().lower() if isinstance(name, str) else None
-    key = _ALIASES.get(key, key)
-    if key not in RUNTIMES:
+    if not isinstance(name, str):
         raise ParamcountError(f"unknown runtime {name!r}; choose one of: {', '.join(RUNTIMES)}", field="--runtime")
-    return key
+    return canonical(name)
 
 
 def planner(model: Model, scheme: str | None, name: str | None = None, **options: Any) -> Any:

@@ -136,10 +136,13 @@ def phrase(step: Step, lang: str) -> str:
 
 
 def sentence(e: Explanation, answer: str, lang: str, rel: str = "=") -> str:
-    """``108,891,648 = BertModel without the pooler (590,592)``."""
-    parts = [f"{phrase(s, lang)} ({abs(s.change):,})" for s in e.steps]
+    """``108,891,648 = BertModel without the pooler (-590,592)``: each slip with the change it
+    makes, signed; a rounded answer (``≈``) also says the figure the slips give."""
+    parts = [f"{phrase(s, lang)} ({s.change:+,})" for s in e.steps]
     joined = WORDS[lang]["and"].join([", ".join(parts[:-1]), parts[-1]] if len(parts) > 1 else parts)
-    return f"{answer} {rel} {e.class_name} {joined}" if lang == "en" else f"{answer} {rel} {e.class_name}，{joined}"
+    said = f"{answer} {rel} {e.value:,} = " if rel != "=" else f"{answer} {rel} "
+    cls = named(e.class_name, lang)
+    return f"{said}{cls} {joined}" if lang == "en" else f"{said}{cls}，{joined}"
 
 
 def working(e: Explanation) -> str:
@@ -161,6 +164,18 @@ def convention(c: Convention, lang: str, sizes: bool = True) -> str:
     return said + (words[f"shared_{rest}"] if c.shared else "")
 
 
+# A count read from file headers alone names no class: say what was counted (not "the count of GGUF").
+HEADER_ONLY = {
+    "en": {"checkpoint": "the checkpoint", "GGUF": "the GGUF file"},
+    "zh": {"checkpoint": "检查点", "GGUF": "GGUF 文件"},
+}
+
+
+def named(cls: str, lang: str) -> str:
+    """The class counted, or what a header-only count counted."""
+    return HEADER_ONLY[lang].get(cls, cls)
+
+
 def _answer(result: CheckResult) -> str:
     a = result.answer
     return f"{int(a.value):,}" if not a.rounded and a.value.denominator == 1 else a.text.strip()
@@ -169,16 +184,15 @@ def _answer(result: CheckResult) -> str:
 def check_document(result: CheckResult, lang: str = "en") -> Doc:
     w, doc, answer = WORDS[lang], Doc(lang), _answer(result)
     doc.title(w["title"].format(answer=answer, name=result.name))
-    same = result.backbone_class == result.class_name
+    same = result.backbone_class == result.class_name or result.class_name in HEADER_ONLY["en"]
     key = "counts_same" if same else "counts"
-    counts = w[key].format(
-        cls=result.class_name, total=f"{result.total:,}", bb=result.backbone_class, bbtotal=f"{result.backbone_total:,}"
-    )
-    doc.para(counts + (w["active"] if result.active else ""))
+    cls, total = named(result.class_name, lang), f"{result.total:,}"
+    counts = w[key].format(cls=cls, total=total, bb=result.backbone_class, bbtotal=f"{result.backbone_total:,}")
+    doc.para(counts[:1].upper() + counts[1:] + (w["active"] if result.active else ""))
     if result.by_convention:
         _convention(doc, result, answer, lang)
     elif result.exact:
-        _exact(doc, result, answer, w)
+        _exact(doc, result, answer, lang)
     elif result.explanations:
         _explained(doc, result, answer, lang)
     else:
@@ -193,7 +207,11 @@ def _convention(doc: Doc, result: CheckResult, answer: str, lang: str) -> None:
     w, (first, *others) = WORDS[lang], result.matched
     key = "convention_rounded" if result.answer.rounded else "convention"
     what = convention(first, lang)
-    doc.para(Mark(), " ", w[key].format(answer=answer, value=f"{first.value:,}", cls=result.class_name, what=what))
+    doc.para(
+        Mark(),
+        " ",
+        w[key].format(answer=answer, value=f"{first.value:,}", cls=named(result.class_name, lang), what=what),
+    )
     for before, c in zip(result.matched[:-1], others, strict=True):
         line = w["same"] if c.value == before.value else w["also_rounded"]
         doc.para(line.format(value=f"{c.value:,}", what=convention(c, lang)))
@@ -215,10 +233,11 @@ def _conventions(doc: Doc, result: CheckResult, answer: str, lang: str) -> None:
     doc.table([cell(h) for h in w["conventions_head"]], rows, right=(1,))
 
 
-def _exact(doc: Doc, result: CheckResult, answer: str, w: dict) -> None:
+def _exact(doc: Doc, result: CheckResult, answer: str, lang: str) -> None:
+    w = WORDS[lang]
     best = result.explanations[0]
     key = "rounded" if result.answer.rounded else "exact"
-    doc.para(Mark(), " ", w[key].format(answer=answer, cls=best.class_name, total=f"{best.value:,}"))
+    doc.para(Mark(), " ", w[key].format(answer=answer, cls=named(best.class_name, lang), total=f"{best.value:,}"))
     if best.backbone:
         doc.para(w["backbone"].format(cls=result.class_name, total=f"{result.total:,}"))
 
@@ -242,12 +261,16 @@ def _nearest(doc: Doc, result: CheckResult, answer: str, lang: str) -> None:
     doc.para(w["nearest"])
     for e in result.nearest:
         rest = int(e.remaining(result.answer))
-        what = sentence(e, f"{e.value:,}", lang) if e.steps else f"{e.value:,} = {e.class_name} ({w['exactly']})"
+        what = (
+            sentence(e, f"{e.value:,}", lang)
+            if e.steps
+            else f"{e.value:,} = {named(e.class_name, lang)} ({w['exactly']})"
+        )
         doc.para("- ", what, f"; {w['remaining']} ", Math(f"{rest:+,}"))
 
 
-def render_check(result: CheckResult, fmt: str = "text", lang: str = "en") -> str:
-    return write(check_document(result, lang), fmt)
+def render_check(result: CheckResult, fmt: str = "text", lang: str = "en", columns: int | None = None) -> str:
+    return write(check_document(result, lang), fmt, columns)
 
 
 # ---- compare -----------------------------------------------------------------------------------
@@ -328,5 +351,5 @@ def _rows(c: Comparison, w: dict, k: dict):
     yield w["layers"], list(c.layers)
 
 
-def render_compare(c: Comparison, fmt: str = "text", lang: str = "en") -> str:
-    return write(compare_document(c, lang), fmt)
+def render_compare(c: Comparison, fmt: str = "text", lang: str = "en", columns: int | None = None) -> str:
+    return write(compare_document(c, lang), fmt, columns)

@@ -368,6 +368,6 @@ def _extras(doc: Doc, d: Derivation, lang: str) -> None:
         doc.para(w["note"] + note)
 
 
-def render_derivation(d: Derivation, fmt: str = "text", lang: str = "en") -> str:
+def render_derivation(d: Derivation, fmt: str = "text", lang: str = "en", columns: int | None = None) -> str:
     """The derivation written out (text, md or tex; en or zh)."""
-    return write(document(d, lang), fmt)
+    return write(document(d, lang), fmt, columns)

@@ -94,9 +94,9 @@ def cell(*pieces: Piece) -> Cell:
     return tuple(pieces)
 
 
-def write(doc: Doc, fmt: str) -> str:
-    """The document in ``fmt`` (text, md or tex)."""
-    return {"text": _text, "md": _markdown, "tex": _latex}[fmt](doc)
+def write(doc: Doc, fmt: str, columns: int | None = None) -> str:
+    """The document in ``fmt`` (text, md or tex); plain text laid out for ``columns`` if given."""
+    return _text(doc, columns) if fmt == "text" else {"md": _markdown, "tex": _latex}[fmt](doc)
 
 
 # ---- plain text ------------------------------------------------------------------------------
@@ -137,16 +137,48 @@ def _text_table(block: Block) -> list[str]:
     return out
 
 
-def _text(doc: Doc) -> str:
+def _text(doc: Doc, columns: int | None = None) -> str:
+    """Plain text; for ``columns``, prose wrapped between words and a table too wide stacked, one
+    row to a block, so no number or word is cut by the terminal."""
     lines: list[str] = []
     for b in doc.blocks:
         if b.kind == "table":
-            lines += _text_table(b)
+            table = _text_table(b)
+            fits = columns is None or max(width(line) for line in table) <= columns
+            lines += table if fits else _stacked_table(b, columns)
         elif b.kind == "heading":
-            lines += ["", _plain(b.cells[0])]
+            lines += ["", *_wrap(_plain(b.cells[0]), columns)]
         else:
-            lines.append(_plain(b.cells[0]))
+            lines += _wrap(_plain(b.cells[0]), columns)
     return "\n".join(lines) + "\n"
+
+
+def _wrap(line: str, columns: int | None) -> list[str]:
+    """``line`` in lines of at most ``columns`` display columns, broken only between words."""
+    if columns is None or width(line) <= columns:
+        return [line]
+    out, now = [], ""
+    for word in line.split(" "):
+        if now and width(now) + 1 + width(word) > columns:
+            out.append(now)
+            now = word
+        else:
+            now = f"{now} {word}" if now else word
+    return [*out, now]
+
+
+def _stacked_table(block: Block, columns: int | None) -> list[str]:
+    """Each row as its first cell, then ``header: value`` for each other non-empty cell."""
+    heads = [_plain(c) for c in block.cells]
+    room = max(8, (columns or 80) - 5)
+    out = []
+    for row in block.rows:
+        cells = [_plain(c) for c in row]
+        out += ["   " + line for line in _wrap(cells[0] if cells else "", room + 2)]
+        for h, v in zip(heads[1:], cells[1:], strict=False):
+            if v:
+                out += ["     " + line for line in _wrap(f"{h}: {v}" if h else v, room)]
+    return out
 
 
 # ---- Markdown --------------------------------------------------------------------------------

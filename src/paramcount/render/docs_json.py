@@ -21,9 +21,9 @@ def dumps(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False)
 
 
-def catalog_dict(rows: Sequence[tuple[str, str, str, int, int]]) -> dict[str, Any]:
-    """``paramcount list``: one entry per catalog model."""
-    keys = ("id", "model_type", "class", "total", "backbone_total")
+def catalog_dict(rows: Sequence[tuple[str, str, str, int, int, int | None]]) -> dict[str, Any]:
+    """``paramcount list``: one entry per catalog model (active_total: per token, MoE only, else null)."""
+    keys = ("id", "model_type", "class", "total", "backbone_total", "active_total")
     return {"schema": LIST, "models": [dict(zip(keys, row, strict=True)) for row in rows]}
 
 

@@ -73,6 +73,11 @@ def _training_line(s: Mapping[str, Any]) -> str:
     return " · ".join(said + ([f"LoRA {s['lora']}"] if s.get("lora") else []))
 
 
+def _many(count: int, noun: str) -> str:
+    """``1 sequence``, ``16 sequences``."""
+    return f"{n(count)} {noun}{'' if count == 1 else 's'}"
+
+
 def _row_label(t: Term, indent: int = 0) -> Text:
     label = Text("  " * indent + ("· " if indent else "") + t.label, style="dim" if indent else "")
     return label
@@ -156,7 +161,7 @@ def _vllm_line(plan: Plan, g: GPU) -> Text:
         )
     return Text(
         f"vLLM on it: KV cache {gib(s['kv_cache_bytes'])} GiB = {n(s['kv_tokens'])} tokens ({n(s['kv_blocks'])} "
-        f"blocks); at {n(plan.settings['context'])} tokens, {n(s['max_concurrency'])} sequences at once"
+        f"blocks); at {n(plan.settings['context'])} tokens, {_many(s['max_concurrency'], 'sequence')} at once"
     )
 
 
@@ -230,8 +235,9 @@ def _serving_notes(fit: Fit) -> list[Text]:
     g = fit.gpu
     out = [
         Text(
-            f"GPUs: the fewest tensor-parallel GPUs (1, 2, 4, 8, …) vLLM starts on and admits {n(fit.batch)} sequences "
-            f"of {n(fit.context)} tokens; GB per GPU: what that takes on the busiest GPU, over "
+            "GPUs: the fewest tensor-parallel GPUs (1, 2, 4, 8, …) vLLM starts on and admits "
+            f"{_many(fit.batch, 'sequence')} of {n(fit.context)} tokens; "
+            "GB per GPU: what that takes on the busiest GPU, over "
             "--gpu-memory-utilization"
         ),
         Text(
@@ -268,7 +274,7 @@ def render_fit(fit: Fit) -> Group:
     if fit.mode == "serving":
         head = Text(m.name, style="bold")
         head.append(f"  {m.class_name} · {n(m.total)} parameters", style="dim")
-        what = f"served by vLLM: {n(fit.batch)} sequences × {n(fit.context)} tokens" + _options_of(fit.settings)
+        what = f"served by vLLM: {_many(fit.batch, 'sequence')} × {n(fit.context)} tokens" + _options_of(fit.settings)
         parts: list[Any] = [head, Text(f"on {capacity(fit.gpu)}"), Text(what), Text(""), serving_table(fit), Text("")]
         parts += [Text(f"left out: {why}", style="yellow") for why in fit.skipped]
         parts += _serving_notes(fit)

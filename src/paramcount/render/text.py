@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from rich.cells import cell_len
@@ -152,27 +152,43 @@ def render(model: Model, tree_depth: int = 0) -> Group:
     return Group(*parts)
 
 
-def catalog_table(rows: Sequence[tuple[str, str, str, int, int]]) -> Table:
-    """``paramcount list``: id, family, class, total, backbone total."""
-    t = Table(show_edge=False)
-    for col, just in (
-        ("model", "left"),
-        ("family", "left"),
-        ("class", "left"),
-        ("total", "right"),
-        ("backbone", "right"),
-    ):
-        t.add_column(col, justify=just)
-    for model_id, family, cls, total, backbone in rows:
-        t.add_row(model_id, family, cls, n(total), n(backbone))
+CATALOG_COLUMNS = (("model", "left"), ("family", "left"), ("class", "left"), ("total", "right"))
+CATALOG_COLUMNS += (("backbone", "right"), ("active", "right"))
+CATALOG_DROPPED = ("class", "backbone", "family")  # left out in this order while the table is too wide
+
+
+def catalog_table(rows: Sequence[tuple[str, str, str, int, int, int | None]], width: int | None = None) -> Table:
+    """``paramcount list``: id, family, class, total, backbone total and, for MoE, active per
+    token; one table within ``width``, leaving out class, backbone and family as it must."""
+    cells = [[r[0], r[1], r[2], n(r[3]), n(r[4]), "" if r[5] is None else n(r[5])] for r in rows]
+    keep = list(range(len(CATALOG_COLUMNS)))
+    names = [c for c, _ in CATALOG_COLUMNS]
+    for drop in CATALOG_DROPPED:
+        if width is None or _catalog_width(cells, keep) <= width:
+            break
+        keep.remove(names.index(drop))
+    tight = width is not None and _catalog_width(cells, keep) > width  # then no space at either edge
+    t = Table(show_edge=False, pad_edge=not tight)
+    for i in keep:
+        t.add_column(CATALOG_COLUMNS[i][0], justify=CATALOG_COLUMNS[i][1])
+    for row in cells:
+        t.add_row(*(row[i] for i in keep))
     return t
 
 
+def _catalog_width(cells: list[list[str]], keep: list[int]) -> int:
+    """The table's width unwrapped: each column's widest cell, a space either side, a rule between."""
+    widths = [max([len(CATALOG_COLUMNS[i][0])] + [cell_len(r[i]) for r in cells]) for i in keep]
+    return sum(widths) + 3 * len(keep) - 1
+
+
 class _Console(Console):
-    """A console whose tables never cut a number: right-aligned (numeric) columns keep their
-    widest cell whole, and the other columns fold their text instead of cutting it. It reads no
-    markup (``[/]x`` in a tensor name is text) and writes input's control characters and lone
-    surrogates as escapes, never to the terminal."""
+    """A console whose tables never cut a number, a word or a header: a table too wide for the
+    console is drawn with each column at least as wide as its longest word (a right-aligned,
+    numeric column as its widest cell); failing that, cut into several tables behind the first
+    (label) column; failing that, stacked, one block per row. It reads no markup (``[/]x`` in a
+    tensor name is text) and writes input's control characters and lone surrogates as escapes,
+    never to the terminal."""
 
     def _render_buffer(self, buffer: Iterable[Segment]) -> str:
         return super()._render_buffer(
@@ -180,40 +196,97 @@ class _Console(Console):
         )
 
     def print(self, *objects: Any, **kwargs: Any) -> None:
-        for obj in objects:
-            _whole_numbers(obj)
-        super().print(*(self._fit(obj) for obj in objects), **kwargs)
-
-    def _fit(self, obj: Any) -> Any:
-        """A table too wide for the console even with its names folded is cut into several,
-        each repeating the first (label) column: numbers are never cropped."""
-        if isinstance(obj, Group):
-            return Group(*(self._fit(r) for r in obj.renderables))
-        if not isinstance(obj, Table) or len(obj.columns) < 3:
-            return obj
-        if _minimum(self, obj) <= self.width:
-            return obj
-        return Group(*_split(obj, self, self.width))
+        super().print(*(_fit(obj, self, self.width) for obj in objects), **kwargs)
 
 
-def _whole_numbers(obj: Any) -> None:
+def _fit(obj: Any, con: Console, width: int) -> Any:
+    """``obj`` laid out for ``width`` columns with every number and word whole."""
     if isinstance(obj, Group):
-        for r in obj.renderables:
-            _whole_numbers(r)
-    elif isinstance(obj, Table):
-        for col in obj.columns:
-            if col.justify == "right":
-                col.no_wrap = True
-                col.min_width = max([cell_len(str(c)) for c in col.cells] + [col.min_width or 0])
-            elif col.overflow == "ellipsis":
-                col.overflow = "fold"
-            for c in col.cells:
-                _whole_numbers(c)
+        return Group(*(_fit(r, con, width) for r in obj.renderables))
+    if not isinstance(obj, Table):
+        return obj
+    _fold_words(obj)
+    if _natural(con, obj) <= width:
+        return obj
+    if _widths(con, obj, width) is not None:
+        return _sized(con, obj, width)
+    if len(obj.columns) >= 3 and all(_widths(con, _subtable(obj, [obj.columns[0], c]), width) for c in obj.columns[1:]):
+        return Group(*(_sized(con, t, width) for t in _split(obj, con, width)))
+    return _stacked(obj, con, width)
 
 
-def _minimum(con: Console, table: Table) -> int:
-    """The narrowest the table can be drawn (rich clamps a measurement to the console's width)."""
-    return Measurement.get(con, con.options.update(max_width=1 << 16), table).minimum
+def _fold_words(table: Table) -> None:
+    """Text folds only a word longer than its column, never a number of a right-aligned one."""
+    for col in table.columns:
+        if col.justify == "right":
+            col.no_wrap = True
+        elif col.overflow == "ellipsis":
+            col.overflow = "fold"
+
+
+def _natural(con: Console, table: Table) -> int:
+    """The width ``table`` takes with no cell wrapped (rich clamps a measurement to the console)."""
+    return Measurement.get(con, con.options.update(max_width=1 << 16), table).maximum
+
+
+def _plain(cell: Any) -> str | None:
+    return cell if isinstance(cell, str) else cell.plain if isinstance(cell, Text) else None
+
+
+def _whole(con: Console, col: Any, header: bool) -> int:
+    """The narrowest ``col`` can be with no word (or, right-aligned, no cell) cut."""
+    cells = [col.header] if header else []
+    widest = 1
+    for cell in [*cells, *col.cells]:
+        text = _plain(cell)
+        if text is None:  # a nested renderable: its own least width
+            widest = max(widest, Measurement.get(con, con.options.update(max_width=1 << 16), cell).minimum)
+            continue
+        lines = text.split("\n")
+        words = lines if col.justify == "right" and cell is not col.header else [w for x in lines for w in _words(x)]
+        widest = max([widest, *(cell_len(w) for w in words)])
+    return widest
+
+
+def _words(line: str) -> list[str]:
+    """A line's words, the first with its indent (rich wraps an indented line's first word with it)."""
+    indent = line[: len(line) - len(line.lstrip())]
+    words = line.split()
+    return [indent + words[0], *words[1:]] if words else []
+
+
+def _widths(con: Console, table: Table, width: int) -> list[int] | None:
+    """Column widths (no padding) that fit ``width`` with every word whole, or None."""
+    cols = table.columns
+    whole = [_whole(con, c, table.show_header) for c in cols]
+    longest = [max(w, _longest_line(c, table.show_header)) for w, c in zip(whole, cols, strict=True)]
+    room = width - _overhead(con, table) - sum(whole)
+    if room < 0:
+        return None
+    widths = list(whole)
+    order = sorted(range(len(cols)), key=lambda i: longest[i] - whole[i])
+    for k, i in enumerate(order):  # the least needy first, so each gets its share or all it wants
+        give = min(longest[i] - whole[i], room // (len(order) - k))
+        widths[i] += give
+        room -= give
+    return widths
+
+
+def _longest_line(col: Any, header: bool) -> int:
+    texts = [_plain(c) for c in ([col.header] if header else []) + list(col.cells)]
+    return max([cell_len(line) for t in texts if t is not None for line in t.split("\n")] + [1])
+
+
+def _overhead(con: Console, table: Table) -> int:
+    """Borders and padding: the table's width with every column one cell wide, less the columns."""
+    trial = _subtable(table, table.columns, fixed=[1] * len(table.columns))
+    return Measurement.get(con, con.options.update(max_width=1 << 16), trial).maximum - len(table.columns)
+
+
+def _sized(con: Console, table: Table, width: int) -> Table:
+    widths = _widths(con, table, width)
+    assert widths is not None  # the callers checked
+    return _subtable(table, table.columns, fixed=widths)
 
 
 def _split(table: Table, con: Console, width: int) -> list[Table]:
@@ -221,22 +294,69 @@ def _split(table: Table, con: Console, width: int) -> list[Table]:
     first, rest = table.columns[0], table.columns[1:]
     groups: list[list[Any]] = [[]]
     for col in rest:
-        trial = _subtable(table, [first, *groups[-1], col])
-        if groups[-1] and _minimum(con, trial) > width:
+        if groups[-1] and _widths(con, _subtable(table, [first, *groups[-1], col]), width) is None:
             groups.append([])
         groups[-1].append(col)
     return [_subtable(table, [first, *g]) for g in groups]
 
 
-def _subtable(table: Table, columns: list[Any]) -> Table:
-    t = Table(title=table.title, title_justify=table.title_justify, show_edge=table.show_edge, box=table.box)
-    for col in columns:
+def _subtable(table: Table, columns: list[Any], fixed: list[int] | None = None) -> Table:
+    t = Table(
+        title=table.title,
+        title_justify=table.title_justify,
+        show_edge=table.show_edge,
+        show_header=table.show_header,
+        box=table.box,
+        padding=table.padding,
+        pad_edge=table.pad_edge,
+        collapse_padding=table.collapse_padding,
+    )
+    for i, col in enumerate(columns):
         t.add_column(
-            col.header, justify=col.justify, no_wrap=col.no_wrap, min_width=col.min_width, overflow=col.overflow
+            col.header,
+            justify=col.justify,
+            style=col.style,
+            header_style=col.header_style,
+            no_wrap=col.no_wrap and fixed is None,
+            width=None if fixed is None else fixed[i],
+            overflow=col.overflow,
         )
     for i in range(table.row_count):
         t.add_row(*(col._cells[i] for col in columns))
     return t
+
+
+def _stacked(table: Table, con: Console, width: int) -> Group:
+    """One block per row: its first cell, then each other column as ``header: value``, indented."""
+    first, rest = table.columns[0], table.columns[1:]
+    out: list[Any] = [Text(str(table.title))] if table.title else []
+    for i in range(table.row_count):
+        label = first._cells[i]
+        out.append(Text(_plain(label) or "", style="bold") if _plain(label) is not None else label)
+        for col in rest:
+            cell = col._cells[i]
+            text = _plain(cell)
+            if text == "":
+                continue
+            head = _plain(col.header) or ""
+            if text is None:
+                out += [Text(f"  {head}:"), cell]
+            else:
+                out.append(Text(f"  {head}: " if head else "  ").append(cell if isinstance(cell, Text) else text))
+    return Group(*out)
+
+
+class Document:
+    """A plain-text document (check, compare, explain) laid out for the console's width: its
+    writer wraps prose between words and stacks a table too wide (``write(doc, "text", columns)``)."""
+
+    def __init__(self, write: Callable[[int | None], str]):
+        self.write = write
+
+    def __rich_console__(self, con: Console, options: Any) -> Iterator[Text]:
+        width = None if options.max_width >= PIPED_WIDTH else options.max_width  # piped: as written
+        for line in self.write(width).split("\n")[:-1]:
+            yield Text(line, overflow="fold")
 
 
 def console(width: int | None = None) -> Console:
