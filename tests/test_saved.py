@@ -4,7 +4,7 @@ storage (parameters excluded: they exist before) over forward and backward, on t
 import pytest
 
 import paramcount
-from paramcount.memory.saved import Step, activations
+from paramcount.memory.saved import Step, of_step
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -39,5 +39,5 @@ def test_saved_tensors_against_a_training_step(family, precision, recompute):
     for batch, context in ((2, 256),):
         measured, cls = _measured(config, batch, context, dtype, recompute == "full")
         model = paramcount.load({**config, "architectures": [cls]})
-        estimate = activations(model, Step(context, batch, precision, recompute, heads=8)).bytes
+        estimate = of_step(model, Step(context, batch, precision, recompute, heads=8)).bytes
         assert 0.9 < estimate / measured < 1.1, (family, precision, recompute, batch, context, estimate, measured)

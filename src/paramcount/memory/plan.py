@@ -484,8 +484,8 @@ class TrainingPlanner:
     """One training setup; plans for any context, batch, GPU count and ZeRO stage.
 
     The model states (weights, master weights, gradients, optimizer states, adapters) come from
-    :func:`paramcount.memory.training.training` once per (ZeRO stage, GPUs); the activations from
-    :func:`paramcount.memory.activations.activations` per (context, batch).
+    :func:`paramcount.memory.training.training` once per (ZeRO stage, GPUs); the activations, the
+    same as ``training``'s, from :mod:`paramcount.memory.saved` per (context, batch).
     """
 
     def __init__(
@@ -511,17 +511,13 @@ class TrainingPlanner:
         self.adapters = _adapters(model, lora, lora_targets, self.qlora_bits)
         self._states: dict[tuple[int, int], list[Term]] = {}
         self.shapes = shape_model(model)  # what the activation estimate reads widths from
-        self.layout = _layout(model, "latent")[0]
-        from .activations import _heads
-
-        self.heads = _heads(model)
         self.overhead = _overhead.parse(overhead) if overhead is not None else _overhead.MEASURED_TRAINING
 
     def states(self, zero: int, gpus: int) -> list[Term]:
         if (zero, gpus) not in self._states:
-            from .training import training
+            from .training import states
 
-            terms = training(
+            terms = states(
                 self.model,
                 optimizer=self.optimizer,
                 precision=self.precision,
@@ -530,17 +526,17 @@ class TrainingPlanner:
                 lora=self.adapters,
                 qlora_bits=self.qlora_bits,
             )
-            self._states[zero, gpus] = [t for t in terms if t.key != "activations"]
+            self._states[zero, gpus] = terms
         return self._states[zero, gpus]
 
     def plan(
         self, context: int, batch: int = 1, gpus: int | None = None, zero: int | None = None, why: str = ""
     ) -> Plan:
-        from .saved import activations
+        from .saved import of_step
 
         context, batch = positive(context, "--context"), positive(batch, "--batch")
         gpus, zero = gpus or self.gpus, self.zero if zero is None else zero
-        act = activations(self.shapes, self._step(context, batch))
+        act = of_step(self.shapes, self._step(context, batch))
         states = _at_peak(self.states(zero, gpus), act)
         base = (*states, act)
         weights = sum(t.bytes for t in base if t.key in ("weights", "master_weights"))
@@ -550,18 +546,10 @@ class TrainingPlanner:
         return Plan(self.model, "training", (*base, extra), settings, planner=self)
 
     def _step(self, context: int, batch: int) -> Any:
-        """The step as transformers runs it: attention from transformers' default (eager for
-        ``--no-flash``), sliding-window layers the context reaches, the adapters."""
-        from .attention import implementation
-        from .saved import Step
+        from .saved import step
 
-        impl = implementation(self.model, None if self.flash else "eager")[0]
-        kinds = getattr(self.layout, "kinds", ())
-        masked = sum(k.layers for k in kinds if k.attention == "sliding" and k.window and k.window <= context)
-        heads = self.heads or 1
-        lora = self.adapters if self.adapters is not None else None
-        eager = impl == "eager"
-        return Step(context, batch, self.precision, self.recompute, eager, heads, 0 if eager else masked, lora)
+        options = {"recompute": self.recompute, "flash": self.flash, "adapters": self.adapters}
+        return step(self.model, context, batch, self.precision, **options)
 
     def _settings(self, context: int, batch: int, gpus: int, zero: int, why: str) -> dict[str, Any]:
         a = self.adapters

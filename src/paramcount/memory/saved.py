@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import ParamcountError
 from ..model import Model
 from .layers import Layer, layers
 from .modules import output_embedding, walk
@@ -52,6 +53,7 @@ SOURCE = (
     "checked against tests/fixtures/gpu_h100.json (H100) and a CPU training step (tests/test_saved.py)"
 )
 _QK_NORMS = ("q_norm", "k_norm", "q_layernorm", "k_layernorm")
+RECOMPUTE = ("none", "selective", "full")
 
 
 @dataclass(frozen=True)
@@ -110,7 +112,67 @@ def quadratic(g: Layer, s: Step) -> int:
     return len(g.attention) * (4 + s.p) * s.heads * s.batch * s.context * s.context
 
 
-def activations(model: Model, s: Step) -> Term:
+def activations(
+    model: Model,
+    batch: int = 1,
+    context: int = 2048,
+    *,
+    precision: str = "bf16",
+    recompute: str = "none",
+    flash: bool = True,
+    adapters: object = None,
+) -> Term:
+    """What one training step of transformers holds for its backward at its peak (an estimate):
+    ``batch`` sequences of ``context`` tokens, ``precision`` ``mixed``/``bf16``/``fp32``,
+    ``recompute`` ``none``/``selective``/``full`` (``gradient_checkpointing_enable()``),
+    ``flash`` False for eager attention, ``adapters`` a :func:`~paramcount.memory.lora.lora`."""
+    from .plan import shape_model
+
+    batch, context = _positive(batch, "batch"), _positive(context, "context")
+    s = step(model, context, batch, precision, recompute=recompute, flash=flash, adapters=adapters)
+    return of_step(shape_model(model), s)
+
+
+def step(
+    model: Model,
+    context: int,
+    batch: int,
+    precision: str,
+    *,
+    recompute: str = "none",
+    flash: bool = True,
+    adapters: object = None,
+) -> Step:
+    """The step as transformers runs it: attention from transformers' default (eager where
+    ``flash`` is False), the sliding-window layers the context reaches (sdpa gets their mask)."""
+    if recompute not in RECOMPUTE:
+        raise ParamcountError(f"recompute must be one of {', '.join(RECOMPUTE)}, not {recompute!r}", field="recompute")
+    eager, heads, windows = _attending(model, flash)
+    masked = 0 if eager else sum(n for window, n in windows if window <= context)
+    return Step(context, batch, precision, recompute, eager, heads, masked, adapters)
+
+
+def _attending(model: Model, flash: bool) -> tuple[bool, int, tuple[tuple[int, int], ...]]:
+    """Eager attention or not, the query heads, and (window, layers) of the sliding layers."""
+    from .attention import implementation, query_heads
+    from .plan import _layout
+
+    def build() -> tuple[bool, int, tuple[tuple[int, int], ...]]:
+        eager = implementation(model, None if flash else "eager")[0] == "eager"
+        kinds = getattr(_layout(model, "latent")[0], "kinds", ())
+        windows = tuple((k.window, k.layers) for k in kinds if k.attention == "sliding" and k.window)
+        return eager, query_heads(model) or 1, windows
+
+    return model.derived(("training attention", flash), build)
+
+
+def _positive(value: object, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ParamcountError(f"{field} must be a whole number ≥ 1, not {value!r}", field=field)
+    return value
+
+
+def of_step(model: Model, s: Step) -> Term:
     """Everything the step holds for its backward at its peak, the start of the loss's backward."""
     groups = layers(model)
     qk = any(m.name.rsplit(".", 1)[-1] in _QK_NORMS for m in walk(model))

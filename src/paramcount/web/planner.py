@@ -40,11 +40,11 @@ FLAG_FIELDS = {
 
 def options() -> dict[str, Any]:
     """What the planner's controls offer: schemes, training precisions, cache dtypes, GPUs."""
-    from ..memory.activations import RECOMPUTE
     from ..memory.gpus import GPUS
     from ..memory.llamacpp import FLASH
     from ..memory.plan import TRAINING_PRECISIONS
     from ..memory.runtimes import RUNTIMES
+    from ..memory.saved import RECOMPUTE
     from ..memory.training import OPTIMIZERS
     from ..memory.vllm import UTILIZATION
     from ..memory.weights import SCHEMES
