@@ -231,10 +231,13 @@ class InferencePlanner:
         image_size: Any = None,
         audio: Any = None,
         attn: str | None = None,
+        gpu: Any = None,
     ):
         from .attention import attending
         from .audio import audio as audio_input
+        from .gpus import gpu as find_gpu
         from .images import images as image_input
+        from .loading import dequantised, loading
         from .weights import scheme as find
         from .weights import weights
 
@@ -248,6 +251,9 @@ class InferencePlanner:
         self.cache = {"cache": cache, "encoder_length": encoder_length, "mla": mla}
         self.overhead = _overhead.parse(overhead) if overhead is not None else _overhead.MEASURED
         w = weights(model, self.scheme, keep=keep, pure=pure)
+        self.loaded = loading(model, find_gpu(gpu) if gpu is not None else None) if self.scheme == "stored" else None
+        if self.loaded and self.loaded.kept is False:
+            w = dequantised(w, self.loaded.why)
         self.keep = ",".join(w.keep) or "none"
         self.unquantised = w.unquantised()
         self.weights = w.term()
@@ -265,7 +271,7 @@ class InferencePlanner:
         if self.attending:
             self.attending.kernel(1, self.dtype)  # refuses flash_attention_2 in fp32 now, not at a fit's search
         self.limit = Limit.of(model)
-        self.quant_notes = _loading_notes(model, self.scheme)
+        self.quant_notes = (self.loaded.why,) if self.loaded else ()
 
     def plan(self, context: int, batch: int = 1, why: str = "--context") -> Plan:
         from .kv_cache import kv_cache
@@ -374,36 +380,6 @@ class InferencePlanner:
         return self.weights.bytes + rest + self.overhead.split(self.weights.bytes, rest)
 
 
-# How transformers 5.23 loads a pre-quantised checkpoint on a CUDA GPU (quantizers/quantizer_*.py,
-# validate_environment): when the weights stay quantised, and what it does otherwise.
-_LOADING = {
-    "mxfp4": (
-        "MXFP4 (quantization_config): transformers keeps the experts in MXFP4 on a GPU of compute capability "
-        "≥ 7.5 (T4, A100, L4, H100, ...) with Triton ≥ 3.4 and the kernels package; without them it dequantises "
-        "them to bf16 (quantizer_mxfp4.py validate_environment): plan that with --dtype bf16"
-    ),
-    "fp8": (
-        "FP8 (quantization_config): transformers keeps the weights in FP8 on a GPU of compute capability ≥ 8.9 "
-        "(RTX 4090, L4, L40S, H100, ...); on older GPUs it dequantises them to bf16 "
-        "(quantizer_finegrained_fp8.py validate_environment): plan that with --dtype bf16"
-    ),
-    "bitsandbytes": (
-        "bitsandbytes (quantization_config): the weights stay quantised on a CUDA GPU "
-        "(quantizer_bnb_4bit.py / quantizer_bnb_8bit.py); bitsandbytes needs a CUDA, ROCm or XPU device"
-    ),
-}
-
-
-def _loading_notes(model: Model, scheme: str) -> tuple[str, ...]:
-    """What transformers does with the checkpoint's quantisation when it loads it, for weights
-    planned as stored."""
-    q = (model.config or {}).get("quantization_config")
-    method = q.get("quant_method") if isinstance(q, Mapping) else None
-    if scheme != "stored" or method not in _LOADING:
-        return ()
-    return (_LOADING[method],)
-
-
 def _layout(model: Model, mla: str) -> tuple[Any, str | None]:
     """The model's KV-cache layout and None, or None and why it has none (a printout, a bare
     checkpoint, an unmapped GGUF architecture)."""
@@ -460,7 +436,10 @@ def inference(
     scheme's compute dtype (bf16; fp32/fp16 for those schemes; fp16 for GGUF, GPTQ and AWQ);
     ``overhead`` is the measured CUDA context, cuBLAS workspace and allocator reserve
     (:data:`paramcount.memory.overhead.MEASURED`) unless given (a string like ``"1GB+5%"`` or an
-    Overhead); ``attn`` (``sdpa``/``eager``/``flash_attention_2``) overrides transformers' choice.
+    Overhead); ``attn`` (``sdpa``/``eager``/``flash_attention_2``) overrides transformers' choice;
+    ``gpu`` (a name or :class:`~paramcount.memory.gpus.GPU`) is the card a checkpoint with a
+    ``quantization_config`` is loaded on: it decides whether its weights stay quantised
+    (:mod:`paramcount.memory.loading`).
     ``options``: ``keep`` (what stays in high precision), ``cache`` (``dynamic``/``static``/``llama.cpp``),
     ``encoder_length``, ``mla`` (``latent``/``expanded``), as the weights and KV modules take them;
     ``runtime`` (:mod:`paramcount.memory.runtimes`: llama.cpp by default for a GGUF file, whose

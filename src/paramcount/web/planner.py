@@ -120,7 +120,7 @@ def _runtime_planner(model: Model, q: Any, card: Any) -> tuple[str, Any]:
 
     try:
         runtime = runtimes.runtime(q.runtime, model)
-        served = {"gpu": card} if runtime == "vllm" else {}
+        served = {"gpu": card} if runtime in ("vllm", "transformers") else {}
         return runtime, runtimes.planner(model, q.scheme, runtime, kv_dtype=q.kv_dtype, **_runtime_options(q), **served)
     except ParamcountError as e:
         e.field = FLAG_FIELDS.get(e.field, e.field)
