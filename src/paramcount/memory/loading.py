@@ -27,10 +27,7 @@ from ..model import Model
 from .gpus import GPU
 from .weights import Row, Weights
 
-SOURCE = (
-    "transformers 5.23 quantizers/quantizer_mxfp4.py, quantizer_finegrained_fp8.py, quantizer_bnb_4bit.py "
-    "validate_environment"
-)
+_FILES = {"mxfp4": "quantizer_mxfp4.py", "fp8": "quantizer_finegrained_fp8.py"}
 # method -> (the compute capability it stays quantised from, what it needs besides)
 _NEEDS = {
     "mxfp4": ((7, 5), "with Triton ≥ 3.4 and the kernels package (assumed installed)"),
@@ -68,19 +65,19 @@ def loading(model: Model, gpu: GPU | None) -> Loading | None:
     least, needs = _NEEDS[name]
     low = f"{least[0]}.{least[1]}"
     floor = f"compute capability ≥ {low}"
-    what = _WHAT[name]
+    what, source = _WHAT[name], f"transformers 5.23 quantizers/{_FILES[name]} validate_environment"
     if gpu is None or (gpu.capability is None and gpu.kind != "apple"):
         where = "no GPU named (--gpu)" if gpu is None else f"{gpu.name}'s compute capability not modelled"
         said = f"transformers keeps {what} in {word} on a GPU of {floor} {needs}".rstrip()
         return Loading(name, None, f"{word} (quantization_config), {where}: {said}, else dequantises them to bf16")
     if gpu.capability is None:  # Apple: MPS is neither CUDA nor XPU
-        return Loading(name, False, f"{word} dequantised to bf16 on {gpu.name}: not a CUDA GPU ({SOURCE})")
+        return Loading(name, False, f"{word} dequantised to bf16 on {gpu.name}: not a CUDA GPU ({source})")
     has = f"{gpu.capability[0]}.{gpu.capability[1]}"
     if gpu.capability >= least:
         kept = f"{word} kept on {gpu.name}: compute capability {has} ≥ {low}{', ' + needs if needs else ''}"
-        return Loading(name, True, f"{kept} ({SOURCE})")
+        return Loading(name, True, f"{kept} ({source})")
     why = f"compute capability {has} < {low}"
-    return Loading(name, False, f"{word} dequantised to bf16 on {gpu.name}: {why} ({SOURCE})")
+    return Loading(name, False, f"{word} dequantised to bf16 on {gpu.name}: {why} ({source})")
 
 
 _FLOATS = ("F64", "F32", "F16", "BF16")

@@ -18,7 +18,12 @@ for N = B·T tokens, activations of p bytes, per layer and token:
   (an attention call; this project's reading); eager attention saves the fp32 softmax and its
   cast, (4 + p)·H·T² per sequence and layer;
 - a gated MLP: gate (SiLU's input), its activation and up (the product's), the product (the
-  down projection's): 4·p·I; a plain one 2·p·I; k routed experts k·(p·h + 4·p·I);
+  down projection's): 4·p·I; a plain one 2·p·I;
+- k of E routed experts (``integrations/moe.py grouped_mm_experts_forward`` after a top-k
+  router such as ``OlmoeTopKRouter``): k·(2·p·h + 4·p·I + p + 24) + 4·E + 8·k, the gathered
+  input and down output, the gated MLP's tensors, the routing weight and three int64 index
+  tensors per pair, the router's fp32 softmax and top-k indices per token; p = 4 under
+  ``mixed``, since ``grouped_mm`` is not autocast-enabled;
 - the final norm as above, and the loss (``loss/loss_utils.ForCausalLMLoss``): logits upcast to
   fp32, ``log_softmax`` saved; its backward holds the saved output, the gradient from
   ``nll_loss`` and its own result: 12·N·V bytes, the step's peak;
@@ -39,11 +44,11 @@ q/k/v or gate/up projections (counted as separate casts under autocast).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import ParamcountError
 from ..model import Model
-from .layers import Layer, layers
+from .layers import FeedForward, Layer, layers
 from .modules import output_embedding, walk
 from .terms import Term
 
@@ -100,9 +105,26 @@ def per_token(g: Layer, s: Step, qk_norm: bool) -> int:
         if qk_norm:
             n += (4 + p) * (a.qkv - (a.qkv - a.width) // 2)  # q and k: the attention width and one of k/v
     for f in g.ffn:
-        inner = (3 if frozen else 4) * p * f.inner if f.gated else (1 if frozen else 2) * p * f.inner
-        n += f.times * (inner + (p * g.hidden if f.times > 1 else 0))
+        n += _routed(f, g.hidden, s) if f.experts else _inner(f, p, frozen)
     return n
+
+
+def _inner(f: FeedForward, p: int, frozen: bool) -> int:
+    """A feed-forward's saved tensors between its projections, per token and copy run."""
+    return f.times * ((3 if frozen else 4) * p * f.inner if f.gated else (1 if frozen else 2) * p * f.inner)
+
+
+def _routed(f: FeedForward, h: int, s: Step) -> int:
+    """k of E experts per token as transformers runs them (``integrations/moe.py``
+    ``grouped_mm_experts_forward``, its default; the eager loop over experts saves the same) after
+    a top-k router (``OlmoeTopKRouter``). Per token-expert pair: the gathered input and the down
+    projection's output (p·h each), the gate/up output, its activation and product (4·p·I), the
+    routing weight (p) and three int64 index tensors (``perm``, ``perm // k``, ``inv_perm``); per
+    token the router's fp32 softmax (4·E) and its top-k indices (8·k). ``grouped_mm`` is not
+    autocast-enabled: under ``mixed`` the experts compute in their fp32 weights' dtype."""
+    p = 4 if s.precision in ("mixed", "fp32") else s.p
+    pairs = f.times * (2 * p * h + _inner(replace(f, times=1), p, s.adapters is not None) + p + 3 * 8)
+    return pairs + 4 * f.experts + 8 * f.times
 
 
 def quadratic(g: Layer, s: Step) -> int:
