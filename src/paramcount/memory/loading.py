@@ -106,3 +106,12 @@ def _n(r: Row) -> int:
     for d in r.shape:
         n *= int(d)
     return n
+
+
+def shapes_note(model: Model, gpu: GPU | None, scheme: str) -> str | None:
+    """For weights planned from the shapes at ``scheme`` (no checkpoint's stored bytes) of a
+    config that has a ``quantization_config``: what transformers would load instead."""
+    found = loading(model, gpu)
+    if found is None:
+        return None
+    return f"{found.why}; the weights here are {scheme} from the shapes: a checkpoint folder gives the bytes it loads"

@@ -237,7 +237,8 @@ class InferencePlanner:
         from .audio import audio as audio_input
         from .gpus import gpu as find_gpu
         from .images import images as image_input
-        from .loading import dequantised, loading
+        from .loading import dequantised, loading, shapes_note
+        from .stored import is_checkpoint
         from .weights import scheme as find
         from .weights import weights
 
@@ -251,7 +252,8 @@ class InferencePlanner:
         self.cache = {"cache": cache, "encoder_length": encoder_length, "mla": mla}
         self.overhead = _overhead.parse(overhead) if overhead is not None else _overhead.MEASURED
         w = weights(model, self.scheme, keep=keep, pure=pure)
-        self.loaded = loading(model, find_gpu(gpu) if gpu is not None else None) if self.scheme == "stored" else None
+        card = find_gpu(gpu) if gpu is not None else None
+        self.loaded = loading(model, card) if self.scheme == "stored" else None  # the quantization_config
         if self.loaded and self.loaded.kept is False:
             w = dequantised(w, self.loaded.why)
         self.keep = ",".join(w.keep) or "none"
@@ -271,7 +273,8 @@ class InferencePlanner:
         if self.attending:
             self.attending.kernel(1, self.dtype)  # refuses flash_attention_2 in fp32 now, not at a fit's search
         self.limit = Limit.of(model)
-        self.quant_notes = (self.loaded.why,) if self.loaded else ()
+        shapes = None if is_checkpoint(model) else shapes_note(model, card, self.scheme)
+        self.quant_notes = (self.loaded.why,) if self.loaded else (shapes,) if shapes else ()
 
     def plan(self, context: int, batch: int = 1, why: str = "--context") -> Plan:
         from .kv_cache import kv_cache
