@@ -17,9 +17,17 @@ from .gpu_cases import allocated, cases, ratio, table
 
 README = Path(__file__).parent.parent / "README.md"
 TABLE = re.compile(r"(<!-- gpu-table -->\n)(.*?)(<!-- /gpu-table -->)", re.S)
-# Not yet within the goal, with the figure: issue 22 reports this case's total alone (25.2 GB);
-# the plan (22.6 GB, −10%) holds the checkpointed inputs, the loss's 12·N·V and the reserve, and
-# the allocator held about 5 GB more than that without a raw run to say where.
+# Not yet within the goal, with the figure: issue 22 reports this case's total alone (25.2 GB).
+# Read off the source: transformers 5.23's activation_checkpointing_enable defaults to
+# torch.utils.checkpoint with use_reentrant=False around each GradientCheckpointingLayer's forward,
+# which keeps the layer's input (0.47 GB over 28 layers) and rebuilds one layer at a time in the
+# backward (0.59 GB, freed as it is unpacked), after the loss's backward has freed its 12·N·V
+# (14.9 GB). So the peak is the loss's backward: 19.1 GB of tensors, the same phase and N = 8,192
+# tokens as the 2,048 × 4 case, whose plan is within 0.2% of its peak allocation. The card held
+# 24.45 GB beyond the context, 28% over those tensors, where the other training runs reserved
+# 0.6-15% over their peak allocation. This case's peak allocation was not kept, so whether the
+# 5.4 GB are the allocator's (the loss's N×V buffers in fresh segments after a forward of small
+# per-layer blocks) or a tensor the reading misses cannot be told: measure.py's figures for it would.
 SHORT = {
     "Qwen/Qwen3-0.6B, train, 4,096 × 2, precision bf16, recompute full": "plan 22.6 GB against 25.2 GB used (−10%)",
 }

@@ -158,15 +158,14 @@ def test_bad_overhead(text):
 def test_train_is_the_model_states_the_activations_at_the_peak_and_overhead():
     """The states of ``training`` (the gradients as the peak holds them), the saved tensors of
     :mod:`paramcount.memory.saved`, and the measured overhead."""
-    from paramcount.memory.saved import Step
-    from paramcount.memory.saved import activations as saved
+    from paramcount.memory.saved import Step, of_step
 
     model = paramcount.load("meta-llama/Llama-2-7b-hf")
     plan = train(model, zero=3, gpus=8, batch=2, context=1024)
     expected = training(model, zero=3, gpus=8, batch=2, context=1024)
     assert [t.key for t in plan.terms] == [t.key for t in expected] + ["overhead"]
-    act = saved(model, Step(1024, 2, "mixed", heads=32))
-    assert plan.term("activations").bytes == act.bytes
+    act = of_step(model, Step(1024, 2, "mixed", heads=32))
+    assert plan.term("activations") == act == expected[-1]  # one model: train() and training() agree
     same = [t.key for t in expected if t.key not in ("gradients", "activations")]
     assert [plan.term(k).bytes for k in same] == [next(t for t in expected if t.key == k).bytes for k in same]
     grads, opt = (next(t for t in expected if t.key == k) for k in ("gradients", "optimizer"))

@@ -1,6 +1,7 @@
 """Training memory: model states against real optimizers' state after a step on a tiny CPU model,
-the ZeRO paper's 16 bytes per parameter and its partitioned figures, and the activation formula
-against Korthikanti et al.'s eq. 1 and Megatron-LM's implementation of it."""
+the ZeRO paper's 16 bytes per parameter and its partitioned figures; the activations are
+paramcount.memory.saved's (held to a training step in tests/test_saved.py and to the H100 in
+tests/test_gpu_measured.py), the same in ``training``, ``train`` and ``fit``."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import pytest
 from paramcount import from_dims, load
 from paramcount.errors import ParamcountError
 from paramcount.frontends.config import from_config
-from paramcount.memory.activations import activations
+from paramcount.memory import TrainingPlanner, fit
 from paramcount.memory.lora import lora
+from paramcount.memory.saved import activations
 from paramcount.memory.training import model_shapes, training
 
 torch = pytest.importorskip("torch")
@@ -188,64 +190,49 @@ def test_each_stage_divides_its_terms(stage):
         assert split[key] == (sharded(t, 8) if key in keys else t.bytes), key
 
 
-# ---- activations --------------------------------------------------------------------------------------
-
-GPT3 = {"s": 2048, "b": 1, "h": 12288, "a": 96, "L": 96, "V": 50257}
+# ---- activations: one model in training(), train(), fit and the web ----------------------------------
 
 
-def gpt3_layers(**kwargs) -> int:
-    term = activations(load("openai/gpt-3-175b"), GPT3["b"], GPT3["s"], **kwargs)
-    return next(p.bytes for p in term.parts if p.key == "activations.layers")
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {"precision": "bf16", "recompute": "full", "batch": 4},
+        {"precision": "fp32", "flash": False},
+        {"precision": "bf16", "lora": 16},
+        {"precision": "mixed", "qlora_bits": 4, "recompute": "full"},
+    ],
+)
+def test_training_activations_are_the_planners(kwargs):
+    """training()'s activations term is the one TrainingPlanner (memory --train, fit, the web)
+    plans, whatever the precision, recompute, attention and adapters."""
+    model = load("Qwen/Qwen3-0.6B")
+    kwargs = {"batch": 2, "context": 1024, **kwargs}
+    got = training(model, **kwargs)[-1]
+    bits = kwargs.pop("qlora_bits", None)
+    b, t = kwargs.pop("batch"), kwargs.pop("context")
+    planner = TrainingPlanner(model, kwargs.pop("precision", "mixed"), qlora=bits or False, **kwargs)
+    assert got == planner.plan(t, b).term("activations")
 
 
-def test_no_recomputation_is_eq_1():
-    """sbhL(34 + 5as/h); for GPT-3 5as/h = 80, more than twice the 34."""
-    s, b, h, a, L = (GPT3[k] for k in "sbhaL")
-    assert 5 * a * s // h == 80
-    assert gpt3_layers(recompute="none", flash=False) == s * b * h * L * (34 + 5 * a * s // h)
+def test_fit_reads_the_same_activations():
+    model = load("Qwen/Qwen3-0.6B")
+    row = fit(model, "h100", context=2048, batch=2, mode="training", only=("bf16",)).row("bf16")
+    expected = activations(model, 2, 2048, precision="bf16")
+    assert row.plan.term("activations") == expected
 
 
-@pytest.mark.parametrize("kwargs", [{"recompute": "selective", "flash": False}, {"recompute": "none", "flash": True}])
-def test_selective_recomputation_or_flash_is_34_sbh(kwargs):
-    s, b, h, L = (GPT3[k] for k in "sbhL")
-    assert gpt3_layers(**kwargs) == 34 * s * b * h * L
-
-
-def test_full_recomputation_keeps_the_layer_inputs():
-    s, b, h, L = (GPT3[k] for k in "sbhL")
-    assert gpt3_layers(recompute="full") == 2 * s * b * h * L
-
-
-def test_selective_total_equals_megatron_lm():
-    """megatron/training/theoretical_memory_usage.py, compute_activation_memory (selective
-    recomputation, sequence parallel, t = 1, one pipeline stage): per layer sbh(18 + 4·ffn/h),
-    8sb token ids, an sbh embedding dropout mask, and 4sbh(1 + V/h) for the output and loss."""
-    s, b, h, L, V = (GPT3[k] for k in "sbhLV")
-    megatron = s * b * h * (18 + 4 * (4 * h) // h) * L + 8 * s * b + s * b * h + s * b * h * 4 + 4 * s * b * V
-    got = activations(load("openai/gpt-3-175b"), b, s, recompute="selective", flash=False)
-    assert got.bytes == megatron and got.estimate and "2205.05198" in got.source
-
-
-def test_gqa_swiglu_adaptation():
-    """Llama 3 8B (h 4096, 8 of 32 heads for K and V, SwiGLU I = 14336), per token and layer:
-    attention 2(h + q + 2kv + q) + h, MLP 2(h + 2I + I + I) + h (gate, up, SiLU, product),
-    two norms 2·2h; with q = kv = h and a 4h GeLU MLP it would be 34h."""
-    h, q, kv, inner, s, L = 4096, 4096, 1024, 14336, 4096, 32
-    per_token = 2 * (h + q + 2 * kv + q) + h + 2 * (h + 2 * inner + inner + inner) + h + 2 * 2 * h
-    got = activations(load("meta-llama/Meta-Llama-3-8B"), 1, s)
-    assert got.parts[0].bytes == per_token * s * L
-
-
-def test_routed_experts_count_k_times():
-    h, q, kv, inner, k, s, L = 4096, 4096, 1024, 14336, 2, 1024, 32
-    per_token = 2 * (h + q + 2 * kv + q) + h + k * (2 * (h + 4 * inner) + h) + 2 * 2 * h
-    assert activations(load("mistralai/Mixtral-8x7B-v0.1"), 1, s).parts[0].bytes == per_token * s * L
+def test_public_activations_say_what_they_model():
+    got = activations(load("Qwen/Qwen3-0.6B"), 2, 1024, precision="mixed")
+    assert got.estimate and "modeling_llama.py" in got.source and "gpu_h100.json" in got.source
+    assert {p.key for p in got.parts} >= {"activations.layers", "activations.loss", "activations.autocast"}
+    assert sum(p.bytes for p in got.parts) == got.bytes
 
 
 def test_albert_runs_its_shared_layer_every_time():
     model = load("albert/albert-base-v2")  # 12 layers run over one stored group
-    one = activations(model, 1, 512, flash=True).parts[0]
-    assert one.bytes == 12 * 512 * 34 * 768
+    layers = activations(model, 1, 512).parts[0]
+    assert layers.key == "activations.layers" and layers.formula.startswith("12 × ")
 
 
 def test_training_terms_and_estimates():
@@ -284,45 +271,3 @@ def test_adapters_of_another_model_are_refused():
     other = lora(load("Qwen/Qwen2.5-0.5B"))
     with pytest.raises(ParamcountError, match="made for another model"):
         training(from_config(TINY, "tiny"), lora=other)
-
-
-SMALL = {**TINY, "hidden_size": 256, "intermediate_size": 688, "num_hidden_layers": 4, "vocab_size": 1000}
-
-
-def kept_by_autograd(lora_config: dict | None = None) -> int:
-    """Bytes of the tensors a backward pass keeps (saved_tensors_hooks; parameters excluded) for
-    the small Llama in bf16 with SDPA, batch 2 × 256 tokens, optionally under peft adapters."""
-    config = transformers.AutoConfig.for_model("llama", **{k: v for k, v in SMALL.items() if k != "model_type"})
-    config._attn_implementation = "sdpa"
-    torch.manual_seed(0)
-    module = transformers.LlamaForCausalLM(config).to(torch.bfloat16).train()
-    if lora_config:
-        peft = pytest.importorskip("peft")
-        module = peft.get_peft_model(module, peft.LoraConfig(**lora_config))
-    params, kept = {p.data_ptr() for p in module.parameters()}, {}
-
-    def pack(t):
-        if t.data_ptr() not in params:
-            kept[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
-        return t
-
-    ids = torch.randint(0, 900, (2, 256))
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        module(input_ids=ids, labels=ids)
-    return sum(kept.values())
-
-
-def test_estimate_is_near_what_autograd_saves():
-    """The estimate measured 0.86 of the real tensors (transformers' RMSNorm also keeps an fp32
-    copy of its input, which the paper's 2-byte norm input does not count)."""
-    estimate = activations(from_config(SMALL, "small"), 2, 256, flash=True).bytes
-    assert 0.75 < estimate / kept_by_autograd() < 1.1
-
-
-def test_lora_activations_note_is_measured():
-    """The ratios training() states under LoRA: 0.86 (q_proj, v_proj) and 1.41 (all-linear)."""
-    full = kept_by_autograd()
-    assert round(kept_by_autograd({"r": 8, "target_modules": ["q_proj", "v_proj"]}) / full, 2) == 0.86
-    assert round(kept_by_autograd({"r": 8, "target_modules": "all-linear"}) / full, 2) == 1.41
-    note = training(from_config(SMALL, "small"), lora=8)[-1].assumption
-    assert "0.86×" in note and "1.41×" in note

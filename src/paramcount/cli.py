@@ -768,8 +768,8 @@ def run_memory(argv: Sequence[str]) -> int:
     if args.train:
         result = plan.train(model, batch=args.batch, context=args.context, **options)
     else:
-        if card is not None and runtime(options.get("runtime"), model) == "vllm":
-            options["gpu"] = card  # vllm serve's batch defaults follow the GPU
+        if card is not None and runtime(options.get("runtime"), model) in ("vllm", "transformers"):
+            options["gpu"] = card  # vllm serve's batch defaults, a quantization_config's loading follow the GPU
         result = plan.inference(model, args.dtype, args.context, parallel(args), **options)
     if args.plot:
         from .render.plot import plot

@@ -13,7 +13,6 @@ share their modules' names, and binding them at import keeps ``paramcount.memory
 function however the modules are imported later.
 """
 
-from .activations import activations
 from .fit import Fit, Overview, overview
 from .fit import fit as fit
 from .gpus import GPU, GPUS, gpu
@@ -22,6 +21,7 @@ from .kv_cache import kv_cache as kv_cache
 from .lora import lora as lora
 from .overhead import Overhead
 from .plan import InferencePlanner, Plan, TrainingPlanner, inference, train
+from .saved import activations
 from .terms import Term
 from .training import training
 from .weights import SCHEMES

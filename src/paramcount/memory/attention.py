@@ -165,12 +165,24 @@ def attending(model: Model, layout: object, attn: str | None, heads_width: int =
     windows = tuple(sorted({k.window for k in kinds if k.window}))
     kv_heads = max((k.kv_heads for k in kinds), default=0)
     key_dim = max((k.key_dim for k in kinds), default=0)
-    heads = _query_heads(model) or (heads_width // key_dim if key_dim else 0) or kv_heads or 1
+    heads = query_heads(model) or (heads_width // key_dim if key_dim else 0) or kv_heads or 1
     full = any(k.window is None for k in kinds)
     return Attending(impl, why, heads, 0 < kv_heads < heads, windows, full, model.model_type in SINKS)
 
 
-def _query_heads(model: Model) -> int | None:
-    from .activations import _heads
+_HEAD_FIELDS = ("num_attention_heads", "num_heads", "encoder_attention_heads")
 
-    return _heads(model)
+
+def query_heads(model: Model) -> int | None:
+    """Query heads, from the config (the T×T tensors are one per head), or None."""
+    from ..arch import family
+
+    try:
+        c = family(model.model_type).cfg(model.config, model.source)
+    except ParamcountError:
+        return None
+    for name in _HEAD_FIELDS:
+        value = c.get(name, None)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None

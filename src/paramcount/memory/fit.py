@@ -251,7 +251,8 @@ def fit(
     if mode == "inference" and runtime(options.get("runtime"), model) == "vllm":
         rows, skipped = _served(model, card, context, batch, only, options)
         return Fit(model, card, "serving", context, batch, rows, _shown(options), skipped)
-    planners, skipped = _planners(model, mode, only, options)
+    loaded = mode == "inference" and runtime(options.get("runtime"), model) == "transformers"
+    planners, skipped = _planners(model, mode, only, {**options, "gpu": card} if loaded else options)
     rows = tuple(_row(planner, p, card, model, context, batch, mode) for p, planner in planners.items())
     return Fit(model, card, mode, context, batch, rows, _shown(options), skipped)
 

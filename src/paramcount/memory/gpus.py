@@ -33,7 +33,10 @@ class GPU:
     ``tflops`` is the vendor's peak dense (not 2:4 sparse) bf16 figure, fp16 on GPUs without
     bf16 (T4, V100); ``None`` where the vendor gives none (Apple). ``bandwidth`` is the memory
     bandwidth on the same datasheet, in GB/s; ``None`` for Apple (it is the chip's, not the
-    memory size's) and custom sizes.
+    memory size's) and custom sizes. ``capability`` is NVIDIA's published CUDA compute
+    capability (developer.nvidia.com/cuda-gpus), which decides how transformers loads a
+    quantised checkpoint (:mod:`paramcount.memory.loading`); ``None`` for AMD, Apple and custom
+    sizes.
     """
 
     key: str
@@ -45,6 +48,7 @@ class GPU:
     kind: str  # consumer | data-centre | apple | custom
     note: str = ""
     bandwidth: float | None = None  # memory bandwidth, GB/s (10^9 bytes) as the vendor states it
+    capability: tuple[int, int] | None = None  # CUDA compute capability (NVIDIA's table)
 
     @property
     def unit(self) -> str:
@@ -53,9 +57,17 @@ class GPU:
 
 
 def _card(
-    key: str, name: str, gib: int, stated: str, tflops: float | None, bandwidth: float, kind: str, note: str = ""
+    key: str,
+    name: str,
+    gib: int,
+    stated: str,
+    tflops: float | None,
+    bandwidth: float,
+    kind: str,
+    capability: tuple[int, int] | None,
+    note: str = "",
 ) -> GPU:
-    return GPU(key, name, gib * GIB, stated, gib * GIB, tflops, kind, note, bandwidth)
+    return GPU(key, name, gib * GIB, stated, gib * GIB, tflops, kind, note, bandwidth, capability)
 
 
 def _apple(gb: int) -> GPU:
@@ -67,25 +79,26 @@ def _apple(gb: int) -> GPU:
 
 
 _TABLE = (
+    # Compute capability (after the kind): NVIDIA's CUDA GPUs table (developer.nvidia.com/cuda-gpus).
     # GeForce: bf16 tensor TFLOPS with fp32 accumulate from NVIDIA's GA102, Ada and Blackwell
     # whitepapers; the RTX 3060 (not in them) as 28 SMs × 1.777 GHz × 512 FLOP per clock.
-    _card("rtx3060", "GeForce RTX 3060", 12, "12 GB GDDR6", 25.5, 360, "consumer"),
-    _card("rtx3090", "GeForce RTX 3090", 24, "24 GB GDDR6X", 71.0, 936, "consumer"),
-    _card("rtx4090", "GeForce RTX 4090", 24, "24 GB GDDR6X", 165.2, 1008, "consumer"),
-    _card("rtx5090", "GeForce RTX 5090", 32, "32 GB GDDR7", 209.5, 1792, "consumer"),
+    _card("rtx3060", "GeForce RTX 3060", 12, "12 GB GDDR6", 25.5, 360, "consumer", (8, 6)),
+    _card("rtx3090", "GeForce RTX 3090", 24, "24 GB GDDR6X", 71.0, 936, "consumer", (8, 6)),
+    _card("rtx4090", "GeForce RTX 4090", 24, "24 GB GDDR6X", 165.2, 1008, "consumer", (8, 9)),
+    _card("rtx5090", "GeForce RTX 5090", 32, "32 GB GDDR7", 209.5, 1792, "consumer", (12, 0)),
     # Data centre: the vendors' datasheets (dense figures: half the "with sparsity" ones; A100 80GB
     # and H100 as SXM modules). Bandwidth (GB/s) from the same datasheets and whitepapers.
-    _card("t4", "Tesla T4", 16, "16 GB GDDR6", 65.0, 320, "data-centre", "ECC on by default takes some of it"),
-    _card("v100-16gb", "Tesla V100 16GB", 16, "16 GB HBM2", 125.0, 900, "data-centre"),
-    _card("v100-32gb", "Tesla V100 32GB", 32, "32 GB HBM2", 125.0, 900, "data-centre"),
-    _card("l4", "L4", 24, "24 GB GDDR6", 121.0, 300, "data-centre", "ECC on by default takes some of it"),
-    _card("l40s", "L40S", 48, "48 GB GDDR6", 362.05, 864, "data-centre", "ECC on by default takes some of it"),
-    _card("a100-40gb", "A100 40GB", 40, "40 GB HBM2", 312.0, 1555, "data-centre"),
-    _card("a100-80gb", "A100 80GB", 80, "80 GB HBM2e", 312.0, 2039, "data-centre"),
-    _card("h100", "H100 SXM 80GB", 80, "80 GB HBM3", 989.4, 3350, "data-centre"),
-    _card("h100-pcie", "H100 PCIe 80GB", 80, "80 GB HBM2e", 756.0, 2000, "data-centre"),
-    _card("h200", "H200 141GB", 141, "141 GB HBM3e", 989.4, 4800, "data-centre"),
-    _card("mi300x", "AMD Instinct MI300X", 192, "192 GB HBM3", 1307.4, 5300, "data-centre"),
+    _card("t4", "Tesla T4", 16, "16 GB GDDR6", 65.0, 320, "data-centre", (7, 5), "ECC on by default takes some of it"),
+    _card("v100-16gb", "Tesla V100 16GB", 16, "16 GB HBM2", 125.0, 900, "data-centre", (7, 0)),
+    _card("v100-32gb", "Tesla V100 32GB", 32, "32 GB HBM2", 125.0, 900, "data-centre", (7, 0)),
+    _card("l4", "L4", 24, "24 GB GDDR6", 121.0, 300, "data-centre", (8, 9), "ECC on by default takes some of it"),
+    _card("l40s", "L40S", 48, "48 GB GDDR6", 362.05, 864, "data-centre", (8, 9), "ECC on by default takes some of it"),
+    _card("a100-40gb", "A100 40GB", 40, "40 GB HBM2", 312.0, 1555, "data-centre", (8, 0)),
+    _card("a100-80gb", "A100 80GB", 80, "80 GB HBM2e", 312.0, 2039, "data-centre", (8, 0)),
+    _card("h100", "H100 SXM 80GB", 80, "80 GB HBM3", 989.4, 3350, "data-centre", (9, 0)),
+    _card("h100-pcie", "H100 PCIe 80GB", 80, "80 GB HBM2e", 756.0, 2000, "data-centre", (9, 0)),
+    _card("h200", "H200 141GB", 141, "141 GB HBM3e", 989.4, 4800, "data-centre", (9, 0)),
+    _card("mi300x", "AMD Instinct MI300X", 192, "192 GB HBM3", 1307.4, 5300, "data-centre", None),
     *(_apple(gb) for gb in (8, 16, 24, 32, 36, 48, 64, 96, 128, 192)),
 )
 

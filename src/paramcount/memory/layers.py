@@ -37,11 +37,13 @@ class Attention:
 @dataclass(frozen=True)
 class FeedForward:
     """``ups``: the summed widths out of the projections before the nonlinearity; ``inner``:
-    the width into the last projection; ``times``: how many run per token (k routed experts)."""
+    the width into the last projection; ``times``: how many run per token (k routed experts);
+    ``experts``: E, the routed experts a router chooses them from (0 for a dense feed-forward)."""
 
     ups: int
     inner: int
     times: int = 1
+    experts: int = 0
 
     @property
     def gated(self) -> bool:
@@ -128,7 +130,7 @@ def _experts(x: Module, h: int) -> Iterator[FeedForward]:
     down = next((i for i in downs if tensors[i].name.startswith("down")), downs[0] if downs else None)
     if down is not None:
         ups = sum(out for i, (_, out, d_in) in enumerate(shapes) if d_in == h and i != down)
-        yield FeedForward(ups, shapes[down][2], x.block.active[0])
+        yield FeedForward(ups, shapes[down][2], *x.block.active)
 
 
 def _transposed(name: str, shape: tuple[int, ...], h: int) -> bool:

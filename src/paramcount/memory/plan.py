@@ -235,10 +235,14 @@ class InferencePlanner:
         image_size: Any = None,
         audio: Any = None,
         attn: str | None = None,
+        gpu: Any = None,
     ):
         from .attention import attending
         from .audio import audio as audio_input
+        from .gpus import gpu as find_gpu
         from .images import images as image_input
+        from .loading import dequantised, loading, shapes_note
+        from .stored import is_checkpoint
         from .weights import scheme as find
         from .weights import weights
 
@@ -252,6 +256,10 @@ class InferencePlanner:
         self.cache = {"cache": cache, "encoder_length": encoder_length, "mla": mla}
         self.overhead = _overhead.parse(overhead) if overhead is not None else _overhead.MEASURED
         w = weights(model, self.scheme, keep=keep, pure=pure)
+        card = find_gpu(gpu) if gpu is not None else None
+        self.loaded = loading(model, card) if self.scheme == "stored" else None  # the quantization_config
+        if self.loaded and self.loaded.kept is False:
+            w = dequantised(w, self.loaded.why)
         self.keep = ",".join(w.keep) or "none"
         self.unquantised = w.unquantised()
         self.weights = w.term()
@@ -269,7 +277,8 @@ class InferencePlanner:
         if self.attending:
             self.attending.kernel(1, self.dtype)  # refuses flash_attention_2 in fp32 now, not at a fit's search
         self.limit = Limit.of(model)
-        self.quant_notes = _loading_notes(model, self.scheme)
+        shapes = None if is_checkpoint(model) else shapes_note(model, card, self.scheme)
+        self.quant_notes = (self.loaded.why,) if self.loaded else (shapes,) if shapes else ()
 
     def plan(self, context: int, batch: int = 1, why: str = "--context") -> Plan:
         from .kv_cache import kv_cache
@@ -378,36 +387,6 @@ class InferencePlanner:
         return self.weights.bytes + rest + self.overhead.split(self.weights.bytes, rest)
 
 
-# How transformers 5.23 loads a pre-quantised checkpoint on a CUDA GPU (quantizers/quantizer_*.py,
-# validate_environment): when the weights stay quantised, and what it does otherwise.
-_LOADING = {
-    "mxfp4": (
-        "MXFP4 (quantization_config): transformers keeps the experts in MXFP4 on a GPU of compute capability "
-        "≥ 7.5 (T4, A100, L4, H100, ...) with Triton ≥ 3.4 and the kernels package; without them it dequantises "
-        "them to bf16 (quantizer_mxfp4.py validate_environment): plan that with --dtype bf16"
-    ),
-    "fp8": (
-        "FP8 (quantization_config): transformers keeps the weights in FP8 on a GPU of compute capability ≥ 8.9 "
-        "(RTX 4090, L4, L40S, H100, ...); on older GPUs it dequantises them to bf16 "
-        "(quantizer_finegrained_fp8.py validate_environment): plan that with --dtype bf16"
-    ),
-    "bitsandbytes": (
-        "bitsandbytes (quantization_config): the weights stay quantised on a CUDA GPU "
-        "(quantizer_bnb_4bit.py / quantizer_bnb_8bit.py); bitsandbytes needs a CUDA, ROCm or XPU device"
-    ),
-}
-
-
-def _loading_notes(model: Model, scheme: str) -> tuple[str, ...]:
-    """What transformers does with the checkpoint's quantisation when it loads it, for weights
-    planned as stored."""
-    q = (model.config or {}).get("quantization_config")
-    method = q.get("quant_method") if isinstance(q, Mapping) else None
-    if scheme != "stored" or method not in _LOADING:
-        return ()
-    return (_LOADING[method],)
-
-
 def _layout(model: Model, mla: str) -> tuple[Any, str | None]:
     """The model's KV-cache layout and None, or None and why it has none (a printout, a bare
     checkpoint, an unmapped GGUF architecture)."""
@@ -464,7 +443,10 @@ def inference(
     scheme's compute dtype (bf16; fp32/fp16 for those schemes; fp16 for GGUF, GPTQ and AWQ);
     ``overhead`` is the measured CUDA context, cuBLAS workspace and allocator reserve
     (:data:`paramcount.memory.overhead.MEASURED`) unless given (a string like ``"1GB+5%"`` or an
-    Overhead); ``attn`` (``sdpa``/``eager``/``flash_attention_2``) overrides transformers' choice.
+    Overhead); ``attn`` (``sdpa``/``eager``/``flash_attention_2``) overrides transformers' choice;
+    ``gpu`` (a name or :class:`~paramcount.memory.gpus.GPU`) is the card a checkpoint with a
+    ``quantization_config`` is loaded on: it decides whether its weights stay quantised
+    (:mod:`paramcount.memory.loading`).
     ``options``: ``keep`` (what stays in high precision), ``cache`` (``dynamic``/``static``/``llama.cpp``),
     ``encoder_length``, ``mla`` (``latent``/``expanded``), as the weights and KV modules take them;
     ``runtime`` (:mod:`paramcount.memory.runtimes`: llama.cpp by default for a GGUF file, whose
@@ -488,8 +470,8 @@ class TrainingPlanner:
     """One training setup; plans for any context, batch, GPU count and ZeRO stage.
 
     The model states (weights, master weights, gradients, optimizer states, adapters) come from
-    :func:`paramcount.memory.training.training` once per (ZeRO stage, GPUs); the activations from
-    :func:`paramcount.memory.activations.activations` per (context, batch).
+    :func:`paramcount.memory.training.training` once per (ZeRO stage, GPUs); the activations, the
+    same as ``training``'s, from :mod:`paramcount.memory.saved` per (context, batch).
     """
 
     def __init__(
@@ -515,17 +497,13 @@ class TrainingPlanner:
         self.adapters = _adapters(model, lora, lora_targets, self.qlora_bits)
         self._states: dict[tuple[int, int], list[Term]] = {}
         self.shapes = shape_model(model)  # what the activation estimate reads widths from
-        self.layout = _layout(model, "latent")[0]
-        from .activations import _heads
-
-        self.heads = _heads(model)
         self.overhead = _overhead.parse(overhead) if overhead is not None else _overhead.MEASURED_TRAINING
 
     def states(self, zero: int, gpus: int) -> list[Term]:
         if (zero, gpus) not in self._states:
-            from .training import training
+            from .training import states
 
-            terms = training(
+            terms = states(
                 self.model,
                 optimizer=self.optimizer,
                 precision=self.precision,
@@ -534,17 +512,17 @@ class TrainingPlanner:
                 lora=self.adapters,
                 qlora_bits=self.qlora_bits,
             )
-            self._states[zero, gpus] = [t for t in terms if t.key != "activations"]
+            self._states[zero, gpus] = terms
         return self._states[zero, gpus]
 
     def plan(
         self, context: int, batch: int = 1, gpus: int | None = None, zero: int | None = None, why: str = ""
     ) -> Plan:
-        from .saved import activations
+        from .saved import of_step
 
         context, batch = positive(context, "--context"), positive(batch, "--batch")
         gpus, zero = gpus or self.gpus, self.zero if zero is None else zero
-        act = activations(self.shapes, self._step(context, batch))
+        act = of_step(self.shapes, self._step(context, batch))
         states = _at_peak(self.states(zero, gpus), act)
         base = (*states, act)
         weights = sum(t.bytes for t in base if t.key in ("weights", "master_weights"))
@@ -554,18 +532,10 @@ class TrainingPlanner:
         return Plan(self.model, "training", (*base, extra), settings, planner=self)
 
     def _step(self, context: int, batch: int) -> Any:
-        """The step as transformers runs it: attention from transformers' default (eager for
-        ``--no-flash``), sliding-window layers the context reaches, the adapters."""
-        from .attention import implementation
-        from .saved import Step
+        from .saved import step
 
-        impl = implementation(self.model, None if self.flash else "eager")[0]
-        kinds = getattr(self.layout, "kinds", ())
-        masked = sum(k.layers for k in kinds if k.attention == "sliding" and k.window and k.window <= context)
-        heads = self.heads or 1
-        lora = self.adapters if self.adapters is not None else None
-        eager = impl == "eager"
-        return Step(context, batch, self.precision, self.recompute, eager, heads, 0 if eager else masked, lora)
+        options = {"recompute": self.recompute, "flash": self.flash, "adapters": self.adapters}
+        return step(self.model, context, batch, self.precision, **options)
 
     def _settings(self, context: int, batch: int, gpus: int, zero: int, why: str) -> dict[str, Any]:
         a = self.adapters

@@ -67,6 +67,7 @@ TRANSFORMERS_OPTIONS = {
     "image_size": "--image-size",
     "audio": "--audio",
     "attn": "--attn",
+    "gpu": "--gpu",  # the GPU loaded on: whether a quantization_config stays quantised
 }
 
 

@@ -18,7 +18,12 @@ for N = B·T tokens, activations of p bytes, per layer and token:
   (an attention call; this project's reading); eager attention saves the fp32 softmax and its
   cast, (4 + p)·H·T² per sequence and layer;
 - a gated MLP: gate (SiLU's input), its activation and up (the product's), the product (the
-  down projection's): 4·p·I; a plain one 2·p·I; k routed experts k·(p·h + 4·p·I);
+  down projection's): 4·p·I; a plain one 2·p·I;
+- k of E routed experts (``integrations/moe.py grouped_mm_experts_forward`` after a top-k
+  router such as ``OlmoeTopKRouter``): k·(2·p·h + 4·p·I + p + 24) + 4·E + 8·k, the gathered
+  input and down output, the gated MLP's tensors, the routing weight and three int64 index
+  tensors per pair, the router's fp32 softmax and top-k indices per token; p = 4 under
+  ``mixed``, since ``grouped_mm`` is not autocast-enabled;
 - the final norm as above, and the loss (``loss/loss_utils.ForCausalLMLoss``): logits upcast to
   fp32, ``log_softmax`` saved; its backward holds the saved output, the gradient from
   ``nll_loss`` and its own result: 12·N·V bytes, the step's peak;
@@ -39,10 +44,11 @@ q/k/v or gate/up projections (counted as separate casts under autocast).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from ..errors import ParamcountError
 from ..model import Model
-from .layers import Layer, layers
+from .layers import FeedForward, Layer, layers
 from .modules import output_embedding, walk
 from .terms import Term
 
@@ -52,6 +58,7 @@ SOURCE = (
     "checked against tests/fixtures/gpu_h100.json (H100) and a CPU training step (tests/test_saved.py)"
 )
 _QK_NORMS = ("q_norm", "k_norm", "q_layernorm", "k_layernorm")
+RECOMPUTE = ("none", "selective", "full")
 
 
 @dataclass(frozen=True)
@@ -98,9 +105,26 @@ def per_token(g: Layer, s: Step, qk_norm: bool) -> int:
         if qk_norm:
             n += (4 + p) * (a.qkv - (a.qkv - a.width) // 2)  # q and k: the attention width and one of k/v
     for f in g.ffn:
-        inner = (3 if frozen else 4) * p * f.inner if f.gated else (1 if frozen else 2) * p * f.inner
-        n += f.times * (inner + (p * g.hidden if f.times > 1 else 0))
+        n += _routed(f, g.hidden, s) if f.experts else _inner(f, p, frozen)
     return n
+
+
+def _inner(f: FeedForward, p: int, frozen: bool) -> int:
+    """A feed-forward's saved tensors between its projections, per token and copy run."""
+    return f.times * ((3 if frozen else 4) * p * f.inner if f.gated else (1 if frozen else 2) * p * f.inner)
+
+
+def _routed(f: FeedForward, h: int, s: Step) -> int:
+    """k of E experts per token as transformers runs them (``integrations/moe.py``
+    ``grouped_mm_experts_forward``, its default; the eager loop over experts saves the same) after
+    a top-k router (``OlmoeTopKRouter``). Per token-expert pair: the gathered input and the down
+    projection's output (p·h each), the gate/up output, its activation and product (4·p·I), the
+    routing weight (p) and three int64 index tensors (``perm``, ``perm // k``, ``inv_perm``); per
+    token the router's fp32 softmax (4·E) and its top-k indices (8·k). ``grouped_mm`` is not
+    autocast-enabled: under ``mixed`` the experts compute in their fp32 weights' dtype."""
+    p = 4 if s.precision in ("mixed", "fp32") else s.p
+    pairs = f.times * (2 * p * h + _inner(replace(f, times=1), p, s.adapters is not None) + p + 3 * 8)
+    return pairs + 4 * f.experts + 8 * f.times
 
 
 def quadratic(g: Layer, s: Step) -> int:
@@ -110,7 +134,67 @@ def quadratic(g: Layer, s: Step) -> int:
     return len(g.attention) * (4 + s.p) * s.heads * s.batch * s.context * s.context
 
 
-def activations(model: Model, s: Step) -> Term:
+def activations(
+    model: Model,
+    batch: int = 1,
+    context: int = 2048,
+    *,
+    precision: str = "bf16",
+    recompute: str = "none",
+    flash: bool = True,
+    adapters: object = None,
+) -> Term:
+    """What one training step of transformers holds for its backward at its peak (an estimate):
+    ``batch`` sequences of ``context`` tokens, ``precision`` ``mixed``/``bf16``/``fp32``,
+    ``recompute`` ``none``/``selective``/``full`` (``gradient_checkpointing_enable()``),
+    ``flash`` False for eager attention, ``adapters`` a :func:`~paramcount.memory.lora.lora`."""
+    from .plan import shape_model
+
+    batch, context = _positive(batch, "batch"), _positive(context, "context")
+    s = step(model, context, batch, precision, recompute=recompute, flash=flash, adapters=adapters)
+    return of_step(shape_model(model), s)
+
+
+def step(
+    model: Model,
+    context: int,
+    batch: int,
+    precision: str,
+    *,
+    recompute: str = "none",
+    flash: bool = True,
+    adapters: object = None,
+) -> Step:
+    """The step as transformers runs it: attention from transformers' default (eager where
+    ``flash`` is False), the sliding-window layers the context reaches (sdpa gets their mask)."""
+    if recompute not in RECOMPUTE:
+        raise ParamcountError(f"recompute must be one of {', '.join(RECOMPUTE)}, not {recompute!r}", field="recompute")
+    eager, heads, windows = _attending(model, flash)
+    masked = 0 if eager else sum(n for window, n in windows if window <= context)
+    return Step(context, batch, precision, recompute, eager, heads, masked, adapters)
+
+
+def _attending(model: Model, flash: bool) -> tuple[bool, int, tuple[tuple[int, int], ...]]:
+    """Eager attention or not, the query heads, and (window, layers) of the sliding layers."""
+    from .attention import implementation, query_heads
+    from .plan import _layout
+
+    def build() -> tuple[bool, int, tuple[tuple[int, int], ...]]:
+        eager = implementation(model, None if flash else "eager")[0] == "eager"
+        kinds = getattr(_layout(model, "latent")[0], "kinds", ())
+        windows = tuple((k.window, k.layers) for k in kinds if k.attention == "sliding" and k.window)
+        return eager, query_heads(model) or 1, windows
+
+    return model.derived(("training attention", flash), build)
+
+
+def _positive(value: object, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ParamcountError(f"{field} must be a whole number ≥ 1, not {value!r}", field=field)
+    return value
+
+
+def of_step(model: Model, s: Step) -> Term:
     """Everything the step holds for its backward at its peak, the start of the loss's backward."""
     groups = layers(model)
     qk = any(m.name.rsplit(".", 1)[-1] in _QK_NORMS for m in walk(model))

@@ -1,8 +1,10 @@
 """Training memory: weights, master weights, gradients, optimizer states, activations, adapters.
 
 Model states are identities of the tree's tensor shapes (exact bytes); activations are an
-estimate (:mod:`paramcount.memory.activations`). Mixed precision is as Rajbhandari et al.
-2019 (ZeRO, arXiv:1910.02054, §3.1) describe it: 16-bit weights and gradients, and an fp32
+estimate of the tensors transformers' modules save for the backward
+(:mod:`paramcount.memory.saved`, the term :func:`paramcount.memory.train`, ``fit`` and the web
+page plan too). Mixed precision is as Rajbhandari et al. 2019 (ZeRO, arXiv:1910.02054, §3.1)
+describe it: 16-bit weights and gradients, and an fp32
 master copy beside the fp32 optimizer states, so AdamW costs 2 + 2 + (4 + 4 + 4) = 16 bytes
 per parameter. ZeRO stage 1 partitions the optimizer states (master weights included) over
 the N data-parallel GPUs, stage 2 the gradients too, stage 3 the weights too; every figure
@@ -35,8 +37,6 @@ from dataclasses import dataclass
 from ..errors import ParamcountError
 from ..ir import Tie
 from ..model import Model
-from ..records import replace
-from .activations import activations
 from .lora import LoRA
 from .lora import lora as make_lora
 from .modules import Module, walk, walk_block
@@ -50,12 +50,6 @@ BNB_BLOCK = 256  # bitsandbytes blockwise 8-bit optimizers: one absmax per 256 v
 BNB_MIN_8BIT = 4096  # bitsandbytes ``min_8bit_size``: smaller tensors keep 32-bit states
 BNB_MAPS = 2 * 256 * 4  # the two shared fp32 quantisation maps (qmap1, qmap2)
 ZERO_SOURCE = "Rajbhandari et al. 2019, ZeRO §3.1 and §5 (arXiv:1910.02054)"
-# Measured with saved_tensors_hooks on a 4-layer Llama (h 256, bf16, SDPA, peft 0.21).
-LORA_ACTIVATIONS = (
-    "counted as for full fine-tuning: peft kept 0.86× that with q_proj,v_proj adapters and 1.41× with "
-    "all-linear (frozen layers keep fewer inputs; each adapted layer keeps an fp32 copy of its input)"
-)
-
 # precision -> bytes of (weights, gradients, optimizer states); mixed adds an fp32 master copy
 _BYTES = {"mixed": (2, 2, 4), "fp32": (4, 4, 4), "bf16": (2, 2, 2)}
 _DTYPE = {2: "bf16", 4: "fp32"}
@@ -122,23 +116,44 @@ def training(
 ) -> list[Term]:
     """The memory terms of one training step on each GPU: ``weights``, ``master_weights``
     (mixed precision, full fine-tuning), ``gradients``, ``optimizer``, ``adapters`` (LoRA),
-    ``activations`` (an estimate; ``batch`` is the micro-batch on each GPU).
+    ``activations`` (an estimate, :func:`paramcount.memory.saved.activations`; ``batch`` is the
+    micro-batch on each GPU).
 
     ``lora`` is a :func:`~paramcount.memory.lora.lora` result, or a rank for the default
     targets; ``qlora_bits`` (4 or 8) quantises the frozen base and implies LoRA.
     """
-    opt, zero, gpus = _check(optimizer, precision, zero, gpus, qlora_bits)
-    if lora is not None or qlora_bits is not None:
+    from .saved import activations
+
+    terms, adapters = _states(model, optimizer, precision, zero, gpus, lora, qlora_bits)
+    options = {"precision": precision, "recompute": recompute, "flash": flash, "adapters": adapters}
+    return [*terms, activations(model, batch, context, **options)]
+
+
+def states(
+    model: Model,
+    *,
+    optimizer: str = "adamw",
+    precision: str = "mixed",
+    zero: int = 0,
+    gpus: int = 1,
+    lora: LoRA | int | None = None,
+    qlora_bits: int | None = None,
+) -> list[Term]:
+    """:func:`training`'s terms but the activations: the model states, exact."""
+    return _states(model, optimizer, precision, zero, gpus, lora, qlora_bits)[0]
+
+
+def _states(
+    model: Model, optimizer: str, precision: str, zero: int, gpus: int, lora: LoRA | int | None, bits: int | None
+) -> tuple[list[Term], LoRA | None]:
+    opt, zero, gpus = _check(optimizer, precision, zero, gpus, bits)
+    adapters = None
+    if lora is not None or bits is not None:
         adapters = lora if isinstance(lora, LoRA) else make_lora(model, rank=8 if lora is None else lora)
-        terms = _lora_states(model, adapters, opt, precision, qlora_bits)
+        terms = _lora_states(model, adapters, opt, precision, bits)
     else:
         terms = _full_states(model, opt, precision)
-    terms = [_shard(t, zero, gpus) for t in terms]
-    act_dtype = "fp32" if precision == "fp32" else "bf16"
-    act = activations(model, batch, context, recompute=recompute, flash=flash, dtype=act_dtype)
-    if lora is not None or qlora_bits is not None:
-        act = replace(act, assumption=f"{act.assumption}; {LORA_ACTIVATIONS}")
-    return [*terms, act]
+    return [_shard(t, zero, gpus) for t in terms], adapters
 
 
 def _check(optimizer: str, precision: str, zero: int, gpus: int, qlora_bits: int | None) -> tuple[str, int, int]:
@@ -286,9 +301,9 @@ __all__ = [
     "QLORA",
     "ZERO_STAGES",
     "Shapes",
-    "activations",
     "adapter_shapes",
     "model_shapes",
     "optimizer_states",
+    "states",
     "training",
 ]

@@ -40,11 +40,11 @@ FLAG_FIELDS = {
 
 def options() -> dict[str, Any]:
     """What the planner's controls offer: schemes, training precisions, cache dtypes, GPUs."""
-    from ..memory.activations import RECOMPUTE
     from ..memory.gpus import GPUS
     from ..memory.llamacpp import FLASH
     from ..memory.plan import TRAINING_PRECISIONS
     from ..memory.runtimes import RUNTIMES
+    from ..memory.saved import RECOMPUTE
     from ..memory.training import OPTIMIZERS
     from ..memory.vllm import UTILIZATION
     from ..memory.weights import SCHEMES
@@ -122,7 +122,7 @@ def _runtime_planner(model: Model, q: Any, card: Any) -> tuple[str, Any]:
 
     try:
         runtime = runtimes.runtime(q.runtime, model)
-        served = {"gpu": card} if runtime == "vllm" else {}
+        served = {"gpu": card} if runtime in ("vllm", "transformers") else {}
         return runtime, runtimes.planner(model, q.scheme, runtime, kv_dtype=q.kv_dtype, **_runtime_options(q), **served)
     except ParamcountError as e:
         e.field = FLAG_FIELDS.get(e.field, e.field)
