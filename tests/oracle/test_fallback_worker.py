@@ -20,7 +20,7 @@ from paramcount import ParamcountError
 from paramcount.frontends import fallback_build
 from paramcount.frontends import fallback_worker as fw
 
-from .oracle import differences, ours, truth
+from .oracle import differences, ours, torch, truth
 
 CODEGEN = {"model_type": "codegen", "n_embd": 64, "n_layer": 3, "n_head": 4, "vocab_size": 300, "rotary_dim": 8}
 
@@ -138,8 +138,21 @@ def test_a_local_backbone_with_use_pretrained_backbone_builds_offline(no_sockets
     config = {"backbone_config": {"model_type": "resnet", "out_features": stages}, "use_pretrained_backbone": True}
     cls = "UperNetForSemanticSegmentation"
     request = {"model_type": "upernet", "config": config, "class": cls, "base": cls, "max_modules": 1 << 17}
+    init = torch.nn.Module.__init__
     answer = fallback_build.build(request)
     assert answer["params"] and no_sockets == []
+    assert torch.nn.Module.__init__ is init  # the module budget is off again: later builds here are not counted
+
+
+def test_a_build_stopped_by_its_budget_takes_the_counter_off(no_sockets):
+    """Run in a process that goes on building models (this suite's oracle tests), a stopped
+    build must not leave its module budget on nn.Module for the modules built after it."""
+    init = torch.nn.Module.__init__
+    request = {"model_type": "codegen", "config": {"n_layer": 2}, "class": "CodeGenModel", "base": "CodeGenModel"}
+    with pytest.raises(ParamcountError, match="built more than 3 modules for CodeGenModel"):
+        fallback_build.build({**request, "max_modules": 3})
+    assert torch.nn.Module.__init__ is init
+    torch.nn.Linear(2, 2, device="meta")  # not counted: no budget to run into
 
 
 def test_the_worker_process_refuses_the_network():

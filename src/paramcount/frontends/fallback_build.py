@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 from ..errors import ParamcountError
@@ -33,26 +34,28 @@ def build(request: dict[str, Any]) -> dict[str, Any]:
     model_type, cls, base = request["model_type"], request["class"], request["base"]
     offline({"model_type": model_type, **request["config"]}, None)  # never reaches the Hub
     hf_logging.set_verbosity_error()
-    _count_modules(int(request["max_modules"]))
+    budget = int(request["max_modules"])
     config = _config(transformers, model_type, request["config"])
     _no_hub(config)
-    module = _instantiate(transformers, cls, config, strict=cls != base)
+    module = _instantiate(transformers, cls, config, budget, strict=cls != base)
     answer = {"version": transformers.__version__, **_rows(module)}
     prefix = getattr(module, "base_model_prefix", "")
     answer["prefix"] = prefix
     inside = any(n.startswith(prefix + ".") for n, _, _ in answer["params"]) if prefix else False
     if base != cls and not inside:
-        answer["base"] = _rows(_instantiate(transformers, base, config, strict=False))
+        answer["base"] = _rows(_instantiate(transformers, base, config, budget, strict=False))
     return answer
 
 
-def _count_modules(budget: int) -> None:
-    """Count every ``nn.Module`` built from here on, and stop the build past ``budget``."""
+@contextlib.contextmanager
+def _count_modules(budget: int) -> Iterator[None]:
+    """Count every ``nn.Module`` built inside (the class's module already imported: modules an
+    import builds are not the config's), and stop the build past ``budget``. The counter is taken
+    off afterwards: a build run in a process that goes on building (a test's) must not
+    leave a budget that later, unrelated modules run into."""
     import torch
 
     _built[:] = [0, budget]
-    if getattr(torch.nn.Module.__init__, "_paramcount", False):
-        return
     init = torch.nn.Module.__init__
 
     def counted(self: Any, *args: Any, **kwargs: Any) -> None:
@@ -61,8 +64,11 @@ def _count_modules(budget: int) -> None:
             raise _TooMany
         init(self, *args, **kwargs)
 
-    counted._paramcount = True  # type: ignore[attr-defined]
     torch.nn.Module.__init__ = counted
+    try:
+        yield
+    finally:
+        torch.nn.Module.__init__ = init
 
 
 def _config(transformers: Any, model_type: str, kwargs: dict[str, Any]) -> Any:
@@ -92,9 +98,10 @@ def _no_hub(config: Any, depth: int = 0) -> None:
             _no_hub(value, depth + 1)
 
 
-def _instantiate(transformers: Any, cls_name: str, config: Any, strict: bool) -> Any:
-    """The model on the meta device. ``strict``: the class must be built from this config's class
-    (transformers' own mapping may pair a config with another family's class)."""
+def _instantiate(transformers: Any, cls_name: str, config: Any, budget: int, strict: bool) -> Any:
+    """The model on the meta device, stopped past ``budget`` modules. ``strict``: the class must
+    be built from this config's class (transformers' own mapping may pair a config with another
+    family's class)."""
     import torch
 
     try:
@@ -107,9 +114,10 @@ def _instantiate(transformers: Any, cls_name: str, config: Any, strict: bool) ->
             f"{cls_name} is built from a {config_class.__name__}, not this {type(config).__name__}", field="class"
         )
     try:
-        with torch.device("meta"), warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        with _count_modules(budget), torch.device("meta"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return cls(config)
+            with contextlib.redirect_stdout(io.StringIO()):
+                return cls(config)
     except _TooMany:
         raise ParamcountError(
             f"transformers built more than {_built[1]:,} modules for {cls_name} and was stopped "
