@@ -47,24 +47,25 @@ class _Built(Exception):
 
 def parser(command: str) -> argparse.ArgumentParser:
     """The parser ``paramcount COMMAND`` builds, taken from the command itself: each ``run_*``
-    builds its parser and then parses, so parsing is stopped there and the parser kept."""
+    builds its parser and then parses, so parsing is stopped there and the parser kept.
+    (parse_known_args is what parse_args and every other parse_* calls.)"""
     from . import cli
 
     def built(self: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
         raise _Built(self)
 
-    own = cli.Parser.__dict__.get("parse_args")
-    cli.Parser.parse_args = built
+    own = cli.Parser.__dict__.get("parse_known_args")
+    cli.Parser.parse_known_args = built
     try:
         cli.COMMANDS[command]([])
     except _Built as b:
         return b.args[0]
     finally:
         if own is None:
-            del cli.Parser.parse_args  # argparse's again
+            del cli.Parser.parse_known_args  # argparse's again
         else:
-            cli.Parser.parse_args = own
-    raise RuntimeError(f"paramcount {command} built no parser")
+            cli.Parser.parse_known_args = own
+    raise RuntimeError(f"paramcount {command} returned without parsing its arguments")
 
 
 def catalog_names() -> tuple[str, ...]:

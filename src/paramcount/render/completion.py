@@ -39,7 +39,8 @@ def _bash_values(commands: tuple[Command, ...]) -> str:
             arms[kind, o.words] += [f"{c.name}:{s}" for s in o.strings]
     reply = {
         "files": 'COMPREPLY=($(compgen -f -- "$cur")); return ;;',
-        "none": "return ;;  # a value of no fixed set (a number, a size): typed",
+        # a value of no fixed set (a number, a size) is typed: not even file names are offered
+        "none": "compopt +o default 2>/dev/null; return ;;",
     }
     lines = []
     for (kind, words), keys in arms.items():
