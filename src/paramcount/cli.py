@@ -35,7 +35,7 @@ examples:
   paramcount fit meta-llama/Llama-3.1-70B --train --gpu h100   and for training the fewest GPUs
   paramcount compute openai/gpt-3-175b --tokens 300B --gpu a100-80gb --gpus 1024   FLOPs, 6·N·D, time
   paramcount serve                           the local web page on http://127.0.0.1:8000/
-  paramcount completion bash > ~/.local/share/bash-completion/completions/paramcount   (or zsh, fish)
+  paramcount completion bash                 shell completion (or zsh, fish); how to install: its --help
 """
 
 
