@@ -35,6 +35,7 @@ examples:
   paramcount fit meta-llama/Llama-3.1-70B --train --gpu h100   and for training the fewest GPUs
   paramcount compute openai/gpt-3-175b --tokens 300B --gpu a100-80gb --gpus 1024   FLOPs, 6·N·D, time
   paramcount serve                           the local web page on http://127.0.0.1:8000/
+  paramcount completion bash                 shell completion (or zsh, fish); how to install: its --help
 """
 
 
@@ -862,6 +863,29 @@ def run_compute(argv: Sequence[str]) -> int:
     return 0
 
 
+COMPLETION_INSTALL = """\
+install (again after an upgrade: the script holds the catalog's names and the GPU table):
+  paramcount completion bash > ~/.local/share/bash-completion/completions/paramcount
+  paramcount completion zsh > "${fpath[1]}/_paramcount"
+  paramcount completion fish > ~/.config/fish/completions/paramcount.fish
+"""
+
+
+def run_completion(argv: Sequence[str]) -> int:
+    from .completion import SHELLS, script
+
+    p = Parser(
+        prog="paramcount completion",
+        description="Print a shell completion script (commands, flags, catalog models, GPUs, runtimes, dtypes).",
+        epilog=COMPLETION_INSTALL,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("shell", choices=SHELLS, help="the shell to complete in")
+    args = p.parse_args(argv)
+    sys.stdout.write(script(args.shell))
+    return 0
+
+
 COMMANDS = {
     "count": run_count,
     "list": run_list,
@@ -873,6 +897,7 @@ COMMANDS = {
     "memory": run_memory,
     "fit": run_fit,
     "compute": run_compute,
+    "completion": run_completion,
 }
 
 
