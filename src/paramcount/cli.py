@@ -407,6 +407,7 @@ def load_model(name: str, args: argparse.Namespace, default_class: str | None = 
 def run_explain(argv: Sequence[str]) -> int:
     from .derive import derive_resolved
     from .frontends import catalog
+    from .frontends.fallback import native_only
     from .render.derivation import render_derivation
 
     p = Parser(
@@ -424,7 +425,8 @@ def run_explain(argv: Sequence[str]) -> int:
     output_args(p, "explain")
     args = p.parse_args(argv)
     name = model_name(args, args.model, catalog.DEFAULT)
-    whole = read_family(name, args)  # once: - is stdin
+    with native_only("a derivation"):  # refused before transformers' worker starts
+        whole = read_family(name, args)  # once: - is stdin
     derivation = derive_resolved(pick_class(whole, name, args, "base"))  # the backbone, as the seed articles derive
     if args.model_class is None:
         derivation = _which_class(derivation, whole.model)
@@ -480,6 +482,7 @@ def _which_class(derivation, whole):
 
 def run_check(argv: Sequence[str]) -> int:
     from .check import check
+    from .frontends.fallback import native_only
     from .render.check import render_check
 
     p = Parser(
@@ -494,7 +497,9 @@ def run_check(argv: Sequence[str]) -> int:
     p.add_argument("--active", action="store_true", help="check against the parameters active per token (MoE)")
     output_args(p, "check")
     args = p.parse_args(argv)
-    result = check(load_family(model_name(args, args.model), args).model, args.answer, active=args.active)
+    with native_only("checking an answer"):  # refused before transformers' worker starts
+        model = load_family(model_name(args, args.model), args).model
+    result = check(model, args.answer, active=args.active)
     if args.json:
         from .render import docs_json
 
