@@ -94,3 +94,12 @@ def test_mistakes_are_one_line_exit_2(capsys, argv, message):
     assert code == 2 and not out
     assert err.startswith("paramcount: error: ") and message in err
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", ["explain", "check", "compare", "diff", "compute", "memory", "fit"])
+def test_every_help_lists_the_dimensions(capsys, command):
+    assert main([command, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--arch MODEL_TYPE" in out and "--layers N" in out and "--set FIELD=VALUE" in out
+    # memory, fit and compute keep --context for the run: the help says how to set the limit
+    assert ("--set max_position_embeddings=N" in out) == (command in ("compute", "memory", "fit"))

@@ -325,7 +325,8 @@ def model_args(p: Parser, context: bool = True) -> None:
     p.add_argument(
         "--set", action="append", default=[], metavar="FIELD=VALUE", help="override a config field (repeatable)"
     )
-    dims = p.add_argument_group("plain dimensions (a model that does not exist yet, instead of MODEL)")
+    limit = None if context else "--context stays the run's tokens: --set max_position_embeddings=N for the limit"
+    dims = p.add_argument_group("plain dimensions (a model that does not exist yet, instead of MODEL)", limit)
     dims.add_argument("--arch", metavar="MODEL_TYPE", help="the family, e.g. gpt2, llama, bert")
     for key, field in FLAGS.items():
         if context or key != "context":
