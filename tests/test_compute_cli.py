@@ -228,7 +228,7 @@ def test_parse_tokens_refuses(text):
         (["gpt2", "--context", "0"], "--context: expected an integer ≥ 1, got 0"),
         (["gpt2", "--batch", "0"], "--batch: expected an integer ≥ 1, got 0"),
         (["no-such-model"], "no-such-model: not in the catalog"),
-        ([], "the following arguments are required: model"),
+        ([], "model: give a model: a catalog name, hub id, file or folder, or --arch"),
     ],
 )
 def test_bad_values_are_one_line_and_exit_2(capsys, argv, message):

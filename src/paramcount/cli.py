@@ -131,13 +131,7 @@ def count_parser() -> Parser:
         ".safetensors file or index, .gguf file, "
         "print(model) text file, or - for that text on stdin (default: bert-base-chinese)",
     )
-    p.add_argument(
-        "--class", dest="model_class", metavar="NAME", help="transformers class name, or 'base' for the backbone"
-    )
-    p.add_argument("--num-labels", type=whole, metavar="N", help="labels for ...ForSequenceClassification and the like")
-    p.add_argument(
-        "--set", action="append", default=[], metavar="FIELD=VALUE", help="override a config field (repeatable)"
-    )
+    model_args(p)
     p.add_argument("--json", action="store_true", help="print the versioned JSON document instead of tables")
     p.add_argument(
         "--collapsed",
@@ -147,50 +141,23 @@ def count_parser() -> Parser:
     p.add_argument("--tree", type=depth, default=0, metavar="DEPTH", help="show the module tree to this depth")
     p.add_argument("--width", type=width, help="terminal width for the tables")
     p.add_argument("--version", action="version", version=f"paramcount {__version__}")
-    dims = p.add_argument_group("plain dimensions (a model that does not exist yet)")
-    dims.add_argument("--arch", metavar="MODEL_TYPE", help="the family, e.g. gpt2, llama, bert")
-    for flag, field in (
-        ("layers", "num_hidden_layers"),
-        ("hidden", "hidden_size"),
-        ("heads", "num_attention_heads"),
-        ("kv-heads", "num_key_value_heads"),
-        ("head-dim", "head_dim"),
-        ("intermediate", "intermediate_size"),
-        ("vocab", "vocab_size"),
-        ("context", "max_position_embeddings"),
-    ):
-        dims.add_argument(f"--{flag}", type=integer, metavar="N", help=f"sets {field}")
     return p
 
 
 def run_count(argv: Sequence[str]) -> int:
     from . import load
     from .frontends import catalog, dims
-    from .frontends.config import from_config
 
     args = count_parser().parse_args(argv)
-    extra = dims.parse_set(args.set)
-    flags = {k: getattr(args, k) for k in dims.FLAGS}
+    name = model_name(args, args.model, catalog.DEFAULT)
     if args.arch:
-        if args.model:
-            raise ParamcountError("give a model or --arch, not both", field="--arch")
-        fields = dims.config(args.arch, flags, extra)
-        model = from_config(
-            {"model_type": fields.pop("model_type")},
-            f"--arch {args.arch}",
-            model_class=args.model_class,
-            num_labels=args.num_labels,
-            overrides=fields,
-        )
-    else:
-        if any(v is not None for v in flags.values()):
-            raise ParamcountError("dimension flags need --arch (or use --set FIELD=VALUE)", field="--arch")
-        try:
-            model = load(args.model or catalog.DEFAULT, args.model_class, args.num_labels, extra or None)
-        except ParamcountError as e:
-            if type(e).__name__ != "ManyModels":
-                raise
-            return show_gguf_repo(e, args)
+        return show(arch_model(args, args.model_class), args)
+    try:
+        model = load(name, args.model_class, args.num_labels, dims.parse_set(args.set) or None)
+    except ParamcountError as e:
+        if type(e).__name__ != "ManyModels":
+            raise
+        return show_gguf_repo(e, args)
     return show(model, args)
 
 
@@ -346,11 +313,73 @@ def _kinds(model) -> set[str]:
 # ---- explain, check, compare: the working shown -------------------------------------------
 
 
-def model_args(p: Parser) -> None:
-    """The source of a model and its class, as the count command takes them."""
-    p.add_argument("--class", dest="model_class", metavar="NAME", help="transformers class name, or 'base'")
+def model_args(p: Parser, context: bool = True) -> None:
+    """The source of a model and its class, as every command that takes a model takes them, and
+    plain dimensions (--arch) for a model that does not exist yet. ``context``: --context sets
+    max_position_embeddings (memory, fit and compute keep it for the tokens of a run)."""
+    from .frontends.dims import FLAGS
+
+    p.add_argument(
+        "--class", dest="model_class", metavar="NAME", help="transformers class name, or 'base' for the backbone"
+    )
     p.add_argument("--num-labels", type=whole, metavar="N", help="labels for ...ForSequenceClassification and the like")
-    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help="override a config field")
+    p.add_argument(
+        "--set", action="append", default=[], metavar="FIELD=VALUE", help="override a config field (repeatable)"
+    )
+    limit = None if context else "--context stays the run's tokens: --set max_position_embeddings=N for the limit"
+    dims = p.add_argument_group("plain dimensions (a model that does not exist yet, instead of MODEL)", limit)
+    dims.add_argument("--arch", metavar="MODEL_TYPE", help="the family, e.g. gpt2, llama, bert")
+    for key, field in FLAGS.items():
+        if context or key != "context":
+            flag = key.replace("_", "-")
+            dims.add_argument(f"--{flag}", dest=f"dim_{key}", type=integer, metavar="N", help=f"sets {field}")
+
+
+def model_name(args: argparse.Namespace, given: str | None, default: str | None = None) -> str:
+    """The model's name: ``given`` (else ``default``), or ``--arch``'s; dimension flags only with --arch."""
+    from .frontends.dims import FLAGS
+
+    if args.arch:
+        if given:
+            raise ParamcountError("give a model or --arch, not both", field="--arch")
+        return f"--arch {args.arch}"
+    flag = next((k for k in FLAGS if getattr(args, f"dim_{k}", None) is not None), None)
+    if flag is not None:
+        raise ParamcountError("dimension flags need --arch (or use --set FIELD=VALUE)", field="--arch")
+    if not (given or default):
+        raise ParamcountError("give a model: a catalog name, hub id, file or folder, or --arch", field="model")
+    return given or default
+
+
+def arch_model(args: argparse.Namespace, model_class: str | None):
+    """The model --arch and the dimension flags describe (its notes list the defaults taken and
+    the class counted)."""
+    from .frontends import dims
+    from .frontends.config import from_config
+
+    flags = {k: getattr(args, f"dim_{k}", None) for k in dims.FLAGS}
+    fields = dims.config(args.arch, flags, dims.parse_set(args.set))
+    source = f"--arch {args.arch}"
+    fields.pop("model_type")
+    opts = {"model_class": model_class, "num_labels": args.num_labels, "overrides": fields}
+    return from_config({"model_type": args.arch}, source, **opts)
+
+
+def _load(name: str, args: argparse.Namespace, model_class: str | None):
+    """``name`` loaded as ``model_class``: --arch's model says its notes (defaults, class) on stderr
+    once, since these commands' output has no place for them."""
+    from . import load
+    from .frontends import dims
+
+    if not args.arch or name != f"--arch {args.arch}":
+        return load(name, model_class, args.num_labels, dims.parse_set(args.set) or None)
+    model = arch_model(args, model_class)
+    said = vars(args).setdefault("said", set())
+    for note in model.notes:
+        if note not in said:
+            said.add(note)
+            print(f"paramcount: {name}: {note}", file=sys.stderr)
+    return model
 
 
 def output_args(p: Parser, schema: str) -> None:
@@ -374,15 +403,13 @@ def _document(args: argparse.Namespace, write: Callable[[int | None], str]) -> N
 
 
 def load_model(name: str, args: argparse.Namespace, default_class: str | None = None):
-    from . import load
-    from .frontends import dims
-
-    return load(name, args.model_class or default_class, args.num_labels, dims.parse_set(args.set) or None)
+    return _load(name, args, args.model_class or default_class)
 
 
 def run_explain(argv: Sequence[str]) -> int:
     from .derive import derive_resolved
     from .frontends import catalog
+    from .frontends.fallback import native_only
     from .render.derivation import render_derivation
 
     p = Parser(
@@ -399,8 +426,9 @@ def run_explain(argv: Sequence[str]) -> int:
     model_args(p)
     output_args(p, "explain")
     args = p.parse_args(argv)
-    name = args.model or catalog.DEFAULT
-    whole = read_family(name, args)  # once: - is stdin
+    name = model_name(args, args.model, catalog.DEFAULT)
+    with native_only("a derivation"):  # refused before transformers' worker starts
+        whole = read_family(name, args)  # once: - is stdin
     derivation = derive_resolved(pick_class(whole, name, args, "base"))  # the backbone, as the seed articles derive
     if args.model_class is None:
         derivation = _which_class(derivation, whole.model)
@@ -423,11 +451,9 @@ def load_family(name: str, args: argparse.Namespace, default_class: str | None =
 
 def read_family(name: str, args: argparse.Namespace):
     """The model as its source names its class, resolved to its family."""
-    from . import load
     from .family import resolve
-    from .frontends import dims
 
-    return resolve(load(name, None, args.num_labels, dims.parse_set(args.set) or None))
+    return resolve(_load(name, args, None))
 
 
 def pick_class(whole, name: str, args: argparse.Namespace, default_class: str | None = None):
@@ -458,6 +484,7 @@ def _which_class(derivation, whole):
 
 def run_check(argv: Sequence[str]) -> int:
     from .check import check
+    from .frontends.fallback import native_only
     from .render.check import render_check
 
     p = Parser(
@@ -466,13 +493,15 @@ def run_check(argv: Sequence[str]) -> int:
         "counts by (active per token, without the embedding lookups or the unembedding). Exit status: 0 when the "
         "answer is the count or a convention's figure (or one rounded), 1 when it is not, 2 on bad input.",
     )
-    p.add_argument("model", help="catalog name, config.json, or model folder")
+    p.add_argument("model", nargs="?", help="catalog name, config.json, or model folder (or --arch)")
     p.add_argument("answer", help="the count to check: 108891648, 108,891,648, 110M, 1.3B, 1.3e9")
     model_args(p)
     p.add_argument("--active", action="store_true", help="check against the parameters active per token (MoE)")
     output_args(p, "check")
     args = p.parse_args(argv)
-    result = check(load_family(args.model, args).model, args.answer, active=args.active)
+    with native_only("checking an answer"):  # refused before transformers' worker starts
+        model = load_family(model_name(args, args.model), args).model
+    result = check(model, args.answer, active=args.active)
     if args.json:
         from .render import docs_json
 
@@ -487,11 +516,16 @@ def run_compare(argv: Sequence[str]) -> int:
     from .render.check import render_compare
 
     p = Parser(prog="paramcount compare", description="Models side by side, by component, with differences.")
-    p.add_argument("models", nargs="+", metavar="MODEL", help="two or more catalog names, configs or folders")
+    p.add_argument(
+        "models", nargs="*", metavar="MODEL", help="two or more catalog names, configs or folders (--arch is one)"
+    )
     model_args(p)
     output_args(p, "compare")
     args = p.parse_args(argv)
-    result = compare([load_family(name, args).model for name in args.models])
+    names = [model_name(args, None), *args.models] if args.arch else [model_name(args, n) for n in args.models]
+    if len(names) < 2:
+        raise ParamcountError("give two or more models to compare (--arch counts as one)", field="MODEL")
+    result = compare([load_family(name, args).model for name in names])
     if args.json:
         from .render import docs_json
 
@@ -509,13 +543,15 @@ def run_diff(argv: Sequence[str]) -> int:
     from .render import checkpoint
 
     p = Parser(prog="paramcount diff", description="Two sources compared tensor by tensor: name, shape, dtype, ties.")
-    p.add_argument("a", help="catalog name, config.json, .safetensors file or index, model folder, or GGUF file")
+    p.add_argument(
+        "a", nargs="?", help="catalog name, config.json, .safetensors file or index, model folder, GGUF file, or --arch"
+    )
     p.add_argument("b", help="the same kinds of source")
     model_args(p)
     p.add_argument("--json", action="store_true", help="print the differences as JSON")
     p.add_argument("--width", type=width, help="terminal width")
     args = p.parse_args(argv)
-    result = diff_any(load_model(args.a, args), load_model(args.b, args))
+    result = diff_any(load_model(model_name(args, args.a), args), load_model(args.b, args))
     if args.json:
         print_json(json.dumps(checkpoint.diff_dict(result), indent=2, ensure_ascii=False))
     else:
@@ -561,10 +597,11 @@ def plan_args(p: Parser) -> None:
 
     p.add_argument(
         "model",
+        nargs="?",
         help="catalog name or hub id (org/name-GGUF:Q4_K_M), ollama:NAME, config.json, model folder, "
-        ".safetensors or .gguf file",
+        ".safetensors or .gguf file (or --arch)",
     )
-    model_args(p)
+    model_args(p, context=False)
     p.add_argument(
         "--context",
         type=tokens,
@@ -762,6 +799,7 @@ def run_memory(argv: Sequence[str]) -> int:
         "--plot", metavar="FILE", help="draw memory against context and batch, stacked by term (.png or .svg)"
     )
     args = p.parse_args(argv)
+    args.model = model_name(args, args.model)
     ollama_defaults(args)
     options = plan_options(args)
     model = load_model(args.model, args)
@@ -809,6 +847,7 @@ def run_fit(argv: Sequence[str]) -> int:
         "a checkpoint adds stored first)",
     )
     args = p.parse_args(argv)
+    args.model = model_name(args, args.model)
     ollama_defaults(args)
     options = plan_options(args)
     only = options.pop("precision", None) if args.train else args.dtype
@@ -837,10 +876,11 @@ def run_compute(argv: Sequence[str]) -> int:
     )
     p.add_argument(
         "model",
+        nargs="?",
         help="catalog name or hub id (org/name-GGUF:Q4_K_M), ollama:NAME, config.json, model folder, "
-        ".safetensors or .gguf file",
+        ".safetensors or .gguf file (or --arch)",
     )
-    model_args(p)
+    model_args(p, context=False)
     p.add_argument(
         "--context",
         type=tokens,
@@ -857,7 +897,7 @@ def run_compute(argv: Sequence[str]) -> int:
     p.add_argument("--json", action="store_true", help="print the versioned JSON document instead of tables")
     p.add_argument("--width", type=width, help="terminal width for the tables")
     args = p.parse_args(argv)
-    model = load_family(args.model, args).model
+    model = load_family(model_name(args, args.model), args).model
     result = report(model, args.context, args.batch, args.tokens, args.gpu, args.gpus, args.utilisation)
     print_json(render.dumps(result)) if args.json else console(args.width).print(render.render_report(result))
     return 0

@@ -112,11 +112,16 @@ class Model:
     def require_native(self, what: str) -> None:
         """Refuse ``what`` (a derivation, a slip check) for a count without config symbols."""
         if self.counted_by != "paramcount":
-            from .errors import ParamcountError
+            raise not_native(what, f"{self.model_type!r} was counted by {self.counted_by}", self.source)
 
-            raise ParamcountError(
-                f"{what} needs a native paramcount family; {self.model_type!r} was counted by {self.counted_by} "
-                "(the count, --tree, --json, memory, fit, compute, compare and diff work)",
-                source=self.source,
-                field="model_type",
-            )
+
+def not_native(what: str, why: str, source: str | None):
+    """The refusal of ``what`` for a model without config symbols, ``why`` naming its counter."""
+    from .errors import ParamcountError
+
+    return ParamcountError(
+        f"{what} needs a native paramcount family; {why} "
+        "(the count, --tree, --json, memory, fit, compute, compare and diff work)",
+        source=source,
+        field="model_type",
+    )

@@ -152,6 +152,42 @@ def test_the_command_line_says_it_plainly(config_file):
     )
     assert done.returncode == 0, done.stderr
     assert "falcon_mamba · " in done.stdout and "counted by transformers" in done.stdout
+    # the worker's start takes seconds: one line says so, on stderr, before it
+    assert done.stderr == "paramcount: counting falcon_mamba with transformers (no native family): importing torch …\n"
+
+
+def test_a_warm_worker_starts_nothing_and_says_nothing(config_file, capsys):
+    cli(capsys, config_file, "--json")
+    code, out, err = cli(capsys, config_file, "--json")
+    assert code == 0 and json.loads(out)["counted_by"] == "transformers" and err == ""
+
+
+@pytest.mark.parametrize("argv", [["explain"], ["check", "--", "1M"]], ids=["explain", "check"])
+def test_explain_and_check_refuse_before_the_worker_is_asked(config_file, capsys, monkeypatch, argv):
+    """What needs a native family is refused from the config alone: the worker is never asked."""
+    from paramcount.frontends import fallback_worker
+
+    def asked(*_):
+        raise AssertionError("the worker was asked")
+
+    monkeypatch.setattr(fallback_worker, "ask", asked)
+    code, out, err = cli(capsys, argv[0], config_file, *argv[1:])
+    what = "a derivation" if argv[0] == "explain" else "checking an answer"
+    assert code == 2 and not out
+    assert f"model_type: {what} needs a native paramcount family; 'falcon_mamba' has none, so transformers" in err
+    assert len(err.splitlines()) == 1 and "importing torch" not in err
+
+
+def test_explain_imports_nothing_heavy(config_file):
+    """One real process: the refusal comes before torch, transformers or a worker process."""
+    script = (
+        "import sys; from paramcount.cli import main; from paramcount.frontends.fallback_worker import WORKER; "
+        f"code = main(['explain', {config_file!r}]); "
+        "print(code, 'torch' in sys.modules, 'transformers' in sys.modules, WORKER.pid, WORKER.served)"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["2", "False", "False", "None", "0"], done.stderr
+    assert "a derivation needs a native paramcount family" in done.stderr
 
 
 def test_architectures_naming_another_class_are_passed_over_with_a_note():

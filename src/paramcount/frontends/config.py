@@ -199,9 +199,8 @@ def from_config(
     unused = [k for k in given if k not in cfg.seen]
     check_fields(fam, unused, source)
     notes += [f"{k} was given but changes no parameter of {fam.model_type}" for k in unused]
-    if source.startswith("--arch"):  # plain dimensions: say which ones the family filled in
-        taken = [f"{f} = {v}" for f, v in fam.defaults.items() if f in cfg.seen and not cfg.has(f) and v is not None]
-        notes += [f"not given, so {fam.model_type}'s defaults: {', '.join(taken)}"] if taken else []
+    if source.startswith("--arch"):
+        notes += plain_notes(fam, cfg, cls, model_class)
     return Model(
         name=name or source,
         source=source,
@@ -213,6 +212,18 @@ def from_config(
         config=raw,
         notes=tuple(notes),
     )
+
+
+def plain_notes(fam: Family, cfg: Any, cls: str, model_class: str | None) -> list[str]:
+    """What plain dimensions (--arch) left to the family: the fields it filled in, and the class
+    counted when none was asked for (the backbone: a config without ``architectures`` names none)."""
+    taken = [f"{f} = {v}" for f, v in fam.defaults.items() if f in cfg.seen and not cfg.has(f) and v is not None]
+    notes = [f"not given, so {fam.model_type}'s defaults: {', '.join(taken)}"] if taken else []
+    heads = [c for c in fam.classes if c != cls]
+    if model_class is None and heads:
+        head = next((c for c in heads if c.endswith(("ForCausalLM", "ForConditionalGeneration"))), heads[0])
+        notes.append(f"counted as {cls}, the backbone alone: --class {head} (or another class) adds a head")
+    return notes
 
 
 # Fields paramcount reads outside a family's own config class (transformers keeps them as extra

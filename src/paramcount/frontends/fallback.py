@@ -21,15 +21,18 @@ Bounded, offline and narrow:
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
-from collections.abc import Mapping
+import sys
+from collections.abc import Iterator, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from ..errors import ParamcountError
 from ..ir import Block, join
-from ..model import Model
+from ..model import Model, not_native
 from ..records import replace
 from .fallback_bounds import check
 
@@ -37,6 +40,20 @@ EXTRA = "pip install 'paramcount[transformers]'"
 NEEDS_NATIVE = "needs a native paramcount family"
 TYPES_FILE = Path(__file__).parent / "transformers_types.json"
 TIMM = ("timm_backbone", "timm_wrapper")
+
+# Set while a caller wants only what a native family gives (a derivation, a slip check): the
+# fallback refuses before its worker starts, since that worker's import of torch takes seconds.
+NATIVE_ONLY: contextvars.ContextVar[str | None] = contextvars.ContextVar("paramcount_native_only", default=None)
+
+
+@contextlib.contextmanager
+def native_only(what: str) -> Iterator[None]:
+    """Within: a model_type without a native family is refused as ``what`` needing one, unbuilt."""
+    token = NATIVE_ONLY.set(what)
+    try:
+        yield
+    finally:
+        NATIVE_ONLY.reset(token)
 
 
 @cache
@@ -189,6 +206,9 @@ def _backbone(tree: Block, answer: Mapping[str, Any]) -> Block:
 def _build(raw: Mapping[str, Any], source: str, model_type: str, cls: str, base: str) -> dict[str, Any]:
     from . import fallback_worker
 
+    if fallback_worker.WORKER.pid is None:  # a fresh worker imports torch and transformers: seconds
+        say = f"paramcount: counting {model_type} with transformers (no native family): importing torch …"
+        print(say, file=sys.stderr, flush=True)
     kwargs = {k: v for k, v in raw.items() if k not in ("model_type", "auto_map", "transformers_version")}
     try:
         return fallback_worker.ask({"model_type": model_type, "config": kwargs, "class": cls, "base": base})
@@ -211,6 +231,8 @@ def from_transformers(
     offline(raw, source)
     archs = architectures(raw, source)
     cls, backbone_cls = pick_class(model_type, model_class, archs, source)
+    if NATIVE_ONLY.get():
+        raise not_native(NATIVE_ONLY.get(), f"{model_type!r} has none, so transformers would count it", source)
     if model_class in (None, "auto") and archs and archs[0] != cls:
         notes = (
             *notes,
