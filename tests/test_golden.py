@@ -45,10 +45,6 @@ def _own_total(model: str) -> str:
     return str(paramcount.load(model).total)
 
 
-def _neighbour(model: str) -> str:
-    return MODELS[(MODELS.index(model) + 1) % len(MODELS)]
-
-
 COMMANDS: dict[str, Callable[[str], list[str]]] = {
     "count": lambda m: [m, "--json"],
     "explain": lambda m: ["explain", m, "--json"],
@@ -61,7 +57,8 @@ COMMANDS: dict[str, Callable[[str], list[str]]] = {
     "fit": lambda m: ["fit", m, "--json"],
     "fit-gpu": lambda m: ["fit", m, "--gpu", "h100", "--json"],
     "check": lambda m: ["check", m, _own_total(m), "--json"],
-    "compare": lambda m: ["compare", m, _neighbour(m), "--json"],
+    # one fixed partner (a neighbour in the catalog would move when a model is added)
+    "compare": lambda m: ["compare", m, "gpt2", "--json"],
 }
 
 
