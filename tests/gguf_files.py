@@ -1,7 +1,7 @@
 """Small GGUF files of real architectures, written by gguf-py's writer with sparse data.
 
 A spec is a plain dict (architecture, metadata, tensors, vocabulary size) that JSON fixtures
-store, so a test can write the same file the recording script (benchmarks/record_llamacpp.py)
+store, so a test can write the same file the recording script (tools/record_llamacpp.py)
 gave to llama.cpp. The tensor data is never written: the file is extended to its full length
 with a sparse hole, so it reads as zeros (what llama.cpp loads and quantises) and costs no disk.
 The header carries a minimal SPM vocabulary of ``vocab`` tokens, which llama.cpp needs to load

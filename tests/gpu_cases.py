@@ -1,6 +1,6 @@
 """The GPU measurements of tests/fixtures/gpu_h100.json as plans to hold against them.
 
-Each case is planned as it ran (benchmarks/record_gpu.py says where the figures come from):
+Each case is planned as it ran (tools/record_gpu.py says where the figures come from):
 inference with bf16 weights (fp32 where the case says), training and LoRA at the case's
 precision, checkpointing and adapters. ``table`` writes the plan-against-measurement table the
 README shows.

@@ -233,7 +233,7 @@ RECORDED = json.loads((Path(__file__).parent / "fixtures" / "llamacpp_mmproj.jso
 
 def _recorded_file(tmp_path, model_id: str):
     """The language model's GGUF as convert_hf_to_gguf.py wrote it for ``model_id``
-    (benchmarks/record_converter.py: names, shapes and types of every add_tensor call)."""
+    (tools/record_converter.py: names, shapes and types of every add_tensor call)."""
     text = RECORDED["models"][model_id]["text"]
     tensors = []
     for name, shape, qtype, blocks in text["tensors"]:

@@ -1,5 +1,5 @@
 """Every plan of the transformers runtime held to what an H100 really held
-(tests/fixtures/gpu_h100.json, see benchmarks/record_gpu.py): the plan's total within −3% and
+(tests/fixtures/gpu_h100.json, see tools/record_gpu.py): the plan's total within −3% and
 +20% of the card's use at the peak (peak reserved + the CUDA context), the plan's tensors
 (weights, KV cache, activations and cuBLAS' workspace) within ±10% of the peak allocation;
 ``fit`` says "fits" only where the measured run fitted; the README's table is this table."""

@@ -1,6 +1,6 @@
 """The llama.cpp runtime's plan held to llama.cpp's own figures.
 
-Oracle: tests/fixtures/llamacpp_buffers.json, recorded by benchmarks/record_llamacpp.py from
+Oracle: tests/fixtures/llamacpp_buffers.json, recorded by tools/record_llamacpp.py from
 llama-cpp-python 0.3.36 (built from source) loading the GGUF files of tests/gguf_files.py and
 creating contexts at several settings. llama.cpp logs sizes in MiB with two decimals (the
 compute buffer with four), so "exact" here is: our bytes print as llama.cpp's figure, and the

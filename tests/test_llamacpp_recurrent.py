@@ -2,7 +2,7 @@
 
 Oracles:
 
-* tests/fixtures/llamacpp_hybrid.json, recorded by benchmarks/record_llamacpp_hybrid.py: llama.cpp's
+* tests/fixtures/llamacpp_hybrid.json, recorded by tools/record_llamacpp_hybrid.py: llama.cpp's
   own converter (llama-cpp-python 0.3.36's vendored conversion/) run on each family's catalog
   config and on a small and a published-width config of it; the small and published-width files
   (kept as tests/gguf_files.py specs) loaded by llama-cpp-python 0.3.36 built from source, and the
@@ -377,7 +377,7 @@ UNSEEN = DOC.get("unseen", {})
 )
 def test_files_made_apart_from_the_fixtures(tmp_path, name, i):
     """LFM2-1.2B at full depth and Granite 4.0-H small at 12 layers, converted by llama.cpp's
-    converter (benchmarks/record_llamacpp_hybrid.py UNSEEN) and loaded by llama.cpp at 512 to
+    converter (tools/record_llamacpp_hybrid.py UNSEEN) and loaded by llama.cpp at 512 to
     4,096 cells, flash attention on and off: the mapped model buffer, RS, KV and output equal
     llama.cpp's logged MiB, the compute buffer within 5%."""
     rec = UNSEEN[name]

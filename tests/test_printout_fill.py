@@ -1,7 +1,7 @@
 """print(model) texts whose modules print no shape, filled from the family (frontends/printout_fill).
 
 ``fixtures/printouts.json`` holds real printouts (transformers 5.23 on the meta device, written by
-``benchmarks/printout_corpus.py fixtures``) of classes paramcount's families define, each with
+``tools/printout_corpus.py fixtures``) of classes paramcount's families define, each with
 transformers' own parameter count: every one must count exactly or be flagged a lower bound,
 never a figure marked exact that differs.
 """

@@ -1,6 +1,6 @@
 """GGUF quantisation mixes equal llama.cpp's quantiser's, tensor by tensor.
 
-Oracle: tests/fixtures/llamacpp_quant.json, recorded by benchmarks/record_llamacpp.py with
+Oracle: tests/fixtures/llamacpp_quant.json, recorded by tools/record_llamacpp.py with
 llama-cpp-python 0.3.36's ``llama_model_quantize`` (dry run: every tensor's type as the
 quantiser chooses it) on F16 GGUF files of five shapes (GQA and MHA, tied and untied, Gemma 3's
 640-wide rows, eight experts, 80 layers) for 27 file types and three ``--pure`` runs. The

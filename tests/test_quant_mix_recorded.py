@@ -2,7 +2,7 @@
 model lacks (Gemma 4's generated rope table and layer scalars, multi-token-prediction layers),
 held to llama.cpp's own converter.
 
-Oracle: tests/fixtures/llamacpp_mmproj.json, recorded by benchmarks/record_converter.py (its
+Oracle: tests/fixtures/llamacpp_mmproj.json, recorded by tools/record_converter.py (its
 text-only entries): the tensors llama.cpp's ``convert_hf_to_gguf.py`` classes
 (llama-cpp-python 0.3.36) write for each config with ``--outtype auto`` from a sparse BF16
 checkpoint named as the published checkpoints name their tensors, with the checkpoint's buffers

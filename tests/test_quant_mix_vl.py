@@ -1,6 +1,6 @@
 """Image+text composites planned as llama.cpp serves them: two files, held to llama.cpp's converter.
 
-Oracle: tests/fixtures/llamacpp_mmproj.json, recorded by benchmarks/record_converter.py: the
+Oracle: tests/fixtures/llamacpp_mmproj.json, recorded by tools/record_converter.py: the
 tensors llama.cpp's own ``convert_hf_to_gguf.py`` classes (llama-cpp-python 0.3.36) write for
 each config with ``--outtype auto``, the language model and the ``--mmproj`` file (again from
 an F16 checkpoint), or the converter's refusal. The plan names its rows as transformers does;

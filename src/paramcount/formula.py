@@ -227,7 +227,8 @@ class Symbols:
     def _poly(self, text: str, value: int) -> Poly:
         try:
             p = parse(text)
-            if all(self.resolve(s) for s in p.symbols()) and p.evaluate(self.values) == value:
+            # sorted: symbols enter self.values (the legend's order) the same way whatever the hash seed
+            if all(self.resolve(s) for s in sorted(p.symbols())) and p.evaluate(self.values) == value:
                 return p
         except (ValueError, ZeroDivisionError):
             pass

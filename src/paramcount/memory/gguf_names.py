@@ -4,7 +4,7 @@
 (``tensor_mapping.py``): the checkpoint names every GGUF tensor has had, kept for an
 architecture where its ``MODEL_TENSORS`` entry lists the tensor. ``gguf_names.json`` is a copy
 of those tables (gguf-py as vendored by llama-cpp-python 0.3.36, written by
-``benchmarks/gguf_names.py``): the core never imports gguf.
+``tools/gguf_names.py``): the core never imports gguf.
 """
 
 from __future__ import annotations

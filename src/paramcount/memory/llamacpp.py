@@ -279,7 +279,7 @@ def compute(shape: Shape, layout: Layout, cells: Cells, o: Options, mixer: Mixer
       logits of every reserved token (the masks are freed after the last layer).
 
     Token ids and positions (4 B a token each) are added to every moment. The moments were read
-    off ggml-alloc's own record of its peaks (benchmarks/llamacpp_peak.py).
+    off ggml-alloc's own record of its peaks (tools/llamacpp_peak.py).
     """
     t = cells.n_tokens
     n_kv = {k.window is None: cells.layer(k, o) for k in layout.kinds if k.attention in ("full", "sliding")}

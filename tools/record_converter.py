@@ -4,7 +4,7 @@ Not part of CI: it runs llama.cpp's own ``convert_hf_to_gguf.py`` classes (``con
 ``gguf-py/``, as vendored by llama-cpp-python 0.3.36; unpack its sdist) with torch and
 transformers, for example:
 
-    python benchmarks/record_converter.py /path/to/llama_cpp_python-0.3.36/vendor/llama.cpp [MODEL ...]
+    python tools/record_converter.py /path/to/llama_cpp_python-0.3.36/vendor/llama.cpp [MODEL ...]
 
 For each model (catalog configs, and a small LLaVA over a Pixtral tower) it writes a sparse
 checkpoint: transformers' parameter names and shapes for the config (the class on the meta

@@ -3,13 +3,14 @@
 Not part of CI (the tests never read outside the repository): run it once after a new run of
 ``measure.py`` lands in a measurements folder, for example
 
-    python benchmarks/record_gpu.py /work/shared/gpu
+    python tools/record_gpu.py /work/shared/gpu
 
 It reads that folder's ``h100-run1.jsonl`` (one line per case, written by ``measure.py``),
 ``h100-run3.json`` (``generate`` at 8,191 + 1 tokens) and ``configs.json`` (the published
 configs the random-weight models were built from), keeps every raw figure, and adds the cases
 issue 22 reports whose raw runs were not kept (their total use on the card only). Output:
-tests/fixtures/gpu_h100.json.
+tests/fixtures/gpu_h100.json: the transformers runtime as measured there (transformers 5.17.0,
+torch 2.11.0+cu130, one NVIDIA H100 80GB HBM3: the fixture's ``run1`` says so).
 """
 
 from __future__ import annotations

@@ -2,11 +2,11 @@
 
 Not part of CI. It needs llama.cpp's converter (``convert_hf_to_gguf.py``'s ``conversion/`` and
 ``gguf-py/``, as vendored by llama-cpp-python 0.3.36: unpack its sdist), torch and transformers,
-and llama-cpp-python built from that sdist (see benchmarks/record_llamacpp.py; its Python
+and llama-cpp-python built from that sdist (see tools/record_llamacpp.py; its Python
 package with ``LLAMA_CPP_LIB_PATH`` pointing at a build of the vendored llama.cpp will do):
 
-    python benchmarks/record_llamacpp_hybrid.py /path/to/llama_cpp_python-0.3.36/vendor/llama.cpp
-    python benchmarks/record_llamacpp_hybrid.py /path/to/.../vendor/llama.cpp unseen   # UNSEEN only
+    python tools/record_llamacpp_hybrid.py /path/to/llama_cpp_python-0.3.36/vendor/llama.cpp
+    python tools/record_llamacpp_hybrid.py /path/to/.../vendor/llama.cpp unseen   # UNSEEN only
 
 For each family:
 
@@ -40,8 +40,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
-from benchmarks.record_converter import write_sparse  # noqa: E402
-from benchmarks.record_llamacpp import _FLASH, _TYPES, _log_to, _mib  # noqa: E402
+from tools.record_converter import write_sparse  # noqa: E402
+from tools.record_llamacpp import _FLASH, _TYPES, _log_to, _mib  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "fixtures" / "llamacpp_hybrid.json"
 
@@ -199,7 +199,7 @@ def checkpoint(config: dict[str, Any]) -> dict[str, tuple[int, ...]]:
     out here: the experts one by one where the converter reads them so (Jamba, Kimi, GLM-4.5),
     GLM-4.5's MTP layer and routers' buffers, and the Qwen hybrids' MTP layer (``mtp.*``: a
     full-attention decoder layer, ``mtp.fc`` and three norms)."""
-    from benchmarks.record_converter import hub_tensors, meta_model
+    from tools.record_converter import hub_tensors, meta_model
 
     mt, n = config["model_type"], config.get("num_hidden_layers")
     if mt.startswith("qwen3_5"):  # the ForCausalLM's own names (the composite's renaming does not apply)
@@ -470,7 +470,7 @@ def main(llama_cpp: str, only: list[str]) -> None:
             if family == "unseen":
                 record_unseen(doc, Path(tmp))
             elif family in CONFIG_FAMILIES:
-                from benchmarks.record_converter import _nemotron_h_moe
+                from tools.record_converter import _nemotron_h_moe
 
                 doc.setdefault("configs", {})[family] = record_config(family, _nemotron_h_moe(), CASES, Path(tmp))
             elif family in MTP_FAMILIES:

@@ -9,11 +9,12 @@ counts each text, told the tie the config sets (print(model) cannot show ties), 
 * flagged: marked a lower bound (``exact: false``) and at most transformers' count;
 * wrong: marked exact and not equal, or flagged above the true count: a bug.
 
-Needs torch and transformers (the test extras); not run in CI. Usage::
+Needs torch and transformers (the test extras); not run in CI. tests/fixtures/printouts.json was
+cut from a corpus printed by transformers 5.23. Usage::
 
-    python benchmarks/printout_corpus.py build corpus.jsonl [--only TYPE,...]
-    python benchmarks/printout_corpus.py score corpus.jsonl [--show wrong|flagged|all]
-    python benchmarks/printout_corpus.py fixtures corpus.jsonl tests/fixtures/printouts.json N
+    python tools/printout_corpus.py build corpus.jsonl [--only TYPE,...]
+    python tools/printout_corpus.py score corpus.jsonl [--show wrong|flagged|all]
+    python tools/printout_corpus.py fixtures corpus.jsonl tests/fixtures/printouts.json N
 """
 
 from __future__ import annotations

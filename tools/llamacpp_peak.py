@@ -5,10 +5,10 @@ built with ``#define GGML_ALLOCATOR_DEBUG`` at the top of ``ggml/src/ggml-alloc.
 each new peak of the buffer, every tensor in use with its offset; the last such line before the
 "compute buffer size" line is the buffer's peak, and the gaps between the tensors are the holes
 ggml-alloc could not reuse. Needs llama-cpp-python 0.3.36's Python package with
-``LLAMA_CPP_LIB_PATH`` pointing at such a build (see benchmarks/record_llamacpp.py):
+``LLAMA_CPP_LIB_PATH`` pointing at such a build (see tools/record_llamacpp.py):
 
-    python benchmarks/llamacpp_peak.py granitemoehybrid medium 0     # llamacpp_hybrid.json
-    python benchmarks/llamacpp_peak.py buffers 12                    # llamacpp_buffers.json
+    python tools/llamacpp_peak.py granitemoehybrid medium 0     # llamacpp_hybrid.json
+    python tools/llamacpp_peak.py buffers 12                    # llamacpp_buffers.json
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
-from benchmarks.record_llamacpp import _FLASH, _log_to  # noqa: E402
 from tests.gguf_files import write  # noqa: E402
+from tools.record_llamacpp import _FLASH, _log_to  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures"
 TENSOR = re.compile(r"(\S+) \[\d+: ([0-9a-f]+)-([0-9a-f]+)\]")

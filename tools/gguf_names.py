@@ -6,7 +6,7 @@ llama.cpp's converter names every tensor it writes through gguf-py's ``TensorNam
 keeps the tensors its ``MODEL_TENSORS`` entry lists (``constants.py``). paramcount's core does
 not import gguf at run time, so ``paramcount diff`` reads this copy. Not run in CI; for example:
 
-    python benchmarks/gguf_names.py /path/to/llama_cpp_python-0.3.36/vendor/llama.cpp/gguf-py
+    python tools/gguf_names.py /path/to/llama_cpp_python-0.3.36/vendor/llama.cpp/gguf-py
 
 The order of each table is gguf-py's: where two tensors of one architecture list the same
 checkpoint name, the later one wins, as in ``TensorNameMap.__init__``.

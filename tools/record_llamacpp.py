@@ -4,7 +4,7 @@ Not part of CI: it needs llama-cpp-python (built from source, about 25 minutes o
 gguf-py in the Python that runs it, for example a venv outside the repository:
 
     python3 -m venv /work/llcpp && nice -n 19 /work/llcpp/bin/pip install llama-cpp-python gguf
-    /work/llcpp/bin/python benchmarks/record_llamacpp.py [buffers|quant]
+    /work/llcpp/bin/python tools/record_llamacpp.py [buffers|quant]
 
 It writes small GGUF files (tests/gguf_files.py: real architectures, sparse zero data) to a
 temporary folder, and through llama-cpp-python's low-level API:
@@ -18,7 +18,8 @@ temporary folder, and through llama-cpp-python's low-level API:
   and without ``pure``, and records every tensor's type.
 
 Output: tests/fixtures/llamacpp_buffers.json and tests/fixtures/llamacpp_quant.json, each with
-the llama.cpp version (``llama_cpp.__version__``) and the specs of the files. Every case runs
+the llama.cpp version (``llama_cpp.__version__``) and the specs of the files; both fixtures
+now hold llama-cpp-python 0.3.36's figures. Every case runs
 in its own process, so one context's memory never stays for the next.
 """
 
