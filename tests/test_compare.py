@@ -44,6 +44,6 @@ def test_cli_compare_markdown_in_chinese(capsys):
 
 def test_cli_compare_errors(capsys):
     assert main(["compare", "bert-base-uncased"]) == 2
-    assert "compare needs at least two models" in capsys.readouterr().err
+    assert "give two or more models to compare" in capsys.readouterr().err
     assert main(["compare", "bert-base-uncased", "nope"]) == 2
     assert "nope: not in the catalog" in capsys.readouterr().err
