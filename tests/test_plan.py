@@ -2,8 +2,6 @@
 the seed's rule and claim hold with their assumptions, and the inference working-set estimate
 is held to the peak of live tensors in a real transformers forward."""
 
-import weakref
-
 import pytest
 
 import paramcount
@@ -227,36 +225,7 @@ def test_bad_inference_settings(llama13, kwargs, message):
 def _peak_of_live_tensors(module, ids):
     """Bytes of tensor storage alive at once during ``module(ids)``, tracked op by op."""
     torch = pytest.importorskip("torch")
-    from torch.utils._python_dispatch import TorchDispatchMode
-    from torch.utils._pytree import tree_flatten
-
-    class Live(TorchDispatchMode):
-        def __init__(self):
-            super().__init__()
-            self.refs, self.size, self.live, self.peak = {}, {}, 0, 0
-
-        def _drop(self, key):
-            self.refs[key] -= 1
-            if not self.refs[key]:
-                self.live -= self.size.pop(key)
-                del self.refs[key]
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            inputs = {
-                a.untyped_storage().data_ptr() for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)
-            }
-            out = func(*args, **(kwargs or {}))
-            for t in tree_flatten(out)[0]:
-                key = t.untyped_storage().data_ptr() if isinstance(t, torch.Tensor) else None
-                if key is None or (key in inputs and key not in self.refs):  # not new: a view of an input
-                    continue
-                if key not in self.refs:
-                    self.refs[key], self.size[key] = 0, t.untyped_storage().nbytes()
-                    self.live += self.size[key]
-                    self.peak = max(self.peak, self.live)
-                self.refs[key] += 1
-                weakref.finalize(t, self._drop, key)
-            return out
+    from .live_tensors import Live
 
     with torch.no_grad(), Live() as live:
         out = module(input_ids=ids, use_cache=False, logits_to_keep=1)  # as generate's prefill

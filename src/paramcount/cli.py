@@ -124,13 +124,7 @@ def count_parser() -> Parser:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument(
-        "model",
-        nargs="?",
-        help="catalog name or hub id (org/name-GGUF:Q4_K_M for one GGUF file), ollama:NAME, config.json, model folder, "
-        ".safetensors file or index, .gguf file, "
-        "print(model) text file, or - for that text on stdin (default: bert-base-chinese)",
-    )
+    model_positional(p, MODEL_ANY)
     model_args(p)
     p.add_argument("--json", action="store_true", help="print the versioned JSON document instead of tables")
     p.add_argument(
@@ -416,13 +410,7 @@ def run_explain(argv: Sequence[str]) -> int:
         prog="paramcount explain",
         description="The derivation of a count, section by section, checked; of the backbone unless --class.",
     )
-    p.add_argument(
-        "model",
-        nargs="?",
-        help="catalog name or hub id (org/name-GGUF:Q4_K_M for one GGUF file), ollama:NAME, config.json, model folder, "
-        ".safetensors file or index, .gguf file, "
-        "print(model) text file, or - for that text on stdin (default: bert-base-chinese)",
-    )
+    model_positional(p, MODEL_ANY)
     model_args(p)
     output_args(p, "explain")
     args = p.parse_args(argv)
@@ -588,6 +576,22 @@ VLLM_FLAGS += ("enforce_eager",)
 INFERENCE_FLAGS += LLAMA_FLAGS + VLLM_FLAGS
 
 
+MODEL_ANY = (
+    "catalog name or hub id (org/name-GGUF:Q4_K_M for one GGUF file), ollama:NAME, config.json, model folder, "
+    ".safetensors file or index, .gguf file, print(model) text file, or - for that text on stdin "
+    "(default: bert-base-chinese)"
+)
+MODEL_FILES = (
+    "catalog name or hub id (org/name-GGUF:Q4_K_M), ollama:NAME, config.json, model folder, "
+    ".safetensors or .gguf file (or --arch)"
+)
+
+
+def model_positional(p: Parser, text: str) -> None:
+    """The optional MODEL argument (``--arch`` may stand in for it: :func:`model_name`)."""
+    p.add_argument("model", nargs="?", help=text)
+
+
 def plan_args(p: Parser) -> None:
     """The flags ``memory`` and ``fit`` share: the model, the run's shape, its settings, output."""
     from .memory.attention import IMPLEMENTATIONS
@@ -595,12 +599,7 @@ def plan_args(p: Parser) -> None:
     from .memory.plan import TRAINING_PRECISIONS
     from .memory.training import OPTIMIZERS, ZERO_STAGES
 
-    p.add_argument(
-        "model",
-        nargs="?",
-        help="catalog name or hub id (org/name-GGUF:Q4_K_M), ollama:NAME, config.json, model folder, "
-        ".safetensors or .gguf file (or --arch)",
-    )
+    model_positional(p, MODEL_FILES)
     model_args(p, context=False)
     p.add_argument(
         "--context",
@@ -874,12 +873,7 @@ def run_compute(argv: Sequence[str]) -> int:
         description="Forward FLOPs per token, training FLOPs (6·N·D beside the exact count), the Chinchilla "
         "token budget and, on a GPU, the time: each figure with its formula.",
     )
-    p.add_argument(
-        "model",
-        nargs="?",
-        help="catalog name or hub id (org/name-GGUF:Q4_K_M), ollama:NAME, config.json, model folder, "
-        ".safetensors or .gguf file (or --arch)",
-    )
+    model_positional(p, MODEL_FILES)
     model_args(p, context=False)
     p.add_argument(
         "--context",
