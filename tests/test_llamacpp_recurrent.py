@@ -17,6 +17,7 @@ Oracles:
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -109,6 +110,7 @@ def test_buffers_equal_llama_cpps(files, fam, size, i):
     assert list(terms) == [k for k in ("weights", "kv_cache", "state", "compute", "output") if k in terms]
 
 
+@functools.cache  # one read per file: the module's files serve every recorded case
 def span_padding(path: str) -> int:
     """What llama.cpp's CPU_Mapped buffer holds beyond the tensors it loads: the file's span from
     the first loaded tensor to the end of the last (llama_model_loader::get_mapping_range), read
