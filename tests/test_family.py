@@ -25,6 +25,7 @@ from paramcount.memory.plan import inference
 from paramcount.render.docs_json import derivation_dict
 
 from . import gguf_files
+from .ckpt import TINY_LLAMA
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -35,18 +36,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 CATALOG = Path(__file__).parent.parent / "src" / "paramcount" / "catalog"
 CONTEXT = "64"  # every compute at one context: a GGUF file states its own limit, a config its own
 
-LLAMA = {
-    "model_type": "llama",
-    "architectures": ["LlamaForCausalLM"],
-    "vocab_size": 64,
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "max_position_embeddings": 128,
-    "tie_word_embeddings": False,
-}
+LLAMA = {k: v for k, v in TINY_LLAMA.items() if k != "torch_dtype"}  # the dtype a checkpoint leaves out
 MIXTRAL = {
     **LLAMA,
     "model_type": "mixtral",
