@@ -2,8 +2,8 @@
 
 Each case is planned as it ran (tools/record_gpu.py says where the figures come from):
 inference with bf16 weights (fp32 where the case says), training and LoRA at the case's
-precision, checkpointing and adapters. ``table`` writes the plan-against-measurement table the
-README shows.
+precision, checkpointing and adapters. ``table`` writes the plan-against-measurement table that
+docs/memory.md shows.
 """
 
 from __future__ import annotations

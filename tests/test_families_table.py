@@ -1,5 +1,5 @@
-"""The README's table of families is generated from the registry and the catalog, never kept by
-hand: this test fails when it is stale, and ``UPDATE_README=1`` rewrites it."""
+"""The table of families in docs/families.md is generated from the registry and the catalog, never
+kept by hand: this test fails when it is stale, and ``UPDATE_DOCS=1`` rewrites it."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from paramcount.arch import family, supported
 from paramcount.frontends import catalog
 from paramcount.frontends.config import model_type
 
-README = Path(__file__).parent.parent / "README.md"
+PAGE = Path(__file__).parent.parent / "docs" / "families.md"
 HEADER = "| model_type | backbone | other classes | in the catalog |\n|---|---|---|---|\n"
 
 
@@ -38,11 +38,11 @@ def current(text: str) -> tuple[int, int]:
     return start, text.index("\n\n", start) + 1
 
 
-def test_readme_table_is_the_registry():
-    text = README.read_text(encoding="utf-8")
+def test_families_page_table_is_the_registry():
+    text = PAGE.read_text(encoding="utf-8")
     start, end = current(text)
-    if os.environ.get("UPDATE_README"):
-        README.write_text(text[:start] + table() + text[end:], encoding="utf-8")
-        text = README.read_text(encoding="utf-8")
+    if os.environ.get("UPDATE_DOCS"):
+        PAGE.write_text(text[:start] + table() + text[end:], encoding="utf-8")
+        text = PAGE.read_text(encoding="utf-8")
         start, end = current(text)
-    assert text[start:end] == table(), "the families table is stale: UPDATE_README=1 python -m pytest " + __file__
+    assert text[start:end] == table(), "the families table is stale: UPDATE_DOCS=1 python -m pytest " + __file__

@@ -3,7 +3,7 @@
 :func:`report` gathers what :mod:`paramcount.compute` counts (the N used, forward FLOPs per
 token, training FLOPs, the Chinchilla budget) and, given a GPU, the time at a stated utilisation.
 ``Report.figures`` lists every figure the way the terminal shows it; ``Report.to_dict`` is the
-JSON document, schema ``paramcount.compute/1`` (README, "Compute").
+JSON document, schema ``paramcount.compute/1`` (docs/json.md, docs/compute.md).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The JSON forms of ``list``, ``explain``, ``check`` and ``compare``: versioned schemas, like the
-count's (see README, "JSON output"). Each number is an integer; each formula is the text the
+count's (see docs/json.md). Each number is an integer; each formula is the text the
 terminal shows."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The JSON form of a count: a documented, versioned schema (see README, "JSON output")."""
+"""The JSON form of a count: a documented, versioned schema (see docs/json.md)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ COLLAPSE_HINT = "; --json --collapsed lists each repeated tensor once, with its 
 def to_dict(model: Model, tensors: bool = True, collapsed: bool = False) -> dict[str, Any]:
     """Everything a renderer needs, as plain JSON types. With ``collapsed`` the tensors of a
     repeated block are listed once: ``model.layers.{0..31}.mlp.up_proj.weight`` with
-    ``copies`` 32 (``count`` is each copy's), as the README's "JSON output" documents."""
+    ``copies`` 32 (``count`` is each copy's), as docs/json.md documents."""
     from ..family import resolve
 
     resolved = resolve(model)  # a file's summary figures from its family's tree, where known
