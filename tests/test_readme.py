@@ -66,3 +66,12 @@ def test_console_examples_are_real(path, capsys, monkeypatch):
 def test_python_examples(path):
     result = doctest.testfile(str(path), module_relative=False, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted and not result.failed
+
+
+def test_ci_runs_the_readme_test_command():
+    """The quick start's second command is what .ci/run runs in its fresh virtual environment
+    (where ``python`` is the venv's python3)."""
+    quick = (ROOT / "README.md").read_text(encoding="utf-8").split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    install, test = re.findall(r"```bash\n(.*?)\n```", quick, re.S)
+    assert install == "python3 -m pip install . && paramcount"
+    assert test.replace("python3 ", "python ") in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
