@@ -87,11 +87,13 @@ def test_a_heading_has_the_same_anchor_on_github_and_on_the_site(path):
 
 @pytest.mark.parametrize("path", PAGES, ids=lambda p: p.name)
 def test_every_page_opens_with_its_contents(path):
-    """The list of links before the first section names every section and subsection, in order."""
+    """The list of links before the first section names every section and subsection, in order,
+    a subsection's nested by four spaces (Python-Markdown's nesting, which GitHub reads too)."""
     text = FENCE.sub("", path.read_text(encoding="utf-8"))
     first = text.index("\n## ")
-    listed = re.findall(r"^\s*- \[[^\]]+\]\(#([^)]+)\)", text[:first], re.M)
-    assert listed == [github_slug(t) for level, t in headings(path) if level in (2, 3)]
+    listed = re.findall(r"^( *)- \[[^\]]+\]\(#([^)]+)\)", text[:first], re.M)
+    expected = [(" " * 4 * (level - 2), github_slug(t)) for level, t in headings(path) if level in (2, 3)]
+    assert listed == expected
 
 
 def test_the_readme_is_a_guide():
