@@ -20,6 +20,8 @@ ROOT = Path(__file__).parent.parent
 DOCS = ROOT / "docs"
 PAGES = sorted(DOCS.glob("*.md"))
 READMES = [p for p in (ROOT / "README.md", ROOT / "README.zh-CN.md") if p.exists()]
+# the READMEs beside the benchmarks and the fixture recorders: not on the site, linked from it
+OTHERS = [ROOT / "benchmarks" / "README.md", ROOT / "tools" / "README.md"]
 FENCE = re.compile(r"^```.*?^```", re.S | re.M)
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)|<(?:img|a)\s[^>]*?(?:src|href)=\"([^\"]+)\"")
 HEADING = re.compile(r"^(#{1,6}) (.+?)\s*$", re.M)
@@ -58,7 +60,7 @@ def test_site_builds_with_warnings_as_errors(tmp_path):
         assert (site / page.with_suffix(".html").name).is_file(), page.name
 
 
-@pytest.mark.parametrize("path", READMES + PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("path", READMES + PAGES + OTHERS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_internal_links_resolve(path):
     for link in links(path):
         if re.match(r"[a-z]+:", link):  # http:, https:, mailto:
