@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from paramcount import memory
-from paramcount.memory.terms import GB
+from paramcount.memory.core.terms import GB
 
 FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "gpu_h100.json").read_text())
 CONTEXT_USED = FIXTURE["cublas_context_used"]

@@ -1,11 +1,11 @@
-"""The attention transformers runs and the kernel PyTorch picks (paramcount.memory.attention)."""
+"""The attention transformers runs and the kernel PyTorch picks (paramcount.memory.runtimes.transformers.attention)."""
 
 import pytest
 
 import paramcount
 from paramcount.errors import ParamcountError
 from paramcount.memory import inference
-from paramcount.memory.attention import IMPLEMENTATIONS, held, implementation, kernel, per_call
+from paramcount.memory.runtimes.transformers.attention import IMPLEMENTATIONS, held, implementation, kernel, per_call
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,7 @@ from paramcount.compute import (
 )
 from paramcount.compute_report import report
 from paramcount.errors import ParamcountError
-from paramcount.memory.gpus import GPUS
+from paramcount.memory.core.gpus import GPUS
 
 GPT3 = "openai/gpt-3-175b"
 

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 import paramcount
 from paramcount.errors import ParamcountError
 from paramcount.memory import GPUS, fit, gpu, inference, overview, train
+from paramcount.memory.core.gpus import GB, GIB
 from paramcount.memory.fit import SCHEMA, largest, smallest
-from paramcount.memory.gpus import GB, GIB
 
 LLAMA13 = "meta-llama/Llama-2-13b-hf"
 

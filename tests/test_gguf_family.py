@@ -32,7 +32,7 @@ LLAMA = gguf_files.llama_spec("tiny", 2, 64, 4, 2, 128, 64, context=128)
 
 
 def test_the_class_name_is_the_readers():
-    from paramcount.memory.gguf_file import GGUF as READERS
+    from paramcount.gguf.meta import GGUF as READERS
 
     assert GGUF == READERS
 

@@ -1,4 +1,4 @@
-"""A GGUF file's metadata and tensor shapes as the planners read them (memory/gguf_file.py).
+"""A GGUF file's metadata and tensor shapes as the planners read them (gguf/meta.py).
 
 Every key a planner reads goes through one view (``Meta``): a whole number in range, or an array
 of them with one entry per block. The corpus below gives each key that each architecture's
@@ -24,8 +24,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from paramcount.cli import main
-from paramcount.memory import gguf_file
-from paramcount.memory.gguf_file import Meta
+from paramcount.gguf import meta as gguf_file
+from paramcount.gguf.meta import Meta
 
 from .gguf_files import Spec, llama_spec, write_raw
 from .test_llamacpp_mtp import deepseek2_spec

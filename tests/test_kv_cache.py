@@ -17,8 +17,8 @@ import pytest
 
 import paramcount
 from paramcount import ParamcountError
-from paramcount.memory.kv_cache import CACHE_DTYPES, kv_cache
-from paramcount.memory.kv_layout import attention_layout
+from paramcount.memory.context.kv_cache import CACHE_DTYPES, kv_cache
+from paramcount.memory.context.kv_layout import attention_layout
 
 from .budget import calls
 from .cache_oracle import V, build, cache_bytes, forward, ours
@@ -381,7 +381,7 @@ def test_a_model_without_a_config_is_refused() -> None:
 
 def test_importing_the_module_loads_nothing_heavy() -> None:
     code = (
-        "import sys; from paramcount.memory.kv_cache import kv_cache; kv_cache('google/gemma-2-2b', 8192);"
+        "import sys; from paramcount.memory.context.kv_cache import kv_cache; kv_cache('google/gemma-2-2b', 8192);"
         "print([m for m in ('torch', 'transformers', 'numpy', 'rich') if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -20,8 +20,8 @@ import paramcount
 from paramcount import ParamcountError
 from paramcount.cli import main
 from paramcount.memory import inference
-from paramcount.memory.kv_layout import LayerKind
-from paramcount.memory.llamacpp import Cells, options
+from paramcount.memory.context.kv_layout import LayerKind
+from paramcount.memory.runtimes.llamacpp.plan import Cells, options
 
 from .gguf_files import gemma3_spec, write
 

@@ -1,4 +1,4 @@
-"""paramcount.memory.loading: a checkpoint's quantization_config planned the way transformers
+"""paramcount.memory.runtimes.transformers.loading: a checkpoint's quantization_config planned the way transformers
 loads it on the named GPU (kept quantised, or dequantised to bf16), held to the quantizers'
 own rules (transformers/quantizers/quantizer_*.py validate_environment)."""
 
@@ -9,7 +9,7 @@ import pytest
 
 from paramcount.frontends.checkpoint import load_path
 from paramcount.memory import fit, inference
-from paramcount.memory.gpus import GPUS
+from paramcount.memory.core.gpus import GPUS
 
 from .ckpt import TINY_LLAMA, linears, plain_parts, save, torch, transformers, write_config, zeros
 

@@ -22,10 +22,10 @@ from paramcount import ParamcountError
 from paramcount.cli import main
 from paramcount.frontends.checkpoint import load_path
 from paramcount.memory import fit, inference, kv_cache, train, weights
-from paramcount.memory.kv_layout import NoLayout, attention_layout
-from paramcount.memory.overhead import MEASURED
-from paramcount.memory.plan import shape_widths
-from paramcount.memory.working_set import widths
+from paramcount.memory.context.kv_layout import NoLayout, attention_layout
+from paramcount.memory.core.overhead import MEASURED
+from paramcount.memory.core.plan import shape_widths
+from paramcount.memory.runtimes.transformers.working_set import widths
 
 from .ckpt import TINY_LLAMA, build, save, state, torch, write_config
 from .test_kv_cache import DEEPSEEK, cache_bytes, forward
@@ -344,7 +344,7 @@ def test_gguf_refusals(tmp_path):
 def test_header_bytes_alone_give_the_layout_the_file_gives(tmp_path):
     """A model from header bytes (the web page's upload) keeps every key the cache reads, so it
     gets the layout the file on disk gets; a key the file does not state is refused by name."""
-    from paramcount.frontends.gguf import parse, to_model
+    from paramcount.gguf.reader import parse, to_model
 
     path = write_gguf(tmp_path / "g3.gguf", "gemma3", {**GEMMA2_META, "block_count": 7})
     upload = to_model(parse(path.read_bytes(), "upload.gguf"))

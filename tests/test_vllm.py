@@ -21,10 +21,10 @@ import pytest
 import paramcount
 from paramcount import ParamcountError
 from paramcount.cli import main
+from paramcount.memory.core.gpus import GIB, gpu
 from paramcount.memory.fit import fit
-from paramcount.memory.gpus import GIB, gpu
 from paramcount.memory.runtimes import planner
-from paramcount.memory.vllm import VOCAB_PADDING, pp_layers
+from paramcount.memory.runtimes.vllm.plan import VOCAB_PADDING, pp_layers
 
 U = Fraction(23, 25)  # CacheConfig.gpu_memory_utilization's default, 0.92 (vllm/config/cache.py)
 # EngineArgs.get_batch_defaults, `vllm serve` (OPENAI_API_SERVER) on an H100: max_num_seqs, max_num_batched_tokens
@@ -313,14 +313,14 @@ def graph_sizes(seqs: int, tokens: int) -> list[int]:
     ],
 )
 def test_cuda_graph_sizes_follow_vllm_defaults(given, context):
-    from paramcount.memory.vllm import capture_sizes, options
+    from paramcount.memory.runtimes.vllm.plan import capture_sizes, options
 
     o = options(**given)
     assert capture_sizes(o, context) == graph_sizes(o.seqs, o.tokens(context))
 
 
 def test_cuda_graphs_are_piecewise_for_every_size_and_full_up_to_max_num_seqs():
-    from paramcount.memory.vllm import capture_sizes, options
+    from paramcount.memory.runtimes.vllm.plan import capture_sizes, options
 
     a100 = options(gpu="a100-80gb")
     sizes = capture_sizes(a100, 4096)

@@ -112,9 +112,10 @@ def _bounded(model: Model) -> Model:
 
 def _load_path(path: Path, opts: dict[str, Any]) -> Model:
     """A file or folder: a GGUF file, a print(model) text, safetensors weights, else a config."""
-    from .frontends import gguf, printout
+    from .frontends import printout
     from .frontends.checkpoint import load_path
     from .frontends.config import from_file
+    from .gguf import reader as gguf
 
     if path.is_file():
         for reader in (gguf.read, printout.read):  # each answers None when the file is not its kind

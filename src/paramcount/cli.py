@@ -263,7 +263,7 @@ def ollama_defaults(args: argparse.Namespace) -> None:
     OLLAMA_KV_CACHE_TYPE, which llm/server.go NewLlamaServer reads server-wide)."""
     import os
 
-    from .memory.llamacpp import CACHE_TYPES
+    from .memory.runtimes.llamacpp.plan import CACHE_TYPES
 
     if not args.model.startswith("ollama:") or args.train or args.runtime not in (None, "llama.cpp"):
         return
@@ -288,7 +288,7 @@ def _listed(row: tuple, model, args: argparse.Namespace) -> bool:
 
 def _kinds(model) -> set[str]:
     """What ``list --kind`` picks by: experts, recurrent state beside attention, a vision tower, no KV cache."""
-    from .memory.kv_cache import attention_layout
+    from .memory.context.kv_cache import attention_layout
 
     kinds = {"moe"} if model.is_moe else set()
     if "vision_encoder" in model.towers():
@@ -594,10 +594,10 @@ def model_positional(p: Parser, text: str) -> None:
 
 def plan_args(p: Parser) -> None:
     """The flags ``memory`` and ``fit`` share: the model, the run's shape, its settings, output."""
-    from .memory.attention import IMPLEMENTATIONS
-    from .memory.kv_cache import CACHES, MLA_FORMS
-    from .memory.plan import TRAINING_PRECISIONS
-    from .memory.training import OPTIMIZERS, ZERO_STAGES
+    from .memory.context.kv_cache import CACHES, MLA_FORMS
+    from .memory.core.plan import TRAINING_PRECISIONS
+    from .memory.runtimes.transformers.attention import IMPLEMENTATIONS
+    from .memory.training.optimizer import OPTIMIZERS, ZERO_STAGES
 
     model_positional(p, MODEL_FILES)
     model_args(p, context=False)
@@ -668,8 +668,8 @@ def plan_args(p: Parser) -> None:
 
 def runtime_args(p: Parser) -> None:
     """The runtime an inference plan models, and llama.cpp's context settings."""
-    from .memory.llamacpp import CACHE_TYPES, CPU_FEATURES, DEVICES, FLASH
     from .memory.runtimes import RUNTIMES
+    from .memory.runtimes.llamacpp.plan import CACHE_TYPES, CPU_FEATURES, DEVICES, FLASH
 
     r = p.add_argument_group("runtime (inference)")
     r.add_argument(
@@ -773,8 +773,8 @@ def plan_options(args: argparse.Namespace) -> dict:
 
 
 def run_memory(argv: Sequence[str]) -> int:
-    from .memory import plan
-    from .memory.gpus import gpu
+    from .memory.core import plan
+    from .memory.core.gpus import gpu
     from .memory.runtimes import runtime
     from .render import memory as render
     from .render.text import console

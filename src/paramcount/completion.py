@@ -83,10 +83,10 @@ def _families() -> tuple[str, ...]:
 
 def _value_words() -> dict[str, tuple[str, ...]]:
     """The words a flag takes that argparse does not know as choices (its type checks them)."""
-    from .memory.gpus import GPUS
-    from .memory.kv_cache import CACHE_DTYPES
+    from .memory.context.kv_cache import CACHE_DTYPES
+    from .memory.core.gpus import GPUS
     from .memory.runtimes import RUNTIMES
-    from .memory.weights import SCHEMES
+    from .memory.weights.schemes import SCHEMES
 
     families = _families()
     return {

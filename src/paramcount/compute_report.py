@@ -29,7 +29,7 @@ from .model import Model
 from .records import replace
 
 if TYPE_CHECKING:
-    from .memory.gpus import GPU
+    from .memory.core.gpus import GPU
 
 SCHEMA = "paramcount.compute/1"
 CHINCHILLA_DEFAULT = f"Chinchilla's {CHINCHILLA_TOKENS_PER_PARAM}·N, no --tokens"
@@ -117,7 +117,7 @@ class Report:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON document, schema ``paramcount.compute/1``."""
-        from .memory.plan import model_dict
+        from .memory.core.plan import model_dict
 
         m, f, t = self.model, self.forward, self.training
         return {
@@ -154,7 +154,7 @@ def report(
     """Everything ``paramcount compute`` shows. ``context`` defaults as ``paramcount memory``'s
     does (the model's limit, at most 4,096); ``tokens`` to the Chinchilla budget, 20·N."""
     from .family import resolve
-    from .memory.plan import as_model, context_for, positive
+    from .memory.core.plan import as_model, context_for, positive
 
     resolved = resolve(as_model(model))
     model, batch = resolved.model, positive(batch, "--batch")
@@ -188,7 +188,7 @@ def attention_caveats(model: Model) -> list[str]:
     """Where the dense attention term (4·T·d_attn per token and layer, d_attn the value width)
     is not what the model computes, from its cache layout: the attention figures are then
     estimates, and each reason is said."""
-    from .memory.kv_layout import NoLayout, attention_layout
+    from .memory.context.kv_layout import NoLayout, attention_layout
 
     try:
         kinds = attention_layout(model).kinds
@@ -211,8 +211,8 @@ def attention_caveats(model: Model) -> list[str]:
 
 
 def _time(flops: int, name: str | None, gpus: int | None, utilisation: float | None) -> Time | None:
-    from .memory.gpus import GPUS, gpu
-    from .memory.plan import positive
+    from .memory.core.gpus import GPUS, gpu
+    from .memory.core.plan import positive
 
     if name is None:
         for value, flag in ((gpus, "--gpus"), (utilisation, "--utilisation")):

@@ -60,7 +60,7 @@ def _resolve(model: Model) -> Resolved:
 
 def _from_names(node: Node) -> bool:
     """Whether no block says what it is: a tree made from tensor names (families' builders mark
-    their blocks with kinds and labels; :func:`paramcount.frontends.flat.tree` never does)."""
+    their blocks with kinds and labels; :func:`paramcount.flat.tree` never does)."""
     if not isinstance(node, Block):
         return True
     return not (node.kind or node.label) and all(_from_names(c) for c in node.children)

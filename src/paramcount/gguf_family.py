@@ -28,7 +28,7 @@ from .records import replace
 def gguf_values(model: Model) -> Mapping[str, Any]:
     """The ``{arch}.*`` metadata of a GGUF model (without the prefix), as its reader kept it.
     Every metadata read of this module goes through here."""
-    from .memory.gguf_file import metadata
+    from .gguf.meta import metadata
 
     return metadata(model).values
 

@@ -121,7 +121,7 @@ def image_rule(width_field: str, inner: Callable[[Cfg], int]) -> Callable[[Cfg, 
     pixels within [MIN_PIXELS, MAX_PIXELS], cut into patches, merged m×m into image tokens."""
 
     def rule(c: Cfg, width: int, height: int) -> Any:
-        from ..memory.images import ImageTokens, smart_resize
+        from ..memory.context.images import ImageTokens, smart_resize
 
         v = vision_cfg(c, VISION if width_field == "embed_dim" else _vision_defaults())
         p, m = int(v.int("patch_size")), int(v.int("spatial_merge_size"))

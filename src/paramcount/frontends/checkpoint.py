@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import flat
 from ..errors import ParamcountError
 from ..ir import MAX_LISTED, Block, Leaf, Tie, leaf_count, leaves
 from ..model import Model
 from ..records import record, replace
-from . import flat
 from .config import from_config, read_json
 from .diff import TORCH_DTYPES, Align, Difference, Item, align, compare, resolve
 from .quant import Extra, Param, Split, classify, describe, quant_config

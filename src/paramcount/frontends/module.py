@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import flat
 from ..errors import ParamcountError
 from ..ir import Block, Tie
 from ..model import Model
 from ..records import replace
-from . import flat
 
 # torch dtype name -> the safetensors spelling the rest of paramcount uses
 _DTYPES = {

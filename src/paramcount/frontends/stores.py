@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ParamcountError
+from ..gguf import reader as gguf
 from ..model import Model
-from . import gguf
 
 MODEL = "application/vnd.ollama.image.model"
 PROJECTOR = "application/vnd.ollama.image.projector"

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..compute import forward_flops
-from .gpus import GPU
+from .core.gpus import GPU
 
 
 @dataclass(frozen=True)
