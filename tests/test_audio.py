@@ -16,7 +16,7 @@ import paramcount
 from paramcount.cli import main
 from paramcount.errors import ParamcountError
 from paramcount.memory.context.audio import audio, parse_seconds
-from paramcount.memory.core.plan import InferencePlanner
+from paramcount.memory.runtimes.transformers.plan import InferencePlanner
 
 from .test_images import GEMMA4, gemma4_processor, no_video  # noqa: F401 (a fixture)
 

@@ -36,7 +36,7 @@ import paramcount
 from paramcount.cli import main
 from paramcount.errors import ParamcountError
 from paramcount.memory.context.images import images
-from paramcount.memory.core.plan import InferencePlanner
+from paramcount.memory.runtimes.transformers.plan import InferencePlanner
 
 transformers = pytest.importorskip("transformers")
 PIL = pytest.importorskip("PIL.Image")

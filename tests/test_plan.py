@@ -283,7 +283,7 @@ def test_working_set_estimate_against_the_measured_peak(family):
 def test_a_planners_total_is_its_plans_total(name):
     """The fit searches ask ``InferencePlanner.total``, which skips the formulas: it must be
     the plan's total at every context, batch, precision and cache dtype."""
-    from paramcount.memory.core.plan import InferencePlanner
+    from paramcount.memory.runtimes.transformers.plan import InferencePlanner
 
     model = paramcount.load(name)
     for scheme, kv in (("bf16", None), ("int4", "fp8"), ("fp32", "int8")):

@@ -160,8 +160,8 @@ def test_the_plan_fits_exactly_when_vllm_would_start_and_admit_the_load():
 
 
 def test_decode_is_bounded_by_bandwidth_and_prefill_by_compute():
-    from paramcount.compute import forward_flops
     from paramcount.memory import speed
+    from paramcount.memory.flops import forward_flops
 
     p, h100 = vllm("meta-llama/Llama-3.1-8B"), gpu("h100")
     d = speed.decode(p, h100, 4096, 1)
@@ -190,7 +190,9 @@ def test_fit_names_the_fewest_gpus_the_kv_room_and_the_decode_bound(capsys):
     assert bf16["serving"]["tp"] == 8 and bf16["gpus"] == 8
     assert bf16["serving"]["kv_tokens"] > 16 * 32768
     assert bf16["serving"]["decode"]["bound_by"] == "memory" and bf16["serving"]["decode"]["upper_bound"]
-    r = fit("meta-llama/Llama-3.1-70B-Instruct", "h100", 32768, 16, runtime="vllm", only=("bf16",), tp=4).rows[0]
+    r = fit(
+        paramcount.load("meta-llama/Llama-3.1-70B-Instruct"), "h100", 32768, 16, runtime="vllm", only=("bf16",), tp=4
+    ).rows[0]
     assert not r.fits and r.serving["tp"] is None
 
 

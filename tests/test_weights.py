@@ -16,7 +16,8 @@ from paramcount.errors import ParamcountError
 from paramcount.gguf.meta import FILE_TYPES
 from paramcount.gguf.reader import DEFAULT_ALIGNMENT
 from paramcount.memory.core.terms import GB, GIB
-from paramcount.memory.weights.schemes import SCHEMES, scheme, weights
+from paramcount.memory.weights.base import SCHEMES, scheme
+from paramcount.memory.weights.schemes import weights
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")

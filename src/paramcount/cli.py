@@ -595,9 +595,9 @@ def model_positional(p: Parser, text: str) -> None:
 def plan_args(p: Parser) -> None:
     """The flags ``memory`` and ``fit`` share: the model, the run's shape, its settings, output."""
     from .memory.context.kv_cache import CACHES, MLA_FORMS
-    from .memory.core.plan import TRAINING_PRECISIONS
     from .memory.runtimes.transformers.attention import IMPLEMENTATIONS
     from .memory.training.optimizer import OPTIMIZERS, ZERO_STAGES
+    from .memory.training.plan import TRAINING_PRECISIONS
 
     model_positional(p, MODEL_FILES)
     model_args(p, context=False)
@@ -773,9 +773,9 @@ def plan_options(args: argparse.Namespace) -> dict:
 
 
 def run_memory(argv: Sequence[str]) -> int:
-    from .memory.core import plan
     from .memory.core.gpus import gpu
-    from .memory.runtimes import runtime
+    from .memory.runtimes import inference, runtime
+    from .memory.training.plan import train
     from .render import memory as render
     from .render.text import console
 
@@ -804,11 +804,11 @@ def run_memory(argv: Sequence[str]) -> int:
     model = load_model(args.model, args)
     card = gpu(args.gpu) if args.gpu else None
     if args.train:
-        result = plan.train(model, batch=args.batch, context=args.context, **options)
+        result = train(model, batch=args.batch, context=args.context, **options)
     else:
         if card is not None and runtime(options.get("runtime"), model) in ("vllm", "transformers"):
             options["gpu"] = card  # vllm serve's batch defaults, a quantization_config's loading follow the GPU
-        result = plan.inference(model, args.dtype, args.context, parallel(args), **options)
+        result = inference(model, args.dtype, args.context, parallel(args), **options)
     if args.plot:
         from .render.plot import plot
 
@@ -905,8 +905,18 @@ install (again after an upgrade: the script holds the catalog's names and the GP
 """
 
 
+def completion_script(shell: str) -> str:
+    """The completion script for ``shell`` (bash, zsh or fish), from this CLI's own parsers."""
+    from .completion import commands, model_names
+    from .render import completion as render
+
+    return {"bash": render.bash, "zsh": render.zsh, "fish": render.fish}[shell](
+        commands(COMMANDS, Parser), model_names()
+    )
+
+
 def run_completion(argv: Sequence[str]) -> int:
-    from .completion import SHELLS, script
+    from .completion import SHELLS
 
     p = Parser(
         prog="paramcount completion",
@@ -916,7 +926,7 @@ def run_completion(argv: Sequence[str]) -> int:
     )
     p.add_argument("shell", choices=SHELLS, help="the shell to complete in")
     args = p.parse_args(argv)
-    sys.stdout.write(script(args.shell))
+    sys.stdout.write(completion_script(args.shell))
     return 0
 
 

@@ -8,10 +8,11 @@ layers (dense then MoE) become several blocks numbered from their first index.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from .ir import Block, Node, Tensor
+from .ir import Block, Node, Tensor, Tie
+from .records import replace
 
 Flat = tuple[str, tuple[int, ...], str | None]  # (name, shape, dtype)
 MAX_PARTS = 64  # dotted parts of a name: real ones have under a dozen; the tree is walked recursively
@@ -99,3 +100,14 @@ def _runs(name: str, items: dict[str, Any], kind: Callable[[str], str], in_list:
 def tree(tensors: Iterable[Flat], kind: Callable[[str], str] = kind_of) -> Block:
     """The tree of a flat list of tensors; ``kind`` names each tensor's component."""
     return Block("", _children(_nest(tensors), kind, False))
+
+
+def insert_tie(block: Block, path: Sequence[str], node: Tie) -> Block:
+    if len(path) == 1:
+        return replace(block, children=(*block.children, node))
+    for i, child in enumerate(block.children):
+        if isinstance(child, Block) and child.name == path[0] and child.repeat is None:
+            return replace(
+                block, children=(*block.children[:i], insert_tie(child, path[1:], node), *block.children[i + 1 :])
+            )
+    return replace(block, children=(*block.children, insert_tie(Block(path[0]), path[1:], node)))

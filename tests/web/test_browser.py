@@ -211,7 +211,7 @@ def test_bloom_printout_then_change_the_precision(page):
 
 
 def test_a_catalog_model_redraws_as_the_controls_change(page):
-    from paramcount.memory.core.plan import inference
+    from paramcount.memory.runtimes import inference
 
     page.goto(page.base + "/")
     page.fill("#search", "qwen2.5-7b")
@@ -228,7 +228,7 @@ def test_a_catalog_model_redraws_as_the_controls_change(page):
     assert kv == f"{plan.term('kv_cache').bytes / 1e9:.2f}"
     assert page.locator("#memplot polygon").count() == len(plan.terms)
 
-    from paramcount.memory.core.plan import train
+    from paramcount.memory.training.plan import train
 
     page.click('#mode button[data-value="training"]')
     wait_memory(page, qwen, "mixed", "training")
@@ -275,7 +275,7 @@ def test_a_gguf_file_is_read_by_its_header_only(page, tmp_path):
     assert page.locator("#storage tbody tr").count() == len(info.by_type())
     page.wait_for_selector('#memory[data-runtime="llama.cpp"][data-scheme="stored"]')  # llama.cpp reads a GGUF
     assert page.locator("#runtime").input_value() == "llama.cpp" and page.locator("#flash-attn").is_visible()
-    from paramcount.memory.core.plan import inference
+    from paramcount.memory.runtimes import inference
 
     plan = inference(lib, "stored", 4096)  # no head_count in this header: its weights alone, as the page says
     assert plan.settings["runtime"] == "llama.cpp" and plan.partial

@@ -44,7 +44,7 @@ def _memory_settings():
     from paramcount.memory.context.kv_cache import CACHE_DTYPES
     from paramcount.memory.core.gpus import GPUS
     from paramcount.memory.runtimes import RUNTIMES
-    from paramcount.memory.weights.schemes import SCHEMES
+    from paramcount.memory.weights.base import SCHEMES
 
     junk = st.text(max_size=6)
     return st.fixed_dictionaries(

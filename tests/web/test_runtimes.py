@@ -8,9 +8,8 @@ import pytest
 
 import paramcount
 from paramcount.memory.core.gpus import gpu
-from paramcount.memory.core.plan import inference
 from paramcount.memory.fit import LLAMA_INFERENCE, VLLM_INFERENCE, fit
-from paramcount.memory.runtimes import RUNTIMES, planner
+from paramcount.memory.runtimes import RUNTIMES, inference, planner
 
 from .conftest import gguf_header, upload_body
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..memory.context.kv_layout import LayerKind, Layout, NoLayout, _runs
+from ..arch.cache import LayerKind, Layout, NoLayout, _runs
 from .meta import MAX_LAYERS, Meta, metadata
 
 ARCHS = (

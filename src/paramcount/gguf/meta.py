@@ -13,9 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import BadSource, ParamcountError
-from ..ir import Block, Tensor
-from ..memory.runtimes.transformers.working_set import Widths, _ffn_width, graph_ffn_width
-from ..memory.tree.layers import FeedForward
 from .reader import shown
 
 GGUF = "GGUF"  # Model.class_name of a model read from a GGUF file
@@ -90,7 +87,7 @@ class Meta:
         return [bool(v) for v in value]
 
     def missing(self, key: str) -> ParamcountError:
-        from ..memory.context.kv_layout import NoLayout
+        from ..arch.cache import NoLayout
 
         return NoLayout(f"{self.arch}.{key} is needed for the KV cache, but the file does not state it")
 
@@ -132,77 +129,3 @@ def file_type(value: Any) -> str | None:
     if isinstance(value, bool) or not isinstance(value, int):
         return None
     return FILE_TYPES.get(value)
-
-
-# --- the widths the activation estimate needs, from the tensors' shapes ---------------------
-
-_DENSE = {"ffn_gate": "up", "ffn_up": "up", "ffn_down": "down"}
-_SHARED = {"ffn_gate_shexp": "up", "ffn_up_shexp": "up", "ffn_down_shexp": "down"}
-_EXPERTS = {"ffn_gate_exps": "up", "ffn_up_exps": "up", "ffn_gate_up_exps": "up", "ffn_down_exps": "down"}
-
-
-def widths(model: Any, meta: Meta | None = None) -> Widths:
-    """The widest layer's widths (as :func:`paramcount.memory.runtimes.transformers.working_set.widths` defines them),
-    read from the GGUF tensors: attention is the rows of every ``attn_*`` projection plus the
-    columns of ``attn_output``; a feed-forward's ups are the rows of ``ffn_gate``/``ffn_up``
-    and its inner width the columns of ``ffn_down`` (experts: k = ``expert_used_count`` of them)."""
-    meta = meta or metadata(model)
-    h = meta.integer("embedding_length")
-    used = meta.integer("expert_used_count", 0, low=0)
-    blocks = [_weights(b, meta.source) for b in model.tree.children if isinstance(b, Block) and b.name == "blk"]
-    found = [_layer(shapes, h, used) for shapes in blocks]
-    attention, ffn = max(found or [(0, 0)], key=lambda w: max(w))
-    ffns = [_ffns(shapes, used) for shapes in blocks]
-    graph = max((graph_ffn_width(f, h) for f in ffns), default=0)
-    shared = any(len(f) > 1 for f in ffns)
-    heads = max((s.get("attn_output", (0, 0))[-1] for s in blocks), default=0)
-    return Widths(h, attention, ffn, _vocab(model.tree, meta.source), True, graph, shared, heads)
-
-
-# The rank of each role's weight that the widths read (gguf-py's tensor_mapping: matrices, and
-# the experts stacked in one 3-D tensor); a file with another is refused, never half-read.
-RANKS = {**dict.fromkeys((*_DENSE, *_SHARED, "attn_output", "token_embd", "output"), 2), **dict.fromkeys(_EXPERTS, 3)}
-
-
-def _weights(block: Block, source: str | None) -> dict[str, tuple[int, ...]]:
-    """Each module of one layer (``attn_q``) and its weight's shape, in PyTorch order."""
-    out = {}
-    for child in block.children:
-        if isinstance(child, Block):
-            w = next((t for t in child.children if isinstance(t, Tensor) and t.name == "weight"), None)
-            if w is not None:
-                out[child.name] = _shape(block, child.name, tuple(int(d) for d in w.shape), source)
-    return out
-
-
-def _shape(block: Block, role: str, shape: tuple[int, ...], source: str | None) -> tuple[int, ...]:
-    need = RANKS.get(role)
-    if need is not None and len(shape) != need:
-        name = f"{block.name}.{block.start}.{role}" if block.repeat else role
-        raise BadSource(
-            f"tensor {name}.weight has shape {list(shape)}; {role} is a {need}-D tensor in llama.cpp", source=source
-        )
-    return shape
-
-
-def _layer(shapes: Mapping[str, tuple[int, ...]], h: int, used: int) -> tuple[int, int]:
-    qkv = sum(s[0] for n, s in shapes.items() if n.startswith("attn_") and n != "attn_output" and len(s) == 2)
-    attention = qkv + shapes.get("attn_output", (0, 0))[-1]
-    ffn = sum(_ffn_width(f, h) for f in _ffns(shapes, used))
-    return attention, ffn
-
-
-def _ffns(shapes: Mapping[str, tuple[int, ...]], used: int) -> list[FeedForward]:
-    out = []
-    for names, times in ((_DENSE, 1), (_SHARED, 1), (_EXPERTS, used)):
-        ups = sum(s[-2] for n, s in shapes.items() if names.get(n) == "up")
-        inner = next((s[-1] for n, s in shapes.items() if names.get(n) == "down"), 0)
-        if inner and times:
-            out.append(FeedForward(ups, inner, times))
-    return out
-
-
-def _vocab(tree: Block, source: str | None) -> int:
-    """The rows of the output head (``output.weight``, or the tied ``token_embd.weight``)."""
-    shapes = _weights(tree, source)
-    return (shapes.get("output") or shapes.get("token_embd") or (0,))[0]

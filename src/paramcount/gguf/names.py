@@ -2,7 +2,7 @@
 
 ``convert_hf_to_gguf.py`` names each tensor it writes through gguf-py's tensor map
 (``tensor_mapping.py``): the checkpoint names every GGUF tensor has had, kept for an
-architecture where its ``MODEL_TENSORS`` entry lists the tensor. ``gguf_names.json`` is a copy
+architecture where its ``MODEL_TENSORS`` entry lists the tensor. ``names.json`` is a copy
 of those tables (gguf-py as vendored by llama-cpp-python 0.3.36, written by
 ``tools/gguf_names.py``): the core never imports gguf.
 """
@@ -14,7 +14,7 @@ import os
 import re
 from functools import cache
 
-_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gguf_names.json")
+_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "names.json")
 _NUMBER = re.compile(r"(?<=\.)\d+(?=\.|$)")
 SUFFIXES = (".weight", ".bias")  # the converter's map_tensor_name(try_suffixes=(".weight", ".bias"))
 

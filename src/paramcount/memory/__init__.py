@@ -17,14 +17,17 @@ from .context.kv_cache import attention_layout
 from .context.kv_cache import kv_cache as kv_cache
 from .core.gpus import GPU, GPUS, gpu
 from .core.overhead import Overhead
-from .core.plan import InferencePlanner, Plan, TrainingPlanner, inference, train
+from .core.plan import Plan
 from .core.terms import Term
 from .fit import Fit, Overview, overview
 from .fit import fit as fit
+from .runtimes import inference
+from .runtimes.transformers.plan import InferencePlanner
 from .training.lora import lora as lora
 from .training.optimizer import training
+from .training.plan import TrainingPlanner, train
 from .training.saved import activations
-from .weights.schemes import SCHEMES
+from .weights.base import SCHEMES
 from .weights.schemes import weights as weights
 
 __all__ = [

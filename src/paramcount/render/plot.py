@@ -11,7 +11,8 @@ from pathlib import Path
 
 from ..errors import ParamcountError
 from ..memory.core.gpus import GPU
-from ..memory.core.plan import Plan, max_positions
+from ..memory.core.limits import max_positions
+from ..memory.core.plan import Plan
 from ..memory.core.terms import GIB
 
 FORMATS = ("png", "svg")

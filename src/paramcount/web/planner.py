@@ -41,13 +41,13 @@ FLAG_FIELDS = {
 def options() -> dict[str, Any]:
     """What the planner's controls offer: schemes, training precisions, cache dtypes, GPUs."""
     from ..memory.core.gpus import GPUS
-    from ..memory.core.plan import TRAINING_PRECISIONS
     from ..memory.runtimes import RUNTIMES
     from ..memory.runtimes.llamacpp.plan import FLASH
     from ..memory.runtimes.vllm.plan import UTILIZATION
     from ..memory.training.optimizer import OPTIMIZERS
+    from ..memory.training.plan import TRAINING_PRECISIONS
     from ..memory.training.saved import RECOMPUTE
-    from ..memory.weights.schemes import SCHEMES
+    from ..memory.weights.base import SCHEMES
     from .schemas import MAX_CONTEXT
 
     return {
@@ -136,7 +136,8 @@ def _runtime_options(q: Any) -> dict[str, Any]:
 
 
 def _full(model: Model, q: Any, card: Any, planner: Any, runtime: str | None) -> dict[str, Any]:
-    from ..memory.core.plan import context_for, max_positions
+    from ..memory.core.limits import max_positions
+    from ..memory.core.plan import context_for
 
     context, why = context_for(model, q.context)
     p = planner.plan(context=context, batch=q.batch)
@@ -160,7 +161,7 @@ def _full(model: Model, q: Any, card: Any, planner: Any, runtime: str | None) ->
 
 
 def _training_planner(model: Model, q: Any) -> Any:
-    from ..memory.core.plan import TrainingPlanner
+    from ..memory.training.plan import TrainingPlanner
 
     return TrainingPlanner(model, q.scheme, **_training(q))
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from ...arch.media import AudioTokens
 from ...errors import ParamcountError
 from ..core.terms import Term
 
@@ -27,20 +28,6 @@ FIXED = {
     "frames (the cross-attention cache's --encoder-length default): --audio changes nothing; longer audio "
     "is transcribed 30 s at a time",
 }
-
-
-@dataclass(frozen=True)
-class AudioTokens:
-    """One clip: ``tokens`` in the language model's context, ``frames`` the encoder's layers run
-    over (of ``width`` hidden units, ``inner`` in their MLP), ``front`` elements in the widest
-    tensor before them (a subsampling convolution's output), ``said`` the rule and its assumptions."""
-
-    tokens: int
-    frames: int
-    width: int
-    inner: int
-    front: int
-    said: str
 
 
 @dataclass(frozen=True)
@@ -96,7 +83,7 @@ def audio(model: Any, seconds: Any) -> Audio | None:
         return None
     length = parse_seconds(seconds)
     from ...arch import family
-    from .kv_layout import _cfg
+    from .kv_layout import cfg_of
 
     if model.model_type in FIXED:
         raise ParamcountError(FIXED[model.model_type], field="--audio")
@@ -105,9 +92,9 @@ def audio(model: Any, seconds: Any) -> Audio | None:
         raise ParamcountError(
             f"no audio-token rule for {model.model_type!r} here (rules: {', '.join(RULES)})", field="--audio"
         )
-    return Audio(length, rule(_cfg(model), length))
+    return Audio(length, rule(cfg_of(model), length))
 
 
 RULES = ("gemma4",)
 
-__all__ = ["RULES", "Audio", "AudioTokens", "audio", "parse_seconds"]
+__all__ = ["RULES", "Audio", "audio", "parse_seconds"]

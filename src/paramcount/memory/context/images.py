@@ -15,32 +15,17 @@ states as their ``source``), which the plan adds to the KV cache.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ...arch.media import ImageTokens
 from ...errors import ParamcountError
 from ..core.terms import Term
 
 MAX_IMAGES = 1 << 12  # 4,096 images in one prompt
 MAX_SIDE = 1 << 15  # 32,768 px a side
 _SIZE = re.compile(r"\s*(\d{1,6})\s*[x×]\s*(\d{1,6})\s*")
-
-
-@dataclass(frozen=True)
-class ImageTokens:
-    """One image: ``tokens`` in the language model's context, ``patches`` the vision encoder
-    runs over (of ``width`` hidden units, ``inner`` in its MLP), ``said`` the rule and its
-    assumptions."""
-
-    tokens: int
-    patches: int
-    width: int
-    inner: int
-    said: str
-    several: ImageTokens | None = None  # each image of a prompt holding more than one, where that differs
-    cross: tuple[Any, ...] = ()  # cross-attention LayerKinds one image fills, its states as their source
 
 
 @dataclass(frozen=True)
@@ -110,14 +95,14 @@ def images(model: Any, count: int | None, size: Any) -> Images | None:
         raise ParamcountError("give the images' size too, like --image-size 1024x768", field="--images")
     width, height = parse_size(size)
     from ...arch import family
-    from .kv_layout import _cfg
+    from .kv_layout import cfg_of
 
     rule = family(model.model_type, model.source).image_tokens if model.counted_by == "paramcount" else None
     if rule is None:
         raise ParamcountError(
             f"no image-token rule for {model.model_type!r} here (rules: {', '.join(RULES)})", field="--images"
         )
-    one = rule(_cfg(model), width, height)
+    one = rule(cfg_of(model), width, height)
     return Images(count, (width, height), one.several if count > 1 and one.several else one)
 
 
@@ -125,25 +110,4 @@ RULES = ("llava", "paligemma", "gemma3", "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "
 RULES += ("step3p7", "llava_onevision", "mllama", "idefics3", "smolvlm", "internvl", "mistral3", "llama4", "gemma4")
 
 
-# --- the processors' rules --------------------------------------------------------------------
-
-
-def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixels: int) -> tuple[int, int]:
-    """transformers' Qwen2-VL ``smart_resize``: both sides multiples of ``factor``, the area within
-    [min_pixels, max_pixels], the aspect ratio kept as near as may be."""
-    if max(height, width) / min(height, width) > 200:
-        raise ParamcountError(
-            f"an aspect ratio past 200 ({width}x{height}): the processor refuses it", field="--image-size"
-        )
-    h_bar, w_bar = round(height / factor) * factor, round(width / factor) * factor
-    if h_bar * w_bar > max_pixels:
-        beta = math.sqrt((height * width) / max_pixels)
-        h_bar = max(factor, math.floor(height / beta / factor) * factor)
-        w_bar = max(factor, math.floor(width / beta / factor) * factor)
-    elif h_bar * w_bar < min_pixels:
-        beta = math.sqrt(min_pixels / (height * width))
-        h_bar, w_bar = math.ceil(height * beta / factor) * factor, math.ceil(width * beta / factor) * factor
-    return h_bar, w_bar
-
-
-__all__ = ["RULES", "ImageTokens", "Images", "images", "parse_size", "smart_resize"]
+__all__ = ["RULES", "Images", "images", "parse_size"]

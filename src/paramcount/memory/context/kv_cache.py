@@ -38,9 +38,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ...arch.cache import COMPRESSED, MLA_FORMS, LayerKind, Layout
 from ...errors import ParamcountError
 from ..core.terms import Term
-from .kv_layout import COMPRESSED, MLA_FORMS, LayerKind, Layout, attention_layout
+from .kv_layout import attention_layout
 
 CACHE_DTYPES = {"fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4}  # bits per element
 DTYPE_ALIASES = {

@@ -1,7 +1,7 @@
 """A context longer than the model was built or trained for: refused, or planned with a warning.
 
 The limit is the config's ``max_position_embeddings`` (or ``n_positions``, …) or a GGUF file's
-``context_length`` (:func:`paramcount.memory.core.plan.max_positions`). Past it:
+``context_length`` (:func:`paramcount.memory.core.limits.max_positions`). Past it:
 
 * A model with a table of learned positions (BERT's ``position_embeddings``, GPT-2's ``wpe``,
   BART's ``embed_positions``, a GGUF ``position_embd``) has no row for the extra tokens: no
@@ -16,10 +16,12 @@ The limit is the config's ``max_position_embeddings`` (or ``n_positions``, …) 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ...errors import ParamcountError
+from ...model import Model
 
 LEARNED = frozenset({"wpe", "position_embeddings", "embed_positions", "position_embd"})
 
@@ -35,7 +37,6 @@ class Limit:
 
     @staticmethod
     def of(model: Any) -> Limit:
-        from .plan import max_positions
 
         def build() -> Limit:
             limit = max_positions(model)
@@ -78,8 +79,6 @@ def _field(model: Any, limit: int | None) -> str:
     """The metadata field that states the limit (``n_positions`` for GPT-2, …)."""
     if getattr(model, "class_name", "") == "GGUF":
         return "context_length"
-    from .plan import _POSITIONS
-
     config = dict(getattr(model, "config", None) or {})
     text = config.get("text_config")
     for source in (config, text if isinstance(text, dict) else {}):
@@ -96,3 +95,30 @@ def _learned_positions(model: Any) -> bool:
     if tree is None:
         return False
     return any(s.module in LEARNED and s.tie is None for s in slots(tree, getattr(model, "model_type", "")))
+
+
+UINT32 = (1 << 32) - 1
+_POSITIONS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "n_ctx", "context_length")
+
+
+def max_positions(model: Model) -> int | None:
+    """The longest context the model's config allows, when it says (a vision encoder: its
+    patches and class token)."""
+    from ...frontends.config import is_native
+    from ...gguf.meta import is_gguf, metadata
+
+    if is_gguf(model):
+        return metadata(model).integer("context_length", None, high=UINT32)  # only a limit: any uint32
+    if model.config and is_native(model.model_type) and model.counted_by == "paramcount":
+        from ...arch import family
+
+        fam = family(model.model_type)
+        if fam.max_tokens is not None:
+            return int(fam.max_tokens(fam.cfg(model.config, model.source)))
+    text = model.config.get("text_config") if model.config else None  # a composite's language model
+    for config in (model.config or {}, text if isinstance(text, Mapping) else {}):
+        for name in _POSITIONS:
+            value = config.get(name)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+    return None

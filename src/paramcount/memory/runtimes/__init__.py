@@ -1,6 +1,6 @@
 """Which runtime an inference plan models, chosen in one place.
 
-``transformers`` (PyTorch, today's plan: :class:`paramcount.memory.core.plan.InferencePlanner`),
+``transformers`` (PyTorch, today's plan: :class:`paramcount.memory.runtimes.transformers.plan.InferencePlanner`),
 ``llama.cpp`` (:class:`paramcount.memory.runtimes.llamacpp.plan.LlamaCppPlanner`) and ``vllm``
 (:class:`paramcount.memory.runtimes.vllm.plan.VllmPlanner`). The default
 is llama.cpp for a GGUF file (the runtime that reads it) and transformers for anything else.
@@ -15,6 +15,7 @@ from typing import Any
 
 from ...errors import ParamcountError
 from ...model import Model
+from ..core.plan import Plan, as_model, context_for
 
 RUNTIMES = ("transformers", "llama.cpp", "vllm")
 # Names as people write them, compared without case or punctuation: vLLM, llamacpp, llama_cpp, HF.
@@ -94,7 +95,7 @@ def planner(model: Model, scheme: str | None, name: str | None = None, **options
         from .vllm.plan import VllmPlanner
 
         return VllmPlanner(model, scheme, **_own(options, "vllm"))
-    from ..core.plan import InferencePlanner
+    from .transformers.plan import InferencePlanner
 
     return InferencePlanner(model, scheme, **_own(options, "transformers"))
 
@@ -119,3 +120,36 @@ def _check(chosen: str, options: Mapping[str, Any]) -> None:
                 continue
             if value is not None and value is not False:
                 raise ParamcountError(f"{flag} is a {owner} setting; this plan's runtime is {chosen}", field=flag)
+
+
+def inference(
+    model: Model | str | Mapping[str, Any],
+    scheme: str | None = None,
+    context: int | None = None,
+    batch: int = 1,
+    kv_dtype: str | None = None,
+    overhead: Any = None,
+    **options: Any,
+) -> Plan:
+    """Inference memory: weights at ``scheme`` + KV cache + activation working set + overhead.
+
+    ``scheme`` defaults to ``stored`` (the weights as the files hold them) for a model read from
+    a GGUF or safetensors checkpoint, and to bf16 otherwise. A model without a KV-cache layout
+    gets its weights and overhead alone (``Plan.partial`` says why).
+    ``context`` defaults to the model's limit capped at 4,096 tokens; ``kv_dtype`` to the
+    scheme's compute dtype (bf16; fp32/fp16 for those schemes; fp16 for GGUF, GPTQ and AWQ);
+    ``overhead`` is the measured CUDA context, cuBLAS workspace and allocator reserve
+    (:data:`paramcount.memory.core.overhead.MEASURED`) unless given (a string like ``"1GB+5%"`` or an
+    Overhead); ``attn`` (``sdpa``/``eager``/``flash_attention_2``) overrides transformers' choice;
+    ``gpu`` (a name or :class:`~paramcount.memory.core.gpus.GPU`) is the card a checkpoint with a
+    ``quantization_config`` is loaded on: it decides whether its weights stay quantised
+    (:mod:`paramcount.memory.runtimes.transformers.loading`).
+    ``options``: ``keep`` (what stays in high precision), ``cache`` (``dynamic``/``static``/``llama.cpp``),
+    ``encoder_length``, ``mla`` (``latent``/``expanded``), as the weights and KV modules take them;
+    ``runtime`` (:mod:`paramcount.memory.runtimes`: llama.cpp by default for a GGUF file, whose
+    options are :class:`paramcount.memory.runtimes.llamacpp.plan.Options`' fields).
+    """
+    model = as_model(model)
+    context, why = context_for(model, context)
+    runtime = options.pop("runtime", None)
+    return planner(model, scheme, runtime, kv_dtype=kv_dtype, overhead=overhead, **options).plan(context, batch, why)

@@ -148,7 +148,7 @@ def activations(
     ``batch`` sequences of ``context`` tokens, ``precision`` ``mixed``/``bf16``/``fp32``,
     ``recompute`` ``none``/``selective``/``full`` (``gradient_checkpointing_enable()``),
     ``flash`` False for eager attention, ``adapters`` a :func:`~paramcount.memory.training.lora.lora`."""
-    from ..core.plan import shape_model
+    from ..tree.widths import shape_model
 
     batch, context = _positive(batch, "batch"), _positive(context, "context")
     s = step(model, context, batch, precision, recompute=recompute, flash=flash, adapters=adapters)
@@ -176,12 +176,12 @@ def step(
 
 def _attending(model: Model, flash: bool) -> tuple[bool, int, tuple[tuple[int, int], ...]]:
     """Eager attention or not, the query heads, and (window, layers) of the sliding layers."""
-    from ..core.plan import _layout
+    from ..context.kv_layout import layout_of
     from ..runtimes.transformers.attention import implementation, query_heads
 
     def build() -> tuple[bool, int, tuple[tuple[int, int], ...]]:
         eager = implementation(model, None if flash else "eager")[0] == "eager"
-        kinds = getattr(_layout(model, "latent")[0], "kinds", ())
+        kinds = getattr(layout_of(model, "latent")[0], "kinds", ())
         windows = tuple((k.window, k.layers) for k in kinds if k.attention == "sliding" and k.window)
         return eager, query_heads(model) or 1, windows
 

@@ -25,8 +25,8 @@ from ...errors import ParamcountError
 from ...gguf.meta import is_gguf, metadata
 from ...ir import Block
 from ...slots import slots
+from .base import Row, Weights
 from .layouts import Part, part
-from .schemes import Row, Weights
 
 STORED = "stored"
 # safetensors dtypes under the names of paramcount.dtypes; others (U32, BOOL, F8_E8M0) keep theirs

@@ -33,13 +33,14 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from ....arch.cache import LayerKind, Layout
 from ....dtypes import DTYPES
 from ....errors import ParamcountError
 from ....gguf.meta import is_gguf
 from ....ir import join
 from ....model import Model
 from ....records import replace
-from ...context.kv_layout import LayerKind, Layout
+from ...context.kv_layout import attention_heads
 from ...core import overhead as _overhead
 from ...core.limits import Limit
 from ...core.terms import Term
@@ -378,7 +379,7 @@ def shape_of(model: Model, layout: Layout, widths: Any) -> Shape:
     from the cache layout, the feed-forward and vocabulary from the weight shapes
     (:mod:`paramcount.memory.runtimes.transformers.working_set`)."""
     h = widths.hidden
-    heads = _heads(model) or max(1, h // max(_head_dim(layout), 1))
+    heads = attention_heads(model) or max(1, h // max(_head_dim(layout), 1))
     d_k, d_v = _head_dims(model, layout, h, heads)
     k, v = max((_kind_widths(kind) for kind in layout.kinds if kind.attention in ("full", "sliding")), default=(0, 0))
     tail = _tail(model, layout, widths)
@@ -408,23 +409,6 @@ ROWS_AFTER_NORM = frozenset({
     "bailingmoe3", "cohere2moe", "gemma4", "gpt-oss", "hy_v3", "mimo2", "nemotron_h", "qwen35", "qwen35moe",
     "qwen3next", "step35",
 })  # fmt: skip
-
-
-def _heads(model: Model) -> int | None:
-    if is_gguf(model):
-        from ....gguf.meta import metadata
-
-        return max(metadata(model).per_layer("attention.head_count", 0)) or None
-    config = dict(model.config or {})
-    text = config.get("text_config")
-    for source in (config, text if isinstance(text, Mapping) else {}):
-        for key in ("num_attention_heads", "n_head", "num_heads"):
-            v = source.get(key)
-            if isinstance(v, list) and v:
-                v = max(v)
-            if isinstance(v, int) and not isinstance(v, bool) and v > 0:
-                return v
-    return None
 
 
 def _head_dim(layout: Layout) -> int:
@@ -473,9 +457,10 @@ class LlamaCppPlanner:
         pure: bool = False,
         **given: Any,
     ):
-        from ...core.plan import default_scheme, shape_widths
+        from ...tree.widths import shape_widths
+        from ...weights.base import scheme as find
+        from ...weights.dtype import default_scheme
         from ...weights.schemes import configured, weights
-        from ...weights.schemes import scheme as find
 
         self.model = model
         if kv_dtype is not None:
@@ -1066,7 +1051,7 @@ def _arch(model: Model) -> str | None:
 def _layout(model: Model) -> tuple[Layout | None, str | None, Any]:
     """The cache layout (or why there is none) and, for a hybrid or state-space model, llama.cpp's
     hparams (:mod:`paramcount.memory.runtimes.llamacpp.recurrent`)."""
-    from ...context.kv_layout import NoLayout
+    from ....arch.cache import NoLayout
     from .recurrent import layout
 
     try:
@@ -1079,7 +1064,8 @@ def _layout(model: Model) -> tuple[Layout | None, str | None, Any]:
 
 
 def _attention_layout(model: Model) -> tuple[Layout | None, str | None]:
-    from ...context.kv_layout import NoLayout, attention_layout
+    from ....arch.cache import NoLayout
+    from ...context.kv_layout import attention_layout
 
     try:
         layout = attention_layout(model)

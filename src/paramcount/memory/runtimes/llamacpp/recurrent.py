@@ -40,8 +40,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ....arch.cache import LayerKind, Layout, NoLayout, _runs, state_kind
 from ....gguf.meta import MAX_LAYERS
-from ...context.kv_layout import LayerKind, Layout, NoLayout, _runs, state_kind
 from ...core.terms import Term
 
 # llm_arch_is_recurrent and llm_arch_is_hybrid (llama-arch.cpp), the architectures modelled here
@@ -223,9 +223,9 @@ def converted_meta(model: Any) -> tuple[str, Meta]:
     """The llama.cpp architecture and the ``{arch}.*`` metadata the converter writes for ``model``
     (a config of one of :data:`paramcount.gguf.hybrid.ARCHS`' families)."""
     from ....gguf.hybrid import ARCHS as BY_TYPE
-    from ...context.kv_layout import _cfg
+    from ...context.kv_layout import cfg_of
 
-    c = _cfg(model)
+    c = cfg_of(model)
     arch = "nemotron_h_moe" if _nemotron_moe(model) else BY_TYPE[model.model_type]
     meta = {"embedding_length": int(c.int("hidden_size")), **_CONVERTERS[model.model_type](c, model)}
     meta.setdefault("block_count", int(c.int("num_hidden_layers")))

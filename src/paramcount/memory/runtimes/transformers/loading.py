@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from ....model import Model
 from ...core.gpus import GPU
-from ...weights.schemes import Row, Weights
+from ...weights.base import Row, Weights
 
 _FILES = {"mxfp4": "quantizer_mxfp4.py", "fp8": "quantizer_finegrained_fp8.py"}
 # method -> (the compute capability it stays quantised from, what it needs besides)

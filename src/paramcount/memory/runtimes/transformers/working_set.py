@@ -31,12 +31,9 @@ tests/test_gpu_measured.py to the H100's peak allocations (tests/fixtures/gpu_h1
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ....model import Model
 from ...core.terms import Term
-from ...tree.layers import FeedForward, Layer, layers
-from ...tree.modules import output_embedding, walk
+from ...tree.widths import Widths, widths
 from .attention import SOURCE as ATTN_SOURCE
 from .attention import Attending, held, per_call
 
@@ -46,69 +43,6 @@ SOURCE = (
     "tests/fixtures/gpu_h100.json (H100 peak allocations)"
 )
 KV_SOURCE = "transformers 5.23 cache_utils.py DynamicSlidingWindowLayer.update (keys = full_key_states[:, :, -W+1:])"
-_GENERATING = ("CausalLM", "LMHead", "ConditionalGeneration")
-
-
-@dataclass(frozen=True)
-class Widths:
-    """Per-token activation widths (elements) of the widest layer, and the vocabulary of the head."""
-
-    hidden: int
-    attention: int  # q + k + v + the attention output, of the widest attention block
-    ffn: int  # each feed-forward's up widths + inner width (k times for routed experts), summed
-    logits: int  # V, 0 without a language-model head
-    last_only: bool  # logits for the last position only (a generating head)
-    graph_ffn: int = 0  # the widest feed-forward as ggml's graph holds it (:func:`graph_ffn_width`)
-    shared: bool = False  # a layer runs several feed-forwards (routed experts, then a shared one)
-    heads_width: int = 0  # the widest attention's output width (heads × head dim): one repeated key or value
-
-    @property
-    def layer(self) -> int:
-        return 4 * self.hidden + max(self.attention, self.ffn)
-
-
-def _ffn_width(f: FeedForward, h: int) -> int:
-    """A dense MLP holds its up outputs and their product after the nonlinearity: 3I gated
-    (transformers frees the gate once activated), 2I plain. Routed experts (grouped matmuls)
-    hold, per routed copy, the gathered input h, the fused gate-up output 2I, the activated
-    gate and the product: 4I + h."""
-    if f.times > 1:
-        return f.times * (h + f.ups + 2 * f.inner)
-    return f.ups + f.inner
-
-
-def graph_ffn_width(ffns: list[FeedForward] | tuple[FeedForward, ...], h: int) -> int:
-    """One layer's feed-forwards as llama.cpp's graph holds them (``build_ffn``,
-    ``build_moe_ffn``): gate, up and their product, k copies for k routed experts (ggml-alloc
-    frees gate and up once multiplied, before the down projection's k·h output, and
-    ``ggml_mul_mat_id`` gathers no copy of the input); the h-wide outputs of the layer's other
-    feed-forwards are held until summed."""
-    if not ffns:
-        return 0
-    return max(f.times * (f.ups + f.inner) for f in ffns) + h * (len(ffns) - 1)
-
-
-def _layer_widths(g: Layer) -> tuple[int, int, int]:
-    """(h, W_attn, W_ffn) of one layer: attention holds q, k, v and its output. Several MLPs
-    in one layer (routed experts and a shared expert) run one after another: the widest one's
-    tensors, plus the h-wide outputs of the others held until they are summed."""
-    attention = max((a.qkv + a.width for a in g.attention), default=0)
-    ffn = max((_ffn_width(f, g.hidden) for f in g.ffn), default=0) + g.hidden * max(len(g.ffn) - 1, 0)
-    return g.hidden, attention, ffn
-
-
-def widths(model: Model) -> Widths:
-    """The widest layer's widths (from :mod:`paramcount.memory.tree.layers`) and the output head's V."""
-    groups = layers(model)
-    found = [_layer_widths(g) for g in groups] or [(0, 0, 0)]
-    h, attention, ffn = max(found, key=lambda t: 4 * t[0] + max(t[1], t[2]))
-    name = output_embedding(model)
-    vocab = next((m.d_out for m in walk(model) if m.name == name), 0) if name else 0
-    graph = max((graph_ffn_width(g.ffn, g.hidden) for g in groups), default=0)
-    shared = any(len(g.ffn) > 1 for g in groups)
-    generating = any(tag in model.class_name for tag in _GENERATING)
-    heads_width = max((a.width for g in groups for a in g.attention), default=0)
-    return Widths(h, attention, ffn, vocab, generating, graph, shared, heads_width)
 
 
 def activations(

@@ -39,10 +39,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from ....arch.cache import LayerKind, Layout
 from ....errors import ParamcountError, brief
 from ....model import Model
 from ....records import replace
-from ...context.kv_layout import LayerKind, Layout
 from ...core.terms import GIB, Term
 from .state import SRC_ALIGN, SRC_STATE, SRC_STATE_SHARD, VLLM_VERSION, StateSpec, attention_block, state_spec
 
@@ -700,8 +700,11 @@ class VllmPlanner:
         pure: bool = False,
         **given: Any,
     ):
-        from ...core.plan import _layout, activation_bytes, compute_dtype, default_scheme, shape_widths
-        from ...weights.schemes import scheme as find
+        from ...context.kv_layout import layout_of
+        from ...core.plan import activation_bytes
+        from ...tree.widths import shape_widths
+        from ...weights.base import scheme as find
+        from ...weights.dtype import compute_dtype, default_scheme
         from ...weights.schemes import weights
 
         if overhead is not None:
@@ -723,18 +726,18 @@ class VllmPlanner:
         self.dtype = compute_dtype(self.scheme, model)
         self.act_bytes = activation_bytes(self.dtype)
         self.kv_bytes = KV_BYTES[self.o.kv_dtype] or self.act_bytes
-        self.layout, self.partial = _layout(model, "latent")
+        self.layout, self.partial = layout_of(model, "latent")
         if self.partial:
             raise ParamcountError(
                 f"the vLLM plan needs the model's attention layout: {self.partial}", field="--runtime"
             )
         self.widths = shape_widths(model)
+        from ...context.kv_layout import attention_heads
         from ...core.limits import Limit
-        from ..llamacpp.plan import _heads
 
         self.limit = Limit.of(model)
         kv = kv_heads(self.layout)
-        q = _heads(model) or kv
+        q = attention_heads(model) or kv
         self.heads = Heads(q, kv)
         has_state = any(k.attention == "state" for k in self.layout.kinds)
         self.state = state_spec(model, self.o.tp, self.dtype, self.scheme) if has_state else None

@@ -433,9 +433,9 @@ REFUSED = {
 def state_spec(model: Any, tp: int, dtype: str, scheme: str = "bf16") -> StateSpec:
     """The ``MambaSpec`` of ``model``'s state layers on one of ``tp`` ranks for a model dtype
     (bf16, fp16, fp32) and weight scheme; a one-line error for a family whose state is not paged here."""
-    from ...context.kv_layout import _cfg
+    from ...context.kv_layout import cfg_of
 
-    c, model_type = _cfg(model), model.model_type
+    c, model_type = cfg_of(model), model.model_type
     if model_type in COMPOSITES:
         from ....arch.qwen3_vl import text_cfg
 

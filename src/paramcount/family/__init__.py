@@ -6,37 +6,21 @@ component kinds that a derivation, an attention width or an embedding table is r
 the files name a native family, :func:`resolve` gives that family's tree instead, built from the
 config (a checkpoint's config.json, a GGUF file's metadata) and checked against the stored
 tensors: every name and shape (a checkpoint), or every shape (a GGUF file, whose names are
-llama.cpp's: :mod:`paramcount.gguf_family`). Where there is no family, or the check fails, the
+llama.cpp's: :mod:`paramcount.family.gguf`). Where there is no family, or the check fails, the
 model read from the files comes back with ``why``: the figures that need the family's structure
 are then flagged, never 0 or a guess marked exact.
 """
 
 from __future__ import annotations
 
-from .ir import Block, Node
-from .model import Model
-from .records import record, replace
+from ..ir import Block, Node
+from ..model import Model
+from ..records import replace
+from .resolved import GGUF, Resolved
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: count --json resolves, and start-up counts
 if TYPE_CHECKING:
     from typing import Any
-
-GGUF = "GGUF"  # Model.class_name of a GGUF file's model (memory.gguf_file.GGUF; not imported: start-up)
-
-
-@record(frozen=True)
-class Resolved:
-    """``model``: the tree to read; ``checked``: what was checked to use the family's tree
-    (None for a config, whose tree is the family's); ``why``: why the tree is not the family's
-    (None when it is)."""
-
-    model: Model
-    checked: str | None = None
-    why: str | None = None
-
-    @property
-    def is_family(self) -> bool:
-        return self.why is None
 
 
 def resolve(model: Model) -> Resolved:
@@ -48,7 +32,7 @@ def _resolve(model: Model) -> Resolved:
     if getattr(model, "checkpoint", None) is not None:
         return _checkpoint(model)
     if model.class_name == GGUF:
-        from .gguf_family import resolve_gguf
+        from .gguf import resolve_gguf
 
         return resolve_gguf(model)
     if model.counted_by != "paramcount":

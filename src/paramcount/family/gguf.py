@@ -18,24 +18,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ParamcountError
-from .family import Resolved
-from .ir import Block, Node, Tensor, join
-from .model import Model
-from .records import replace
+from ..errors import ParamcountError
+from ..ir import Block, Node, Tensor, join
+from ..model import Model
+from ..records import replace
+from .resolved import Resolved
 
 
 def gguf_values(model: Model) -> Mapping[str, Any]:
     """The ``{arch}.*`` metadata of a GGUF model (without the prefix), as its reader kept it.
     Every metadata read of this module goes through here."""
-    from .gguf.meta import metadata
+    from ..gguf.meta import metadata
 
     return metadata(model).values
 
 
 def resolve_gguf(model: Model) -> Resolved:
     """The family's model of a GGUF file, built from its metadata and checked (see the module)."""
-    from .frontends.config import from_config
+    from ..frontends.config import from_config
 
     if model.towers():  # an mmproj file, or a model's GGUF with its mmproj beside it
         return Resolved(model, why="a multimodal projector (mmproj) file's towers are llama.cpp's clip, no family here")

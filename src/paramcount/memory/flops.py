@@ -24,9 +24,9 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from .errors import ParamcountError, bounded_exponent, bounded_number
-from .ir import Tensor
-from .model import Model
+from ..errors import ParamcountError, bounded_exponent, bounded_number
+from ..ir import Tensor
+from ..model import Model
 
 CHINCHILLA_TOKENS_PER_PARAM = 20  # Hoffmann et al. 2022 (arXiv:2203.15556): ~20 tokens per parameter
 
@@ -141,7 +141,7 @@ def forward_flops(model: Model, context: int, batch: int = 1) -> Forward:
 def attention_widths(model: Model) -> dict[int, int]:
     """``{d_attn: attention blocks run per forward pass}``: GPT-3's ``{12288: 96}``, T5-small's
     ``{512: 18}`` (6 encoder, 6 decoder self- and 6 cross-attention blocks)."""
-    from .memory.tree.layers import layers
+    from .tree.layers import layers
 
     out: dict[int, int] = {}
     for g in layers(model):
@@ -209,7 +209,7 @@ def parse_tokens(text: str | int) -> int:
 
 def matmul_params(model: Model) -> int:
     """Weights one token is multiplied by in a forward pass (see the module docstring)."""
-    from .memory.tree.modules import CONV1D, LINEAR, walk
+    from .tree.modules import CONV1D, LINEAR, walk
 
     total = 0
     for m in walk(model):
@@ -228,7 +228,7 @@ def matmul_params(model: Model) -> int:
 def non_embedding(model: Model) -> int:
     """Kaplan's N: the parameters a token uses (all of them, or k of E experts) less the
     embedding tables and an untied output embedding."""
-    from .memory.tree.modules import EMBEDDING, output_embedding, walk
+    from .tree.modules import EMBEDDING, output_embedding, walk
 
     out = output_embedding(model)
     tables = 0
