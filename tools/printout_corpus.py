@@ -118,8 +118,8 @@ def classify(rec: dict) -> tuple[str, int, str | None]:
     except ParamcountError as e:
         return "refused", 0, str(e)
     got, true = p.model.total, rec["total"]
-    if p.model.inexact:
-        return ("flagged" if got <= true else "wrong"), got, p.model.inexact
+    if p.model.inexact:  # a lower bound is at most the truth; a count that may hold a module twice is no bound
+        return ("flagged" if got <= true or not p.lower_bound else "wrong"), got, p.model.inexact
     return ("exact" if got == true else "wrong"), got, None
 
 

@@ -507,8 +507,8 @@ def _retie(node: Node, prefix: str, ties: dict[str, str]) -> Node:
     if isinstance(node, Tensor):
         full = join(prefix, node.name)
         return Tie(node.name, node.shape, ties[full], node.kind) if full in ties else node
-    if isinstance(node, Block) and node.repeat is None:
-        here = join(prefix, node.name)
+    if isinstance(node, Block) and node.repeat in (None, 1):  # a single numbered entry has one name too
+        here = join(prefix, node.name) if node.repeat is None else join(join(prefix, node.name), str(node.start))
         children = tuple(_retie(c, here, ties) for c in node.children)
         if all(a is b for a, b in zip(children, node.children, strict=True)):
             return node
@@ -538,6 +538,7 @@ class Counted:
     tied_total: int
     untied_total: int
     notes: tuple[str, ...]
+    untied: Block  # the tree with no tie the text leaves open (the MLM heads' bias is always one)
 
 
 def count(mod: Mod, likely_tied: bool, filler: Filler | None = None) -> Counted:
@@ -551,15 +552,26 @@ def count(mod: Mod, likely_tied: bool, filler: Filler | None = None) -> Counted:
         shape = max(embeddings, key=lambda s: s[0])  # the token embedding has the most rows
         group = [n for n, s, _ in b.candidates if s == shape]
         ties = [(n, group[0]) for n in group[1:]]
-    tied = _retie(tree, "", dict(ties))
-    return Counted(
-        tied if likely_tied else tree,
-        tuple(b.unknown),
-        tuple(ties),
-        tied.count,
-        tree.count,
-        tuple(b.notes),
-    )
+    return retied(Counted(tree, tuple(b.unknown), (), 0, 0, tuple(b.notes), tree), ties, likely_tied)
+
+
+def retied(c: Counted, ties: list[tuple[str, str]], likely_tied: bool) -> Counted:
+    """``c`` with ``ties`` as the ties the text leaves open (tied or not, as likely)."""
+    tied = _retie(c.untied, "", dict(ties))
+    tree = tied if likely_tied else c.untied
+    return replace(c, tree=tree, ties=tuple(ties), tied_total=tied.count, untied_total=c.untied.count)
+
+
+def names(node: Block, prefix: str = "", repeated: bool = False) -> Iterator[tuple[str, tuple[int, ...], bool]]:
+    """Each printed tensor's full name and shape, and whether it is one of a run (then named by
+    the run's first index): proportional to the tree, never unrolled."""
+    for child in node.children:
+        if isinstance(child, Block):
+            here = join(prefix, child.name)
+            here = here if child.repeat is None else join(here, str(child.start))
+            yield from names(child, here, repeated or (child.repeat or 1) > 1)
+        else:
+            yield join(prefix, child.name), tuple(child.shape), repeated
 
 
 def _family(class_name: str) -> Any:
@@ -624,6 +636,53 @@ def _source_raw(root: Mod) -> list[Unknown]:
     return out
 
 
+def _source_ties(root: Mod, c: Counted, likely: bool) -> tuple[Counted, list[str]]:
+    """For a class no family defines: the ties transformers' source declares, in place of the
+    guess from shapes, and why the count may still hold a shared module more than once."""
+    from .printout_source import expand, sharing
+
+    s = sharing(root)
+    if s is None:
+        return c, []
+    printed = {name: (shape, run) for name, shape, run in names(c.untied)}
+    done = {name for name, t in _ties_of(c.untied)}
+    why = list(s.unreadable) if likely else []
+    ties: dict[str, str] = {}
+    for prefix, keys in s.keys:
+        got = expand(keys, prefix, {n: run for n, (_, run) in printed.items()})
+        if got is None or any(printed[t][0] != printed[src][0] for t, src in got.items()):
+            why += [f"the ties declared at {prefix or '(root)'} do not fit the printed names"] if likely else []
+            continue
+        ties.update({t: src for t, src in got.items() if t not in done})
+    handed: dict[str, dict[str, str]] = {}  # class -> each child it is handed -> its first path
+    for path, cls in s.handed:
+        if any(n.startswith(path + ".") for n in printed):
+            handed.setdefault(cls, {}).setdefault(path.rsplit(".", 1)[-1], path)
+    for cls, keys in handed.items():
+        first = next(iter(keys.values()))
+        said = f"{cls} is handed {', '.join(keys)} by its caller, which may hand one module to several layers"
+        why.append(f"{said} (e.g. {first})")
+    return retied(c, list(ties.items()), likely), why
+
+
+def _ties_of(node: Block, prefix: str = "") -> Iterator[tuple[str, Tie]]:
+    for child in node.children:
+        if isinstance(child, Tie):
+            yield join(prefix, child.name), child
+        elif isinstance(child, Block) and child.repeat in (None, 1):
+            here = join(prefix, child.name)
+            yield from _ties_of(child, here if child.repeat is None else join(here, str(child.start)))
+
+
+def _shared_note(shared: tuple[str, ...], unknown: tuple[Unknown, ...], total: int) -> str:
+    said = f"not exact: {total:,} may count a shared module more than once, as print(model) prints one at "
+    said += "every place it is used, and transformers' source says: "
+    said += "; ".join(shared[:3]) + (f" (and {len(shared) - 3} more)" if len(shared) > 3 else "")
+    if unknown:
+        said += "; it also leaves out " + _unknown_note(unknown, total).split("; print(model) does not show ", 1)[1]
+    return said
+
+
 def _unknown_note(unknown: tuple[Unknown, ...], total: int) -> str:
     by_class: dict[str, list[Unknown]] = {}
     for u in unknown:
@@ -651,10 +710,13 @@ class Printout:
     tied_total: int
     untied_total: int
     likely_tied: bool
+    shared: tuple[str, ...] = ()  # why a printed module may be one module used in several places
 
     @property
     def lower_bound(self) -> bool:
-        return bool(self.unknown)
+        """Whether the total is at most the model's (it leaves parameters out and may not count
+        a shared module twice)."""
+        return bool(self.unknown) and not self.shared
 
 
 def _backbone(root: Mod, fam: Any) -> Mod | None:
@@ -692,11 +754,17 @@ def from_text(text: str, source: str = "<text>", name: str | None = None, tied: 
     known = tied is not None
     likely = tied if tied is not None else likely
     c, filled, family = _filled_count(root, fam, likely)
+    shared: list[str] = []
+    if family is None:
+        c, shared = _source_ties(root, c, likely)
     notes = [f"counted from the text of print(model) ({root.cls})", *c.notes, *filled]
     if c.ties:
         notes.append(_tie_note(c, root.cls, fam, likely, known))
     unknown = (*c.unknown, *(_hidden_raw(family, c.tree) if family is not None else _source_raw(root)))
-    inexact = _unknown_note(unknown, c.tree.count) if unknown else None
+    if shared:
+        inexact = _shared_note(tuple(shared), unknown, c.tree.count)
+    else:
+        inexact = _unknown_note(unknown, c.tree.count) if unknown else None
     if inexact:
         notes.append(inexact)
     inner = _backbone(root, fam)
@@ -712,7 +780,7 @@ def from_text(text: str, source: str = "<text>", name: str | None = None, tied: 
         notes=tuple(notes),
         inexact=inexact,
     )
-    return Printout(model, unknown, c.ties, c.tied_total, c.untied_total, likely)
+    return Printout(model, unknown, c.ties, c.tied_total, c.untied_total, likely, tuple(shared))
 
 
 # --- files and standard input ------------------------------------------------------------
