@@ -124,6 +124,9 @@ EXACT = [
     ("swiss-ai--Apertus-8B-2509.json", None),  # XIELUActivation's alpha_p and alpha_n
     ("Qwen--Qwen3.5-27B.json", None),  # Qwen3_5RMSNormGated: linear_value_head_dim, solved
     ("google--siglip-base-patch16-224.json", "SiglipModel"),  # logit_scale, logit_bias, probe
+    # towers that name their widths alike: the family's default tells the vision h from the text's
+    ("google--gemma-3-4b-it.json", None),  # mm_input_projection_weight: vision h × text h
+    ("llava-hf--llava-onevision-qwen2-0.5b-ov-hf.json", None),  # image_newline: the text's h
 ]
 
 LOWER_BOUND = [

@@ -63,6 +63,20 @@ def test_widths_nearest_place_answers_and_a_tie_is_no_answer():
     assert w.value("h", "projector.weight") is None  # as near to both towers: refused
 
 
+def test_a_width_answers_only_where_the_family_default_agrees():
+    """A vision tower's ``h`` (family default 1152) and the text's (4096) at equal distance: the
+    default asked about picks the field; a value solved with no known default answers for any."""
+    w = Widths()
+    w.add("h", "model.vision_tower.norm.weight", 1152, 1152)
+    w.add("h", "model.language_model.norm.weight", 896, 4096)
+    assert w.value("h", "model.image_newline") is None
+    assert w.value("h", "model.image_newline", default=4096) == 896
+    assert w.value("h", "model.image_newline", default=1152) == 1152
+    assert w.value("h", "model.image_newline", default=768) is None
+    w.add("h", "model.projector.weight", 896)
+    assert w.value("h", "model.image_newline", default=768) == 896
+
+
 def test_shape_arithmetic():
     w = Widths()
     w.add("h", "x", 768)

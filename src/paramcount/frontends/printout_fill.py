@@ -62,16 +62,33 @@ def _common(a: tuple[str, ...], b: tuple[str, ...]) -> int:
 
 @dataclass
 class Widths:
-    """Symbol values seen at places in the tree; the one nearest a place answers for it."""
+    """Symbol values seen at places in the tree; the one nearest a place answers for it.
 
-    seen: dict[str, dict[tuple[str, ...], set[int]]] = field(default_factory=dict)
+    Towers name their widths alike (a vision tower's ``h`` and the text's), so each value also
+    keeps the one the family's own tree has there at its defaults: a value whose default differs
+    from the one asked about is another config field's, and never answers for it."""
 
-    def add(self, symbol: str, path: str, value: int) -> None:
-        self.seen.setdefault(symbol, {}).setdefault(tuple(pattern(path).split(".")), set()).add(int(value))
+    # symbol -> place -> value -> the family's defaults there (None: not known)
+    seen: dict[str, dict[tuple[str, ...], dict[int, set[int | None]]]] = field(default_factory=dict)
 
-    def value(self, symbol: str, path: str, skip: frozenset[tuple[str, ...]] = frozenset()) -> int | None:
-        """The symbol's value nearest ``path``, not reading the places in ``skip``."""
-        places = {p: v for p, v in self.seen.get(symbol, {}).items() if p not in skip}
+    def add(self, symbol: str, path: str, value: int, default: int | None = None) -> bool:
+        """Record a value; whether it is new there."""
+        place = self.seen.setdefault(symbol, {}).setdefault(tuple(pattern(path).split(".")), {})
+        defaults = place.setdefault(int(value), set())
+        new = default not in defaults
+        defaults.add(None if default is None else int(default))
+        return new
+
+    def value(
+        self, symbol: str, path: str, skip: frozenset[tuple[str, ...]] = frozenset(), default: int | None = None
+    ) -> int | None:
+        """The symbol's value nearest ``path``, not reading the places in ``skip``, nor values
+        whose family default is known and not ``default`` (when given)."""
+        places = {}
+        for p, values in self.seen.get(symbol, {}).items():
+            fits = {v for v, ds in values.items() if default is None or None in ds or default in ds}
+            if p not in skip and fits:
+                places[p] = fits
         if not places:
             return None
         here = tuple(pattern(path).split("."))
@@ -85,11 +102,16 @@ def symbols(text: str) -> set[str]:
 
 
 def evaluate(
-    text: str, widths: Widths, path: str, given: dict[str, int] | None = None, skip: frozenset = frozenset()
+    text: str,
+    widths: Widths,
+    path: str,
+    given: dict[str, int] | None = None,
+    skip: frozenset = frozenset(),
+    defaults: dict[str, int] | None = None,
 ) -> int | None:
     """A shape expression (``h·expand``, ``a·d_head + 1``, ``⌈h/16⌉``) with the symbols' values
-    near ``path`` (or ``given``); None when a symbol is unbound or the text is not this small
-    arithmetic."""
+    near ``path`` (or ``given``; ``defaults``: the family's default value of a symbol here, see
+    Widths); None when a symbol is unbound or the text is not this small arithmetic."""
     tokens: list[str | int] = []
     pos = 0
     while pos < len(text):
@@ -98,7 +120,7 @@ def evaluate(
             return None
         name, digits, op = m.groups()
         if name:
-            v = given[name] if given and name in given else widths.value(name, path, skip)
+            v = given[name] if given and name in given else widths.value(name, path, skip, (defaults or {}).get(name))
             if v is None:
                 return None
             tokens.append(v)
@@ -174,7 +196,7 @@ class Filler:
             if len(pairs) > MAX_PLACES:
                 pairs = {}
                 break
-        self.widths = _widths(list(pairs.values()))
+        self.widths = _widths(list(pairs.values()), self.defaults)
         self.filled: dict[str, list[str]] = {}  # class -> the paths filled
 
     def leaf(self, path: str, cls: str) -> list[Param] | None:
@@ -220,12 +242,13 @@ class Filler:
         shape = []
         for d in ts[0].shape:
             text = expr(d)
+            hint = {text: int(d)} if _ATOM.fullmatch(text) else None
             if text.isdigit():  # a constant of the family's code: only 1 is surely not a config value
                 value = 1 if int(text) == 1 else None
-            elif evaluate(text, self.defaults, path, skip=skip) != int(d):
+            elif evaluate(text, self.defaults, path, skip=skip, defaults=hint) != int(d):
                 value = None  # the arithmetic does not give the family's own default back
             else:
-                value = evaluate(text, self.widths, path)
+                value = evaluate(text, self.widths, path, defaults=hint)
             if value is None or value < 0:
                 return None
             shape.append(value)
@@ -238,19 +261,22 @@ class Filler:
         return "filled from the family, with the widths printed around them: " + "; ".join(parts)
 
 
-def _widths(pairs: list[tuple[str, tuple[int, ...], tuple[int, ...]]]) -> Widths:
+def _widths(pairs: list[tuple[str, tuple[int, ...], tuple[int, ...]]], family: Widths | None = None) -> Widths:
     """Symbol values from (place, the family's shape, the shape seen there): single symbols
-    first, then what one unknown symbol of an expression solves for."""
+    first, then what one unknown symbol of an expression solves for (its default solved the same
+    way from ``family``, the family's own widths; None: the shapes are the family's own)."""
     widths = Widths()
     for pair in pairs:
         _bind(widths, pair[1], pair[2], pair[0])
     for _ in range(3):  # a width solved from one tensor may be what solves the next
-        if not any([_solve(widths, *pair) for pair in pairs]):
+        if not any([_solve(widths, *pair, family) for pair in pairs]):
             break
     return widths
 
 
-def _solve(widths: Widths, path: str, family_shape: tuple[int, ...], shape: tuple[int, ...]) -> bool:
+def _solve(
+    widths: Widths, path: str, family_shape: tuple[int, ...], shape: tuple[int, ...], family: Widths | None
+) -> bool:
     """Bind what the printed dimensions solve for; whether anything new was bound."""
     new = False
     if len(family_shape) != len(shape):
@@ -259,10 +285,10 @@ def _solve(widths: Widths, path: str, family_shape: tuple[int, ...], shape: tupl
         text = expr(d)
         if _ATOM.fullmatch(text):
             continue
+        defaults = dict(solve(text, int(d), family, path)) if family is not None else None
         for x, value in solve(text, int(v), widths, path):
-            place = widths.seen.setdefault(x, {}).setdefault(tuple(pattern(path).split(".")), set())
-            new = new or value not in place
-            place.add(value)
+            default = value if defaults is None else defaults.get(x)
+            new = widths.add(x, path, value, default) or new
     return new
 
 
@@ -272,7 +298,7 @@ def _bind(widths: Widths, family_shape: tuple[int, ...], shape: tuple[int, ...],
     for d, v in zip(family_shape, shape, strict=True):
         text = expr(d)
         if _ATOM.fullmatch(text):
-            widths.add(text, path, int(v))
+            widths.add(text, path, int(v), int(d))
 
 
 def raw_names(tree: Block) -> dict[str, set[str]]:
