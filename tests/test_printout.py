@@ -127,6 +127,10 @@ EXACT = [
     # towers that name their widths alike: the family's default tells the vision h from the text's
     ("google--gemma-3-4b-it.json", None),  # mm_input_projection_weight: vision h × text h
     ("llava-hf--llava-onevision-qwen2-0.5b-ov-hf.json", None),  # image_newline: the text's h
+    # Mamba-2 heads (A_log, D, dt_bias): in_proj's width less the convolution's and d_inner
+    ("mistralai--Mamba-Codestral-7B-v0.1.json", None),
+    ("tiiuae--Falcon-H1-7B-Instruct.json", None),
+    ("nvidia--NVIDIA-Nemotron-Nano-9B-v2.json", None),  # only its Mamba mixers hold them, not attention's
 ]
 
 LOWER_BOUND = [

@@ -87,3 +87,17 @@ def test_shape_arithmetic():
     assert solve("h·expand", 1536, w, "x") == [("expand", 2)]
     assert solve("⌈h/16⌉ + 2·d", 80, w, "x") == [("d", 16)]
     assert solve("h·expand", 1000, w, "x") == []  # no whole number gives it
+
+
+def test_a_printed_dimension_is_a_term_of_another():
+    """Mamba-2: the convolution prints h·expand + 2·n_groups·state_size (neither symbol alone), and
+    in_proj adds h·expand and the head count to it: the heads solve; a term under a minus or a
+    product is never replaced."""
+    w = Widths()
+    w.add("h", "m.out_proj.weight", 4096)
+    w.add("expand", "m.out_proj.weight", 2)
+    w.add("h·expand + 2·n_groups·state_size", "m.conv1d.weight", 10240)
+    assert solve("h·expand + h·expand + 2·n_groups·state_size + a", 18560, w, "m.in_proj.weight") == [("a", 128)]
+    w.add("2·n", "m.x", 16)
+    assert solve("h - 2·n + a", 4096, w, "m.y") == []  # h - (2·n) is not h - 2·n + a's term
+    assert solve("3·2·n + a", 100, w, "m.y") == []

@@ -423,8 +423,9 @@ def _module(mod: Mod, name: str, path: str, copies: int, in_list: bool, b: _Buil
     else:
         children += _own(mod, path, copies, in_list, b)
         if b.filler is not None:
-            printed = {c.key for c in mod.children} | {t.name for t in children}
-            children += _tensors(b.filler.beside(path, printed), path, in_layer=copies > 1 or in_list)
+            subs = {c.key for c in mod.children}
+            raw = b.filler.beside(path, subs | {t.name for t in children}, subs)
+            children += _tensors(raw, path, in_layer=copies > 1 or in_list)
         for c in mod.children:
             if c.mod is None:
                 continue

@@ -162,16 +162,42 @@ def _atom(tokens: list) -> tuple[int | None, list]:
 
 def solve(text: str, value: int, widths: Widths, path: str) -> list[tuple[str, int]]:
     """Each symbol of ``text`` with the value that makes ``text`` equal ``value`` given the other
-    symbols' values, where ``text`` grows in steps with it (``h·expand``, ``⌈h/16⌉ + 2·state``)."""
+    symbols' values, where ``text`` grows in steps with it (``h·expand``, ``⌈h/16⌉ + 2·state``).
+    A term of the sum that is a whole dimension seen near ``path`` counts as that width: Mamba's
+    ``h·expand + h·expand + 2·n_groups·state_size + a`` solves for ``a`` once the convolution's
+    ``h·expand + 2·n_groups·state_size`` is printed, though neither of its symbols is."""
+    text, known = _terms(text, widths, path)
     out = []
-    for x in sorted(symbols(text)):
-        f1, f2 = (evaluate(text, widths, path, {x: n}) for n in (1, 2))
+    for x in sorted(symbols(text) - known.keys()):
+        f1, f2 = (evaluate(text, widths, path, {**known, x: n}) for n in (1, 2))
         if f1 is None or f2 is None or f2 <= f1 or (value - f1) % (f2 - f1):
             continue
         guess = 1 + (value - f1) // (f2 - f1)
-        if guess >= 1 and evaluate(text, widths, path, {x: guess}) == value:
+        if guess >= 1 and evaluate(text, widths, path, {**known, x: guess}) == value:
             out.append((x, guess))
     return out
+
+
+_TERM = "__term"  # a sum's term replaced by its width (no family names a symbol so)
+
+
+def _terms(text: str, widths: Widths, path: str) -> tuple[str, dict[str, int]]:
+    """``text`` with each term that is a whole dimension seen near ``path`` (a sum of its terms,
+    standing between ``+`` signs or the ends) replaced by a name bound to that width."""
+    known: dict[str, int] = {}
+    for key in sorted((k for k in widths.seen if not _ATOM.fullmatch(k)), key=len, reverse=True):
+        at = text.find(key)
+        if key == text or at < 0 or not _whole_term(text, at, at + len(key)):
+            continue
+        value = widths.value(key, path)
+        if value is not None:
+            name = f"{_TERM}{len(known)}"
+            text, known[name] = text[:at] + name + text[at + len(key) :], value
+    return text, known
+
+
+def _whole_term(text: str, start: int, end: int) -> bool:
+    return (start == 0 or text[:start].endswith("+ ")) and (end == len(text) or text[end:].startswith((" +", " -")))
 
 
 class Filler:
@@ -183,7 +209,7 @@ class Filler:
             if isinstance(t, Tensor):
                 self.tensors.setdefault(pattern(path), []).append(t)
         self.modules = {pattern(p) for p, _ in blocks(family_tree)}
-        self.raw = raw_names(family_tree)
+        self.kinds = raw_kinds(family_tree)
         own = [(path, t.shape, t.shape) for path, ts in self.tensors.items() for t in ts]
         self.defaults = _widths(own)  # the family's default widths, read as the printout's are
         # What binds a symbol is the place (a pattern) and the shapes: alike entries of a long
@@ -212,11 +238,14 @@ class Filler:
             self.filled.setdefault(cls, []).append(path)
         return params
 
-    def beside(self, path: str, printed: set[str]) -> list[Param]:
-        """The raw parameters the family's module at ``path`` holds beside its submodules."""
+    def beside(self, path: str, printed: set[str], submodules: set[str]) -> list[Param]:
+        """The raw parameters the family's module at ``path`` holds beside its submodules. Where
+        modules of several kinds share the place (a hybrid's mixers: Mamba's holds A_log, its
+        attention nothing), the family's module whose submodules the printed one has answers."""
         here = pattern(path)
+        fits = {raw for subs, raw in self.kinds.get(here, []) if subs <= submodules}
         params = []
-        for name in sorted(self.raw.get(here, set()) - printed):  # each on its own: one may be unknowable
+        for name in sorted(next(iter(fits)) - printed if len(fits) == 1 else ()):  # each alone: one may be unknowable
             params += self._params(here, [name]) or []
         if params:
             names = ", ".join(p[0] for p in params)
@@ -297,8 +326,9 @@ def _bind(widths: Widths, family_shape: tuple[int, ...], shape: tuple[int, ...],
         return
     for d, v in zip(family_shape, shape, strict=True):
         text = expr(d)
-        if _ATOM.fullmatch(text):
-            widths.add(text, path, int(v), int(d))
+        if text.isdigit():
+            continue
+        widths.add(text, path, int(v), int(d))  # a whole expression too: a term of another (see solve)
 
 
 def raw_names(tree: Block) -> dict[str, set[str]]:
@@ -312,6 +342,18 @@ def raw_names(tree: Block) -> dict[str, set[str]]:
         names |= {c.name for c in block.children if _lone(c)}
         if names:
             out[pattern(path)] = names
+    return out
+
+
+def raw_kinds(tree: Block) -> dict[str, list[tuple[frozenset[str], frozenset[str]]]]:
+    """Per module place (a pattern): each of the family's modules there as (its submodules'
+    names, the parameters it holds beside them)."""
+    out: dict[str, list[tuple[frozenset[str], frozenset[str]]]] = {}
+    for path, block in [("", tree), *blocks(tree)]:
+        subs = frozenset(c.name for c in block.children if isinstance(c, Block) and not _lone(c))
+        raw = frozenset(c.name for c in block.children if not isinstance(c, Block) or _lone(c))
+        if subs:
+            out.setdefault(pattern(path), []).append((subs, raw))
     return out
 
 
