@@ -131,6 +131,9 @@ EXACT = [
     ("mistralai--Mamba-Codestral-7B-v0.1.json", None),
     ("tiiuae--Falcon-H1-7B-Instruct.json", None),
     ("nvidia--NVIDIA-Nemotron-Nano-9B-v2.json", None),  # only its Mamba mixers hold them, not attention's
+    # fused experts: the router (an nn.Linear) prints E, the shared expert the experts' width;
+    # Llama4TextL2Norm(eps=…) holds nothing, as transformers' source shows
+    ("meta-llama--Llama-4-Scout-17B-16E.json", None),
 ]
 
 LOWER_BOUND = [

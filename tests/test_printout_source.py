@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from paramcount.frontends.printout import from_text
-from paramcount.frontends.printout_source import expand
+from paramcount.frontends.printout import from_text, parse
+from paramcount.frontends.printout_source import expand, parameter_free
 
 
 def _printed(model_type: str, cls: str, **fields):
@@ -121,3 +121,22 @@ def test_expand_follows_transformers():
     # sources cycle over targets: three heads, one embedding
     heads = {"e.weight": False, **{f"h.{i}.weight": False for i in range(3)}}
     assert expand({r"h\.\d+\.weight": "e.weight"}, "", heads) == {f"h.{i}.weight": "e.weight" for i in range(3)}
+
+
+def test_leaves_whose_source_makes_no_parameter_hold_none():
+    pytest.importorskip("transformers")
+    root = parse("Llama4TextModel(\n  (norm): Llama4TextRMSNorm((8,), eps=1e-06)\n)")
+    classes = {"Llama4TextL2Norm", "Llama4TextRMSNorm", "Llama4Router", "Llama4TextRotaryEmbedding", "NoSuchNorm"}
+    # Llama4TextRMSNorm makes a Parameter; Llama4Router is an nn.Linear; NoSuchNorm is not transformers'
+    assert parameter_free(root, classes) == {"Llama4TextL2Norm", "Llama4TextRotaryEmbedding"}
+    assert parameter_free(parse("Net(\n  (a): Identity()\n)"), {"Llama4TextL2Norm"}) == set()
+
+
+def test_a_parameter_free_leaf_keeps_a_count_exact():
+    text = (
+        "Llama4TextModel(\n  (proj): Linear(in_features=8, out_features=8, bias=False)\n"
+        "  (qk_norm): Llama4TextL2Norm(eps=1e-05)\n  (odd): FancyScale()\n)"
+    )
+    pytest.importorskip("transformers")
+    m = from_text(text).model
+    assert m.total == 64 and "FancyScale" in m.inexact and "Llama4TextL2Norm" not in m.inexact

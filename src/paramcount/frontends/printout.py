@@ -458,6 +458,10 @@ def _own(mod: Mod, path: str, copies: int, in_list: bool, b: _Build) -> list[Nod
             params += [("in_proj_bias", (3 * e,), "attention")] if kw.get("bias", True) else []
             return _tensors(params, path, copies > 1 or in_list)
     if _EXPERTS.fullmatch(mod.cls):
+        # the family's fused tensors, where the router and a shared expert print their widths (Llama 4)
+        filled = b.filler.leaf(path, mod.cls) if b.filler is not None else None
+        if filled:
+            return _tensors(filled, path, copies > 1 or in_list)
         b.unknown.append(Unknown(path, mod.cls, copies, "fused expert weights are not printed"))
     decoder = named.get("decoder")
     if _MLM_HEAD.fullmatch(mod.cls) and decoder is not None and not decoder.children:
@@ -637,6 +641,16 @@ def _source_raw(root: Mod) -> list[Unknown]:
     return out
 
 
+def _holding(root: Mod, unknown: tuple[Unknown, ...]) -> tuple[Unknown, ...]:
+    """The unknown leaves less those whose class transformers' source shows holds no parameter
+    (Llama 4's ``Llama4TextL2Norm(eps=1e-05)``)."""
+    from .printout_source import parameter_free
+
+    leaves = {u.class_name for u in unknown if not _EXPERTS.fullmatch(u.class_name)}
+    free = parameter_free(root, leaves) if leaves else set()
+    return tuple(u for u in unknown if u.class_name not in free)
+
+
 def _source_ties(root: Mod, c: Counted, likely: bool) -> tuple[Counted, list[str]]:
     """For a class no family defines: the ties transformers' source declares, in place of the
     guess from shapes, and why the count may still hold a shared module more than once."""
@@ -761,7 +775,7 @@ def from_text(text: str, source: str = "<text>", name: str | None = None, tied: 
     notes = [f"counted from the text of print(model) ({root.cls})", *c.notes, *filled]
     if c.ties:
         notes.append(_tie_note(c, root.cls, fam, likely, known))
-    unknown = (*c.unknown, *(_hidden_raw(family, c.tree) if family is not None else _source_raw(root)))
+    unknown = (*_holding(root, c.unknown), *(_hidden_raw(family, c.tree) if family is not None else _source_raw(root)))
     if shared:
         inexact = _shared_note(tuple(shared), unknown, c.tree.count)
     else:

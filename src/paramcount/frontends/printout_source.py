@@ -242,3 +242,37 @@ def expand(keys: dict[str, str], prefix: str, names: dict[str, bool]) -> dict[st
         for t, s in zip(ts, cycle(ss)):
             out[t] = out.get(s, s)  # a source that is itself a target: its own source, as transformers does
     return {lead + t: lead + s for t, s in out.items()}
+
+
+# --- leaves that hold nothing ------------------------------------------------------------
+
+# How a module's own code makes a parameter (a leaf prints no submodules, so it has no other way)
+_MAKES = re.compile(r"Parameter|register_parameter")
+
+
+def parameter_free(root: Any, classes: set[str]) -> set[str]:
+    """Of the printed leaf ``classes`` (modules that print no shape), those transformers' source
+    shows hold no parameter: no method of the class, nor of the transformers classes it inherits,
+    makes one, and it inherits nothing else with parameters (only ``nn.Module``). Empty when
+    transformers is absent or does not define the root class."""
+    module = _module_of(root.cls)
+    if module is None or not classes:
+        return set()
+    _towers(root)
+    return {name for name in classes if _free(getattr(module, name, None) or _loaded(name))}
+
+
+@cache
+def _free(cls: Any) -> bool:
+    if not isinstance(cls, type):
+        return False
+    import torch
+
+    for k in cls.__mro__:
+        if k in (object, torch.nn.Module):
+            continue
+        if not k.__module__.startswith("transformers."):
+            return False  # an nn.Linear or nn.LayerNorm subclass holds the parent's parameters
+        if any(inspect.isfunction(f) and _reads(f, _MAKES) for f in vars(k).values()):
+            return False
+    return True
