@@ -32,10 +32,12 @@ def test_each_real_printout_is_exact_or_flagged(rec):
 
 
 def test_rate_of_exact_printouts():
-    """Chosen where the family fills something in: before it did, none of the 36 was exact and two
-    were wrong (Apertus' XIELUActivation parameters were taken for none); with it, 22 are exact."""
+    """Chosen where the family fills something in: before it did, none of the first 36 was exact and
+    two were wrong (Apertus' XIELUActivation parameters were taken for none); with it, 22 of these
+    42 were; reading each width where the family's default agrees, Mamba-2 heads as a term of
+    in_proj and a hybrid's mixers by kind, 30 are."""
     kinds = [_kind(r) for r in FIXTURES]
-    assert kinds.count("wrong") == 0 and kinds.count("exact") >= 22
+    assert kinds.count("wrong") == 0 and kinds.count("exact") >= 30
 
 
 def test_t5_layer_norms_are_filled_and_said():
