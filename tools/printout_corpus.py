@@ -111,12 +111,13 @@ def recognised(rec: dict) -> bool:
 def classify(rec: dict) -> tuple[str, int, str | None]:
     """(exact | flagged | wrong | refused, the reader's total, why)."""
     from paramcount.errors import ParamcountError
-    from paramcount.frontends.printout import from_text
+    from paramcount.frontends.printout import FUSED, from_text
 
     try:
         p = from_text(rec["text"], rec["source"], tied=rec["tied"])
     except ParamcountError as e:
         return "refused", 0, str(e)
+    rec["fused"] = any(u.reason == FUSED for u in p.unknown)
     got, true = p.model.total, rec["total"]
     if p.model.inexact:  # a lower bound is at most the truth; a count that may hold a module twice is no bound
         return ("flagged" if got <= true or not p.lower_bound else "wrong"), got, p.model.inexact
@@ -134,7 +135,14 @@ def score(path: Path, show: str | None) -> None:
         kind, got, why = classify(rec)
         known = recognised(rec)
         origin = rec["source"].split(":", 1)[0]
-        for group in ("all", "recognised" if known else "other", origin, f"{origin}, recognised" if known else ""):
+        fused = f"{origin}, with fused experts" if rec.get("fused") else f"{origin}, no fused experts"
+        for group in (
+            "all",
+            "recognised" if known else "other",
+            origin,
+            f"{origin}, recognised" if known else "",
+            fused,
+        ):
             if group:
                 tallies.setdefault(group, Counter())[kind] += 1
         if show in (kind, "all"):

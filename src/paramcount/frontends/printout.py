@@ -66,6 +66,7 @@ _CONV = re.compile(r"(Conv|ConvTranspose)([123])d")
 _MLM_HEAD = re.compile(r"\w*(LMPredictionHead|LMHead|MLMHead)")  # keep a bias the decoder's shares
 _EXPERTS = re.compile(r"\w*Experts")  # transformers 5 fuses routed experts into unprinted 3-D tensors
 _ATTN = re.compile(r"attn|attention", re.I)
+FUSED = "fused expert weights are not printed"  # their count and width: no printed module shows them
 
 
 # --- the grammar -------------------------------------------------------------------------
@@ -415,7 +416,7 @@ def _module(mod: Mod, name: str, path: str, copies: int, in_list: bool, b: _Buil
         if params is None:
             shown = ", ".join(mod.extra)
             shown = shown if len(shown) <= 60 else shown[:57] + "..."
-            reason = f"{mod.cls}({shown}) does not show its parameters"
+            reason = FUSED if _EXPERTS.fullmatch(mod.cls) else f"{mod.cls}({shown}) does not show its parameters"
             b.unknown.append(Unknown(path, mod.cls, copies, reason))
             params = []
         children += _tensors(params, path, in_layer=copies > 1 or in_list)
@@ -462,7 +463,7 @@ def _own(mod: Mod, path: str, copies: int, in_list: bool, b: _Build) -> list[Nod
         filled = b.filler.leaf(path, mod.cls) if b.filler is not None else None
         if filled:
             return _tensors(filled, path, copies > 1 or in_list)
-        b.unknown.append(Unknown(path, mod.cls, copies, "fused expert weights are not printed"))
+        b.unknown.append(Unknown(path, mod.cls, copies, FUSED))
     decoder = named.get("decoder")
     if _MLM_HEAD.fullmatch(mod.cls) and decoder is not None and not decoder.children:
         _, kw = arguments(decoder.extra)
