@@ -103,3 +103,27 @@ def test_a_printed_dimension_is_a_term_of_another():
     w.add("2·n", "m.x", 16)
     assert solve("h - 2·n + a", 4096, w, "m.y") == []  # h - (2·n) is not h - 2·n + a's term
     assert solve("3·2·n + a", 100, w, "m.y") == []
+
+
+def _default(model_type: str) -> tuple[str, int, bool]:
+    """transformers' default config of ``model_type`` on the meta device: text, count, any tie."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    with torch.device("meta"):
+        model = transformers.AutoModel.from_config(transformers.AutoConfig.for_model(model_type))
+    shared = len(list(model.named_parameters(remove_duplicate=False))) > len(list(model.named_parameters()))
+    return str(model), sum(p.numel() for p in model.parameters()), shared
+
+
+@pytest.mark.parametrize(
+    "model_type, tower",
+    [
+        ("vipllava", "vision_tower"),  # CLIPVisionModel: its class_embedding
+        ("minicpm_ocr", "language_model"),  # Qwen3_5TextModel: A_log, dt_bias and the gated norms of its runs
+    ],
+)
+def test_a_tower_a_family_defines_is_filled_under_a_root_none_does(model_type, tower):
+    text, real, tied = _default(model_type)
+    m = from_text(text, model_type, tied=tied).model
+    assert m.inexact is None and m.total == real
+    assert any(n.startswith("filled from the towers' families") and f"{tower}: " in n for n in m.notes)

@@ -31,7 +31,7 @@ from ..ir import Block, Node, Tensor, Tie, join
 from ..model import Model
 from ..records import replace
 from .flat import kind_of
-from .printout_fill import Filler, blocks, family_tree, pattern, raw_names
+from .printout_fill import Filler, Towers, blocks, family_tree, pattern, raw_names
 
 MAX_TEXT_CHARS = 8 << 20  # ModuleList collapses repeats: even unlike layers print in well under 1 MB
 MAX_EXTRA_CHARS = 4096  # one module's arguments: a few dozen characters in practice
@@ -390,7 +390,7 @@ class _Build:
     # blocks, in print order, which is the order named_parameters() keeps the first of a tie
     candidates: list[tuple[str, tuple[int, ...], bool]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    filler: Filler | None = None  # the family's tensors for modules that print no shape
+    filler: Filler | Towers | None = None  # the family's tensors for modules that print no shape
 
 
 def _tensors(params: list[Param], path: str, in_layer: bool) -> list[Tensor]:
@@ -547,7 +547,7 @@ class Counted:
     untied: Block  # the tree with no tie the text leaves open (the MLM heads' bias is always one)
 
 
-def count(mod: Mod, likely_tied: bool, filler: Filler | None = None) -> Counted:
+def count(mod: Mod, likely_tied: bool, filler: Filler | Towers | None = None) -> Counted:
     b = _Build(filler=filler)
     tree = Block("", _body(_module(mod, "", "", 1, False, b)))
     always = dict(_mlm_ties(tree))
@@ -630,16 +630,54 @@ def _hidden_raw(family: Block | None, tree: Block) -> list[Unknown]:
     return out
 
 
-def _source_raw(root: Mod) -> list[Unknown]:
+def _source_raw(root: Mod, tree: Block) -> list[Unknown]:
     """For a class no family defines: what transformers' source says its modules hold beside
-    their submodules (printout_source; only where transformers is installed)."""
-    from .printout_source import hidden
+    their submodules (printout_source; only where transformers is installed), less what a
+    tower's family filled in."""
+    from .printout_source import hidden, walk
 
     out = []
-    for path, cls, names in hidden(root):
-        reason = f"holds {', '.join(names)} beside its submodules, which print(model) does not show ({cls})"
-        out.append(Unknown(path or "(root)", RAW, 1, reason))
+    found = hidden(root)
+    where: dict[str, list[str]] = {}  # each class with hidden parameters -> every path it is printed at
+    for p, mod, _ in walk(root) if found else ():
+        where.setdefault(mod.cls, []).append(p)
+    for path, cls, names in found:
+        places = [_subtree(tree, p) for p in where.get(cls, [])]
+        names = [n for n in names if not all(b is not None and n in {c.name for c in b.children} for b in places)]
+        if names:
+            reason = f"holds {', '.join(names)} beside its submodules, which print(model) does not show ({cls})"
+            out.append(Unknown(path or "(root)", RAW, 1, reason))
     return out
+
+
+def _subtree(tree: Block, path: str) -> Block | None:
+    """The block printed at ``path`` (an entry of a run: the run's body); None where nothing is."""
+    node: Block | None = tree
+    keys = path.split(".") if path else []
+    while keys and node is not None:
+        key = keys.pop(0)
+        found = [c for c in node.children if isinstance(c, Block) and c.name == key]
+        plain = next((c for c in found if c.repeat is None), None)
+        if plain is not None or not keys or not keys[0].isdigit():
+            node = plain
+            continue
+        i = int(keys.pop(0))  # ``layers.3``: the run of ``layers`` that holds entry 3
+        node = next((c for c in found if c.repeat is not None and c.start <= i < c.start + c.repeat), None)
+    return node
+
+
+def _towers(root: Mod, tree: Block, path: str = "") -> Iterator[tuple[str, Filler]]:
+    """Fillers for the named submodules whose class a family defines (not looking inside them)."""
+    for c in root.children:
+        if c.mod is None or c.start is not None or not c.mod.children:
+            continue
+        here = join(path, c.key)
+        family = family_tree(_family(c.mod.cls), c.mod.cls)
+        printed = _subtree(tree, here) if family is not None else None
+        if family is not None and printed is not None:
+            yield here, Filler(family, printed)
+        elif family is None:
+            yield from _towers(c.mod, tree, here)
 
 
 def _holding(root: Mod, unknown: tuple[Unknown, ...]) -> tuple[Unknown, ...]:
@@ -772,11 +810,16 @@ def from_text(text: str, source: str = "<text>", name: str | None = None, tied: 
     c, filled, family = _filled_count(root, fam, likely)
     shared: list[str] = []
     if family is None:
+        towers = Towers(list(_towers(root, c.tree)))
+        if towers.towers:
+            c = count(root, likely, towers)
+            filled = [note] if (note := towers.note()) else []
         c, shared = _source_ties(root, c, likely)
     notes = [f"counted from the text of print(model) ({root.cls})", *c.notes, *filled]
     if c.ties:
         notes.append(_tie_note(c, root.cls, fam, likely, known))
-    unknown = (*_holding(root, c.unknown), *(_hidden_raw(family, c.tree) if family is not None else _source_raw(root)))
+    hidden = _hidden_raw(family, c.tree) if family is not None else _source_raw(root, c.tree)
+    unknown = (*_holding(root, c.unknown), *hidden)
     if shared:
         inexact = _shared_note(tuple(shared), unknown, c.tree.count)
     else:

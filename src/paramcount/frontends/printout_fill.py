@@ -290,6 +290,35 @@ class Filler:
         return "filled from the family, with the widths printed around them: " + "; ".join(parts)
 
 
+class Towers:
+    """The fillers of printed towers a family defines, under a root no family does (a vision
+    tower of a class paramcount knows, such as CLIPVisionModel, in a model it does not): each
+    answers for the paths under its tower, read relative to it."""
+
+    def __init__(self, towers: list[tuple[str, Filler]]):
+        self.towers = towers
+
+    def _find(self, path: str) -> tuple[Filler, str] | None:
+        for prefix, filler in self.towers:
+            if path == prefix or path.startswith(prefix + "."):
+                return filler, path[len(prefix) + 1 :]
+        return None
+
+    def leaf(self, path: str, cls: str) -> list[Param] | None:
+        found = self._find(path)
+        return found[0].leaf(found[1], cls) if found else None
+
+    def beside(self, path: str, printed: set[str], submodules: set[str]) -> list[Param]:
+        found = self._find(path)
+        return found[0].beside(found[1], printed, submodules) if found else []
+
+    def note(self) -> str | None:
+        notes = [(prefix, f.note()) for prefix, f in self.towers]
+        said = [f"{prefix}: {note.split(': ', 1)[1]}" for prefix, note in notes if note]
+        head = "filled from the towers' families, with the widths printed around them: "
+        return head + "; ".join(said) if said else None
+
+
 def _widths(pairs: list[tuple[str, tuple[int, ...], tuple[int, ...]]], family: Widths | None = None) -> Widths:
     """Symbol values from (place, the family's shape, the shape seen there): single symbols
     first, then what one unknown symbol of an expression solves for (its default solved the same

@@ -133,7 +133,7 @@ class Sharing:
     handed: list[tuple[str, str]] = field(default_factory=list)  # (child's path, class it is handed to)
 
 
-def _walk(mod: Any, path: str = "", repeated: bool = False) -> Iterator[tuple[str, Any, bool]]:
+def walk(mod: Any, path: str = "", repeated: bool = False) -> Iterator[tuple[str, Any, bool]]:
     """Every printed module with children: its first path, and whether it is one of a run."""
     if not mod.children:
         return
@@ -141,7 +141,7 @@ def _walk(mod: Any, path: str = "", repeated: bool = False) -> Iterator[tuple[st
     for c in mod.children:
         if c.mod is not None:
             key = c.key if c.start is None else str(c.start)
-            yield from _walk(c.mod, f"{path}.{key}" if path else key, repeated or c.copies > 1)
+            yield from walk(c.mod, f"{path}.{key}" if path else key, repeated or c.copies > 1)
 
 
 def _sources(cls: type, method: str) -> Iterator[tuple[type, str]]:
@@ -214,7 +214,7 @@ def sharing(root: Any) -> Sharing | None:
     from transformers import PreTrainedModel
 
     out = Sharing()
-    for path, mod, repeated in _walk(root):
+    for path, mod, repeated in walk(root):
         cls = getattr(module, mod.cls, None) or _loaded(mod.cls)
         if not isinstance(cls, type):
             continue
