@@ -6,15 +6,18 @@ type it can build (``AutoModel.from_config``). The reader (paramcount.frontends.
 counts each text, told the tie the config sets (print(model) cannot show ties), and each is one of:
 
 * exact: not flagged and equal to transformers' count;
-* flagged: marked a lower bound (``exact: false``) and at most transformers' count;
-* wrong: marked exact and not equal, or flagged above the true count: a bug.
+* flagged: marked ``exact: false``: a lower bound at most transformers' count, or a count that may
+  hold a shared module more than once (no bound, and said so);
+* wrong: marked exact and not equal, or a lower bound above the true count: a bug.
+
+``score`` also counts apart the texts with fused experts (transformers 5 prints none of their widths).
 
 Needs torch and transformers (the test extras); not run in CI. tests/fixtures/printouts.json was
 cut from a corpus printed by transformers 5.23. Usage::
 
     python tools/printout_corpus.py build corpus.jsonl [--only TYPE,...]
     python tools/printout_corpus.py score corpus.jsonl [--show wrong|flagged|all]
-    python tools/printout_corpus.py fixtures corpus.jsonl tests/fixtures/printouts.json N
+    python tools/printout_corpus.py fixtures corpus.jsonl tests/fixtures/printouts.json 42
 """
 
 from __future__ import annotations
