@@ -134,6 +134,8 @@ EXACT = [
     # fused experts: the router (an nn.Linear) prints E, the shared expert the experts' width;
     # Llama4TextL2Norm(eps=…) holds nothing, as transformers' source shows
     ("meta-llama--Llama-4-Scout-17B-16E.json", None),
+    # the position table's rows, (image_size/patch_size)² + 1, solved from the tile table's width
+    ("meta-llama--Llama-3.2-90B-Vision-Instruct.json", None),
 ]
 
 LOWER_BOUND = [

@@ -91,6 +91,21 @@ def test_shape_arithmetic():
     assert solve("h·expand", 1000, w, "x") == []  # no whole number gives it
 
 
+def test_a_bracketed_group_solves_as_one_width():
+    """Mllama's tile table is max_num_tiles·(positions)·h: the positions solve as one width, and a
+    tensor of that whole shape (the position table) reads it back; a group whose symbols are all
+    bound is not a new unknown."""
+    w = Widths()
+    w.add("h", "v.pre.weight", 1280)
+    w.add("max_num_tiles", "v.pre.weight", 4)
+    group = "image_size/patch_size·image_size/patch_size + 1"
+    assert solve(f"max_num_tiles·({group})·h", 8_197_120, w, "v.tile.weight") == [(group, 1601)]
+    w.add(group, "v.tile.weight", 1601, 1025)
+    assert evaluate(group, w, "v.embedding", defaults={group: 1025}) == 1601
+    assert evaluate(group, w, "v.embedding", defaults={group: 577}) is None  # another field's
+    assert solve("(max_num_tiles·h) + a", 5130, w, "v.x") == [("a", 10)]
+
+
 def test_a_printed_dimension_is_a_term_of_another():
     """Mamba-2: the convolution prints h·expand + 2·n_groups·state_size (neither symbol alone), and
     in_proj adds h·expand and the head count to it: the heads solve; a term under a minus or a

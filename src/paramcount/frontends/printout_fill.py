@@ -112,6 +112,10 @@ def evaluate(
     """A shape expression (``h·expand``, ``a·d_head + 1``, ``⌈h/16⌉``) with the symbols' values
     near ``path`` (or ``given``; ``defaults``: the family's default value of a symbol here, see
     Widths); None when a symbol is unbound or the text is not this small arithmetic."""
+    if not given and text in widths.seen and not _ATOM.fullmatch(text):  # a whole expression seen, or solved
+        whole = widths.value(text, path, skip, (defaults or {}).get(text))
+        if whole is not None:
+            return whole
     tokens: list[str | int] = []
     pos = 0
     while pos < len(text):
@@ -169,13 +173,30 @@ def solve(text: str, value: int, widths: Widths, path: str) -> list[tuple[str, i
     text, known = _terms(text, widths, path)
     out = []
     for x in sorted(symbols(text) - known.keys()):
-        f1, f2 = (evaluate(text, widths, path, {**known, x: n}) for n in (1, 2))
-        if f1 is None or f2 is None or f2 <= f1 or (value - f1) % (f2 - f1):
-            continue
-        guess = 1 + (value - f1) // (f2 - f1)
-        if guess >= 1 and evaluate(text, widths, path, {**known, x: guess}) == value:
+        guess = _linear(text, value, widths, path, known, x)
+        if guess is not None:
             out.append((x, guess))
+    # A bracketed group as one unknown: Mllama's tile table is max_num_tiles·(positions)·h, and
+    # its positions, (image_size/patch_size)² + 1, are in no other printed width.
+    for group in _GROUP.findall(text):
+        if any(widths.value(x, path) is None for x in symbols(group) - known.keys()):
+            guess = _linear(text.replace(f"({group})", _GROUP_NAME, 1), value, widths, path, known, _GROUP_NAME)
+            if guess is not None:
+                out.append((group, guess))
     return out
+
+
+_GROUP = re.compile(r"\(([^()]+)\)")
+_GROUP_NAME = "__group"
+
+
+def _linear(text: str, value: int, widths: Widths, path: str, known: dict[str, int], x: str) -> int | None:
+    """The whole x >= 1 that makes ``text`` equal ``value``, where ``text`` grows in steps with x."""
+    f1, f2 = (evaluate(text, widths, path, {**known, x: n}) for n in (1, 2))
+    if f1 is None or f2 is None or f2 <= f1 or (value - f1) % (f2 - f1):
+        return None
+    guess = 1 + (value - f1) // (f2 - f1)
+    return guess if guess >= 1 and evaluate(text, widths, path, {**known, x: guess}) == value else None
 
 
 _TERM = "__term"  # a sum's term replaced by its width (no family names a symbol so)
@@ -271,7 +292,7 @@ class Filler:
         shape = []
         for d in ts[0].shape:
             text = expr(d)
-            hint = {text: int(d)} if _ATOM.fullmatch(text) else None
+            hint = {text: int(d)}  # a symbol, or a whole expression seen or solved as one
             if text.isdigit():  # a constant of the family's code: only 1 is surely not a config value
                 value = 1 if int(text) == 1 else None
             elif evaluate(text, self.defaults, path, skip=skip, defaults=hint) != int(d):
