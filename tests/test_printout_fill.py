@@ -142,3 +142,31 @@ def test_a_tower_a_family_defines_is_filled_under_a_root_none_does(model_type, t
     m = from_text(text, model_type, tied=tied).model
     assert m.inexact is None and m.total == real
     assert any(n.startswith("filled from the towers' families") and f"{tower}: " in n for n in m.notes)
+
+
+CLIP_TOWER = """CLIPVisionModel(
+    (embeddings): CLIPVisionEmbeddings(
+      (patch_embedding): Conv2d(3, 32, kernel_size=(4, 4), stride=(4, 4), bias=False)
+      (position_embedding): Embedding(17, 32)
+    )
+    (pre_layrnorm): LayerNorm((32,), eps=1e-05, elementwise_affine=True)
+    (post_layernorm): LayerNorm((32,), eps=1e-05, elementwise_affine=True)
+  )"""
+
+
+def test_towers_past_the_bound_are_named_not_filled():
+    """Under a root paramcount cannot place (``Net``, so transformers' source is never read), the
+    first MAX_TOWERS towers are filled (class_embedding: the tower's h) and the rest are named by
+    their family: a lower bound, never a short count that looks exact."""
+    from paramcount.frontends.printout import MAX_TOWERS
+
+    def text(n: int) -> str:
+        return "Net(\n" + "\n".join(f"  (t{i}): {CLIP_TOWER}" for i in range(n)) + "\n)"
+
+    one = 1536 + 17 * 32 + 2 * 64 + 32  # patch, positions, two norms and the filled class_embedding
+    m = from_text(text(MAX_TOWERS), tied=False).model
+    assert m.inexact is None and m.total == MAX_TOWERS * one
+    m = from_text(text(40), tied=False).model
+    assert m.total == 40 * one - (40 - MAX_TOWERS) * 32
+    assert m.inexact.startswith(f"lower bound: at least {m.total:,}")
+    assert f"t{MAX_TOWERS}.embeddings: class_embedding" in m.inexact and "(and 16 more modules)" in m.inexact

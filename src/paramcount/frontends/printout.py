@@ -38,6 +38,7 @@ MAX_EXTRA_CHARS = 4096  # one module's arguments: a few dozen characters in prac
 MAX_DEPTH = 64  # real models nest about 10 deep
 MAX_MODULES = 1_000_000
 MAX_BRACKETS = 256  # nesting inside one extra repr: LayerNorm((4096,), …) needs 2
+MAX_TOWERS = 16  # towers of known families filled under an unknown root: real models have two or three
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,199}")
 # ``(key): `` followed by a module (or None): a child, not extra-repr text that starts with '('.
@@ -666,8 +667,9 @@ def _subtree(tree: Block, path: str) -> Block | None:
     return node
 
 
-def _towers(root: Mod, tree: Block, path: str = "") -> Iterator[tuple[str, Filler]]:
-    """Fillers for the named submodules whose class a family defines (not looking inside them)."""
+def _towers(root: Mod, tree: Block, path: str = "") -> Iterator[tuple[str, Block, Block]]:
+    """(path, family tree, printed tree) of each named submodule whose class a family defines
+    (not looking inside them)."""
     for c in root.children:
         if c.mod is None or c.start is not None or not c.mod.children:
             continue
@@ -675,9 +677,24 @@ def _towers(root: Mod, tree: Block, path: str = "") -> Iterator[tuple[str, Fille
         family = family_tree(_family(c.mod.cls), c.mod.cls)
         printed = _subtree(tree, here) if family is not None else None
         if family is not None and printed is not None:
-            yield here, Filler(family, printed)
+            yield here, family, printed
         elif family is None:
             yield from _towers(c.mod, tree, here)
+
+
+def _tower_count(root: Mod, c: Counted, likely: bool) -> tuple[Counted, list[str], list[Unknown]]:
+    """For a root no family defines: the count again with its towers' families filling in (the
+    first MAX_TOWERS), the note, and what each tower's family holds that is still missing."""
+    towers = list(_towers(root, c.tree))
+    if not towers:
+        return c, [], []
+    filler = Towers([(path, Filler(family, printed)) for path, family, printed in towers[:MAX_TOWERS]])
+    c = count(root, likely, filler)
+    missing = []
+    for path, family, _ in towers:
+        for u in _hidden_raw(family, _subtree(c.tree, path) or Block(path)):
+            missing.append(replace(u, path=join(path, u.path) if u.path != "(root)" else path))
+    return c, [note] if (note := filler.note()) else [], missing
 
 
 def _holding(root: Mod, unknown: tuple[Unknown, ...]) -> tuple[Unknown, ...]:
@@ -749,7 +766,8 @@ def _unknown_note(unknown: tuple[Unknown, ...], total: int) -> str:
     said = f"lower bound: at least {total:,}; print(model) does not show"
     said += " the parameters of " + "; ".join(parts) if parts else ""
     if raw:
-        held = "; ".join(f"{u.path}: {u.reason.split(' beside')[0].removeprefix('holds ')}" for u in raw)
+        held = "; ".join(f"{u.path}: {u.reason.split(' beside')[0].removeprefix('holds ')}" for u in raw[:8])
+        held += f" (and {len(raw) - 8} more modules)" if len(raw) > 8 else ""
         said += f"{'; nor' if parts else ''} the parameters these modules hold beside their submodules: {held}"
     return said
 
@@ -809,16 +827,18 @@ def from_text(text: str, source: str = "<text>", name: str | None = None, tied: 
     likely = tied if tied is not None else likely
     c, filled, family = _filled_count(root, fam, likely)
     shared: list[str] = []
+    in_towers: list[Unknown] = []
     if family is None:
-        towers = Towers(list(_towers(root, c.tree)))
-        if towers.towers:
-            c = count(root, likely, towers)
-            filled = [note] if (note := towers.note()) else []
+        c, filled, in_towers = _tower_count(root, c, likely)
         c, shared = _source_ties(root, c, likely)
     notes = [f"counted from the text of print(model) ({root.cls})", *c.notes, *filled]
     if c.ties:
         notes.append(_tie_note(c, root.cls, fam, likely, known))
-    hidden = _hidden_raw(family, c.tree) if family is not None else _source_raw(root, c.tree)
+    if family is not None:
+        hidden = _hidden_raw(family, c.tree)
+    else:  # the source and a tower's family may both name a module's raw parameters: once each
+        hidden = _source_raw(root, c.tree)
+        hidden += [u for u in in_towers if u.path not in {h.path for h in hidden}]
     unknown = (*_holding(root, c.unknown), *hidden)
     if shared:
         inexact = _shared_note(tuple(shared), unknown, c.tree.count)

@@ -411,11 +411,17 @@ def _lone(node: Node) -> bool:
     return isinstance(node, Block) and len(node.children) == 1 and node.children[0].name == ""
 
 
+_TREES: dict[tuple[str, str], Block | None] = {}  # (model type, class) -> its tree at defaults; trees never change
+
+
 def family_tree(fam: Any, class_name: str) -> Block | None:
     """The family's tree for ``class_name`` at its default config, or None."""
     if fam is None or class_name not in fam.classes:
         return None
-    try:
-        return fam.build(class_name, fam.cfg({}, None))[0]
-    except Exception:  # only a help for the text: a family that cannot build its defaults must not stop a count
-        return None
+    key = (fam.model_type, class_name)
+    if key not in _TREES:
+        try:
+            _TREES[key] = fam.build(class_name, fam.cfg({}, None))[0]
+        except Exception:  # only a help for the text: a family that cannot build its defaults must not stop a count
+            _TREES[key] = None
+    return _TREES[key]
