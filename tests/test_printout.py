@@ -222,6 +222,8 @@ def torch_zoo():
                 nn.MaxPool2d(2),
                 nn.Flatten(),
                 nn.Dropout(0.1),
+                nn.Unfold(kernel_size=(2, 3)),  # kernel_size, but no parameters
+                nn.Fold(output_size=(4, 4), kernel_size=2),
             )
             self.norms = nn.ModuleDict(
                 {
@@ -250,6 +252,7 @@ def test_torch_layers_count_exactly():
     mine = {leaf.name: tuple(leaf.shape) for leaf in p.model.tensors() if not leaf.tied_to}
     assert mine == truth
     assert p.model.total == sum(t.numel() for t in module.parameters())
+    assert p.model.inexact is None  # Unfold's kernel_size is no parameter
     assert any("MultiheadAttention" in n for n in p.model.notes)
 
 

@@ -58,7 +58,7 @@ _FREE = re.compile(
     r"(Dropout\w*|\w*Dropout|DropPath|Identity|Flatten|Unflatten|\w*Activation|"
     r"\w*(GELU|Gelu|GeLU|GELUTanh|ReLU\d*|Relu|SiLU|Silu|Swish|Mish|Tanh|Sigmoid|Softmax\w*|Softmin|"
     r"Softplus|Softsign|ELU|GLU|Hardswish|Hardtanh|Hardsigmoid|Hardshrink|Softshrink|Threshold)|"
-    r"\w*Pool\dd|\w*Pool|Upsample\w*|PixelShuffle|PixelUnshuffle|\w*Pad\dd|ChannelShuffle|"
+    r"\w*Pool\dd|\w*Pool|Upsample\w*|PixelShuffle|PixelUnshuffle|\w*Pad\dd|ChannelShuffle|Unfold|Fold|"
     r"\w*Rotary\w*|\w*SinusoidalPositionalEmbedding|\w*Loss|LocalResponseNorm|CrossMapLRN2d|"
     r"OlmoLayerNorm)"  # OLMo's LayerNorm is non-parametric
 )
