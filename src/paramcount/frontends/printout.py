@@ -725,15 +725,20 @@ def _source_ties(root: Mod, c: Counted, likely: bool) -> tuple[Counted, list[str
             why += [f"the ties declared at {prefix or '(root)'} do not fit the printed names"] if likely else []
             continue
         ties.update({t: src for t, src in got.items() if t not in done})
-    handed: dict[str, dict[str, str]] = {}  # class -> each child it is handed -> its first path
-    for path, cls in s.handed:
+    return retied(c, list(ties.items()), likely), why + _handed(s.handed, printed)
+
+
+def _handed(handed: list[tuple[str, str]], printed: dict[str, Any]) -> list[str]:
+    """Why each class that is handed a module holding parameters may share it."""
+    by_class: dict[str, dict[str, str]] = {}  # class -> each child it is handed -> its first path
+    for path, cls in handed:
         if any(n.startswith(path + ".") for n in printed):
-            handed.setdefault(cls, {}).setdefault(path.rsplit(".", 1)[-1], path)
-    for cls, keys in handed.items():
-        first = next(iter(keys.values()))
+            by_class.setdefault(cls, {}).setdefault(path.rsplit(".", 1)[-1], path)
+    out = []
+    for cls, keys in by_class.items():
         said = f"{cls} is handed {', '.join(keys)} by its caller, which may hand one module to several layers"
-        why.append(f"{said} (e.g. {first})")
-    return retied(c, list(ties.items()), likely), why
+        out.append(f"{said} (e.g. {next(iter(keys.values()))})")
+    return out
 
 
 def _ties_of(node: Block, prefix: str = "") -> Iterator[tuple[str, Tie]]:
@@ -813,6 +818,23 @@ def _filled_count(mod: Mod, fam: Any, likely: bool) -> tuple[Counted, list[str],
     return c, [note] if note else [], family
 
 
+def _missing(root: Mod, family: Block | None, c: Counted, in_towers: list[Unknown]) -> tuple[Unknown, ...]:
+    """What the count leaves out: unknown leaves that may hold parameters, and the raw parameters
+    the family (or transformers' source and the towers' families) says the text cannot show."""
+    if family is not None:
+        hidden = _hidden_raw(family, c.tree)
+    else:  # the source and a tower's family may both name a module's raw parameters: once each
+        hidden = _source_raw(root, c.tree)
+        hidden += [u for u in in_towers if u.path not in {h.path for h in hidden}]
+    return (*_holding(root, c.unknown), *hidden)
+
+
+def _inexact(shared: tuple[str, ...], unknown: tuple[Unknown, ...], total: int) -> str | None:
+    if shared:
+        return _shared_note(shared, unknown, total)
+    return _unknown_note(unknown, total) if unknown else None
+
+
 def from_text(text: str, source: str = "<text>", name: str | None = None, tied: bool | None = None) -> Printout:
     """Count the model whose ``print(model)`` text is ``text``.
 
@@ -834,16 +856,8 @@ def from_text(text: str, source: str = "<text>", name: str | None = None, tied: 
     notes = [f"counted from the text of print(model) ({root.cls})", *c.notes, *filled]
     if c.ties:
         notes.append(_tie_note(c, root.cls, fam, likely, known))
-    if family is not None:
-        hidden = _hidden_raw(family, c.tree)
-    else:  # the source and a tower's family may both name a module's raw parameters: once each
-        hidden = _source_raw(root, c.tree)
-        hidden += [u for u in in_towers if u.path not in {h.path for h in hidden}]
-    unknown = (*_holding(root, c.unknown), *hidden)
-    if shared:
-        inexact = _shared_note(tuple(shared), unknown, c.tree.count)
-    else:
-        inexact = _unknown_note(unknown, c.tree.count) if unknown else None
+    unknown = _missing(root, family, c, in_towers)
+    inexact = _inexact(tuple(shared), unknown, c.tree.count)
     if inexact:
         notes.append(inexact)
     inner = _backbone(root, fam)
