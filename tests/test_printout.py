@@ -443,3 +443,15 @@ def test_cli_bad_printout_is_one_line_exit_2(tmp_path, capsys):
     assert main([str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{path}: not a print(model) printout" in err and "never closed" in err
+
+
+def test_fused_experts_are_named_alike_whether_printed_as_a_leaf_or_not():
+    """GptOssExperts() prints as a leaf, MixtralExperts with its activation: both hide E and the
+    width, and say so with the one reason the corpus counts apart (tools/printout_corpus.py)."""
+    text = (
+        "Net(\n  (a): GptOssExperts()\n  (b): MixtralExperts(\n    (act_fn): SiLUActivation()\n  )\n"
+        "  (c): Linear(in_features=2, out_features=2, bias=False)\n)"
+    )
+    p = printout.from_text(text)
+    assert [(u.path, u.reason) for u in p.unknown] == [("a", printout.FUSED), ("b", printout.FUSED)]
+    assert p.lower_bound and p.model.total == 4
