@@ -568,7 +568,7 @@ def run_serve(argv: Sequence[str]) -> int:
 
 TRAIN_FLAGS = ("optimizer", "precision", "zero", "gpus", "recompute", "no_flash", "lora_rank", "lora_targets", "qlora")
 LLAMA_FLAGS = ("ubatch", "flash_attn", "swa_full", "kv_unified", "cache_type_k", "cache_type_v", "device", "embeddings")
-LLAMA_FLAGS += ("cpu_features",)
+LLAMA_FLAGS += ("cpu_features", "gpu_layers", "overrides", "tensor_split", "split_mode", "main_gpu", "no_kv_offload")
 INFERENCE_FLAGS = ("kv_dtype", "keep", "kv_cache", "encoder_length", "mla", "runtime", "pure", "images", "image_size")
 INFERENCE_FLAGS += ("audio", "attn")
 VLLM_FLAGS = ("tp", "pp", "ep", "gpu_memory_utilization", "block_size", "max_num_seqs", "max_num_batched_tokens")
@@ -708,6 +708,7 @@ def runtime_args(p: Parser) -> None:
         help="llama.cpp on a CPU: what it has, which decides the extra weight buffers (AMX, CPU_REPACK) (default avx2)",
     )
     r.add_argument("--embeddings", action="store_true", help="llama.cpp: the context also returns embeddings")
+    placement_args(p)
     r.add_argument(
         "--concurrency",
         type=whole,
@@ -733,6 +734,82 @@ def runtime_args(p: Parser) -> None:
         help="tokens per step, and the profiled pass (default: vllm serve's for the GPU, 8192 on H100)",
     )
     v.add_argument("--enforce-eager", action="store_true", help="no CUDA graphs (their memory is left out)")
+
+
+class _Overrides(argparse.Action):
+    """-ot, --cpu-moe and --n-cpu-moe add to one list in the order given, as llama.cpp's do."""
+
+    def __call__(self, parser: object, namespace: argparse.Namespace, value: object, option: object = None) -> None:
+        given = list(getattr(namespace, "overrides", None) or [])
+        given.append((self.const, value))
+        namespace.overrides = given
+
+
+def placement_args(p: Parser) -> None:
+    """llama.cpp's placement flags: which layers and tensors go to which GPU."""
+    g = p.add_argument_group("llama.cpp placement (--runtime llama.cpp, on GPUs)")
+    g.add_argument(
+        "--n-gpu-layers",
+        "-ngl",
+        dest="gpu_layers",
+        metavar="N",
+        help="layers on the GPU(s): the last N of the repeating layers and the output layer (counted first); "
+        "auto or all: every one (default); the input layer stays on the CPU",
+    )
+    g.add_argument(
+        "--override-tensor",
+        "-ot",
+        dest="overrides",
+        action=_Overrides,
+        const="ot",
+        metavar="PATTERN=BUFFER,...",
+        help="put tensors whose GGUF name matches PATTERN (a regex) in a buffer: CPU, CUDA0, CUDA1, …",
+    )
+    g.add_argument(
+        "--cpu-moe", "-cmoe", dest="overrides", action=_Overrides, const="cmoe", nargs=0,
+        help="every layer's MoE expert weights in host memory (-ot '\\.ffn_(up|down|gate|gate_up)_(ch|)exps=CPU')",
+    )  # fmt: skip
+    g.add_argument(
+        "--n-cpu-moe", "-ncmoe", dest="overrides", action=_Overrides, const="ncmoe", metavar="N",
+        help="the expert weights of the first N layers in host memory",
+    )  # fmt: skip
+    g.add_argument("--tensor-split", "-ts", metavar="A,B,...", help="GPUs and their shares of the layers, like 3,1")
+    g.add_argument(
+        "--split-mode", "-sm", metavar="{none,layer}", help="layer (default): layers over the -ts GPUs; none: one GPU"
+    )
+    g.add_argument("--main-gpu", "-mg", type=int, metavar="I", help="with -sm none: the GPU used (default 0)")
+    g.add_argument(
+        "--no-kv-offload", "-nkvo", action="store_true", help="KV cache and attention in host memory, on the CPU"
+    )
+
+
+def placement_options(options: dict) -> dict:
+    """The flags' text made the planner's placement arguments (each checked, naming its flag)."""
+    from .memory.placement import EXPS, gpu_layers, n_cpu_moe, overrides, tensor_split
+
+    if "gpu_layers" in options:
+        options["gpu_layers"] = gpu_layers(options["gpu_layers"])
+    if "tensor_split" in options:
+        options["tensor_split"] = tensor_split(options["tensor_split"])
+    if options.pop("no_kv_offload", None):
+        options["kv_offload"] = False
+    found: list = []
+    for kind, text in options.pop("overrides", None) or ():
+        if kind == "ot":
+            found += overrides(text)
+        elif kind == "cmoe":
+            found.append((EXPS, "CPU"))
+        else:
+            found += n_cpu_moe(_integer_flag(text, "--n-cpu-moe"))
+    if found:
+        options["overrides"] = tuple(found)
+    return options
+
+
+def _integer_flag(text: str, field: str) -> int:
+    if not text.strip().isdecimal() or len(text.strip()) > 6:
+        raise ParamcountError(f"expected a whole number of layers, not {text!r}", field=field)
+    return int(text)
 
 
 def parallel(args: argparse.Namespace) -> int:
@@ -769,7 +846,7 @@ def plan_options(args: argparse.Namespace) -> dict:
     options = {names.get(f, f): getattr(args, f) for f in _given(args, TRAIN_FLAGS if args.train else INFERENCE_FLAGS)}
     if "flash" in options:
         options["flash"] = False
-    return {**options, "overhead": args.overhead}
+    return {**placement_options(options), "overhead": args.overhead}
 
 
 def run_memory(argv: Sequence[str]) -> int:

@@ -473,11 +473,13 @@ class LlamaCppPlanner:
         pure: bool = False,
         **given: Any,
     ):
+        from .placement import PLACEMENT_OPTIONS, placement
         from .plan import default_scheme, shape_widths
         from .weights import configured, weights
         from .weights import scheme as find
 
         self.model = model
+        self.placement = placement(**{k: given.pop(k) for k in PLACEMENT_OPTIONS if k in given})
         if kv_dtype is not None:
             given.setdefault("type_k", kv_dtype)
             given.setdefault("type_v", kv_dtype)
@@ -498,6 +500,8 @@ class LlamaCppPlanner:
         if self.options.device == "gpu":  # the input layer stays in host memory, beside the GPU
             self.weights, host = offload(model, w, arch, gguf)
             self.host = (host,) if host is not None else ()
+        self.loaded, self._placing = w, (every, arch, gguf)
+        self.offload = self._place(self.placement)
         self.repack = repack(w, arch, gguf, self.options.cpu) if self.options.device == "cpu" else ()
         self.stored_as = w.options if self.scheme == "stored" else None
         default = CPU_OVERHEAD if self.options.device == "cpu" else GPU_DEFAULT
@@ -513,26 +517,54 @@ class LlamaCppPlanner:
         warned = self.limit.check(context, "llama.cpp")
         if self.partial:
             terms = (self.weights, *self.repack, *self._overhead(self.weights.bytes), *self.host)
+            if self.offload is not None:
+                terms = self._placed(None, None, None, None, None, None)
             note = f"weights only, no KV, compute or output buffers: {self.partial}"
-            return Plan(
-                self.model, "inference", terms, self._settings(None, context, why, batch), (note,), self, self.partial
-            )
+            settings = self._settings(None, context, why, batch, terms)
+            return Plan(self.model, "inference", terms, settings, (note,), self, self.partial)
         cells = Cells.of(context, batch, o)
         attention = replace(self.layout, kinds=tuple(k for k in self.layout.kinds if k.attention != "state"))
-        base = (
-            self.weights,
-            *((kv_term(attention, cells, o),) if attention.kinds else ()),
-            *((state_term(self.recurrent, cells, o),) if self.recurrent and self.recurrent.recurrent else ()),
-            compute(self.shape, attention, cells, o, mixer(self.recurrent)),
-            output(self.shape, cells, o),
-            *self.repack,
-        )
+        kv = kv_term(attention, cells, o) if attention.kinds else None
+        state = state_term(self.recurrent, cells, o) if self.recurrent and self.recurrent.recurrent else None
+        comp = compute(self.shape, attention, cells, o, mixer(self.recurrent))
+        out = output(self.shape, cells, o)
+        base = (self.weights, *(t for t in (kv, state) if t is not None), comp, out, *self.repack)
         terms = (*base, *self._overhead(sum(t.bytes for t in base)), *self.host)
+        if self.offload is not None:  # the buffers per device, where -ngl, -ot or -ts place them
+            terms = self._placed(cells, attention, kv, state, comp, out)
         notes = (*warned, *self.layout.notes, *_notes(o), *_mixer_note(self.recurrent))
-        return Plan(self.model, "inference", terms, self._settings(cells, context, why, batch), notes, planner=self)
+        settings = self._settings(cells, context, why, batch, terms)
+        return Plan(self.model, "inference", terms, settings, notes, planner=self)
+
+    def _placed(self, *whole: Any) -> tuple[Term, ...]:
+        from .offload import terms
+
+        return terms(self, *whole)
 
     def total(self, context: int, batch: int = 1) -> int:
         return self.plan(context, batch).total
+
+    def _place(self, p: Any) -> Any:
+        """The weights placed by ``p`` (-ngl, -ot, -ts): None for the default, every layer on one GPU."""
+        from . import offload as off
+
+        if not p.given:
+            return None
+        if self.options.device == "cpu":
+            raise ParamcountError("-ngl, -ot, -ts and -nkvo place weights on GPUs: drop --device cpu", field="--device")
+        every, arch, gguf = self._placing
+        found = off.build(self.model, self.loaded, every, arch, gguf, p, _output_copy(self.loaded, arch, gguf))
+        self.placed_weights = off.weight_terms(found, self.loaded)
+        return found
+
+    def placed(self, p: Any) -> LlamaCppPlanner:
+        """This planner with the weights placed by ``p`` instead (fit tries many placements)."""
+        import copy
+
+        other = copy.copy(self)
+        other.placement = p
+        other.offload = other._place(p)
+        return other
 
     def _overhead(self, others: int) -> tuple[Term, ...]:
         if not self.overhead.fixed and not self.overhead.percent:
@@ -548,7 +580,7 @@ class LlamaCppPlanner:
         src = "CUDA context: pytorch/pytorch#86509 (287 MB with lazy loading, 667 MB without)"
         return (Term("overhead", f"overhead ({self.overhead.text})", n, f"{n:,} B", said, True, src),)
 
-    def _settings(self, cells: Cells | None, context: int, why: str, batch: int) -> dict[str, Any]:
+    def _settings(self, cells: Cells | None, context: int, why: str, batch: int, terms: Any = ()) -> dict[str, Any]:
         o = self.options
         kv = cells is not None and any(k.attention != "state" for k in self.layout.kinds)
         stored = {"stored_as": self.stored_as} if self.stored_as else {}
@@ -574,6 +606,25 @@ class LlamaCppPlanner:
             "kv_unified": o.kv_unified,
             "device": o.device,
             "overhead": self.overhead.text,
+            **self._placement_settings(terms),
+        }
+
+    def _placement_settings(self, terms: Any) -> dict[str, Any]:
+        """-ngl, -ot, -ts as placed, and the bytes on each GPU and in host memory."""
+        from .offload import devices
+
+        if self.offload is None:
+            return {}
+        p, layers = self.placement, self.offload.layers
+        return {
+            "n_gpu_layers": p.ngl(layers.n_layer_all),
+            "n_layer": layers.n_layer_all,
+            "split_mode": p.split_mode,
+            "tensor_split": list(p.tensor_split),
+            "overrides": [f"{pattern}={b}" for pattern, b in p.overrides],
+            "kv_offload": p.kv_offload,
+            "arguments": p.arguments(),
+            "devices": devices(tuple(terms), p.names()),
         }
 
 

@@ -47,6 +47,12 @@ LLAMA_OPTIONS = {
     "device": "--device",
     "embeddings": "--embeddings",
     "cpu": "--cpu-features",
+    "gpu_layers": "--n-gpu-layers",
+    "overrides": "--override-tensor",
+    "tensor_split": "--tensor-split",
+    "split_mode": "--split-mode",
+    "main_gpu": "--main-gpu",
+    "kv_offload": "--no-kv-offload",
 }
 VLLM_OPTIONS = {
     "tp": "--tp",
