@@ -80,6 +80,12 @@ class FitParams:
             out += ' -ot "' + ",".join(f"{p}={b}" for p, b in self.overrides) + '"'
         return out
 
+    def devices(self) -> dict[str, int]:
+        """Where it all goes at the answer: bytes on the GPU (the CUDA context too) and in host memory."""
+        if self.plan is None:
+            return {}
+        return dict(self.plan.settings.get("devices") or {"CUDA0": self.plan.total, "host": self.plan.host})
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "arguments": None if self.failed else self.arguments(),
@@ -89,6 +95,7 @@ class FitParams:
             "projected_bytes": self.used,
             "free_bytes": self.free,
             "margin_bytes": self.margin,
+            "devices": self.devices(),
             "steps": list(self.steps),
             "failed": self.failed,
             "source": SRC,

@@ -285,7 +285,8 @@ def fit_params_lines(fit: Fit) -> list[Text]:
     for r in rows:
         f = r.fit_params
         said = f"failed: {f.failed}" if f.failed else f.arguments()
-        used = f"  ({f.used // 2**20:,} MiB on the GPU)" if not f.failed else ""
+        host = f.devices().get("host", 0)
+        used = f"  ({f.used // 2**20:,} MiB on the GPU, {host // 2**20:,} MiB in host memory)" if not f.failed else ""
         out.append(Text(f"  {r.precision}: {said}{used}", style="red" if f.failed else ""))
     return out
 
