@@ -327,3 +327,18 @@ def layers(name: str) -> range:
 
     m = re.search(r"\.(\d+)(?:–(\d+))?\.", name)
     return range(int(m[1]), int(m[2] or m[1]) + 1)
+
+
+def test_the_mapped_span_holds_gpu_tensors_between_host_ones(tmp_path):
+    """llama.cpp maps the file from the first host tensor to the end of the last: a layer sent to
+    the GPU between them is in the span it logs, not in the host bytes."""
+    pytest.importorskip("gguf")
+    spec = llama_spec("span", 4, 256, 4, 2, 512, 1000, ftype="Q8_0")
+    model = paramcount.load(str(write(spec, tmp_path / "span.gguf")))
+    plan = placed(model, None, gpu_layers=0, overrides=overrides("blk\\.1\\.=CUDA0"))
+    sizes = spec_bytes(spec)
+    every = sum(-(-b // 32) * 32 for b in list(sizes.values())[:-1]) + list(sizes.values())[-1]
+    layer1 = sum(b for n, b in sizes.items() if n.startswith("blk.1."))
+    host = plan.term("host_weights")
+    assert host.bytes == sum(sizes.values()) - layer1
+    assert f"llama.cpp logs {every:,} B" in host.assumption

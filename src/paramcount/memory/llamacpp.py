@@ -554,7 +554,7 @@ class LlamaCppPlanner:
             raise ParamcountError("-ngl, -ot, -ts and -nkvo place weights on GPUs: drop --device cpu", field="--device")
         every, arch, gguf = self._placing
         found = off.build(self.model, self.loaded, every, arch, gguf, p, _output_copy(self.loaded, arch, gguf))
-        self.placed_weights = off.weight_terms(found, self.loaded)
+        self.placed_weights = off.weight_terms(found, self.loaded, self.model if gguf else None, every)
         return found
 
     def placed(self, p: Any) -> LlamaCppPlanner:

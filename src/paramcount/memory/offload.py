@@ -209,7 +209,7 @@ def _last(name: str) -> int | None:
     return None if m is None else int(m[2] or m[1])
 
 
-def weight_terms(off: Offload, w: Any) -> tuple[Term, Term | None]:
+def weight_terms(off: Offload, w: Any, model: Any = None, every: Any = None) -> tuple[Term, Term | None]:
     """The GPUs' model buffers (one term, a part per GPU when there are several) and the host's."""
     from .llamacpp import cuda_padding
 
@@ -241,21 +241,49 @@ def weight_terms(off: Offload, w: Any) -> tuple[Term, Term | None]:
         )
     device = Term("weights", label, total, formula, said, guess, _DEVICE_SRC,
                   tuple(per) if len(per) > 1 else per[0].parts)  # fmt: skip
-    return device, _host_weights(off, w)
+    return device, _host_weights(off, w, model, every)
 
 
-def _host_weights(off: Offload, w: Any) -> Term | None:
+def _host_weights(off: Offload, w: Any, model: Any, every: Any) -> Term | None:
     rows = off.on(None)
     if not rows:
         return None
     t = replace(w, rows=tuple(rows)).term()
+    span = mapped_span(model, every.rows, rows) if model is not None else None
+    logged = (
+        f"llama.cpp logs {span:,} B, the file's span from the first of them to the end of the last"
+        if span is not None
+        else "llama.cpp logs the file's span from the first of them to the end of the last"
+    )
     said = (
         "the input layer, the layers -ngl leaves on the CPU and the tensors -ot sends there; with mmap (the"
-        " default) the file's own pages (CPU_Mapped: llama.cpp logs the file's span from the first of them to"
-        " the end of the last, which may hold GPU tensors between them); host RAM, not in the GPU total"
+        f" default) the file's own pages, CPU_Mapped ({logged}, which may hold GPU tensors between them: mapped,"
+        " never read); host RAM, not in the GPU total"
     )
     label = "host model buffer (CPU_Mapped)"
     return Term("host_weights", label, t.bytes, t.formula, said, t.estimate, _HOST_SRC, t.parts, host=True)
+
+
+def mapped_span(model: Any, every: Any, rows: list[Any]) -> int | None:
+    """The CPU_Mapped buffer llama.cpp logs for a GGUF file: from the first of ``rows``' tensors
+    in the file to the end of the last (``every``: the file's rows), each tensor's data padded to
+    general.alignment (llama_model_loader::get_mapping_range); None without the file's order."""
+    from ..frontends.gguf import DATA_ORDER
+    from .llamacpp import ALIGNMENT, _tensors
+
+    order = (model.config or {}).get(DATA_ORDER)
+    if not order:
+        return None
+    held = _tensors(rows)
+    at = [i for i, name in enumerate(order) if name in held]
+    if not at:
+        return None
+    sizes = _tensors(list(every))
+    names = order[at[0] : at[-1] + 1]
+    if any(n not in sizes for n in names):
+        return None
+    align = model.config.get("general.alignment", ALIGNMENT)
+    return sum(-(-sizes[n] // align) * align for n in names[:-1]) + sizes[names[-1]]
 
 
 def _placed_said(off: Offload) -> str:
