@@ -342,3 +342,15 @@ def test_the_mapped_span_holds_gpu_tensors_between_host_ones(tmp_path):
     host = plan.term("host_weights")
     assert host.bytes == sum(sizes.values()) - layer1
     assert f"llama.cpp logs {every:,} B" in host.assumption
+
+
+def test_which_layers_cache_decides_where_the_cache_goes():
+    """Gemma 4 E2B caches in its first 15 of 35 layers (the rest reuse them): sliding 0–3, 5–8,
+    10–13, full 4, 9, 14. -ngl 28 offloads layers 8.. (36 − 28): sliding 8, 10–13 and full 9, 14."""
+    model = paramcount.load("google/gemma-4-E2B-it")
+    whole = placed(model, context=1024).term("kv_cache")
+    per = {p.key: p.bytes for p in whole.parts}
+    sliding, full = per["kv_cache.sliding"] // 12, per["kv_cache.full"] // 3
+    plan = placed(model, context=1024, gpu_layers=28)
+    assert plan.term("kv_cache").bytes == 5 * sliding + 2 * full and not plan.term("kv_cache").estimate
+    assert plan.term("host_kv").bytes == 7 * sliding + 1 * full

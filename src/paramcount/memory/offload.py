@@ -316,15 +316,16 @@ _KV_SRC = (
 )
 
 
-def shares(off: Offload, n: int) -> tuple[dict[int | None, int], bool]:
+def shares(off: Offload, n: int, where: str = "") -> tuple[dict[int | None, int], bool]:
     """How many of ``n`` caching layers each device holds, and whether that is exact: it is when
-    every layer caches; otherwise which ones do is not known here by index, and they are taken
+    every layer caches, or ``where`` (the layout's words) lists them; otherwise they are taken
     spread evenly over the stack (largest remainder)."""
     devs = off.layer_devices() if off.placement.kv_offload else [None] * off.layers.n_layer
+    at = _indices(where, n, len(devs)) if n != len(devs) else range(n)
     counts: dict[int | None, int] = {}
-    for d in devs:
+    for d in devs if at is None else (devs[i] for i in at):
         counts[d] = counts.get(d, 0) + 1
-    if n == len(devs):
+    if at is not None:
         return counts, True
     total = max(len(devs), 1)
     share = {d: c * n // total for d, c in counts.items()}
@@ -334,14 +335,29 @@ def shares(off: Offload, n: int) -> tuple[dict[int | None, int], bool]:
     return share, len(counts) == 1
 
 
+_RUNS = re.compile(r"^\d+(–\d+)?(, \d+(–\d+)?)*$")
+
+
+def _indices(where: str, n: int, layers: int) -> list[int] | None:
+    """The layer indices a layout's ``where`` lists in full (``0–3, 5–8, 10``; not one cut short
+    with …), when they are ``n`` of the ``layers``."""
+    if not _RUNS.match(where):
+        return None
+    out: list[int] = []
+    for run in where.split(", "):
+        a, _, b = run.partition("–")
+        out += range(int(a), int(b or a) + 1)
+    return out if len(out) == n and out[-1] < layers else None
+
+
 def split_term(off: Offload, t: Term, pieces: list[tuple[int, int]], host_key: str, host_label: str):
     """A cache term cut into the GPUs' part and the host's (None where a side holds none);
-    ``pieces``: (bytes per layer, caching layers) per kind of layer."""
+    ``pieces``: (bytes per layer, caching layers, which: the layout's words) per kind of layer."""
     names = off.placement.names()
     gpu: dict[str, int] = {}
     host, exact, counts = 0, True, {}
-    for per_layer, layers in pieces:
-        share, ok = shares(off, layers)
+    for per_layer, layers, where in pieces:
+        share, ok = shares(off, layers, where)
         exact &= ok
         for d, c in share.items():
             counts[d] = counts.get(d, 0) + c
@@ -466,15 +482,15 @@ def terms(planner: Any, cells: Any, attention: Any, kv: Term | None, state: Term
     host: list[Term | None] = [host_weights]
     kv_layer = 0
     if kv is not None:
-        pieces = [(kv_term(replace(attention, kinds=(replace(k, layers=1),)), cells, o).bytes, k.layers)
+        pieces = [(kv_term(replace(attention, kinds=(replace(k, layers=1),)), cells, o).bytes, k.layers, k.where)
                   for k in attention.kinds]  # fmt: skip
-        kv_layer = max(b for b, _ in pieces)
+        kv_layer = max(b for b, _, _ in pieces)
         on, off_gpu = split_term(off, kv, pieces, "host_kv", "KV cache, CPU buffer")
         gpu.append(on)
         host.append(off_gpu)
     if state is not None:
         n = sum(k.layers for k in planner.layout.kinds if k.attention == "state")
-        on, off_gpu = split_term(off, state, [(state.bytes // n, n)], "host_state", "recurrent states, CPU buffer")
+        on, off_gpu = split_term(off, state, [(state.bytes // n, n, "")], "host_state", "recurrent states, CPU buffer")
         gpu.append(on)
         host.append(off_gpu)
     if comp is not None:
