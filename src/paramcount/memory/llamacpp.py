@@ -534,6 +534,7 @@ class LlamaCppPlanner:
             terms = self._placed(cells, attention, kv, state, comp, out)
         notes = (*warned, *self.layout.notes, *_notes(o), *_mixer_note(self.recurrent))
         settings = self._settings(cells, context, why, batch, terms)
+        notes += _placed_note(settings)
         return Plan(self.model, "inference", terms, settings, notes, planner=self)
 
     def _placed(self, *whole: Any) -> tuple[Term, ...]:
@@ -1167,6 +1168,17 @@ def _mixer_note(h: Any) -> tuple[str, ...]:
     return (
         f"compute buffer: {said}; held within 5% of llama.cpp's at published widths in "
         "tests/fixtures/llamacpp_hybrid.json",
+    )
+
+
+def _placed_note(settings: Mapping[str, Any]) -> tuple[str, ...]:
+    """Where -ngl, -ot and -ts put it, per GPU and in host memory."""
+    where = settings.get("devices")
+    if not where:
+        return ()
+    each = ", ".join(f"{k} {v / 1e9:,.2f} GB" for k, v in where.items() if k != "host")
+    return (
+        f"placed as llama.cpp {settings['arguments']} places it: {each}; host memory {where['host'] / 1e9:,.2f} GB",
     )
 
 
