@@ -133,6 +133,8 @@ def test_the_layer_index_of_patterns_never_changes_which_matches():
         (lambda: placement(split_mode="row", tensor_split=(1.0, 1.0)), "--split-mode", "no row split"),
         (lambda: placement(split_mode="rows"), "--split-mode", "none, layer or row"),
         (lambda: placement(main_gpu=2, tensor_split=(1.0, 1.0)), "--main-gpu", "no GPU 2"),
+        (lambda: n_cpu_moe(4097), "--n-cpu-moe", "0..4,096"),
+        (lambda: placement(overrides=(("exps", "CPU"),) * 4097), "--override-tensor", "at most 4,096"),
     ],
 )
 def test_bad_values_are_refused_in_one_line(call, field, words):

@@ -39,6 +39,7 @@ EXPS = r"\.ffn_(up|down|gate|gate_up)_(ch|)exps"  # common/common.h LLM_FFN_EXPS
 SPLIT_MODES = ("none", "layer", "row")
 MAX_DEVICES = 16  # llama_max_devices() with ggml-cuda (GGML_CUDA_MAX_DEVICES); -ts takes fewer values
 MAX_PATTERN = 256  # a bound on one -ot pattern's length (llama.cpp has none)
+MAX_OVERRIDES = 4096  # src/llama.cpp llama_max_tensor_buft_overrides (common/arg.cpp pads the list to it for --fit)
 CPU = "CPU"
 # the planner's keyword arguments a Placement takes, and the flag that sets each
 PLACEMENT_OPTIONS = {
@@ -116,9 +117,13 @@ class Placement:
         m = _BLK.match(name)
         fixed, free = self._by_layer
         for i in _merged(fixed.get(int(m[1]), ()) if m else (), free):
-            if re.search(self.overrides[i][0], name):
+            if self._compiled[i].search(name):
                 return self.overrides[i][1]
         return None
+
+    @cached_property
+    def _compiled(self) -> tuple[re.Pattern[str], ...]:
+        return tuple(re.compile(pattern) for pattern, _ in self.overrides)
 
     @cached_property
     def _by_layer(self) -> tuple[dict[int, tuple[int, ...]], tuple[int, ...]]:
@@ -238,6 +243,8 @@ def checked_pattern(pattern: str, field: str) -> str:
 
 def n_cpu_moe(n: int) -> tuple[tuple[str, str], ...]:
     """``--n-cpu-moe N``: common.h llm_add_n_cpu_ffn_overrides(N, LLM_FFN_EXPS_REGEX)."""
+    if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_OVERRIDES:
+        raise ParamcountError(f"expected 0..{MAX_OVERRIDES:,} layers, got {n!r}", field="--n-cpu-moe")
     return tuple((f"blk\\.{i}{EXPS}", CPU) for i in range(n))
 
 
@@ -275,6 +282,11 @@ def placement(**given: Any) -> Placement:
         raise ParamcountError(f"expected at most 1,048,576 layers, got {p.gpu_layers!r}", field="--n-gpu-layers")
     if not 0 <= p.main_gpu < (len(p.tensor_split) or 1) or isinstance(p.main_gpu, bool):
         raise ParamcountError(f"no GPU {p.main_gpu!r} among {len(p.tensor_split) or 1}", field="--main-gpu")
+    if len(p.overrides) > MAX_OVERRIDES:
+        raise ParamcountError(
+            f"{len(p.overrides):,} tensor overrides; at most {MAX_OVERRIDES:,} (llama_max_tensor_buft_overrides)",
+            field="--override-tensor",
+        )
     known = (CPU, *p.names())
     for pattern, buft in p.overrides:
         if buft not in known:
