@@ -120,3 +120,25 @@ def test_bad_placement_flags_are_one_line(capsys, flags, words):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert words in err and err.count("\n") == 1
+
+
+def test_a_gguf_moe_file_overflows_by_fit_cpp_patterns(tmp_path):
+    """A 12-layer MoE file on a GPU with room for its dense weights and some experts: every
+    layer offloaded, the patterns those of fit.cpp's get_overflow_pattern, as llama.cpp matched
+    them in tests/fixtures/llamacpp_overrides.json."""
+    pytest.importorskip("gguf")
+    from pathlib import Path
+
+    from paramcount.memory.fit_params import _FRACTIONS
+
+    from .gguf_files import llama_spec, write
+
+    spec = llama_spec("moe", 12, 1024, 8, 2, 2048, 32000, experts=8, used=2, ftype="Q8_0", context=32768)
+    p = planner(paramcount.load(str(write(spec, tmp_path / "moe.gguf"))), None, "llama.cpp")
+    free = used(p, 4096, 1, None) // 2 + MARGIN
+    r = fit_params(p, free, None, 1, 32768)
+    assert r.n_ctx == 4096 and r.ngl == 13 and r.used <= free - MARGIN
+    recorded = json.loads((Path(__file__).parent / "fixtures" / "llamacpp_overrides.json").read_text())["cases"]
+    fit_cpp = [c["patterns"][0] for c in recorded[2:6]]
+    assert fit_cpp == [_FRACTIONS[k].format(i) for k, i in (("attn", 3), ("up", 3), ("gate", 3), ("moe", 1))]
+    assert all(pattern == _FRACTIONS["moe"].format(pattern.split("\\.")[1]) for pattern, _ in r.overrides[1:])
