@@ -47,6 +47,9 @@ def test_an_unset_context_is_interpolated_down():
     assert r.n_ctx == expected - expected % 256 and r.ngl is None
     assert r.used <= free - MARGIN  # the KV cache grows linearly: the cut context leaves the margin
     assert r.arguments() == f"-c {r.n_ctx} -ngl -1"
+    # the longest context with every layer on the GPU, in llama.cpp's steps of 256 cells
+    assert r.longest % 256 == 0 and r.longest >= r.n_ctx
+    assert used(p, r.longest, 1, None) <= free - MARGIN < used(p, r.longest + 256, 1, None)
 
 
 @pytest.mark.parametrize("context", [32768, 131072])

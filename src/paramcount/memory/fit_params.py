@@ -72,6 +72,7 @@ class FitParams:
     steps: tuple[str, ...]
     failed: str | None = None
     plan: Any = field(default=None, repr=False, compare=False)
+    longest: int | None = None  # the longest -c with every layer on the GPU that leaves the margin
 
     def arguments(self) -> str:
         """As ``llama-fit-params`` prints them: ``-c N -ngl L [-ot "..."]``."""
@@ -95,6 +96,7 @@ class FitParams:
             "projected_bytes": self.used,
             "free_bytes": self.free,
             "margin_bytes": self.margin,
+            "longest_context_all_layers": self.longest,
             "devices": self.devices(),
             "steps": list(self.steps),
             "failed": self.failed,
@@ -152,7 +154,7 @@ def fit_params(
         raise ParamcountError("the model states no trained context for llama.cpp's default -c 0: give --context")
     n_max = n_ctx if n_ctx is not None else n_ctx_train * streams
     steps: list[str] = []
-    done = _Done(planner, free, margin, streams, steps)
+    done = _Done(planner, free, margin, streams, steps, n_ctx_train)
     full = used(planner, n_max, streams, p0.gpu_layers, p0.overrides)
     steps.append(f"projected to use {full // MIB:,} MiB of {free // MIB:,} MiB free at -c {n_max:,}")
     if free - full >= margin:
@@ -259,15 +261,29 @@ def _whole(search: _Search, low: Layers, target: int, steps: list[str]) -> Layer
     return low
 
 
+def longest(planner: Any, target: int, streams: int, n_ctx_train: int | None) -> int | None:
+    """The longest -c at which every layer on the GPU leaves the margin, in steps of 256 per
+    sequence (llama_context pads n_ctx to 256 cells: any -c between allocates as the next step);
+    None: not even 256."""
+    from .fit import NO_LIMIT_CONTEXT, largest_under
+
+    overrides, step = planner.placement.overrides, 256 * streams
+    top = max(-(-(n_ctx_train or NO_LIMIT_CONTEXT) // 256), 1)
+    found = largest_under(lambda k: used(planner, k * step, streams, None, overrides), target, 1, top)
+    return None if found is None else found * step
+
+
 class _Done:
     """The answer, with the GPU's projected use at it."""
 
-    def __init__(self, planner: Any, free: int, margin: int, streams: int, steps: list[str]):
+    def __init__(self, planner: Any, free: int, margin: int, streams: int, steps: list[str], n_ctx_train: int | None):
         self.planner, self.free, self.margin, self.streams, self.steps = planner, free, margin, streams, steps
+        self.n_ctx_train = n_ctx_train
 
     def __call__(self, n_ctx: int, ngl: int | None, overrides: Any, failed: str | None = None) -> FitParams:
         p = replace(self.planner.placement, gpu_layers=ngl, overrides=tuple(overrides))
         plan = self.planner.placed(p).plan(max(n_ctx // self.streams, 1), self.streams)
         use = plan.total - sum(t.bytes for t in plan.device_terms if t.key == "overhead")
         steps = (*self.steps, *((failed,) if failed else ()))
-        return FitParams(n_ctx, ngl, tuple(overrides), use, self.free, self.margin, steps, failed, plan)
+        most = longest(self.planner, self.free - self.margin, self.streams, self.n_ctx_train)
+        return FitParams(n_ctx, ngl, tuple(overrides), use, self.free, self.margin, steps, failed, plan, most)

@@ -287,6 +287,7 @@ def fit_params_lines(fit: Fit) -> list[Text]:
         said = f"failed: {f.failed}" if f.failed else f.arguments()
         host = f.devices().get("host", 0)
         used = f"  ({f.used // 2**20:,} MiB on the GPU, {host // 2**20:,} MiB in host memory)" if not f.failed else ""
+        used += f"; every layer on the GPU up to -c {n(f.longest)}" if f.longest else "; not every layer at any context"
         out.append(Text(f"  {r.precision}: {said}{used}", style="red" if f.failed else ""))
     return out
 
