@@ -165,3 +165,17 @@ def test_patterns_match_what_llama_cpp_overrides():
         assert sorted(n for n in doc["tensors"] if p.override(n)) == case["overridden"], case["patterns"]
     assert doc["cases"][1]["patterns"] == [pattern for pattern, _ in n_cpu_moe(2)]
     assert doc["cases"][0]["patterns"] == [EXPS]
+
+
+def test_rope_factors_go_with_layer_zero_and_norms_with_the_output():
+    """rope_freqs is LLM_TENSOR_LAYER_REPEATING, created in layer 0's loop; output_norm is the
+    output layer's (llama-arch.cpp LLM_TENSOR_INFOS)."""
+    from types import SimpleNamespace
+
+    from paramcount.memory.placement import place
+
+    rows = [SimpleNamespace(name=n, count=1) for n in ("rope_freqs.weight", "output_norm.weight", "token_embd.weight")]
+    found = {pl.name: pl.device for pl in place(rows, lambda r: (r.name, -1, -1), N_LAYER, Placement(gpu_layers=1))}
+    assert found == {"rope_freqs.weight": None, "output_norm.weight": 0, "token_embd.weight": None}
+    found = {pl.name: pl.device for pl in place(rows, lambda r: (r.name, -1, -1), N_LAYER, Placement())}
+    assert found == {"rope_freqs.weight": 0, "output_norm.weight": 0, "token_embd.weight": None}

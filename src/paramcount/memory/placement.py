@@ -52,6 +52,8 @@ PLACEMENT_OPTIONS = {
 }
 # the tensors of LLM_TENSOR_LAYER_INPUT by GGUF name (llama-arch.cpp LLM_TENSOR_INFOS)
 INPUT_LAYER = re.compile(r"^(token_embd|position_embd|token_types|per_layer_token_embd)\.weight$")
+# rope_freqs, rope_factors_long/short: repeating-layer tensors without a block number (llama-arch.cpp)
+ROPE = re.compile(r"^rope_(freqs|factors_long|factors_short)\.weight$")
 _BLK = re.compile(r"^blk\.(\d+)(?:–(\d+))?\.")
 _ONE_LAYER = re.compile(r"^\^?blk\\\.(\d+)\\\.")  # a pattern that can only match blk.N. (regex_search: also ^blk)
 # a quantified group holding a quantifier: exponential backtracking in a backtracking engine
@@ -339,6 +341,8 @@ def _device(name: str, il: int | None, n_layer_all: int, p: Placement, splits: S
         return None if buft == CPU else p.names().index(buft)
     if il is None and INPUT_LAYER.match(name):
         return None
+    if il is None and ROPE.match(name):  # LLM_TENSOR_LAYER_REPEATING, created first in layer 0's loop
+        il = 0
     return p.layer_gpu(n_layer_all if il is None else il, n_layer_all, splits)
 
 
