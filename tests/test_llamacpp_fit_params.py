@@ -145,3 +145,13 @@ def test_a_gguf_moe_file_overflows_by_fit_cpp_patterns(tmp_path):
     fit_cpp = [c["patterns"][0] for c in recorded[2:6]]
     assert fit_cpp == [_FRACTIONS[k].format(i) for k, i in (("attn", 3), ("up", 3), ("gate", 3), ("moe", 1))]
     assert all(pattern == _FRACTIONS["moe"].format(pattern.split("\\.")[1]) for pattern, _ in r.overrides[1:])
+
+
+def test_parallel_sequences_multiply_the_context_and_its_steps():
+    """-np 4 without --kv-unified: four streams, each of the trained context at most; the cut
+    context stays a multiple of 256 · 4; with --kv-unified one stream of the trained context."""
+    p, trained = setup("meta-llama/Llama-3.1-8B")
+    r = fit_params(p, 24 * GB - CUDA_CONTEXT, None, 4, trained)
+    assert r.steps[0].endswith(f"at -c {4 * trained:,}") and r.n_ctx % 1024 == 0 and r.n_ctx < 4 * trained
+    unified, _ = setup("meta-llama/Llama-3.1-8B", kv_unified=True)
+    assert fit_params(unified, 24 * GB - CUDA_CONTEXT, None, 4, trained).steps[0].endswith(f"at -c {trained:,}")

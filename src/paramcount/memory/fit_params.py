@@ -107,8 +107,8 @@ class FitParams:
 class _Search:
     """The measurements step 3 and 4 take: the GPU's bytes for a layer split, cached."""
 
-    def __init__(self, planner: Any, n_ctx: int, streams: int, hp_ngl: int):
-        self.planner, self.n_ctx, self.streams, self.hp_ngl = planner, n_ctx, streams, hp_ngl
+    def __init__(self, planner: Any, n_ctx: int, seqs: int, hp_ngl: int):
+        self.planner, self.n_ctx, self.seqs, self.hp_ngl = planner, n_ctx, seqs, hp_ngl
         self.cache: dict[Any, int] = {}
 
     def overrides(self, n: Layers) -> tuple[tuple[str, str], ...]:
@@ -122,15 +122,15 @@ class _Search:
         if key not in self.cache:
             tbo = self.overrides(n) if overrides is None else overrides
             gl = n.n_layer if overrides is None else None
-            self.cache[key] = used(self.planner, self.n_ctx, self.streams, gl, tbo)
+            self.cache[key] = used(self.planner, self.n_ctx, self.seqs, gl, tbo)
         return self.cache[key]
 
 
-def used(planner: Any, n_ctx: int, streams: int, ngl: int | None, overrides: Any = ()) -> int:
+def used(planner: Any, n_ctx: int, seqs: int, ngl: int | None, overrides: Any = ()) -> int:
     """What llama.cpp measures on the GPU (model + context + compute: memory_breakdown), the
     CUDA context left out: llama.cpp finds it already taken from the free memory."""
     p = replace(planner.placement, gpu_layers=ngl, overrides=tuple(overrides))
-    plan = planner.placed(p).plan(max(n_ctx // streams, 1), streams)
+    plan = planner.placed(p).plan(max(n_ctx // seqs, 1), seqs)  # -c n_ctx -np seqs
     return plan.total - sum(t.bytes for t in plan.device_terms if t.key == "overhead")
 
 
@@ -149,18 +149,19 @@ def fit_params(
     """llama-fit-params on one GPU with ``free`` bytes free (see the module docstring); ``n_ctx``:
     -c as given (None: unset, the trained context ``n_ctx_train`` per sequence)."""
     p0 = planner.placement
-    streams = 1 if planner.options.kv_unified else max(1, parallel)
+    seqs = max(1, parallel)
+    streams = 1 if planner.options.kv_unified else seqs
     if n_ctx is None and n_ctx_train is None:
         raise ParamcountError("the model states no trained context for llama.cpp's default -c 0: give --context")
     n_max = n_ctx if n_ctx is not None else n_ctx_train * streams
     steps: list[str] = []
-    done = _Done(planner, free, margin, streams, steps, n_ctx_train)
-    full = used(planner, n_max, streams, p0.gpu_layers, p0.overrides)
+    done = _Done(planner, free, margin, seqs, streams, steps, n_ctx_train)
+    full = used(planner, n_max, seqs, p0.gpu_layers, p0.overrides)
     steps.append(f"projected to use {full // MIB:,} MiB of {free // MIB:,} MiB free at -c {n_max:,}")
     if free - full >= margin:
         steps.append(f"leaves {(free - full) // MIB:,} >= {margin // MIB:,} MiB free: no changes needed")
         return done(n_max, p0.gpu_layers, p0.overrides)
-    ctx = _context(planner, n_ctx, n_max, streams, min_ctx, free - margin, full, steps)
+    ctx = _context(planner, n_ctx, n_max, (seqs, streams), min_ctx, free - margin, full, steps)
     if ctx > 0:
         return done(ctx, p0.gpu_layers, p0.overrides)
     ctx = -ctx
@@ -170,7 +171,7 @@ def fit_params(
         return done(ctx, None, p0.overrides, "model_params::tensor_buft_overrides already set by user, abort")
     from .offload import layers_of
 
-    search = _Search(planner, ctx, streams, layers_of(planner).n_layer)
+    search = _Search(planner, ctx, seqs, layers_of(planner).n_layer)
     moe = any(r.kind == "experts" for r in planner.loaded.rows)
     n = _dense(search, free - margin, moe, steps)
     if moe and n.n_layer > 0:
@@ -183,9 +184,18 @@ def fit_params(
 
 
 def _context(
-    planner: Any, n_ctx: int | None, n_max: int, streams: int, min_ctx: int, target: int, full: int, steps: list[str]
+    planner: Any,
+    n_ctx: int | None,
+    n_max: int,
+    counts: tuple[int, int],
+    min_ctx: int,
+    target: int,
+    full: int,
+    steps: list[str],
 ) -> int:
-    """Step 2: the reduced context (> 0: it fits so) or, negated, the one layers are fitted at."""
+    """Step 2: the reduced context (> 0: it fits so) or, negated, the one layers are fitted at;
+    ``counts``: the sequences and the KV streams (1 with --kv-unified)."""
+    seqs, streams = counts
     floor = min_ctx * streams
     if n_ctx is not None:
         steps.append(f"context size set by user to {n_ctx:,}: no change")
@@ -193,7 +203,7 @@ def _context(
     if n_max <= floor:
         steps.append(f"trained context {n_max:,} is <= the minimum {floor:,}: no change")
         return -n_max
-    at_min = used(planner, floor, streams, planner.placement.gpu_layers, planner.placement.overrides)
+    at_min = used(planner, floor, seqs, planner.placement.gpu_layers, planner.placement.overrides)
     if target <= at_min or full <= at_min:
         steps.append(f"context reduced from {n_max:,} to {floor:,}, still {(at_min - target) // MIB:,} MiB over")
         return -floor
@@ -261,7 +271,7 @@ def _whole(search: _Search, low: Layers, target: int, steps: list[str]) -> Layer
     return low
 
 
-def longest(planner: Any, target: int, streams: int, n_ctx_train: int | None) -> int | None:
+def longest(planner: Any, target: int, seqs: int, streams: int, n_ctx_train: int | None) -> int | None:
     """The longest -c at which every layer on the GPU leaves the margin, in steps of 256 per
     sequence (llama_context pads n_ctx to 256 cells: any -c between allocates as the next step);
     None: not even 256."""
@@ -269,21 +279,23 @@ def longest(planner: Any, target: int, streams: int, n_ctx_train: int | None) ->
 
     overrides, step = planner.placement.overrides, 256 * streams
     top = max(-(-(n_ctx_train or NO_LIMIT_CONTEXT) // 256), 1)
-    found = largest_under(lambda k: used(planner, k * step, streams, None, overrides), target, 1, top)
+    found = largest_under(lambda k: used(planner, k * step, seqs, None, overrides), target, 1, top)
     return None if found is None else found * step
 
 
 class _Done:
     """The answer, with the GPU's projected use at it."""
 
-    def __init__(self, planner: Any, free: int, margin: int, streams: int, steps: list[str], n_ctx_train: int | None):
-        self.planner, self.free, self.margin, self.streams, self.steps = planner, free, margin, streams, steps
-        self.n_ctx_train = n_ctx_train
+    def __init__(
+        self, planner: Any, free: int, margin: int, seqs: int, streams: int, steps: list[str], n_ctx_train: int | None
+    ):
+        self.planner, self.free, self.margin, self.seqs, self.streams = planner, free, margin, seqs, streams
+        self.steps, self.n_ctx_train = steps, n_ctx_train
 
     def __call__(self, n_ctx: int, ngl: int | None, overrides: Any, failed: str | None = None) -> FitParams:
         p = replace(self.planner.placement, gpu_layers=ngl, overrides=tuple(overrides))
-        plan = self.planner.placed(p).plan(max(n_ctx // self.streams, 1), self.streams)
+        plan = self.planner.placed(p).plan(max(n_ctx // self.seqs, 1), self.seqs)
         use = plan.total - sum(t.bytes for t in plan.device_terms if t.key == "overhead")
         steps = (*self.steps, *((failed,) if failed else ()))
-        most = longest(self.planner, self.free - self.margin, self.streams, self.n_ctx_train)
+        most = longest(self.planner, self.free - self.margin, self.seqs, self.streams, self.n_ctx_train)
         return FitParams(n_ctx, ngl, tuple(overrides), use, self.free, self.margin, steps, failed, plan, most)
