@@ -21,10 +21,10 @@ from paramcount.cli import main
 from paramcount.dtypes import DTYPES
 from paramcount.errors import ParamcountError
 from paramcount.memory import inference
+from paramcount.memory.core.gpus import custom
 from paramcount.memory.fit import fit
-from paramcount.memory.gpus import custom
-from paramcount.memory.placement import EXPS, n_cpu_moe, overrides
-from paramcount.memory.weights import weights
+from paramcount.memory.runtimes.llamacpp.placement import EXPS, n_cpu_moe, overrides
+from paramcount.memory.weights.schemes import weights
 
 from .gguf_files import gemma3_spec, llama_spec, write
 

@@ -16,7 +16,7 @@ from fractions import Fraction
 import pytest
 
 from paramcount.errors import ParamcountError
-from paramcount.memory.placement import (
+from paramcount.memory.runtimes.llamacpp.placement import (
     EXPS,
     Placement,
     gpu_layers,
@@ -172,7 +172,7 @@ def test_rope_factors_go_with_layer_zero_and_norms_with_the_output():
     output layer's (llama-arch.cpp LLM_TENSOR_INFOS)."""
     from types import SimpleNamespace
 
-    from paramcount.memory.placement import place
+    from paramcount.memory.runtimes.llamacpp.placement import place
 
     rows = [SimpleNamespace(name=n, count=1) for n in ("rope_freqs.weight", "output_norm.weight", "token_embd.weight")]
     found = {pl.name: pl.device for pl in place(rows, lambda r: (r.name, -1, -1), N_LAYER, Placement(gpu_layers=1))}

@@ -265,7 +265,7 @@ def ollama_defaults(args: argparse.Namespace) -> None:
     OLLAMA_KV_CACHE_TYPE, which llm/server.go NewLlamaServer reads server-wide)."""
     import os
 
-    from .memory.llamacpp import CACHE_TYPES
+    from .memory.runtimes.llamacpp.plan import CACHE_TYPES
 
     if not args.model.startswith("ollama:") or args.train or args.runtime not in (None, "llama.cpp"):
         return
@@ -290,7 +290,7 @@ def _listed(row: tuple, model, args: argparse.Namespace) -> bool:
 
 def _kinds(model) -> set[str]:
     """What ``list --kind`` picks by: experts, recurrent state beside attention, a vision tower, no KV cache."""
-    from .memory.kv_cache import attention_layout
+    from .memory.context.kv_cache import attention_layout
 
     kinds = {"moe"} if model.is_moe else set()
     if "vision_encoder" in model.towers():
@@ -596,10 +596,10 @@ def model_positional(p: Parser, text: str) -> None:
 
 def plan_args(p: Parser) -> None:
     """The flags ``memory`` and ``fit`` share: the model, the run's shape, its settings, output."""
-    from .memory.attention import IMPLEMENTATIONS
-    from .memory.kv_cache import CACHES, MLA_FORMS
-    from .memory.plan import TRAINING_PRECISIONS
-    from .memory.training import OPTIMIZERS, ZERO_STAGES
+    from .memory.context.kv_cache import CACHES, MLA_FORMS
+    from .memory.runtimes.transformers.attention import IMPLEMENTATIONS
+    from .memory.training.optimizer import OPTIMIZERS, ZERO_STAGES
+    from .memory.training.plan import TRAINING_PRECISIONS
 
     model_positional(p, MODEL_FILES)
     model_args(p, context=False)
@@ -670,8 +670,8 @@ def plan_args(p: Parser) -> None:
 
 def runtime_args(p: Parser) -> None:
     """The runtime an inference plan models, and llama.cpp's context settings."""
-    from .memory.llamacpp import CACHE_TYPES, CPU_FEATURES, DEVICES, FLASH
     from .memory.runtimes import RUNTIMES
+    from .memory.runtimes.llamacpp.plan import CACHE_TYPES, CPU_FEATURES, DEVICES, FLASH
 
     r = p.add_argument_group("runtime (inference)")
     r.add_argument(
@@ -787,7 +787,7 @@ def placement_args(p: Parser) -> None:
 
 def placement_options(options: dict) -> dict:
     """The flags' text made the planner's placement arguments (each checked, naming its flag)."""
-    from .memory.placement import EXPS, gpu_layers, n_cpu_moe, overrides, tensor_split
+    from .memory.runtimes.llamacpp.placement import EXPS, gpu_layers, n_cpu_moe, overrides, tensor_split
 
     if "gpu_layers" in options:
         options["gpu_layers"] = gpu_layers(options["gpu_layers"])
@@ -852,9 +852,9 @@ def plan_options(args: argparse.Namespace) -> dict:
 
 
 def run_memory(argv: Sequence[str]) -> int:
-    from .memory import plan
-    from .memory.gpus import gpu
-    from .memory.runtimes import runtime
+    from .memory.core.gpus import gpu
+    from .memory.runtimes import inference, runtime
+    from .memory.training.plan import train
     from .render import memory as render
     from .render.text import console
 
@@ -883,11 +883,11 @@ def run_memory(argv: Sequence[str]) -> int:
     model = load_model(args.model, args)
     card = gpu(args.gpu) if args.gpu else None
     if args.train:
-        result = plan.train(model, batch=args.batch, context=args.context, **options)
+        result = train(model, batch=args.batch, context=args.context, **options)
     else:
         if card is not None and runtime(options.get("runtime"), model) in ("vllm", "transformers"):
             options["gpu"] = card  # vllm serve's batch defaults, a quantization_config's loading follow the GPU
-        result = plan.inference(model, args.dtype, args.context, parallel(args), **options)
+        result = inference(model, args.dtype, args.context, parallel(args), **options)
     if args.plot:
         from .render.plot import plot
 
@@ -984,8 +984,18 @@ install (again after an upgrade: the script holds the catalog's names and the GP
 """
 
 
+def completion_script(shell: str) -> str:
+    """The completion script for ``shell`` (bash, zsh or fish), from this CLI's own parsers."""
+    from .completion import commands, model_names
+    from .render import completion as render
+
+    return {"bash": render.bash, "zsh": render.zsh, "fish": render.fish}[shell](
+        commands(COMMANDS, Parser), model_names()
+    )
+
+
 def run_completion(argv: Sequence[str]) -> int:
-    from .completion import SHELLS, script
+    from .completion import SHELLS
 
     p = Parser(
         prog="paramcount completion",
@@ -995,7 +1005,7 @@ def run_completion(argv: Sequence[str]) -> int:
     )
     p.add_argument("shell", choices=SHELLS, help="the shell to complete in")
     args = p.parse_args(argv)
-    sys.stdout.write(script(args.shell))
+    sys.stdout.write(completion_script(args.shell))
     return 0
 
 
