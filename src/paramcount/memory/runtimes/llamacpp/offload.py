@@ -180,9 +180,9 @@ def build(model: Any, w: Any, every: Any, arch: str | None, gguf: bool, p: Place
     placed = place(w.rows, names, layers.n_layer_all, p)
     if copy is not None:  # create_tensor: TENSOR_DUPLICATED token_embd is placed as LLM_TENSOR_OUTPUT
         buft = p.override("token_embd.weight")
-        dev = (None if buft == CPU else p.names().index(buft)) if buft else None
-        if buft is None:
-            dev = p.layer_gpu(layers.n_layer_all, layers.n_layer_all, p.splits())
+        dev = p.layer_gpu(layers.n_layer_all, layers.n_layer_all, p.splits()) if buft is None else None
+        if buft not in (None, CPU):
+            dev = p.names().index(buft)
         placed.append(Placed(copy, dev, "token_embd.weight as the output head"))
     return Offload(p, layers, tuple(placed), tuple(unnamed), gguf)
 
@@ -283,13 +283,14 @@ def mapped_span(model: Any, every: Any, rows: list[Any]) -> int | None:
 
 def _placed_said(off: Offload) -> str:
     p, layers = off.placement, off.layers
-    ngl = p.ngl(layers.n_layer_all)
-    start = max(layers.n_layer_all + 1 - ngl, 0)
+    n_all, ngl = layers.n_layer_all, p.ngl(layers.n_layer_all)
+    start = max(n_all + 1 - ngl, 0)
+    gpu = "GPUs" if p.devices > 1 else "GPU"
+    run = f"layers {start}–{n_all - 1} and the output layer on the {gpu}" if start < n_all else ""
+    run = run or (f"the output layer alone on the {gpu}" if ngl >= 1 else "nothing on the GPU")
     said = (
-        f"-ngl {ngl if p.gpu_layers is not None else 'all'}: of {layers.n_layer_all} repeating layers and the output"
-        f" layer, layers {start}.. on the GPU{'s' if p.devices > 1 else ''}"
-        + ("" if start < layers.n_layer_all + 1 else " (none)")
-        + f", the output layer {'on the GPU' if ngl >= 1 else 'on the CPU'}; the input layer on the CPU"
+        f"-ngl {ngl if p.gpu_layers is not None else 'all'} of {n_all} repeating layers + the output layer"
+        f" (llama.cpp offloads from the last, the output layer first): {run}; the input layer on the CPU"
     )
     if p.devices > 1:
         said += f"; layers split over {', '.join(p.names())} by -ts {','.join(f'{v:g}' for v in p.tensor_split)}"
