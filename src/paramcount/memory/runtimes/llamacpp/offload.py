@@ -12,7 +12,7 @@ What each GPU holds and what stays in host memory, by the placement rules of
   ``--no-kv-offload`` (``llama_kv_cache::llama_kv_cache``: ``offload ? model.dev_layer(il) :
   CPU``); -ot moves no cache;
 * compute buffers, one per backend (``llama_context::sched_reserve``), estimates:
-  the GPUs' follow the whole-graph model of :func:`..llamacpp.compute`, each over the layers it
+  the GPUs' follow the whole-graph model of :func:`.plan.compute`, each over the layers it
   runs; the first GPU also runs the layers left in host memory on a prompt
   (``ggml_backend_sched_backend_id_from_cur`` offloads an op on a host weight to the first backend
   whose ``offload_op`` takes it: ggml-cuda's takes batches of 32 or more), and each such weight is
@@ -56,7 +56,7 @@ _EXPERT = {"gate_up_proj": "gate_up", "down_proj": "down", "up_proj": "up", "gat
 
 def namer(arch: str | None, gguf: bool, inputs: set[int], towers: tuple[str, ...]):
     """``place``'s ``names``: a row's GGUF name template and layers. A config's names come from
-    gguf-py's map (:mod:`..gguf_names`); stacked experts without one are named as llama.cpp's
+    gguf-py's map (:mod:`paramcount.gguf.names`); stacked experts without one are named as llama.cpp's
     ``ffn_{gate,up,down,gate_up}_exps`` (what --cpu-moe and --n-cpu-moe match), and any other
     such tensor ``blk.N.`` and its checkpoint name (``unnamed`` counts them)."""
     from ....gguf.names import name_map
