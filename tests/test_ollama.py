@@ -260,7 +260,7 @@ def test_memory_and_fit_answer_num_gpu(tiny, clean, capsys, monkeypatch):
     assert doc["ollama"]["num_gpu"] == L + 1 and doc["settings"]["runtime"] == "ollama" and doc["gpu"]["all_layers"]
     # 540 MiB: the third block needs free > MINIMUM + G + 4·LAYER (565,491,712), the fourth 5·LAYER
     assert MINIMUM + G + 4 * LAYER < 540 * MIB <= MINIMUM + G + 5 * LAYER
-    assert main(["fit", tiny.source, "--runtime", "Ollama", "--gpu", "rtx3060", "--gpu-free", "540MiB"]) == 1
+    assert main(["fit", tiny.source, "--runtime", "Ollama", "--gpu", "rtx3060", "--free-vram", "540MiB"]) == 1
     assert "num_gpu 3 (3 of 5 layers on the GPU)" in capsys.readouterr().out
     monkeypatch.setenv("OLLAMA_NUM_PARALLEL", "2")
     assert main(["memory", tiny.source, "--runtime", "ollama", "--gpu", "12GiB", "--json", "-np", "3"]) == 0
@@ -275,7 +275,7 @@ def test_memory_and_fit_answer_num_gpu(tiny, clean, capsys, monkeypatch):
         (["--runtime", "ollama", "--gpu", "rtx3060", "--dtype", "q4_0"], "--dtype: not an Ollama setting"),
         (["--runtime", "ollama", "--gpu", "rtx3060", "--train"], "--train: not an Ollama setting"),
         (["--runtime", "ollama", "--gpu", "rtx3060", "-ctk", "q8_0", "-ctv", "f16"], "K and V in one type"),
-        (["--runtime", "ollama", "--gpu", "rtx3060", "--gpu-free", "lots"], "--gpu-free: expected a size"),
+        (["--runtime", "ollama", "--gpu", "rtx3060", "--free-vram", "lots"], "--free-vram: expected a size"),
         (["--runtime", "ollama", "--gpu", "rtx3060", "--num-gpu", "-2"], "expected an integer ≥ -1"),
     ],
 )

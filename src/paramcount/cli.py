@@ -745,7 +745,9 @@ def runtime_args(p: Parser) -> None:
     o.add_argument(
         "--num-gpu", type=layers, metavar="N", help="Ollama's num_gpu: layers to offload (default: its estimate)"
     )
-    o.add_argument("--gpu-free", metavar="SIZE", help="free memory on the GPU, as its driver reports it (default: all)")
+    o.add_argument(
+        "--free-vram", metavar="SIZE", help="free memory on the GPU, as its driver reports it (default: all)"
+    )
 
 
 def parallel(args: argparse.Namespace) -> int:
@@ -835,7 +837,7 @@ def run_memory(argv: Sequence[str]) -> int:
     return 0
 
 
-OLLAMA_FLAGS = ("num_gpu", "gpu_free")
+OLLAMA_FLAGS = ("num_gpu", "free_vram")
 # what --runtime ollama reads: Ollama's num_ctx, OLLAMA_NUM_PARALLEL, flash attention and KV type
 OLLAMA_TAKES = ("runtime", "parallel", "concurrency", "flash_attn", "cache_type_k", "cache_type_v", *OLLAMA_FLAGS)
 
@@ -865,14 +867,14 @@ def run_ollama(args: argparse.Namespace, brief: bool) -> int:
     ]
     wrong = _given(args, tuple(f for f in others if hasattr(args, f)))
     if wrong:
-        takes = "--context, --parallel, --flash-attn, --cache-type-k/-v, --num-gpu, --gpu-free and OLLAMA_* variables"
+        takes = "--context, --parallel, --flash-attn, --cache-type-k/-v, --num-gpu, --free-vram and OLLAMA_* variables"
         raise ParamcountError(f"not an Ollama setting (it takes {takes})", field="--" + wrong[0].replace("_", "-"))
     if not args.gpu:
         raise ParamcountError(
             "Ollama's plan is the layers it offloads to a GPU: give --gpu NAME or a size", field="--gpu"
         )
     card = gpu(args.gpu)
-    free = parse_size(args.gpu_free, "--gpu-free") if args.gpu_free else None
+    free = parse_size(args.free_vram, "--free-vram") if args.free_vram else None
     asked = from_env(os.environ, **_ollama_given(args))
     o = plan(load_model(args.model, args), card, asked, free=free)
     print_json(render.dumps(o, card)) if args.json else console(args.width).print(render.render(o, card, brief))

@@ -67,6 +67,13 @@ def compare(model: Any, o: OllamaPlan) -> OllamaPlan:
     try:
         llama = llama_cpp_plan(model, o)
     except ParamcountError as e:
-        note = f"llama.cpp's plan is not shown: {e.message}"
-        return replace(o, plan=replace(o.plan, notes=(*o.plan.notes, note)))
+        return _noted(o, f"llama.cpp's plan is not shown: {e.message}")
+    if llama.partial:  # weights only: no KV or compute buffers to set beside Ollama's
+        return _noted(o, f"llama.cpp's plan is not shown: it has the weights only ({llama.partial})")
     return replace(o, llama_cpp=llama, compared=rows(o, llama))
+
+
+def _noted(o: OllamaPlan, note: str) -> OllamaPlan:
+    from dataclasses import replace
+
+    return replace(o, plan=replace(o.plan, notes=(*o.plan.notes, note)))

@@ -254,6 +254,10 @@ def _notes(f: OllamaGGUF, e: Estimate, s: Settings) -> tuple[str, ...]:
     n = f.blocks + 1
     said = [f"Ollama would run {e.layers} of {n} layers on the GPU (num_gpu {e.layers})" if e.layers else
             f"Ollama would run all {n} layers on the CPU: no layer fits beside its reserves (num_gpu 0)"]  # fmt: skip
+    said.append(
+        f"modelled: Ollama {VERSION}'s estimate; v0.12.11 on sizes layers by allocating them on the GPU, and "
+        "v0.30 on runs llama-server, which picks -ngl with llama.cpp's own fit"
+    )
     if s.overhead:
         said.append(f"OLLAMA_GPU_OVERHEAD keeps {s.overhead:,} B of each GPU free; it is not in the total")
     return tuple(said)
