@@ -304,3 +304,42 @@ def test_an_ollama_name_brings_its_modelfile_options(tmp_path, clean, capsys, mo
     doc = json.loads(capsys.readouterr().out)
     assert (doc["ollama"]["num_gpu"], doc["settings"]["num_ctx"]) == (3, 1024)
     assert main(["fit", "ollama:tiny:1b", "--runtime", "ollama", "--gpu", "rtx3060", "--num-gpu", "-1"]) == 0
+
+
+# ---- today's Ollama (v0.33.0-rc2): no estimate, but num_ctx, llama-server's arguments, a prediction
+
+
+@pytest.mark.parametrize(
+    ("card", "count", "overhead", "context"),
+    [  # server/routes.go Serve: Σ(total − overhead) ≥ 47 GiB: 262,144; ≥ 23 GiB: 32,768; else 4,096
+        ("rtx3060", 1, 0, 4096),
+        ("rtx3090", 1, 0, 32768),
+        ("rtx3090", 1, 2 << 30, 4096),
+        ("h100", 1, 0, 262144),
+        ("rtx3090", 2, 0, 262144),
+    ],
+)
+def test_todays_default_num_ctx_follows_the_vram_tier(tiny, card, count, overhead, context):
+    o = estimate_plan(tiny, gpu(card), Asked(overhead=overhead), count=count)
+    assert o.current["num_ctx"] == context
+
+
+def test_todays_launch_and_prediction(tiny):
+    import os
+
+    o = estimate_plan(tiny, gpu("rtx3090"), Asked(num_gpu=3))
+    c = o.current
+    assert c["llama_server_args"] == ["-c", "32768", "-np", "1", "-ngl", "3"]  # -c is not cut to the trained 8192
+    # PredictServerVRAM: file size + 2 · layers · kv heads · (embedding / heads) · min(num_ctx, trained) · 2 B
+    assert c["predicted_vram"] == os.path.getsize(tiny.source) + 2 * L * HKV * (E // H) * 8192 * 2
+    assert estimate_plan(tiny, gpu("rtx3090"), Asked()).current["num_gpu"] == "chosen by llama.cpp's fit (-ngl auto)"
+
+
+def test_todays_fit_target_for_a_projector():
+    from paramcount.memory.ollama.current import _fit_target
+
+    assert _fit_target(100 * MIB, -1, 5, 12 << 30) == 100 + 1024  # ⌈(mmproj + 1 GiB) / MiB⌉
+    assert _fit_target(100 * MIB + 1, -1, 5, 12 << 30) == 100 + 1024 + 1
+    assert _fit_target(100 * MIB, 2, 5, 12 << 30) is None  # partial text offload: projector on the CPU
+    assert _fit_target(100 * MIB, -1, 5, 1 << 30) is None  # less free than it needs
+    assert _fit_target(0, -1, 5, 12 << 30) is None

@@ -47,11 +47,25 @@ def why(o: OllamaPlan, card: GPU) -> list[Text]:
     return out
 
 
+def today(o: OllamaPlan) -> Text:
+    """What today's Ollama does instead: its num_ctx, llama-server's arguments, its prediction."""
+    c = o.current
+    args = " ".join(c["llama_server_args"])
+    ngl = "" if "-ngl" in c["llama_server_args"] else ", -ngl left to llama.cpp's fit"
+    pad = f", LLAMA_ARG_FIT_TARGET={c['fit_target_mib']} (MiB, for the projector)" if c["fit_target_mib"] else ""
+    verdict = "under" if c["predicted_fits"] else "over"
+    return Text(
+        f"Ollama {c['version']}: num_ctx {c['num_ctx']:,} ({c['num_ctx_from']}); llama-server {args}{ngl}{pad}; "
+        f"its pre-flight predicts {gib(c['predicted_vram'])} GiB, {verdict} 80% of the free memory",
+        style="dim",
+    )
+
+
 def render(o: OllamaPlan, card: GPU, brief: bool = False) -> Group:
     """``memory``: the estimate's terms, then the answer and the comparison; ``fit`` (``brief``):
     the answer and the comparison."""
     parts: list[Any] = [] if brief else [render_plan(o.plan), Text("")]
-    parts += [answer(o, card)]
+    parts += [answer(o, card), today(o)]
     if o.compared:
         parts += [Text(""), comparison(o), *why(o, card)]
     return Group(*parts)

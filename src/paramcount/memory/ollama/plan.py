@@ -19,6 +19,7 @@ from ...errors import ParamcountError
 from ...frontends import gguf
 from ..gpus import GPU
 from ..terms import Term
+from .current import now
 from .ggml import OLLAMA_ENGINE, VERSION, OllamaGGUF, graph_size
 from .layers import Device, Estimate, Sizes, estimate, sizes
 from .settings import Asked, Settings, resolve
@@ -80,6 +81,7 @@ class OllamaPlan:
     sizes: Sizes  # what that all-layers estimate read: blocks, KV, output layer, projector, graphs
     gpus_used: int
     settings: Settings
+    current: dict[str, Any] = field(default_factory=dict)  # today's Ollama (current.now)
     compared: tuple[dict[str, Any], ...] = ()  # rows beside llama.cpp's plan
     llama_cpp: Any = None  # llama.cpp's plan at the same context, or None when it cannot plan it
 
@@ -106,6 +108,7 @@ class OllamaPlan:
                 "compared_with_llama_cpp": list(self.compared),
                 "llama_cpp_settings": None if self.llama_cpp is None else dict(self.llama_cpp.settings),
             },
+            "ollama_now": self.current,
         }
 
 
@@ -136,7 +139,8 @@ def estimate_plan(
 
     settings = _settings(f, s, card, devices, lib, num_gpu, est, graph.formula, len(used))
     shown = Plan(model, "inference", terms, settings, (*s.notes, *_notes(f, est, s)))
-    return OllamaPlan(shown, num_gpu, f.blocks + 1, est, everything, all_sizes, len(used), s)
+    today = now(f, projector, [card.usable] * count, devices[0].free, asked, _vision(got))
+    return OllamaPlan(shown, num_gpu, f.blocks + 1, est, everything, all_sizes, len(used), s, today)
 
 
 def _check(f: OllamaGGUF) -> None:
