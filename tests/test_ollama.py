@@ -285,14 +285,12 @@ def test_bad_input_is_one_line(tiny, clean, capsys, args, message):
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
 
 
-def test_an_ollama_name_brings_its_modelfile_options(tmp_path, clean, capsys, monkeypatch):
+def store(tmp_path, monkeypatch, *blobs) -> None:
+    """``ollama:tiny:1b`` as ``ollama pull`` leaves it: blobs by digest and a manifest naming them."""
     root = tmp_path / "ollama"
     monkeypatch.setenv("OLLAMA_MODELS", str(root))
     layers = []
-    for media, data in (
-        (stores.MODEL, write(SPEC, tmp_path / "m.gguf").read_bytes()),
-        (stores.PARAMS, json.dumps({"num_ctx": 1024, "num_gpu": 3}).encode()),
-    ):
+    for media, data in blobs:
         digest = hashlib.sha256(data).hexdigest()
         (root / "blobs").mkdir(parents=True, exist_ok=True)
         (root / "blobs" / f"sha256-{digest}").write_bytes(data)
@@ -300,10 +298,51 @@ def test_an_ollama_name_brings_its_modelfile_options(tmp_path, clean, capsys, mo
     folder = root / "manifests" / "registry.ollama.ai" / "library" / "tiny"
     folder.mkdir(parents=True)
     (folder / "1b").write_text(json.dumps({"schemaVersion": 2, "layers": layers}))
+
+
+def test_an_ollama_name_brings_its_modelfile_options(tmp_path, clean, capsys, monkeypatch):
+    model = write(SPEC, tmp_path / "m.gguf").read_bytes()
+    store(tmp_path, monkeypatch, (stores.MODEL, model), (stores.PARAMS, b'{"num_ctx": 1024, "num_gpu": 3}'))
     assert main(["fit", "ollama:tiny:1b", "--runtime", "ollama", "--gpu", "rtx3060", "--json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert (doc["ollama"]["num_gpu"], doc["settings"]["num_ctx"]) == (3, 1024)
     assert main(["fit", "ollama:tiny:1b", "--runtime", "ollama", "--gpu", "rtx3060", "--num-gpu", "-1"]) == 0
+
+
+PROJECTOR = {
+    "name": "proj",
+    "arch": "clip",
+    "meta": {},
+    "vocab": 4,
+    "tensors": [
+        ["v.blk.0.attn_q.weight", [64, 64], "F16"],
+        ["mm.0.weight", [256, 64], "F16"],
+        ["mm.0.bias", [256], "F32"],
+    ],
+}
+
+
+def test_a_projector_sits_on_the_first_gpu_and_raises_num_ctx(tmp_path, clean, capsys, monkeypatch):
+    projector = 64 * 64 * 2 + 256 * 64 * 2 + 256 * 4  # projectorMemoryRequirements: every tensor
+    model = write(SPEC, tmp_path / "m.gguf").read_bytes()
+    store(
+        tmp_path,
+        monkeypatch,
+        (stores.MODEL, model),
+        (stores.PROJECTOR, write(PROJECTOR, tmp_path / "p.gguf").read_bytes()),
+    )
+    assert (
+        main(["memory", "ollama:tiny:1b", "--runtime", "ollama", "--gpu", "rtx3060", "--context", "1024", "--json"])
+        == 0
+    )
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["settings"]["num_ctx"] == 2048  # a model that sees images: at least 2048 (sched.GetRunner)
+    terms = {t["key"]: t["bytes"] for t in doc["terms"]}
+    assert terms["projector"] == projector == 41_984
+    layer = BLOCK + kv(2048)
+    full = llama_graph(2048)[1]
+    assert doc["ollama"]["vram"]["bytes"] == MINIMUM + layer + projector + L * layer + OUTPUT + full
+    assert doc["ollama_now"]["fit_target_mib"] == -(-(projector + (1 << 30)) // MIB)
 
 
 # ---- today's Ollama (v0.33.0-rc2): no estimate, but num_ctx, llama-server's arguments, a prediction

@@ -200,13 +200,14 @@ def _terms(s: Sizes, e: Estimate, st: Settings, lib: str) -> tuple[Term, ...]:
     kv = sum(s.kv[i] for i in placed)
     minimum = (457 if lib != "Metal" else 512) << 20
     graph_kind = "full" if e.fully else "partial"
+    placed_said = f"{e.placed} block" + "s" * (e.placed != 1) + " + output layer" * e.output_placed
     rows = [
         Term("minimum", "device minimum", minimum * used, f"{used} × {minimum >> 20} MiB",
              "memory Ollama sets aside on each GPU it uses for the driver and context structures", True,
              f"ollama {VERSION} ml/device.go DeviceInfo.MinimumMemory"),
         Term("buffer", "one-layer buffer", e.buffer * used, f"{used} × (blk.0 + its KV)",
              "one more layer's weights and cache reserved on each GPU used, 'as a buffer'", True, MEMORY_GO),
-        Term("weights", "weights on the GPU", weights, f"{e.placed} blocks" + " + output layer" * e.output_placed,
+        Term("weights", "weights on the GPU", weights, placed_said,
              "tensor bytes in Ollama's type table (TypeSize/BlockSize), blocks placed from the last one down; "
              "the output layer is output_norm + output (token_embd when tied)", False, MEMORY_GO),
         Term("kv_cache", "KV cache", kv, f"num_ctx·num_parallel·(K+V head dims)·kv heads·{_kv_said(st)} per block",
