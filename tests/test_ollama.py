@@ -382,3 +382,13 @@ def test_todays_fit_target_for_a_projector():
     assert _fit_target(100 * MIB, 2, 5, 12 << 30) is None  # partial text offload: projector on the CPU
     assert _fit_target(100 * MIB, -1, 5, 1 << 30) is None  # less free than it needs
     assert _fit_target(0, -1, 5, 12 << 30) is None
+
+
+def test_a_vision_tower_in_the_file_goes_with_the_output_layer(tmp_path):
+    spec = {**SPEC, "meta": {**SPEC["meta"], "vision.block_count": 1}}
+    spec["tensors"] = [*SPEC["tensors"], ["v.blk.0.attn_q.weight", [64, 64], "F16"], ["v.post_ln.weight", [64], "F32"]]
+    model = paramcount.load(str(write(spec, tmp_path / "v.gguf")))
+    vision = 64 * 64 * 2 + 64 * 4  # VisionGraphSize: the v.* weights (its graph: 0 for llama)
+    o = estimate_plan(model, gpu("rtx3060"), Asked(context=4096))
+    assert o.settings.context == 4096 and o.plan.term("weights").bytes == L * BLOCK + OUTPUT + vision
+    assert o.estimate.vram == MINIMUM + 5 * LAYER + OUTPUT + vision + FULL

@@ -38,7 +38,7 @@ class Sizes:
 
     blocks: tuple[int | None, ...]  # Layer.Size of blk.i (None: the file has no such group)
     kv: tuple[int, ...]  # the cache of each block (GraphSize)
-    output: int  # memoryLayerOutput: output_norm + (output or token_embd)
+    output: int  # memoryLastLayer: output_norm + (output or token_embd), and a vision tower in the file
     projector: int  # llamaEngineProjectorWeights: every tensor of the projector files, on GPU 0
     partial: int  # graphPartialOffload after the Metal and multi-GPU rules
     full: int  # graphFullOffload after them
@@ -62,10 +62,15 @@ class Estimate:
 
 
 def sizes(f: OllamaGGUF, graph: Graph, projector: int, devices: Sequence[Device]) -> Sizes:
-    """What estimateGPULayers reads before its loops."""
+    """What estimateGPULayers reads before its loops. Without a projector file, a vision tower in
+    the model's own file (``vision.block_count``) goes with the output layer
+    (``GGML.VisionGraphSize``: its ``v.*`` weights; its graph is 0 for the llama engine's
+    architectures, whose cases there are all the Ollama engine's)."""
     blocks = tuple(f.layer(f"blk.{i}") for i in range(f.blocks))
     head = f.layer("output")
     output = (f.layer("output_norm") or 0) + (head if head is not None else f.layer("token_embd") or 0)
+    if projector == 0 and f.uint("vision.block_count"):
+        output += sum(f.layer(g) or 0 for g in f.groups if g == "v" or g.startswith("v."))
     partial, full = graph.partial, graph.full
     if devices and devices[0].library == "Metal":  # "on metal there's no partial offload overhead"
         partial = full

@@ -208,8 +208,9 @@ def _terms(s: Sizes, e: Estimate, st: Settings, lib: str) -> tuple[Term, ...]:
         Term("buffer", "one-layer buffer", e.buffer * used, f"{used} × (blk.0 + its KV)",
              "one more layer's weights and cache reserved on each GPU used, 'as a buffer'", True, MEMORY_GO),
         Term("weights", "weights on the GPU", weights, placed_said,
-             "tensor bytes in Ollama's type table (TypeSize/BlockSize), blocks placed from the last one down; "
-             "the output layer is output_norm + output (token_embd when tied)", False, MEMORY_GO),
+             "tensor bytes in Ollama's type table (TypeSize/BlockSize), blocks placed from the last one down; the "
+             "output layer is output_norm + output (token_embd when tied), with a vision tower in the file",
+             False, MEMORY_GO),
         Term("kv_cache", "KV cache", kv, f"num_ctx·num_parallel·(K+V head dims)·kv heads·{_kv_said(st)} per block",
              "Ollama's formula: unpadded cells, every layer at the whole context", True, GRAPH_GO),
         Term("projector", "projector weights", s.projector if e.layers else 0, "every tensor of the projector file",
