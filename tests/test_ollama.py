@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -22,8 +23,9 @@ from paramcount.frontends.gguf import read_header
 from paramcount.memory.gpus import gpu
 from paramcount.memory.ollama import Asked, plan
 from paramcount.memory.ollama.ggml import OllamaGGUF, graph_size
+from paramcount.memory.ollama.layers import Device, estimate, sizes
 from paramcount.memory.ollama.plan import estimate_plan
-from paramcount.memory.ollama.settings import env_bool, from_env
+from paramcount.memory.ollama.settings import env_bool, from_env, resolve
 
 from .gguf_files import gemma3_spec, llama_spec, write, write_raw
 
@@ -110,11 +112,13 @@ def test_graph_size_of_qwen2(tmp_path):
     assert (partial, full) == (80_743_424, 76_548_096)
 
 
-def test_graph_size_without_a_formula_is_a_sixth_of_the_cache_times_gqa(tmp_path):
+def test_without_a_graph_size_the_estimate_takes_a_sixth_of_the_cache_times_gqa(tmp_path):
     f = ggml(tmp_path, llama_spec("m", L, E, H, HKV, FF, V, arch="mistral"))  # no case in GraphSize
     g = graph_size(f, 4096, 512, 1, "")
+    assert (g.partial, g.full) == (0, 0)
+    at = sizes(f, g, 0, [Device("CUDA", 12 << 30)])
     partial = (H // HKV) * (L * kv(4096)) // 6  # gqa · kvTotal / 6; full = partial
-    assert (g.partial, g.full) == (partial, partial) == (2_796_202, 2_796_202)
+    assert (at.partial, at.full) == (partial, partial) == (2_796_202, 2_796_202)
 
 
 # ---- estimateGPULayers ------------------------------------------------------------------------
@@ -392,3 +396,40 @@ def test_a_vision_tower_in_the_file_goes_with_the_output_layer(tmp_path):
     o = estimate_plan(model, gpu("rtx3060"), Asked(context=4096))
     assert o.settings.context == 4096 and o.plan.term("weights").bytes == L * BLOCK + OUTPUT + vision
     assert o.estimate.vram == MINIMUM + 5 * LAYER + OUTPUT + vision + FULL
+
+
+# ---- Ollama's own code: tools/record_ollama.py ran estimateGPULayers (v0.12.10) on these files
+
+RECORDED = json.loads((Path(__file__).parent / "fixtures" / "ollama_estimate.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def recorded_files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("recorded")
+    files = {name: write(spec, folder / f"{name}.gguf") for name, spec in RECORDED["specs"].items()}
+    return files, write(RECORDED["projector"], folder / "projector.gguf")
+
+
+def ours(files, projector_file, case):
+    """The same estimate from paramcount: the settings as the server resolves them from the
+    case's options and environment, then GraphSize and estimateGPULayers."""
+    f = OllamaGGUF(read_header(files[case["model"]]))
+    given = {k: case[k] for k in ("parallel", "num_gpu")} | {"context": case["num_ctx"], "batch": case["num_batch"]}
+    s = resolve(f, from_env(case["env"], **given), vision=False, flash_ok=True)
+    graph = graph_size(f, s.context, s.batch, s.parallel, s.kv_type)
+    projector = 0
+    if case["projector"]:
+        p = OllamaGGUF(read_header(projector_file))
+        projector = sum(p.layer(g) for g in p.groups)
+    devices = [Device(case["library"], free) for free in case["free"]]
+    return estimate(sizes(f, graph, projector, devices), devices, s.overhead, s.num_gpu), graph
+
+
+@pytest.mark.parametrize("case", RECORDED["cases"], ids=lambda c: f"{c['model']}-{c['free']}-{c['library']}")
+def test_the_estimate_equals_ollamas_own(recorded_files, case):
+    e, graph = ours(*recorded_files, case)
+    go = case["ollama"]
+    assert (e.layers, e.graph, e.vram, e.total) == (go["layers"], go["graph"], go["vram"], go["total"])
+    assert list(e.split or ()) == (go["split"] if go["layers"] else []) and list(e.per_gpu) == (go["per_gpu"] or [])
+    if not case["env"]:  # the harness prints GraphSize at f16 without flash attention
+        assert (list(graph.kv), graph.partial, graph.full) == (go["kv"], go["partial"], go["full"])

@@ -205,18 +205,21 @@ def dims(f: OllamaGGUF, context: int, batch: int) -> Dims:
 
 def graph_size(f: OllamaGGUF, context: int, batch: int, parallel: int, kv_type: str) -> Graph:
     """``GGML.GraphSize(context, batch, numParallel, kvCacheType, …)`` for the llama engine's
-    architectures (the Ollama engine's are refused before: :data:`OLLAMA_ENGINE`)."""
+    architectures (the Ollama engine's are refused before: :data:`OLLAMA_ENGINE`); 0 and 0 for
+    one without a case (estimateGPULayers then takes :func:`gqa_share`)."""
     context *= parallel
     d = dims(f, context, batch)
     kv = kv_bytes(f, context, kv_type)
     rule = ARCH_GRAPHS.get(f.arch)
     partial, full, said = rule(f, d) if rule else (0, 0, "")
-    if partial == 0:  # no formula for this architecture: a share of the KV cache
-        gqa = max(f.uints("attention.head_count", 1)) // max(min(f.uints("attention.head_count_kv", 1)), 1)
-        partial, said = gqa * sum(kv) // 6, "partial = HeadCountMax/HeadCountKVMin · kv total / 6"
-    if full == 0:
-        full = partial
-    return Graph(kv, partial, full, said or f"the {f.arch} case of GraphSize")
+    return Graph(kv, partial, full, said or "none in GraphSize for this architecture")
+
+
+def gqa_share(f: OllamaGGUF, kv_total: int) -> int:
+    """estimateGPULayers' graph where GraphSize has none: HeadCountMax / HeadCountKVMin (at least
+    1) times the whole KV cache, over 6."""
+    gqa = max(f.uints("attention.head_count", 1)) // max(min(f.uints("attention.head_count_kv", 1)), 1)
+    return gqa * kv_total // 6
 
 
 # ---- GraphSize's cases, one function per architecture -------------------------------------------

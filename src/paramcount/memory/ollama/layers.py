@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .ggml import Graph, OllamaGGUF
+from .ggml import Graph, OllamaGGUF, gqa_share
 
 MIB = 1 << 20
 MINIMUM = 457 * MIB  # ml/device.go DeviceInfo.MinimumMemory (CUDA, ROCm, Vulkan)
@@ -71,7 +71,8 @@ def sizes(f: OllamaGGUF, graph: Graph, projector: int, devices: Sequence[Device]
     output = (f.layer("output_norm") or 0) + (head if head is not None else f.layer("token_embd") or 0)
     if projector == 0 and f.uint("vision.block_count"):
         output += sum(f.layer(g) or 0 for g in f.groups if g == "v" or g.startswith("v."))
-    partial, full = graph.partial, graph.full
+    partial, full = graph.partial or gqa_share(f, sum(graph.kv)), graph.full
+    full = full or partial
     if devices and devices[0].library == "Metal":  # "on metal there's no partial offload overhead"
         partial = full
     elif len(devices) > 1:  # "multigpu should always use the partial graph size"

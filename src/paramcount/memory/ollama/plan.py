@@ -134,10 +134,12 @@ def estimate_plan(
     all_sizes = sizes(f, graph, projector, roomy)
     everything = estimate(all_sizes, roomy, 0)
     num_gpu = _num_gpu(s.num_gpu, est, bool(used), f.blocks + 1)
-    terms = _terms(at, est, s, lib)
+    said = graph.formula if graph.partial else "HeadCountMax/HeadCountKVMin · KV total / 6 (no GraphSize case)"
+    terms = _terms(at, est, s, lib, said)
+    settings_formula = said
     from ..plan import Plan
 
-    settings = _settings(f, s, card, devices, lib, num_gpu, est, graph.formula, len(used))
+    settings = _settings(f, s, card, devices, lib, num_gpu, est, settings_formula, len(used))
     shown = Plan(model, "inference", terms, settings, (*s.notes, *_notes(f, est, s)))
     today = now(f, projector, [card.usable] * count, devices[0].free, asked, _vision(got))
     return OllamaPlan(shown, num_gpu, f.blocks + 1, est, everything, all_sizes, len(used), s, today)
@@ -193,7 +195,7 @@ def _num_gpu(requested: int, e: Estimate, gpus: bool, layers: int) -> int:
     return e.layers if requested < 0 else min(requested, layers)
 
 
-def _terms(s: Sizes, e: Estimate, st: Settings, lib: str) -> tuple[Term, ...]:
+def _terms(s: Sizes, e: Estimate, st: Settings, lib: str, graph_said: str) -> tuple[Term, ...]:
     used = sum(1 for n in e.split if n > 0) if e.layers else 0
     placed = range(len(s.blocks) - e.placed, len(s.blocks))
     weights = sum(s.blocks[i] or 0 for i in placed) + (s.output if e.output_placed else 0)
@@ -215,8 +217,8 @@ def _terms(s: Sizes, e: Estimate, st: Settings, lib: str) -> tuple[Term, ...]:
              "Ollama's formula: unpadded cells, every layer at the whole context", True, GRAPH_GO),
         Term("projector", "projector weights", s.projector if e.layers else 0, "every tensor of the projector file",
              "the multimodal projector, held on the first GPU", False, MEMORY_GO),
-        Term("graph", f"graph ({graph_kind} offload)", e.graph, f"GraphSize's {graph_kind}-offload size",
-             "Ollama's per-architecture formula for llama.cpp's compute buffers", True, GRAPH_GO),
+        Term("graph", f"graph ({graph_kind} offload)", e.graph, f"{graph_kind}-offload size: {graph_said}",
+             "Ollama's formula for llama.cpp's compute buffers", True, f"{GRAPH_GO}; {MEMORY_GO}"),
     ]  # fmt: skip
     if e.total > e.vram:
         rows.append(
