@@ -24,7 +24,7 @@ from paramcount.memory.gpus import gpu
 from paramcount.memory.ollama import Asked, plan
 from paramcount.memory.ollama.ggml import OllamaGGUF, graph_size
 from paramcount.memory.ollama.layers import Device, estimate, sizes
-from paramcount.memory.ollama.plan import estimate_plan
+from paramcount.memory.ollama.plan import estimate_plan, full_fit
 from paramcount.memory.ollama.settings import env_bool, from_env, resolve
 
 from .gguf_files import gemma3_spec, llama_spec, write, write_raw
@@ -422,14 +422,16 @@ def ours(files, projector_file, case):
         p = OllamaGGUF(read_header(projector_file))
         projector = sum(p.layer(g) for g in p.groups)
     devices = [Device(case["library"], free) for free in case["free"]]
-    return estimate(sizes(f, graph, projector, devices), devices, s.overhead, s.num_gpu), graph
+    chosen = len(full_fit(f, graph, projector, devices, s))
+    return estimate(sizes(f, graph, projector, devices), devices, s.overhead, s.num_gpu), graph, chosen
 
 
 @pytest.mark.parametrize("case", RECORDED["cases"], ids=lambda c: f"{c['model']}-{c['free']}-{c['library']}")
 def test_the_estimate_equals_ollamas_own(recorded_files, case):
-    e, graph = ours(*recorded_files, case)
+    e, graph, chosen = ours(*recorded_files, case)
     go = case["ollama"]
     assert (e.layers, e.graph, e.vram, e.total) == (go["layers"], go["graph"], go["vram"], go["total"])
     assert list(e.split or ()) == (go["split"] if go["layers"] else []) and list(e.per_gpu) == (go["per_gpu"] or [])
+    assert chosen == go["full_fit_gpus"]  # pickBestFullFitByLibrary: how many GPUs Load takes (0: all)
     if not case["env"]:  # the harness prints GraphSize at f16 without flash attention
         assert (list(graph.kv), graph.partial, graph.full) == (go["kv"], go["partial"], go["full"])

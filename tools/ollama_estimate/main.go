@@ -54,10 +54,12 @@ func main() {
 		projectors = append(projectors, *projector)
 	}
 	e := estimateGPULayers(gpus, g, projectors, opts, *parallel)
+	fullFit := len(pickBestFullFitByLibrary(g, *model, projectors, nil, opts, gpus, *parallel))
 	kv, partial, full := g.GraphSize(uint64(opts.NumCtx), uint64(min(opts.NumCtx, opts.NumBatch)), *parallel, "", false)
 	out, _ := json.Marshal(map[string]any{
 		"layers": e.Layers, "graph": e.Graph, "vram": e.VRAMSize, "total": e.TotalSize,
 		"split": e.TensorSplit, "per_gpu": e.GPUSizes, "kv": kv, "partial": partial, "full": full,
+		"full_fit_gpus": fullFit,
 	})
 	fmt.Println(string(out))
 }

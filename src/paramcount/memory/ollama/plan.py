@@ -175,15 +175,22 @@ def _vision(got: Inputs) -> bool:
 
 def _load(f: OllamaGGUF, graph: Any, projector: int, devices: Sequence[Device], s: Settings) -> list[Device]:
     """``llamaServer.Load``'s choice of GPUs: none for num_gpu 0, else the fewest that hold every
-    layer (``pickBestFullFitByLibrary``: 1, 2, … of them), else all (one library: its partial fit)."""
+    layer, the most free memory first (:func:`full_fit`), else all (one library: its partial fit)."""
     if s.num_gpu == 0:
         return []
-    for n in range(1, len(devices) + 1):
-        e = estimate(sizes(f, graph, projector, devices[:n]), devices[:n], s.overhead, s.num_gpu)
-        want = f.blocks + 1 if s.num_gpu < 0 else s.num_gpu
-        if e.layers > 0 and e.layers >= want:  # predictServerFit
-            return list(devices[:n])
-    return list(devices)
+    return full_fit(f, graph, projector, devices, s) or list(devices)
+
+
+def full_fit(f: OllamaGGUF, graph: Any, projector: int, devices: Sequence[Device], s: Settings) -> list[Device]:
+    """``pickBestFullFitByLibrary``: 1, 2, … of the GPUs, most free memory first, until
+    ``predictServerFit`` says every layer (or num_gpu's) fits; none when no subset does."""
+    ordered = sorted(devices, key=lambda d: d.free, reverse=True)
+    want = f.blocks + 1 if s.num_gpu < 0 else s.num_gpu
+    for n in range(1, len(ordered) + 1):
+        e = estimate(sizes(f, graph, projector, ordered[:n]), ordered[:n], s.overhead, s.num_gpu)
+        if e.layers > 0 and e.layers >= want:
+            return ordered[:n]
+    return []
 
 
 def _num_gpu(requested: int, e: Estimate, gpus: bool, layers: int) -> int:
