@@ -117,13 +117,13 @@ def estimate_plan(
 ) -> OllamaPlan:
     """Ollama v0.12.10's estimate for ``model`` (a GGUF file or ``ollama:NAME``) on ``count``
     of ``card``, each with ``free`` bytes free as the driver reports them (default: all of it)."""
-    asked = asked or Asked()
+    from ..plan import Plan
+
     got = inputs(model.source)
-    f = got.model
-    _check(f)
-    lib = library(card)
+    f, lib = got.model, library(card)
+    _check(f, count, free)
     devices = [Device(lib, card.usable if free is None else free)] * count
-    asked = _with_modelfile(asked, got.options)
+    asked = _with_modelfile(asked or Asked(), got.options)
     s = resolve(f, asked, _vision(got), flash_supported(card, lib))
     graph = graph_size(f, s.context, s.batch, s.parallel, s.kv_type)
     projector = sum(p.layer(g) or 0 for p in got.projectors for g in p.groups)
@@ -131,21 +131,22 @@ def estimate_plan(
     at = sizes(f, graph, projector, used)
     est = estimate(at, used, s.overhead, s.num_gpu)
     roomy = [Device(lib, 1 << 62)]  # Ollama's figure for every layer on one GPU
-    all_sizes = sizes(f, graph, projector, roomy)
-    everything = estimate(all_sizes, roomy, 0)
+    everything = estimate(sizes(f, graph, projector, roomy), roomy, 0)
     num_gpu = _num_gpu(s.num_gpu, est, bool(used), f.blocks + 1)
     said = graph.formula if graph.partial else "HeadCountMax/HeadCountKVMin · KV total / 6 (no GraphSize case)"
-    terms = _terms(at, est, s, lib, said)
-    settings_formula = said
-    from ..plan import Plan
-
-    settings = _settings(f, s, card, devices, lib, num_gpu, est, settings_formula, len(used))
-    shown = Plan(model, "inference", terms, settings, (*s.notes, *_notes(f, est, s)))
+    settings = _settings(s, devices, lib, num_gpu, said, len(used))
+    shown = Plan(model, "inference", _terms(at, est, s, lib, said), settings, (*s.notes, *_notes(f, est, s)))
     today = now(f, projector, [card.usable] * count, devices[0].free, asked, _vision(got))
-    return OllamaPlan(shown, num_gpu, f.blocks + 1, est, everything, all_sizes, len(used), s, today)
+    return OllamaPlan(
+        shown, num_gpu, f.blocks + 1, est, everything, sizes(f, graph, projector, roomy), len(used), s, today
+    )
 
 
-def _check(f: OllamaGGUF) -> None:
+def _check(f: OllamaGGUF, count: int, free: int | None) -> None:
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 64:
+        raise ParamcountError(f"expected 1..64 GPUs, got {count!r}", field="count")
+    if free is not None and (isinstance(free, bool) or not isinstance(free, int) or not 0 <= free < 1 << 62):
+        raise ParamcountError(f"expected free memory in bytes, got {free!r}", field="--free-vram")
     if f.arch in OLLAMA_ENGINE:
         raise ParamcountError(
             f"Ollama {VERSION} runs {f.arch} on its own engine, which sizes layers by allocating them on the GPU "
@@ -239,7 +240,7 @@ def _kv_said(st: Settings) -> str:
     return {"": "2 B", "f16": "2 B", "q8_0": "1 B", "q4_0": "0.5 B"}[st.kv_type]
 
 
-def _settings(f, s: Settings, card: GPU, devices, lib, num_gpu, e: Estimate, formula: str, used: int) -> dict:
+def _settings(s: Settings, devices: Sequence[Device], lib: str, num_gpu: int, formula: str, used: int) -> dict:
     return {
         "runtime": "ollama",
         "version": VERSION,
