@@ -27,6 +27,7 @@ examples:
   paramcount bartowski/Llama-3.2-1B-Instruct-GGUF           a Hub repo of GGUF files: each quant, from headers
   paramcount memory bartowski/Llama-3.2-1B-Instruct-GGUF:Q4_K_M   one of them planned (header by range requests)
   paramcount fit ollama:llama3.1:8b --gpu rtx3060            a model in Ollama's store (its blob and options)
+  paramcount fit ollama:llama3.1:8b --runtime ollama --gpu rtx3060   the layers Ollama itself offloads (num_gpu)
   paramcount list --local                    the models in Ollama's store, the Hub cache, LM Studio
   paramcount - < model.txt                   the text print(model) printed
   paramcount memory meta-llama/Llama-2-13b-hf --dtype int4 --context 4096     weights, KV cache, activations, overhead

@@ -24,7 +24,10 @@ def answer(o: OllamaPlan, card: GPU) -> Text:
         return Text(f"Ollama {s['version']}: num_gpu 0, every layer on the CPU ({where})", "red")
     style = "green" if o.num_gpu >= o.layers_model else "yellow"
     said = "all" if o.num_gpu >= o.layers_model else f"{o.num_gpu} of {o.layers_model}"
-    return Text(f"Ollama {s['version']}: num_gpu {o.num_gpu} ({said} layers on the GPU) on {where}", style)
+    line = Text(f"Ollama {s['version']}: num_gpu {o.num_gpu} ({said} layers on the GPU) on {where}", style)
+    return line.append(
+        f"\n  to pin it: PARAMETER num_gpu {o.num_gpu} in a Modelfile, or /set parameter num_gpu {o.num_gpu}", "dim"
+    )
 
 
 def comparison(o: OllamaPlan) -> Table:
@@ -53,10 +56,14 @@ def today(o: OllamaPlan) -> Text:
     args = " ".join(c["llama_server_args"])
     ngl = "" if "-ngl" in c["llama_server_args"] else ", -ngl left to llama.cpp's fit"
     pad = f", LLAMA_ARG_FIT_TARGET={c['fit_target_mib']} (MiB, for the projector)" if c["fit_target_mib"] else ""
-    verdict = "under" if c["predicted_fits"] else "over"
+    verdict = (
+        "under 80% of free: it loads beside models already loaded"
+        if c["predicted_fits"]
+        else ("over 80% of free: it unloads other models first")
+    )
     return Text(
         f"Ollama {c['version']}: num_ctx {c['num_ctx']:,} ({c['num_ctx_from']}); llama-server {args}{ngl}{pad}; "
-        f"its pre-flight predicts {gib(c['predicted_vram'])} GiB, {verdict} 80% of the free memory",
+        f"its pre-flight check predicts {gib(c['predicted_vram'])} GiB, {verdict}",
         style="dim",
     )
 
