@@ -435,3 +435,10 @@ def test_the_estimate_equals_ollamas_own(recorded_files, case):
     assert chosen == go["full_fit_gpus"]  # pickBestFullFitByLibrary: how many GPUs Load takes (0: all)
     if not case["env"]:  # the harness prints GraphSize at f16 without flash attention
         assert (list(graph.kv), graph.partial, graph.full) == (go["kv"], go["partial"], go["full"])
+
+
+def test_no_rows_beside_a_llama_cpp_plan_of_weights_only(tmp_path):
+    model = paramcount.load(str(write(llama_spec("m", L, E, H, HKV, FF, V, arch="mistral"), tmp_path / "m.gguf")))
+    o = plan(model, gpu("rtx3060"))  # paramcount's llama.cpp planner has no KV layout for "mistral"
+    assert o.compared == () and o.llama_cpp is None and o.num_gpu == L + 1
+    assert any(n.startswith("llama.cpp's plan is not shown: it has the weights only") for n in o.plan.notes)
