@@ -20,9 +20,9 @@ import paramcount
 from paramcount.cli import main
 from paramcount.dtypes import DTYPES
 from paramcount.memory import inference
+from paramcount.memory.core.gpus import custom
 from paramcount.memory.fit import fit
-from paramcount.memory.gpus import custom
-from paramcount.memory.weights import weights
+from paramcount.memory.weights.schemes import weights
 
 from .gguf_files import gemma3_spec, llama_spec, write
 

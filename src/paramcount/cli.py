@@ -269,7 +269,7 @@ def ollama_defaults(args: argparse.Namespace) -> None:
     OLLAMA_KV_CACHE_TYPE, which llm/server.go NewLlamaServer reads server-wide)."""
     import os
 
-    from .memory.llamacpp import CACHE_TYPES
+    from .memory.runtimes.llamacpp.plan import CACHE_TYPES
 
     if not args.model.startswith("ollama:") or args.train or args.runtime not in (None, "llama.cpp"):
         return
@@ -294,7 +294,7 @@ def _listed(row: tuple, model, args: argparse.Namespace) -> bool:
 
 def _kinds(model) -> set[str]:
     """What ``list --kind`` picks by: experts, recurrent state beside attention, a vision tower, no KV cache."""
-    from .memory.kv_cache import attention_layout
+    from .memory.context.kv_cache import attention_layout
 
     kinds = {"moe"} if model.is_moe else set()
     if "vision_encoder" in model.towers():
@@ -600,10 +600,10 @@ def model_positional(p: Parser, text: str) -> None:
 
 def plan_args(p: Parser) -> None:
     """The flags ``memory`` and ``fit`` share: the model, the run's shape, its settings, output."""
-    from .memory.attention import IMPLEMENTATIONS
-    from .memory.kv_cache import CACHES, MLA_FORMS
-    from .memory.plan import TRAINING_PRECISIONS
-    from .memory.training import OPTIMIZERS, ZERO_STAGES
+    from .memory.context.kv_cache import CACHES, MLA_FORMS
+    from .memory.runtimes.transformers.attention import IMPLEMENTATIONS
+    from .memory.training.optimizer import OPTIMIZERS, ZERO_STAGES
+    from .memory.training.plan import TRAINING_PRECISIONS
 
     model_positional(p, MODEL_FILES)
     model_args(p, context=False)
@@ -674,8 +674,8 @@ def plan_args(p: Parser) -> None:
 
 def runtime_args(p: Parser) -> None:
     """The runtime an inference plan models, and llama.cpp's context settings."""
-    from .memory.llamacpp import CACHE_TYPES, CPU_FEATURES, DEVICES, FLASH
     from .memory.runtimes import RUNTIMES
+    from .memory.runtimes.llamacpp.plan import CACHE_TYPES, CPU_FEATURES, DEVICES, FLASH
 
     r = p.add_argument_group("runtime (inference)")
     r.add_argument(
@@ -789,9 +789,9 @@ def plan_options(args: argparse.Namespace) -> dict:
 
 
 def run_memory(argv: Sequence[str]) -> int:
-    from .memory import plan
-    from .memory.gpus import gpu
-    from .memory.runtimes import runtime
+    from .memory.core.gpus import gpu
+    from .memory.runtimes import inference, runtime
+    from .memory.training.plan import train
     from .render import memory as render
     from .render.text import console
 
@@ -822,11 +822,11 @@ def run_memory(argv: Sequence[str]) -> int:
     model = load_model(args.model, args)
     card = gpu(args.gpu) if args.gpu else None
     if args.train:
-        result = plan.train(model, batch=args.batch, context=args.context, **options)
+        result = train(model, batch=args.batch, context=args.context, **options)
     else:
         if card is not None and runtime(options.get("runtime"), model) in ("vllm", "transformers"):
             options["gpu"] = card  # vllm serve's batch defaults, a quantization_config's loading follow the GPU
-        result = plan.inference(model, args.dtype, args.context, parallel(args), **options)
+        result = inference(model, args.dtype, args.context, parallel(args), **options)
     if args.plot:
         from .render.plot import plot
 
@@ -981,8 +981,18 @@ install (again after an upgrade: the script holds the catalog's names and the GP
 """
 
 
+def completion_script(shell: str) -> str:
+    """The completion script for ``shell`` (bash, zsh or fish), from this CLI's own parsers."""
+    from .completion import commands, model_names
+    from .render import completion as render
+
+    return {"bash": render.bash, "zsh": render.zsh, "fish": render.fish}[shell](
+        commands(COMMANDS, Parser), model_names()
+    )
+
+
 def run_completion(argv: Sequence[str]) -> int:
-    from .completion import SHELLS, script
+    from .completion import SHELLS
 
     p = Parser(
         prog="paramcount completion",
@@ -992,7 +1002,7 @@ def run_completion(argv: Sequence[str]) -> int:
     )
     p.add_argument("shell", choices=SHELLS, help="the shell to complete in")
     args = p.parse_args(argv)
-    sys.stdout.write(script(args.shell))
+    sys.stdout.write(completion_script(args.shell))
     return 0
 
 

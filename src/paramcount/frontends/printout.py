@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ParamcountError
+from ..flat import kind_of
 from ..ir import Block, Node, Tensor, Tie, join
 from ..model import Model
 from ..records import replace
-from .flat import kind_of
 from .printout_fill import Filler, blocks, family_tree, pattern, raw_names
 
 MAX_TEXT_CHARS = 8 << 20  # ModuleList collapses repeats: even unlike layers print in well under 1 MB

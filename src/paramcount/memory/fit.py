@@ -18,11 +18,12 @@ from typing import Any
 
 from ..errors import BadSource, ParamcountError
 from ..model import Model
-from .gpus import GPU, GPUS
-from .gpus import gpu as find_gpu
-from .plan import Plan, as_model, context_for, max_positions, model_dict, positive, size_dict
+from .core.gpus import GPU, GPUS
+from .core.gpus import gpu as find_gpu
+from .core.limits import max_positions
+from .core.plan import Plan, as_model, context_for, model_dict, positive, size_dict
 from .runtimes import LLAMA_OPTIONS, VLLM_OPTIONS, runtime
-from .stored import is_checkpoint
+from .weights.stored import is_checkpoint
 
 SCHEMA = "paramcount.fit/1"
 INFERENCE = ("fp32", "bf16", "int8", "int4", "nf4", "q8_0", "q4_k_m")
@@ -185,10 +186,10 @@ def smallest(fits: Callable[[int], bool], low: int, high: int) -> int | None:
 def precisions(mode: str) -> tuple[str, ...]:
     """The precisions a fit table shows: those the weights module knows, in a fixed order."""
     if mode == "training":
-        from .plan import TRAINING_PRECISIONS
+        from .training.plan import TRAINING_PRECISIONS
 
         return TRAINING_PRECISIONS
-    from .weights import SCHEMES
+    from .weights.base import SCHEMES
 
     return tuple(p for p in INFERENCE if p in SCHEMES)
 
@@ -360,7 +361,7 @@ def _planners(model: Model, mode: str, only: Any, options: Mapping[str, Any]) ->
 
 def _planner(model: Model, precision: str, mode: str, options: Mapping[str, Any]) -> Any:
     if mode == "training":
-        from .plan import TrainingPlanner
+        from .training.plan import TrainingPlanner
 
         return TrainingPlanner(model, precision, **options)
     from .runtimes import planner

@@ -10,10 +10,10 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from ..memory.core.gpus import GPU
+from ..memory.core.plan import Plan
+from ..memory.core.terms import GB, GIB, Term
 from ..memory.fit import Fit, Overview, Row, gpu_dict
-from ..memory.gpus import GPU
-from ..memory.plan import Plan
-from ..memory.terms import GB, GIB, Term
 from .text import LABELS, n
 
 
@@ -230,7 +230,7 @@ def serving_table(fit: Fit) -> Table:
 
 
 def _serving_notes(fit: Fit) -> list[Text]:
-    from ..memory.vllm import DRIVER_SEEN
+    from ..memory.runtimes.vllm.plan import DRIVER_SEEN
 
     g = fit.gpu
     out = [
