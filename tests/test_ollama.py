@@ -1,4 +1,4 @@
-"""Ollama's own plan (paramcount.memory.ollama), held to Ollama v0.12.10's Go source.
+"""Ollama's own plan (paramcount.memory.runtimes.ollama), held to Ollama v0.12.10's Go source.
 
 Every expected figure is worked out here by hand from the Go code, never by the code under test:
 the tensor bytes from the spec's shapes, the KV cache and graph from ``fs/ggml/ggml.go``
@@ -19,13 +19,14 @@ import paramcount
 from paramcount.cli import main
 from paramcount.errors import ParamcountError
 from paramcount.frontends import stores
-from paramcount.frontends.gguf import read_header
-from paramcount.memory.gpus import gpu
-from paramcount.memory.ollama import Asked, plan
-from paramcount.memory.ollama.ggml import OllamaGGUF, graph_size
-from paramcount.memory.ollama.layers import Device, estimate, sizes
-from paramcount.memory.ollama.plan import estimate_plan, full_fit
-from paramcount.memory.ollama.settings import env_bool, from_env, resolve
+from paramcount.gguf.reader import read_header
+from paramcount.memory.core.gpus import gpu
+from paramcount.memory.runtimes.ollama import Asked
+from paramcount.memory.runtimes.ollama.ggml import OllamaGGUF, graph_size
+from paramcount.memory.runtimes.ollama.layers import Device, estimate, sizes
+from paramcount.memory.runtimes.ollama.plan import estimate_plan, full_fit
+from paramcount.memory.runtimes.ollama.settings import env_bool, from_env, resolve
+from paramcount.memory.runtimes.ollama_vs_llamacpp import plan
 
 from .gguf_files import gemma3_spec, llama_spec, write, write_raw
 
@@ -379,7 +380,7 @@ def test_todays_launch_and_prediction(tiny):
 
 
 def test_todays_fit_target_for_a_projector():
-    from paramcount.memory.ollama.current import _fit_target
+    from paramcount.memory.runtimes.ollama.current import _fit_target
 
     assert _fit_target(100 * MIB, -1, 5, 12 << 30) == 100 + 1024  # ⌈(mmproj + 1 GiB) / MiB⌉
     assert _fit_target(100 * MIB + 1, -1, 5, 12 << 30) == 100 + 1024 + 1

@@ -857,9 +857,9 @@ def run_ollama(args: argparse.Namespace, brief: bool) -> int:
     """Ollama's estimate and num_gpu on --gpu (``fit``: exit 1 when not every layer is offloaded)."""
     import os
 
-    from .memory.gpus import gpu, parse_size
-    from .memory.ollama import plan
-    from .memory.ollama.settings import from_env
+    from .memory.core.gpus import gpu, parse_size
+    from .memory.runtimes.ollama.settings import from_env
+    from .memory.runtimes.ollama_vs_llamacpp import plan
     from .render import ollama as render
     from .render.text import console
 

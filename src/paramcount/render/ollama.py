@@ -9,9 +9,9 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from ..memory.core.gpus import GPU
 from ..memory.fit import gpu_dict
-from ..memory.gpus import GPU
-from ..memory.ollama import OllamaPlan
+from ..memory.runtimes.ollama import OllamaPlan
 from .memory import capacity, gib, render_plan
 from .text import n
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import ParamcountError
-from .layers import Device
-from .plan import OllamaPlan
+from ..core.gpus import GPU
+from .ollama import Asked, OllamaPlan, estimate_plan
+from .ollama.layers import Device
 
 WHY = {
     "weights": "both are tensor bytes; Ollama counts the output layer (output_norm + output, or token_embd "
@@ -30,10 +31,17 @@ WHY = {
 }
 
 
+def plan(model: Any, card: GPU, asked: Asked | None = None, count: int = 1, free: int | None = None) -> OllamaPlan:
+    """Ollama v0.12.10's estimate for ``model`` (read from a GGUF file or ``ollama:NAME``) on
+    ``count`` GPUs like ``card``, each with ``free`` bytes free (default: its usable memory), with
+    llama.cpp's plan for the same settings beside it."""
+    return compare(model, estimate_plan(model, card, asked, count, free))
+
+
 def llama_cpp_plan(model: Any, o: OllamaPlan) -> Any:
     """llama.cpp's plan with the settings Ollama's runner passes, or None when llama.cpp's planner
     cannot plan this model (its message is kept in the notes by :func:`compare`)."""
-    from ..runtimes import planner
+    from . import planner
 
     s = o.settings
     kv = s.kv_type or "f16"

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...errors import ParamcountError
-from ...frontends.gguf import GGUFFile
+from ....errors import ParamcountError
+from ....gguf.reader import GGUFFile
 
 VERSION = "v0.12.10"  # the last release whose llm/memory.go estimated layers (80d34260)
 GGML_GO = f"ollama {VERSION} fs/ggml/ggml.go"

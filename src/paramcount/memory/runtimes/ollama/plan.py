@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...errors import ParamcountError
-from ...frontends import gguf
-from ..gpus import GPU
-from ..terms import Term
+from ....errors import ParamcountError
+from ....gguf import reader as gguf
+from ...core.gpus import GPU
+from ...core.terms import Term
 from .current import now
 from .ggml import OLLAMA_ENGINE, VERSION, OllamaGGUF, graph_size
 from .layers import Device, Estimate, Sizes, estimate, sizes
@@ -41,7 +41,7 @@ class Inputs:
 def inputs(source: str) -> Inputs:
     """The GGUF file at ``source``, or ``ollama:NAME``'s model and projector blobs and options."""
     if source.startswith("ollama:"):
-        from ...frontends import stores
+        from ....frontends import stores
 
         m = stores.ollama_manifest(source.removeprefix("ollama:"))
         blobs = m.of(stores.MODEL)
@@ -91,7 +91,7 @@ class OllamaPlan:
         return self.plan.settings["free_per_gpu"]
 
     def to_dict(self) -> dict[str, Any]:
-        from ..plan import size_dict
+        from ...core.plan import size_dict
 
         return {
             **self.plan.to_dict(),
@@ -117,7 +117,7 @@ def estimate_plan(
 ) -> OllamaPlan:
     """Ollama v0.12.10's estimate for ``model`` (a GGUF file or ``ollama:NAME``) on ``count``
     of ``card``, each with ``free`` bytes free as the driver reports them (default: all of it)."""
-    from ..plan import Plan
+    from ...core.plan import Plan
 
     got = inputs(model.source)
     f, lib = got.model, library(card)

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...errors import ParamcountError
+from ....errors import ParamcountError
 from .ggml import FLASH_DEFAULT, VERSION, OllamaGGUF
 
 DEFAULT_CONTEXT = 4096  # envconfig.ContextLength's default in v0.12.10
