@@ -225,13 +225,13 @@ def test_the_environment_as_envconfig_reads_it():
 def test_refused_inputs_say_why(tmp_path):
     engine = write(gemma3_spec("g", 2, 64, 2, 1, 32, 128, 256), tmp_path / "g.gguf")
     with pytest.raises(ParamcountError, match="runs gemma3 on its own engine"):
-        estimate_plan(SimpleNamespace(source=str(engine)), gpu("rtx3060"))
+        estimate_plan(SimpleNamespace(source=str(engine), class_name="GGUF"), gpu("rtx3060"))
     bare = write_raw(llama_spec("t", 1, 32, 2, 1, 64, 16), tmp_path / "raw.gguf")  # no vocabulary
     with pytest.raises(ParamcountError, match=r"tokenizer\.ggml\.tokens"):
-        estimate_plan(SimpleNamespace(source=str(bare)), gpu("rtx3060"))
+        estimate_plan(SimpleNamespace(source=str(bare), class_name="GGUF"), gpu("rtx3060"))
     tq = write(llama_spec("t", 1, 256, 2, 1, 256, 16, ftype="TQ1_0"), tmp_path / "tq.gguf")
     with pytest.raises(ParamcountError, match="sizes tensor type TQ1_0 as 0 bytes"):
-        estimate_plan(SimpleNamespace(source=str(tq)), gpu("rtx3060"))
+        estimate_plan(SimpleNamespace(source=str(tq), class_name="GGUF"), gpu("rtx3060"))
 
 
 # ---- beside llama.cpp -------------------------------------------------------------------------
@@ -282,10 +282,12 @@ def test_memory_and_fit_answer_num_gpu(tiny, clean, capsys, monkeypatch):
         (["--runtime", "ollama", "--gpu", "rtx3060", "-ctk", "q8_0", "-ctv", "f16"], "K and V in one type"),
         (["--runtime", "ollama", "--gpu", "rtx3060", "--free-vram", "lots"], "--free-vram: expected a size"),
         (["--runtime", "ollama", "--gpu", "rtx3060", "--num-gpu", "-2"], "expected an integer ≥ -1"),
+        (["bert-base-uncased", "--runtime", "ollama", "--gpu", "rtx3060"], "Ollama runs GGUF files"),
     ],
 )
 def test_bad_input_is_one_line(tiny, clean, capsys, args, message):
-    assert main(["memory", tiny.source, *args]) == 2
+    model = [] if args[0] == "bert-base-uncased" else [tiny.source]
+    assert main(["memory", *model, *args]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
 

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ....errors import ParamcountError
 from ....gguf import reader as gguf
+from ....gguf.meta import is_gguf
 from ...core.gpus import GPU
 from ...core.terms import Term
 from .current import now
@@ -49,6 +51,8 @@ def inputs(source: str) -> Inputs:
             raise ParamcountError(f"the manifest lists {len(blobs)} model layers; one expected", source=source)
         projectors = tuple(OllamaGGUF(gguf.read_header(p)) for p in m.of(stores.PROJECTOR)[:1])
         return Inputs(OllamaGGUF(gguf.read_header(blobs[0])), projectors, stores.ollama_options(m))
+    if not Path(source).is_file():  # a Hub repository's file: Ollama loads files on disk
+        raise ParamcountError("Ollama's plan reads a GGUF file on disk or ollama:NAME", source=source)
     info = gguf.read_header(source)
     if info.metadata.get("split.count", 1) != 1:
         raise ParamcountError("Ollama loads one GGUF file, not a split one (merge it first)", source=source)
@@ -119,6 +123,8 @@ def estimate_plan(
     of ``card``, each with ``free`` bytes free as the driver reports them (default: all of it)."""
     from ...core.plan import Plan
 
+    if not is_gguf(model):
+        raise ParamcountError("Ollama runs GGUF files: give a .gguf file or ollama:NAME", source=model.source)
     got = inputs(model.source)
     f, lib = got.model, library(card)
     _check(f, count, free)
