@@ -141,6 +141,16 @@ def run(binary: Path, files: dict[str, Path], projector: Path, case: dict[str, A
     return json.loads(out)
 
 
+def _lines(doc: dict[str, Any]) -> str:
+    """The document with one spec and one case a line (a diff shows which case changed)."""
+    out = [f'{{"ollama": {json.dumps(doc["ollama"])},', f' "projector": {json.dumps(doc["projector"])},', ' "specs": {']
+    out += [f"  {json.dumps(k)}: {json.dumps(v)}," for k, v in doc["specs"].items()]
+    out[-1] = out[-1].rstrip(",")
+    out += [" },", ' "cases": [', *(f"  {json.dumps(c)}," for c in doc["cases"])]
+    out[-1] = out[-1].rstrip(",")
+    return "\n".join([*out, " ]", "}"]) + "\n"
+
+
 def main(src: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -149,7 +159,7 @@ def main(src: str) -> None:
         projector = write(PROJECTOR, work / "projector.gguf")
         cases = [{**c, "ollama": run(binary, files, projector, c)} for c in CASES]
     doc = {"ollama": VERSION, "specs": SPECS, "projector": PROJECTOR, "cases": cases}
-    FIXTURE.write_text(json.dumps(doc, indent=1) + "\n")
+    FIXTURE.write_text(_lines(doc))
     print(f"{len(cases)} cases -> {FIXTURE.relative_to(ROOT)}")
 
 
