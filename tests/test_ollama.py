@@ -445,3 +445,10 @@ def test_no_rows_beside_a_llama_cpp_plan_of_weights_only(tmp_path):
     o = plan(model, gpu("rtx3060"))  # paramcount's llama.cpp planner has no KV layout for "mistral"
     assert o.compared == () and o.llama_cpp is None and o.num_gpu == L + 1
     assert any(n.startswith("llama.cpp's plan is not shown: it has the weights only") for n in o.plan.notes)
+
+
+@pytest.mark.parametrize("command", ["fit", "memory"])
+def test_the_text_output(tiny, clean, capsys, snapshot, command):
+    args = [command, tiny.source, "--runtime", "ollama", "--gpu", "rtx3060", "--free-vram", "540MiB", "--width", "100"]
+    main(args)
+    snapshot(f"ollama-{command}-tiny-540mib.txt", capsys.readouterr().out)

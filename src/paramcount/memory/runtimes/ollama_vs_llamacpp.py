@@ -21,9 +21,9 @@ WHY = {
     "its GPU buffer as allocated",
     "kv_cache": "Ollama: every layer at num_ctx·num_parallel cells, unpadded (fs/ggml/ggml.go GraphSize); "
     "llama.cpp pads the cells per stream to 256 and gives sliding-window layers only their window",
-    "compute": "Ollama's graph is a formula per architecture, or GQA × a sixth of the KV cache for the rest "
-    "(GraphSize); llama.cpp's compute and output buffers are what ggml's allocator reserves for the "
-    "worst-case micro-batch",
+    "compute": "Ollama's graph is a formula per architecture (GraphSize), or GQA × a sixth of the KV cache for "
+    "the rest (estimateGPULayers); llama.cpp's compute and output buffers are what ggml's allocator "
+    "reserves for the worst-case micro-batch",
     "reserve": "Ollama sets aside MinimumMemory (457 MiB; Metal 512 MiB) and one more layer on each GPU "
     "(estimateGPULayers); the llama.cpp plan's overhead is the CUDA context",
     "total": "Ollama's all-layers figure (what it needs to offload every layer) against llama.cpp's plan "

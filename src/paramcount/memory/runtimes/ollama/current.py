@@ -45,7 +45,7 @@ def now(f: OllamaGGUF, projector: int, totals: list[int], free: int, asked: Any,
     elif asked.default_context:  # OLLAMA_CONTEXT_LENGTH (0: by the VRAM tier)
         ctx, said = asked.default_context, "OLLAMA_CONTEXT_LENGTH"
     else:
-        ctx, said = default_context(totals, asked.overhead), "the VRAM tier (server/routes.go Serve)"
+        ctx, said = default_context(totals, asked.overhead), "the VRAM tier, server/routes.go Serve"
     ctx = max(ctx, 2048 if vision else 4)  # server/sched.go getRunner
     trained = f.uint("context_length")
     effective = (min(ctx, trained) if trained > 0 else ctx) * parallel  # effectiveLlamaServerContext
