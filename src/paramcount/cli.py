@@ -27,6 +27,7 @@ examples:
   paramcount bartowski/Llama-3.2-1B-Instruct-GGUF           a Hub repo of GGUF files: each quant, from headers
   paramcount memory bartowski/Llama-3.2-1B-Instruct-GGUF:Q4_K_M   one of them planned (header by range requests)
   paramcount fit ollama:llama3.1:8b --gpu rtx3060            a model in Ollama's store (its blob and options)
+  paramcount fit ollama:llama3.1:8b --runtime ollama --gpu rtx3060   the layers Ollama itself offloads (num_gpu)
   paramcount list --local                    the models in Ollama's store, the Hub cache, LM Studio
   paramcount - < model.txt                   the text print(model) printed
   paramcount memory meta-llama/Llama-2-13b-hf --dtype int4 --context 4096     weights, KV cache, activations, overhead
@@ -104,6 +105,11 @@ def _integer(text: str, low: int) -> int:
 def integer(text: str) -> int:
     """Any integer of at most 12 digits (the config's own bounds then say what is in range)."""
     return _integer(text, -(10**12))
+
+
+def layers(text: str) -> int:
+    """``--num-gpu``: -1 (Ollama decides) or a number of layers."""
+    return _integer(text, -1)
 
 
 def whole(text: str) -> int:
@@ -677,8 +683,9 @@ def runtime_args(p: Parser) -> None:
     r.add_argument(
         "--runtime",
         type=runtime_name,
-        metavar="{" + ",".join(RUNTIMES) + "}",
-        help="whose allocation to plan (default: llama.cpp for .gguf, else transformers)",
+        metavar="{" + ",".join((*RUNTIMES, "ollama")) + "}",
+        help="whose allocation to plan (default: llama.cpp for .gguf, else transformers); ollama: the layers "
+        "(num_gpu) Ollama's own estimate offloads to --gpu, beside llama.cpp's plan",
     )
     r.add_argument(
         "--parallel",
@@ -736,6 +743,15 @@ def runtime_args(p: Parser) -> None:
         help="tokens per step, and the profiled pass (default: vllm serve's for the GPU, 8192 on H100)",
     )
     v.add_argument("--enforce-eager", action="store_true", help="no CUDA graphs (their memory is left out)")
+    o = p.add_argument_group(
+        "Ollama (--runtime ollama, with --gpu; OLLAMA_* variables are read as its server reads them)"
+    )
+    o.add_argument(
+        "--num-gpu", type=layers, metavar="N", help="Ollama's num_gpu: layers to offload (default: its estimate)"
+    )
+    o.add_argument(
+        "--free-vram", metavar="SIZE", help="free memory on the GPU, as its driver reports it (default: all)"
+    )
 
 
 class _Overrides(argparse.Action):
@@ -878,6 +894,8 @@ def run_memory(argv: Sequence[str]) -> int:
     )
     args = p.parse_args(argv)
     args.model = model_name(args, args.model)
+    if ollama_runtime(args):
+        return run_ollama(args, brief=False)
     ollama_defaults(args)
     options = plan_options(args)
     model = load_model(args.model, args)
@@ -897,6 +915,62 @@ def run_memory(argv: Sequence[str]) -> int:
     else:
         console(args.width).print(render.render_plan(result, card))
     return 0
+
+
+OLLAMA_FLAGS = ("num_gpu", "free_vram")
+# what --runtime ollama reads: Ollama's num_ctx, OLLAMA_NUM_PARALLEL, flash attention and KV type
+OLLAMA_TAKES = ("runtime", "parallel", "concurrency", "flash_attn", "cache_type_k", "cache_type_v", *OLLAMA_FLAGS)
+
+
+def ollama_runtime(args: argparse.Namespace) -> bool:
+    """Whether the plan is Ollama's; an Ollama flag given to another runtime is an error."""
+    if args.runtime == "ollama":
+        return True
+    wrong = _given(args, OLLAMA_FLAGS)
+    if wrong:
+        raise ParamcountError("an Ollama setting: add --runtime ollama", field="--" + wrong[0].replace("_", "-"))
+    return False
+
+
+def run_ollama(args: argparse.Namespace, brief: bool) -> int:
+    """Ollama's estimate and num_gpu on --gpu (``fit``: exit 1 when not every layer is offloaded)."""
+    import os
+
+    from .memory.core.gpus import gpu, parse_size
+    from .memory.runtimes.ollama.settings import from_env
+    from .memory.runtimes.ollama_vs_llamacpp import plan
+    from .render import ollama as render
+    from .render.text import console
+
+    others = [
+        f for f in (*TRAIN_FLAGS, *INFERENCE_FLAGS, "train", "dtype", "plot", "overhead") if f not in OLLAMA_TAKES
+    ]
+    wrong = _given(args, tuple(f for f in others if hasattr(args, f)))
+    if wrong:
+        takes = "--context, --parallel, --flash-attn, --cache-type-k/-v, --num-gpu, --free-vram and OLLAMA_* variables"
+        raise ParamcountError(f"not an Ollama setting (it takes {takes})", field="--" + wrong[0].replace("_", "-"))
+    if not args.gpu:
+        raise ParamcountError(
+            "Ollama's plan is the layers it offloads to a GPU: give --gpu NAME or a size", field="--gpu"
+        )
+    card = gpu(args.gpu)
+    free = parse_size(args.free_vram, "--free-vram") if args.free_vram else None
+    asked = from_env(os.environ, **_ollama_given(args))
+    o = plan(load_model(args.model, args), card, asked, free=free)
+    print_json(render.dumps(o, card)) if args.json else console(args.width).print(render.render(o, card, brief))
+    return 1 if brief and o.num_gpu < o.layers_model else 0
+
+
+def _ollama_given(args: argparse.Namespace) -> dict:
+    """Flags as Ollama's settings: num_ctx, num_parallel, flash attention, one KV cache type."""
+    k, v = args.cache_type_k, args.cache_type_v
+    if k and v and k != v:
+        raise ParamcountError("Ollama keeps K and V in one type (OLLAMA_KV_CACHE_TYPE)", field="--cache-type-v")
+    sequences = parallel(args)
+    flash = {"on": True, "off": False}.get(args.flash_attn or "")
+    given = sequences != 1 or _given(args, ("parallel", "concurrency"))  # else OLLAMA_NUM_PARALLEL
+    return {"context": args.context, "parallel": sequences if given else None, "flash": flash, "kv_type": k or v,
+            "num_gpu": args.num_gpu}  # fmt: skip
 
 
 def run_fit(argv: Sequence[str]) -> int:
@@ -926,6 +1000,8 @@ def run_fit(argv: Sequence[str]) -> int:
     )
     args = p.parse_args(argv)
     args.model = model_name(args, args.model)
+    if ollama_runtime(args):
+        return run_ollama(args, brief=True)
     ollama_defaults(args)
     options = plan_options(args)
     only = options.pop("precision", None) if args.train else args.dtype
@@ -1058,8 +1134,12 @@ def _mistyped_command(word: str) -> str | None:
 
 def runtime_name(text: str) -> str:
     """``--runtime``: vLLM, llamacpp and the like read as the runtime they name."""
+    import re
+
     from .memory.runtimes import canonical
 
+    if re.sub(r"[^a-z0-9]", "", text.lower()) == "ollama":
+        return "ollama"
     try:
         return canonical(text)
     except ParamcountError as e:

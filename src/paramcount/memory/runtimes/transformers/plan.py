@@ -48,7 +48,7 @@ class InferencePlanner:
         from ...context.audio import audio as audio_input
         from ...context.images import images as image_input
         from ...core.gpus import gpu as find_gpu
-        from ...weights.schemes import scheme as find
+        from ...weights.base import scheme as find
         from ...weights.schemes import weights
         from ...weights.stored import is_checkpoint
         from .attention import attending
