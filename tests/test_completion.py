@@ -55,7 +55,7 @@ def test_bash_completes_commands_flags_models_gpus(scripts):
     assert "meta-llama/Llama-3.1-8B" in bash_complete(bash, "memory", "meta-llama/Llama-3.1-8")
     assert bash_complete(bash, "fit", "gpt2", "--gpu", "rtx40") == ["rtx4090"]
     assert bash_complete(bash, "fit", "gpt2", "--gpu", "=", "rtx40") == ["rtx4090"]  # --gpu=rtx40
-    assert bash_complete(bash, "memory", "gpt2", "--runtime", "") == ["transformers", "llama.cpp", "vllm"]
+    assert bash_complete(bash, "memory", "gpt2", "--runtime", "") == ["transformers", "llama.cpp", "vllm", "ollama"]
     assert "q4_k_m" in bash_complete(bash, "memory", "gpt2", "--dtype", "q4")
     assert bash_complete(bash, "memory", "gpt2", "-ctk", "q8") == ["q8_0"]
     assert bash_complete(bash, "completion", "") == ["bash", "zsh", "fish"]

@@ -92,7 +92,7 @@ def _value_words() -> dict[str, tuple[str, ...]]:
     families = _families()
     return {
         "gpu": tuple(GPUS),
-        "runtime": RUNTIMES,
+        "runtime": (*RUNTIMES, "ollama"),  # Ollama's own plan (cli.run_ollama), not a planner of runtimes
         "dtype": SCHEMES,
         "kv_dtype": tuple(CACHE_DTYPES),
         "family": families,

@@ -48,6 +48,12 @@ LLAMA_OPTIONS = {
     "device": "--device",
     "embeddings": "--embeddings",
     "cpu": "--cpu-features",
+    "gpu_layers": "--n-gpu-layers",
+    "overrides": "--override-tensor",
+    "tensor_split": "--tensor-split",
+    "split_mode": "--split-mode",
+    "main_gpu": "--main-gpu",
+    "kv_offload": "--no-kv-offload",
 }
 VLLM_OPTIONS = {
     "tp": "--tp",
@@ -88,9 +94,9 @@ def planner(model: Model, scheme: str | None, name: str | None = None, **options
     chosen = runtime(name, model)
     _check(chosen, options)
     if chosen == "llama.cpp":
-        from .llamacpp.plan import LlamaCppPlanner
+        from .llamacpp.offload import PlacedPlanner  # llama.cpp's planner, with -ngl, -ot and -ts
 
-        return LlamaCppPlanner(model, scheme, **_own(options, "llama.cpp"))
+        return PlacedPlanner(model, scheme, **_own(options, "llama.cpp"))
     if chosen == "vllm":
         from .vllm.plan import VllmPlanner
 

@@ -483,6 +483,7 @@ class LlamaCppPlanner:
         if self.options.device == "gpu":  # the input layer stays in host memory, beside the GPU
             self.weights, host = offload(model, w, arch, gguf)
             self.host = (host,) if host is not None else ()
+        self.loaded, self.every, self.arch, self.gguf = w, every, arch, gguf  # what a placement re-places
         self.repack = repack(w, arch, gguf, self.options.cpu) if self.options.device == "cpu" else ()
         self.stored_as = w.options if self.scheme == "stored" else None
         default = CPU_OVERHEAD if self.options.device == "cpu" else GPU_DEFAULT
@@ -498,23 +499,28 @@ class LlamaCppPlanner:
         warned = self.limit.check(context, "llama.cpp")
         if self.partial:
             terms = (self.weights, *self.repack, *self._overhead(self.weights.bytes), *self.host)
+            terms = self._arranged(terms, None, None, None, None, None, None)
             note = f"weights only, no KV, compute or output buffers: {self.partial}"
-            return Plan(
-                self.model, "inference", terms, self._settings(None, context, why, batch), (note,), self, self.partial
-            )
+            settings = self._settings(None, context, why, batch, terms)
+            return Plan(self.model, "inference", terms, settings, (note,), self, self.partial)
         cells = Cells.of(context, batch, o)
         attention = replace(self.layout, kinds=tuple(k for k in self.layout.kinds if k.attention != "state"))
-        base = (
-            self.weights,
-            *((kv_term(attention, cells, o),) if attention.kinds else ()),
-            *((state_term(self.recurrent, cells, o),) if self.recurrent and self.recurrent.recurrent else ()),
-            compute(self.shape, attention, cells, o, mixer(self.recurrent)),
-            output(self.shape, cells, o),
-            *self.repack,
-        )
+        kv = kv_term(attention, cells, o) if attention.kinds else None
+        state = state_term(self.recurrent, cells, o) if self.recurrent and self.recurrent.recurrent else None
+        comp = compute(self.shape, attention, cells, o, mixer(self.recurrent))
+        out = output(self.shape, cells, o)
+        base = (self.weights, *(t for t in (kv, state) if t is not None), comp, out, *self.repack)
         terms = (*base, *self._overhead(sum(t.bytes for t in base)), *self.host)
+        terms = self._arranged(terms, cells, attention, kv, state, comp, out)
         notes = (*warned, *self.layout.notes, *_notes(o), *_mixer_note(self.recurrent))
-        return Plan(self.model, "inference", terms, self._settings(cells, context, why, batch), notes, planner=self)
+        settings = self._settings(cells, context, why, batch, terms)
+        notes += _placed_note(settings)
+        return Plan(self.model, "inference", terms, settings, notes, planner=self)
+
+    def _arranged(self, terms: tuple[Term, ...], *whole: Any) -> tuple[Term, ...]:
+        """The terms as the placement arranges them: here every layer on one GPU, as they are
+        (offload.PlacedPlanner splits them by device for -ngl, -ot, -ts)."""
+        return terms
 
     def total(self, context: int, batch: int = 1) -> int:
         return self.plan(context, batch).total
@@ -533,7 +539,7 @@ class LlamaCppPlanner:
         src = "CUDA context: pytorch/pytorch#86509 (287 MB with lazy loading, 667 MB without)"
         return (Term("overhead", f"overhead ({self.overhead.text})", n, f"{n:,} B", said, True, src),)
 
-    def _settings(self, cells: Cells | None, context: int, why: str, batch: int) -> dict[str, Any]:
+    def _settings(self, cells: Cells | None, context: int, why: str, batch: int, terms: Any = ()) -> dict[str, Any]:
         o = self.options
         kv = cells is not None and any(k.attention != "state" for k in self.layout.kinds)
         stored = {"stored_as": self.stored_as} if self.stored_as else {}
@@ -559,7 +565,11 @@ class LlamaCppPlanner:
             "kv_unified": o.kv_unified,
             "device": o.device,
             "overhead": self.overhead.text,
+            **self._placement_settings(terms),
         }
+
+    def _placement_settings(self, terms: Any) -> dict[str, Any]:
+        return {}  # one GPU, every layer: nothing placed (offload.PlacedPlanner says where)
 
 
 # ggml-cpu repack.cpp ggml_repack_get_optimal_repack_type: the types each CPU repacks, and the
@@ -1102,6 +1112,17 @@ def _mixer_note(h: Any) -> tuple[str, ...]:
     return (
         f"compute buffer: {said}; held within 5% of llama.cpp's at published widths in "
         "tests/fixtures/llamacpp_hybrid.json",
+    )
+
+
+def _placed_note(settings: Mapping[str, Any]) -> tuple[str, ...]:
+    """Where -ngl, -ot and -ts put it, per GPU and in host memory."""
+    where = settings.get("devices")
+    if not where:
+        return ()
+    each = ", ".join(f"{k} {v / 1e9:,.2f} GB" for k, v in where.items() if k != "host")
+    return (
+        f"placed as llama.cpp {settings['arguments']} places it: {each}; host memory {where['host'] / 1e9:,.2f} GB",
     )
 
 
