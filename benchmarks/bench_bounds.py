@@ -95,7 +95,7 @@ def gguf_8b(folder: Path) -> list[tuple[str, float, float]]:
     import gguf
     from tests.test_gguf import write_sparse_llama_3_8b
 
-    from paramcount.frontends import gguf as pg
+    from paramcount.gguf import reader as pg
 
     path = folder / "llama-3-8b.Q4_K_M.gguf"
     write_sparse_llama_3_8b(path)
@@ -105,8 +105,8 @@ def gguf_8b(folder: Path) -> list[tuple[str, float, float]]:
 def unrolled() -> list[tuple[str, float, float]]:
     """Work that multiplies repeats, against the same work on a model of a few layers."""
     import paramcount
-    from paramcount.memory.kv_layout import attention_layout
-    from paramcount.memory.lora import lora
+    from paramcount.memory.context.kv_layout import attention_layout
+    from paramcount.memory.training.lora import lora
 
     lm = {"vocab_size": 64, "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4}
     lm |= {"num_key_value_heads": 2, "head_dim": 16, "sliding_window": 16}

@@ -12,7 +12,7 @@ import struct
 import time
 
 from paramcount.errors import ParamcountError
-from paramcount.frontends import gguf as pg
+from paramcount.gguf import reader as pg
 
 U8, U32, STR, ARR = 0, 4, 8, 9
 

@@ -363,7 +363,7 @@ def planned_without_overhead(plan: Any) -> int:
 def fits(run: Run, s: Subject, need: int, meter: Any, device: str, held: int = 0) -> bool:
     """Whether the model takes the context, and the point's planned bytes beyond what is already
     ``held`` fit in the free memory (a position past the table is a device-side assert on CUDA)."""
-    from paramcount.memory.plan import max_positions
+    from paramcount.memory.core.limits import max_positions
 
     limit = max_positions(s.model)
     if limit is not None and run.context > limit:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import paramcount
-from paramcount.memory.kv_cache import kv_cache
+from paramcount.memory.context.kv_cache import kv_cache
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import paramcount
 from paramcount import memory
-from paramcount.memory.terms import GB
+from paramcount.memory.core.terms import GB
 
 FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "gpu_h100.json").read_text())
 CONTEXT_USED = FIXTURE["cublas_context_used"]
@@ -53,9 +54,9 @@ class Case:
     def peak_alloc(self) -> int | None:
         return None if self.reported else max(s["peak_alloc"] for s in self.steps)
 
-    def model(self) -> Any:
+    def model(self) -> paramcount.Model:
         cfg = FIXTURE["configs"].get(self.raw["model"]) if "model" in self.raw else None
-        return cfg["config"] if cfg else self.raw["id"]
+        return paramcount.load(cfg["config"] if cfg else self.raw["id"])
 
     def plan(self, gpu: str | None = None) -> memory.Plan:
         o, kind = self.raw["options"], self.raw["kind"]

@@ -1,11 +1,11 @@
-"""The attention transformers runs and the kernel PyTorch picks (paramcount.memory.attention)."""
+"""The attention transformers runs and the kernel PyTorch picks (paramcount.memory.runtimes.transformers.attention)."""
 
 import pytest
 
 import paramcount
 from paramcount.errors import ParamcountError
 from paramcount.memory import inference
-from paramcount.memory.attention import IMPLEMENTATIONS, held, implementation, kernel, per_call
+from paramcount.memory.runtimes.transformers.attention import IMPLEMENTATIONS, held, implementation, kernel, per_call
 
 
 @pytest.mark.parametrize(
@@ -54,7 +54,7 @@ def test_defaults_follow_transformers():
 )
 def test_bad_attn_is_refused(model, attn, dtype, message):
     with pytest.raises(ParamcountError, match=message):
-        inference(model, dtype, context=64, attn=attn)
+        inference(paramcount.load(model), dtype, context=64, attn=attn)
 
 
 def test_attn_on_the_command_line(capsys):
@@ -72,7 +72,7 @@ def test_attn_on_the_command_line(capsys):
 
 
 def test_eager_costs_more_than_sdpa_and_grows_with_the_square():
-    sdpa = inference("Qwen/Qwen3-0.6B", "bf16", context=8192, attn="sdpa").term("activations").bytes
-    eager = inference("Qwen/Qwen3-0.6B", "bf16", context=8192, attn="eager").term("activations").bytes
+    sdpa = inference(paramcount.load("Qwen/Qwen3-0.6B"), "bf16", context=8192, attn="sdpa").term("activations").bytes
+    eager = inference(paramcount.load("Qwen/Qwen3-0.6B"), "bf16", context=8192, attn="eager").term("activations").bytes
     assert eager > 2 * sdpa
     assert set(IMPLEMENTATIONS) == {"sdpa", "eager", "flash_attention_2"}

@@ -15,8 +15,8 @@ import pytest
 import paramcount
 from paramcount.cli import main
 from paramcount.errors import ParamcountError
-from paramcount.memory.audio import audio, parse_seconds
-from paramcount.memory.plan import InferencePlanner
+from paramcount.memory.context.audio import audio, parse_seconds
+from paramcount.memory.runtimes.transformers.plan import InferencePlanner
 
 from .test_images import GEMMA4, gemma4_processor, no_video  # noqa: F401 (a fixture)
 

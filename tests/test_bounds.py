@@ -15,8 +15,8 @@ import pytest
 from paramcount.arch.config import MAX_LAYERS
 from paramcount.cli import main
 from paramcount.ir import MAX_LISTED, Block, Leaf, Run, Tensor, Tie, leaf_count, leaves, runs
-from paramcount.memory.modules import Module
-from paramcount.memory.slots import Slot
+from paramcount.memory.tree.modules import Module
+from paramcount.slots import Slot
 
 from .budget import built
 

@@ -21,7 +21,7 @@ def scripts(tmp_path_factory) -> dict[str, str]:
     folder = tmp_path_factory.mktemp("completion")
     out = {}
     for shell in completion.SHELLS:
-        (folder / shell).write_text(completion.script(shell), encoding="utf-8")
+        (folder / shell).write_text(cli.completion_script(shell), encoding="utf-8")
         out[shell] = str(folder / shell)
     return out
 
@@ -55,7 +55,7 @@ def test_bash_completes_commands_flags_models_gpus(scripts):
     assert "meta-llama/Llama-3.1-8B" in bash_complete(bash, "memory", "meta-llama/Llama-3.1-8")
     assert bash_complete(bash, "fit", "gpt2", "--gpu", "rtx40") == ["rtx4090"]
     assert bash_complete(bash, "fit", "gpt2", "--gpu", "=", "rtx40") == ["rtx4090"]  # --gpu=rtx40
-    assert bash_complete(bash, "memory", "gpt2", "--runtime", "") == ["transformers", "llama.cpp", "vllm"]
+    assert bash_complete(bash, "memory", "gpt2", "--runtime", "") == ["transformers", "llama.cpp", "vllm", "ollama"]
     assert "q4_k_m" in bash_complete(bash, "memory", "gpt2", "--dtype", "q4")
     assert bash_complete(bash, "memory", "gpt2", "-ctk", "q8") == ["q8_0"]
     assert bash_complete(bash, "completion", "") == ["bash", "zsh", "fish"]
@@ -66,7 +66,7 @@ def test_bash_offers_no_command_past_the_first_word(scripts):
 
 
 def _parsers() -> dict[str, argparse.ArgumentParser]:
-    return {name: completion.parser(name) for name in cli.COMMANDS}
+    return {name: completion.parser(name, cli.COMMANDS, cli.Parser) for name in cli.COMMANDS}
 
 
 def test_every_command_and_flag_is_completed(scripts):
@@ -100,7 +100,7 @@ def _fish_flag(flag: str) -> str:
 
 def test_parser_leaves_the_command_line_as_it_was():
     own = cli.Parser.__dict__.get("parse_known_args")
-    completion.commands()
+    completion.commands(cli.COMMANDS, cli.Parser)
     assert cli.Parser.__dict__.get("parse_known_args") is own
     assert cli.Parser("x").parse_args([]) == argparse.Namespace()
 
@@ -108,7 +108,7 @@ def test_parser_leaves_the_command_line_as_it_was():
 def test_words_with_shell_characters_are_left_out(monkeypatch):
     monkeypatch.setattr(completion, "catalog_names", lambda: ("good/model-1.5B", "bad;touch x", "$(boom)"))
     for shell in completion.SHELLS:
-        text = completion.script(shell)
+        text = cli.completion_script(shell)
         assert "good/model-1.5B" in text and "touch x" not in text and "$(boom)" not in text
 
 

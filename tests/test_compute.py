@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from paramcount import load
-from paramcount.compute import chinchilla_tokens, forward_flops, matmul_params, train_time, training_flops
 from paramcount.errors import ParamcountError
 from paramcount.frontends.config import from_config
+from paramcount.memory.flops import chinchilla_tokens, forward_flops, matmul_params, train_time, training_flops
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")

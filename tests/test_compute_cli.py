@@ -1,5 +1,5 @@
 """`paramcount compute`: snapshots at a fixed width, the JSON document against the library's own
-calls (paramcount.compute), the token parser, and every bad value as one line with exit 2."""
+calls (paramcount.memory.flops), the token parser, and every bad value as one line with exit 2."""
 
 import json
 import subprocess
@@ -9,7 +9,10 @@ import pytest
 
 from paramcount import load
 from paramcount.cli import main
-from paramcount.compute import (
+from paramcount.compute_report import report
+from paramcount.errors import ParamcountError
+from paramcount.memory.core.gpus import GPUS
+from paramcount.memory.flops import (
     attention_widths,
     chinchilla_tokens,
     forward_flops,
@@ -17,9 +20,6 @@ from paramcount.compute import (
     train_time,
     training_flops,
 )
-from paramcount.compute_report import report
-from paramcount.errors import ParamcountError
-from paramcount.memory.gpus import GPUS
 
 GPT3 = "openai/gpt-3-175b"
 

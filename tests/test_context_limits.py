@@ -25,19 +25,19 @@ def test_learned_positions_refuse_a_longer_context(capsys, model, context, field
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "learned positions" in err and field in err and "--context" in err
     with pytest.raises(ParamcountError, match="no runtime can run it"):
-        inference(model, context=context, runtime="llama.cpp")
+        inference(paramcount.load(model), context=context, runtime="llama.cpp")
 
 
 def test_at_the_limit_nothing_is_said():
-    plan = inference("gpt2", context=1024)
+    plan = inference(paramcount.load("gpt2"), context=1024)
     assert not any("past the model" in n for n in plan.notes)
 
 
 def test_rotary_models_are_planned_with_a_warning_per_runtime():
-    torch_plan = inference("google/gemma-2-2b", context=16384)
+    torch_plan = inference(paramcount.load("google/gemma-2-2b"), context=16384)
     said = next(n for n in torch_plan.notes if "past the model" in n)
     assert "max_position_embeddings of 8,192" in said and "rope_scaling" in said and '"factor": 2' in said
-    llama_plan = inference("google/gemma-2-2b", context=16384, runtime="llama.cpp")
+    llama_plan = inference(paramcount.load("google/gemma-2-2b"), context=16384, runtime="llama.cpp")
     said = next(n for n in llama_plan.notes if "past the model" in n)
     assert "n_ctx_train" in said and "--rope-scaling yarn --rope-scale 2 --yarn-orig-ctx 8192" in said
 

@@ -13,7 +13,7 @@ import pytest
 
 from paramcount import ParamcountError
 from paramcount.cli import main
-from paramcount.frontends import catalog, fallback
+from paramcount.frontends import catalog, fallback, fallback_bounds
 from paramcount.frontends.fallback_bounds import MAX_ALL_LAYERS, MAX_EXPERTS, MAX_LAYERS, MAX_LIST, MAX_WORK, check
 
 HOSTILE = {
@@ -96,7 +96,7 @@ def test_every_real_config_in_the_catalog_passes(entry):
 )
 def test_a_backbone_to_fetch_is_refused(raw):
     with pytest.raises(ParamcountError, match="names the backbone 'microsoft/resnet-50', which transformers would"):
-        fallback.offline(raw, "config.json")
+        fallback_bounds.offline(raw, "config.json")
 
 
 @pytest.mark.parametrize(
@@ -109,7 +109,7 @@ def test_a_backbone_to_fetch_is_refused(raw):
 )
 def test_a_timm_backbone_is_refused(raw):
     with pytest.raises(ParamcountError, match="a timm backbone, which paramcount does not build"):
-        fallback.offline(raw, "config.json")
+        fallback_bounds.offline(raw, "config.json")
 
 
 def test_a_class_transformers_does_not_map_is_refused():

@@ -21,7 +21,7 @@ import paramcount
 from paramcount.cli import main
 from paramcount.compute_report import STRUCTURE_FREE, report
 from paramcount.family import resolve
-from paramcount.memory.plan import inference
+from paramcount.memory.runtimes import inference
 from paramcount.render.docs_json import derivation_dict
 
 from . import gguf_files

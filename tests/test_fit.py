@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 import paramcount
 from paramcount.errors import ParamcountError
 from paramcount.memory import GPUS, fit, gpu, inference, overview, train
+from paramcount.memory.core.gpus import GB, GIB
 from paramcount.memory.fit import SCHEMA, largest, smallest
-from paramcount.memory.gpus import GB, GIB
 
 LLAMA13 = "meta-llama/Llama-2-13b-hf"
 
@@ -202,13 +202,13 @@ def test_qlora_fit_shows_the_qlora_row_alone():
 
 def test_a_precision_the_model_cannot_take_is_left_out_with_the_reason():
     # LongCat-Flash: llama.cpp's converter has no class for it, so no llama.cpp file type is stated
-    result = fit("meituan-longcat/LongCat-Flash-Chat", "mi300x", context=1024)
+    result = fit(paramcount.load("meituan-longcat/LongCat-Flash-Chat"), "mi300x", context=1024)
     shown = [r.precision for r in result.rows]
     assert "q4_k_m" not in shown and "q8_0" not in shown  # both llama.cpp file types, each a mix
     assert [s.split(":")[0] for s in result.skipped] == ["q8_0", "q4_k_m"]
-    assert overview("meituan-longcat/LongCat-Flash-Chat", context=1024).skipped == result.skipped
+    assert overview(paramcount.load("meituan-longcat/LongCat-Flash-Chat"), context=1024).skipped == result.skipped
     with pytest.raises(ParamcountError, match=r"no llama\.cpp mix"):
-        fit("meituan-longcat/LongCat-Flash-Chat", "mi300x", context=1024, only=("q4_k_m",))
+        fit(paramcount.load("meituan-longcat/LongCat-Flash-Chat"), "mi300x", context=1024, only=("q4_k_m",))
 
 
 @given(

@@ -46,7 +46,7 @@ def test_mutated_config_plans_or_fails_cleanly(config, scheme, context):
     from paramcount.memory import inference
 
     try:
-        plan = inference(config, scheme, context=context)
+        plan = inference(paramcount.load(config), scheme, context=context)
     except paramcount.ParamcountError as e:
         assert str(e) and "\n" not in str(e)
         return

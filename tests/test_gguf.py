@@ -9,7 +9,7 @@ import pytest
 gguf = pytest.importorskip("gguf")
 np = pytest.importorskip("numpy")
 
-from paramcount.frontends import gguf as pg  # noqa: E402
+from paramcount.gguf import reader as pg  # noqa: E402
 
 from .budget import calls  # noqa: E402
 

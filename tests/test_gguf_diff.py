@@ -16,8 +16,8 @@ import pytest
 
 import paramcount
 from paramcount.cli import main
+from paramcount.gguf.names import name_map
 from paramcount.gguf_diff import diff_any
-from paramcount.memory.gguf_names import name_map
 
 from .ckpt import TINY_LLAMA, build, save, state, torch, write_config
 from .gguf_files import llama_spec, write

@@ -1,4 +1,4 @@
-"""A GGUF file's family from its metadata (paramcount.gguf_family), held to files llama.cpp's
+"""A GGUF file's family from its metadata (paramcount.family.gguf), held to files llama.cpp's
 converter wrote: tests/fixtures/llamacpp_hybrid.json (each family's small config and the spec
 of its converted file) and llamacpp_quant.json / llamacpp_buffers.json (llama, Mixtral-style
 MoE, Gemma 3). A mapped architecture gives the family's tree, and compute the config route's
@@ -32,7 +32,7 @@ LLAMA = gguf_files.llama_spec("tiny", 2, 64, 4, 2, 128, 64, context=128)
 
 
 def test_the_class_name_is_the_readers():
-    from paramcount.memory.gguf_file import GGUF as READERS
+    from paramcount.gguf.meta import GGUF as READERS
 
     assert GGUF == READERS
 
@@ -137,7 +137,7 @@ def test_an_image_text_models_language_file_is_its_language_tower(tmp_path, hub,
     [({4}, 8, (8, 4)), ({1, 3, 5, 7}, 8, (2, 1)), ({0}, 1, (1, 0)), (set(), 4, (5, 4)), ({3}, 4, (4, 3))],
 )
 def test_a_jamba_schedule_is_read_back(indices, n, schedule):
-    from paramcount.gguf_family import _every
+    from paramcount.family.gguf import _every
 
     assert _every(indices, n, "attention") == schedule
     period, offset = schedule
@@ -146,7 +146,7 @@ def test_a_jamba_schedule_is_read_back(indices, n, schedule):
 
 def test_a_jamba_schedule_is_linear_in_the_layers():
     """1,024 layers (the longest per-layer array a GGUF file's reader keeps) in one pass, not n³."""
-    from paramcount.gguf_family import _every
+    from paramcount.family.gguf import _every
 
     assert _every(set(range(5, 1024, 7)), 1024, "expert") == (7, 5)
     with pytest.raises(paramcount.ParamcountError, match=r"follow no period and offset"):

@@ -1,4 +1,4 @@
-"""A GGUF file's metadata and tensor shapes as the planners read them (memory/gguf_file.py).
+"""A GGUF file's metadata and tensor shapes as the planners read them (gguf/meta.py).
 
 Every key a planner reads goes through one view (``Meta``): a whole number in range, or an array
 of them with one entry per block. The corpus below gives each key that each architecture's
@@ -24,8 +24,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from paramcount.cli import main
-from paramcount.memory import gguf_file
-from paramcount.memory.gguf_file import Meta
+from paramcount.gguf.meta import Meta
+from paramcount.memory.tree import widths as gguf_widths
 
 from .gguf_files import Spec, llama_spec, write_raw
 from .test_llamacpp_mtp import deepseek2_spec
@@ -197,7 +197,7 @@ def test_a_context_length_is_a_limit_up_to_uint32(tmp_path):
 def shape_cases():
     for arch, spec in SPECS.items():
         roles = {re.sub(r"^blk\.\d+\.|\.weight$", "", name) for name, _, _ in spec["tensors"]}
-        for role in sorted(roles & set(gguf_file.RANKS)):
+        for role in sorted(roles & set(gguf_widths.RANKS)):
             yield pytest.param(arch, role, id=f"{arch}-{role}")
 
 
@@ -208,7 +208,7 @@ def test_a_tensor_of_the_wrong_rank_is_one_line_exit_2(reads, tmp_path, arch, ro
     spec = SPECS[arch]
     if "embedding_length" not in reads[arch]["memory --json"]:
         pytest.skip(f"{arch}: a weights-only plan")
-    rank = gguf_file.RANKS[role]
+    rank = gguf_widths.RANKS[role]
     for shape_of in (lambda s: s[-1:], lambda s: [2, *s]):
         tensors = [
             [n, shape_of(s) if re.fullmatch(rf"(blk\.\d+\.)?{role}\.weight", n) else s, q]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from paramcount.memory import fit
-from paramcount.memory.gpus import GPUS
+from paramcount.memory.core.gpus import GPUS
 
 from .gpu_cases import allocated, cases, ratio, table
 

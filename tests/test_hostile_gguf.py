@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 pytest.importorskip("gguf")
 
 from paramcount.errors import ParamcountError
-from paramcount.frontends import gguf as pg
+from paramcount.gguf import reader as pg
 
 from .budget import calls
 

@@ -11,8 +11,8 @@ import pytest
 import paramcount
 from paramcount.cli import main
 from paramcount.errors import ParamcountError
-from paramcount.frontends import gguf as pg
 from paramcount.frontends import hub_gguf
+from paramcount.gguf import reader as pg
 
 from .hub_server import FakeHub
 from .test_gguf import LLAMA, META, write, write_split

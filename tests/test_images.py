@@ -35,8 +35,8 @@ import pytest
 import paramcount
 from paramcount.cli import main
 from paramcount.errors import ParamcountError
-from paramcount.memory.images import images
-from paramcount.memory.plan import InferencePlanner
+from paramcount.memory.context.images import images
+from paramcount.memory.runtimes.transformers.plan import InferencePlanner
 
 transformers = pytest.importorskip("transformers")
 PIL = pytest.importorskip("PIL.Image")

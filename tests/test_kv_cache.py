@@ -17,8 +17,8 @@ import pytest
 
 import paramcount
 from paramcount import ParamcountError
-from paramcount.memory.kv_cache import CACHE_DTYPES, kv_cache
-from paramcount.memory.kv_layout import attention_layout
+from paramcount.memory.context.kv_cache import CACHE_DTYPES, kv_cache
+from paramcount.memory.context.kv_layout import attention_layout
 
 from .budget import calls
 from .cache_oracle import V, build, cache_bytes, forward, ours
@@ -231,7 +231,7 @@ def test_mla_latent_is_what_transformers_caches_and_expanded_is_what_attention_u
 def test_deepseek_v3_latent_per_token_from_its_config() -> None:
     raw = paramcount.load("deepseek-ai/DeepSeek-V3").config
     c = transformers.DeepseekV3Config(**{k: v for k, v in raw.items() if k != "model_type"})
-    got = kv_cache("deepseek-ai/DeepSeek-V3", 1, dtype="bf16")
+    got = kv_cache(paramcount.load("deepseek-ai/DeepSeek-V3"), 1, dtype="bf16")
     assert got.per_token == c.num_hidden_layers * (c.kv_lora_rank + c.qk_rope_head_dim) * 2
     assert got.layout.mla == "latent" and got.layout.kinds[0].stores == "mla-latent"
 
@@ -247,8 +247,10 @@ def test_encoder_only_models_have_no_cache() -> None:
 
 
 def test_published_per_token_figures() -> None:
-    assert kv_cache("meta-llama/Llama-2-7b-hf", 4096, dtype="fp16").per_token == 524_288  # 0.5 MiB
-    assert kv_cache("meta-llama/Meta-Llama-3-8B", 8192, dtype="bf16").per_token == 131_072  # 128 KiB, GQA
+    assert kv_cache(paramcount.load("meta-llama/Llama-2-7b-hf"), 4096, dtype="fp16").per_token == 524_288  # 0.5 MiB
+    assert (
+        kv_cache(paramcount.load("meta-llama/Meta-Llama-3-8B"), 8192, dtype="bf16").per_token == 131_072
+    )  # 128 KiB, GQA
 
 
 def _catalog_decoders() -> list[str]:
@@ -283,7 +285,7 @@ def test_layer_types_and_windows_match_transformers_for_every_catalog_decoder() 
         raw = paramcount.load(name).config
         config = transformers.AutoConfig.for_model(**raw)
         types, kwargs = get_layer_types_and_kwargs(config.get_text_config(decoder=True))
-        if not set(types) <= plain or not attention_layout(name).kinds:  # encoders keep no cache
+        if not set(types) <= plain or not attention_layout(paramcount.load(name)).kinds:  # encoders keep no cache
             continue  # recurrent states, indexers, shared KV, towers: their families' own cache tests hold them
         checked += 1
         want: dict[tuple[str, int | None], int] = {}
@@ -292,34 +294,39 @@ def test_layer_types_and_windows_match_transformers_for_every_catalog_decoder() 
                 continue
             key = ("full", None) if t == "full_attention" else ("sliding", kw["sliding_window"])
             want[key] = want.get(key, 0) + 1
-        got = {(k.attention, k.window): k.layers for k in attention_layout(name).kinds if k.attention != "state"}
+        got = {
+            (k.attention, k.window): k.layers
+            for k in attention_layout(paramcount.load(name)).kinds
+            if k.attention != "state"
+        }
         assert got == want, name
     assert checked > 30
 
 
 def test_rows_group_layers_without_unrolling() -> None:
     config = {"model_type": "gemma3_text", **LM, "num_hidden_layers": 4092}  # MAX_LAYERS is 4,096
-    attention_layout({**config, "num_hidden_layers": 4})  # imports and caches warmed outside the count
+    attention_layout(paramcount.load({**config, "num_hidden_layers": 4}))  # imports and caches warmed outside the count
+    model = paramcount.load(config)
     with calls(CALLS_4092_LAYERS):
-        layout = attention_layout(config)
+        layout = attention_layout(model)
     assert [(k.attention, k.layers) for k in layout.kinds] == [("sliding", 3410), ("full", 682)]
     assert layout.kinds[1].where == "5, 11, 17, …, 4091"
 
 
 def test_term_formula_and_parts_sum() -> None:
-    got = kv_cache("google/gemma-2-2b", 8192, batch=2)
+    got = kv_cache(paramcount.load("google/gemma-2-2b"), 8192, batch=2)
     term = got.term()
     assert term.key == "kv_cache" and not term.estimate and term.bytes == got.bytes
     assert sum(p.bytes for p in term.parts) == term.bytes and len(term.parts) == 2
     assert "--kv-dtype" in term.assumption and "W−1" in term.assumption
     assert "min(T, W−1)" in term.parts[0].formula and term.parts[0].formula.endswith(f"{term.parts[0].bytes:,} B")
-    single = kv_cache("meta-llama/Meta-Llama-3-8B", 4096).term()
+    single = kv_cache(paramcount.load("meta-llama/Meta-Llama-3-8B"), 4096).term()
     assert single.parts == () and single.formula.startswith("2 · L · n_kv · d_head · T · B × 2 B = 2 · 32 · 8 · 128")
     assert single.label == "KV cache (bf16, 4,096 tokens × 1)"
 
 
 def test_int4_is_half_a_byte_per_element() -> None:
-    four, eight = (kv_cache("meta-llama/Llama-3.2-1B", 1000, dtype=d) for d in ("int4", "int8"))
+    four, eight = (kv_cache(paramcount.load("meta-llama/Llama-3.2-1B"), 1000, dtype=d) for d in ("int4", "int8"))
     assert 2 * four.bytes == eight.bytes and "no quantisation scales" in four.term().assumption
     assert CACHE_DTYPES["int4"] == 4
 
@@ -345,7 +352,7 @@ def test_int4_is_half_a_byte_per_element() -> None:
 def test_bad_arguments_are_one_line_errors(kwargs: dict[str, Any], field: str, message: str) -> None:
     args = {"context": 16, **kwargs}
     with pytest.raises(ParamcountError) as e:
-        kv_cache("meta-llama/Llama-3.2-1B", **args)
+        kv_cache(paramcount.load("meta-llama/Llama-3.2-1B"), **args)
     assert e.value.field == field and message in str(e.value) and "\n" not in str(e.value)
 
 
@@ -361,7 +368,7 @@ def test_bad_arguments_are_one_line_errors(kwargs: dict[str, Any], field: str, m
 )
 def test_bad_window_fields(fields: dict[str, Any], field: str, message: str) -> None:
     with pytest.raises(ParamcountError) as e:
-        attention_layout({"model_type": "llama", **LM, **fields})
+        attention_layout(paramcount.load({"model_type": "llama", **LM, **fields}))
     assert e.value.field == field and message in str(e.value)
 
 
@@ -381,7 +388,8 @@ def test_a_model_without_a_config_is_refused() -> None:
 
 def test_importing_the_module_loads_nothing_heavy() -> None:
     code = (
-        "import sys; from paramcount.memory.kv_cache import kv_cache; kv_cache('google/gemma-2-2b', 8192);"
+        "import sys; import paramcount; from paramcount.memory.context.kv_cache import kv_cache; "
+        "kv_cache(paramcount.load('google/gemma-2-2b'), 8192);"
         "print([m for m in ('torch', 'transformers', 'numpy', 'rich') if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

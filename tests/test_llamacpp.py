@@ -18,10 +18,10 @@ import pytest
 
 import paramcount
 from paramcount import ParamcountError
+from paramcount.arch.cache import LayerKind
 from paramcount.cli import main
 from paramcount.memory import inference
-from paramcount.memory.kv_layout import LayerKind
-from paramcount.memory.llamacpp import Cells, options
+from paramcount.memory.runtimes.llamacpp.plan import Cells, options
 
 from .gguf_files import gemma3_spec, write
 
@@ -153,8 +153,8 @@ def test_overhead_on_a_gpu_only(files):
 def test_runtime_choice_and_its_errors(files, capsys):
     gguf_model = files["moe-tiny"]
     assert inference(gguf_model, context=512).settings["runtime"] == "llama.cpp"
-    assert "runtime" not in inference("gpt2", context=512).settings  # transformers: today's plan
-    assert inference("gpt2", context=512, runtime="llama.cpp").settings["runtime"] == "llama.cpp"
+    assert "runtime" not in inference(paramcount.load("gpt2"), context=512).settings  # transformers: today's plan
+    assert inference(paramcount.load("gpt2"), context=512, runtime="llama.cpp").settings["runtime"] == "llama.cpp"
     for argv, message in (
         (["memory", "gpt2", "--runtime", "vllm", "--ubatch", "64"], "--ubatch is a llama.cpp setting"),
         (["memory", "gpt2", "--flash-attn", "on"], "--flash-attn is a llama.cpp setting"),

@@ -19,10 +19,12 @@ import pytest
 import paramcount
 from paramcount.cli import main
 from paramcount.dtypes import DTYPES
+from paramcount.errors import ParamcountError
 from paramcount.memory import inference
+from paramcount.memory.core.gpus import custom
 from paramcount.memory.fit import fit
-from paramcount.memory.gpus import custom
-from paramcount.memory.weights import weights
+from paramcount.memory.runtimes.llamacpp.placement import EXPS, n_cpu_moe, overrides
+from paramcount.memory.weights.schemes import weights
 
 from .gguf_files import gemma3_spec, llama_spec, write
 
@@ -191,3 +193,164 @@ def test_the_table_puts_host_memory_below_the_gpu_total(capsys):
     total = next(i for i, line in enumerate(lines) if line.lstrip().startswith("total on the GPU"))
     host = next(i for i, line in enumerate(lines) if "CPU_Mapped model buffer" in line)
     assert host == total + 1 and "host" in lines[host]
+
+
+# ---- -ngl, -ot, --n-cpu-moe, -ts: the buffers per device --------------------------------------
+
+
+def placed(model, scheme="q4_k_m", context=CONTEXT, **placement):
+    return inference(model, scheme, context=context, runtime="llama.cpp", **placement)
+
+
+def gguf_rows(spec):
+    """Each tensor of a spec: (name, shape, type, bytes)."""
+    sizes = spec_bytes(spec)
+    return [(name, tuple(shape), qtype, sizes[name]) for name, shape, qtype in spec["tensors"]]
+
+
+def layer_of(name: str, outside: int) -> int:
+    """A GGUF tensor's block number; ``outside`` for the others (the output layer's index)."""
+    return int(name.split(".")[1]) if name.startswith("blk.") else outside
+
+
+@pytest.mark.parametrize("ngl", [0, 1, 2, 3, 5])
+def test_a_gguf_files_layers_by_ngl(tmp_path, ngl):
+    """blk.i goes to the GPU when i >= n_layer + 1 - ngl; output.weight and output_norm with the
+    output layer (on the GPU for ngl >= 1); token_embd on the host."""
+    pytest.importorskip("gguf")
+    spec = llama_spec("ngl", 4, 256, 4, 2, 512, 1000, ftype="Q8_0")
+    model = paramcount.load(str(write(spec, tmp_path / "ngl.gguf")))
+    plan = placed(model, None, gpu_layers=ngl)
+    start = 4 + 1 - ngl
+    on = [r for r in gguf_rows(spec) if layer_of(r[0], 4) >= start and r[0] not in INPUT_NAMES]
+    off = [r for r in gguf_rows(spec) if r not in on]
+    assert plan.term("weights").bytes == sum(cuda_bytes(s, q, b) for _, s, q, b in on)
+    assert plan.term("host_weights").bytes == sum(b for *_, b in off)
+    full = placed(model, None, gpu_layers=99)
+    per_layer = full.term("kv_cache").bytes // 4
+    gpu_layers = max(0, min(4, 4 - start))
+    assert plan.settings["n_gpu_layers"] == ngl and plan.settings["arguments"] == f"-ngl {ngl}"
+    kv = plan.term("kv_cache").bytes if gpu_layers else 0
+    assert kv == gpu_layers * per_layer
+    assert sum(t.bytes for t in plan.terms if t.key == "host_kv") == (4 - gpu_layers) * per_layer
+    assert "CUDA_Host" in plan.term("output").label if ngl else "CPU" in plan.term("output").label
+    assert plan.term("output").host and plan.term("host_compute").host
+
+
+def test_every_layer_given_is_the_default_plan_on_the_gpu():
+    """-ngl 33 on a 32-layer model places what the default plan does; the output buffer and the
+    CPU backend's compute buffer are then shown in host memory."""
+    model = paramcount.load("meta-llama/Llama-3.1-8B")
+    default, given = placed(model), placed(model, gpu_layers=33)
+    for key in ("weights", "kv_cache", "compute", "overhead"):
+        assert given.term(key).bytes == default.term(key).bytes, key
+    assert given.total == default.total - default.term("output").bytes
+    assert given.term("host_weights").bytes == default.term("host_weights").bytes
+
+
+def test_ngl_zero_runs_the_prompt_on_the_gpu_with_copied_weights():
+    """Every weight in host memory: the first GPU still runs a prompt's ops (offload_op), holding
+    the largest host weight and one layer's K and V copied in, beside the graph's own peak."""
+    model = paramcount.load("meta-llama/Llama-3.1-8B")
+    every, none = placed(model, gpu_layers=33), placed(model, gpu_layers=0)
+    rows = [r for r in weights(model, "q4_k_m").rows if r.name != "model.embed_tokens.weight"]
+    largest = max(r.bytes // r.count for r in rows)
+    kv_layer = every.term("kv_cache").bytes // 32
+    assert none.term("weights").bytes == 0
+    assert none.term("compute").bytes == every.term("compute").bytes + largest + kv_layer
+    assert none.term("host_kv").bytes == every.term("kv_cache").bytes
+    assert none.term("host_weights").bytes == sum(r.bytes for r in weights(model, "q4_k_m").rows)
+
+
+def test_n_cpu_moe_keeps_the_first_layers_experts_on_the_host():
+    model = paramcount.load("Qwen/Qwen3-30B-A3B")
+    rows = weights(model, "q4_k_m").rows
+    full = placed(model)
+    for n in (1, 10, 48):
+        plan = placed(model, overrides=n_cpu_moe(n))
+        experts = sum(r.bytes // r.count * sum(1 for i in layers(r.name) if i < n) for r in rows if r.kind == "experts")
+        embd = sum(r.bytes for r in rows if r.name == "model.embed_tokens.weight")
+        assert plan.term("host_weights").bytes == embd + experts, n
+        assert plan.term("kv_cache").bytes == full.term("kv_cache").bytes  # -ot moves no cache
+        assert plan.settings["arguments"] == f"--n-cpu-moe {n}"
+    assert placed(model, overrides=((EXPS, "CPU"),)).term("weights").bytes == plan.term("weights").bytes
+
+
+def test_an_override_can_put_the_input_layer_on_the_gpu():
+    model = paramcount.load("meta-llama/Llama-3.1-8B")
+    plan = placed(model, overrides=overrides("token_embd=CUDA0"))
+    assert all(t.key != "host_weights" for t in plan.terms)
+
+
+def test_two_gpus_by_tensor_split():
+    """-ts 3,1 on 33 offloaded layers: k / 33 < 3/4 for k <= 24: layers 0-24 on CUDA0, 25-31 and
+    the output layer on CUDA1; each GPU's parts name it and sum to the term."""
+    model = paramcount.load("meta-llama/Llama-3.1-8B")
+    plan = placed(model, tensor_split=(3.0, 1.0))
+    one = placed(model, gpu_layers=33)
+    kv = plan.term("kv_cache")
+    assert [p.key for p in kv.parts] == ["kv_cache.CUDA0", "kv_cache.CUDA1"]
+    assert [p.bytes for p in kv.parts] == [25 * kv.bytes // 32, 7 * kv.bytes // 32]
+    for key in ("weights", "kv_cache", "compute"):
+        t = plan.term(key)
+        assert sum(p.bytes for p in t.parts) == t.bytes, key
+    assert plan.term("weights").bytes == one.term("weights").bytes
+    assert plan.term("overhead").bytes == 2 * one.term("overhead").bytes
+    compute = {p.key: p.bytes for p in plan.term("compute").parts}
+    assert compute["compute.CUDA1"] == one.term("compute").bytes  # the output layer's logits
+    assert compute["compute.CUDA0"] < compute["compute.CUDA1"]
+    devices = plan.settings["devices"]
+    assert devices["CUDA0"] + devices["CUDA1"] == plan.total and devices["host"] == plan.host
+    assert devices["CUDA0"] == sum(p.bytes for t in plan.terms for p in t.parts if p.key.endswith(".CUDA0")) + (
+        one.term("overhead").bytes
+    )
+
+
+def test_no_kv_offload_keeps_every_cache_on_the_host():
+    model = paramcount.load("meta-llama/Llama-3.1-8B")
+    plan, every = placed(model, kv_offload=False), placed(model, gpu_layers=33)
+    assert all(t.key != "kv_cache" for t in plan.terms)
+    assert plan.term("host_kv").bytes == every.term("kv_cache").bytes
+    assert plan.term("host_compute").bytes > every.term("host_compute").bytes  # attention on the CPU
+
+
+def test_placement_flags_need_a_gpu():
+    model = paramcount.load("Qwen/Qwen2.5-0.5B")
+    with pytest.raises(ParamcountError) as e:
+        inference(model, "q4_k_m", context=CONTEXT, runtime="llama.cpp", device="cpu", gpu_layers=3)
+    assert e.value.field == "--device"
+
+
+def layers(name: str) -> range:
+    """The layers of a config row's name (model.layers.0–47.…)."""
+    import re
+
+    m = re.search(r"\.(\d+)(?:–(\d+))?\.", name)
+    return range(int(m[1]), int(m[2] or m[1]) + 1)
+
+
+def test_the_mapped_span_holds_gpu_tensors_between_host_ones(tmp_path):
+    """llama.cpp maps the file from the first host tensor to the end of the last: a layer sent to
+    the GPU between them is in the span it logs, not in the host bytes."""
+    pytest.importorskip("gguf")
+    spec = llama_spec("span", 4, 256, 4, 2, 512, 1000, ftype="Q8_0")
+    model = paramcount.load(str(write(spec, tmp_path / "span.gguf")))
+    plan = placed(model, None, gpu_layers=0, overrides=overrides("blk\\.1\\.=CUDA0"))
+    sizes = spec_bytes(spec)
+    every = sum(-(-b // 32) * 32 for b in list(sizes.values())[:-1]) + list(sizes.values())[-1]
+    layer1 = sum(b for n, b in sizes.items() if n.startswith("blk.1."))
+    host = plan.term("host_weights")
+    assert host.bytes == sum(sizes.values()) - layer1
+    assert f"llama.cpp logs {every:,} B" in host.assumption
+
+
+def test_which_layers_cache_decides_where_the_cache_goes():
+    """Gemma 4 E2B caches in its first 15 of 35 layers (the rest reuse them): sliding 0–3, 5–8,
+    10–13, full 4, 9, 14. -ngl 28 offloads layers 8.. (36 − 28): sliding 8, 10–13 and full 9, 14."""
+    model = paramcount.load("google/gemma-4-E2B-it")
+    whole = placed(model, context=1024).term("kv_cache")
+    per = {p.key: p.bytes for p in whole.parts}
+    sliding, full = per["kv_cache.sliding"] // 12, per["kv_cache.full"] // 3
+    plan = placed(model, context=1024, gpu_layers=28)
+    assert plan.term("kv_cache").bytes == 5 * sliding + 2 * full and not plan.term("kv_cache").estimate
+    assert plan.term("host_kv").bytes == 7 * sliding + 1 * full

@@ -28,8 +28,8 @@ import pytest
 import paramcount
 from paramcount.cli import main
 from paramcount.memory import inference
-from paramcount.memory.llamacpp_recurrent import converted_meta
-from paramcount.memory.weights import weights
+from paramcount.memory.runtimes.llamacpp.recurrent import converted_meta
+from paramcount.memory.weights.schemes import weights
 
 from .gguf_files import write
 

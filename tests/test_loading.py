@@ -1,4 +1,4 @@
-"""paramcount.memory.loading: a checkpoint's quantization_config planned the way transformers
+"""paramcount.memory.runtimes.transformers.loading: a checkpoint's quantization_config planned the way transformers
 loads it on the named GPU (kept quantised, or dequantised to bf16), held to the quantizers'
 own rules (transformers/quantizers/quantizer_*.py validate_environment)."""
 
@@ -7,9 +7,10 @@ import json
 
 import pytest
 
+import paramcount
 from paramcount.frontends.checkpoint import load_path
 from paramcount.memory import fit, inference
-from paramcount.memory.gpus import GPUS
+from paramcount.memory.core.gpus import GPUS
 
 from .ckpt import TINY_LLAMA, linears, plain_parts, save, torch, transformers, write_config, zeros
 
@@ -128,7 +129,7 @@ def test_gpu_table_has_nvidias_compute_capability(card, capability):
 def test_a_config_alone_says_what_transformers_would_load():
     """DeepSeek-V3's published config has an FP8 quantization_config; planned from its shapes
     the weights are bf16, and the plan says so and what transformers keeps on the card."""
-    notes = inference("deepseek-ai/DeepSeek-V3", context=64, gpu="h100").notes
+    notes = inference(paramcount.load("deepseek-ai/DeepSeek-V3"), context=64, gpu="h100").notes
     assert any(n.startswith("FP8 kept on H100 SXM 80GB") and "bf16 from the shapes" in n for n in notes)
-    notes = inference("deepseek-ai/DeepSeek-V3", context=64, gpu="a100-80gb").notes
+    notes = inference(paramcount.load("deepseek-ai/DeepSeek-V3"), context=64, gpu="a100-80gb").notes
     assert any(n.startswith("FP8 dequantised to bf16 on A100 80GB: compute capability 8.0 < 8.9") for n in notes)

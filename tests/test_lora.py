@@ -14,8 +14,8 @@ from paramcount.arch import family
 from paramcount.errors import ParamcountError
 from paramcount.frontends import catalog
 from paramcount.frontends.config import from_config
-from paramcount.memory.lora import lora
-from paramcount.memory.modules import output_embedding, walk
+from paramcount.memory.training.lora import lora
+from paramcount.memory.tree.modules import output_embedding, walk
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -280,7 +280,7 @@ def test_default_targets_are_pefts_per_model_type():
     get_peft_model with no target_modules); where peft has none, ours, said in a note."""
     from peft.utils.constants import TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING as PEFT
 
-    from paramcount.memory.lora import OWN_TARGETS, PEFT_TARGETS
+    from paramcount.memory.training.lora import OWN_TARGETS, PEFT_TARGETS
 
     for entry in ONE_PER_FAMILY:
         model = load(catalog.get(entry).config)

@@ -11,7 +11,8 @@ import tracemalloc
 import pytest
 
 from paramcount.errors import ParamcountError
-from paramcount.frontends import gguf, safetensors
+from paramcount.frontends import safetensors
+from paramcount.gguf import reader as gguf
 
 U8, U32, STR, ARR = 0, 4, 8, 9
 

@@ -19,13 +19,14 @@ import pytest
 
 import paramcount
 from paramcount import ParamcountError
+from paramcount.arch.cache import NoLayout
 from paramcount.cli import main
 from paramcount.frontends.checkpoint import load_path
 from paramcount.memory import fit, inference, kv_cache, train, weights
-from paramcount.memory.kv_layout import NoLayout, attention_layout
-from paramcount.memory.overhead import MEASURED
-from paramcount.memory.plan import shape_widths
-from paramcount.memory.working_set import widths
+from paramcount.memory.context.kv_layout import attention_layout
+from paramcount.memory.core.overhead import MEASURED
+from paramcount.memory.runtimes.transformers.working_set import widths
+from paramcount.memory.tree.widths import shape_widths
 
 from .ckpt import TINY_LLAMA, build, save, state, torch, write_config
 from .test_kv_cache import DEEPSEEK, cache_bytes, forward
@@ -143,10 +144,10 @@ def test_checkpoints_default_to_stored_with_their_compute_dtype():
     assert torch_plan.settings["kv_dtype"] == "fp16" and torch_plan.settings["kv_cache"] == "llama.cpp"
     assert plan.settings["context"] == MAKE.CONTEXT  # the file's context_length, under the 4,096 cap
     # a plain config keeps bf16 and no stored_as
-    config = inference(FIXTURE_CONFIG)
+    config = inference(paramcount.load(FIXTURE_CONFIG))
     assert config.settings["scheme"] == "bf16" and "stored_as" not in config.settings
     with pytest.raises(ParamcountError, match=r"need a checkpoint .* pick a precision"):
-        inference(FIXTURE_CONFIG, "stored")
+        inference(paramcount.load(FIXTURE_CONFIG), "stored")
 
 
 def test_gguf_activations_read_the_same_widths_as_the_config():
@@ -182,11 +183,11 @@ def test_safetensors_stored_bytes_are_the_headers_sizes(saved, dtype):
 def test_safetensors_plan_has_the_configs_cache_and_activations(saved):
     """A checkpoint with config.json plans like its config: the same KV cache and activations."""
     model = paramcount.load(saved["bf16"])
-    mine, theirs = inference(model, context=100), inference(TINY_LLAMA, context=100)
+    mine, theirs = inference(model, context=100), inference(paramcount.load(TINY_LLAMA), context=100)
     for key in ("kv_cache", "activations"):
         assert mine.term(key).bytes == theirs.term(key).bytes > 0
-    assert kv_cache(model, 100).bytes == kv_cache(TINY_LLAMA, 100).bytes
-    trained, theirs = train(model, context=100), train(TINY_LLAMA, context=100)
+    assert kv_cache(model, 100).bytes == kv_cache(paramcount.load(TINY_LLAMA), 100).bytes
+    trained, theirs = train(model, context=100), train(paramcount.load(TINY_LLAMA), context=100)
     assert trained.term("activations").bytes == theirs.term("activations").bytes > 0
 
 
@@ -338,13 +339,13 @@ def test_gguf_refusals(tmp_path):
     with pytest.raises(NoLayout, match=r"block_count 100,000 is over llama\.cpp's 512"):
         kv_cache(deep, 16)
     with pytest.raises(ParamcountError, match=r"the llama\.cpp cache is for GGUF files"):
-        kv_cache(TINY_LLAMA, 16, cache="llama.cpp")
+        kv_cache(paramcount.load(TINY_LLAMA), 16, cache="llama.cpp")
 
 
 def test_header_bytes_alone_give_the_layout_the_file_gives(tmp_path):
     """A model from header bytes (the web page's upload) keeps every key the cache reads, so it
     gets the layout the file on disk gets; a key the file does not state is refused by name."""
-    from paramcount.frontends.gguf import parse, to_model
+    from paramcount.gguf.reader import parse, to_model
 
     path = write_gguf(tmp_path / "g3.gguf", "gemma3", {**GEMMA2_META, "block_count": 7})
     upload = to_model(parse(path.read_bytes(), "upload.gguf"))

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from paramcount.cli import main
-from paramcount.memory.gpus import GIB
+from paramcount.memory.core.gpus import GIB
 
 
 def run(capsys, *argv):

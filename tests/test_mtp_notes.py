@@ -80,7 +80,7 @@ def test_deepseek_v3_mtp_layer_holds_its_own_embedding_and_head():
 def test_glm45_note_gives_both_checkpoints_figures():
     """GLM-4.5-Air: the layer alone (GLM-4.6's layout) and with its copies (GLM-4.5-Air's own),
     which the published Q8_0 file of GLM-4.5-Air matches (tests/test_quant_mix_moe.py)."""
-    from paramcount.memory.weights import weights
+    from paramcount.memory.weights.schemes import weights
 
     m = paramcount.load("zai-org/GLM-4.5-Air")
     h, vocab = m.config["hidden_size"], m.config["vocab_size"]
@@ -95,7 +95,7 @@ def test_glm5_mtp_layer_shares_the_embedding_and_head():
     m = paramcount.load("zai-org/GLM-5")
     note = _mtp_note(m)
     assert "holds no copy of the embedding or output head" in note
-    from paramcount.memory.weights import weights
+    from paramcount.memory.weights.schemes import weights
 
     w = weights(m, "q8_0")  # the converted file: the MTP layer without copies, exactly
     assert not w.term().estimate

@@ -7,10 +7,10 @@ import pytest
 import paramcount
 from paramcount.errors import ParamcountError
 from paramcount.memory import GPUS, inference, kv_cache, train, training, weights
-from paramcount.memory.gpus import GIB
-from paramcount.memory.overhead import MEASURED, MEASURED_TRAINING, Overhead, parse
-from paramcount.memory.plan import SCHEMA, context_for
-from paramcount.memory.working_set import activations
+from paramcount.memory.core.gpus import GIB
+from paramcount.memory.core.overhead import MEASURED, MEASURED_TRAINING, Overhead, parse
+from paramcount.memory.core.plan import SCHEMA, context_for
+from paramcount.memory.runtimes.transformers.working_set import activations
 
 LLAMA13 = "meta-llama/Llama-2-13b-hf"
 
@@ -155,8 +155,8 @@ def test_bad_overhead(text):
 
 def test_train_is_the_model_states_the_activations_at_the_peak_and_overhead():
     """The states of ``training`` (the gradients as the peak holds them), the saved tensors of
-    :mod:`paramcount.memory.saved`, and the measured overhead."""
-    from paramcount.memory.saved import Step, of_step
+    :mod:`paramcount.memory.training.saved`, and the measured overhead."""
+    from paramcount.memory.training.saved import Step, of_step
 
     model = paramcount.load("meta-llama/Llama-2-7b-hf")
     plan = train(model, zero=3, gpus=8, batch=2, context=1024)
@@ -283,7 +283,7 @@ def test_working_set_estimate_against_the_measured_peak(family):
 def test_a_planners_total_is_its_plans_total(name):
     """The fit searches ask ``InferencePlanner.total``, which skips the formulas: it must be
     the plan's total at every context, batch, precision and cache dtype."""
-    from paramcount.memory.plan import InferencePlanner
+    from paramcount.memory.runtimes.transformers.plan import InferencePlanner
 
     model = paramcount.load(name)
     for scheme, kv in (("bf16", None), ("int4", "fp8"), ("fp32", "int8")):

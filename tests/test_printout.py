@@ -124,6 +124,18 @@ EXACT = [
     ("swiss-ai--Apertus-8B-2509.json", None),  # XIELUActivation's alpha_p and alpha_n
     ("Qwen--Qwen3.5-27B.json", None),  # Qwen3_5RMSNormGated: linear_value_head_dim, solved
     ("google--siglip-base-patch16-224.json", "SiglipModel"),  # logit_scale, logit_bias, probe
+    # towers that name their widths alike: the family's default tells the vision h from the text's
+    ("google--gemma-3-4b-it.json", None),  # mm_input_projection_weight: vision h × text h
+    ("llava-hf--llava-onevision-qwen2-0.5b-ov-hf.json", None),  # image_newline: the text's h
+    # Mamba-2 heads (A_log, D, dt_bias): in_proj's width less the convolution's and d_inner
+    ("mistralai--Mamba-Codestral-7B-v0.1.json", None),
+    ("tiiuae--Falcon-H1-7B-Instruct.json", None),
+    ("nvidia--NVIDIA-Nemotron-Nano-9B-v2.json", None),  # only its Mamba mixers hold them, not attention's
+    # fused experts: the router (an nn.Linear) prints E, the shared expert the experts' width;
+    # Llama4TextL2Norm(eps=…) holds nothing, as transformers' source shows
+    ("meta-llama--Llama-4-Scout-17B-16E.json", None),
+    # the position table's rows, (image_size/patch_size)² + 1, solved from the tile table's width
+    ("meta-llama--Llama-3.2-90B-Vision-Instruct.json", None),
 ]
 
 LOWER_BOUND = [
@@ -210,6 +222,8 @@ def torch_zoo():
                 nn.MaxPool2d(2),
                 nn.Flatten(),
                 nn.Dropout(0.1),
+                nn.Unfold(kernel_size=(2, 3)),  # kernel_size, but no parameters
+                nn.Fold(output_size=(4, 4), kernel_size=2),
             )
             self.norms = nn.ModuleDict(
                 {
@@ -238,6 +252,7 @@ def test_torch_layers_count_exactly():
     mine = {leaf.name: tuple(leaf.shape) for leaf in p.model.tensors() if not leaf.tied_to}
     assert mine == truth
     assert p.model.total == sum(t.numel() for t in module.parameters())
+    assert p.model.inexact is None  # Unfold's kernel_size is no parameter
     assert any("MultiheadAttention" in n for n in p.model.notes)
 
 
@@ -428,3 +443,15 @@ def test_cli_bad_printout_is_one_line_exit_2(tmp_path, capsys):
     assert main([str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{path}: not a print(model) printout" in err and "never closed" in err
+
+
+def test_fused_experts_are_named_alike_whether_printed_as_a_leaf_or_not():
+    """GptOssExperts() prints as a leaf, MixtralExperts with its activation: both hide E and the
+    width, and say so with the one reason the corpus counts apart (tools/printout_corpus.py)."""
+    text = (
+        "Net(\n  (a): GptOssExperts()\n  (b): MixtralExperts(\n    (act_fn): SiLUActivation()\n  )\n"
+        "  (c): Linear(in_features=2, out_features=2, bias=False)\n)"
+    )
+    p = printout.from_text(text)
+    assert [(u.path, u.reason) for u in p.unknown] == [("a", printout.FUSED), ("b", printout.FUSED)]
+    assert p.lower_bound and p.model.total == 4

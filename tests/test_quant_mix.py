@@ -20,8 +20,8 @@ import paramcount
 from paramcount import ParamcountError
 from paramcount.cli import main
 from paramcount.dtypes import DTYPES
-from paramcount.memory import quant_mix as qm
-from paramcount.memory.weights import weights
+from paramcount.gguf import mix as qm
+from paramcount.memory.weights.schemes import weights
 
 from .gguf_files import gemma3_spec, llama_spec, write
 
@@ -368,7 +368,7 @@ def test_gemma3_from_a_config_is_an_upper_bound():
     """llama.cpp's converter drops the token embedding's rows past the tokenizer's vocabulary for
     Gemma 3 (Gemma3Model.modify_tensors), which a config does not give: the config's plan says
     it is an upper bound; other families' plans from a config stay exact."""
-    from paramcount.memory.weights import weights
+    from paramcount.memory.weights.schemes import weights
 
     for name in ("google/gemma-3-1b-pt", "google/gemma-3-4b-it"):
         term = weights(paramcount.load(name), "q4_k_m").term()

@@ -18,7 +18,7 @@ import pytest
 
 import paramcount
 from paramcount.memory import inference
-from paramcount.memory.weights import weights
+from paramcount.memory.weights.schemes import weights
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")

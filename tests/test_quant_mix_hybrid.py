@@ -23,8 +23,8 @@ import pytest
 
 import paramcount
 from paramcount.cli import main
-from paramcount.memory.slots import slots
-from paramcount.memory.weights import weights
+from paramcount.memory.weights.schemes import weights
+from paramcount.slots import slots
 
 gguf = pytest.importorskip("gguf")
 T = gguf.MODEL_TENSOR

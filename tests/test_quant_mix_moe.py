@@ -24,7 +24,7 @@ import pytest
 import paramcount
 from paramcount import ParamcountError
 from paramcount.cli import main
-from paramcount.memory.weights import weights
+from paramcount.memory.weights.schemes import weights
 
 from .gguf_files import name_map
 

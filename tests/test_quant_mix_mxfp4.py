@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 import paramcount
-from paramcount.memory.weights import weights
+from paramcount.memory.weights.schemes import weights
 
 from .gguf_files import llama_spec, name_map, write
 from .test_quant_mix_moe import (

@@ -21,7 +21,7 @@ import pytest
 
 import paramcount
 from paramcount import ParamcountError
-from paramcount.memory.weights import weights
+from paramcount.memory.weights.schemes import weights
 
 from .gguf_files import name_map
 from .test_quant_mix_vl import MODELS, _bytes, expand, gemma4_name, plan_tensors, quantised
@@ -187,7 +187,7 @@ def test_configs_the_converter_writes_otherwise_are_refused(name, change, field)
 def test_llama_cpp_does_not_load_the_mtp_blocks(name):
     """llama.cpp's runtime leaves the file's MTP blocks (those past num_hidden_layers) out of the
     model buffers unless asked (TENSOR_SKIP without load_mtp): their bytes, from the recording."""
-    from paramcount.memory.llamacpp import loaded
+    from paramcount.memory.runtimes.llamacpp.plan import loaded
 
     m = load(name)
     config = dict(m.config)

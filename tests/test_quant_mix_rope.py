@@ -21,7 +21,7 @@ import pytest
 
 import paramcount
 from paramcount import ParamcountError
-from paramcount.memory.weights import weights
+from paramcount.memory.weights.schemes import weights
 
 from .gguf_files import llama_spec, write
 from .test_quant_mix_moe import (

@@ -22,8 +22,8 @@ import pytest
 import paramcount
 from paramcount import ParamcountError
 from paramcount.dtypes import DTYPES
-from paramcount.memory import gguf_types as gg
-from paramcount.memory.weights import weights
+from paramcount.gguf import types as gg
+from paramcount.memory.weights.schemes import weights
 
 from .gguf_files import name_map
 

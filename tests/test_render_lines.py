@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from paramcount.frontends.flat import tree
+from paramcount.flat import tree
 from paramcount.model import Model
 from paramcount.render.text import layer_lines, summary
 

@@ -1,10 +1,10 @@
-"""paramcount.memory.saved against a real transformers training step: the peak of live tensor
+"""paramcount.memory.training.saved against a real transformers training step: the peak of live tensor
 storage (parameters excluded: they exist before) over forward and backward, on the CPU."""
 
 import pytest
 
 import paramcount
-from paramcount.memory.saved import Step, of_step
+from paramcount.memory.training.saved import Step, of_step
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")

@@ -11,8 +11,8 @@ import pytest
 import paramcount
 from paramcount.cli import main
 from paramcount.errors import ParamcountError
-from paramcount.frontends import gguf as pg
 from paramcount.frontends import stores
+from paramcount.gguf import reader as pg
 
 from .test_gguf import LLAMA, META, write
 from .test_mmproj import MMPROJ

@@ -1,6 +1,6 @@
 """Training memory: model states against real optimizers' state after a step on a tiny CPU model,
 the ZeRO paper's 16 bytes per parameter and its partitioned figures; the activations are
-paramcount.memory.saved's (held to a training step in tests/test_saved.py and to the H100 in
+paramcount.memory.training.saved's (held to a training step in tests/test_saved.py and to the H100 in
 tests/test_gpu_measured.py), the same in ``training``, ``train`` and ``fit``."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from paramcount import from_dims, load
 from paramcount.errors import ParamcountError
 from paramcount.frontends.config import from_config
 from paramcount.memory import TrainingPlanner, fit
-from paramcount.memory.lora import lora
-from paramcount.memory.saved import activations
-from paramcount.memory.training import model_shapes, training
+from paramcount.memory.training.lora import lora
+from paramcount.memory.training.optimizer import model_shapes, training
+from paramcount.memory.training.saved import activations
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -124,7 +124,7 @@ def test_lora_states_equal_peft_training(name):
 
 
 def test_qlora_base_is_the_weights_modules_nf4():
-    from paramcount.memory.weights import weights
+    from paramcount.memory.weights.schemes import weights
 
     model = load("meta-llama/Llama-2-7b-hf")
     got = {t.key: t for t in training(model, qlora_bits=4, lora=lora(model, 16, "all-linear"))}

@@ -21,10 +21,10 @@ import pytest
 import paramcount
 from paramcount import ParamcountError
 from paramcount.cli import main
+from paramcount.memory.core.gpus import GIB, gpu
 from paramcount.memory.fit import fit
-from paramcount.memory.gpus import GIB, gpu
 from paramcount.memory.runtimes import planner
-from paramcount.memory.vllm import VOCAB_PADDING, pp_layers
+from paramcount.memory.runtimes.vllm.plan import VOCAB_PADDING, pp_layers
 
 U = Fraction(23, 25)  # CacheConfig.gpu_memory_utilization's default, 0.92 (vllm/config/cache.py)
 # EngineArgs.get_batch_defaults, `vllm serve` (OPENAI_API_SERVER) on an H100: max_num_seqs, max_num_batched_tokens
@@ -160,8 +160,8 @@ def test_the_plan_fits_exactly_when_vllm_would_start_and_admit_the_load():
 
 
 def test_decode_is_bounded_by_bandwidth_and_prefill_by_compute():
-    from paramcount.compute import forward_flops
     from paramcount.memory import speed
+    from paramcount.memory.flops import forward_flops
 
     p, h100 = vllm("meta-llama/Llama-3.1-8B"), gpu("h100")
     d = speed.decode(p, h100, 4096, 1)
@@ -190,7 +190,9 @@ def test_fit_names_the_fewest_gpus_the_kv_room_and_the_decode_bound(capsys):
     assert bf16["serving"]["tp"] == 8 and bf16["gpus"] == 8
     assert bf16["serving"]["kv_tokens"] > 16 * 32768
     assert bf16["serving"]["decode"]["bound_by"] == "memory" and bf16["serving"]["decode"]["upper_bound"]
-    r = fit("meta-llama/Llama-3.1-70B-Instruct", "h100", 32768, 16, runtime="vllm", only=("bf16",), tp=4).rows[0]
+    r = fit(
+        paramcount.load("meta-llama/Llama-3.1-70B-Instruct"), "h100", 32768, 16, runtime="vllm", only=("bf16",), tp=4
+    ).rows[0]
     assert not r.fits and r.serving["tp"] is None
 
 
@@ -313,14 +315,14 @@ def graph_sizes(seqs: int, tokens: int) -> list[int]:
     ],
 )
 def test_cuda_graph_sizes_follow_vllm_defaults(given, context):
-    from paramcount.memory.vllm import capture_sizes, options
+    from paramcount.memory.runtimes.vllm.plan import capture_sizes, options
 
     o = options(**given)
     assert capture_sizes(o, context) == graph_sizes(o.seqs, o.tokens(context))
 
 
 def test_cuda_graphs_are_piecewise_for_every_size_and_full_up_to_max_num_seqs():
-    from paramcount.memory.vllm import capture_sizes, options
+    from paramcount.memory.runtimes.vllm.plan import capture_sizes, options
 
     a100 = options(gpu="a100-80gb")
     sizes = capture_sizes(a100, 4096)

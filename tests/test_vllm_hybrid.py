@@ -1,7 +1,7 @@
 """vLLM 0.33.0's pages for models with Mamba-style state layers, worked out by hand.
 
 Every expectation restates vLLM's arithmetic from the catalog config's fields, written out here
-(nothing is read from paramcount.memory.vllm_state):
+(nothing is read from paramcount.memory.runtimes.vllm.state):
 
 - the state arrays each model's ``get_mamba_state_shape_from_config`` asks of
   ``MambaStateShapeCalculator`` (mamba_utils.py): Mamba-1 conv (K − 1, I/TP) and SSM (I/TP, S);
@@ -40,7 +40,7 @@ import pytest
 import paramcount
 from paramcount import ParamcountError
 from paramcount.cli import main
-from paramcount.memory.gpus import GIB, gpu
+from paramcount.memory.core.gpus import GIB, gpu
 from paramcount.memory.runtimes import planner
 
 BF16 = 2
@@ -378,7 +378,7 @@ def test_lfm2_without_conv_dim_is_refused_as_vllm_would_fail():
 
 def mixer_bytes(hub: str, tp: int, layer: int, module: str) -> int:
     """paramcount's bytes of one layer's mixer (``module``) on one rank, from the vLLM plan's shares."""
-    from paramcount.memory.vllm import _state_share
+    from paramcount.memory.runtimes.vllm.plan import _state_share
 
     p = planner(paramcount.load(hub), "bf16", "vllm", tp=tp)
     total = Fraction(0)
@@ -493,7 +493,7 @@ def test_kimi_delta_attention_weights_per_rank_are_vllms():
 def test_qwen3_5_keeps_in_proj_b_and_a_whole_under_gptq_and_awq():
     # QwenGatedDeltaNetAttention.maybe_disable_tp: Marlin needs 64 rows a rank, so on CUDA the separate
     # in_proj_b and in_proj_a stay whole under AWQ and GPTQ; bf16 splits them
-    from paramcount.memory.vllm import _state_share
+    from paramcount.memory.runtimes.vllm.plan import _state_share
 
     for scheme, whole in (("bf16", False), ("gptq-int4", True), ("awq-int4", True)):
         p = planner(paramcount.load("Qwen/Qwen3.5-27B"), scheme, "vllm", tp=4)

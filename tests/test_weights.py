@@ -13,10 +13,11 @@ import pytest
 import paramcount
 from paramcount.dtypes import DTYPES, GGML_IDS, GGML_TYPES, nbytes
 from paramcount.errors import ParamcountError
-from paramcount.frontends.gguf import DEFAULT_ALIGNMENT
-from paramcount.memory.gguf_file import FILE_TYPES
-from paramcount.memory.terms import GB, GIB
-from paramcount.memory.weights import SCHEMES, scheme, weights
+from paramcount.gguf.meta import FILE_TYPES
+from paramcount.gguf.reader import DEFAULT_ALIGNMENT
+from paramcount.memory.core.terms import GB, GIB
+from paramcount.memory.weights.base import SCHEMES, scheme
+from paramcount.memory.weights.schemes import weights
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -313,7 +314,7 @@ def test_bitsandbytes_equals_a_model_quantised_by_transformers(saved, family, ki
 def test_bnb_4bit_parts_equal_quantize_4bit_outputs():
     """Odd sizes: packing rounds up, a partial last block still gets an absmax."""
     F = pytest.importorskip("bitsandbytes.functional")
-    from paramcount.memory.layouts import bnb4
+    from paramcount.memory.weights.layouts import bnb4
 
     for shape in ((3, 5), (10, 70), (300, 1000)):
         for dq in (False, True):
@@ -488,7 +489,7 @@ def test_gguf_reader_and_planner_agree_on_a_k_quant_mix(tmp_path):
     """A Q4_K_M plan written as a file (raw blocks, sized from gguf-py's table), read back."""
     gguf = pytest.importorskip("gguf")
     np = pytest.importorskip("numpy")
-    from paramcount.frontends.gguf import read_header
+    from paramcount.gguf.reader import read_header
 
     m = paramcount.load({**GGUF_LLAMA, "num_hidden_layers": 8})
     w = weights(m, "q4_k_m")

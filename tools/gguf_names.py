@@ -1,4 +1,4 @@
-"""Write src/paramcount/memory/gguf_names.json: gguf-py's tensor name map, as data.
+"""Write src/paramcount/gguf/names.json: gguf-py's tensor name map, as data.
 
 llama.cpp's converter names every tensor it writes through gguf-py's ``TensorNameMap``
 (``tensor_mapping.py``): a table of the checkpoint names each GGUF tensor has had
@@ -18,7 +18,7 @@ import json
 import sys
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parent.parent / "src/paramcount/memory/gguf_names.json"
+OUT = Path(__file__).resolve().parent.parent / "src/paramcount/gguf/names.json"
 
 
 def table(gguf) -> dict:

@@ -1,6 +1,6 @@
 """Print the tensors in ggml-alloc's compute buffer at its peak, for one recorded llama.cpp case.
 
-Not part of CI. How the compute moments of ``paramcount.memory.llamacpp`` were read: llama.cpp
+Not part of CI. How the compute moments of ``paramcount.memory.runtimes.llamacpp.plan`` were read: llama.cpp
 built with ``#define GGML_ALLOCATOR_DEBUG`` at the top of ``ggml/src/ggml-alloc.c`` logs, at
 each new peak of the buffer, every tensor in use with its offset; the last such line before the
 "compute buffer size" line is the buffer's peak, and the gaps between the tensors are the holes

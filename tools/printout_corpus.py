@@ -6,15 +6,18 @@ type it can build (``AutoModel.from_config``). The reader (paramcount.frontends.
 counts each text, told the tie the config sets (print(model) cannot show ties), and each is one of:
 
 * exact: not flagged and equal to transformers' count;
-* flagged: marked a lower bound (``exact: false``) and at most transformers' count;
-* wrong: marked exact and not equal, or flagged above the true count: a bug.
+* flagged: marked ``exact: false``: a lower bound at most transformers' count, or a count that may
+  hold a shared module more than once (no bound, and said so);
+* wrong: marked exact and not equal, or a lower bound above the true count: a bug.
+
+``score`` also counts apart the texts with fused experts (transformers 5 prints none of their widths).
 
 Needs torch and transformers (the test extras); not run in CI. tests/fixtures/printouts.json was
 cut from a corpus printed by transformers 5.23. Usage::
 
     python tools/printout_corpus.py build corpus.jsonl [--only TYPE,...]
     python tools/printout_corpus.py score corpus.jsonl [--show wrong|flagged|all]
-    python tools/printout_corpus.py fixtures corpus.jsonl tests/fixtures/printouts.json N
+    python tools/printout_corpus.py fixtures corpus.jsonl tests/fixtures/printouts.json 42
 """
 
 from __future__ import annotations
@@ -111,15 +114,16 @@ def recognised(rec: dict) -> bool:
 def classify(rec: dict) -> tuple[str, int, str | None]:
     """(exact | flagged | wrong | refused, the reader's total, why)."""
     from paramcount.errors import ParamcountError
-    from paramcount.frontends.printout import from_text
+    from paramcount.frontends.printout import FUSED, from_text
 
     try:
         p = from_text(rec["text"], rec["source"], tied=rec["tied"])
     except ParamcountError as e:
         return "refused", 0, str(e)
+    rec["fused"] = any(u.reason == FUSED for u in p.unknown)
     got, true = p.model.total, rec["total"]
-    if p.model.inexact:
-        return ("flagged" if got <= true else "wrong"), got, p.model.inexact
+    if p.model.inexact:  # a lower bound is at most the truth; a count that may hold a module twice is no bound
+        return ("flagged" if got <= true or not p.lower_bound else "wrong"), got, p.model.inexact
     return ("exact" if got == true else "wrong"), got, None
 
 
@@ -134,7 +138,14 @@ def score(path: Path, show: str | None) -> None:
         kind, got, why = classify(rec)
         known = recognised(rec)
         origin = rec["source"].split(":", 1)[0]
-        for group in ("all", "recognised" if known else "other", origin, f"{origin}, recognised" if known else ""):
+        fused = f"{origin}, with fused experts" if rec.get("fused") else f"{origin}, no fused experts"
+        for group in (
+            "all",
+            "recognised" if known else "other",
+            origin,
+            f"{origin}, recognised" if known else "",
+            fused,
+        ):
             if group:
                 tallies.setdefault(group, Counter())[kind] += 1
         if show in (kind, "all"):

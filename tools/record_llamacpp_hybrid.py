@@ -225,7 +225,7 @@ def _glm_extra(config: dict[str, Any], shapes: dict[str, tuple[int, ...]]) -> di
     decoder layer with eh_proj, enorm, hnorm, shared_head and its own embedding), as the
     checkpoints hold them (named as paramcount's mix names them, experts one by one)."""
     import paramcount
-    from paramcount.memory.weights import weights
+    from paramcount.memory.weights.schemes import weights
 
     out = {n.replace(".gate.weight", ".gate.e_score_correction_bias"): s[:1] for n, s in shapes.items()
            if n.endswith("mlp.gate.weight") and n.replace(".gate.weight", ".gate.e_score_correction_bias")

@@ -27,12 +27,15 @@ examples:
   paramcount bartowski/Llama-3.2-1B-Instruct-GGUF           a Hub repo of GGUF files: each quant, from headers
   paramcount memory bartowski/Llama-3.2-1B-Instruct-GGUF:Q4_K_M   one of them planned (header by range requests)
   paramcount fit ollama:llama3.1:8b --gpu rtx3060            a model in Ollama's store (its blob and options)
+  paramcount fit ollama:llama3.1:8b --runtime ollama --gpu rtx3060   the layers Ollama itself offloads (num_gpu)
   paramcount list --local                    the models in Ollama's store, the Hub cache, LM Studio
   paramcount - < model.txt                   the text print(model) printed
   paramcount memory meta-llama/Llama-2-13b-hf --dtype int4 --context 4096     weights, KV cache, activations, overhead
   paramcount memory meta-llama/Llama-2-7b-hf --train --qlora --plot mem.png   training memory per GPU, drawn
   paramcount fit meta-llama/Llama-2-13b-hf --gpu rtx3060    per precision: fits? largest context and batch
   paramcount fit meta-llama/Llama-3.1-70B --train --gpu h100   and for training the fewest GPUs
+  paramcount memory Qwen/Qwen3-30B-A3B --runtime llama.cpp -ngl 30 --n-cpu-moe 10   llama.cpp per GPU and host
+  paramcount fit Qwen/Qwen3-30B-A3B --runtime llama.cpp --gpu 8GB   llama-fit-params' -c, -ngl and -ot for a card
   paramcount compute openai/gpt-3-175b --tokens 300B --gpu a100-80gb --gpus 1024   FLOPs, 6·N·D, time
   paramcount serve                           the local web page on http://127.0.0.1:8000/
   paramcount completion bash                 shell completion (or zsh, fish); how to install: its --help
@@ -102,6 +105,11 @@ def _integer(text: str, low: int) -> int:
 def integer(text: str) -> int:
     """Any integer of at most 12 digits (the config's own bounds then say what is in range)."""
     return _integer(text, -(10**12))
+
+
+def layers(text: str) -> int:
+    """``--num-gpu``: -1 (Ollama decides) or a number of layers."""
+    return _integer(text, -1)
 
 
 def whole(text: str) -> int:
@@ -263,7 +271,7 @@ def ollama_defaults(args: argparse.Namespace) -> None:
     OLLAMA_KV_CACHE_TYPE, which llm/server.go NewLlamaServer reads server-wide)."""
     import os
 
-    from .memory.llamacpp import CACHE_TYPES
+    from .memory.runtimes.llamacpp.plan import CACHE_TYPES
 
     if not args.model.startswith("ollama:") or args.train or args.runtime not in (None, "llama.cpp"):
         return
@@ -288,7 +296,7 @@ def _listed(row: tuple, model, args: argparse.Namespace) -> bool:
 
 def _kinds(model) -> set[str]:
     """What ``list --kind`` picks by: experts, recurrent state beside attention, a vision tower, no KV cache."""
-    from .memory.kv_cache import attention_layout
+    from .memory.context.kv_cache import attention_layout
 
     kinds = {"moe"} if model.is_moe else set()
     if "vision_encoder" in model.towers():
@@ -568,7 +576,7 @@ def run_serve(argv: Sequence[str]) -> int:
 
 TRAIN_FLAGS = ("optimizer", "precision", "zero", "gpus", "recompute", "no_flash", "lora_rank", "lora_targets", "qlora")
 LLAMA_FLAGS = ("ubatch", "flash_attn", "swa_full", "kv_unified", "cache_type_k", "cache_type_v", "device", "embeddings")
-LLAMA_FLAGS += ("cpu_features",)
+LLAMA_FLAGS += ("cpu_features", "gpu_layers", "overrides", "tensor_split", "split_mode", "main_gpu", "no_kv_offload")
 INFERENCE_FLAGS = ("kv_dtype", "keep", "kv_cache", "encoder_length", "mla", "runtime", "pure", "images", "image_size")
 INFERENCE_FLAGS += ("audio", "attn")
 VLLM_FLAGS = ("tp", "pp", "ep", "gpu_memory_utilization", "block_size", "max_num_seqs", "max_num_batched_tokens")
@@ -594,10 +602,10 @@ def model_positional(p: Parser, text: str) -> None:
 
 def plan_args(p: Parser) -> None:
     """The flags ``memory`` and ``fit`` share: the model, the run's shape, its settings, output."""
-    from .memory.attention import IMPLEMENTATIONS
-    from .memory.kv_cache import CACHES, MLA_FORMS
-    from .memory.plan import TRAINING_PRECISIONS
-    from .memory.training import OPTIMIZERS, ZERO_STAGES
+    from .memory.context.kv_cache import CACHES, MLA_FORMS
+    from .memory.runtimes.transformers.attention import IMPLEMENTATIONS
+    from .memory.training.optimizer import OPTIMIZERS, ZERO_STAGES
+    from .memory.training.plan import TRAINING_PRECISIONS
 
     model_positional(p, MODEL_FILES)
     model_args(p, context=False)
@@ -668,15 +676,16 @@ def plan_args(p: Parser) -> None:
 
 def runtime_args(p: Parser) -> None:
     """The runtime an inference plan models, and llama.cpp's context settings."""
-    from .memory.llamacpp import CACHE_TYPES, CPU_FEATURES, DEVICES, FLASH
     from .memory.runtimes import RUNTIMES
+    from .memory.runtimes.llamacpp.plan import CACHE_TYPES, CPU_FEATURES, DEVICES, FLASH
 
     r = p.add_argument_group("runtime (inference)")
     r.add_argument(
         "--runtime",
         type=runtime_name,
-        metavar="{" + ",".join(RUNTIMES) + "}",
-        help="whose allocation to plan (default: llama.cpp for .gguf, else transformers)",
+        metavar="{" + ",".join((*RUNTIMES, "ollama")) + "}",
+        help="whose allocation to plan (default: llama.cpp for .gguf, else transformers); ollama: the layers "
+        "(num_gpu) Ollama's own estimate offloads to --gpu, beside llama.cpp's plan",
     )
     r.add_argument(
         "--parallel",
@@ -708,6 +717,7 @@ def runtime_args(p: Parser) -> None:
         help="llama.cpp on a CPU: what it has, which decides the extra weight buffers (AMX, CPU_REPACK) (default avx2)",
     )
     r.add_argument("--embeddings", action="store_true", help="llama.cpp: the context also returns embeddings")
+    placement_args(p)
     r.add_argument(
         "--concurrency",
         type=whole,
@@ -733,6 +743,91 @@ def runtime_args(p: Parser) -> None:
         help="tokens per step, and the profiled pass (default: vllm serve's for the GPU, 8192 on H100)",
     )
     v.add_argument("--enforce-eager", action="store_true", help="no CUDA graphs (their memory is left out)")
+    o = p.add_argument_group(
+        "Ollama (--runtime ollama, with --gpu; OLLAMA_* variables are read as its server reads them)"
+    )
+    o.add_argument(
+        "--num-gpu", type=layers, metavar="N", help="Ollama's num_gpu: layers to offload (default: its estimate)"
+    )
+    o.add_argument(
+        "--free-vram", metavar="SIZE", help="free memory on the GPU, as its driver reports it (default: all)"
+    )
+
+
+class _Overrides(argparse.Action):
+    """-ot, --cpu-moe and --n-cpu-moe add to one list in the order given, as llama.cpp's do."""
+
+    def __call__(self, parser: object, namespace: argparse.Namespace, value: object, option: object = None) -> None:
+        given = list(getattr(namespace, "overrides", None) or [])
+        given.append((self.const, value))
+        namespace.overrides = given
+
+
+def placement_args(p: Parser) -> None:
+    """llama.cpp's placement flags: which layers and tensors go to which GPU."""
+    g = p.add_argument_group("llama.cpp placement (--runtime llama.cpp, on GPUs)")
+    g.add_argument(
+        "--n-gpu-layers",
+        "-ngl",
+        dest="gpu_layers",
+        metavar="N",
+        help="layers on the GPU(s): the last N of the repeating layers and the output layer (counted first); "
+        "auto or all: every one (default); the input layer stays on the CPU",
+    )
+    g.add_argument(
+        "--override-tensor",
+        "-ot",
+        dest="overrides",
+        action=_Overrides,
+        const="ot",
+        metavar="PATTERN=BUFFER,...",
+        help="put tensors whose GGUF name matches PATTERN (a regex) in a buffer: CPU, CUDA0, CUDA1, …",
+    )
+    g.add_argument(
+        "--cpu-moe", "-cmoe", dest="overrides", action=_Overrides, const="cmoe", nargs=0,
+        help="every layer's MoE expert weights in host memory (-ot '\\.ffn_(up|down|gate|gate_up)_(ch|)exps=CPU')",
+    )  # fmt: skip
+    g.add_argument(
+        "--n-cpu-moe", "-ncmoe", dest="overrides", action=_Overrides, const="ncmoe", metavar="N",
+        help="the expert weights of the first N layers in host memory",
+    )  # fmt: skip
+    g.add_argument("--tensor-split", "-ts", metavar="A,B,...", help="GPUs and their shares of the layers, like 3,1")
+    g.add_argument(
+        "--split-mode", "-sm", metavar="{none,layer}", help="layer (default): layers over the -ts GPUs; none: one GPU"
+    )
+    g.add_argument("--main-gpu", "-mg", type=int, metavar="I", help="with -sm none: the GPU used (default 0)")
+    g.add_argument(
+        "--no-kv-offload", "-nkvo", action="store_true", help="KV cache and attention in host memory, on the CPU"
+    )
+
+
+def placement_options(options: dict) -> dict:
+    """The flags' text made the planner's placement arguments (each checked, naming its flag)."""
+    from .memory.runtimes.llamacpp.placement import EXPS, gpu_layers, n_cpu_moe, overrides, tensor_split
+
+    if "gpu_layers" in options:
+        options["gpu_layers"] = gpu_layers(options["gpu_layers"])
+    if "tensor_split" in options:
+        options["tensor_split"] = tensor_split(options["tensor_split"])
+    if options.pop("no_kv_offload", None):
+        options["kv_offload"] = False
+    found: list = []
+    for kind, text in options.pop("overrides", None) or ():
+        if kind == "ot":
+            found += overrides(text)
+        elif kind == "cmoe":
+            found.append((EXPS, "CPU"))
+        else:
+            found += n_cpu_moe(_integer_flag(text, "--n-cpu-moe"))
+    if found:
+        options["overrides"] = tuple(found)
+    return options
+
+
+def _integer_flag(text: str, field: str) -> int:
+    if not text.strip().isdecimal() or len(text.strip()) > 6:
+        raise ParamcountError(f"expected a whole number of layers, not {text!r}", field=field)
+    return int(text)
 
 
 def parallel(args: argparse.Namespace) -> int:
@@ -769,13 +864,13 @@ def plan_options(args: argparse.Namespace) -> dict:
     options = {names.get(f, f): getattr(args, f) for f in _given(args, TRAIN_FLAGS if args.train else INFERENCE_FLAGS)}
     if "flash" in options:
         options["flash"] = False
-    return {**options, "overhead": args.overhead}
+    return {**placement_options(options), "overhead": args.overhead}
 
 
 def run_memory(argv: Sequence[str]) -> int:
-    from .memory import plan
-    from .memory.gpus import gpu
-    from .memory.runtimes import runtime
+    from .memory.core.gpus import gpu
+    from .memory.runtimes import inference, runtime
+    from .memory.training.plan import train
     from .render import memory as render
     from .render.text import console
 
@@ -799,16 +894,18 @@ def run_memory(argv: Sequence[str]) -> int:
     )
     args = p.parse_args(argv)
     args.model = model_name(args, args.model)
+    if ollama_runtime(args):
+        return run_ollama(args, brief=False)
     ollama_defaults(args)
     options = plan_options(args)
     model = load_model(args.model, args)
     card = gpu(args.gpu) if args.gpu else None
     if args.train:
-        result = plan.train(model, batch=args.batch, context=args.context, **options)
+        result = train(model, batch=args.batch, context=args.context, **options)
     else:
         if card is not None and runtime(options.get("runtime"), model) in ("vllm", "transformers"):
             options["gpu"] = card  # vllm serve's batch defaults, a quantization_config's loading follow the GPU
-        result = plan.inference(model, args.dtype, args.context, parallel(args), **options)
+        result = inference(model, args.dtype, args.context, parallel(args), **options)
     if args.plot:
         from .render.plot import plot
 
@@ -818,6 +915,62 @@ def run_memory(argv: Sequence[str]) -> int:
     else:
         console(args.width).print(render.render_plan(result, card))
     return 0
+
+
+OLLAMA_FLAGS = ("num_gpu", "free_vram")
+# what --runtime ollama reads: Ollama's num_ctx, OLLAMA_NUM_PARALLEL, flash attention and KV type
+OLLAMA_TAKES = ("runtime", "parallel", "concurrency", "flash_attn", "cache_type_k", "cache_type_v", *OLLAMA_FLAGS)
+
+
+def ollama_runtime(args: argparse.Namespace) -> bool:
+    """Whether the plan is Ollama's; an Ollama flag given to another runtime is an error."""
+    if args.runtime == "ollama":
+        return True
+    wrong = _given(args, OLLAMA_FLAGS)
+    if wrong:
+        raise ParamcountError("an Ollama setting: add --runtime ollama", field="--" + wrong[0].replace("_", "-"))
+    return False
+
+
+def run_ollama(args: argparse.Namespace, brief: bool) -> int:
+    """Ollama's estimate and num_gpu on --gpu (``fit``: exit 1 when not every layer is offloaded)."""
+    import os
+
+    from .memory.core.gpus import gpu, parse_size
+    from .memory.runtimes.ollama.settings import from_env
+    from .memory.runtimes.ollama_vs_llamacpp import plan
+    from .render import ollama as render
+    from .render.text import console
+
+    others = [
+        f for f in (*TRAIN_FLAGS, *INFERENCE_FLAGS, "train", "dtype", "plot", "overhead") if f not in OLLAMA_TAKES
+    ]
+    wrong = _given(args, tuple(f for f in others if hasattr(args, f)))
+    if wrong:
+        takes = "--context, --parallel, --flash-attn, --cache-type-k/-v, --num-gpu, --free-vram and OLLAMA_* variables"
+        raise ParamcountError(f"not an Ollama setting (it takes {takes})", field="--" + wrong[0].replace("_", "-"))
+    if not args.gpu:
+        raise ParamcountError(
+            "Ollama's plan is the layers it offloads to a GPU: give --gpu NAME or a size", field="--gpu"
+        )
+    card = gpu(args.gpu)
+    free = parse_size(args.free_vram, "--free-vram") if args.free_vram else None
+    asked = from_env(os.environ, **_ollama_given(args))
+    o = plan(load_model(args.model, args), card, asked, free=free)
+    print_json(render.dumps(o, card)) if args.json else console(args.width).print(render.render(o, card, brief))
+    return 1 if brief and o.num_gpu < o.layers_model else 0
+
+
+def _ollama_given(args: argparse.Namespace) -> dict:
+    """Flags as Ollama's settings: num_ctx, num_parallel, flash attention, one KV cache type."""
+    k, v = args.cache_type_k, args.cache_type_v
+    if k and v and k != v:
+        raise ParamcountError("Ollama keeps K and V in one type (OLLAMA_KV_CACHE_TYPE)", field="--cache-type-v")
+    sequences = parallel(args)
+    flash = {"on": True, "off": False}.get(args.flash_attn or "")
+    given = sequences != 1 or _given(args, ("parallel", "concurrency"))  # else OLLAMA_NUM_PARALLEL
+    return {"context": args.context, "parallel": sequences if given else None, "flash": flash, "kv_type": k or v,
+            "num_gpu": args.num_gpu}  # fmt: skip
 
 
 def run_fit(argv: Sequence[str]) -> int:
@@ -847,6 +1000,8 @@ def run_fit(argv: Sequence[str]) -> int:
     )
     args = p.parse_args(argv)
     args.model = model_name(args, args.model)
+    if ollama_runtime(args):
+        return run_ollama(args, brief=True)
     ollama_defaults(args)
     options = plan_options(args)
     only = options.pop("precision", None) if args.train else args.dtype
@@ -905,8 +1060,18 @@ install (again after an upgrade: the script holds the catalog's names and the GP
 """
 
 
+def completion_script(shell: str) -> str:
+    """The completion script for ``shell`` (bash, zsh or fish), from this CLI's own parsers."""
+    from .completion import commands, model_names
+    from .render import completion as render
+
+    return {"bash": render.bash, "zsh": render.zsh, "fish": render.fish}[shell](
+        commands(COMMANDS, Parser), model_names()
+    )
+
+
 def run_completion(argv: Sequence[str]) -> int:
-    from .completion import SHELLS, script
+    from .completion import SHELLS
 
     p = Parser(
         prog="paramcount completion",
@@ -916,7 +1081,7 @@ def run_completion(argv: Sequence[str]) -> int:
     )
     p.add_argument("shell", choices=SHELLS, help="the shell to complete in")
     args = p.parse_args(argv)
-    sys.stdout.write(script(args.shell))
+    sys.stdout.write(completion_script(args.shell))
     return 0
 
 
@@ -969,8 +1134,12 @@ def _mistyped_command(word: str) -> str | None:
 
 def runtime_name(text: str) -> str:
     """``--runtime``: vLLM, llamacpp and the like read as the runtime they name."""
+    import re
+
     from .memory.runtimes import canonical
 
+    if re.sub(r"[^a-z0-9]", "", text.lower()) == "ollama":
+        return "ollama"
     try:
         return canonical(text)
     except ParamcountError as e:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 SHELLS = ("bash", "zsh", "fish")
@@ -45,26 +46,26 @@ class _Built(Exception):
     """Carries the parser a command built out of it, before it parses anything."""
 
 
-def parser(command: str) -> argparse.ArgumentParser:
-    """The parser ``paramcount COMMAND`` builds, taken from the command itself: each ``run_*``
-    builds its parser and then parses, so parsing is stopped there and the parser kept.
-    (parse_known_args is what parse_args and every other parse_* calls.)"""
-    from . import cli
+def parser(command: str, table: Mapping[str, Callable[[list[str]], int]], cls: type) -> argparse.ArgumentParser:
+    """The parser ``paramcount COMMAND`` builds, taken from the command itself (``table``: the
+    CLI's commands, ``cls``: the parser class they build): each ``run_*`` builds its parser and
+    then parses, so parsing is stopped there and the parser kept. (parse_known_args is what
+    parse_args and every other parse_* calls.)"""
 
     def built(self: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
         raise _Built(self)
 
-    own = cli.Parser.__dict__.get("parse_known_args")
-    cli.Parser.parse_known_args = built
+    own = cls.__dict__.get("parse_known_args")
+    cls.parse_known_args = built
     try:
-        cli.COMMANDS[command]([])
+        table[command]([])
     except _Built as b:
         return b.args[0]
     finally:
         if own is None:
-            del cli.Parser.parse_known_args  # argparse's again
+            del cls.parse_known_args  # argparse's again
         else:
-            cli.Parser.parse_known_args = own
+            cls.parse_known_args = own
     raise RuntimeError(f"paramcount {command} returned without parsing its arguments")
 
 
@@ -83,15 +84,15 @@ def _families() -> tuple[str, ...]:
 
 def _value_words() -> dict[str, tuple[str, ...]]:
     """The words a flag takes that argparse does not know as choices (its type checks them)."""
-    from .memory.gpus import GPUS
-    from .memory.kv_cache import CACHE_DTYPES
+    from .memory.context.kv_cache import CACHE_DTYPES
+    from .memory.core.gpus import GPUS
     from .memory.runtimes import RUNTIMES
-    from .memory.weights import SCHEMES
+    from .memory.weights.base import SCHEMES
 
     families = _families()
     return {
         "gpu": tuple(GPUS),
-        "runtime": RUNTIMES,
+        "runtime": (*RUNTIMES, "ollama"),  # Ollama's own plan (cli.run_ollama), not a planner of runtimes
         "dtype": SCHEMES,
         "kv_dtype": tuple(CACHE_DTYPES),
         "family": families,
@@ -124,14 +125,12 @@ def _metavar(action: argparse.Action) -> str:
     return name if _SAFE.fullmatch(name) else "VALUE"
 
 
-def commands() -> tuple[Command, ...]:
-    """Every command with its options, as its parser has them."""
-    from .cli import COMMANDS
-
+def commands(table: Mapping[str, Callable[[list[str]], int]], cls: type) -> tuple[Command, ...]:
+    """Every command of ``table`` with its options, as its parser has them."""
     values = _value_words()
     out = []
-    for name in COMMANDS:
-        p = parser(name)
+    for name in table:
+        p = parser(name, table, cls)
         options = tuple(_option(a, values) for a in p._actions if a.option_strings)
         positionals = [a for a in p._actions if not a.option_strings]
         models = any(a.dest in MODEL_ARGS for a in positionals)
@@ -140,9 +139,6 @@ def commands() -> tuple[Command, ...]:
     return tuple(out)
 
 
-def script(shell: str) -> str:
-    """The completion script for ``shell`` (bash, zsh or fish)."""
-    from .render import completion as render
-
-    cmds, names = commands(), tuple(n for n in catalog_names() if _SAFE.fullmatch(n))
-    return {"bash": render.bash, "zsh": render.zsh, "fish": render.fish}[shell](cmds, names)
+def model_names() -> tuple[str, ...]:
+    """The catalog names a shell can complete as they are (no quoting needed)."""
+    return tuple(n for n in catalog_names() if _SAFE.fullmatch(n))

@@ -1,6 +1,6 @@
 """``paramcount compute`` as one result: each figure with its formula, numbers in, for text and JSON.
 
-:func:`report` gathers what :mod:`paramcount.compute` counts (the N used, forward FLOPs per
+:func:`report` gathers what :mod:`paramcount.memory.flops` counts (the N used, forward FLOPs per
 token, training FLOPs, the Chinchilla budget) and, given a GPU, the time at a stated utilisation.
 ``Report.figures`` lists every figure the way the terminal shows it; ``Report.to_dict`` is the
 JSON document, schema ``paramcount.compute/1`` (README, "Compute").
@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .compute import (
+from .errors import ParamcountError
+from .memory.flops import (
     CHINCHILLA_TOKENS_PER_PARAM,
     MIN_UTILISATION,
     Forward,
@@ -24,12 +25,11 @@ from .compute import (
     train_time,
     training_flops,
 )
-from .errors import ParamcountError
 from .model import Model
 from .records import replace
 
 if TYPE_CHECKING:
-    from .memory.gpus import GPU
+    from .memory.core.gpus import GPU
 
 SCHEMA = "paramcount.compute/1"
 CHINCHILLA_DEFAULT = f"Chinchilla's {CHINCHILLA_TOKENS_PER_PARAM}·N, no --tokens"
@@ -117,7 +117,7 @@ class Report:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON document, schema ``paramcount.compute/1``."""
-        from .memory.plan import model_dict
+        from .memory.core.plan import model_dict
 
         m, f, t = self.model, self.forward, self.training
         return {
@@ -154,9 +154,10 @@ def report(
     """Everything ``paramcount compute`` shows. ``context`` defaults as ``paramcount memory``'s
     does (the model's limit, at most 4,096); ``tokens`` to the Chinchilla budget, 20·N."""
     from .family import resolve
-    from .memory.plan import as_model, context_for, positive
+    from .loader import load
+    from .memory.core.plan import context_for, positive
 
-    resolved = resolve(as_model(model))
+    resolved = resolve(model if isinstance(model, Model) else load(model))  # a report resolves its source
     model, batch = resolved.model, positive(batch, "--batch")
     context, context_from = context_for(model, context)
     budget = chinchilla_tokens(model)
@@ -188,7 +189,8 @@ def attention_caveats(model: Model) -> list[str]:
     """Where the dense attention term (4·T·d_attn per token and layer, d_attn the value width)
     is not what the model computes, from its cache layout: the attention figures are then
     estimates, and each reason is said."""
-    from .memory.kv_layout import NoLayout, attention_layout
+    from .arch.cache import NoLayout
+    from .memory.context.kv_layout import attention_layout
 
     try:
         kinds = attention_layout(model).kinds
@@ -211,8 +213,8 @@ def attention_caveats(model: Model) -> list[str]:
 
 
 def _time(flops: int, name: str | None, gpus: int | None, utilisation: float | None) -> Time | None:
-    from .memory.gpus import GPUS, gpu
-    from .memory.plan import positive
+    from .memory.core.gpus import GPUS, gpu
+    from .memory.core.plan import positive
 
     if name is None:
         for value, flag in ((gpus, "--gpus"), (utilisation, "--utilisation")):

@@ -1,7 +1,7 @@
 """``paramcount diff`` between a GGUF file and a transformers source (config, checkpoint, catalog).
 
 The two name their tensors differently: llama.cpp's converter (``convert_hf_to_gguf.py``) maps
-each checkpoint name through gguf-py's tensor map (:mod:`paramcount.memory.gguf_names`). The
+each checkpoint name through gguf-py's tensor map (:mod:`paramcount.gguf.names`). The
 checkpoint's tensors are mapped as the converter maps them, then compared with the file's. What
 the conversion changes on purpose is reported apart from real differences
 (``ModelDiff.conversions``), each kind read in the converter (llama-cpp-python 0.3.36's
@@ -31,8 +31,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .frontends.diff import Difference, Item, ModelDiff, diff_models, items_of, shape_text
-from .memory.gguf_file import is_gguf, metadata
-from .memory.gguf_names import NameMap, name_map
+from .gguf.meta import is_gguf, metadata
+from .gguf.names import NameMap, name_map
 
 # conversion/*.py: LlamaModel.undo_permute is True for these model_arch values (Llama, Arcee,
 # SmolLM3, Granite and GraniteMoe, GraniteHybrid, Ministral3); Apertus, Llama 4, Mistral's own

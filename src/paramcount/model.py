@@ -34,7 +34,9 @@ class Model:
     notes: tuple[str, ...] = ()
     scope: tuple[str, ...] = ()  # what the count is not (the text tower only, MTP layers left out): said under it
     counted_by: str = "paramcount"  # "transformers": a model_type with no native family (the fallback)
-    inexact: str | None = None  # why ``total`` is only a lower bound (a printout hides parameters); None: exact
+    # why ``total`` is not exact: a lower bound (a printout hides parameters), or a printout's count
+    # that may hold a shared module twice (the text says which); None: exact
+    inexact: str | None = None
 
     def derived(self, key: Any, build: Any) -> Any:
         """A value computed from this model once (the model never changes): a memory plan per
@@ -49,7 +51,7 @@ class Model:
 
     @property
     def exact(self) -> bool:
-        """Whether ``total`` is the model's count; False when it is a lower bound (``inexact`` says why)."""
+        """Whether ``total`` is the model's count; False when it is not (``inexact`` says why)."""
         return self.inexact is None
 
     @property

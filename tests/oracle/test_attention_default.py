@@ -1,9 +1,9 @@
-"""paramcount.memory.attention.EAGER_DEFAULT against transformers: the model types whose class
+"""paramcount.memory.runtimes.transformers.attention.EAGER_DEFAULT against transformers: the model types whose class
 does not support sdpa (``_supports_sdpa = False``), so transformers runs them eager."""
 
 import pytest
 
-from paramcount.memory.attention import EAGER_DEFAULT
+from paramcount.memory.runtimes.transformers.attention import EAGER_DEFAULT
 
 transformers = pytest.importorskip("transformers")
 

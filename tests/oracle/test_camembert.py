@@ -1,7 +1,7 @@
 import pytest
 
 from paramcount.frontends import catalog
-from paramcount.memory.kv_cache import kv_cache
+from paramcount.memory.context.kv_cache import kv_cache
 
 from ..cache_oracle import build, expect_cache, forward, ours
 from .oracle import expect_all_classes, expect_same

@@ -4,7 +4,7 @@ import paramcount
 from paramcount.errors import ParamcountError
 from paramcount.frontends import catalog
 from paramcount.frontends.config import from_config
-from paramcount.memory.kv_layout import attention_layout
+from paramcount.memory.context.kv_layout import attention_layout
 
 from .oracle import expect_all_classes, expect_class, expect_same
 

@@ -11,7 +11,7 @@ import pytest
 
 from paramcount.errors import ParamcountError
 from paramcount.frontends.config import from_config
-from paramcount.memory.kv_cache import kv_cache
+from paramcount.memory.context.kv_cache import kv_cache
 
 from ..cache_oracle import expect_cache
 from .oracle import expect_all_classes, expect_same

@@ -2,7 +2,7 @@ import pytest
 
 from paramcount.frontends import catalog
 from paramcount.frontends.config import from_config
-from paramcount.memory.kv_cache import kv_cache
+from paramcount.memory.context.kv_cache import kv_cache
 
 from ..cache_oracle import build, ours, torch
 from .oracle import expect_all_classes, expect_same

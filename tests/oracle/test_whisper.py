@@ -4,8 +4,8 @@ import paramcount
 from paramcount.errors import ParamcountError
 from paramcount.frontends import catalog
 from paramcount.frontends.config import from_config
-from paramcount.memory.kv_cache import kv_cache
-from paramcount.memory.kv_layout import attention_layout
+from paramcount.memory.context.kv_cache import kv_cache
+from paramcount.memory.context.kv_layout import attention_layout
 
 from ..cache_oracle import expect_cache, expect_seq2seq_cache
 from .oracle import expect_all_classes, expect_class, expect_same

@@ -252,7 +252,7 @@ def test_gguf_header_counts_as_the_file_does(client, tmp_path):
         {"kind": k, "label": k.replace("_", " ").replace("feed forward", "feed-forward"), "count": n}
         for k, n in lib.components().items()
     ]
-    from paramcount.frontends.gguf import read_header
+    from paramcount.gguf.reader import read_header
 
     info = read_header(path)
     assert m["storage"]["data_bytes"] == info.nbytes

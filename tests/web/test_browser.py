@@ -184,7 +184,7 @@ def test_three_actions_bert_then_llama_3_8b_on_a_24_gb_gpu(page):
 
 
 def test_bloom_printout_then_change_the_precision(page):
-    from paramcount.memory.weights import weights
+    from paramcount.memory.weights.schemes import weights
 
     page.goto(page.base + "/")
     wait_text(page, "#backbone-total", fmt(paramcount.load("bert-base-chinese").backbone_total))
@@ -211,7 +211,7 @@ def test_bloom_printout_then_change_the_precision(page):
 
 
 def test_a_catalog_model_redraws_as_the_controls_change(page):
-    from paramcount.memory.plan import inference
+    from paramcount.memory.runtimes import inference
 
     page.goto(page.base + "/")
     page.fill("#search", "qwen2.5-7b")
@@ -228,7 +228,7 @@ def test_a_catalog_model_redraws_as_the_controls_change(page):
     assert kv == f"{plan.term('kv_cache').bytes / 1e9:.2f}"
     assert page.locator("#memplot polygon").count() == len(plan.terms)
 
-    from paramcount.memory.plan import train
+    from paramcount.memory.training.plan import train
 
     page.click('#mode button[data-value="training"]')
     wait_memory(page, qwen, "mixed", "training")
@@ -252,7 +252,7 @@ def sparse_llama_3_8b(path: Path) -> Path:
 
 
 def test_a_gguf_file_is_read_by_its_header_only(page, tmp_path):
-    from paramcount.frontends.gguf import read_header
+    from paramcount.gguf.reader import read_header
 
     path = sparse_llama_3_8b(tmp_path / "llama-3-8b.Q4_K_M.gguf")
     info = read_header(path)
@@ -275,7 +275,7 @@ def test_a_gguf_file_is_read_by_its_header_only(page, tmp_path):
     assert page.locator("#storage tbody tr").count() == len(info.by_type())
     page.wait_for_selector('#memory[data-runtime="llama.cpp"][data-scheme="stored"]')  # llama.cpp reads a GGUF
     assert page.locator("#runtime").input_value() == "llama.cpp" and page.locator("#flash-attn").is_visible()
-    from paramcount.memory.plan import inference
+    from paramcount.memory.runtimes import inference
 
     plan = inference(lib, "stored", 4096)  # no head_count in this header: its weights alone, as the page says
     assert plan.settings["runtime"] == "llama.cpp" and plan.partial
@@ -369,8 +369,8 @@ def test_a_catalog_scope_is_said_under_the_headline(page):
 
 def test_vllm_with_tensor_parallel_2_says_what_vllm_would_log(page):
     """vLLM with TP 2 on an H100: the plan, the serving line and the precisions are the library's."""
+    from paramcount.memory.core.gpus import gpu
     from paramcount.memory.fit import VLLM_INFERENCE
-    from paramcount.memory.gpus import gpu
     from paramcount.memory.runtimes import planner
 
     page.goto(page.base + "/")

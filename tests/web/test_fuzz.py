@@ -41,10 +41,10 @@ def _memory_settings():
     from hypothesis import strategies as st
 
     from paramcount.frontends import catalog
-    from paramcount.memory.gpus import GPUS
-    from paramcount.memory.kv_cache import CACHE_DTYPES
+    from paramcount.memory.context.kv_cache import CACHE_DTYPES
+    from paramcount.memory.core.gpus import GPUS
     from paramcount.memory.runtimes import RUNTIMES
-    from paramcount.memory.weights import SCHEMES
+    from paramcount.memory.weights.base import SCHEMES
 
     junk = st.text(max_size=6)
     return st.fixed_dictionaries(

@@ -7,10 +7,9 @@ from __future__ import annotations
 import pytest
 
 import paramcount
+from paramcount.memory.core.gpus import gpu
 from paramcount.memory.fit import LLAMA_INFERENCE, VLLM_INFERENCE, fit
-from paramcount.memory.gpus import gpu
-from paramcount.memory.plan import inference
-from paramcount.memory.runtimes import RUNTIMES, planner
+from paramcount.memory.runtimes import RUNTIMES, inference, planner
 
 from .conftest import gguf_header, upload_body
 
@@ -190,9 +189,9 @@ def test_the_options_offer_what_each_runtime_takes(client, llama):
     ],
 )
 def test_a_gguf_file_with_a_bad_key_is_a_one_line_error_not_a_bug(client, tmp_path, key, value, said):
-    """The planners' checked view of GGUF metadata (memory/gguf_file.py) on the web: 400 with the
+    """The planners' checked view of GGUF metadata (gguf/meta.py) on the web: 400 with the
     file, the key and the value, never 422 with bug: true."""
-    from paramcount.frontends.gguf import read_header
+    from paramcount.gguf.reader import read_header
 
     from ..gguf_files import llama_spec, write_raw
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 # Shared modules beside the families (a family file is named after its model_type).
 _NOT_FAMILIES = {"blocks", "config", "vision", "towers", "moe", "mla", "ssm", "linear_attention", "hybrid", "dense"}
+_NOT_FAMILIES |= {"cache", "media"}  # the KV layouts and media tokens every family states its own with
 
 
 @record(frozen=True)
@@ -38,7 +39,7 @@ class Family:
     family's config class calls them otherwise (Falcon: ``num_kv_heads``).
     ``cache_layout`` gives the family's KV-cache and recurrent-state layout, as transformers' caches
     hold it: ``cache_layout(cfg, model_type, class_name, mla) -> (kinds, notes)`` with ``kinds`` a list
-    of :class:`paramcount.memory.kv_layout.LayerKind` (see that module for the helpers). The
+    of :class:`paramcount.arch.cache.LayerKind` (see that module for the helpers). The
     older families' layouts live in ``kv_layout.BUILDERS``; a family with neither has none.
     """
 
@@ -59,10 +60,10 @@ class Family:
     # attributes (DeBERTa-v2's share_att_key), which --set must accept too.
     extra_fields: tuple[str, ...] = ()
     # Tokens one image of width × height adds to the context, as the model's processor counts them:
-    # image_tokens(cfg, width, height) -> paramcount.memory.images.ImageTokens (see that module).
+    # image_tokens(cfg, width, height) -> paramcount.arch.media.ImageTokens (see that module).
     image_tokens: Callable[[Cfg, int, int], Any] | None = None
     # Tokens a clip of so many seconds adds, as the model's processor counts them:
-    # audio_tokens(cfg, seconds) -> paramcount.memory.audio.AudioTokens (see that module).
+    # audio_tokens(cfg, seconds) -> paramcount.memory.context.audio.AudioTokens (see that module).
     audio_tokens: Callable[[Cfg, Any], Any] | None = None
     # A class built around another backbone than the family's (an mllama config's
     # MllamaForCausalLM holds the text model alone): class -> that backbone's class name; its

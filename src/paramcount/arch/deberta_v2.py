@@ -216,7 +216,7 @@ def check(c: Cfg) -> None:
 
 
 def cache_layout(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list[Any], list[str]]:
-    from ..memory.kv_layout import NO_CACHE
+    from .cache import NO_CACHE
 
     return [], [NO_CACHE]
 

@@ -265,7 +265,7 @@ def cache_layout(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list, lis
     compressor's entries and the unfinished window's projected kv and gate; a CSA layer the same
     at twice the width (two overlapping series), its indexer's own, and each one's carried
     half-window (``DeepseekV4CSACache.update_overlap_state``)."""
-    from ..memory.kv_layout import LayerKind, typed_groups
+    from .cache import LayerKind, typed_groups
 
     d, d_i, w = int(c.int("head_dim")), int(c.int("index_head_dim")), int(c.int("sliding_window"))
     groups = typed_groups(c, "layer_types", layer_types(c), int(c.int("num_hidden_layers")))

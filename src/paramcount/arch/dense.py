@@ -4,7 +4,7 @@ classes make, and the post-norm layer (a norm after attention and after the MLP,
 
 Many of these configs build ``layer_types`` in ``__post_init__`` from a period ("every 4th
 layer is full attention") and give ``sliding_window`` a class default, which the shared
-:mod:`paramcount.memory.kv_layout` cannot know; :func:`periodic_cache` counts such a pattern
+:mod:`paramcount.arch.cache` cannot know; :func:`periodic_cache` counts such a pattern
 arithmetically (never a list of ``num_hidden_layers`` entries).
 """
 
@@ -99,7 +99,7 @@ def plain_cache(head_dim: HeadDim = head_dim) -> CacheLayout:
     ``DynamicCache`` honours) still apply."""
 
     def layout(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list[Any], list[str]]:
-        from ..memory.kv_layout import self_kinds
+        from .cache import self_kinds
 
         d = int(head_dim(c))
         return self_kinds(c, model_type, (int(mistral.kv_heads(c)), d, d))
@@ -113,7 +113,7 @@ def periodic_cache(period: Callable[[Cfg], int], head_dim: HeadDim = head_dim) -
     the file's ``sliding_window``, else the family default. A file's ``layer_types`` wins."""
 
     def layout(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list[Any], list[str]]:
-        from ..memory import kv_layout
+        from . import cache as kv_layout
 
         d, kv = int(head_dim(c)), int(mistral.kv_heads(c))
         raw = {**c.raw, "sliding_window": c.raw.get("sliding_window", c.defaults.get("sliding_window"))}

@@ -84,7 +84,7 @@ def head(c: Cfg, body: Block) -> list[Node]:
 
 
 def cache_layout(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list, list[str]]:
-    from ..memory.kv_layout import self_kinds
+    from .cache import self_kinds
 
     d = int(llama.head_dim(c))
     return self_kinds(c, model_type, (int(c.int("num_key_value_heads")), d, d))

@@ -94,7 +94,7 @@ def check(c: Cfg) -> None:
 def cache_layout(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list[Any], list[str]]:
     """Every layer is attention and Mamba at once: keys and values, plus a conv window and an
     fp32 SSM state, in every layer."""
-    from ..memory.kv_layout import LayerKind
+    from .cache import LayerKind
 
     n = int(c.int("num_hidden_layers"))
     where = f"0–{n - 1}" if n > 1 else "0"

@@ -79,7 +79,7 @@ def image_tokens(c: Cfg, width: int, height: int) -> Any:
     """Gemma4Processor: the image resized within SOFT_TOKENS × pool² patches, each pool × pool
     block of patches one soft token, between the begin- and end-of-image tokens; the encoder
     runs over all SOFT_TOKENS × pool² patch slots (the unused ones padding)."""
-    from ..memory.images import ImageTokens
+    from .media import ImageTokens
 
     if c.raw.get("vision_config") is None:
         raise ParamcountError("this Gemma 4 config has no vision_config: it reads no images", field="--images")
@@ -99,7 +99,7 @@ def audio_tokens(c: Cfg, seconds: Any) -> Any:
     """Gemma4Processor: the clip's mel frames (those whose whole 20-ms window is audio), halved
     twice by the encoder's stride-2 convolutions, one soft token each, between the begin- and
     end-of-audio tokens. The encoder's widest front-end tensor is the first convolution's output."""
-    from ..memory.audio import AudioTokens
+    from .media import AudioTokens
 
     if c.raw.get("audio_config") is None:
         raise ParamcountError("this Gemma 4 config has no audio_config: it hears no audio", field="--audio")

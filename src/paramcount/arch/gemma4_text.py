@@ -252,7 +252,7 @@ def cache_layout(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list[Any]
     """DynamicCache: a sliding or full layer per non-shared layer, each with its own KV heads and
     head size (a global layer's keys and values are cached apart even when k_proj makes both);
     shared layers are DynamicCache's dummy layers and keep nothing."""
-    from ..memory.kv_layout import LayerKind, grouped
+    from .cache import LayerKind, grouped
 
     w = int(c.int("sliding_window"))
     if c.get("use_bidirectional_attention") == "all":

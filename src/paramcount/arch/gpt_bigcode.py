@@ -72,7 +72,7 @@ def check(c: Cfg) -> None:
 
 def cache_layout(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list[Any], list[str]]:
     """Self-attention caches ``kv_heads`` heads of h/a (one with multi_query)."""
-    from ..memory.kv_layout import self_kinds
+    from .cache import self_kinds
 
     d = int(c.int("hidden_size")) // int(c.int("num_attention_heads"))
     return self_kinds(c, model_type, (kv_heads(c), d, d))

@@ -86,7 +86,7 @@ def check(c: Cfg) -> None:
 def cache_layout(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list[Any], list[str]]:
     """Every layer caches all heads in full: the config has no ``sliding_window``, so
     transformers' DynamicCache keeps the whole context even for local layers (they only mask)."""
-    from ..memory.kv_layout import self_kinds
+    from .cache import self_kinds
 
     a = int(c.int("num_attention_heads"))
     d = int(c.int("hidden_size")) // a

@@ -110,7 +110,7 @@ def backbone(c: Cfg) -> tuple[Node, ...]:
 
 def cache_layout(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list[Any], list[str]]:
     """Sliding layers keep the last ``sliding_window`` tokens, full layers all of them."""
-    from ..memory.kv_layout import self_kinds
+    from .cache import self_kinds
 
     typed = Cfg({**c.raw, "layer_types": layer_types(c, alternating(c))}, c.defaults, c.source, c.aliases)
     if "sliding_window" not in c.raw:

@@ -101,7 +101,7 @@ def check(c: Cfg) -> None:
 def cache_layout(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list, list[str]]:
     """Attention layers cache keys and values; Mamba layers a conv window over I + 2·G·S
     channels and an fp32 SSM state (I × S), constant in the context."""
-    from ..memory.kv_layout import LayerKind
+    from .cache import LayerKind
 
     kv, d = int(mistral.kv_heads(c)), int(llama.head_dim(c))
     i, g, s, k = (int(x) for x in (inner(c), c.int("mamba_n_groups"), c.int("mamba_d_state"), c.int("mamba_d_conv")))

@@ -108,7 +108,7 @@ def image_tokens(c: Cfg, width: int, height: int) -> Any:
     (tile / patch)² / scale² image tokens, a newline after each row; then a newline, the global
     view as ``<fake_token_around_image><global-img>``, its image tokens and
     ``<fake_token_around_image>``. The last row's newline and the global view's make one token."""
-    from ..memory.images import ImageTokens
+    from .media import ImageTokens
 
     v, s = vision_cfg(c), int(c.int("scale_factor", high=1 << 8))
     tile, grid = int(v.int("image_size")), int(v.int("image_size")) // int(v.int("patch_size"))

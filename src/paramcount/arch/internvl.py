@@ -69,7 +69,7 @@ def image_tokens(c: Cfg, width: int, height: int) -> Any:
     """InternVLProcessor (crop_to_patches on): the image resized onto a grid of tower-sized tiles
     (up to 12) plus a thumbnail when there is more than one, each tile (size / patch)² patches
     pixel-shuffled to that × downsample_ratio² tokens, all between <img> and </img>."""
-    from ..memory.images import ImageTokens
+    from .media import ImageTokens
 
     v = tower_cfg(c, "vision_config", VISION)
     (th, tw), (ph, pw) = (tuple(int(n) for n in pair(v, f)) for f in ("image_size", "patch_size"))

@@ -106,7 +106,7 @@ def check(c: Cfg) -> None:
 def cache_layout(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list, list[str]]:
     """Attention layers cache keys and values; Mamba layers a conv window (I × K) and an fp32
     SSM state (I × S), constant in the context."""
-    from ..memory.kv_layout import LayerKind
+    from .cache import LayerKind
 
     kv, d, i = int(mistral.kv_heads(c)), int(llama.head_dim(c)), int(inner(c))
     conv, ssm = i * int(c.int("mamba_d_conv")), i * int(c.int("mamba_d_state"))

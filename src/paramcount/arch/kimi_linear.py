@@ -197,7 +197,7 @@ def notes(c: Cfg, cls: str) -> list[str]:
 def cache_layout(c: Cfg, model_type: str, cls: str, mla_form: str) -> tuple[list, list[str]]:
     """MLA layers cache the latent (or per-head K and V, ``mla="expanded"``); KDA layers keep a
     conv window over Q, K and V in the cache dtype and an fp32 recurrent state per head."""
-    from ..memory.kv_layout import LayerKind, state_kind
+    from .cache import LayerKind, state_kind
 
     r_kv, rope = int(c.int("kv_lora_rank")), int(c.int("qk_rope_head_dim"))
     a, nope, v = int(c.int("num_attention_heads")), int(c.int("qk_nope_head_dim")), int(c.int("v_head_dim"))

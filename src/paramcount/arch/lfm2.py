@@ -140,7 +140,7 @@ def check(c: Cfg) -> None:
 def cache_layout(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list[Any], list[str]]:
     """Attention layers cache keys and values; a short-convolution layer keeps its last
     ``conv_L_cache`` inputs over h channels (in the cache dtype), constant in the context."""
-    from ..memory.kv_layout import LayerKind, state_kind
+    from .cache import LayerKind, state_kind
 
     kv, d = int(mistral.kv_heads(c)), int(llama.head_dim(c))
     window = int(c.int("hidden_size")) * int(c.int("conv_L_cache"))

@@ -189,7 +189,7 @@ def hybrid_cache(
 ) -> list[Any]:
     """Cache kinds of a hybrid stack: ``full(n, where)`` for its full-attention layers and
     ``states(n, where)`` for its linear ones (both give lists of ``LayerKind``)."""
-    from ..memory.kv_layout import typed_groups
+    from .cache import typed_groups
 
     groups = typed_groups(c, "layer_types", types, len(types))
     out: list[Any] = []
@@ -201,7 +201,7 @@ def hybrid_cache(
 def deltanet_states(c: Cfg, n: int, where: str) -> list[Any]:
     """A gated DeltaNet layer keeps its conv input window (2·key + value channels × kernel, in
     the cache dtype) and its recurrent state (value heads × d_k × d_v, kept in fp32)."""
-    from ..memory.kv_layout import state_kind
+    from .cache import state_kind
 
     nk, nv, dk, dv, kernel = (int(x) for x in deltanet_dims(c))
     return [

@@ -71,7 +71,7 @@ def image_tokens(c: Cfg, width: int, height: int) -> Any:
     patch)² pixel-shuffled by ``pixel_shuffle_ratio``²), a <|tile_x_separator|> between tiles
     of a row and a <|tile_y_separator|> after each row; then <|image|>, the global view's tokens
     and <|image_end|>."""
-    from ..memory.images import ImageTokens
+    from .media import ImageTokens
 
     v = tower_cfg(c, "vision_config", VISION)
     tile, grid = int(v.int("image_size")), int(v.int("image_size")) // int(v.int("patch_size"))

@@ -106,7 +106,7 @@ def layer_types(c: Cfg) -> list[str]:
 def cache_layout(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list[Any], list[str]]:
     """Chunked layers keep at most ``attention_chunk_size`` tokens (DynamicCache treats the
     chunk as a sliding window); the NoPE layers keep every token."""
-    from ..memory.kv_layout import self_kinds
+    from .cache import self_kinds
 
     chunk = c.raw.get("attention_chunk_size", 8192)
     raw = {**c.raw, "layer_types": layer_types(c), "attention_chunk_size": chunk}

@@ -113,7 +113,7 @@ def image_tokens(c: Cfg, width: int, height: int) -> Any:
     then its crops (anyres: the best canvas of ``image_grid_pinpoints``) unpadded, with an
     ``image_newline`` after each row; one of several is padded square, the base view and one
     newline. The ``default`` feature strategy drops one."""
-    from ..memory.images import ImageTokens
+    from .media import ImageTokens
 
     v = tower_cfg(c, "vision_config", VISION, VISION_ABSENT)
     side, grid = int(v.int("image_size")), int(v.int("image_size")) // int(v.int("patch_size"))

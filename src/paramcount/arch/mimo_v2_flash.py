@@ -130,7 +130,7 @@ def window(c: Cfg) -> int:
 
 
 def cache_layout(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list, list[str]]:
-    from ..memory.kv_layout import LayerKind, typed_groups, window_notes
+    from .cache import LayerKind, typed_groups, window_notes
 
     n, d, dv = (int(c.int(f)) for f in ("num_hidden_layers", "head_dim", "v_head_dim"))
     kinds = []

@@ -78,7 +78,7 @@ def notes(c: Cfg, cls: str) -> list[str]:
 def cache_layout(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list, list[str]]:
     """MiniMaxCache: softmax layers keep every key and value (no window: it is built without the
     config), lightning layers one heads × d × d state each, in the model's dtype."""
-    from ..memory.kv_layout import LayerKind, state_kind
+    from .cache import LayerKind, state_kind
 
     kv, d, a = int(mistral.kv_heads(c)), int(llama.head_dim(c)), int(c.int("num_attention_heads"))
     kinds = la.hybrid_cache(

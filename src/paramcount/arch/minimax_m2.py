@@ -55,7 +55,7 @@ def notes(c: Cfg, cls: str) -> list[str]:
 
 
 def cache_layout(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list, list[str]]:
-    from ..memory.kv_layout import self_kinds
+    from .cache import self_kinds
 
     d: Sym = c.int("head_dim")
     return self_kinds(c, model_type, (int(c.int("num_key_value_heads")), int(d), int(d)))

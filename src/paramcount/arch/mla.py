@@ -192,7 +192,7 @@ def cache_layout(indexed: Callable[[Cfg], list[bool]] | None = None) -> Callable
     of the layers whose ``indexed(c)`` entry is true (those that run their own indexer)."""
 
     def build(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list[Any], list[str]]:
-        from ..memory.kv_layout import LayerKind, _deepseek, _runs
+        from .cache import LayerKind, _deepseek, _runs
 
         kinds, notes = _deepseek(latent_view(c), model_type, cls, mla)
         if indexed is None:

@@ -64,7 +64,7 @@ def image_tokens(c: Cfg, width: int, height: int) -> Any:
     into up to ``max_num_tiles`` tiles of the tower's ``image_size`` and padded with empty ones
     to that many, and the cross-attention layers cache the states of them all, (size / patch)²
     + 1 (the class token) a tile. The encoder pads each tile's patches to a multiple of 8."""
-    from ..memory.images import ImageTokens
+    from .media import ImageTokens
     from .mllama_text_model import cross_kinds
     from .mllama_vision_model import patches
 

@@ -92,7 +92,7 @@ def head(c: Cfg, body: Block) -> list[Node]:
 def cache_layout(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list[Any], list[str]]:
     """Self-attention layers cache the text; cross-attention layers hold the image's keys and
     values, none for a prompt without an image."""
-    from ..memory.kv_layout import LayerKind, grouped
+    from .cache import LayerKind, grouped
 
     kv, d = int(llama.kv_heads(c)), int(llama.head_dim(c))
     found = grouped(kinds(c))
@@ -105,7 +105,7 @@ def cache_layout(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list[Any]
 def cross_kinds(c: Cfg, states: int) -> tuple[Any, ...]:
     """The cross-attention layers' cache over ``states`` vision states (one image's): their own
     key and value heads, the self-attention layers' widths."""
-    from ..memory.kv_layout import LayerKind, grouped
+    from .cache import LayerKind, grouped
 
     kv, d = int(llama.kv_heads(c)), int(llama.head_dim(c))
     found = grouped(kinds(c)).get(True)

@@ -7,7 +7,7 @@ projections are bias-free, the GELU MLP biased, the LayerNorms biased."""
 
 from __future__ import annotations
 
-from ..ir import Block, Node, Tensor
+from ..ir import Block, Node, Sym, Tensor
 from . import Family
 from .blocks import base, block, linear, mlp, norm
 from .config import Cfg
@@ -38,9 +38,11 @@ def aspect_ratios(c: Cfg) -> int:
     return len(value)
 
 
-def patches(c: Cfg) -> int:
-    """Patches per tile plus the class token."""
-    return (int(c.int("image_size")) // int(c.int("patch_size"))) ** 2 + 1
+def patches(c: Cfg) -> Sym:
+    """Patches per tile plus the class token, kept symbolic: the tile table's width holds it, so
+    a printout (which shows that table, not the position table) can solve for it."""
+    side = c.int("image_size") // c.int("patch_size")
+    return side * side + 1
 
 
 def layer(c: Cfg, gated: bool) -> tuple[Node, ...]:

@@ -85,7 +85,7 @@ def notes(c: Cfg, class_name: str) -> list[str]:
 
 def cache_layout(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list[Any], list[str]]:
     """Every layer caches all ``n_heads`` heads of d_model / n_heads (ALiBi, no window)."""
-    from ..memory.kv_layout import self_kinds
+    from .cache import self_kinds
 
     a = int(c.int("num_attention_heads"))
     d = int(c.int("hidden_size")) // a

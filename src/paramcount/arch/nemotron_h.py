@@ -193,7 +193,7 @@ def notes(c: Cfg, cls: str) -> list[str]:
 def cache_layout(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list[Any], list[str]]:
     """Attention blocks cache keys and values; Mamba blocks a conv window and an fp32 SSM
     state; MLP and MoE blocks keep nothing."""
-    from ..memory.kv_layout import LayerKind
+    from .cache import LayerKind
 
     kv, d = int(c.int("num_key_value_heads")), int(c.int("head_dim"))
     i, g = int(inner(c)), int(c.int(legacy(c, "n_groups")))

@@ -64,7 +64,7 @@ def backbone(c: Cfg) -> tuple[Node, ...]:
 
 
 def cache_layout(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list, list[str]]:
-    from ..memory.kv_layout import self_kinds
+    from .cache import self_kinds
 
     d = int(llama.head_dim(c))
     return self_kinds(c, model_type, (int(llama.kv_heads(c)), d, d))

@@ -63,7 +63,7 @@ def image_tokens(v: Cfg, merge: int, width: int, height: int, processor: str) ->
     """PixtralProcessor: the image resized to fit the tower's ``image_size`` in whole patch ×
     ``merge`` squares, one [IMG] token each, an [IMG_BREAK] after each row but the last,
     which ends in [IMG_END]; the tower runs over every ``patch_size`` patch."""
-    from ..memory.images import ImageTokens
+    from .media import ImageTokens
 
     patch, longest = int(v.int("patch_size")), int(v.int("image_size", default=1024))  # PixtralVisionConfig's
     w, h = fitted(width, height, longest, patch * merge)

@@ -10,21 +10,10 @@ from . import Family
 from .blocks import block, gated_mlp, linear, norm
 from .config import Cfg, per_cfg
 from .qwen2_vl import DEFAULTS, cache, check_vision, image_rule, text_cfg, tied, vision_cfg, visual
+from .qwen2_vl import QWEN2_5_VISION as VISION
 from .qwen2_vl_text import backbone as text_backbone
 from .qwen2_vl_text import check as text_check
 from .towers import QWEN_VL_RENAMES, lm_head
-
-VISION = {
-    "depth": 32,
-    "hidden_size": 3584,
-    "intermediate_size": 3420,
-    "num_heads": 16,
-    "in_channels": 3,
-    "patch_size": 14,
-    "spatial_merge_size": 2,
-    "temporal_patch_size": 2,
-    "out_hidden_size": 3584,
-}
 
 
 def vision_block(v: Cfg) -> tuple[Node, ...]:

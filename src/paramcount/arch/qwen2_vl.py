@@ -36,6 +36,20 @@ VISION = {
     "spatial_merge_size": 2,
     "temporal_patch_size": 2,
 }
+
+# Qwen2.5-VL's vision tower defaults (Qwen2_5_VLVisionConfig), which a Qwen2-VL config with
+# hidden_size (not embed_dim) takes: qwen2_5_vl.py's own.
+QWEN2_5_VISION = {
+    "depth": 32,
+    "hidden_size": 3584,
+    "intermediate_size": 3420,
+    "num_heads": 16,
+    "in_channels": 3,
+    "patch_size": 14,
+    "spatial_merge_size": 2,
+    "temporal_patch_size": 2,
+    "out_hidden_size": 3584,
+}
 VISION_ALIASES = {"num_heads": ("num_attention_heads",), "depth": ("num_hidden_layers",)}
 DEFAULTS = {"text_config": None, "vision_config": None, "tie_word_embeddings": False}
 NESTED = ("text_config", "vision_config", "model_type", "architectures")
@@ -121,9 +135,9 @@ def image_rule(width_field: str, inner: Callable[[Cfg], int]) -> Callable[[Cfg, 
     pixels within [MIN_PIXELS, MAX_PIXELS], cut into patches, merged m×m into image tokens."""
 
     def rule(c: Cfg, width: int, height: int) -> Any:
-        from ..memory.images import ImageTokens, smart_resize
+        from .media import ImageTokens, smart_resize
 
-        v = vision_cfg(c, VISION if width_field == "embed_dim" else _vision_defaults())
+        v = vision_cfg(c, VISION if width_field == "embed_dim" else QWEN2_5_VISION)
         p, m = int(v.int("patch_size")), int(v.int("spatial_merge_size"))
         h_bar, w_bar = smart_resize(height, width, p * m, MIN_PIXELS, MAX_PIXELS)
         patches = (h_bar // p) * (w_bar // p)
@@ -136,12 +150,6 @@ def image_rule(width_field: str, inner: Callable[[Cfg], int]) -> Callable[[Cfg, 
         return ImageTokens(patches // (m * m), patches, int(v.int(width_field)), inner(v), said)
 
     return rule
-
-
-def _vision_defaults() -> Mapping[str, Any]:
-    from .qwen2_5_vl import VISION as QWEN2_5
-
-    return QWEN2_5
 
 
 FAMILY = Family(

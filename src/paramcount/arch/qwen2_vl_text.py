@@ -38,7 +38,7 @@ def check(c: Cfg) -> None:
 def cache_layout(c: Cfg, model_type: str, cls: str, mla: str):
     """Qwen2's layout: the window only with ``use_sliding_window``, from ``max_window_layers`` on
     (this class's default 80, not Qwen2's 28)."""
-    from ..memory.kv_layout import BUILDERS
+    from .cache import BUILDERS
 
     return BUILDERS["qwen2"](without_head_dim(c), "qwen2", cls, mla)
 

@@ -74,7 +74,7 @@ def notes(c: Cfg, cls: str) -> list[str]:
 def cache_layout(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list, list[str]]:
     """Full-attention layers cache keys and values (GQA heads × head_dim); DeltaNet layers keep
     a conv window and an fp32 recurrent state, constant in the context."""
-    from ..memory.kv_layout import LayerKind
+    from .cache import LayerKind
 
     kv, d = int(c.int("num_key_value_heads")), int(c.int("head_dim"))
     kinds = la.hybrid_cache(

@@ -169,7 +169,7 @@ def image_rule(vision_defaults: Mapping[str, Any] = VISION) -> Callable[[Cfg, in
     may set other bounds)."""
 
     def rule(c: Cfg, width: int, height: int) -> Any:
-        from ..memory.images import ImageTokens, smart_resize
+        from .media import ImageTokens, smart_resize
         from .qwen2_vl import MAX_PIXELS, MIN_PIXELS
 
         v = vision_cfg(c, vision_defaults)
@@ -192,7 +192,7 @@ def cache(text_family: str):
     """The language model's cache, from the text config."""
 
     def layout(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list[Any], list[str]]:
-        from ..memory.kv_layout import BUILDERS
+        from .cache import BUILDERS
 
         fam = _family(text_family)
         builder = BUILDERS.get(fam.model_type) or fam.cache_layout

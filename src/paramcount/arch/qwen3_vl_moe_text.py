@@ -25,7 +25,7 @@ DEFAULTS = {
 
 def cache_layout(c, model_type: str, cls: str, mla: str):
     """qwen3_moe's (no sliding window: the text config has none)."""
-    from ..memory.kv_layout import BUILDERS
+    from .cache import BUILDERS
 
     return BUILDERS["qwen3_moe"](c, "qwen3_moe", cls, mla)
 

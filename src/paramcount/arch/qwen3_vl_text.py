@@ -15,7 +15,7 @@ DEFAULTS = {k: v for k, v in QWEN3.defaults.items() if k != "tie_word_embeddings
 
 def cache_layout(c, model_type: str, cls: str, mla: str):
     """qwen3's (no sliding window: the text config has none)."""
-    from ..memory.kv_layout import BUILDERS
+    from .cache import BUILDERS
 
     return BUILDERS["qwen3"](c, "qwen3", cls, mla)
 

@@ -54,7 +54,7 @@ def check(c: Cfg) -> None:
 def cache_layout(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list[Any], list[str]]:
     """``__post_init__``'s ``layer_types``: the no-rope layers slide when ``use_sliding_window``
     and ``sliding_window`` are both set, else every layer is full attention."""
-    from ..memory import kv_layout
+    from . import cache as kv_layout
 
     d, kv = int(dense.head_dim(c)), int(mistral.kv_heads(c))
     layers = int(c.int("num_hidden_layers"))

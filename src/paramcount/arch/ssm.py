@@ -116,7 +116,7 @@ def states(layers: int, where: str, conv: int, ssm: int) -> list[Any]:
     """A Mamba layer's cache: the convolution's last K inputs per channel, in the model's dtype,
     and the SSM state, which the scan keeps in fp32 whatever the model's dtype (as a bf16 run of
     transformers' own mixers shows)."""
-    from ..memory.kv_layout import state_kind
+    from .cache import state_kind
 
     return [state_kind(layers, conv, "conv state", where), state_kind(layers, ssm, "SSM state", where, "fp32")]
 
@@ -148,7 +148,7 @@ def layer_types(c: Cfg, field: str, count: int, allowed: Sequence[str]) -> list[
 def hybrid_cache(c: Cfg, field: str, kinds: Sequence[Hashable], cached: dict[Hashable, Any]) -> list[Any]:
     """Cache kinds of a hybrid stack: the per-layer ``kinds`` grouped, each group's kinds from
     ``cached[kind](layers, where)`` (a kind not in ``cached`` keeps nothing: an MLP-only layer)."""
-    from ..memory.kv_layout import typed_groups
+    from .cache import typed_groups
 
     names = [str(k) for k in kinds]
     by_name = {str(k): k for k in kinds}

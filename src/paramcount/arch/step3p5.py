@@ -232,7 +232,7 @@ def notes(c: Cfg, cls: str) -> list[str]:
 def cache_layout(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list[Any], list[str]]:
     """Every layer caches ``num_key_value_heads`` heads of ``head_dim``; sliding layers at most
     ``sliding_window`` − 1 tokens (``DynamicCache`` reads the resolved ``layer_types``)."""
-    from ..memory.kv_layout import self_kinds
+    from .cache import self_kinds
 
     d = int(c.int("head_dim"))
     resolved = Cfg({**c.raw, "layer_types": attention_types(c)}, c.defaults, c.source, c.aliases, c.prefix)

@@ -121,7 +121,7 @@ def image_tokens(c: Cfg, width: int, height: int) -> Any:
     """Step3p7Processor: per local tile <patch_start>, (504 / 4p)² image tokens, <patch_end>, a
     <patch_newline> after each row but the last; then <im_start>, (image_size / 4p)² tokens for
     the global view, <im_end>. The markers are counted: the processor puts them in."""
-    from ..memory.images import ImageTokens
+    from .media import ImageTokens
 
     v = part(c, "vision_config", VISION)
     side, p = int(v.int("image_size")), int(v.int("patch_size"))

@@ -64,7 +64,7 @@ def text_cache(field: str, default_type: str, absent: Mapping[str, Any] | None =
     the composite's text config when the file has none)."""
 
     def layout(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list[Any], list[str]]:
-        from ..memory.kv_layout import BUILDERS, NoLayout
+        from .cache import BUILDERS, NoLayout
 
         fam = sub_family(c, field, default_type)
         builder = BUILDERS.get(fam.model_type) or fam.cache_layout
@@ -168,7 +168,7 @@ def fixed_image_tokens(
     image's size; the tower runs over (image_size / patch_size)² patches (+1 with a class token)."""
 
     def rule(c: Cfg, width: int, height: int) -> Any:
-        from ..memory.images import ImageTokens
+        from .media import ImageTokens
 
         v = tower_cfg(c, "vision_config", vision_type, absent)
         side = int(v.int("image_size")) // int(v.int("patch_size"))

@@ -131,7 +131,7 @@ def cache_layout(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list[Any]
     """BART's: decoder self-attention plus cross-attention over the encoder's output, which is
     always ``max_source_positions`` frames (30 s of audio, padded); the audio classifier has
     no decoder and no cache."""
-    from ..memory.kv_layout import BUILDERS, NO_CACHE
+    from .cache import BUILDERS, NO_CACHE
 
     if cls.endswith("ForAudioClassification"):
         return [], [NO_CACHE + f" ({cls})"]

@@ -16,12 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import flat
 from ..errors import ParamcountError
+from ..flat import insert_tie
 from ..ir import MAX_LISTED, Block, Leaf, Tie, leaf_count, leaves
 from ..model import Model
 from ..records import record, replace
-from . import flat
-from .config import from_config, read_json
+from .config import from_config
+from .configfile import read_json
 from .diff import TORCH_DTYPES, Align, Difference, Item, align, compare, resolve
 from .quant import Extra, Param, Split, classify, describe, quant_config
 from .safetensors import Read, ShardSet, Stored, folder_sets, read_index, read_set, short
@@ -249,17 +251,6 @@ def _back(how: Align, name: str) -> str:
     if how.add and name.startswith(how.add):
         name = name[len(how.add) :]
     return how.strip + name
-
-
-def insert_tie(block: Block, path: Sequence[str], node: Tie) -> Block:
-    if len(path) == 1:
-        return replace(block, children=(*block.children, node))
-    for i, child in enumerate(block.children):
-        if isinstance(child, Block) and child.name == path[0] and child.repeat is None:
-            return replace(
-                block, children=(*block.children[:i], insert_tie(child, path[1:], node), *block.children[i + 1 :])
-            )
-    return replace(block, children=(*block.children, insert_tie(Block(path[0]), path[1:], node)))
 
 
 def _tree(params: Sequence[Param], kinds: Mapping[str, str], source: str) -> Block:

@@ -198,10 +198,8 @@ class ModelDiff:
 def items_of(model) -> tuple[list[Item], dict[str, str]]:
     """A counted model's tensors for comparing: stored ones for a checkpoint (packed ones
     marked), else the tree's under checkpoint names with the config's dtype."""
-    from .checkpoint import CheckpointModel
-
     ties = {name: target for name, target, _ in model.ties()}
-    if isinstance(model, CheckpointModel) and model.checkpoint is not None:
+    if getattr(model, "checkpoint", None) is not None:  # a checkpoint's stored tensors
         params = model.checkpoint.params
         return [Item(p.name, p.shape, p.count, p.stored.dtype, p.scheme is not None) for p in params], ties
     config = model.config or {}

@@ -34,12 +34,11 @@ from ..errors import ParamcountError
 from ..ir import Block, join
 from ..model import Model, not_native
 from ..records import replace
-from .fallback_bounds import check
+from .fallback_bounds import check, offline
 
 EXTRA = "pip install 'paramcount[transformers]'"
 NEEDS_NATIVE = "needs a native paramcount family"
 TYPES_FILE = Path(__file__).parent / "transformers_types.json"
-TIMM = ("timm_backbone", "timm_wrapper")
 
 # Set while a caller wants only what a native family gives (a derivation, a slip check): the
 # fallback refuses before its worker starts, since that worker's import of torch takes seconds.
@@ -126,30 +125,6 @@ def remote_code_error(raw: Mapping[str, Any], source: str) -> ParamcountError | 
     )
 
 
-def offline(raw: Mapping[str, Any], source: str | None, path: str = "", depth: int = 0) -> None:
-    """Refuse what would make transformers fetch a backbone: a backbone named without its
-    ``backbone_config`` (transformers looks it up on the Hub), or a timm backbone."""
-    where = lambda key: f"{path}.{key}" if path else key  # noqa: E731
-    if raw.get("model_type") in TIMM or raw.get("use_timm_backbone"):
-        raise ParamcountError(
-            "a timm backbone, which paramcount does not build (timm may fetch it from the Hub); "
-            "give a transformers backbone_config instead",
-            source=source,
-            field=where("use_timm_backbone" if raw.get("use_timm_backbone") else "model_type"),
-        )
-    name = raw.get("backbone")
-    if isinstance(name, str) and raw.get("backbone_config") is None:
-        raise ParamcountError(
-            f"names the backbone {name[:100]!r}, which transformers would look up on the Hub; paramcount "
-            "never downloads: give its backbone_config instead",
-            source=source,
-            field=where("backbone"),
-        )
-    for key, value in raw.items():
-        if isinstance(value, Mapping) and depth < 8:
-            offline(value, source, where(str(key)), depth + 1)
-
-
 def pick_class(model_type: str, wanted: str | None, archs: list[str], source: str) -> tuple[str, str]:
     """(class to count, backbone class): ``wanted`` or the config's architectures, else the
     backbone, each one of the classes transformers maps for ``model_type``."""
@@ -190,7 +165,7 @@ def _mark_embeddings(node: Block, names: set[str], path: str = "") -> Block:
 
 def _tree(rows: Mapping[str, Any]) -> Block:
     """The tree of one built class, from the worker's rows."""
-    from .module import tree_of
+    from .live import tree_of
 
     params = [(str(n), tuple(int(d) for d in shape), str(dtype)) for n, shape, dtype in rows["params"]]
     return _mark_embeddings(tree_of(params, dict(rows["ties"])), set(rows["embeddings"]))
@@ -225,7 +200,7 @@ def from_transformers(
     notes: tuple[str, ...] = (),
 ) -> Model:
     """Count ``raw`` (a config of ``model_type``, which transformers knows) with transformers."""
-    from .config import architectures
+    from .configfile import architectures
 
     check(raw, source)
     offline(raw, source)

@@ -135,3 +135,30 @@ def _number(walk: _Walk, name: str, value: int | float, here: str) -> int:
     if abs(value) > high:
         raise walk.fail(here, f"{value:,} is over {high:,} ({_WHY if high != MAX_INT else 'out of range'})")
     return int(value) if counts else 0
+
+
+TIMM = ("timm_backbone", "timm_wrapper")
+
+
+def offline(raw: Mapping[str, Any], source: str | None, path: str = "", depth: int = 0) -> None:
+    """Refuse what would make transformers fetch a backbone: a backbone named without its
+    ``backbone_config`` (transformers looks it up on the Hub), or a timm backbone."""
+    where = lambda key: f"{path}.{key}" if path else key  # noqa: E731
+    if raw.get("model_type") in TIMM or raw.get("use_timm_backbone"):
+        raise ParamcountError(
+            "a timm backbone, which paramcount does not build (timm may fetch it from the Hub); "
+            "give a transformers backbone_config instead",
+            source=source,
+            field=where("use_timm_backbone" if raw.get("use_timm_backbone") else "model_type"),
+        )
+    name = raw.get("backbone")
+    if isinstance(name, str) and raw.get("backbone_config") is None:
+        raise ParamcountError(
+            f"names the backbone {name[:100]!r}, which transformers would look up on the Hub; paramcount "
+            "never downloads: give its backbone_config instead",
+            source=source,
+            field=where("backbone"),
+        )
+    for key, value in raw.items():
+        if isinstance(value, Mapping) and depth < 8:
+            offline(value, source, where(str(key)), depth + 1)

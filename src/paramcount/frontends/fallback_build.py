@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import ParamcountError
+from .fallback_bounds import TIMM
 
-TIMM = ("timm_backbone", "timm_wrapper")
 _built = [0, 0]  # modules built by the current request, and its budget
 
 
@@ -29,7 +29,7 @@ def build(request: dict[str, Any]) -> dict[str, Any]:
     import transformers
     from transformers.utils import logging as hf_logging
 
-    from .fallback import offline
+    from .fallback_bounds import offline
 
     model_type, cls, base = request["model_type"], request["class"], request["base"]
     offline({"model_type": model_type, **request["config"]}, None)  # never reaches the Hub
@@ -136,7 +136,7 @@ def _rows(module: Any) -> dict[str, Any]:
     """Parameters (unique, in registration order), ties, and where the embedding tables are."""
     import torch
 
-    from .module import _parameters
+    from .live import _parameters
 
     params, ties = _parameters(module)
     embeddings = sorted(name for name, m in module.named_modules() if isinstance(m, torch.nn.Embedding))

@@ -18,7 +18,8 @@ from typing import Any
 from ..errors import ParamcountError
 from ..model import Model
 from .checkpoint import count_read, count_set, side_quant
-from .config import from_config, read_json
+from .config import from_config
+from .configfile import read_json
 from .safetensors import Header, Read, ShardSet, check_layout, folder_sets, tensor_entry
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}$")
@@ -118,6 +119,11 @@ def _error(repo_id: str, e: Exception, off: bool | str) -> ParamcountError:
 _NO_CONFIG = "the repository has no config.json"
 
 
+class NoConfig(ParamcountError):
+    """A reachable Hub repository without config.json: a repository of GGUF files, say, which
+    :mod:`paramcount.frontends.hub_gguf` reads."""
+
+
 def _config(hub, repo_id: str, revision: str | None, off: bool | str) -> Path:
     try:
         path = hub.hf_hub_download(
@@ -202,9 +208,7 @@ def load(
     except ParamcountError as e:
         if off or e.message != _NO_CONFIG:
             raise
-        from .hub_gguf import load as from_gguf  # a repository of GGUF files has no config.json
-
-        return from_gguf(repo_id, None, revision)
+        raise NoConfig(e.message, source=repo_id) from None  # the loader reads its GGUF files
     folder = config_file.parent
     config = read_json(config_file)
     model = _local(folder, repo_id, opts)

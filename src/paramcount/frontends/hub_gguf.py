@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ParamcountError
+from ..gguf import reader as gguf
 from ..model import Model
-from . import gguf
 from .hub import _error, _hub, looks_like_repo_id, offline, reachable
 
 FIRST_CHUNK = 1 << 20  # most headers (32k vocabularies) fit in one request; Llama 3's 8 MB in four
@@ -38,7 +38,7 @@ def split(source: str) -> tuple[str, str | None] | None:
 
 def quant_of(path: str) -> str | None:
     """The llama.cpp file type a file name states (``…-Q4_K_M.gguf`` → Q4_K_M), or None."""
-    from ..memory.gguf_file import FILE_TYPES
+    from ..gguf.meta import FILE_TYPES
 
     for name in sorted(FILE_TYPES.values(), key=len, reverse=True):
         if re.search(rf"(?<![A-Za-z0-9]){name}(?![A-Za-z0-9])", path, re.I):

@@ -27,17 +27,18 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ParamcountError
+from ..flat import kind_of
 from ..ir import Block, Node, Tensor, Tie, join
 from ..model import Model
 from ..records import replace
-from .flat import kind_of
-from .printout_fill import Filler, blocks, family_tree, pattern, raw_names
+from .printout_fill import Filler, Towers, blocks, family_tree, pattern, raw_names
 
 MAX_TEXT_CHARS = 8 << 20  # ModuleList collapses repeats: even unlike layers print in well under 1 MB
 MAX_EXTRA_CHARS = 4096  # one module's arguments: a few dozen characters in practice
 MAX_DEPTH = 64  # real models nest about 10 deep
 MAX_MODULES = 1_000_000
 MAX_BRACKETS = 256  # nesting inside one extra repr: LayerNorm((4096,), …) needs 2
+MAX_TOWERS = 16  # towers of known families filled under an unknown root: real models have two or three
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,199}")
 # ``(key): `` followed by a module (or None): a child, not extra-repr text that starts with '('.
@@ -57,7 +58,7 @@ _FREE = re.compile(
     r"(Dropout\w*|\w*Dropout|DropPath|Identity|Flatten|Unflatten|\w*Activation|"
     r"\w*(GELU|Gelu|GeLU|GELUTanh|ReLU\d*|Relu|SiLU|Silu|Swish|Mish|Tanh|Sigmoid|Softmax\w*|Softmin|"
     r"Softplus|Softsign|ELU|GLU|Hardswish|Hardtanh|Hardsigmoid|Hardshrink|Softshrink|Threshold)|"
-    r"\w*Pool\dd|\w*Pool|Upsample\w*|PixelShuffle|PixelUnshuffle|\w*Pad\dd|ChannelShuffle|"
+    r"\w*Pool\dd|\w*Pool|Upsample\w*|PixelShuffle|PixelUnshuffle|\w*Pad\dd|ChannelShuffle|Unfold|Fold|"
     r"\w*Rotary\w*|\w*SinusoidalPositionalEmbedding|\w*Loss|LocalResponseNorm|CrossMapLRN2d|"
     r"OlmoLayerNorm)"  # OLMo's LayerNorm is non-parametric
 )
@@ -66,6 +67,7 @@ _CONV = re.compile(r"(Conv|ConvTranspose)([123])d")
 _MLM_HEAD = re.compile(r"\w*(LMPredictionHead|LMHead|MLMHead)")  # keep a bias the decoder's shares
 _EXPERTS = re.compile(r"\w*Experts")  # transformers 5 fuses routed experts into unprinted 3-D tensors
 _ATTN = re.compile(r"attn|attention", re.I)
+FUSED = "fused expert weights are not printed"  # their count and width: no printed module shows them
 
 
 # --- the grammar -------------------------------------------------------------------------
@@ -389,7 +391,7 @@ class _Build:
     # blocks, in print order, which is the order named_parameters() keeps the first of a tie
     candidates: list[tuple[str, tuple[int, ...], bool]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    filler: Filler | None = None  # the family's tensors for modules that print no shape
+    filler: Filler | Towers | None = None  # the family's tensors for modules that print no shape
 
 
 def _tensors(params: list[Param], path: str, in_layer: bool) -> list[Tensor]:
@@ -415,7 +417,7 @@ def _module(mod: Mod, name: str, path: str, copies: int, in_list: bool, b: _Buil
         if params is None:
             shown = ", ".join(mod.extra)
             shown = shown if len(shown) <= 60 else shown[:57] + "..."
-            reason = f"{mod.cls}({shown}) does not show its parameters"
+            reason = FUSED if _EXPERTS.fullmatch(mod.cls) else f"{mod.cls}({shown}) does not show its parameters"
             b.unknown.append(Unknown(path, mod.cls, copies, reason))
             params = []
         children += _tensors(params, path, in_layer=copies > 1 or in_list)
@@ -423,8 +425,9 @@ def _module(mod: Mod, name: str, path: str, copies: int, in_list: bool, b: _Buil
     else:
         children += _own(mod, path, copies, in_list, b)
         if b.filler is not None:
-            printed = {c.key for c in mod.children} | {t.name for t in children}
-            children += _tensors(b.filler.beside(path, printed), path, in_layer=copies > 1 or in_list)
+            subs = {c.key for c in mod.children}
+            raw = b.filler.beside(path, subs | {t.name for t in children}, subs)
+            children += _tensors(raw, path, in_layer=copies > 1 or in_list)
         for c in mod.children:
             if c.mod is None:
                 continue
@@ -457,7 +460,11 @@ def _own(mod: Mod, path: str, copies: int, in_list: bool, b: _Build) -> list[Nod
             params += [("in_proj_bias", (3 * e,), "attention")] if kw.get("bias", True) else []
             return _tensors(params, path, copies > 1 or in_list)
     if _EXPERTS.fullmatch(mod.cls):
-        b.unknown.append(Unknown(path, mod.cls, copies, "fused expert weights are not printed"))
+        # the family's fused tensors, where the router and a shared expert print their widths (Llama 4)
+        filled = b.filler.leaf(path, mod.cls) if b.filler is not None else None
+        if filled:
+            return _tensors(filled, path, copies > 1 or in_list)
+        b.unknown.append(Unknown(path, mod.cls, copies, FUSED))
     decoder = named.get("decoder")
     if _MLM_HEAD.fullmatch(mod.cls) and decoder is not None and not decoder.children:
         _, kw = arguments(decoder.extra)
@@ -507,8 +514,8 @@ def _retie(node: Node, prefix: str, ties: dict[str, str]) -> Node:
     if isinstance(node, Tensor):
         full = join(prefix, node.name)
         return Tie(node.name, node.shape, ties[full], node.kind) if full in ties else node
-    if isinstance(node, Block) and node.repeat is None:
-        here = join(prefix, node.name)
+    if isinstance(node, Block) and node.repeat in (None, 1):  # a single numbered entry has one name too
+        here = join(prefix, node.name) if node.repeat is None else join(join(prefix, node.name), str(node.start))
         children = tuple(_retie(c, here, ties) for c in node.children)
         if all(a is b for a, b in zip(children, node.children, strict=True)):
             return node
@@ -538,9 +545,10 @@ class Counted:
     tied_total: int
     untied_total: int
     notes: tuple[str, ...]
+    untied: Block  # the tree with no tie the text leaves open (the MLM heads' bias is always one)
 
 
-def count(mod: Mod, likely_tied: bool, filler: Filler | None = None) -> Counted:
+def count(mod: Mod, likely_tied: bool, filler: Filler | Towers | None = None) -> Counted:
     b = _Build(filler=filler)
     tree = Block("", _body(_module(mod, "", "", 1, False, b)))
     always = dict(_mlm_ties(tree))
@@ -551,15 +559,26 @@ def count(mod: Mod, likely_tied: bool, filler: Filler | None = None) -> Counted:
         shape = max(embeddings, key=lambda s: s[0])  # the token embedding has the most rows
         group = [n for n, s, _ in b.candidates if s == shape]
         ties = [(n, group[0]) for n in group[1:]]
-    tied = _retie(tree, "", dict(ties))
-    return Counted(
-        tied if likely_tied else tree,
-        tuple(b.unknown),
-        tuple(ties),
-        tied.count,
-        tree.count,
-        tuple(b.notes),
-    )
+    return retied(Counted(tree, tuple(b.unknown), (), 0, 0, tuple(b.notes), tree), ties, likely_tied)
+
+
+def retied(c: Counted, ties: list[tuple[str, str]], likely_tied: bool) -> Counted:
+    """``c`` with ``ties`` as the ties the text leaves open (tied or not, as likely)."""
+    tied = _retie(c.untied, "", dict(ties))
+    tree = tied if likely_tied else c.untied
+    return replace(c, tree=tree, ties=tuple(ties), tied_total=tied.count, untied_total=c.untied.count)
+
+
+def names(node: Block, prefix: str = "", repeated: bool = False) -> Iterator[tuple[str, tuple[int, ...], bool]]:
+    """Each printed tensor's full name and shape, and whether it is one of a run (then named by
+    the run's first index): proportional to the tree, never unrolled."""
+    for child in node.children:
+        if isinstance(child, Block):
+            here = join(prefix, child.name)
+            here = here if child.repeat is None else join(here, str(child.start))
+            yield from names(child, here, repeated or (child.repeat or 1) > 1)
+        else:
+            yield join(prefix, child.name), tuple(child.shape), repeated
 
 
 def _family(class_name: str) -> Any:
@@ -612,16 +631,132 @@ def _hidden_raw(family: Block | None, tree: Block) -> list[Unknown]:
     return out
 
 
-def _source_raw(root: Mod) -> list[Unknown]:
+def _source_raw(root: Mod, tree: Block) -> list[Unknown]:
     """For a class no family defines: what transformers' source says its modules hold beside
-    their submodules (printout_source; only where transformers is installed)."""
-    from .printout_source import hidden
+    their submodules (printout_source; only where transformers is installed), less what a
+    tower's family filled in."""
+    from .printout_source import hidden, walk
 
     out = []
-    for path, cls, names in hidden(root):
-        reason = f"holds {', '.join(names)} beside its submodules, which print(model) does not show ({cls})"
-        out.append(Unknown(path or "(root)", RAW, 1, reason))
+    found = hidden(root)
+    where: dict[str, list[str]] = {}  # each class with hidden parameters -> every path it is printed at
+    for p, mod, _ in walk(root) if found else ():
+        where.setdefault(mod.cls, []).append(p)
+    for path, cls, names in found:
+        places = [_subtree(tree, p) for p in where.get(cls, [])]
+        names = [n for n in names if not all(b is not None and n in {c.name for c in b.children} for b in places)]
+        if names:
+            reason = f"holds {', '.join(names)} beside its submodules, which print(model) does not show ({cls})"
+            out.append(Unknown(path or "(root)", RAW, 1, reason))
     return out
+
+
+def _subtree(tree: Block, path: str) -> Block | None:
+    """The block printed at ``path`` (an entry of a run: the run's body); None where nothing is."""
+    node: Block | None = tree
+    keys = path.split(".") if path else []
+    while keys and node is not None:
+        key = keys.pop(0)
+        found = [c for c in node.children if isinstance(c, Block) and c.name == key]
+        plain = next((c for c in found if c.repeat is None), None)
+        if plain is not None or not keys or not keys[0].isdigit():
+            node = plain
+            continue
+        i = int(keys.pop(0))  # ``layers.3``: the run of ``layers`` that holds entry 3
+        node = next((c for c in found if c.repeat is not None and c.start <= i < c.start + c.repeat), None)
+    return node
+
+
+def _towers(root: Mod, tree: Block, path: str = "") -> Iterator[tuple[str, Block, Block]]:
+    """(path, family tree, printed tree) of each named submodule whose class a family defines
+    (not looking inside them)."""
+    for c in root.children:
+        if c.mod is None or c.start is not None or not c.mod.children:
+            continue
+        here = join(path, c.key)
+        family = family_tree(_family(c.mod.cls), c.mod.cls)
+        printed = _subtree(tree, here) if family is not None else None
+        if family is not None and printed is not None:
+            yield here, family, printed
+        elif family is None:
+            yield from _towers(c.mod, tree, here)
+
+
+def _tower_count(root: Mod, c: Counted, likely: bool) -> tuple[Counted, list[str], list[Unknown]]:
+    """For a root no family defines: the count again with its towers' families filling in (the
+    first MAX_TOWERS), the note, and what each tower's family holds that is still missing."""
+    towers = list(_towers(root, c.tree))
+    if not towers:
+        return c, [], []
+    filler = Towers([(path, Filler(family, printed)) for path, family, printed in towers[:MAX_TOWERS]])
+    c = count(root, likely, filler)
+    missing = []
+    for path, family, _ in towers:
+        for u in _hidden_raw(family, _subtree(c.tree, path) or Block(path)):
+            missing.append(replace(u, path=join(path, u.path) if u.path != "(root)" else path))
+    return c, [note] if (note := filler.note()) else [], missing
+
+
+def _holding(root: Mod, unknown: tuple[Unknown, ...]) -> tuple[Unknown, ...]:
+    """The unknown leaves less those whose class transformers' source shows holds no parameter
+    (Llama 4's ``Llama4TextL2Norm(eps=1e-05)``)."""
+    from .printout_source import parameter_free
+
+    leaves = {u.class_name for u in unknown if not _EXPERTS.fullmatch(u.class_name)}
+    free = parameter_free(root, leaves) if leaves else set()
+    return tuple(u for u in unknown if u.class_name not in free)
+
+
+def _source_ties(root: Mod, c: Counted, likely: bool) -> tuple[Counted, list[str]]:
+    """For a class no family defines: the ties transformers' source declares, in place of the
+    guess from shapes, and why the count may still hold a shared module more than once."""
+    from .printout_source import expand, sharing
+
+    s = sharing(root)
+    if s is None:
+        return c, []
+    printed = {name: (shape, run) for name, shape, run in names(c.untied)}
+    done = {name for name, t in _ties_of(c.untied)}
+    why = list(s.unreadable) if likely else []
+    ties: dict[str, str] = {}
+    for prefix, keys in s.keys:
+        got = expand(keys, prefix, {n: run for n, (_, run) in printed.items()})
+        if got is None or any(printed[t][0] != printed[src][0] for t, src in got.items()):
+            why += [f"the ties declared at {prefix or '(root)'} do not fit the printed names"] if likely else []
+            continue
+        ties.update({t: src for t, src in got.items() if t not in done})
+    return retied(c, list(ties.items()), likely), why + _handed(s.handed, printed)
+
+
+def _handed(handed: list[tuple[str, str]], printed: dict[str, Any]) -> list[str]:
+    """Why each class that is handed a module holding parameters may share it."""
+    by_class: dict[str, dict[str, str]] = {}  # class -> each child it is handed -> its first path
+    for path, cls in handed:
+        if any(n.startswith(path + ".") for n in printed):
+            by_class.setdefault(cls, {}).setdefault(path.rsplit(".", 1)[-1], path)
+    out = []
+    for cls, keys in by_class.items():
+        said = f"{cls} is handed {', '.join(keys)} by its caller, which may hand one module to several layers"
+        out.append(f"{said} (e.g. {next(iter(keys.values()))})")
+    return out
+
+
+def _ties_of(node: Block, prefix: str = "") -> Iterator[tuple[str, Tie]]:
+    for child in node.children:
+        if isinstance(child, Tie):
+            yield join(prefix, child.name), child
+        elif isinstance(child, Block) and child.repeat in (None, 1):
+            here = join(prefix, child.name)
+            yield from _ties_of(child, here if child.repeat is None else join(here, str(child.start)))
+
+
+def _shared_note(shared: tuple[str, ...], unknown: tuple[Unknown, ...], total: int) -> str:
+    said = f"not exact: {total:,} may count a shared module more than once, as print(model) prints one at "
+    said += "every place it is used, and transformers' source says: "
+    said += "; ".join(shared[:3]) + (f" (and {len(shared) - 3} more)" if len(shared) > 3 else "")
+    if unknown:
+        said += "; it also leaves out " + _unknown_note(unknown, total).split("; print(model) does not show ", 1)[1]
+    return said
 
 
 def _unknown_note(unknown: tuple[Unknown, ...], total: int) -> str:
@@ -636,7 +771,8 @@ def _unknown_note(unknown: tuple[Unknown, ...], total: int) -> str:
     said = f"lower bound: at least {total:,}; print(model) does not show"
     said += " the parameters of " + "; ".join(parts) if parts else ""
     if raw:
-        held = "; ".join(f"{u.path}: {u.reason.split(' beside')[0].removeprefix('holds ')}" for u in raw)
+        held = "; ".join(f"{u.path}: {u.reason.split(' beside')[0].removeprefix('holds ')}" for u in raw[:8])
+        held += f" (and {len(raw) - 8} more modules)" if len(raw) > 8 else ""
         said += f"{'; nor' if parts else ''} the parameters these modules hold beside their submodules: {held}"
     return said
 
@@ -651,10 +787,13 @@ class Printout:
     tied_total: int
     untied_total: int
     likely_tied: bool
+    shared: tuple[str, ...] = ()  # why a printed module may be one module used in several places
 
     @property
     def lower_bound(self) -> bool:
-        return bool(self.unknown)
+        """Whether the total is at most the model's (it leaves parameters out and may not count
+        a shared module twice)."""
+        return bool(self.unknown) and not self.shared
 
 
 def _backbone(root: Mod, fam: Any) -> Mod | None:
@@ -679,6 +818,23 @@ def _filled_count(mod: Mod, fam: Any, likely: bool) -> tuple[Counted, list[str],
     return c, [note] if note else [], family
 
 
+def _missing(root: Mod, family: Block | None, c: Counted, in_towers: list[Unknown]) -> tuple[Unknown, ...]:
+    """What the count leaves out: unknown leaves that may hold parameters, and the raw parameters
+    the family (or transformers' source and the towers' families) says the text cannot show."""
+    if family is not None:
+        hidden = _hidden_raw(family, c.tree)
+    else:  # the source and a tower's family may both name a module's raw parameters: once each
+        hidden = _source_raw(root, c.tree)
+        hidden += [u for u in in_towers if u.path not in {h.path for h in hidden}]
+    return (*_holding(root, c.unknown), *hidden)
+
+
+def _inexact(shared: tuple[str, ...], unknown: tuple[Unknown, ...], total: int) -> str | None:
+    if shared:
+        return _shared_note(shared, unknown, total)
+    return _unknown_note(unknown, total) if unknown else None
+
+
 def from_text(text: str, source: str = "<text>", name: str | None = None, tied: bool | None = None) -> Printout:
     """Count the model whose ``print(model)`` text is ``text``.
 
@@ -692,11 +848,16 @@ def from_text(text: str, source: str = "<text>", name: str | None = None, tied: 
     known = tied is not None
     likely = tied if tied is not None else likely
     c, filled, family = _filled_count(root, fam, likely)
+    shared: list[str] = []
+    in_towers: list[Unknown] = []
+    if family is None:
+        c, filled, in_towers = _tower_count(root, c, likely)
+        c, shared = _source_ties(root, c, likely)
     notes = [f"counted from the text of print(model) ({root.cls})", *c.notes, *filled]
     if c.ties:
         notes.append(_tie_note(c, root.cls, fam, likely, known))
-    unknown = (*c.unknown, *(_hidden_raw(family, c.tree) if family is not None else _source_raw(root)))
-    inexact = _unknown_note(unknown, c.tree.count) if unknown else None
+    unknown = _missing(root, family, c, in_towers)
+    inexact = _inexact(tuple(shared), unknown, c.tree.count)
     if inexact:
         notes.append(inexact)
     inner = _backbone(root, fam)
@@ -712,7 +873,7 @@ def from_text(text: str, source: str = "<text>", name: str | None = None, tied: 
         notes=tuple(notes),
         inexact=inexact,
     )
-    return Printout(model, unknown, c.ties, c.tied_total, c.untied_total, likely)
+    return Printout(model, unknown, c.ties, c.tied_total, c.untied_total, likely, tuple(shared))
 
 
 # --- files and standard input ------------------------------------------------------------

@@ -62,16 +62,33 @@ def _common(a: tuple[str, ...], b: tuple[str, ...]) -> int:
 
 @dataclass
 class Widths:
-    """Symbol values seen at places in the tree; the one nearest a place answers for it."""
+    """Symbol values seen at places in the tree; the one nearest a place answers for it.
 
-    seen: dict[str, dict[tuple[str, ...], set[int]]] = field(default_factory=dict)
+    Towers name their widths alike (a vision tower's ``h`` and the text's), so each value also
+    keeps the one the family's own tree has there at its defaults: a value whose default differs
+    from the one asked about is another config field's, and never answers for it."""
 
-    def add(self, symbol: str, path: str, value: int) -> None:
-        self.seen.setdefault(symbol, {}).setdefault(tuple(pattern(path).split(".")), set()).add(int(value))
+    # symbol -> place -> value -> the family's defaults there (None: not known)
+    seen: dict[str, dict[tuple[str, ...], dict[int, set[int | None]]]] = field(default_factory=dict)
 
-    def value(self, symbol: str, path: str, skip: frozenset[tuple[str, ...]] = frozenset()) -> int | None:
-        """The symbol's value nearest ``path``, not reading the places in ``skip``."""
-        places = {p: v for p, v in self.seen.get(symbol, {}).items() if p not in skip}
+    def add(self, symbol: str, path: str, value: int, default: int | None = None) -> bool:
+        """Record a value; whether it is new there."""
+        place = self.seen.setdefault(symbol, {}).setdefault(tuple(pattern(path).split(".")), {})
+        defaults = place.setdefault(int(value), set())
+        new = default not in defaults
+        defaults.add(None if default is None else int(default))
+        return new
+
+    def value(
+        self, symbol: str, path: str, skip: frozenset[tuple[str, ...]] = frozenset(), default: int | None = None
+    ) -> int | None:
+        """The symbol's value nearest ``path``, not reading the places in ``skip``, nor values
+        whose family default is known and not ``default`` (when given)."""
+        places = {}
+        for p, values in self.seen.get(symbol, {}).items():
+            fits = {v for v, ds in values.items() if default is None or None in ds or default in ds}
+            if p not in skip and fits:
+                places[p] = fits
         if not places:
             return None
         here = tuple(pattern(path).split("."))
@@ -85,11 +102,20 @@ def symbols(text: str) -> set[str]:
 
 
 def evaluate(
-    text: str, widths: Widths, path: str, given: dict[str, int] | None = None, skip: frozenset = frozenset()
+    text: str,
+    widths: Widths,
+    path: str,
+    given: dict[str, int] | None = None,
+    skip: frozenset = frozenset(),
+    defaults: dict[str, int] | None = None,
 ) -> int | None:
     """A shape expression (``h·expand``, ``a·d_head + 1``, ``⌈h/16⌉``) with the symbols' values
-    near ``path`` (or ``given``); None when a symbol is unbound or the text is not this small
-    arithmetic."""
+    near ``path`` (or ``given``; ``defaults``: the family's default value of a symbol here, see
+    Widths); None when a symbol is unbound or the text is not this small arithmetic."""
+    if not given and text in widths.seen and not _ATOM.fullmatch(text):  # a whole expression seen, or solved
+        whole = widths.value(text, path, skip, (defaults or {}).get(text))
+        if whole is not None:
+            return whole
     tokens: list[str | int] = []
     pos = 0
     while pos < len(text):
@@ -98,7 +124,7 @@ def evaluate(
             return None
         name, digits, op = m.groups()
         if name:
-            v = given[name] if given and name in given else widths.value(name, path, skip)
+            v = given[name] if given and name in given else widths.value(name, path, skip, (defaults or {}).get(name))
             if v is None:
                 return None
             tokens.append(v)
@@ -140,16 +166,59 @@ def _atom(tokens: list) -> tuple[int | None, list]:
 
 def solve(text: str, value: int, widths: Widths, path: str) -> list[tuple[str, int]]:
     """Each symbol of ``text`` with the value that makes ``text`` equal ``value`` given the other
-    symbols' values, where ``text`` grows in steps with it (``h·expand``, ``⌈h/16⌉ + 2·state``)."""
+    symbols' values, where ``text`` grows in steps with it (``h·expand``, ``⌈h/16⌉ + 2·state``).
+    A term of the sum that is a whole dimension seen near ``path`` counts as that width: Mamba's
+    ``h·expand + h·expand + 2·n_groups·state_size + a`` solves for ``a`` once the convolution's
+    ``h·expand + 2·n_groups·state_size`` is printed, though neither of its symbols is."""
+    text, known = _terms(text, widths, path)
     out = []
-    for x in sorted(symbols(text)):
-        f1, f2 = (evaluate(text, widths, path, {x: n}) for n in (1, 2))
-        if f1 is None or f2 is None or f2 <= f1 or (value - f1) % (f2 - f1):
-            continue
-        guess = 1 + (value - f1) // (f2 - f1)
-        if guess >= 1 and evaluate(text, widths, path, {x: guess}) == value:
+    for x in sorted(symbols(text) - known.keys()):
+        guess = _linear(text, value, widths, path, known, x)
+        if guess is not None:
             out.append((x, guess))
+    # A bracketed group as one unknown: Mllama's tile table is max_num_tiles·(positions)·h, and
+    # its positions, (image_size/patch_size)² + 1, are in no other printed width.
+    for group in _GROUP.findall(text):
+        if any(widths.value(x, path) is None for x in symbols(group) - known.keys()):
+            guess = _linear(text.replace(f"({group})", _GROUP_NAME, 1), value, widths, path, known, _GROUP_NAME)
+            if guess is not None:
+                out.append((group, guess))
     return out
+
+
+_GROUP = re.compile(r"\(([^()]+)\)")
+_GROUP_NAME = "__group"
+
+
+def _linear(text: str, value: int, widths: Widths, path: str, known: dict[str, int], x: str) -> int | None:
+    """The whole x >= 1 that makes ``text`` equal ``value``, where ``text`` grows in steps with x."""
+    f1, f2 = (evaluate(text, widths, path, {**known, x: n}) for n in (1, 2))
+    if f1 is None or f2 is None or f2 <= f1 or (value - f1) % (f2 - f1):
+        return None
+    guess = 1 + (value - f1) // (f2 - f1)
+    return guess if guess >= 1 and evaluate(text, widths, path, {**known, x: guess}) == value else None
+
+
+_TERM = "__term"  # a sum's term replaced by its width (no family names a symbol so)
+
+
+def _terms(text: str, widths: Widths, path: str) -> tuple[str, dict[str, int]]:
+    """``text`` with each term that is a whole dimension seen near ``path`` (a sum of its terms,
+    standing between ``+`` signs or the ends) replaced by a name bound to that width."""
+    known: dict[str, int] = {}
+    for key in sorted((k for k in widths.seen if not _ATOM.fullmatch(k)), key=len, reverse=True):
+        at = text.find(key)
+        if key == text or at < 0 or not _whole_term(text, at, at + len(key)):
+            continue
+        value = widths.value(key, path)
+        if value is not None:
+            name = f"{_TERM}{len(known)}"
+            text, known[name] = text[:at] + name + text[at + len(key) :], value
+    return text, known
+
+
+def _whole_term(text: str, start: int, end: int) -> bool:
+    return (start == 0 or text[:start].endswith("+ ")) and (end == len(text) or text[end:].startswith((" +", " -")))
 
 
 class Filler:
@@ -161,7 +230,7 @@ class Filler:
             if isinstance(t, Tensor):
                 self.tensors.setdefault(pattern(path), []).append(t)
         self.modules = {pattern(p) for p, _ in blocks(family_tree)}
-        self.raw = raw_names(family_tree)
+        self.kinds = raw_kinds(family_tree)
         own = [(path, t.shape, t.shape) for path, ts in self.tensors.items() for t in ts]
         self.defaults = _widths(own)  # the family's default widths, read as the printout's are
         # What binds a symbol is the place (a pattern) and the shapes: alike entries of a long
@@ -174,7 +243,7 @@ class Filler:
             if len(pairs) > MAX_PLACES:
                 pairs = {}
                 break
-        self.widths = _widths(list(pairs.values()))
+        self.widths = _widths(list(pairs.values()), self.defaults)
         self.filled: dict[str, list[str]] = {}  # class -> the paths filled
 
     def leaf(self, path: str, cls: str) -> list[Param] | None:
@@ -190,11 +259,14 @@ class Filler:
             self.filled.setdefault(cls, []).append(path)
         return params
 
-    def beside(self, path: str, printed: set[str]) -> list[Param]:
-        """The raw parameters the family's module at ``path`` holds beside its submodules."""
+    def beside(self, path: str, printed: set[str], submodules: set[str]) -> list[Param]:
+        """The raw parameters the family's module at ``path`` holds beside its submodules. Where
+        modules of several kinds share the place (a hybrid's mixers: Mamba's holds A_log, its
+        attention nothing), the family's module whose submodules the printed one has answers."""
         here = pattern(path)
+        fits = {raw for subs, raw in self.kinds.get(here, []) if subs <= submodules}
         params = []
-        for name in sorted(self.raw.get(here, set()) - printed):  # each on its own: one may be unknowable
+        for name in sorted(next(iter(fits)) - printed if len(fits) == 1 else ()):  # each alone: one may be unknowable
             params += self._params(here, [name]) or []
         if params:
             names = ", ".join(p[0] for p in params)
@@ -220,12 +292,13 @@ class Filler:
         shape = []
         for d in ts[0].shape:
             text = expr(d)
+            hint = {text: int(d)}  # a symbol, or a whole expression seen or solved as one
             if text.isdigit():  # a constant of the family's code: only 1 is surely not a config value
                 value = 1 if int(text) == 1 else None
-            elif evaluate(text, self.defaults, path, skip=skip) != int(d):
+            elif evaluate(text, self.defaults, path, skip=skip, defaults=hint) != int(d):
                 value = None  # the arithmetic does not give the family's own default back
             else:
-                value = evaluate(text, self.widths, path)
+                value = evaluate(text, self.widths, path, defaults=hint)
             if value is None or value < 0:
                 return None
             shape.append(value)
@@ -238,19 +311,51 @@ class Filler:
         return "filled from the family, with the widths printed around them: " + "; ".join(parts)
 
 
-def _widths(pairs: list[tuple[str, tuple[int, ...], tuple[int, ...]]]) -> Widths:
+class Towers:
+    """The fillers of printed towers a family defines, under a root no family does (a vision
+    tower of a class paramcount knows, such as CLIPVisionModel, in a model it does not): each
+    answers for the paths under its tower, read relative to it."""
+
+    def __init__(self, towers: list[tuple[str, Filler]]):
+        self.towers = towers
+
+    def _find(self, path: str) -> tuple[Filler, str] | None:
+        for prefix, filler in self.towers:
+            if path == prefix or path.startswith(prefix + "."):
+                return filler, path[len(prefix) + 1 :]
+        return None
+
+    def leaf(self, path: str, cls: str) -> list[Param] | None:
+        found = self._find(path)
+        return found[0].leaf(found[1], cls) if found else None
+
+    def beside(self, path: str, printed: set[str], submodules: set[str]) -> list[Param]:
+        found = self._find(path)
+        return found[0].beside(found[1], printed, submodules) if found else []
+
+    def note(self) -> str | None:
+        notes = [(prefix, f.note()) for prefix, f in self.towers]
+        said = [f"{prefix}: {note.split(': ', 1)[1]}" for prefix, note in notes if note]
+        head = "filled from the towers' families, with the widths printed around them: "
+        return head + "; ".join(said) if said else None
+
+
+def _widths(pairs: list[tuple[str, tuple[int, ...], tuple[int, ...]]], family: Widths | None = None) -> Widths:
     """Symbol values from (place, the family's shape, the shape seen there): single symbols
-    first, then what one unknown symbol of an expression solves for."""
+    first, then what one unknown symbol of an expression solves for (its default solved the same
+    way from ``family``, the family's own widths; None: the shapes are the family's own)."""
     widths = Widths()
     for pair in pairs:
         _bind(widths, pair[1], pair[2], pair[0])
     for _ in range(3):  # a width solved from one tensor may be what solves the next
-        if not any([_solve(widths, *pair) for pair in pairs]):
+        if not any([_solve(widths, *pair, family) for pair in pairs]):
             break
     return widths
 
 
-def _solve(widths: Widths, path: str, family_shape: tuple[int, ...], shape: tuple[int, ...]) -> bool:
+def _solve(
+    widths: Widths, path: str, family_shape: tuple[int, ...], shape: tuple[int, ...], family: Widths | None
+) -> bool:
     """Bind what the printed dimensions solve for; whether anything new was bound."""
     new = False
     if len(family_shape) != len(shape):
@@ -259,10 +364,10 @@ def _solve(widths: Widths, path: str, family_shape: tuple[int, ...], shape: tupl
         text = expr(d)
         if _ATOM.fullmatch(text):
             continue
+        defaults = dict(solve(text, int(d), family, path)) if family is not None else None
         for x, value in solve(text, int(v), widths, path):
-            place = widths.seen.setdefault(x, {}).setdefault(tuple(pattern(path).split(".")), set())
-            new = new or value not in place
-            place.add(value)
+            default = value if defaults is None else defaults.get(x)
+            new = widths.add(x, path, value, default) or new
     return new
 
 
@@ -271,8 +376,9 @@ def _bind(widths: Widths, family_shape: tuple[int, ...], shape: tuple[int, ...],
         return
     for d, v in zip(family_shape, shape, strict=True):
         text = expr(d)
-        if _ATOM.fullmatch(text):
-            widths.add(text, path, int(v))
+        if text.isdigit():
+            continue
+        widths.add(text, path, int(v), int(d))  # a whole expression too: a term of another (see solve)
 
 
 def raw_names(tree: Block) -> dict[str, set[str]]:
@@ -289,15 +395,33 @@ def raw_names(tree: Block) -> dict[str, set[str]]:
     return out
 
 
+def raw_kinds(tree: Block) -> dict[str, list[tuple[frozenset[str], frozenset[str]]]]:
+    """Per module place (a pattern): each of the family's modules there as (its submodules'
+    names, the parameters it holds beside them)."""
+    out: dict[str, list[tuple[frozenset[str], frozenset[str]]]] = {}
+    for path, block in [("", tree), *blocks(tree)]:
+        subs = frozenset(c.name for c in block.children if isinstance(c, Block) and not _lone(c))
+        raw = frozenset(c.name for c in block.children if not isinstance(c, Block) or _lone(c))
+        if subs:
+            out.setdefault(pattern(path), []).append((subs, raw))
+    return out
+
+
 def _lone(node: Node) -> bool:
     return isinstance(node, Block) and len(node.children) == 1 and node.children[0].name == ""
+
+
+_TREES: dict[tuple[str, str], Block | None] = {}  # (model type, class) -> its tree at defaults; trees never change
 
 
 def family_tree(fam: Any, class_name: str) -> Block | None:
     """The family's tree for ``class_name`` at its default config, or None."""
     if fam is None or class_name not in fam.classes:
         return None
-    try:
-        return fam.build(class_name, fam.cfg({}, None))[0]
-    except Exception:  # only a help for the text: a family that cannot build its defaults must not stop a count
-        return None
+    key = (fam.model_type, class_name)
+    if key not in _TREES:
+        try:
+            _TREES[key] = fam.build(class_name, fam.cfg({}, None))[0]
+        except Exception:  # only a help for the text: a family that cannot build its defaults must not stop a count
+            _TREES[key] = None
+    return _TREES[key]

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ParamcountError
-from .config import read_json
+from .configfile import read_json
 
 MAX_HEADER_BYTES = 100_000_000  # the safetensors library refuses larger headers too
 MAX_RANK = 64  # real tensors have a handful of dimensions

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ParamcountError
+from ..gguf import reader as gguf
 from ..model import Model
-from . import gguf
 
 MODEL = "application/vnd.ollama.image.model"
 PROJECTOR = "application/vnd.ollama.image.projector"
@@ -271,9 +271,9 @@ def _folder_rows(store: str, label: str, folder: Path, files: list[Path]) -> lis
             for p in models
         ]
     if (folder / "config.json").is_file() and any(p.suffix == ".safetensors" for p in files):
-        from .. import load
+        from .checkpoint import load_path
 
-        return [_row(store, label, str(folder), size, lambda: load(folder).total)]
+        return [_row(store, label, str(folder), size, lambda: load_path(folder).total)]
     return []
 
 

@@ -13,19 +13,22 @@ share their modules' names, and binding them at import keeps ``paramcount.memory
 function however the modules are imported later.
 """
 
+from .context.kv_cache import attention_layout
+from .context.kv_cache import kv_cache as kv_cache
+from .core.gpus import GPU, GPUS, gpu
+from .core.overhead import Overhead
+from .core.plan import Plan
+from .core.terms import Term
 from .fit import Fit, Overview, overview
 from .fit import fit as fit
-from .gpus import GPU, GPUS, gpu
-from .kv_cache import attention_layout
-from .kv_cache import kv_cache as kv_cache
-from .lora import lora as lora
-from .overhead import Overhead
-from .plan import InferencePlanner, Plan, TrainingPlanner, inference, train
-from .saved import activations
-from .terms import Term
-from .training import training
-from .weights import SCHEMES
-from .weights import weights as weights
+from .runtimes import inference
+from .runtimes.transformers.plan import InferencePlanner
+from .training.lora import lora as lora
+from .training.optimizer import training
+from .training.plan import TrainingPlanner, train
+from .training.saved import activations
+from .weights.base import SCHEMES
+from .weights.schemes import weights as weights
 
 __all__ = [
     "GPU",

@@ -18,11 +18,12 @@ from typing import Any
 
 from ..errors import BadSource, ParamcountError
 from ..model import Model
-from .gpus import GPU, GPUS
-from .gpus import gpu as find_gpu
-from .plan import Plan, as_model, context_for, max_positions, model_dict, positive, size_dict
+from .core.gpus import GPU, GPUS
+from .core.gpus import gpu as find_gpu
+from .core.limits import max_positions
+from .core.plan import Plan, as_model, context_for, model_dict, positive, size_dict
 from .runtimes import LLAMA_OPTIONS, VLLM_OPTIONS, runtime
-from .stored import is_checkpoint
+from .weights.stored import is_checkpoint
 
 SCHEMA = "paramcount.fit/1"
 INFERENCE = ("fp32", "bf16", "int8", "int4", "nf4", "q8_0", "q4_k_m")
@@ -46,6 +47,7 @@ class Row:
     context_limit: int | None  # the model's own limit, which caps max_context
     gpus: int | None = None  # training: fewest GPUs (ZeRO-3 data parallel); vLLM: TP × PP; None: no count fits
     serving: Mapping[str, Any] | None = None  # vLLM: the KV capacity and speed bounds at the chosen split
+    fit_params: Any = None  # llama.cpp: what llama-fit-params would choose (runtimes/llamacpp/fit.py)
 
     @property
     def fits(self) -> bool:
@@ -71,6 +73,7 @@ class Row:
             **_host_dict(self.plan),
             **({"partial": self.plan.partial} if self.plan.partial else {}),
             **({"serving": dict(self.serving)} if self.serving is not None else {}),
+            **({"fit_params": self.fit_params.to_dict()} if self.fit_params is not None else {}),
         }
 
 
@@ -185,10 +188,10 @@ def smallest(fits: Callable[[int], bool], low: int, high: int) -> int | None:
 def precisions(mode: str) -> tuple[str, ...]:
     """The precisions a fit table shows: those the weights module knows, in a fixed order."""
     if mode == "training":
-        from .plan import TRAINING_PRECISIONS
+        from .training.plan import TRAINING_PRECISIONS
 
         return TRAINING_PRECISIONS
-    from .weights import SCHEMES
+    from .weights.base import SCHEMES
 
     return tuple(p for p in INFERENCE if p in SCHEMES)
 
@@ -246,6 +249,7 @@ def fit(
     ``recompute``, ``lora_rank``, ``overhead``, ...).
     """
     model, card, mode = as_model(model), find_gpu(gpu), _mode(mode, options)
+    asked = context
     context, _ = context_for(model, context)
     batch = positive(batch, "--batch")
     if mode == "inference" and runtime(options.get("runtime"), model) == "vllm":
@@ -254,7 +258,23 @@ def fit(
     loaded = mode == "inference" and runtime(options.get("runtime"), model) == "transformers"
     planners, skipped = _planners(model, mode, only, {**options, "gpu": card} if loaded else options)
     rows = tuple(_row(planner, p, card, model, context, batch, mode) for p, planner in planners.items())
+    if mode == "inference" and runtime(options.get("runtime"), model) == "llama.cpp":
+        rows = tuple(_fitted(r, planners[r.precision], card, asked, batch) for r in rows)
     return Fit(model, card, mode, context, batch, rows, _shown(options), skipped)
+
+
+def _fitted(row: Row, planner: Any, card: GPU, context: int | None, batch: int) -> Row:
+    """The row with llama-fit-params' answer on ``card`` (free: the card less the CUDA context);
+    ``context``: per sequence as asked (None: llama.cpp's -c 0, the trained context)."""
+    from dataclasses import replace as swap
+
+    from .runtimes.llamacpp.fit import fit_params
+
+    if planner.partial or planner.options.device == "cpu":
+        return row
+    free = card.usable - planner.overhead.fixed
+    n_ctx = None if context is None else context * batch
+    return swap(row, fit_params=fit_params(planner, free, n_ctx, batch, max_positions(planner.model)))
 
 
 def _served(
@@ -360,7 +380,7 @@ def _planners(model: Model, mode: str, only: Any, options: Mapping[str, Any]) ->
 
 def _planner(model: Model, precision: str, mode: str, options: Mapping[str, Any]) -> Any:
     if mode == "training":
-        from .plan import TrainingPlanner
+        from .training.plan import TrainingPlanner
 
         return TrainingPlanner(model, precision, **options)
     from .runtimes import planner

@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..compute import forward_flops
-from .gpus import GPU
+from .core.gpus import GPU
+from .flops import forward_flops
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,10 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from ..memory.core.gpus import GPU
+from ..memory.core.plan import Plan
+from ..memory.core.terms import GB, GIB, Term
 from ..memory.fit import Fit, Overview, Row, gpu_dict
-from ..memory.gpus import GPU
-from ..memory.plan import Plan
-from ..memory.terms import GB, GIB, Term
 from .text import LABELS, n
 
 
@@ -230,7 +230,7 @@ def serving_table(fit: Fit) -> Table:
 
 
 def _serving_notes(fit: Fit) -> list[Text]:
-    from ..memory.vllm import DRIVER_SEEN
+    from ..memory.runtimes.vllm.plan import DRIVER_SEEN
 
     g = fit.gpu
     out = [
@@ -269,6 +269,29 @@ def _listed(items: Any) -> str:
     return ", ".join(items[:-1]) + " and " + items[-1] if len(items) > 1 else "".join(items)
 
 
+def fit_params_lines(fit: Fit) -> list[Text]:
+    """llama.cpp: what llama-fit-params would choose on this GPU, as arguments to paste."""
+    rows = [r for r in fit.rows if r.fit_params is not None]
+    if not rows:
+        return []
+    f = rows[0].fit_params
+    out = [
+        Text(""),
+        Text(
+            f"llama-fit-params (llama.cpp's --fit, on by default): what it would choose with {f.margin // 2**20:,} MiB"
+            f" left free of {f.free // 2**20:,} MiB (the GPU less the CUDA context); -c unset is the trained context"
+        ),
+    ]
+    for r in rows:
+        f = r.fit_params
+        said = f"failed: {f.failed}" if f.failed else f.arguments()
+        host = f.devices().get("host", 0)
+        used = f"  ({f.used // 2**20:,} MiB on the GPU, {host // 2**20:,} MiB in host memory)" if not f.failed else ""
+        used += f"; every layer on the GPU up to -c {n(f.longest)}" if f.longest else "; not every layer at any context"
+        out.append(Text(f"  {r.precision}: {said}{used}", style="red" if f.failed else ""))
+    return out
+
+
 def render_fit(fit: Fit) -> Group:
     m = fit.model
     if fit.mode == "serving":
@@ -294,6 +317,7 @@ def render_fit(fit: Fit) -> Group:
     parts.append(
         Text(f"max context: at batch {n(fit.batch)}; max batch: at {n(fit.context)} tokens; none: not even one")
     )
+    parts += fit_params_lines(fit)
     if fit.mode == "training":
         parts.append(
             Text("min GPUs: data parallel with ZeRO-3 (weights, gradients, optimizer states sharded over them)")

@@ -10,9 +10,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import ParamcountError
-from ..memory.gpus import GPU
-from ..memory.plan import Plan, max_positions
-from ..memory.terms import GIB
+from ..memory.core.gpus import GPU
+from ..memory.core.limits import max_positions
+from ..memory.core.plan import Plan
+from ..memory.core.terms import GIB
 
 FORMATS = ("png", "svg")
 POINTS = 48

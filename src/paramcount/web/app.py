@@ -28,6 +28,7 @@ from ..errors import ParamcountError
 from ..frontends import fallback_worker
 from . import planner, schemas, sources, views, work
 from .guard import BODY_TIMEOUT, MAX_BODY, Guard
+from .work import Bug
 
 STATIC = Path(__file__).parent / "static"
 UPLOAD_BODY = sources.MAX_HEADER_UPLOAD * 4 // 3 + MAX_BODY  # base64 of the largest header, and a config
@@ -45,10 +46,6 @@ class Answer(JSONResponse):
             return text.encode("utf-8")
         except UnicodeEncodeError:
             return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode("ascii")
-
-
-class Bug(Exception):
-    """The library failed on an input in a way it should have named: said as such, never a 500."""
 
 
 @contextlib.contextmanager

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import BadSource, ParamcountError
+from ..memory.core.plan import term_dict
 from ..memory.fit import gpu_dict
-from ..memory.plan import term_dict
 from ..model import Model
 
 DEFAULT_GPU = "rtx4090"  # the 24 GB card people most often ask about
@@ -40,14 +40,14 @@ FLAG_FIELDS = {
 
 def options() -> dict[str, Any]:
     """What the planner's controls offer: schemes, training precisions, cache dtypes, GPUs."""
-    from ..memory.gpus import GPUS
-    from ..memory.llamacpp import FLASH
-    from ..memory.plan import TRAINING_PRECISIONS
+    from ..memory.core.gpus import GPUS
     from ..memory.runtimes import RUNTIMES
-    from ..memory.saved import RECOMPUTE
-    from ..memory.training import OPTIMIZERS
-    from ..memory.vllm import UTILIZATION
-    from ..memory.weights import SCHEMES
+    from ..memory.runtimes.llamacpp.plan import FLASH
+    from ..memory.runtimes.vllm.plan import UTILIZATION
+    from ..memory.training.optimizer import OPTIMIZERS
+    from ..memory.training.plan import TRAINING_PRECISIONS
+    from ..memory.training.saved import RECOMPUTE
+    from ..memory.weights.base import SCHEMES
     from .schemas import MAX_CONTEXT
 
     return {
@@ -73,14 +73,14 @@ def _kv_dtypes(runtime: str) -> list[str]:
     """The KV cache dtypes a runtime takes: transformers' cache dtypes, llama.cpp's -ctk/-ctv
     types, vLLM's --kv-cache-dtype values (its ``auto`` is the page's default)."""
     if runtime == "llama.cpp":
-        from ..memory.llamacpp import CACHE_TYPES
+        from ..memory.runtimes.llamacpp.plan import CACHE_TYPES
 
         return list(CACHE_TYPES)
     if runtime == "vllm":
-        from ..memory.vllm import KV_BYTES
+        from ..memory.runtimes.vllm.plan import KV_BYTES
 
         return [k for k in KV_BYTES if k != "auto"]
-    from ..memory.kv_cache import CACHE_DTYPES
+    from ..memory.context.kv_cache import CACHE_DTYPES
 
     return list(CACHE_DTYPES)
 
@@ -96,7 +96,7 @@ def plan(model: Model, q: Any) -> dict[str, Any]:
     At inference, a model without a KV cache layout (a printout, a bare checkpoint) gets its
     weights alone, with the library's reason as a note; vLLM plans none such (its planner says
     why, a 400)."""
-    from ..memory.gpus import gpu
+    from ..memory.core.gpus import gpu
 
     card = gpu(q.gpu)
     if q.mode != "inference":
@@ -136,7 +136,8 @@ def _runtime_options(q: Any) -> dict[str, Any]:
 
 
 def _full(model: Model, q: Any, card: Any, planner: Any, runtime: str | None) -> dict[str, Any]:
-    from ..memory.plan import context_for, max_positions
+    from ..memory.core.limits import max_positions
+    from ..memory.core.plan import context_for
 
     context, why = context_for(model, q.context)
     p = planner.plan(context=context, batch=q.batch)
@@ -160,7 +161,7 @@ def _full(model: Model, q: Any, card: Any, planner: Any, runtime: str | None) ->
 
 
 def _training_planner(model: Model, q: Any) -> Any:
-    from ..memory.plan import TrainingPlanner
+    from ..memory.training.plan import TrainingPlanner
 
     return TrainingPlanner(model, q.scheme, **_training(q))
 
@@ -207,7 +208,7 @@ def _inference_precisions(runtime: str | None) -> tuple[str, ...]:
 
 
 def _weights_row(model: Model, name: str) -> dict[str, Any]:
-    from ..memory.weights import weights
+    from ..memory.weights.schemes import weights
 
     try:
         size = weights(model, name).bytes

@@ -169,7 +169,13 @@ class ModelResponse(BaseModel):
     model_type: str
     class_name: str
     counted_by: str = Field("paramcount", description="paramcount (native) or transformers (the fallback)")
-    exact: bool = Field(True, description="false when total is a lower bound (inexact_reason says why)")
+    exact: bool = Field(
+        True,
+        description=(
+            "false when total is not exact: a lower bound, or a printout's count that may hold a shared"
+            " module twice (inexact_reason says which)"
+        ),
+    )
     inexact_reason: str | None = None
     scope: list[str] = Field(
         default_factory=list, description="what the count is not (the text tower only, MTP layers left out)"

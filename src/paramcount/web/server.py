@@ -158,4 +158,7 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, open_browser: bool
         import webbrowser
 
         webbrowser.open(address)
-    server(sock, host).run(sockets=[sock])
+    running = server(sock, host)
+    running.run(sockets=[sock])
+    if running.should_exit:  # Ctrl+C, which uvicorn's handler took: said as a shell says it (130),
+        raise KeyboardInterrupt  # whether or not asyncio gave uvicorn's re-raised signal back

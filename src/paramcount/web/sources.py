@@ -180,7 +180,7 @@ def _safetensors(name: str, size: int, header: bytes) -> Any:
 
 
 def _gguf(name: str, size: int, header: bytes) -> Any:
-    from ..frontends import gguf
+    from ..gguf import reader as gguf
 
     info = gguf.parse_prefix(header, size, name)
     if info is None:
@@ -193,7 +193,7 @@ def _gguf(name: str, size: int, header: bytes) -> Any:
 def upload_model(up: Upload, model_class: str | None, num_labels: int | None) -> Model:
     """The model an upload holds; a config sent beside a safetensors header names class and ties."""
     if up.format == "gguf":
-        from ..frontends.gguf import to_model
+        from ..gguf.reader import to_model
 
         if model_class not in (None, "auto"):
             raise ParamcountError("a GGUF file counts what it stores; it has no class to choose", field="model_class")

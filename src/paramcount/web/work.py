@@ -29,6 +29,10 @@ SLOTS = 2  # heavy requests running at once (the machine this was measured on ha
 PRELOAD = ["paramcount.frontends.printout", "paramcount.web.app"]
 
 
+class Bug(Exception):
+    """The library failed on an input in a way it should have named: said as such, never a 500."""
+
+
 class TooSlow(ParamcountError):
     """A heavy request past its time limit: answered 503, its child killed."""
 
@@ -104,8 +108,6 @@ def _serve(send: Any, fn: Callable[..., Any], args: tuple) -> None:
     except ParamcountError as e:
         send.send((False, e))
     except Exception as e:  # a library bug on this input: said as such by the app
-        from .app import Bug
-
         send.send((False, Bug(f"paramcount could not read this input ({type(e).__name__}: {str(e)[:300]})")))
     finally:
         send.close()

@@ -1,0 +1,1 @@
+"""What the context costs: the KV cache and its per-layer layout, image and audio tokens."""

@@ -1,0 +1,189 @@
+"""Runtime overhead: what a framework holds beyond the tensors a plan counts. A model, not an identity.
+
+The default is ``0.5GiB+10%``:
+
+- 0.5 GiB fixed for the CUDA context and library workspaces (cuBLAS, cuDNN). PyTorch measured
+  a bare context at 287,047,680 bytes with lazy module loading and 666,632,192 bytes without
+  (pytorch/pytorch#86509, the change that made lazy loading its default).
+- 10% of the other terms for the caching allocator's fragmentation and rounding: a little over
+  the 8% vLLM leaves beside its claim by default (``gpu_memory_utilization=0.92``), and half of
+  the 20% EleutherAI's "Transformer Math 101" adds on top of the weights for all of inference.
+
+``--overhead`` sets both: ``1GiB+5%``, ``800MB``, ``15%``, ``0``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from ...errors import ParamcountError, bounded_number
+from .gpus import GIB, parse_size
+from .terms import Term
+
+SOURCE = (
+    "CUDA context: pytorch/pytorch#86509 (287 MB lazy, 667 MB eager); fragmentation margin: vLLM "
+    "gpu_memory_utilization=0.92 (8% left), EleutherAI Transformer Math 101 (+20% at inference)"
+)
+_PERCENT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
+
+
+@dataclass(frozen=True)
+class Overhead:
+    """A fixed amount plus a share of the other terms."""
+
+    fixed: int = GIB // 2
+    percent: Fraction = Fraction(10)
+
+    @property
+    def text(self) -> str:
+        parts = [_size_text(self.fixed).replace(" ", "")] if self.fixed else []
+        parts += [f"{_num(self.percent)}%"] if self.percent else []
+        return "+".join(parts) or "0"
+
+    def of(self, others: int) -> int:
+        return self.fixed + self.share(others)
+
+    def share(self, others: int) -> int:
+        return int(others * self.percent / 100)
+
+    def term(self, others: int, covered: str = "the other terms") -> Term:
+        fixed, share = _size_text(self.fixed), self.share(others)
+        formula = f"{fixed} + {_num(self.percent)}% × {others:,} B = {self.fixed + share:,} B"
+        assumption = f"CUDA context and workspaces + allocator fragmentation, {self.text} of {covered} (--overhead)"
+        context = Term("overhead.context", "CUDA context and workspaces", self.fixed, fixed, "", True, SOURCE)
+        frag = f"{_num(self.percent)}% × {others:,} B"
+        fragmentation = Term("overhead.fragmentation", "allocator fragmentation", share, frag, "", True, SOURCE)
+        label = f"overhead ({self.text})"
+        return Term("overhead", label, self.fixed + share, formula, assumption, True, SOURCE, (context, fragmentation))
+
+    def split(self, weights: int, rest: int) -> int:
+        """The same as :meth:`of` over weights + rest (the interface :class:`Measured` shares)."""
+        return self.of(weights + rest)
+
+    def split_term(self, weights: int, rest: int, covered: str) -> Term:
+        return self.term(weights + rest, covered)
+
+
+DEFAULT = Overhead()
+
+
+def _num(x: Fraction) -> str:
+    return str(int(x)) if x.denominator == 1 else f"{float(x):g}"
+
+
+def _size_text(n: int) -> str:
+    for unit, size in (("GiB", GIB), ("MiB", 2**20), ("GB", 10**9), ("MB", 10**6)):
+        if n and n % (size // 2 if unit == "GiB" else size) == 0 and n >= size // 2:
+            return f"{_num(Fraction(n, size))} {unit}"
+    return f"{n:,} B"
+
+
+def parse(text: Any) -> Any:
+    """``0.5GiB+10%``, ``1GB``, ``15%`` or ``0``: a fixed size and/or a percentage (an
+    :class:`Overhead` or :class:`Measured` is kept)."""
+    if isinstance(text, (Overhead, Measured)):
+        return text
+    fixed, percent = 0, Fraction(0)
+    for part in str(text).split("+"):
+        m = _PERCENT.match(part)
+        if m:
+            percent += Fraction(bounded_number(m.group(1), "--overhead", "a percentage"))
+        elif part.strip() != "0":
+            fixed += parse_size(part, field="--overhead")
+    if percent > 100:
+        raise ParamcountError(f"a percentage over 100 makes no sense here: {text!r}", field="--overhead")
+    return Overhead(fixed, percent)
+
+
+# ---- transformers on PyTorch, as measured -------------------------------------------------------
+
+MIB = 2**20
+# Bytes in use on the card after CUDA's start and one cuBLAS matmul, before any model
+# (total − free from cudaMemGetInfo): H100 80GB, driver 580.159.04, PyTorch 2.11.0+cu130.
+CUDA_CONTEXT = 751_632_384
+# cuBLAS' workspace, allocated through PyTorch's caching allocator at the first matmul: Llama 3.2
+# 1B's allocation after it was built (2,507,281,920 B) less its bf16 parameters (2,471,628,800 B)
+# and its 1,536 B of rotary buffers is 34 MiB exactly.
+CUBLAS_WORKSPACE = 34 * MIB
+# The caching allocator's reserve beyond the peak allocation: 64 MiB of small-pool and segment
+# rounding, and 30% of what a step allocates beyond the weights (KV cache and working set, or
+# the training terms' activations), whose blocks of varying sizes fragment the cached segments.
+# Inference on the H100 held 9%–49% of that (tests/fixtures/gpu_h100.json, peak_reserved − peak_alloc).
+RESERVE_FIXED = 64 * MIB
+RESERVE_SHARE = Fraction(30)
+MEASURED_SOURCE = (
+    "measured on an H100 80GB (PyTorch 2.11, CUDA 13.0; tests/fixtures/gpu_h100.json): context_used after "
+    "CUDA's start and one cuBLAS matmul; cuBLAS workspace from torch.cuda.memory_allocated; reserve from "
+    "max_memory_reserved − max_memory_allocated; PyTorch c10/cuda/CUDACachingAllocator.cpp rounds and caches blocks"
+)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """The transformers runtime's default overhead, from measurement: the CUDA context, cuBLAS'
+    workspace, and the caching allocator's reserve beyond allocation (a share of the bytes a
+    step allocates beyond the weights)."""
+
+    context: int = CUDA_CONTEXT
+    workspace: int = CUBLAS_WORKSPACE
+    fixed: int = RESERVE_FIXED
+    percent: Fraction = RESERVE_SHARE
+
+    @property
+    def text(self) -> str:
+        return "measured"
+
+    def reserve(self, rest: int) -> int:
+        return self.fixed + int(rest * self.percent / 100)
+
+    def split(self, weights: int, rest: int) -> int:
+        """The overhead's bytes, given the weights and the rest a step allocates."""
+        return self.context + self.workspace + self.reserve(rest)
+
+    def split_term(self, weights: int, rest: int, covered: str) -> Term:
+        reserve = self.reserve(rest)
+        total = self.context + self.workspace + reserve
+        parts = (
+            Term(
+                "overhead.context",
+                "CUDA context (measured)",
+                self.context,
+                f"{self.context:,} B",
+                "",
+                True,
+                MEASURED_SOURCE,
+            ),
+            Term(
+                "overhead.workspace",
+                "cuBLAS workspace (allocated)",
+                self.workspace,
+                "34 MiB",
+                "",
+                True,
+                MEASURED_SOURCE,
+            ),
+            Term(
+                "overhead.reserve",
+                "caching allocator's reserve beyond allocation",
+                reserve,
+                f"64 MiB + {_num(self.percent)}% × {rest:,} B = {reserve:,} B",
+                f"a share of {covered}",
+                True,
+                MEASURED_SOURCE,
+            ),
+        )
+        formula = " + ".join(f"{p.bytes:,}" for p in parts) + f" = {total:,} B"
+        said = (
+            f"CUDA context and cuBLAS workspace as measured; allocator reserve: 64 MiB + {_num(self.percent)}% "
+            f"of {covered} (--overhead to set your own)"
+        )
+        return Term("overhead", "overhead (measured)", total, formula, said, True, MEASURED_SOURCE, parts)
+
+
+MEASURED = Measured()
+# Training held less beyond its peak allocation than inference's fragmented prefill: 0.6%–15% of
+# the terms beyond the weights in the H100 training runs (tests/fixtures/gpu_h100.json).
+MEASURED_TRAINING = Measured(percent=Fraction(15))

@@ -1,0 +1,1 @@
+"""transformers on PyTorch: the inference planner, attention kernels, working set, quantised loading."""

@@ -1,0 +1,188 @@
+"""Which attention transformers runs, which kernel PyTorch picks for it, and what that allocates.
+
+transformers 5.23 (``PreTrainedModel._check_and_adjust_attn_implementation``) runs ``sdpa``
+unless the model class sets ``_supports_sdpa = False`` (then ``eager``: :data:`EAGER_DEFAULT`),
+or the caller asks (``--attn``). What each costs beyond a layer's per-token tensors, for batch
+B, context T, H query heads and activations of b bytes:
+
+- ``sdpa`` without a mask (``masking_utils._ignore_causal_mask_sdpa``: no padding and no
+  sliding window the context reaches) calls ``scaled_dot_product_attention(is_causal=True)``,
+  and PyTorch runs its flash kernel in fp16/bf16, with ``enable_gqa`` for grouped heads
+  (``integrations/sdpa_attention.use_gqa_in_sdpa``): nothing T×T. In fp32 there is no flash
+  kernel: without grouped heads the memory-efficient kernel (nothing T×T); with them the math
+  kernel (``_scaled_dot_product_attention_math``), which builds the causal mask (two T×T bool
+  tensors, then a T×T float one), repeats the keys and values and holds the fp32 scores and
+  their softmax: 8·B·H·T² bytes at once.
+- ``sdpa`` with a mask (a sliding window the context reaches): ``sdpa_mask`` builds one
+  T×T bool mask per forward, held by every layer (its batch is a broadcast view); keys and
+  values are repeated to every head (``repeat_kv``: no ``enable_gqa`` with a mask), and each
+  call converts the mask to an additive bias in the compute dtype (``convert_boolean_attn_mask``:
+  a B·T² bool ``logical_not`` and the B·T²·b bias) for the memory-efficient kernel.
+- ``eager`` (``eager_attention_forward``): a float mask B·T²·b per mask kind (full, sliding),
+  held all forward (``masking_utils.eager_mask``); per layer the scores in the compute dtype
+  and, at the softmax, the old scores, the fp32 softmax and its cast back: (2b + 4)·B·H·T²
+  bytes (8·B·H·T² in fp32, where the cast is no copy). gpt-oss adds its sinks as a column and
+  runs the softmax in the compute dtype: the scores, the concatenation and the softmax,
+  3b·B·H·T·(T + 1) (``models/gpt_oss/modeling_gpt_oss.eager_attention_forward``).
+- ``flash_attention_2``: fp16/bf16 only, windows in the kernel, nothing T×T.
+
+Checked against the H100 measurements in tests/fixtures/gpu_h100.json: gpt-oss-20b's eager
+prefill at 8,192 tokens (26.4 GB beyond the weights and cache at the peak; 3b·B·H·T·(T+1)
+is 25.8 GB of it), Gemma 3 1B's sliding-window sdpa, Qwen2.5 0.5B in fp32 (math kernel).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ....errors import ParamcountError
+from ....model import Model
+
+IMPLEMENTATIONS = ("sdpa", "eager", "flash_attention_2")
+SOURCE = (
+    "transformers 5.23 integrations/sdpa_attention.py sdpa_attention_forward, masking_utils.py sdpa_mask / "
+    "eager_mask, models/*/modeling_*.py eager_attention_forward; PyTorch "
+    "aten/src/ATen/native/transformers/attention.cpp (_fused_sdp_choice, _scaled_dot_product_attention_math, "
+    "convert_boolean_attn_mask); checked against tests/fixtures/gpu_h100.json (H100)"
+)
+# Model types whose transformers 5.23 class sets ``_supports_sdpa = False``: they run eager by
+# default (tests/oracle checks this table against the classes).
+EAGER_DEFAULT = frozenset(
+    {
+        "deepseek_v4",
+        "gemma2",
+        "gpt_oss",
+        "granite_swa",
+        "granitemoe_swa",
+        "mimo_v2_flash",
+        "pegasus_x",
+        "speech_to_text",
+        "t5gemma",
+        "vaultgemma",
+        "wavlm",
+    }
+)
+SINKS = frozenset({"gpt_oss"})  # eager attention with a sink column, softmax in the compute dtype
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """What one attention call runs as: ``impl`` transformers' choice, ``kernel`` PyTorch's
+    (``flash``, ``efficient``, ``math``, ``eager``), ``masked`` whether a T×T mask exists,
+    ``repeats`` whether keys and values are copied to every query head."""
+
+    impl: str
+    kernel: str
+    masked: bool
+    repeats: bool
+    why: str
+
+
+def implementation(model: Model, attn: str | None) -> tuple[str, str]:
+    """The attention implementation and why: ``--attn``, else transformers' default."""
+    if attn is not None:
+        if attn not in IMPLEMENTATIONS:
+            raise ParamcountError(f"--attn must be one of {', '.join(IMPLEMENTATIONS)}, not {attn!r}", field="--attn")
+        if attn == "sdpa" and model.model_type in EAGER_DEFAULT:
+            raise ParamcountError(f"transformers has no sdpa attention for {model.model_type}", field="--attn")
+        return attn, "--attn"
+    if model.model_type in EAGER_DEFAULT:
+        return "eager", f"transformers' default for {model.model_type} (its class does not support sdpa)"
+    return "sdpa", "transformers' default"
+
+
+def kernel(impl: str, dtype: str, windowed: bool, grouped: bool) -> Kernel:
+    """PyTorch's kernel for ``impl`` at ``dtype``; ``windowed``: a sliding window the context
+    reaches (sdpa then gets a mask); ``grouped``: fewer key/value heads than query heads."""
+    if impl == "flash_attention_2":
+        if dtype == "fp32":
+            raise ParamcountError("flash_attention_2 runs in fp16 or bf16 only, not fp32", field="--attn")
+        return Kernel(impl, "flash", False, False, "FlashAttention-2: no T×T tensor, windows in the kernel")
+    if impl == "eager":
+        return Kernel(impl, "eager", True, grouped, "eager: every layer's scores and softmax")
+    if windowed:
+        why = "sdpa with a sliding-window mask: the memory-efficient kernel with an additive bias"
+        return Kernel(impl, "efficient", True, grouped, why)
+    if dtype != "fp32":
+        return Kernel(impl, "flash", False, False, "sdpa, no mask: PyTorch's flash kernel (no T×T)")
+    if grouped:
+        return Kernel(impl, "math", False, True, "sdpa in fp32 with grouped heads: PyTorch's math kernel")
+    return Kernel(impl, "efficient", False, False, "sdpa in fp32: the memory-efficient kernel (no T×T)")
+
+
+def per_call(k: Kernel, batch: int, context: int, heads: int, b: int, sinks: bool = False) -> int:
+    """Bytes one attention call allocates beyond its per-token tensors (T×T and B·T² terms)."""
+    square = batch * context * context
+    if k.kernel == "efficient" and k.masked:
+        return square * (b + 1)  # logical_not (bool) and the additive bias
+    if k.kernel == "math":
+        return 8 * heads * square + 6 * context * context  # fp32 scores + softmax; ones, tril, float mask
+    if k.kernel == "eager":
+        if sinks:
+            return 3 * b * heads * batch * context * (context + 1)
+        return (2 * b + 4 if b < 4 else 8) * heads * square
+    return 0
+
+
+def held(k: Kernel, batch: int, context: int, b: int, kinds: int) -> int:
+    """Masks held through the whole forward: sdpa's T×T bool mask (batch broadcast), eager's
+    float mask B·T²·b per mask kind (``kinds``: full and/or sliding layers)."""
+    if k.kernel == "eager":
+        return kinds * batch * context * context * b
+    if k.kernel == "efficient" and k.masked:
+        return context * context
+    return 0
+
+
+@dataclass(frozen=True)
+class Attending:
+    """A model's attention as transformers runs it: ``impl`` (and ``why``), query ``heads``,
+    whether key/value heads are ``grouped``, the sliding ``windows`` of its layers, whether it
+    has full-attention layers (``full``) and attention ``sinks``."""
+
+    impl: str
+    why: str
+    heads: int
+    grouped: bool
+    windows: tuple[int, ...]
+    full: bool
+    sinks: bool
+
+    def kernel(self, context: int, dtype: str) -> Kernel:
+        # masking_utils._ignore_causal_mask_sdpa: a mask once kv_length >= the window
+        return kernel(self.impl, dtype, any(w <= context for w in self.windows), self.grouped)
+
+    @property
+    def kinds(self) -> int:
+        return int(self.full) + int(bool(self.windows))
+
+
+def attending(model: Model, layout: object, attn: str | None, heads_width: int = 0) -> Attending:
+    """The model's attention from its KV-cache layout (windows, heads) and its config's query
+    heads, else the attention output's width (``heads_width``) over the key head dim."""
+    impl, why = implementation(model, attn)
+    kinds = [k for k in getattr(layout, "kinds", ()) if k.attention in ("full", "sliding")]
+    windows = tuple(sorted({k.window for k in kinds if k.window}))
+    kv_heads = max((k.kv_heads for k in kinds), default=0)
+    key_dim = max((k.key_dim for k in kinds), default=0)
+    heads = query_heads(model) or (heads_width // key_dim if key_dim else 0) or kv_heads or 1
+    full = any(k.window is None for k in kinds)
+    return Attending(impl, why, heads, 0 < kv_heads < heads, windows, full, model.model_type in SINKS)
+
+
+_HEAD_FIELDS = ("num_attention_heads", "num_heads", "encoder_attention_heads")
+
+
+def query_heads(model: Model) -> int | None:
+    """Query heads, from the config (the T×T tensors are one per head), or None."""
+    from ....arch import family
+
+    try:
+        c = family(model.model_type).cfg(model.config, model.source)
+    except ParamcountError:
+        return None
+    for name in _HEAD_FIELDS:
+        value = c.get(name, None)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None

@@ -1,0 +1,1 @@
+"""vLLM: what ``vllm serve`` holds on each GPU, and its pages for state layers."""

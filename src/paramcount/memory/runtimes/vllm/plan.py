@@ -1,0 +1,1049 @@
+"""vLLM's memory plan: what ``vllm serve`` holds on each GPU, and the KV cache it gets.
+
+Modelled on vLLM 0.33.0 (:data:`paramcount.memory.runtimes.vllm.state.VLLM_VERSION`; every function cited
+is that release's). vLLM (the V1 engine, Model Runner V2) claims ⌈``gpu_memory_utilization``
+(0.92) × the GPU⌉ (``request_memory``, vllm/v1/worker/utils.py) and refuses to start unless the
+free memory at its snapshot holds that claim; the CUDA context, the cuBLAS handles and the NCCL
+buffers are made before the snapshot, so they sit beside the claim. Out of the claim come, in
+order, the weights of the GPU's rank, the activation peak of a profiling forward pass over
+``max_num_batched_tokens`` tokens and the CUDA graphs' profiled estimate; all that is left becomes
+the KV cache, cut into blocks of ``block_size`` tokens per layer
+(``Worker.determine_available_memory``, vllm/v1/worker/gpu_worker.py;
+``get_kv_cache_config_from_groups``, vllm/v1/core/kv_cache_planning.py).
+
+``max_num_seqs`` and ``max_num_batched_tokens`` default as ``vllm serve`` sets them for the GPU
+(``EngineArgs.get_batch_defaults``): 1,024 and 8,192 on an H100 or H200 (the GPU assumed when
+none is named), 256 and 2,048 on an A100 or a smaller GPU, 1,024 and 16,384 from 160 GiB. The
+kernels are those of the GPUs in :mod:`paramcount.memory.core.gpus` (FLASH_ATTN, 16-token blocks; at
+most 512-token CUDA graphs, as on all but data-centre Blackwell).
+
+A plan here is the memory that serves ``batch`` sequences of ``context`` tokens on one GPU of
+the tightest rank: its weights, the profiled peak, the CUDA graphs, the KV blocks those
+sequences need, and what must be free beside the claim. It fits a GPU exactly when vLLM starts
+on it and admits that load. Given a GPU, the plan also says what vLLM would log: the KV cache
+in tokens and blocks and the largest number of such sequences at once.
+
+Layers that keep a Mamba-style state (Mamba, gated DeltaNet, short convolutions, Kimi delta
+attention) are paged, and their weights split, as vLLM 0.33.0 does: :mod:`paramcount.memory.runtimes.vllm.state`.
+
+Exact: the KV page sizes and block counts (identities of the shapes and vLLM's arithmetic),
+and the weights of one rank as vLLM shards the projections it knows. Estimated, and marked so:
+the profiled activation peak, the CUDA graphs, the CUDA context, cuBLAS and NCCL.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from ....arch.cache import LayerKind, Layout
+from ....errors import ParamcountError, brief
+from ....model import Model
+from ....records import replace
+from ...core.terms import GIB, Term
+from .state import SRC_ALIGN, SRC_STATE, SRC_STATE_SHARD, VLLM_VERSION, StateSpec, attention_block, state_spec
+
+# vLLM 0.33.0's defaults: vllm/config/cache.py CacheConfig (gpu_memory_utilization = 0.92,
+# DEFAULT_BLOCK_SIZE = 16; the FLASH_ATTN and FLASH_ATTN_MLA backends of the GPUs planned keep 16);
+# vllm/model_executor/layers/vocab_parallel_embedding.py DEFAULT_VOCAB_PADDING_SIZE.
+UTILIZATION = Fraction(23, 25)
+MIN_UTILIZATION = Fraction(1, 100)  # our floor, not vLLM's: a hundredth of a GPU holds no real model
+BLOCK_SIZE = 16
+VOCAB_PADDING = 64
+KV_BYTES = {"auto": None, "fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1}
+# EngineArgs.get_batch_defaults (vllm/engine/arg_utils.py) for ``vllm serve``
+# (UsageContext.OPENAI_API_SERVER): (max_num_seqs, max_num_batched_tokens) by the GPU's memory
+# and name; the H100's when no GPU is named.
+BIG_GPU = (1024, 16384)  # ≥ 160 GiB (B200, MI300X)
+LARGE_GPU = (1024, 8192)  # ≥ 70 GiB and not an A100 (H100, H200)
+OTHER_GPU = (256, 2048)  # A100s and smaller GPUs
+DEFAULTS_GPU = "h100"
+# VllmConfig._set_cudagraph_sizes: default_max_graph_size, 1024 on data-centre Blackwell (SM100),
+# none of which the GPU table holds
+MAX_GRAPH_SIZE = 512
+
+SRC_CLAIM = (
+    "vllm/v1/worker/utils.py request_memory (requested_memory = ⌈total × gpu_memory_utilization⌉); "
+    "vllm/v1/worker/gpu_worker.py Worker.determine_available_memory (the KV cache: requested_memory − "
+    "non_kv_cache_memory − the CUDA graphs' estimate)"
+)
+SRC_BLOCKS = (
+    "vllm/v1/core/kv_cache_planning.py get_kv_cache_config_from_groups (available // bytes per block), "
+    "_get_kv_cache_groups_uniform_page_size; vllm/v1/kv_cache_interface.py AttentionSpec.page_size_bytes, "
+    "MLAAttentionSpec, SlidingWindowSpec.max_admission_blocks_per_request"
+)
+SRC_SHARD = (
+    "vllm/model_executor/layers/linear.py ColumnParallelLinear, QKVParallelLinear (num_kv_head_replicas), "
+    "RowParallelLinear; vocab_parallel_embedding.py VocabParallelEmbedding (pad_vocab_size); "
+    "fused_moe/layer.py FusedMoE (determine_expert_map); distributed/utils.py get_pp_indices"
+)
+SRC_PROFILE = (
+    "vllm/v1/worker/gpu/model_runner.py GPUModelRunner.profile_run (Model Runner V2, 0.33's default: "
+    "_dummy_run over max_num_batched_tokens, _dummy_sampler_run over min(tokens, max_num_seqs) rows)"
+)
+SRC_NON_TORCH = (
+    "vllm/v1/worker/gpu_worker.py Worker.init_device (init_worker_distributed_environment and the cuBLAS handles "
+    "come before the memory snapshot, so NCCL and cuBLAS memory is not taken from the claim)"
+)
+SRC_GRAPHS = (
+    "vllm/config/vllm.py VllmConfig._set_cudagraph_sizes (capture sizes); vllm/v1/worker/gpu/cudagraph_utils.py "
+    "ModelCudaGraphManager._init_candidates (FULL decode graphs up to max_num_seqs tokens), "
+    "profile_cudagraph_memory; gpu_worker.py Worker.determine_available_memory (cudagraph_memory_estimate_applied)"
+)
+SRC_CONTEXT = (
+    "vllm/v1/worker/utils.py request_memory, run from Worker.init_device: the free memory at the snapshot "
+    "must hold the claim, so the CUDA context, NCCL and cuBLAS sit beside it"
+)
+
+# Projections vLLM splits across tensor-parallel ranks, by the module name a checkpoint uses.
+COLUMN = frozenset(
+    {"q_proj", "k_proj", "v_proj", "gate_proj", "up_proj", "gate_up_proj", "fc1", "c_fc", "w1", "w3"}
+    | {"dense_h_to_4h", "q_b_proj", "kv_b_proj", "wq", "wk", "wv", "in_proj"}
+)
+ROW = frozenset({"o_proj", "down_proj", "dense", "c_proj", "fc2", "w2", "out_proj", "dense_4h_to_h", "wo"})
+FUSED_QKV = frozenset({"qkv_proj", "query_key_value", "c_attn", "Wqkv", "W_pack"})
+KV_PROJ = frozenset({"k_proj", "v_proj", "wk", "wv"})
+REPLICATED = frozenset({"q_a_proj", "kv_a_proj_with_mqa", "gate", "router", "shared_expert_gate"})
+POSITIONS = frozenset({"wpe", "position_embeddings", "embed_positions"})  # nn.Embedding in vLLM: whole
+_LAYER = re.compile(r"^(?P<path>.+?)\.(?P<a>\d+)(?:–(?P<b>\d+))?\.(?P<rest>.+)$")
+_PARAMS = frozenset({"weight", "bias"})
+
+
+@dataclass(frozen=True)
+class Options:
+    """vLLM's settings a plan depends on (the names are vLLM's own flags). ``max_num_seqs`` and
+    ``max_batched_tokens`` are None where not given: ``vllm serve``'s defaults for ``gpu``
+    (:func:`batch_defaults`); ``gpu`` is None for no GPU named (an H100's defaults)."""
+
+    tp: int = 1  # --tensor-parallel-size
+    pp: int = 1  # --pipeline-parallel-size
+    ep: int = 1  # experts spread over this many ranks (--enable-expert-parallel: EP = TP × DP)
+    utilization: Fraction = UTILIZATION  # --gpu-memory-utilization
+    block_size: int = BLOCK_SIZE  # --block-size
+    max_num_seqs: int | None = None  # --max-num-seqs
+    max_batched_tokens: int | None = None  # --max-num-batched-tokens
+    kv_dtype: str = "auto"  # --kv-cache-dtype
+    enforce_eager: bool = False  # --enforce-eager: no CUDA graphs
+    gpu: Any = None  # the GPU served on (its memory and name pick the batch defaults)
+
+    @property
+    def defaults(self) -> tuple[int, int]:
+        """``vllm serve``'s (max_num_seqs, max_num_batched_tokens) for the GPU."""
+        return batch_defaults(self.gpu)
+
+    @property
+    def seqs(self) -> int:
+        return self.max_num_seqs or self.defaults[0]
+
+    def tokens(self, context: int) -> int:
+        """max_num_batched_tokens at --max-model-len ``context``: as given, else the GPU's default
+        capped at max_num_seqs × max_model_len (EngineArgs._set_default_max_num_seqs_and_batched_tokens_args;
+        chunked prefill is on for decoder models, so nothing raises it to max_model_len)."""
+        return self.max_batched_tokens or min(self.seqs * context, self.defaults[1])
+
+    def in_flight(self, context: int) -> int:
+        """VllmConfig.max_in_flight_tokens: a full batch per concurrent step. Async scheduling and
+        Model Runner V2 are 0.33's defaults, so max_concurrent_batches is PP + 1."""
+        return (self.pp + 1) * self.tokens(context)
+
+
+def batch_defaults(gpu: Any) -> tuple[int, int]:
+    """EngineArgs.get_batch_defaults for ``vllm serve`` on ``gpu`` (None: an H100): by the
+    device's memory, and "a100" in its name keeping an A100 80GB on the small tier."""
+    from ...core.gpus import gpu as find
+
+    card = find(DEFAULTS_GPU) if gpu is None else gpu
+    if card.memory >= 160 * GIB:
+        return BIG_GPU
+    if card.memory >= 70 * GIB and "a100" not in card.name.lower():
+        return LARGE_GPU
+    return OTHER_GPU
+
+
+def options(**given: Any) -> Options:
+    """Options from keyword arguments, each checked, with the flag named on a bad one."""
+    o = Options()
+    flags = {
+        "tp": "--tp",
+        "pp": "--pp",
+        "ep": "--ep",
+        "block_size": "--block-size",
+        "max_num_seqs": "--max-num-seqs",
+        "max_batched_tokens": "--max-num-batched-tokens",
+    }
+    for key, flag in flags.items():
+        v = given.get(key)
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 1 << 20:
+            raise ParamcountError(f"{flag} takes a whole number from 1 to {1 << 20:,}, got {v!r}", field=flag)
+        o = replace(o, **{key: v})
+    if given.get("enforce_eager"):
+        o = replace(o, enforce_eager=True)
+    if given.get("gpu") is not None:
+        from ...core.gpus import gpu as find
+
+        o = replace(o, gpu=find(given["gpu"]))
+    if given.get("utilization") is not None:
+        o = replace(o, utilization=_utilization(given["utilization"]))
+    if given.get("kv_dtype") is not None:
+        key = str(given["kv_dtype"]).lower()
+        if key not in KV_BYTES:
+            raise ParamcountError(
+                f"vLLM's --kv-cache-dtype is one of {', '.join(KV_BYTES)}, not {key!r}", field="--kv-dtype"
+            )
+        o = replace(o, kv_dtype=key)
+    if o.ep not in (1, o.tp):
+        raise ParamcountError(
+            f"--ep {o.ep}: vLLM spreads experts over TP × DP ranks (--enable-expert-parallel); with one "
+            f"data-parallel replica that is --ep {o.tp} (or 1 for experts split like other layers)",
+            field="--ep",
+        )
+    _check_batch(o)
+    return o
+
+
+def _check_batch(o: Options) -> None:
+    """SchedulerConfig.verify_max_model_len: max_num_batched_tokens must be at least max_num_seqs."""
+    tokens = o.max_batched_tokens or o.defaults[1]
+    if tokens < o.seqs:
+        flag = "--max-num-batched-tokens" if o.max_batched_tokens else "--max-num-seqs"
+        raise ParamcountError(
+            f"vLLM needs max_num_batched_tokens ({tokens:,}) ≥ max_num_seqs ({o.seqs:,}); raise "
+            "--max-num-batched-tokens or lower --max-num-seqs",
+            field=flag,
+        )
+
+
+def _utilization(value: Any) -> Fraction:
+    """The share given (flag text, or the page's number), checked as a float first: its range
+    bounds the exponent, so ``Fraction("1e-999999999")`` (a billion-digit power of ten) is
+    never built, and a share under MIN_UTILIZATION would make the GPU the plan asks for (the
+    claim over the share) absurdly large (1e-320 overflows a float)."""
+    text = str(value)[:41]
+    try:
+        u = Fraction(text) if MIN_UTILIZATION <= float(text) <= 1 and len(text) <= 40 else None
+    except (ValueError, ZeroDivisionError, OverflowError):
+        u = None
+    if u is None:
+        raise ParamcountError(
+            f"expected a share in [{float(MIN_UTILIZATION):g}, 1], got {brief(value)}",
+            field="--gpu-memory-utilization",
+        )
+    if u == 1:
+        raise ParamcountError(
+            "1 would make vLLM ask for the whole GPU, but the CUDA context, NCCL and cuBLAS "
+            "already hold part of it when it checks (request_memory), so it would not start; give a share below 1",
+            field="--gpu-memory-utilization",
+        )
+    return u
+
+
+# ---- sharding: the weights one GPU holds -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Heads:
+    q: int
+    kv: int
+
+    def kv_per_rank(self, tp: int) -> int:
+        """QKVParallelLinear: kv/tp heads per rank, or one replicated head when kv < tp (0 for MLA)."""
+        return max(1, self.kv // tp) if self.kv else 0
+
+
+def check_split(heads: Heads | None, layers: int, o: Options) -> None:
+    """What vLLM refuses before it loads anything (ModelConfig.verify_with_parallel_config)."""
+    if heads and heads.q % o.tp:
+        raise ParamcountError(
+            f"--tp {o.tp}: vLLM needs the {heads.q} attention heads to divide evenly over the ranks", field="--tp"
+        )
+    if heads and heads.kv and (heads.kv % o.tp if heads.kv >= o.tp else o.tp % heads.kv):
+        raise ParamcountError(
+            f"--tp {o.tp}: vLLM needs the {heads.kv} KV heads and the ranks to divide one another", field="--tp"
+        )
+    if o.pp > max(layers, 1):
+        raise ParamcountError(f"--pp {o.pp}: the model has only {layers} layers to split", field="--pp")
+
+
+def pp_layers(n: int, pp: int) -> list[range]:
+    """vLLM's get_pp_indices: n // pp layers each, the remainder one each to the ranks before the last."""
+    sizes = [n // pp] * pp
+    for i in range(2, n % pp + 2):
+        sizes[-i] += 1
+    starts = [sum(sizes[:r]) for r in range(pp)]
+    return [range(s, s + k) for s, k in zip(starts, sizes, strict=True)]
+
+
+@dataclass(frozen=True)
+class Share:
+    """The bytes of one pipeline stage on its busiest tensor-parallel rank."""
+
+    bytes: int
+    experts: int  # of which routed-expert bytes (what a token reads only k/E of)
+    replicated: tuple[str, ...]  # linear weights vLLM's sharding is not known for: counted whole
+
+
+def _module(name: str) -> tuple[str, bool]:
+    """The owning module's name and whether the tensor is a bias (a fused expert tensor is its own name)."""
+    head, _, last = name.rpartition(".")
+    if last in _PARAMS:
+        return head.rpartition(".")[2], last == "bias"
+    if last.endswith("_bias"):  # a fused experts' bias: experts.down_proj_bias
+        return last.removesuffix("_bias"), True
+    return last, False
+
+
+def _tp_share(row: Any, heads: Heads | None, o: Options, tp: int) -> Fraction | None:
+    """Of one tensor, the share the busiest TP rank holds; None where vLLM's split is not known.
+    ``heads`` are the language model's, for its own projections; None elsewhere (a vision tower)."""
+    module, bias = _module(row.name)
+    shape = row.shape
+    if module in POSITIONS:
+        return Fraction(1)
+    if row.kind in ("embeddings", "output_head") and len(shape) == 2 and module not in COLUMN | ROW:
+        rows = int(shape[0])
+        padded = -(-rows // VOCAB_PADDING) * VOCAB_PADDING
+        return Fraction(padded // tp if padded % tp == 0 else -(-padded // tp), rows)
+    if _routed(row):
+        if o.ep > 1:
+            experts = _experts(row)
+            return Fraction(-(-experts // o.ep), experts) if experts else Fraction(1, o.ep)
+        return Fraction(1) if bias and module in ROW else Fraction(1, tp)
+    if module in KV_PROJ and heads and heads.kv:
+        return Fraction(heads.kv_per_rank(tp), heads.kv)
+    if module in FUSED_QKV and heads and heads.kv:
+        return Fraction(heads.q // tp + 2 * heads.kv_per_rank(tp), heads.q + 2 * heads.kv)
+    if module in COLUMN:
+        return Fraction(1, tp)
+    if module in ROW:
+        return Fraction(1) if bias else Fraction(1, tp)
+    if module in REPLICATED or len(shape) < 2 or bias or row.kind in ("norms", "router"):
+        return Fraction(1)
+    return None
+
+
+def _state_share(row: Any, state: StateSpec) -> Fraction | None:
+    """Of a state mixer's tensor, the bytes a rank holds over the row's bytes (vllm_state's
+    Shard: its split, and its own dtype where vLLM keeps one); None for other tensors."""
+    for name, shard in state.shards:
+        if row.name.endswith("." + name):
+            if shard.itemsize is None:
+                return shard.share
+            return shard.share * Fraction(row.parameters * shard.itemsize, row.bytes)
+    return None
+
+
+def _experts(row: Any) -> int:
+    """Experts in one layer's tensor: the leading dimension of a fused 3-D tensor, else the range in the name."""
+    if len(row.shape) == 3:
+        return int(row.shape[0])
+    m = re.search(r"\.experts\.(\d+)(?:–(\d+))?\.", row.name)
+    return int(m.group(2) or m.group(1)) + 1 if m else 0
+
+
+def decoder_layers(rows: Any) -> int:
+    """The layers of the indexed path that holds most bytes (the decoder stack): its top index + 1."""
+    found, top = _indexed_paths(rows)
+    return top[max(found, key=lambda p: found[p])] if found else 0
+
+
+def stack_path(rows: Any, layers: int) -> str | None:
+    """The decoder-layer list: the indexed path whose indices run to ``layers`` - 1 and hold most bytes."""
+    found, top = _indexed_paths(rows)
+    matching = [p for p in found if top[p] == layers]
+    return max(matching, key=lambda p: found[p]) if matching else None
+
+
+def _indexed_paths(rows: Any) -> tuple[dict[str, int], dict[str, int]]:
+    """Each indexed path's bytes (``layers.3``, ``layers.0–31``: path ``layers``) and its top index + 1."""
+    found: dict[str, int] = {}
+    top: dict[str, int] = {}
+    for r in rows:
+        m = _LAYER.match(r.name)
+        if m:
+            p = m.group("path")
+            found[p] = found.get(p, 0) + r.bytes
+            top[p] = max(top.get(p, 0), int(m.group("b") or m.group("a")) + 1)
+    return found, top
+
+
+def shares(
+    rows: Any, heads: Heads | None, layers: int, o: Options, tied: bool, state: StateSpec | None = None
+) -> list[Share]:
+    """Each pipeline stage's bytes on its busiest TP rank: embeddings and anything outside the
+    decoder layers on the first stage, the final norm and the head on the last (the head as its
+    own copy on the last stage when it is tied to the embeddings and PP > 1). A state mixer's
+    tensors are held as its ``state.shards`` say (split and dtype)."""
+    stack = stack_path(rows, layers)
+    if o.pp > 1 and stack is None:
+        raise ParamcountError("--pp: the decoder layers could not be told apart from the other tensors", field="--pp")
+    stages = pp_layers(layers, o.pp)
+    acc = [[Fraction(0), Fraction(0)] for _ in stages]
+    unknown: dict[str, None] = {}
+    for r in rows:
+        if not r.bytes and not (tied and r.role == "tied" and o.pp > 1):
+            continue
+        m = _LAYER.match(r.name)
+        own = heads if stack is None or (m and m.group("path") == stack) else None
+        share = _state_share(r, state) if state is not None else None
+        unmodelled = state is not None and not state.shards and r.kind == "recurrent"
+        if share is None and not unmodelled:
+            share = _tp_share(r, own, o, o.tp)
+        if share is None:
+            share = Fraction(1)
+            if o.tp > 1 or unmodelled:
+                unknown[_module(r.name)[0]] = None
+        expert = _routed(r)
+        for stage, part in _stages(r, stack, stages, tied):
+            acc[stage][0] += part * share
+            acc[stage][1] += part * share if expert else 0
+    return [Share(math.ceil(b), math.ceil(e), tuple(unknown)) for b, e in acc]
+
+
+def _stages(row: Any, stack: str | None, stages: list[range], tied: bool) -> list[tuple[int, Fraction]]:
+    """(stage, bytes) of a row: split by its layer indices inside the decoder stack, else placed."""
+    last = len(stages) - 1
+    if row.role == "tied":  # PP > 1: the last stage loads its own head from the tied embedding
+        return [(last, Fraction(_tied_bytes(row)))]
+    m = _LAYER.match(row.name) if stack else None
+    if stack and m and m.group("path") == stack:
+        a = int(m.group("a"))
+        b = int(m.group("b") or a)
+        per = Fraction(row.bytes, b - a + 1)
+        out = []
+        for i, r in enumerate(stages):
+            n = len(range(max(a, r.start), min(b + 1, r.stop)))
+            if n:
+                out.append((i, per * n))
+        return out
+    parent = stack.rpartition(".")[0] if stack else ""
+    final_norm = row.kind == "norms" and not m and row.name.startswith(parent + ".")
+    if row.kind == "output_head" or (stack and final_norm):
+        return [(last, Fraction(row.bytes))]
+    return [(0, Fraction(row.bytes))]
+
+
+def _tied_bytes(row: Any) -> int:
+    return math.prod(int(d) for d in row.shape) * 2  # the head as its own bf16 copy
+
+
+# ---- the KV cache: pages and blocks ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pages:
+    """The KV cache of one pipeline stage on one GPU, as vLLM pages it.
+
+    ``page`` is one layer's bytes per block (the same for every layer, or vLLM refuses);
+    ``pool`` the layers one block spans (every layer for a uniform model; for a hybrid model
+    the group size of ``_get_kv_cache_groups_uniform_page_size``, each group taking blocks from
+    one shared pool); ``groups`` the kinds with their group counts; ``block`` the tokens of an
+    attention block. A model with Mamba-style state layers also has ``state_blocks`` (the blocks
+    a sequence holds per state group), ``state_layers`` and ``state_page`` (a state layer's own
+    bytes, padded to ``page`` beside attention layers).
+    """
+
+    page: int
+    pool: int
+    groups: tuple[tuple[LayerKind, int], ...]
+    block: int
+    state_blocks: int = 0
+    state_layers: int = 0
+    state_page: int = 0
+
+    def blocks(self, available: int) -> int:
+        return max(available, 0) // self.page // self.pool
+
+    def per_sequence(self, tokens: int, in_flight: int) -> int:
+        """Blocks one sequence of ``tokens`` takes across the groups: a sliding window's as
+        SlidingWindowSpec.max_admission_blocks_per_request counts them (window − 1 + the
+        ``in_flight`` tokens, at most ``tokens``, in blocks, + 1); a state group's as
+        MambaSpec.max_memory_usage_bytes (``state_blocks``); a full layer's ⌈tokens / block⌉."""
+        n = 0
+        for kind, count in self.groups:
+            if kind.attention == "state":
+                n += count * self.state_blocks
+            elif kind.attention == "sliding" and kind.window:
+                n += count * (-(-min(kind.window - 1 + in_flight, tokens) // self.block) + 1)
+            else:
+                n += count * -(-tokens // self.block)
+        return n
+
+    def needed(self, sequences: int, tokens: int, in_flight: int) -> int:
+        """Blocks the pool must have for ``sequences`` at once: theirs and the null block the
+        BlockPool holds back (vllm/v1/core/block_pool.py; get_kv_cache_configs checks
+        against the memory less one block)."""
+        return sequences * self.per_sequence(tokens, in_flight) + 1
+
+    def bytes(self, blocks: int) -> int:
+        return blocks * self.page * self.pool
+
+    def decode_bytes(self, sequences: int, tokens: int, in_flight: int) -> int:
+        """Bytes a decode step reads: the attention groups' blocks, and each state layer's own
+        state once (not its padding, nor the blocks prefix caching keeps)."""
+        if not self.state_layers:
+            return self.bytes(sequences * self.per_sequence(tokens, in_flight))
+        attention = sum(n * -(-tokens // self.block) for kind, n in self.groups if kind.attention != "state")
+        return sequences * (self.bytes(attention) + self.state_layers * self.state_page)
+
+
+def group_size(counts: list[int]) -> int:
+    """Layers per KV cache group (``_get_kv_cache_groups_uniform_page_size``): the fewest layers of
+    one type, or the most where that is under 1.5 times the fewest (less padding)."""
+    low, high = min(counts), max(counts)
+    return high if 2 * high < 3 * low else low
+
+
+def pages(
+    layout: Layout, heads_tp: int, block: int, kv_bytes: int, layers: int | None = None, state: StateSpec | None = None
+) -> Pages:
+    """The paging of ``layout`` (or of ``layers`` of it, for one pipeline stage of a uniform
+    model); ``state`` is the state layers' MambaSpec, for a model that has them."""
+    kinds = [k for k in layout.kinds if k.layers]
+    if state is not None and any(k.attention == "state" for k in kinds):
+        return state_pages(kinds, heads_tp, block, kv_bytes, state, layers)
+    bad = [k for k in kinds if k.attention not in ("full", "sliding") or k.stores not in ("kv", "mla-latent")]
+    if bad:
+        what = bad[0].stores if bad[0].attention in ("full", "sliding") else bad[0].attention
+        raise ParamcountError(
+            f"the vLLM plan pages full, sliding-window and MLA attention and Mamba-style states; this model also "
+            f"caches {what!r} (plan it with --runtime transformers)",
+            field="--runtime",
+        )
+    if not kinds:
+        raise ParamcountError("the model keeps no KV cache for vLLM to page (an encoder)", field="--runtime")
+    sizes = {_page(k, heads_tp, block, kv_bytes) for k in kinds}
+    if len(sizes) > 1:
+        raise ParamcountError(
+            "the model's layers have different KV page sizes, which vLLM unifies (larger blocks for the smaller "
+            "pages, padding, or packing; unify_kv_cache_spec_page_size); that is not modelled (plan it with "
+            "--runtime transformers)",
+            field="--runtime",
+        )
+    by_type: dict[tuple, int] = {}
+    for k in kinds:
+        key = (k.attention, k.window)
+        by_type[key] = by_type.get(key, 0) + k.layers
+    if len(by_type) == 1:
+        n = layers if layers is not None else kinds[0].layers if len(kinds) == 1 else sum(k.layers for k in kinds)
+        return Pages(sizes.pop(), n, ((kinds[0], 1),), block)
+    if layers is not None:
+        raise ParamcountError("--pp over layers of mixed attention types is not modelled", field="--pp")
+    pool = group_size(list(by_type.values()))
+    first = {(k.attention, k.window): k for k in kinds}
+    groups = tuple((first[key], -(-n // pool)) for key, n in by_type.items())
+    return Pages(sizes.pop(), pool, groups, block)
+
+
+def state_pages(
+    kinds: list[LayerKind], heads_tp: int, block: int, kv_bytes: int, spec: StateSpec, layers: int | None
+) -> Pages:
+    """Pages of a model with state layers (vllm_state): alone, one group of unpadded state pages;
+    beside attention layers, attention blocks raised until a page holds a state, the state page
+    padded to it, and both kinds in groups of one size from one pool."""
+    if layers is not None:
+        raise ParamcountError("--pp over Mamba-style state layers is not modelled", field="--pp")
+    states = [k for k in kinds if k.attention == "state"]
+    attention = [k for k in kinds if k.attention != "state"]
+    n_state = sum({k.where: k.layers for k in states}.values())  # a layer's conv and SSM kinds share `where`
+    if not attention:
+        return Pages(spec.bytes, n_state, ((states[0], 1),), block, spec.blocks, n_state, spec.bytes)
+    shapes = {(k.attention, k.stores, k.kv_heads, k.key_dim, k.value_dim) for k in attention}
+    if len(shapes) > 1 or any(k.attention != "full" or k.stores not in ("kv", "mla-latent") for k in attention):
+        raise ParamcountError(
+            "the vLLM plan pages state layers beside one kind of full attention; this model has "
+            f"{', '.join(sorted({k.label for k in attention}))} (plan it with --runtime transformers)",
+            field="--runtime",
+        )
+    kind, n_attention = attention[0], sum(k.layers for k in attention)
+    size = attention_block(spec, _page(kind, heads_tp, 1, kv_bytes), block, kind.stores == "mla-latent")
+    pool = group_size([n_attention, n_state])
+    groups = ((kind, -(-n_attention // pool)), (states[0], -(-n_state // pool)))
+    return Pages(_page(kind, heads_tp, size, kv_bytes), pool, groups, size, spec.blocks, n_state, spec.bytes)
+
+
+def _page(kind: LayerKind, heads_tp: int, block: int, kv_bytes: int) -> int:
+    """One layer's bytes per block: keys and values of its heads on this rank (MLA: the latent,
+    replicated on every rank)."""
+    heads = kind.kv_heads if kind.stores == "mla-latent" else heads_tp
+    return block * heads * (kind.key_dim + kind.value_dim) * kv_bytes
+
+
+def kv_heads(layout: Layout) -> int:
+    """The language model's KV heads (0 for MLA, whose latent is one replicated head)."""
+    return max((k.kv_heads for k in layout.kinds if k.stores == "kv"), default=0)
+
+
+# ---- the profiled peak ---------------------------------------------------------------------------
+
+
+def layer_width(widths: Any, tp: int) -> int:
+    """Values one token keeps alive in a layer on one rank: 4 hidden-wide tensors and the wider of
+    the attention and MLP projections' outputs, split over TP."""
+    return 4 * widths.hidden + -(-max(widths.attention, widths.ffn) // tp)
+
+
+def profile_peak(widths: Any, o: Options, dtype_bytes: int, context: int) -> Term:
+    """The activation peak of vLLM's profiling run: a forward pass over max_num_batched_tokens
+    tokens (the widest layer's tensors, the projections' outputs split over TP) and the
+    sampler's dummy runs over min(tokens, max_num_seqs) rows of logits (the second in fp32)."""
+    tokens = o.tokens(context)
+    per_token = layer_width(widths, o.tp)
+    layer = tokens * per_token * dtype_bytes
+    rows = min(o.seqs, tokens)
+    logits = rows * widths.logits * 4 * SAMPLER_COPIES if widths.logits else 0
+    formula = (
+        f"T·(4h + max(W_attn, W_ffn)/TP)·b + S·V·4·{SAMPLER_COPIES} = {tokens:,}·(4·{widths.hidden:,} + "
+        f"max({widths.attention:,}, {widths.ffn:,})/{o.tp})·{dtype_bytes} + {rows}·{widths.logits:,}·4·"
+        f"{SAMPLER_COPIES} = {layer + logits:,} B"
+    )
+    said = (
+        f"the profiling pass over max_num_batched_tokens {tokens:,} (one layer's tensors at a time) and the "
+        f"sampler's over {rows:,} rows (max_num_seqs) of fp32 logits (logits, probabilities, log-probabilities)"
+    )
+    return Term("activations", "activations (profiled peak)", layer + logits, formula, said, True, SRC_PROFILE)
+
+
+SAMPLER_COPIES = 3
+CUDA_CONTEXT = GIB // 2  # the CUDA context and the kernels it loads, on a data-centre GPU
+NON_TORCH = GIB // 4  # cuBLAS handles and workspaces, on one GPU
+NON_TORCH_PER_PEER = GIB // 8  # NCCL and custom all-reduce buffers, per other rank it talks to
+
+
+def cuda_context() -> Term:
+    formula = f"0.5 GiB = {CUDA_CONTEXT:,} B"
+    said = "the CUDA context and the kernels it loads, which each GPU process holds before vLLM's memory snapshot"
+    return Term("cuda_context", "CUDA context", CUDA_CONTEXT, formula, said, True, SRC_CONTEXT)
+
+
+def non_torch(o: Options) -> Term:
+    """cuBLAS and NCCL memory: made before vLLM's snapshot, so beside its claim, not in it."""
+    peers = o.tp - 1 + (o.pp > 1)
+    n = NON_TORCH + peers * NON_TORCH_PER_PEER
+    formula = f"0.25 GiB + {peers} × 0.125 GiB = {n:,} B"
+    said = (
+        "cuBLAS handles and workspaces, and NCCL and custom all-reduce buffers per peer rank: vLLM makes them "
+        "before its memory snapshot, so they must fit beside the claim"
+    )
+    return Term("non_torch", "cuBLAS and NCCL", n, formula, said, True, SRC_NON_TORCH)
+
+
+def capture_sizes(o: Options, context: int) -> list[int]:
+    """The batch sizes (tokens) vLLM captures a CUDA graph for, by default (VllmConfig._set_cudagraph_sizes
+    with one token per decode request): 1, 2, 4, every 8 to 248 and every 16 from 256, up to
+    min(2 × max_num_seqs, 512, max_num_batched_tokens); max_num_batched_tokens itself when it is
+    under that ceiling, and max_num_seqs (the widest decode batch) when it is within it."""
+    if o.enforce_eager:
+        return []
+    seqs, tokens = o.seqs, o.tokens(context)
+    ceiling = min(2 * seqs, MAX_GRAPH_SIZE)
+    top = min(tokens, ceiling)
+    sizes = [s for s in (1, 2, 4) if s <= top] + list(range(8, min(top + 1, 256), 8)) + list(range(256, top + 1, 16))
+    if tokens <= top:
+        sizes.append(tokens)
+    if seqs <= min(ceiling, tokens):
+        sizes.append(seqs)
+    return sorted(set(sizes))
+
+
+def cuda_graphs(widths: Any, o: Options, dtype_bytes: int, context: int) -> Term:
+    """The CUDA graphs' memory: one piecewise graph per capture size (mixed batches) and one full
+    graph per size up to max_num_seqs tokens (decode-only batches: FULL_AND_PIECEWISE, the default),
+    each taken to keep one layer's tensors at its size (the pool they share holds the rest)."""
+    sizes = capture_sizes(o, context)
+    if not sizes:
+        return Term("cuda_graphs", "CUDA graphs", 0, "--enforce-eager: none", "no CUDA graphs", False, SRC_GRAPHS)
+    full = [s for s in sizes if s <= o.seqs]
+    per_token = layer_width(widths, o.tp) * dtype_bytes
+    n = (sum(sizes) + sum(full)) * per_token
+    formula = (
+        f"(Σ piecewise sizes + Σ full sizes) · (4h + max(W_attn, W_ffn)/TP)·b = ({sum(sizes):,} + {sum(full):,}) · "
+        f"{per_token:,} B = {n:,} B"
+    )
+    said = (
+        f"{len(sizes)} piecewise graphs (sizes 1 … {sizes[-1]}) and {len(full)} full decode graphs, each keeping "
+        "about one layer's tensors at its size; vLLM measures it before sizing the KV cache and logs "
+        "'Estimated CUDA graph memory'"
+    )
+    return Term("cuda_graphs", "CUDA graphs", n, formula, said, True, SRC_GRAPHS)
+
+
+# ---- the planner -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One pipeline stage on its busiest GPU: weights, what the sampler and the profile add, pages."""
+
+    share: Share
+    pages: Pages
+
+
+class VllmPlanner:
+    """The weights and shapes read once; plans ``batch`` sequences of ``context`` tokens per GPU
+    (``batch`` is the number of requests vLLM runs at once), and the KV capacity a GPU leaves."""
+
+    runtime = "vllm"
+
+    def __init__(
+        self,
+        model: Model,
+        scheme: str | None = None,
+        kv_dtype: str | None = None,
+        overhead: Any = None,
+        *,
+        keep: Any = None,
+        pure: bool = False,
+        **given: Any,
+    ):
+        from ...context.kv_layout import layout_of
+        from ...core.plan import activation_bytes
+        from ...tree.widths import shape_widths
+        from ...weights.base import scheme as find
+        from ...weights.dtype import compute_dtype, default_scheme
+        from ...weights.schemes import weights
+
+        if overhead is not None:
+            raise ParamcountError(
+                "vLLM sizes its own claim: set --gpu-memory-utilization, not --overhead", field="--overhead"
+            )
+        self.model = model
+        self.o = options(kv_dtype=kv_dtype, **given)
+        self.scheme = find(scheme or default_scheme(model)).name
+        if self.scheme.startswith(("q", "iq", "nf4", "fp4", "bnb")) and self.scheme not in ("stored",):
+            raise ParamcountError(
+                f"{self.scheme} is not a format vLLM serves from a config; use bf16, fp16, fp8, int8, "
+                "gptq-int4, gptq-int8, awq-int4 or a checkpoint's stored weights",
+                field="--dtype",
+            )
+        if keep is None and self.scheme in ("fp8", "int8"):
+            keep = "embeddings,output_head,norms,router"  # vLLM's fp8/int8 methods quantise linear layers only
+        self.weights = weights(model, self.scheme, keep=keep, pure=pure)
+        self.dtype = compute_dtype(self.scheme, model)
+        self.act_bytes = activation_bytes(self.dtype)
+        self.kv_bytes = KV_BYTES[self.o.kv_dtype] or self.act_bytes
+        self.layout, self.partial = layout_of(model, "latent")
+        if self.partial:
+            raise ParamcountError(
+                f"the vLLM plan needs the model's attention layout: {self.partial}", field="--runtime"
+            )
+        self.widths = shape_widths(model)
+        from ...context.kv_layout import attention_heads
+        from ...core.limits import Limit
+
+        self.limit = Limit.of(model)
+        kv = kv_heads(self.layout)
+        q = attention_heads(model) or kv
+        self.heads = Heads(q, kv)
+        has_state = any(k.attention == "state" for k in self.layout.kinds)
+        self.state = state_spec(model, self.o.tp, self.dtype, self.scheme) if has_state else None
+        self.layers = decoder_layers(self.weights.rows) if has_state else sum(k.layers for k in self.layout.kinds)
+        check_split(self.heads, self.layers, self.o)
+        tied = any(r.role == "tied" for r in self.weights.rows)
+        self.stages = self._stages(tied)
+        self.active = _active_share(model, self.weights.rows)
+
+    def _stages(self, tied: bool) -> list[Stage]:
+        o = self.o
+        heads_tp = self.heads.kv_per_rank(o.tp)
+        split = shares(self.weights.rows, self.heads, self.layers, o, tied, self.state)
+        if o.pp == 1:
+            return [Stage(split[0], pages(self.layout, heads_tp, o.block_size, self.kv_bytes, state=self.state))]
+        ranges = pp_layers(self.layers, o.pp)
+        return [
+            Stage(s, pages(self.layout, heads_tp, o.block_size, self.kv_bytes, len(r), self.state))
+            for s, r in zip(split, ranges, strict=True)
+        ]
+
+    # one stage's memory in the claim before the KV cache: weights + profiled peak + CUDA graphs
+    def _fixed(self, stage: Stage, context: int) -> int:
+        return stage.share.bytes + self.peak(context).bytes + self.graphs(context).bytes
+
+    def peak(self, context: int) -> Term:
+        return profile_peak(self.widths, self.o, self.act_bytes, context)
+
+    def graphs(self, context: int) -> Term:
+        return cuda_graphs(self.widths, self.o, self.act_bytes, context)
+
+    @property
+    def beside(self) -> int:
+        """What must be free beside the claim: the CUDA context, cuBLAS and NCCL (estimates)."""
+        return CUDA_CONTEXT + non_torch(self.o).bytes
+
+    def _need(self, stage: Stage, context: int, batch: int) -> int:
+        blocks = stage.pages.needed(batch, context, self.o.in_flight(context))
+        return self._fixed(stage, context) + stage.pages.bytes(blocks)
+
+    def busiest(self, context: int, batch: int) -> Stage:
+        return max(self.stages, key=lambda s: self._need(s, context, batch))
+
+    def plan(self, context: int, batch: int = 1, why: str = "--context") -> Any:
+        from ...core.plan import Plan, positive
+
+        context, batch = positive(context, "--context"), positive(batch, "--concurrency")
+        warned = self.limit.check(context, "vllm")
+        stage = self.busiest(context, batch)
+        blocks = stage.pages.needed(batch, context, self.o.in_flight(context))
+        kv = self._kv_term(stage, blocks, context, batch)
+        base = (self._weights_term(stage), self.peak(context), self.graphs(context), kv)
+        claimed = sum(t.bytes for t in base)
+        terms = (*base, self._outside(claimed))
+        notes = (*warned, *self._notes(stage, context))
+        return Plan(self.model, "inference", terms, self._settings(context, why, batch, blocks), notes, planner=self)
+
+    def total(self, context: int, batch: int = 1) -> int:
+        stage = self.busiest(context, batch)
+        return self._gpu(self._need(stage, context, batch))
+
+    def _gpu(self, claimed: int) -> int:
+        """The least GPU memory vLLM starts on holding ``claimed`` bytes in its claim: ⌈M × u⌉ ≥
+        claimed, and M − ⌈M × u⌉ ≥ what must be free beside it (request_memory)."""
+        return max(_claim(claimed, self.o.utilization), _beside(self.beside, self.o.utilization))
+
+    def serving(self, memory: int, context: int) -> dict[str, Any]:
+        """What vLLM logs on a GPU of ``memory`` bytes at --max-model-len ``context``: KV blocks and
+        tokens per GPU, and the largest number of such sequences at once."""
+        claim = math.ceil(memory * self.o.utilization)  # request_memory
+        blocks = min(s.pages.blocks(claim - self._fixed(s, context)) for s in self.stages)
+        per_seq = self.stages[0].pages.per_sequence(context, self.o.in_flight(context))
+        outside = memory - claim
+        return {
+            # vLLM's total is the driver's (torch.cuda.mem_get_info): a listed GPU's stated size overstates it
+            "claim_of_bytes": memory,
+            "claim_of": "the --gpu size as stated (vLLM's is the driver's total, a little less on a listed GPU)",
+            "kv_cache_bytes": min(max(claim - self._fixed(s, context), 0) for s in self.stages),
+            "kv_blocks": blocks,
+            # kv_cache_utils.py get_kv_cache_capacity: int(max_concurrency × max_model_len), the
+            # concurrency get_max_concurrency_for_kv_cache_config's num_blocks / Σ blocks per request
+            "kv_tokens": int(blocks / per_seq * context),
+            "blocks_per_sequence": per_seq,
+            "max_concurrency": blocks // per_seq,
+            # request_memory: the free memory at the snapshot holds the claim; get_kv_cache_configs:
+            # the blocks less the null block hold one sequence of max_model_len
+            "starts": outside >= self.beside and blocks >= per_seq + 1,
+            "outside_claim_bytes": outside,
+            "cuda_context_bytes": CUDA_CONTEXT,
+            "non_torch_bytes": non_torch(self.o).bytes,
+        }
+
+    def _weights_term(self, stage: Stage) -> Term:
+        o = self.o
+        whole = self.weights.bytes
+        split = f"TP {o.tp}" + (f", PP {o.pp}" if o.pp > 1 else "") + (f", EP {o.ep}" if o.ep > 1 else "")
+        unknown = stage.share.replicated
+        said = (
+            f"{self.weights.scheme} weights of the busiest GPU ({split}): attention and MLP projections split "
+            "over TP (a KV head per rank when there are fewer than the ranks), the vocabulary padded to 64 rows "
+            f"and split, norms and routers whole on every rank; of the model's {whole:,} B"
+        )
+        if self.state is not None and self.state.shards:
+            said += (
+                f"; the {self.state.mixer} mixers' tensors as vLLM {VLLM_VERSION}'s layers hold them (split by their "
+                "weight loaders, A in float32, layers built without a quantisation config in the model's dtype)"
+            )
+        if unknown:
+            said += f"; counted whole on every rank, their split not known here: {', '.join(unknown[:6])}"
+        if self.scheme == "fp8":
+            said += "; fp8 per-tensor scales (4 B per linear layer) not counted"
+        label = f"weights ({self.scheme}, {split})"
+        return Term(
+            "weights",
+            label,
+            stage.share.bytes,
+            f"Σ tensors × their share on one GPU = {stage.share.bytes:,} B",
+            said,
+            bool(unknown),
+            SRC_SHARD + (f"; {SRC_STATE_SHARD}" if self.state is not None else ""),
+        )
+
+    def _kv_term(self, stage: Stage, blocks: int, context: int, batch: int) -> Term:
+        p = stage.pages
+        per = p.per_sequence(context, self.o.in_flight(context))
+        n = p.bytes(blocks)
+        formula = (
+            f"({batch} seq × {per:,} blocks + 1 null block) × {p.page:,} B per layer-block × {p.pool} layers = {n:,} B"
+        )
+        said = (
+            f"blocks of {p.block} tokens, {p.page:,} B per layer ({self.kv_bytes} B per value); "
+            f"a sequence of {context:,} tokens takes {per:,} blocks"
+            + (" across its groups" if len(p.groups) > 1 else "")
+            + (
+                f" (sliding-window layers keep window − 1 + {self.o.in_flight(context):,} tokens in flight)"
+                if any(k.window for k, _ in p.groups)
+                else ""
+            )
+            + "; the block pool holds one null block back"
+        )
+        if self.state is not None:
+            said += f"; {self._state_said(p)}"
+        label = f"KV cache ({context:,} tokens × {batch})"
+        source = SRC_BLOCKS + (f"; {SRC_STATE}; {SRC_ALIGN}" if self.state is not None else "")
+        return Term("kv_cache", label, n, formula, said, False, source)
+
+    def _state_said(self, p: Pages) -> str:
+        """The state layers' part of the KV term, in words."""
+        spec = self.state
+        assert spec is not None
+        padded = (
+            f", padded to the {p.page:,} B page of a {p.block}-token attention block" if p.page != p.state_page else ""
+        )
+        held = (
+            f"{spec.blocks} blocks a sequence per state group (prefix caching's mamba_cache_mode 'align'"
+            + (", one for prefill checkpoints)" if spec.checkpoint_blocks else ")")
+            if spec.hybrid
+            else "one block a sequence per group (no prefix caching for an attention-free model)"
+        )
+        return f"{p.state_layers} state layers of {spec.describe()}{padded}; {held}"
+
+    def _outside(self, claimed: int) -> Term:
+        """The GPU beyond the claimed bytes: the CUDA context, cuBLAS and NCCL, which must be free
+        beside the claim when vLLM starts, and what is left (beside the claim, or in it as more
+        KV blocks where the memory beside it sets the GPU's size)."""
+        u = self.o.utilization
+        total = self._gpu(claimed)
+        parts = (cuda_context(), non_torch(self.o))
+        free = total - claimed - sum(t.bytes for t in parts)
+        if free:
+            parts += (Term("free", "left free", free, f"{free:,} B", "unused, or more KV blocks", False, SRC_CLAIM),)
+        by_claim = total == _claim(claimed, u)
+        if by_claim:
+            formula = f"(the least M with ⌈M × {_num(u)}⌉ ≥ {claimed:,}) − {claimed:,} = {total - claimed:,} B"
+            said = (
+                f"vLLM claims ⌈{_num(u)} × the GPU⌉ (--gpu-memory-utilization); the rest must be free when it starts "
+                "and holds the CUDA context, cuBLAS and NCCL"
+            )
+        else:
+            formula = f"⌈{self.beside:,} / {_num(1 - u)}⌉ − {claimed:,} = {total - claimed:,} B"
+            said = (
+                f"the CUDA context, cuBLAS and NCCL outgrow the {_num(1 - u)} share a GPU holding the claim leaves: "
+                f"the GPU must be {self.beside:,} / {_num(1 - u)} B at least, and its larger claim holds more KV blocks"
+            )
+        label = f"outside the claim ({_num(1 - u)})"
+        return Term("outside", label, total - claimed, formula, said, not by_claim, SRC_CONTEXT, parts)
+
+    def _settings(self, context: int, why: str, batch: int, blocks: int) -> dict[str, Any]:
+        o = self.o
+        return {
+            "runtime": "vllm",
+            "scheme": self.scheme,
+            "keep": ",".join(self.weights.keep) or "none",
+            "compute_dtype": self.dtype,
+            "kv_dtype": o.kv_dtype if o.kv_dtype != "auto" else self.dtype,
+            "kv_cache": "vllm",
+            "context": context,
+            "context_from": why,
+            "batch": batch,
+            "concurrency": batch,
+            "tp": o.tp,
+            "pp": o.pp,
+            "ep": o.ep,
+            "gpus": o.tp * o.pp,
+            "gpu_memory_utilization": float(o.utilization),
+            "block_size": self.stages[0].pages.block,
+            "max_num_seqs": o.seqs,
+            "max_num_batched_tokens": o.tokens(context),
+            "defaults_for": o.gpu.key if o.gpu is not None else None,
+            "kv_blocks": blocks,
+        }
+
+    def _notes(self, stage: Stage, context: int) -> tuple[str, ...]:
+        o = self.o
+        notes = [self._defaults_note(context)] if o.max_num_seqs is None or o.max_batched_tokens is None else []
+        if o.pp > 1:
+            notes.append(
+                f"pipeline stages of {', '.join(str(len(r)) for r in pp_layers(self.layers, o.pp))} layers; "
+                "the busiest stage is planned, and every stage gets the fewest blocks any stage has"
+            )
+        if any(k.stores == "mla-latent" for k in self.layout.kinds):
+            notes.append("MLA: each layer caches its latent (kv_lora_rank + qk_rope_head_dim), the same on every rank")
+        if any(k.attention == "sliding" for k in self.layout.kinds):
+            notes.append(
+                "sliding-window layers: vLLM's hybrid KV cache manager frees blocks outside the window, and "
+                f"reserves the window and {o.pp + 1} batches in flight (async scheduling, max_in_flight_tokens) "
+                "(--disable-hybrid-kv-cache-manager pages them as full layers; not modelled)"
+            )
+        if 0 < self.heads.kv < o.tp:
+            notes.append(
+                f"{self.heads.kv} KV heads over {o.tp} ranks: each rank keeps one, replicated {o.tp // self.heads.kv}×"
+            )
+        if self.state is not None:
+            notes.append(self._state_note(stage.pages))
+        if o.gpu is not None and o.gpu.kind != "custom":
+            notes.append(_driver_note(o.gpu.memory, o.utilization))
+        return tuple(notes)
+
+    def _defaults_note(self, context: int) -> str:
+        """Where max_num_seqs and max_num_batched_tokens come from when not given."""
+        o = self.o
+        where = f"on the {o.gpu.name}" if o.gpu is not None else "on an H100 or H200 (no --gpu named)"
+        capped = f", capped at max_num_seqs × {context:,} tokens" if o.tokens(context) < o.defaults[1] else ""
+        return (
+            f"max_num_seqs {o.seqs:,} and max_num_batched_tokens {o.tokens(context):,}: vllm serve's defaults "
+            f"{where}{capped} (EngineArgs.get_batch_defaults: 1,024 and 8,192 on GPUs of 70 GiB or more but "
+            "A100s, 1,024 and 16,384 from 160 GiB, else 256 and 2,048)"
+        )
+
+    def _state_note(self, p: Pages) -> str:
+        """How vLLM pages the state layers, with the version and GPU the figures hold for."""
+        spec = self.state
+        assert spec is not None
+        if not spec.hybrid:
+            return (
+                f"state layers paged as vLLM {VLLM_VERSION} does for an attention-free model: one "
+                f"{spec.bytes:,} B state per layer and sequence, {p.state_layers} layers to a block"
+            )
+        raised = f"raised from {self.o.block_size} to {p.block} tokens" if p.block != self.o.block_size else "kept"
+        return (
+            f"state layers paged as vLLM {VLLM_VERSION} does on an SM90 GPU (H100, H200): the attention block "
+            f"{raised} so that its page holds a {spec.bytes:,} B state; prefix caching (on by default) keeps "
+            f"{spec.blocks} state blocks per sequence and group; other GPUs' kernels may align blocks otherwise"
+        )
+
+
+# torch.cuda.mem_get_info's total as vLLM logs it (total_gpu_memory): vllm-project/vllm#10511, #11550, #14447
+DRIVER_SEEN = "79.22 GiB on an 80 GiB H100, 23.55 to 23.58 GiB on a 24 GiB RTX 4090"
+
+
+def _driver_note(stated: int, u: Fraction) -> str:
+    """vLLM's claim is of the total the driver reports (``torch.cuda.mem_get_info``, in
+    ``MemorySnapshot``), a little under a card's stated size: vLLM's own logs show
+    ``total_gpu_memory`` 79.22 GiB on an 80 GiB H100 (vllm-project/vllm#10511) and 23.55 to
+    23.58 GiB on 24 GiB RTX 4090s (#11550, #14447)."""
+    gib = stated / 2**30
+    return (
+        f"the claim is of the GPU's stated {gib:,.2f} GiB; vLLM takes the total the driver reports "
+        f"(torch.cuda.mem_get_info), a little less: its logs show {DRIVER_SEEN}, and every GiB less is "
+        f"{float(u):g} GiB less KV cache; "
+        "name the size your driver reports as --gpu (e.g. --gpu 23.55GiB) for vLLM's own figure"
+    )
+
+
+def _claim(claimed: int, u: Fraction) -> int:
+    """The least GPU memory M whose claim ⌈M × u⌉ (request_memory) holds ``claimed`` bytes."""
+    return math.floor((claimed - 1) / u) + 1
+
+
+def _beside(needed: int, u: Fraction) -> int:
+    """The least GPU memory M with M − ⌈M × u⌉ = ⌊M × (1 − u)⌋ ≥ ``needed``."""
+    return math.ceil(needed / (1 - u))
+
+
+def _num(f: Fraction) -> str:
+    return f"{float(f):g}"
+
+
+def _active_share(model: Model, rows: Any) -> Fraction:
+    """Of the routed experts' parameters, the share one token uses (k of E; 1 for a dense model)."""
+    inactive = model.total - model.active_total
+    routed = sum(r.parameters for r in rows if _routed(r))
+    if inactive <= 0 or not routed:
+        return Fraction(1)
+    return Fraction(max(routed - inactive, 0), routed)
+
+
+def _routed(row: Any) -> bool:
+    return row.kind == "experts" and ".experts." in f".{row.name}."

@@ -1,0 +1,1 @@
+"""Training: the training plan, model and optimizer states, saved activations, LoRA adapters."""

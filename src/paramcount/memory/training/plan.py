@@ -1,0 +1,188 @@
+"""A training plan per GPU: model states, saved activations, adapters and overhead."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ...model import Model
+from ..core import overhead as _overhead
+from ..core.plan import Plan, as_model, context_for, positive
+from ..core.terms import Term
+from ..tree.widths import shape_model
+
+# The rows of a training fit: full fine-tuning at each precision, and QLoRA (NF4 base + LoRA).
+TRAINING_PRECISIONS = ("fp32", "mixed", "bf16", "qlora")
+
+
+class TrainingPlanner:
+    """One training setup; plans for any context, batch, GPU count and ZeRO stage.
+
+    The model states (weights, master weights, gradients, optimizer states, adapters) come from
+    :func:`paramcount.memory.training.optimizer.training` once per (ZeRO stage, GPUs); the activations, the
+    same as ``training``'s, from :mod:`paramcount.memory.training.saved` per (context, batch).
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        precision: str = "mixed",
+        *,
+        optimizer: str = "adamw",
+        zero: int = 0,
+        gpus: int = 1,
+        recompute: str = "none",
+        flash: bool = True,
+        lora: Any = None,
+        lora_targets: Any = None,
+        qlora: bool | int = False,
+        overhead: Any = None,
+    ):
+        self.model = model
+        self.qlora_bits = (4 if qlora is True else qlora or None) if precision != "qlora" else 4
+        self.precision = "mixed" if precision == "qlora" else precision
+        self.optimizer, self.zero, self.gpus = optimizer, zero, gpus
+        self.recompute, self.flash = recompute, flash
+        self.adapters = _adapters(model, lora, lora_targets, self.qlora_bits)
+        self._states: dict[tuple[int, int], list[Term]] = {}
+        self.shapes = shape_model(model)  # what the activation estimate reads widths from
+        self.overhead = _overhead.parse(overhead) if overhead is not None else _overhead.MEASURED_TRAINING
+
+    def states(self, zero: int, gpus: int) -> list[Term]:
+        if (zero, gpus) not in self._states:
+            from ..training.optimizer import states
+
+            terms = states(
+                self.model,
+                optimizer=self.optimizer,
+                precision=self.precision,
+                zero=zero,
+                gpus=gpus,
+                lora=self.adapters,
+                qlora_bits=self.qlora_bits,
+            )
+            self._states[zero, gpus] = terms
+        return self._states[zero, gpus]
+
+    def plan(
+        self, context: int, batch: int = 1, gpus: int | None = None, zero: int | None = None, why: str = ""
+    ) -> Plan:
+        from ..training.saved import of_step
+
+        context, batch = positive(context, "--context"), positive(batch, "--batch")
+        gpus, zero = gpus or self.gpus, self.zero if zero is None else zero
+        act = of_step(self.shapes, self._step(context, batch))
+        states = _at_peak(self.states(zero, gpus), act)
+        base = (*states, act)
+        weights = sum(t.bytes for t in base if t.key in ("weights", "master_weights"))
+        rest = sum(t.bytes for t in base) - weights
+        extra = self.overhead.split_term(weights, rest, "the training terms beyond the weights")
+        settings = self._settings(context, batch, gpus, zero, why)
+        return Plan(self.model, "training", (*base, extra), settings, planner=self)
+
+    def _step(self, context: int, batch: int) -> Any:
+        from ..training.saved import step
+
+        options = {"recompute": self.recompute, "flash": self.flash, "adapters": self.adapters}
+        return step(self.model, context, batch, self.precision, **options)
+
+    def _settings(self, context: int, batch: int, gpus: int, zero: int, why: str) -> dict[str, Any]:
+        a = self.adapters
+        return {
+            "precision": "qlora" if self.qlora_bits else self.precision,
+            "optimizer": self.optimizer,
+            "zero": zero,
+            "gpus": gpus,
+            "context": context,
+            "context_from": why or "--context",
+            "batch": batch,
+            "recompute": self.recompute,
+            "flash": self.flash,
+            "lora": None if a is None else f"rank {a.rank} on {_targets_text(a.targets)}",
+            "qlora": {4: "nf4", 8: "int8"}.get(self.qlora_bits),
+            "overhead": self.overhead.text,
+        }
+
+    def total(self, context: int, batch: int = 1) -> int:
+        return self.plan(context, batch).total
+
+
+def _at_peak(states: list[Term], act: Term) -> list[Term]:
+    """The gradients as the peak holds them. The step peaks at the start of the loss's backward,
+    with the activations saved and no gradients yet; the backward frees the activations as the
+    gradients fill in, and the optimizer step holds the gradients and AdamW's temporaries
+    (``torch._foreach_sqrt`` of exp_avg_sq: one moment's size). The gradients term is what
+    that second phase needs beyond the first: none when the activations are larger."""
+    grads = next((t for t in states if t.key == "gradients"), None)
+    if grads is None:
+        return states
+    opt = next((t for t in states if t.key == "optimizer"), None)
+    temp = sum(p.bytes for p in opt.parts if p.key == "optimizer.moments") // 2 if opt else 0
+    need = max(0, grads.bytes + temp - act.bytes)
+    formula = f"max(0, gradients {grads.bytes:,} + AdamW temporaries {temp:,} − activations {act.bytes:,}) = {need:,} B"
+    said = (
+        f"{grads.label}: {grads.bytes:,} B at the optimizer step, when the activations are freed; the total "
+        "counts the larger phase once"
+    )
+    held = Term("gradients", f"{grads.label}, beyond the activations", need, formula, said, True, grads.source)
+    return [held if t is grads else t for t in states]
+
+
+def _targets_text(targets: Any) -> str:
+    return targets if isinstance(targets, str) else ",".join(targets)
+
+
+def _adapters(model: Model, lora: Any, targets: Any, qlora_bits: int | None) -> Any:
+    """A LoRA result from a rank (and targets), or the one given; QLoRA implies rank 8."""
+    from ..training.lora import LoRA
+    from ..training.lora import lora as make_lora
+
+    if isinstance(lora, LoRA):
+        return lora
+    if lora is None and targets is None and qlora_bits is None:
+        return None
+    if isinstance(targets, str) and "," in targets:
+        targets = tuple(t.strip() for t in targets.split(",") if t.strip())
+    kwargs = {} if targets is None else {"targets": targets}
+    return make_lora(model, rank=8 if lora is None else lora, **kwargs)
+
+
+def train(
+    model: Model | str | Mapping[str, Any],
+    *,
+    optimizer: str = "adamw",
+    precision: str = "mixed",
+    zero: int = 0,
+    gpus: int = 1,
+    batch: int = 1,
+    context: int | None = None,
+    recompute: str = "none",
+    flash: bool = True,
+    lora: Any = None,
+    lora_targets: Any = None,
+    qlora: bool | int = False,
+    overhead: Any = None,
+) -> Plan:
+    """Training memory per GPU: the terms of :func:`paramcount.memory.training.optimizer.training` + overhead.
+
+    ``precision`` is ``mixed`` (bf16 with fp32 master weights), ``fp32``, ``bf16`` or ``qlora``
+    (an NF4 base with LoRA adapters); ``lora`` a rank (default targets peft's for the model type, or
+    ``lora_targets``) or a :class:`~paramcount.memory.training.lora.LoRA`; ``qlora`` True (4-bit) or 8;
+    ``batch`` the micro-batch per GPU; ``context`` as for :func:`inference`.
+    """
+    model = as_model(model)
+    context, why = context_for(model, context)
+    planner = TrainingPlanner(
+        model,
+        precision,
+        optimizer=optimizer,
+        zero=zero,
+        gpus=gpus,
+        recompute=recompute,
+        flash=flash,
+        lora=lora,
+        lora_targets=lora_targets,
+        qlora=qlora,
+        overhead=overhead,
+    )
+    return planner.plan(context, batch, why=why)
