@@ -2,6 +2,12 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# On a shared machine no hypothesis test may fail by the clock: no per-example deadline, and no
+# health check that times the generation of examples. A test's own @settings keeps what it sets.
+settings.register_profile("shared-machine", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("shared-machine")
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 

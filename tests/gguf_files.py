@@ -10,11 +10,22 @@ the file and whose size is its ``n_vocab``.
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 from typing import Any
 
 Spec = dict[str, Any]
+
+
+@functools.cache
+def name_map(arch: Any, n_blocks: int) -> Any:
+    """gguf-py's ``TensorNameMap`` for ``arch`` (a ``gguf.MODEL_ARCH``) and ``n_blocks``, built once:
+    its constructor formats every key of every block (a quarter second each), and nothing reads
+    it but ``get_name`` and ``get_type_and_name``."""
+    import gguf
+
+    return gguf.get_tensor_name_map(arch, n_blocks)
 
 
 def llama_spec(

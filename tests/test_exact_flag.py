@@ -14,14 +14,27 @@ from paramcount.frontends.printout import from_text
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-def count_json(capsys, source: str) -> dict:
-    assert main([source, "--json"]) == 0
+def count_json(capsys, source: str, *flags: str) -> dict:
+    assert main([source, *flags, "--json"]) == 0
     return json.loads(capsys.readouterr().out)
 
 
-def test_a_full_printout_is_exact(capsys):
-    data = count_json(capsys, str(FIXTURES / "bloom-1b4-zh.txt"))
-    assert data["exact"] is True and data["inexact_reason"] is None
+def test_a_full_printout_is_exact_once_its_tie_is_settled(capsys):
+    data = count_json(capsys, str(FIXTURES / "bloom-1b4-zh.txt"), "--set", "tie_word_embeddings=true")
+    assert data["exact"] is True and data["inexact_reason"] is None and data["total"] == 1_303_111_680
+    data = count_json(capsys, str(FIXTURES / "bloom-1b4-zh.txt"), "--set", "tie_word_embeddings=false")
+    assert data["exact"] is True and data["total"] == 1_397_616_640
+
+
+def test_a_printout_with_an_open_tie_is_not_exact(capsys):
+    data = count_json(capsys, str(FIXTURES / "bloom-1b4-zh.txt"))  # Bloom ties by default: counted tied
+    assert data["exact"] is False and data["total"] == 1_303_111_680
+    assert "1,303,111,680 counts it tied; untied, 1,397,616,640" in data["inexact_reason"]
+
+
+def test_a_printout_takes_only_the_tie_from_set(capsys):
+    assert main(["count", str(FIXTURES / "bloom-1b4-zh.txt"), "--set", "n_layer=3"]) == 2
+    assert "a print(model) text takes only --set tie_word_embeddings" in capsys.readouterr().err
 
 
 def test_a_config_count_is_exact(capsys):
@@ -48,7 +61,7 @@ def test_fused_experts_in_a_real_printout_are_flagged():
     )  # fmt: skip
     with torch.device("meta"):
         model = transformers.Qwen3MoeForCausalLM(config)
-    counted = from_text(str(model), "printout").model
+    counted = from_text(str(model), "printout", tied=getattr(config, "tie_word_embeddings", None)).model
     real = sum(p.numel() for p in model.parameters())
     assert not counted.exact and counted.total < real
     assert "expert" in counted.inexact
@@ -72,7 +85,7 @@ def test_parameters_held_beside_submodules_are_never_missed_silently(model_type,
     config = transformers.AutoConfig.for_model(model_type, **fields)
     with torch.device("meta"):
         model = getattr(transformers, cls)(config)
-    counted = from_text(str(model), "printout").model
+    counted = from_text(str(model), "printout", tied=getattr(config, "tie_word_embeddings", None)).model
     real = sum(p.numel() for p in model.parameters())
     if named is None:
         assert counted.exact and counted.total == real

@@ -85,6 +85,24 @@ def test_buffers_equal_llama_cpps(files, case):
         assert "repack" not in terms
 
 
+CELLS = json.loads((FIXTURES / "llamacpp_cells.json").read_text())
+
+
+@pytest.mark.parametrize("case", CELLS["cases"], ids=case_id)
+def test_a_cache_no_longer_than_the_micro_batch(tmp_path, case):
+    """Issue 20's case: a dense Llama with flash attention off and 512 cells (n_ctx = n_ubatch),
+    and 256 and 1,024 beside it, recorded by ``tools/record_llamacpp.py cells`` on files the
+    buffer cases never load there: the buffers equal llama.cpp's and the compute buffer is within
+    1% (it was reported 11.8% under)."""
+    model = paramcount.load(str(write(CELLS["models"][case["model"]], tmp_path / "m.gguf")))
+    plan = plan_of(model, case)
+    terms = {t.key: t for t in plan.terms}
+    assert terms["weights"].bytes == case["llama_model_size"] and plan.settings["n_ctx"] == case["n_ctx"]
+    assert [mib(terms["kv_cache"].bytes)] == case["kv_buffers_mib"]
+    assert mib(terms["output"].bytes) == case["output_mib"]
+    assert terms["compute"].bytes / 2**20 == pytest.approx(case["compute_mib"], rel=0.01)
+
+
 def test_cells_follow_the_cases_llama_cpp_logged(files):
     """The cells per layer kind, as llama_kv_cache logs them (non-SWA first)."""
     for case in BUFFERS["cases"]:

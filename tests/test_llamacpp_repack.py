@@ -28,7 +28,7 @@ import pytest
 import paramcount
 from paramcount.memory import inference
 
-from .gguf_files import llama_spec, write
+from .gguf_files import llama_spec, name_map, write
 from .test_quant_mix_moe import deepseek2
 
 gguf = pytest.importorskip("gguf")
@@ -118,7 +118,7 @@ def test_mla_split_heads_and_experts_from_deepseek_v2_lite():
     matrices are repacked; token_embd is GET_ROWS. Names from gguf-py's mapping of the
     converter's tensors (DeepseekV2Model), types as --pure q4_0 writes them."""
     m = paramcount.load("deepseek-ai/DeepSeek-V2-Lite")
-    tmap = gguf.get_tensor_name_map(gguf.MODEL_ARCH.DEEPSEEK2, m.config["num_hidden_layers"])
+    tmap = name_map(gguf.MODEL_ARCH.DEEPSEEK2, m.config["num_hidden_layers"])
     tensors = []
     for hf, shape in deepseek2({**m.config}):
         name = tmap.get_name(hf, try_suffixes=(".weight", ".bias"))

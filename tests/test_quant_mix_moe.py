@@ -26,6 +26,8 @@ from paramcount import ParamcountError
 from paramcount.cli import main
 from paramcount.memory.weights.schemes import weights
 
+from .gguf_files import name_map
+
 gguf = pytest.importorskip("gguf")
 T = gguf.MODEL_TENSOR
 Shape = tuple[int, ...]
@@ -359,7 +361,7 @@ def quantize_type(ftype: str, name: str, ne0: int, wv: tuple[int, int], model: d
 
 def expected(arch, tensors: list[tuple[str, Shape]], ftype: str, model: dict) -> dict[str, tuple[Shape, str]]:
     """The file's tensors: gguf-py's names, the converter's F32 rule, llama-quantize's types."""
-    tmap = gguf.get_tensor_name_map(arch, model["n_layer"])
+    tmap = name_map(arch, model["n_layer"])
     found = {}
     for hf, shape in tensors:
         key, name = tmap.get_type_and_name(hf, try_suffixes=(".weight", ".bias"))
@@ -388,7 +390,7 @@ def _converter_name(name: str) -> str:
 
 
 def planned(arch, w, n_layer: int) -> dict[str, tuple[Shape, str]]:
-    tmap = gguf.get_tensor_name_map(arch, n_layer)
+    tmap = name_map(arch, n_layer)
     out = {}
     for r in w.rows:
         if r.role == "tied":  # no output tensor: llama.cpp uses the token embedding

@@ -16,7 +16,7 @@ import pytest
 import paramcount
 from paramcount.memory.weights.schemes import weights
 
-from .gguf_files import llama_spec, write
+from .gguf_files import llama_spec, name_map, write
 from .test_quant_mix_moe import (
     CONVERTER_F32,
     allows_quantization,
@@ -42,7 +42,7 @@ def mxfp4_moe(name: str, shape: tuple[int, ...], tied: bool) -> str:
 
 
 def expected(arch, tensors, n_layer: int) -> dict[str, tuple[tuple[int, ...], str]]:
-    tmap = gguf.get_tensor_name_map(arch, n_layer)
+    tmap = name_map(arch, n_layer)
     found = {}
     for hf, shape in tensors:
         key, name = tmap.get_type_and_name(hf, try_suffixes=(".weight", ".bias"))

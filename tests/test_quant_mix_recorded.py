@@ -23,6 +23,7 @@ import paramcount
 from paramcount import ParamcountError
 from paramcount.memory.weights.schemes import weights
 
+from .gguf_files import name_map
 from .test_quant_mix_vl import MODELS, _bytes, expand, gemma4_name, plan_tensors, quantised
 
 gguf = pytest.importorskip("gguf")
@@ -138,7 +139,7 @@ def test_the_file_tensor_by_tensor(name, ftype):
     m = load(name)
     config = dict(m.config)
     arch = getattr(gguf.MODEL_ARCH, rec["gguf_arch"].upper())
-    names = NAMES[rec["gguf_arch"]](gguf.get_tensor_name_map(arch, 200), config)
+    names = NAMES[rec["gguf_arch"]](name_map(arch, 200), config)
     want = quantised(ftype, expand(rec["tensors"]), config)
     w = weights(m, ftype)
     got = plan_tensors(w, config, rec["gguf_arch"], names)

@@ -25,6 +25,8 @@ from paramcount.dtypes import DTYPES
 from paramcount.gguf import types as gg
 from paramcount.memory.weights.schemes import weights
 
+from .gguf_files import name_map
+
 gguf = pytest.importorskip("gguf")
 FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "llamacpp_mmproj.json").read_text())
 MODELS = FIXTURE["models"]
@@ -121,8 +123,8 @@ def plan_tensors(w, config: dict, arch: str, names=None) -> dict[str, tuple[tupl
     """The plan's rows, one GGUF tensor each: {GGUF name: (shape, type)} (a tied head: none).
     ``names`` maps a row's checkpoint name and shape to the GGUF tensors (default: a composite's)."""
     n = 200
-    text_map = gguf.get_tensor_name_map(getattr(gguf.MODEL_ARCH, arch.upper().replace("-", "_")), n)
-    mm_map = gguf.get_tensor_name_map(gguf.MODEL_ARCH.MMPROJ, n)
+    text_map = name_map(getattr(gguf.MODEL_ARCH, arch.upper().replace("-", "_")), n)
+    mm_map = name_map(gguf.MODEL_ARCH.MMPROJ, n)
     names = names or (lambda name, shape: _gguf(name, shape, config, text_map, mm_map))
     out = {}
     for r in w.rows:

@@ -206,10 +206,35 @@ def record(folder: Path, only: str | None = None) -> None:
     import llama_cpp
 
     version = llama_cpp.__version__
+    if only == "cells":
+        record_cells(folder, version)
+        return
     if only != "quant":
         record_buffers(folder, version)
     if only != "buffers":
         record_quant(folder, version)
+
+
+# Caches no longer than the micro-batch (512 cells, 256), flash attention on and off: issue 20's
+# "dense Llama, flash attention off, 512 cells" case, on files the buffer cases do not load there.
+CELL_MODELS = {
+    "llama-1b-q4_0": BUFFER_MODELS["llama-1b-q4_0"],
+    "llama-gqa": QUANT_MODELS["llama-gqa"],
+}
+CELL_CASES = [
+    _case(m, ctx, flash_attn=fa)
+    for m in CELL_MODELS
+    for ctx, fa in ((512, "off"), (512, "on"), (1024, "off"), (256, "off"))
+]
+
+
+def record_cells(folder: Path, version: str) -> None:
+    files = {name: write(spec, folder / f"{name}.gguf") for name, spec in CELL_MODELS.items()}
+    cases = []
+    for case in CELL_CASES:
+        print("cells", case, flush=True)
+        cases.append(_run("buffer", files[case["model"]], case))
+    _write_compact(FIXTURES / "llamacpp_cells.json", {"llama_cpp_python": version, "models": CELL_MODELS}, cases)
 
 
 def record_buffers(folder: Path, version: str) -> None:
@@ -246,4 +271,4 @@ if __name__ == "__main__":
         _child(sys.argv[2:])
     else:
         with tempfile.TemporaryDirectory() as tmp:
-            record(Path(tmp), sys.argv[1] if len(sys.argv) > 1 else None)  # "buffers" or "quant": one half
+            record(Path(tmp), sys.argv[1] if len(sys.argv) > 1 else None)  # "buffers", "quant" or "cells"

@@ -40,7 +40,7 @@ def _load(source, model_class, num_labels, overrides) -> Model:
     if str(source) == "-":
         from .frontends import printout
 
-        return printout.read_stdin()
+        return printout.read_stdin(printout.tie_of(overrides, "<stdin>"))
     from .frontends.config import exists
 
     if exists(source):
@@ -88,10 +88,11 @@ def _load_path(path: Path, opts: dict[str, Any]) -> Model:
     from .gguf import reader as gguf
 
     if path.is_file():
-        for reader in (gguf.read, printout.read):  # each answers None when the file is not its kind
-            model = reader(path)
-            if model is not None:
-                return model
+        model = gguf.read(path)  # None when the file is not a GGUF file
+        if model is None:
+            model = printout.read(path, opts["overrides"])  # None unless a printout
+        if model is not None:
+            return model
     found = load_path(path, **opts)  # None unless safetensors weights are there
     if found is None and path.is_dir():
         found = gguf.from_folder(path)  # a GGUF model, with its mmproj beside it, as one model

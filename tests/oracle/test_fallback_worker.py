@@ -34,6 +34,23 @@ def worker(monkeypatch):
     mine.close()
 
 
+@pytest.fixture(scope="module")
+def warm():
+    """One worker for the tests that leave their child serving: each fresh child imports torch
+    and transformers (seconds)."""
+    mine = fw.Worker()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(fw, "WORKER", mine)
+        yield mine
+    mine.close()
+
+
+@pytest.fixture
+def shared(warm, monkeypatch):
+    monkeypatch.setattr(fw, "WORKER", warm)
+    return warm
+
+
 def gone(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -42,21 +59,21 @@ def gone(pid: int) -> bool:
     return False
 
 
-def test_the_count_comes_from_the_worker(worker):
+def test_the_count_comes_from_the_worker(shared):
     model = paramcount.load(CODEGEN)
-    assert worker.pid is not None and worker.pid != os.getpid()
+    assert shared.pid is not None and shared.pid != os.getpid()
     assert model.counted_by == "transformers"
     assert not differences(ours(model), truth(CODEGEN, model.class_name, "codegen"))
 
 
-def test_the_worker_is_offline(worker):
+def test_the_worker_is_offline(shared):
     paramcount.load(CODEGEN)
-    with open(f"/proc/{worker.pid}/environ", "rb") as f:
+    with open(f"/proc/{shared.pid}/environ", "rb") as f:
         env = dict(x.split(b"=", 1) for x in f.read().split(b"\0") if b"=" in x)
     assert env[b"HF_HUB_OFFLINE"] == b"1" and env[b"TRANSFORMERS_OFFLINE"] == b"1"
 
 
-def test_the_module_budget_stops_a_build(worker, monkeypatch):
+def test_the_module_budget_stops_a_build(shared, monkeypatch):
     monkeypatch.setattr(fw, "MAX_MODULES", 20)
     with pytest.raises(ParamcountError, match="built more than 20 modules for CodeGenModel and was stopped"):
         paramcount.load(CODEGEN)

@@ -21,9 +21,20 @@ def get(url: str, **kwargs) -> httpx.Response:
     return httpx.get(url, timeout=HANG, **kwargs)
 
 
+def _ctrl_c_as_in_a_terminal() -> None:
+    """SIGINT at its default in the child, as a shell's foreground job has it: a suite started in
+    the background by a script inherits it ignored, and Python then leaves it ignored, so the
+    server, stopped by uvicorn's own handler, re-raised an ignored signal and exited 0."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start(*args: str) -> tuple[subprocess.Popen, str, list[str]]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "paramcount", "serve", *args], stderr=subprocess.PIPE, text=True, bufsize=1
+        [sys.executable, "-m", "paramcount", "serve", *args],
+        stderr=subprocess.PIPE,
+        text=True,
+        bufsize=1,
+        preexec_fn=_ctrl_c_as_in_a_terminal,
     )
     lines = []
     for line in proc.stderr:

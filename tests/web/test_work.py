@@ -182,7 +182,7 @@ def fallback_worker(monkeypatch):
     pytest.importorskip("transformers")
     from paramcount.frontends import fallback_worker as fw
 
-    mine = fw.Worker()
+    mine = fw.Worker(limit=HANG)  # far past a loaded machine's torch import (the default is 120 s)
     monkeypatch.setattr(fw, "WORKER", mine)
     yield mine
     mine.close()
@@ -190,7 +190,7 @@ def fallback_worker(monkeypatch):
 
 @pytest.fixture
 def workers():
-    return work.Workers(limit=60)
+    return work.Workers(limit=HANG)
 
 
 @pytest.fixture
@@ -207,7 +207,7 @@ def server_of(workers):
     thread.join(5)
 
 
-def gone(pid: int, within: float = 30.0) -> bool:
+def gone(pid: int, within: float = HANG) -> bool:
     """Whether process ``pid`` has ended, waiting for it up to ``within`` seconds (a bound on the
     wait only: nothing here asserts how long anything took)."""
     import os
@@ -224,9 +224,9 @@ def gone(pid: int, within: float = 30.0) -> bool:
 
 def send_and_leave(port: int, body: dict, started) -> int:
     """Send a request, wait until ``started()`` names the process serving it, then disconnect."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=HANG)
     conn.request("POST", "/api/model", json.dumps(body), {"content-type": "application/json"})
-    end = time.monotonic() + 30
+    end = time.monotonic() + HANG
     while started() is None and time.monotonic() < end:
         time.sleep(0.01)
     pid = started()
@@ -239,7 +239,7 @@ def send_and_leave(port: int, body: dict, started) -> int:
 def test_a_fallback_config_is_built_in_the_worker(server_of, fallback_worker):
     import os
 
-    status, data = post(server_of, "/api/model", {"source": {"kind": "config", "config": CODEGEN}}, timeout=150)
+    status, data = post(server_of, "/api/model", {"source": {"kind": "config", "config": CODEGEN}})
     assert status == 200 and data["counted_by"] == "transformers"
     assert data["classes"] == ["base", "CodeGenForCausalLM", "CodeGenModel"]  # what transformers maps for codegen
     assert fallback_worker.pid not in (None, os.getpid())
@@ -314,7 +314,7 @@ def test_a_large_safetensors_header_is_answered_in_a_worker(monkeypatch, tmp_pat
     with TestClient(create_app(hosts=["testserver"])) as client:
         inline = ask(client)
     monkeypatch.setattr(work, "HEAVY_BYTES", 0)
-    workers = work.Workers(limit=60)
+    workers = work.Workers(limit=HANG)
     with TestClient(create_app(hosts=["testserver"], workers=workers)) as client:
         assert ask(client) == inline and inline[0]["total"] == 300
         assert client.app.app.state.uploads.items[next(iter(client.app.app.state.uploads.items))].parsed is None

@@ -602,11 +602,24 @@ def _tie_note(c: Counted, class_name: str, fam: Any, likely: bool, known: bool) 
     head = f"print(model) cannot show ties: {what}. Tied: {c.tied_total:,}; untied: {c.untied_total:,}."
     if known:
         return f"{head} Counted {chosen}, as asked."
+    return f"{head} {_default_said(class_name, fam)}, so the {chosen} count is given."
+
+
+def _default_said(class_name: str, fam: Any) -> str:
+    """Whose default chose the tie: the family's config, or the assumption for an unknown class."""
     if fam is not None and "tie_word_embeddings" in fam.defaults:
-        said = f"{class_name}'s config default is tie_word_embeddings={fam.defaults['tie_word_embeddings']}"
-    else:
-        said = f"{class_name} is not a family paramcount knows, so tied is assumed"
-    return f"{head} {said}, so the {chosen} count is given; tie_word_embeddings in the model's config.json settles it."
+        return f"{class_name}'s config default is tie_word_embeddings={fam.defaults['tie_word_embeddings']}"
+    return f"{class_name} is not a family paramcount knows, so tied is assumed"
+
+
+def _open_tie(c: Counted, said: str, likely: bool) -> str:
+    """Why a count is not exact when the text leaves a tie open and the caller did not settle it."""
+    counted, other = (c.tied_total, c.untied_total) if likely else (c.untied_total, c.tied_total)
+    first, other_word = ("tied", "untied") if likely else ("untied", "tied")
+    return (
+        f"not exact: print(model) cannot show whether {c.ties[0][0]} is tied to {c.ties[0][1]}; {said}, so "
+        f"{counted:,} counts it {first}; {other_word}, {other:,}; --set tie_word_embeddings=true|false settles it"
+    )
 
 
 RAW = "(raw parameters)"  # an Unknown's class for parameters held beside submodules
@@ -854,10 +867,13 @@ def from_text(text: str, source: str = "<text>", name: str | None = None, tied: 
         c, filled, in_towers = _tower_count(root, c, likely)
         c, shared = _source_ties(root, c, likely)
     notes = [f"counted from the text of print(model) ({root.cls})", *c.notes, *filled]
-    if c.ties:
+    open_tie = bool(c.ties) and not known and c.tied_total != c.untied_total  # a guess between two totals
+    if c.ties and not open_tie:
         notes.append(_tie_note(c, root.cls, fam, likely, known))
     unknown = _missing(root, family, c, in_towers)
-    inexact = _inexact(tuple(shared), unknown, c.tree.count)
+    inexact = _inexact(tuple(shared), unknown, min(c.tied_total, c.untied_total) if open_tie else c.tree.count)
+    if open_tie:  # never exact, and a lower bound only from the smaller (tied) total
+        inexact = "; ".join(filter(None, (inexact, _open_tie(c, _default_said(root.cls, fam), likely))))
     if inexact:
         notes.append(inexact)
     inner = _backbone(root, fam)
@@ -893,21 +909,22 @@ def _decode(data: bytes, source: str) -> str:
         raise ParamcountError(f"not UTF-8 text (byte {e.start})", source=source) from None
 
 
-def read_stdin() -> Model:
+def read_stdin(tied: bool | None = None) -> Model:
     data = sys.stdin.buffer.read(MAX_TEXT_CHARS + 1)
     if len(data) > MAX_TEXT_CHARS:
         raise ParamcountError(f"more than {MAX_TEXT_CHARS:,} bytes: too large for a printout", source="<stdin>")
-    return from_text(_decode(data, "<stdin>"), "<stdin>").model
+    return from_text(_decode(data, "<stdin>"), "<stdin>", tied=tied).model
 
 
-def read(source: str | Path) -> Model | None:
+def read(source: str | Path, overrides: Any = None) -> Model | None:
     """A Model from ``-`` (standard input) or a printout file; None for anything else.
+    ``overrides`` (``--set``) may settle the tie a text leaves open (:func:`tie_of`).
 
     A ``.txt`` file is taken as a printout (so its errors are a printout's) unless it holds
     JSON; other files only when their text starts like one.
     """
     if str(source) == "-":
-        return read_stdin()
+        return read_stdin(tie_of(overrides, "<stdin>"))
     path = Path(source)
     if not path.is_file():
         return None
@@ -923,4 +940,18 @@ def read(source: str | Path) -> Model | None:
         raise ParamcountError(f"cannot read: {e.__class__.__name__}: {e}", source=src) from None
     if len(data) > MAX_TEXT_CHARS:
         raise ParamcountError(f"more than {MAX_TEXT_CHARS:,} bytes: too large for a printout", source=src)
-    return from_text(_decode(data, src), src).model
+    return from_text(_decode(data, src), src, tied=tie_of(overrides, src)).model
+
+
+def tie_of(overrides: Any, source: str) -> bool | None:
+    """The tie ``--set tie_word_embeddings=true|false`` settles for a printout: the one config
+    field a text takes (its shapes are fixed); any other is refused."""
+    fields = dict(overrides or {})
+    tied = fields.pop("tie_word_embeddings", None)
+    if fields or not (tied is None or isinstance(tied, bool)):
+        raise ParamcountError(
+            "a print(model) text takes only --set tie_word_embeddings=true|false: its shapes are fixed",
+            source=source,
+            field="--set",
+        )
+    return tied

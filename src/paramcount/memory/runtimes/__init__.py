@@ -16,6 +16,7 @@ from typing import Any
 from ...errors import ParamcountError
 from ...model import Model
 from ..core.plan import Plan, as_model, context_for
+from .llamacpp.placement import PLACEMENT_OPTIONS
 
 RUNTIMES = ("transformers", "llama.cpp", "vllm")
 # Names as people write them, compared without case or punctuation: vLLM, llamacpp, llama_cpp, HF.
@@ -48,12 +49,7 @@ LLAMA_OPTIONS = {
     "device": "--device",
     "embeddings": "--embeddings",
     "cpu": "--cpu-features",
-    "gpu_layers": "--n-gpu-layers",
-    "overrides": "--override-tensor",
-    "tensor_split": "--tensor-split",
-    "split_mode": "--split-mode",
-    "main_gpu": "--main-gpu",
-    "kv_offload": "--no-kv-offload",
+    **PLACEMENT_OPTIONS,
 }
 VLLM_OPTIONS = {
     "tp": "--tp",
