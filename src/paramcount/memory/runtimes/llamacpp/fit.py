@@ -74,10 +74,19 @@ class FitParams:
     failed: str | None = None
     plan: Any = field(default=None, repr=False, compare=False)
     longest: int | None = None  # the longest -c with every layer on the GPU that leaves the margin
+    tensor_split: tuple[float, ...] = ()  # several GPUs (fit_multi.py): -ts, each device's layers
+    per_device: tuple[dict[str, Any], ...] = ()  # several GPUs: each one's free, margin and projected bytes
+    source: str = SRC
 
     def arguments(self) -> str:
-        """As ``llama-fit-params`` prints them: ``-c N -ngl L [-ot "..."]``."""
+        """As ``llama-fit-params`` prints them: ``-c N -ngl L [-ts a,b] [-ot "..."]`` (fit-params.cpp:
+        -ts as whole numbers, without its trailing zeros, and only while more than one is left)."""
         out = f"-c {self.n_ctx} -ngl {-1 if self.ngl is None else self.ngl}"
+        ts = list(self.tensor_split)
+        while len(ts) > 1 and ts[-1] == 0:
+            ts.pop()
+        if len(ts) > 1:
+            out += " -ts " + ",".join(str(int(v)) for v in ts)
         if self.overrides:
             out += ' -ot "' + ",".join(f"{p}={b}" for p, b in self.overrides) + '"'
         return out
@@ -101,8 +110,10 @@ class FitParams:
             "devices": self.devices(),
             "steps": list(self.steps),
             "failed": self.failed,
-            "source": SRC,
-        }
+            "source": self.source,
+            **({"tensor_split": [int(v) for v in self.tensor_split], "per_device": list(self.per_device)}
+               if self.per_device else {}),
+        }  # fmt: skip
 
 
 class _Search:
