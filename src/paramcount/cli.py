@@ -850,6 +850,8 @@ def plan_options(args: argparse.Namespace) -> dict:
     wrong = _given(args, (*INFERENCE_FLAGS, "dtype") if args.train else TRAIN_FLAGS)
     if wrong:
         fix = "only for inference (training: --precision)" if args.train else "only for training: add --train"
+        if wrong[0] == "gpus" and not args.train:  # llama.cpp's several GPUs are named, one per card
+            fix += "; llama.cpp over several GPUs: --gpu rtx3090,rtx3090 (fit --runtime llama.cpp)"
         raise ParamcountError(fix, field="--" + wrong[0].replace("_", "-"))
     names = {
         "lora_rank": "lora",
