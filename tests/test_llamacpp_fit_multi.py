@@ -91,6 +91,20 @@ def test_an_unset_context_is_cut_to_the_summed_target_less_the_layer_waste():
     assert all(f - u >= MARGIN for f, u in zip(free, on(p, r.n_ctx, (a, b), 33), strict=True))
 
 
+def test_the_longest_context_with_every_layer_split_by_free_memory():
+    """Two unequal cards (12 GB, 8 GB), -ts unset: load_tensors splits by free memory; the
+    longest -c in steps of 256 at which each GPU keeps its margin, and 256 more at which one
+    does not."""
+    p, trained = setup("meta-llama/Llama-3.1-8B")
+    free = [12 * GB - CUDA_CONTEXT, 8 * GB - CUDA_CONTEXT]
+    r = fit_params_multi(p, free, None, 1, trained)
+
+    def fits(n_ctx: int) -> bool:
+        return all(f - u >= MARGIN for f, u in zip(free, on(p, n_ctx, free), strict=True))
+
+    assert r.longest % 256 == 0 and fits(r.longest) and not fits(r.longest + 256)
+
+
 @pytest.mark.parametrize(
     ("split", "printed"),
     [((17.0, 16.0), " -ts 17,16"), ((0.0, 33.0), " -ts 0,33"), ((33.0, 0.0), ""), ((5.0, 7.0, 0.0), " -ts 5,7")],

@@ -294,10 +294,8 @@ def fit_params_lines(fit: Fit) -> list[Text]:
         host = f.devices().get("host", 0)
         where = "the GPUs" if f.per_device else "the GPU"
         used = f"  ({f.used // 2**20:,} MiB on {where}, {host // 2**20:,} MiB in host memory)" if not f.failed else ""
-        if not f.per_device:
-            used += (
-                f"; every layer on the GPU up to -c {n(f.longest)}" if f.longest else "; not every layer at any context"
-            )
+        on = "the GPUs (split by free memory)" if f.per_device else "the GPU"
+        used += f"; every layer on {on} up to -c {n(f.longest)}" if f.longest else "; not every layer at any context"
         out.append(Text(f"  {r.precision}: {said}{used}", style="red" if f.failed else ""))
         out += [Text(f"    {_device_line(d)}") for d in f.per_device if not f.failed]
     return out

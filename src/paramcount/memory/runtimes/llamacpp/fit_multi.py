@@ -33,7 +33,7 @@ from typing import Any
 
 from ....errors import ParamcountError
 from ....records import replace
-from .fit import _FRACTIONS, ALL_EXPERTS, MARGIN, MIB, MIN_CTX, FitParams, Layers, _step
+from .fit import _FRACTIONS, ALL_EXPERTS, MARGIN, MIB, MIN_CTX, NO_LIMIT, FitParams, Layers, _step
 from .placement import CPU
 
 SRC = (
@@ -106,7 +106,7 @@ def fit_params_multi(
     dev = _Devices(planner, frees, seqs, layers_of(planner).n_layer)
     steps: list[str] = []
     full = dev.measure(n_max, p0.gpu_layers, p0.tensor_split, p0.overrides)
-    done = _MultiDone(dev, margins, steps)
+    done = _MultiDone(dev, margins, steps, streams, n_ctx_train)
     for name, free, use, margin in zip(dev.names, frees, full, margins, strict=True):
         steps.append(f"{name}: {free // MIB:,} MiB free, projected {use // MIB:,} MiB used at -c {n_max:,}"
                      f" vs. a target of {margin // MIB:,} MiB free")  # fmt: skip
@@ -315,8 +315,9 @@ def _one_more(dev, id, per, bufts, mem, start, targets):
 class _MultiDone:
     """The answer, with each device's projected use at it."""
 
-    def __init__(self, dev: _Devices, margins: Sequence[int], steps: list[str]):
+    def __init__(self, dev: _Devices, margins: Sequence[int], steps: list[str], streams: int, n_ctx_train: Any):
         self.dev, self.margins, self.steps = dev, tuple(margins), steps
+        self.streams, self.n_ctx_train = streams, n_ctx_train
 
     def __call__(self, n_ctx: int, ngl: int | None, split: Any, overrides: Any, failed: str | None = None):
         dev = self.dev
@@ -329,8 +330,28 @@ class _MultiDone:
         if ngl is not None and any(split):
             per = tuple({**d, "layers": int(v)} for d, v in zip(per, split, strict=True))
         steps = (*self.steps, *((failed,) if failed else ()), SOURCE_ONLY)
+        most = longest_multi(dev, self.margins, self.streams, self.n_ctx_train)
         return FitParams(n_ctx, ngl, tuple(overrides), sum(use), sum(dev.frees), sum(self.margins), steps, failed,
-                         plan, None, tuple(float(v) for v in split), per, SRC)  # fmt: skip
+                         plan, most, tuple(float(v) for v in split), per, SRC)  # fmt: skip
+
+
+def longest_multi(dev: _Devices, margins: Sequence[int], streams: int, n_ctx_train: int | None) -> int | None:
+    """The longest -c at which every layer, split by free memory (-ts unset) with the given
+    -ot, leaves each GPU its margin, in steps of 256 per stream (llama_context pads n_ctx to 256
+    cells); None: not even 256. A bisection: no device's bytes fall as the context grows."""
+    overrides, step = dev.planner.placement.overrides, 256 * streams
+
+    def fits(k: int) -> bool:
+        used = dev.measure(k * step, None, (), overrides)
+        return all(f - u >= m for f, u, m in zip(dev.frees, used, margins, strict=True))
+
+    low, high = 0, max(-(-(n_ctx_train or NO_LIMIT) // 256), 1) + 1  # fits(low); not fits(high)
+    if fits(high - 1):
+        return (high - 1) * step
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (mid, high) if fits(mid) else (low, mid)
+    return low * step or None
 
 
 def _split_of(dev: _Devices, split: Any) -> tuple[float, ...]:
