@@ -144,6 +144,20 @@ def test_a_moe_model_overflows_to_the_next_device():
     assert any("only dense weights in device memory: a total surplus" in s for s in r.steps)
 
 
+def test_a_last_gpu_left_empty_drops_the_split_as_llama_cpp_prints_it():
+    """Qwen3-30B-A3B (48 blocks) at 8k on 24 GB + 3 GB, traced by hand through step 4: the
+    whole-layer move puts every block on CUDA0 (it fits), leaving CUDA1 the output layer alone;
+    "one more layer" then takes that (its uint32 n_part-- wraps) with overflow type UP, then
+    GATE, toward CUDA1, for layer il0 = 48, which is no block: CUDA1 holds nothing and both stay
+    under target. -ts 49,0 loses its trailing zero and with it the flag (fit-params.cpp)."""
+    p, trained = setup("Qwen/Qwen3-30B-A3B")
+    r = fit_params_multi(p, [24 * GB - CUDA_CONTEXT, 3 * GB - CUDA_CONTEXT], 8192, 1, trained)
+    assert r.tensor_split == (49.0, 0.0) and r.ngl == 49
+    assert r.arguments() == '-c 8192 -ngl 49 -ot "blk\\.48\\.ffn_down.*=CUDA1"'
+    assert any("prints as no -ts" in s for s in r.steps) and any("names no block" in s for s in r.steps)
+    assert r.per_device[1]["projected_bytes"] == 0
+
+
 # ---- the CLI ----------------------------------------------------------------------------------
 
 ARGV = ["fit", "meta-llama/Llama-3.1-8B", "--dtype", "q4_k_m"]

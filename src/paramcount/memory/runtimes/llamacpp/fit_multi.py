@@ -28,6 +28,7 @@ zeros, and not at all when one value is left).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -288,6 +289,8 @@ def _one_more(dev, id, per, bufts, mem, start, targets):
     strictly under their targets."""
     nd = len(per)
     test, st = list(per), start
+    # a last device holding only the output layer has n_part 0: C++'s uint32 n_part-- wraps, and
+    # set_ngl_tensor_split_tbo's loop bound wraps with it (no pattern); -1 here gives the same
     test[st] = replace(test[st], n_layer=test[st].n_layer - 1, n_part=test[st].n_part - 1)
     test[id] = replace(test[id], n_layer=test[id].n_layer + 1, n_part=test[id].n_part + 1, first="up")
     if test[st].n_part == 0:
@@ -329,7 +332,8 @@ class _MultiDone:
         )
         if ngl is not None and any(split):
             per = tuple({**d, "layers": int(v)} for d, v in zip(per, split, strict=True))
-        steps = (*self.steps, *((failed,) if failed else ()), SOURCE_ONLY)
+        said = (*_dropped(ngl, split), *_past_the_end(overrides, dev.hp_ngl))
+        steps = (*self.steps, *((failed,) if failed else ()), *said, SOURCE_ONLY)
         most = longest_multi(dev, self.margins, self.streams, self.n_ctx_train)
         return FitParams(n_ctx, ngl, tuple(overrides), sum(use), sum(dev.frees), sum(self.margins), steps, failed,
                          plan, most, tuple(float(v) for v in split), per, SRC)  # fmt: skip
@@ -352,6 +356,32 @@ def longest_multi(dev: _Devices, margins: Sequence[int], streams: int, n_ctx_tra
         mid = (low + high) // 2
         low, high = (mid, high) if fits(mid) else (low, mid)
     return low * step or None
+
+
+def _dropped(ngl: int | None, split: Any) -> tuple[str, ...]:
+    """fit-params.cpp drops -ts's trailing zeros, and -ts itself when one value is left: pasted,
+    such a line has llama.cpp split by free memory instead of the fitted split. Said, not mended."""
+    kept = [int(v) for v in split]
+    while len(kept) > 1 and kept[-1] == 0:
+        kept.pop()
+    if ngl is None or len(kept) > 1 or not any(split):
+        return ()
+    fitted = ",".join(str(int(v)) for v in split)
+    return (f"the split is {fitted}, which fit-params.cpp prints as no -ts (its trailing zeros dropped): pasted as"
+            " printed, llama.cpp splits the layers by free memory instead; add -ts " + fitted,)  # fmt: skip
+
+
+def _past_the_end(overrides: Any, hp_ngl: int) -> tuple[str, ...]:
+    """set_ngl_tensor_split_tbo counts the output layer as layer hp_ngl on the last device: where
+    that device ends with none, a partial layer's pattern names a block the model lacks."""
+    past = [p for p, _ in overrides if (m := re.match(r"blk\\\.(\d+)\\\.", p)) and int(m[1]) >= hp_ngl]
+    if not past:
+        return ()
+    said = (
+        f"{past[0]} names no block (they are 0-{hp_ngl - 1}): set_ngl_tensor_split_tbo counts the output layer as"
+        " one on the last GPU, which holds none here; llama.cpp prints it all the same and it matches nothing"
+    )
+    return (said,)
 
 
 def _split_of(dev: _Devices, split: Any) -> tuple[float, ...]:
