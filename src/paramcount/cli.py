@@ -36,6 +36,7 @@ examples:
   paramcount fit meta-llama/Llama-3.1-70B --train --gpu h100   and for training the fewest GPUs
   paramcount memory Qwen/Qwen3-30B-A3B --runtime llama.cpp -ngl 30 --n-cpu-moe 10   llama.cpp per GPU and host
   paramcount fit Qwen/Qwen3-30B-A3B --runtime llama.cpp --gpu 8GB   llama-fit-params' -c, -ngl and -ot for a card
+  paramcount fit Qwen/Qwen3-30B-A3B --runtime llama.cpp --gpu rtx3090,rtx3060   and -ts over several cards
   paramcount compute openai/gpt-3-175b --tokens 300B --gpu a100-80gb --gpus 1024   FLOPs, 6·N·D, time
   paramcount serve                           the local web page on http://127.0.0.1:8000/
   paramcount completion bash                 shell completion (or zsh, fish); how to install: its --help
@@ -992,7 +993,8 @@ def run_fit(argv: Sequence[str]) -> int:
         "--gpu",
         metavar="NAME",
         help="rtx3060, rtx4090, a100-80gb, h100, h200, mi300x, apple-64gb, … or a "
-        "size (24GB, 20GiB); without it, every GPU in the table",
+        "size (24GB, 20GiB); with --runtime llama.cpp several, comma-separated (rtx3090,rtx3060): "
+        "llama-fit-params' split over them (-ts); without it, every GPU in the table",
     )
     p.add_argument(
         "--dtype",

@@ -150,6 +150,8 @@ def _step(delta: int, target: int, low: int, high: int) -> int:
     """``uint32_t step_size = int64_t(delta) * (target - low) / (high - low)``, clamped to
     ``[1, delta - 1]``: C's division truncates, and a negative quotient wraps as a uint32."""
     num, den = delta * (target - low), high - low
+    if den == 0:  # C++ divides by zero here (SIGFPE): no answer to model
+        raise ParamcountError("llama.cpp's fit would divide by zero: two placements measured the same on a GPU")
     q = abs(num) // abs(den) * (1 if (num >= 0) == (den > 0) else -1)
     return min(max(q % (1 << 32), 1), delta - 1)
 
