@@ -20,7 +20,7 @@ import paramcount
 from paramcount.cli import main
 from paramcount.memory.core.limits import Limit
 from paramcount.memory.runtimes import planner
-from paramcount.memory.runtimes.llamacpp.fit import MARGIN, FitParams
+from paramcount.memory.runtimes.llamacpp.fit import MARGIN, MIB, FitParams, fit_target, margins_for
 from paramcount.memory.runtimes.llamacpp.fit_multi import SOURCE_ONLY, fit_params_multi
 from paramcount.memory.runtimes.llamacpp.placement import Placement
 from paramcount.records import replace
@@ -158,6 +158,29 @@ def test_a_last_gpu_left_empty_drops_the_split_as_llama_cpp_prints_it():
     assert r.per_device[1]["projected_bytes"] == 0
 
 
+@pytest.mark.parametrize(
+    ("text", "nd", "margins"),
+    [("512", 3, (512, 512, 512)), ("512,2048", 2, (512, 2048)), ("512/2048", 3, (512, 2048, 1024)), ("0", 1, (0,))],
+)
+def test_fit_target_is_read_as_common_arg_cpp_does(text, nd, margins):
+    """-fitt: split at , and /; one value for every device, several for the first ones, the rest
+    keep common.h's 1024 MiB."""
+    assert margins_for(fit_target(text), nd) == tuple(m * MIB for m in margins)
+
+
+def test_each_gpu_is_held_to_its_own_margin():
+    """-fitt 512,2048 with 32k tokens on two 4 GB cards: the last device is filled to its own
+    target (free − 2048 MiB), the first to free − 512 MiB."""
+    p, trained = setup("meta-llama/Llama-3.1-8B")
+    free = [4 * GB - CUDA_CONTEXT] * 2
+    t0, t1 = free[0] - 512 * MIB, free[1] - 2048 * MIB
+    r = fit_params_multi(p, free, 32768, 1, trained, margins=(512 * MIB, 2048 * MIB))
+    a, b = (int(v) for v in r.tensor_split)
+    assert on(p, 32768, (0, b), b)[1] <= t1 < on(p, 32768, (0, b + 1), b + 1)[1]
+    assert on(p, 32768, (a, b), a + b)[0] <= t0 < on(p, 32768, (a + 1, b), a + b + 1)[0]
+    assert [d["margin_bytes"] for d in r.per_device] == [512 * MIB, 2048 * MIB]
+
+
 # ---- the CLI ----------------------------------------------------------------------------------
 
 ARGV = ["fit", "meta-llama/Llama-3.1-8B", "--dtype", "q4_k_m"]
@@ -188,12 +211,30 @@ def test_fit_over_two_gpus_prints_the_split(capsys):
         (["--runtime", "llama.cpp", "--gpu", "rtx3090,rtx3090", "-ts", "1,1,1"], "--tensor-split", "3 values"),
         (["--runtime", "llama.cpp", "--gpu", ",".join(["8GB"] * 17)], "--gpu", "1 to 16 GPUs"),
         (["--runtime", "llama.cpp", "--gpu", "rtx3090,"], "--gpu", "unknown GPU"),
+        (["--runtime", "llama.cpp", "--gpu", "8GB", "-fitt", "1,x"], "--fit-target", "MiB per GPU"),
+        (["--runtime", "llama.cpp", "--gpu", "8GB", "-fitt", ",".join(["1"] * 16)], "--fit-target", "16 input"),
+        (["--runtime", "transformers", "--gpu", "8GB", "-fitt", "512"], "--fit-target", "--runtime llama.cpp"),
+        (["--runtime", "transformers", "--gpu", "8GB", "-fitc", "8192"], "--fit-ctx", "--runtime llama.cpp"),
+        (["--runtime", "llama.cpp", "-fitt", "512"], "--fit-target", "on --gpu"),
+        (["--runtime", "ollama", "--gpu", "8GB", "-fitc", "8192"], "--fit-ctx", "on --gpu"),
     ],
 )
 def test_ambiguous_gpu_flags_are_one_line(capsys, flags, field, words):
     assert main([*ARGV, *flags]) == 2
     err = capsys.readouterr().err
     assert f"{field}:" in err and words in err and err.count("\n") == 1
+
+
+def test_fit_target_reaches_the_fit(capsys):
+    argv = [*ARGV, "--runtime", "llama.cpp", "--gpu", "4GB,4GB", "--context", "32768", "-fitt", "512,2048", "--json"]
+    assert main(argv) == 1  # the table's plan, every layer at 32k, does not fit (as above)
+    fitted = json.loads(capsys.readouterr().out)["rows"][0]["fit_params"]
+    assert [d["margin_bytes"] for d in fitted["per_device"]] == [512 * MIB, 2048 * MIB]
+    # one 4 GB card: even the floor is too much with every layer, so the context is the floor (-fitc)
+    one = [*ARGV, "--runtime", "llama.cpp", "--gpu", "4GB", "-fitt", "2048", "-fitc", "8192", "--json"]
+    main(one)
+    fitted = json.loads(capsys.readouterr().out)["rows"][0]["fit_params"]
+    assert fitted["margin_bytes"] == 2048 * MIB and fitted["n_ctx"] == 8192 and fitted["n_gpu_layers"] < 33
 
 
 def test_training_and_memory_take_one_gpu(capsys):

@@ -1002,8 +1002,19 @@ def run_fit(argv: Sequence[str]) -> int:
         help="inference precisions to show, comma-separated (default: fp32,bf16,int8,int4,nf4,q8_0,q4_k_m; "
         "a checkpoint adds stored first)",
     )
+    f = p.add_argument_group("llama-fit-params (--runtime llama.cpp with --gpu)")
+    f.add_argument(
+        "--fit-target",
+        "-fitt",
+        metavar="MiB0,MiB1,...",
+        help="the memory llama.cpp's fit leaves free per GPU, one value for all (default 1024)",
+    )
+    f.add_argument(
+        "--fit-ctx", "-fitc", type=whole, metavar="N", help="the least context llama.cpp's fit cuts to (default 4096)"
+    )
     args = p.parse_args(argv)
     args.model = model_name(args, args.model)
+    fitting = _fit_settings(args)
     if ollama_runtime(args):
         return run_ollama(args, brief=True)
     ollama_defaults(args)
@@ -1012,7 +1023,7 @@ def run_fit(argv: Sequence[str]) -> int:
     mode, shown = ("training" if args.train else "inference"), tuple(only.split(",")) if only else None
     model = load_model(args.model, args)
     if args.gpu:
-        result = fit(model, args.gpu, args.context, parallel(args), mode, only=shown, **options)
+        result = fit(model, args.gpu, args.context, parallel(args), mode, only=shown, **fitting, **options)
         out = render.render_fit(result)
     else:
         result = overview(model, args.context, parallel(args), mode, only=shown, **options)
@@ -1020,6 +1031,22 @@ def run_fit(argv: Sequence[str]) -> int:
     print_json(render.dumps(result)) if args.json else console(args.width).print(out)
     # scripts branch on it: `paramcount fit MODEL --gpu rtx4090 --dtype q4_k_m && ...`
     return 1 if args.gpu and not any(r.fits for r in result.rows) else 0
+
+
+def _fit_settings(args: argparse.Namespace) -> dict:
+    """-fitt and -fitc as fit() takes them; refused where no llama-fit-params runs."""
+    from .memory.runtimes.llamacpp.fit import fit_target
+
+    given = _given(args, ("fit_target", "fit_ctx"))
+    if not given:
+        return {}
+    field = "--" + given[0].replace("_", "-")
+    if not args.gpu or args.train or args.runtime == "ollama":
+        raise ParamcountError(
+            "a llama-fit-params setting: for inference on --gpu with --runtime llama.cpp", field=field
+        )
+    out = {"min_ctx": args.fit_ctx} if args.fit_ctx else {}
+    return {**out, **({"margins": fit_target(args.fit_target)} if args.fit_target is not None else {})}
 
 
 def run_compute(argv: Sequence[str]) -> int:

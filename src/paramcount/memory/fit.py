@@ -241,6 +241,8 @@ def fit(
     mode: str = "inference",
     *,
     only: tuple[str, ...] | None = None,
+    margins: tuple[int, ...] | None = None,
+    min_ctx: int | None = None,
     **options: Any,
 ) -> Fit:
     """Whether ``model`` fits on ``gpu`` at each precision, at ``context`` tokens × ``batch``,
@@ -253,6 +255,7 @@ def fit(
     Several GPUs (a sequence, or names joined by commas: ``rtx3090,rtx3090``) are llama.cpp's
     alone: the rows compare the plan with their summed memory (flagged in the card's note), and
     llama-fit-params' answer splits the model over them (``runtimes/llamacpp/fit_multi.py``).
+    ``margins`` (bytes; -fitt: one for all, or per GPU) and ``min_ctx`` (-fitc) are its settings.
     """
     model, mode = as_model(model), _mode(mode, options)
     cards = _cards(gpu)
@@ -267,25 +270,33 @@ def fit(
     planners, skipped = _planners(model, mode, only, {**options, "gpu": card} if loaded else options)
     rows = tuple(_row(planner, p, card, model, context, batch, mode) for p, planner in planners.items())
     if mode == "inference" and runtime(options.get("runtime"), model) == "llama.cpp":
-        rows = tuple(_fitted(r, planners[r.precision], cards, asked, batch) for r in rows)
+        fitting = (margins, min_ctx)
+        rows = tuple(_fitted(r, planners[r.precision], cards, asked, batch, fitting) for r in rows)
+    elif margins is not None or min_ctx is not None:
+        field = "--fit-target" if margins is not None else "--fit-ctx"
+        raise ParamcountError("llama-fit-params' settings are for --runtime llama.cpp", field=field)
     return Fit(model, card, mode, context, batch, rows, _shown(options), skipped, cards if len(cards) > 1 else ())
 
 
-def _fitted(row: Row, planner: Any, cards: tuple[GPU, ...], context: int | None, batch: int) -> Row:
+def _fitted(row: Row, planner: Any, cards: tuple[GPU, ...], context: int | None, batch: int, fitting: Any) -> Row:
     """The row with llama-fit-params' answer on ``cards`` (free: each card less the CUDA
     context); ``context``: per sequence as asked (None: llama.cpp's -c 0, the trained context)."""
     from dataclasses import replace as swap
 
-    from .runtimes.llamacpp.fit import fit_params
+    from .runtimes.llamacpp.fit import MIN_CTX, fit_params, margins_for
     from .runtimes.llamacpp.fit_multi import fit_params_multi
 
     if planner.partial or planner.options.device == "cpu":
         return row
     frees = [c.usable - planner.overhead.fixed for c in cards]
     n_ctx, trained = None if context is None else context * batch, max_positions(planner.model)
+    margins, min_ctx = margins_for(fitting[0], len(cards)), fitting[1] or MIN_CTX
     if len(cards) > 1:
-        return swap(row, fit_params=fit_params_multi(planner, frees, n_ctx, batch, trained))
-    return swap(row, fit_params=fit_params(planner, frees[0], n_ctx, batch, trained))
+        found = fit_params_multi(planner, frees, n_ctx, batch, trained, margins=margins, min_ctx=min_ctx)
+        return swap(row, fit_params=found)
+    return swap(
+        row, fit_params=fit_params(planner, frees[0], n_ctx, batch, trained, margin=margins[0], min_ctx=min_ctx)
+    )
 
 
 def _cards(gpu: Any) -> tuple[GPU, ...]:

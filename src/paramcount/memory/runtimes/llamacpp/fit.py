@@ -23,6 +23,7 @@ llama.cpp stops (and the tool exits 1) when ``-ngl`` or ``-ot`` was set by hand;
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -144,6 +145,31 @@ def used(planner: Any, n_ctx: int, seqs: int, ngl: int | None, overrides: Any = 
     p = replace(planner.placement, gpu_layers=ngl, overrides=tuple(overrides))
     plan = planner.placed(p).plan(max(n_ctx // seqs, 1), seqs)  # -c n_ctx -np seqs
     return plan.total - sum(t.bytes for t in plan.device_terms if t.key == "overhead")
+
+
+def fit_target(text: str) -> tuple[int, ...]:
+    """``-fitt MiB0,MiB1,...`` (common/arg.cpp: split at , and /; fewer than llama_max_devices
+    values; one is broadcast to every device, several set the first devices, the rest keep
+    1024 MiB), in bytes."""
+    from .placement import MAX_DEVICES
+
+    parts = [p for p in re.split(r"[,/]+", text.strip()) if p]
+    if not parts or any(not p.isdecimal() or len(p) > 12 for p in parts):
+        raise ParamcountError(f"expected MiB per GPU like 1024 or 512,2048, not {text!r}", field="--fit-target")
+    if len(parts) >= MAX_DEVICES:
+        raise ParamcountError(
+            f"got {len(parts)} input configs, but system only has {MAX_DEVICES} devices", field="--fit-target"
+        )
+    return tuple(int(p) * MIB for p in parts)
+
+
+def margins_for(given: tuple[int, ...] | None, nd: int) -> tuple[int, ...]:
+    """Each device's margin from -fitt's values (common_params::fit_params_target)."""
+    if not given:
+        return (MARGIN,) * nd
+    if len(given) == 1:
+        return given * nd
+    return tuple(given[i] if i < len(given) else MARGIN for i in range(nd))
 
 
 def _step(delta: int, target: int, low: int, high: int) -> int:
