@@ -105,6 +105,19 @@ def test_the_longest_context_with_every_layer_split_by_free_memory():
     assert r.longest % 256 == 0 and fits(r.longest) and not fits(r.longest + 256)
 
 
+def test_a_moe_model_allows_a_sixth_of_a_layer_per_device():
+    """Step 2 for a MoE model: "only whole tensors can be assigned to devices, which we estimate
+    to be <= 1/3 of a layer": the summed target less (nd + 1) · model_per_layer / 6."""
+    p, trained = setup("Qwen/Qwen3-30B-A3B")
+    free = [12 * GB - CUDA_CONTEXT] * 2
+    r = fit_params_multi(p, free, None, 1, trained)
+    full = p.placed(Placement(tensor_split=tuple(map(float, free)))).plan(trained, 1)
+    target = sum(free) - 2 * MARGIN - 3 * (full.term("weights").bytes // 48) // 6
+    at_full, at_min = sum(on(p, trained, free)), sum(on(p, 4096, free))
+    expected = 4096 + (trained - 4096) * (target - at_min) // (at_full - at_min)
+    assert r.n_ctx == expected - expected % 256 and 4096 < r.n_ctx < trained
+
+
 @pytest.mark.parametrize(
     ("split", "printed"),
     [((17.0, 16.0), " -ts 17,16"), ((0.0, 33.0), " -ts 0,33"), ((33.0, 0.0), ""), ((5.0, 7.0, 0.0), " -ts 5,7")],

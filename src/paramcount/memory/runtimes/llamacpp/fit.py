@@ -19,6 +19,7 @@ memory is the card's less the CUDA context, which llama.cpp finds already taken)
    GATE, else ATTN).
 
 llama.cpp stops (and the tool exits 1) when ``-ngl`` or ``-ot`` was set by hand; so does this.
+Over several GPUs (``-ts``) the same function takes other paths: :mod:`.fit_multi`.
 """
 
 from __future__ import annotations
