@@ -213,6 +213,7 @@ def test_fit_over_two_gpus_prints_the_split(capsys):
     assert fitted["arguments"] == f"-c 32768 -ngl {a + b} -ts {a},{b}"
     assert [d["layers"] for d in fitted["per_device"]] == [a, b] and len(doc["gpus"]) == 2
     assert doc["gpu"]["usable"] == 2 * 4 * GB and SOURCE_ONLY in fitted["steps"]
+    assert fitted["exact"] is False and "no GPU at hand" in fitted["why"] and "compute" in fitted["why"]
 
 
 @pytest.mark.parametrize(

@@ -113,9 +113,20 @@ class FitParams:
             "steps": list(self.steps),
             "failed": self.failed,
             "source": self.source,
+            **self._exactness(),
             **({"tensor_split": [int(v) for v in self.tensor_split], "per_device": list(self.per_device)}
                if self.per_device else {}),
         }  # fmt: skip
+
+    def _exactness(self) -> dict[str, Any]:
+        """``exact: false`` and why, where the measurements the fit stands on are estimates."""
+        if self.plan is None:
+            return {}
+        guessed = [t.key for t in self.plan.device_terms if t.estimate]
+        why = [f"the plan's {', '.join(guessed)} are estimates"] if guessed else []
+        if self.per_device:
+            why.append("no GPU at hand: the split follows llama.cpp's source, not its logged buffers")
+        return {"exact": not why, **({"why": "; ".join(why)} if why else {})}
 
 
 class _Search:
