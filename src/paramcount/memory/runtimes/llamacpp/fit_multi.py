@@ -157,6 +157,8 @@ def _context(
     if target <= at_min:
         steps.append(f"context size reduced from {n_max:,} to {floor:,}, {(sum(full) - at_min) // MIB:,} MiB less")
         return floor
+    if sum(full) <= at_min:  # C++ divides by (or interpolates over) no growth: model no answer
+        raise ParamcountError("llama.cpp's fit would divide by zero: the devices hold as much at the least context")
     ctx = floor + (n_max - floor) * (target - at_min) // (sum(full) - at_min)
     ctx = max(ctx - ctx % (256 * streams), floor)  # "round down context for CUDA backend"
     steps.append(f"context size reduced from {n_max:,} to {ctx:,} (linear between {floor:,} and {n_max:,}, to the"
