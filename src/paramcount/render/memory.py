@@ -285,7 +285,7 @@ def fit_params_lines(fit: Fit) -> list[Text]:
     if f.per_device:
         out[-1] = Text(
             f"llama-fit-params (llama.cpp's --fit, on by default) over {len(f.per_device)} GPUs: what it would choose"
-            f" with {_margins(f.per_device)} MiB left free (each GPU less its CUDA"
+            f" with {_margins(f.per_device)} (each GPU less its CUDA"
             " context); -c unset is the trained context; no GPU at hand: it follows llama.cpp's source"
         )
     for r in rows:
@@ -302,9 +302,11 @@ def fit_params_lines(fit: Fit) -> list[Text]:
 
 
 def _margins(per_device: Any) -> str:
-    """``1,024 on each`` or ``512, 2,048`` (-fitt per GPU)."""
+    """``1,024 MiB left free on each`` or ``512, 2,048 MiB left free`` (-fitt per GPU)."""
     found = [d["margin_bytes"] // 2**20 for d in per_device]
-    return f"{found[0]:,} on each" if len(set(found)) == 1 else ", ".join(f"{m:,}" for m in found)
+    if len(set(found)) == 1:
+        return f"{found[0]:,} MiB left free on each"
+    return ", ".join(f"{m:,}" for m in found) + " MiB left free"
 
 
 def _device_line(d: dict) -> str:
