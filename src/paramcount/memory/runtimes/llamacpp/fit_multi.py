@@ -374,14 +374,15 @@ def _dropped(ngl: int | None, split: Any) -> tuple[str, ...]:
 
 
 def _past_the_end(overrides: Any, hp_ngl: int) -> tuple[str, ...]:
-    """set_ngl_tensor_split_tbo counts the output layer as layer hp_ngl on the last device: where
-    that device ends with none, a partial layer's pattern names a block the model lacks."""
+    """set_ngl_tensor_split_tbo counts the output layer as layer hp_ngl, the last of the last
+    device's, and puts a device's partial layers after its whole ones: a pattern can name that
+    slot, which is no block."""
     past = [p for p, _ in overrides if (m := re.match(r"blk\\\.(\d+)\\\.", p)) and int(m[1]) >= hp_ngl]
     if not past:
         return ()
     said = (
         f"{past[0]} names no block (they are 0-{hp_ngl - 1}): set_ngl_tensor_split_tbo counts the output layer as"
-        " one on the last GPU, which holds none here; llama.cpp prints it all the same and it matches nothing"
+        f" layer {hp_ngl} and puts partial layers after whole ones; llama.cpp prints it all the same, matching nothing"
     )
     return (said,)
 
