@@ -36,6 +36,7 @@ examples:
   paramcount fit meta-llama/Llama-3.1-70B --train --gpu h100   and for training the fewest GPUs
   paramcount memory Qwen/Qwen3-30B-A3B --runtime llama.cpp -ngl 30 --n-cpu-moe 10   llama.cpp per GPU and host
   paramcount fit Qwen/Qwen3-30B-A3B --runtime llama.cpp --gpu 8GB   llama-fit-params' -c, -ngl and -ot for a card
+  paramcount fit Qwen/Qwen3-30B-A3B --runtime llama.cpp --gpu rtx3090,rtx3060   and -ts over several cards
   paramcount compute openai/gpt-3-175b --tokens 300B --gpu a100-80gb --gpus 1024   FLOPs, 6·N·D, time
   paramcount serve                           the local web page on http://127.0.0.1:8000/
   paramcount completion bash                 shell completion (or zsh, fish); how to install: its --help
@@ -850,6 +851,8 @@ def plan_options(args: argparse.Namespace) -> dict:
     wrong = _given(args, (*INFERENCE_FLAGS, "dtype") if args.train else TRAIN_FLAGS)
     if wrong:
         fix = "only for inference (training: --precision)" if args.train else "only for training: add --train"
+        if wrong[0] == "gpus" and not args.train:  # llama.cpp's several GPUs are named, one per card
+            fix += "; llama.cpp over several GPUs: --gpu rtx3090,rtx3090 (fit --runtime llama.cpp)"
         raise ParamcountError(fix, field="--" + wrong[0].replace("_", "-"))
     names = {
         "lora_rank": "lora",
@@ -990,7 +993,8 @@ def run_fit(argv: Sequence[str]) -> int:
         "--gpu",
         metavar="NAME",
         help="rtx3060, rtx4090, a100-80gb, h100, h200, mi300x, apple-64gb, … or a "
-        "size (24GB, 20GiB); without it, every GPU in the table",
+        "size (24GB, 20GiB); with --runtime llama.cpp several, comma-separated (rtx3090,rtx3060): "
+        "llama-fit-params' split over them (-ts); without it, every GPU in the table",
     )
     p.add_argument(
         "--dtype",
@@ -998,8 +1002,19 @@ def run_fit(argv: Sequence[str]) -> int:
         help="inference precisions to show, comma-separated (default: fp32,bf16,int8,int4,nf4,q8_0,q4_k_m; "
         "a checkpoint adds stored first)",
     )
+    f = p.add_argument_group("llama-fit-params (--runtime llama.cpp with --gpu)")
+    f.add_argument(
+        "--fit-target",
+        "-fitt",
+        metavar="MiB0,MiB1,...",
+        help="the memory llama.cpp's fit leaves free per GPU, one value for all (default 1024)",
+    )
+    f.add_argument(
+        "--fit-ctx", "-fitc", type=whole, metavar="N", help="the least context llama.cpp's fit cuts to (default 4096)"
+    )
     args = p.parse_args(argv)
     args.model = model_name(args, args.model)
+    fitting = _fit_settings(args)
     if ollama_runtime(args):
         return run_ollama(args, brief=True)
     ollama_defaults(args)
@@ -1008,7 +1023,7 @@ def run_fit(argv: Sequence[str]) -> int:
     mode, shown = ("training" if args.train else "inference"), tuple(only.split(",")) if only else None
     model = load_model(args.model, args)
     if args.gpu:
-        result = fit(model, args.gpu, args.context, parallel(args), mode, only=shown, **options)
+        result = fit(model, args.gpu, args.context, parallel(args), mode, only=shown, **fitting, **options)
         out = render.render_fit(result)
     else:
         result = overview(model, args.context, parallel(args), mode, only=shown, **options)
@@ -1016,6 +1031,22 @@ def run_fit(argv: Sequence[str]) -> int:
     print_json(render.dumps(result)) if args.json else console(args.width).print(out)
     # scripts branch on it: `paramcount fit MODEL --gpu rtx4090 --dtype q4_k_m && ...`
     return 1 if args.gpu and not any(r.fits for r in result.rows) else 0
+
+
+def _fit_settings(args: argparse.Namespace) -> dict:
+    """-fitt and -fitc as fit() takes them; refused where no llama-fit-params runs."""
+    from .memory.runtimes.llamacpp.fit import fit_target
+
+    given = _given(args, ("fit_target", "fit_ctx"))
+    if not given:
+        return {}
+    field = "--" + given[0].replace("_", "-")
+    if not args.gpu or args.train or args.runtime == "ollama":
+        raise ParamcountError(
+            "a llama-fit-params setting: for inference on --gpu with --runtime llama.cpp", field=field
+        )
+    out = {"min_ctx": args.fit_ctx} if args.fit_ctx else {}
+    return {**out, **({"margins": fit_target(args.fit_target)} if args.fit_target is not None else {})}
 
 
 def run_compute(argv: Sequence[str]) -> int:

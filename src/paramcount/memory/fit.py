@@ -12,7 +12,7 @@ largest context or batch: those are None, and the row says ``partial``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,6 +93,7 @@ class Fit:
     rows: tuple[Row, ...]
     settings: Mapping[str, Any] = field(default_factory=dict)
     skipped: tuple[str, ...] = ()  # default precisions the model cannot take, with the reason
+    cards: tuple[GPU, ...] = ()  # llama.cpp over several GPUs: each card (``gpu`` is their sum)
 
     def row(self, precision: str) -> Row:
         for r in self.rows:
@@ -112,6 +113,7 @@ class Fit:
             "settings": dict(self.settings),
             "rows": [r.to_dict() for r in self.rows],
             "skipped": list(self.skipped),
+            **({"gpus": [gpu_dict(c) for c in self.cards]} if self.cards else {}),
         }
 
 
@@ -233,12 +235,14 @@ def _mode(mode: str, options: Mapping[str, Any]) -> str:
 
 def fit(
     model: Model | str | Mapping[str, Any],
-    gpu: str | GPU,
+    gpu: str | GPU | Sequence[str | GPU],
     context: int | None = None,
     batch: int = 1,
     mode: str = "inference",
     *,
     only: tuple[str, ...] | None = None,
+    margins: tuple[int, ...] | None = None,
+    min_ctx: int | None = None,
     **options: Any,
 ) -> Fit:
     """Whether ``model`` fits on ``gpu`` at each precision, at ``context`` tokens × ``batch``,
@@ -247,8 +251,15 @@ def fit(
     ``mode`` is ``"inference"`` (options: ``kv_dtype``, ``overhead``) or ``"training"``
     (options as :func:`paramcount.memory.train` takes them: ``optimizer``, ``zero``, ``gpus``,
     ``recompute``, ``lora_rank``, ``overhead``, ...).
+
+    Several GPUs (a sequence, or names joined by commas: ``rtx3090,rtx3090``) are llama.cpp's
+    alone: the rows compare the plan with their summed memory (flagged in the card's note), and
+    llama-fit-params' answer splits the model over them (``runtimes/llamacpp/fit_multi.py``).
+    ``margins`` (bytes; -fitt: one for all, or per GPU) and ``min_ctx`` (-fitc) are its settings.
     """
-    model, card, mode = as_model(model), find_gpu(gpu), _mode(mode, options)
+    model, mode = as_model(model), _mode(mode, options)
+    cards = _cards(gpu)
+    card = cards[0] if len(cards) == 1 else _several(cards, model, mode, options)
     asked = context
     context, _ = context_for(model, context)
     batch = positive(batch, "--batch")
@@ -259,22 +270,67 @@ def fit(
     planners, skipped = _planners(model, mode, only, {**options, "gpu": card} if loaded else options)
     rows = tuple(_row(planner, p, card, model, context, batch, mode) for p, planner in planners.items())
     if mode == "inference" and runtime(options.get("runtime"), model) == "llama.cpp":
-        rows = tuple(_fitted(r, planners[r.precision], card, asked, batch) for r in rows)
-    return Fit(model, card, mode, context, batch, rows, _shown(options), skipped)
+        fitting = (margins, min_ctx)
+        rows = tuple(_fitted(r, planners[r.precision], cards, asked, batch, fitting) for r in rows)
+    elif margins is not None or min_ctx is not None:
+        field = "--fit-target" if margins is not None else "--fit-ctx"
+        raise ParamcountError("llama-fit-params' settings are for --runtime llama.cpp", field=field)
+    return Fit(model, card, mode, context, batch, rows, _shown(options), skipped, cards if len(cards) > 1 else ())
 
 
-def _fitted(row: Row, planner: Any, card: GPU, context: int | None, batch: int) -> Row:
-    """The row with llama-fit-params' answer on ``card`` (free: the card less the CUDA context);
-    ``context``: per sequence as asked (None: llama.cpp's -c 0, the trained context)."""
+def _fitted(row: Row, planner: Any, cards: tuple[GPU, ...], context: int | None, batch: int, fitting: Any) -> Row:
+    """The row with llama-fit-params' answer on ``cards`` (free: each card less the CUDA
+    context); ``context``: per sequence as asked (None: llama.cpp's -c 0, the trained context)."""
     from dataclasses import replace as swap
 
-    from .runtimes.llamacpp.fit import fit_params
+    from .runtimes.llamacpp.fit import MIN_CTX, fit_params, margins_for
+    from .runtimes.llamacpp.fit_multi import fit_params_multi
 
     if planner.partial or planner.options.device == "cpu":
         return row
-    free = card.usable - planner.overhead.fixed
-    n_ctx = None if context is None else context * batch
-    return swap(row, fit_params=fit_params(planner, free, n_ctx, batch, max_positions(planner.model)))
+    frees = [c.usable - planner.overhead.fixed for c in cards]
+    n_ctx, trained = None if context is None else context * batch, max_positions(planner.model)
+    margins, min_ctx = margins_for(fitting[0], len(cards)), fitting[1] or MIN_CTX
+    if len(cards) > 1:
+        found = fit_params_multi(planner, frees, n_ctx, batch, trained, margins=margins, min_ctx=min_ctx)
+        return swap(row, fit_params=found)
+    return swap(
+        row, fit_params=fit_params(planner, frees[0], n_ctx, batch, trained, margin=margins[0], min_ctx=min_ctx)
+    )
+
+
+def _cards(gpu: Any) -> tuple[GPU, ...]:
+    """One card, or several: a sequence or names joined by commas (at most llama.cpp's 16)."""
+    from .runtimes.llamacpp.placement import MAX_DEVICES
+
+    items = gpu.split(",") if isinstance(gpu, str) and "," in gpu else gpu if isinstance(gpu, (list, tuple)) else [gpu]
+    if not items or len(items) > MAX_DEVICES:
+        raise ParamcountError(f"1 to {MAX_DEVICES} GPUs (llama_max_devices), got {len(items)}", field="--gpu")
+    return tuple(find_gpu(g.strip() if isinstance(g, str) else g) for g in items)
+
+
+def _several(cards: tuple[GPU, ...], model: Model, mode: str, options: Mapping[str, Any]) -> GPU:
+    """Several cards as one row capacity (their sum), where they mean something: llama.cpp's
+    split of a model over them; -sm none and a -ts of another length are refused."""
+    if mode != "inference" or runtime(options.get("runtime"), model) != "llama.cpp":
+        raise ParamcountError(
+            "several GPUs are llama.cpp's split (llama-fit-params' -ts): add --runtime llama.cpp;"
+            " training takes one --gpu and --gpus N",
+            field="--gpu",
+        )
+    if options.get("split_mode") == "none":
+        raise ParamcountError(
+            f"-sm none uses one GPU, not the {len(cards)} given: give one --gpu", field="--split-mode"
+        )
+    split = options.get("tensor_split") or ()
+    if split and len(split) != len(cards):
+        raise ParamcountError(f"{len(split)} values for {len(cards)} GPUs", field="--tensor-split")
+    note = (
+        f"{len(cards)} GPUs: the table compares each plan (as one GPU would hold it) with their summed memory;"
+        " llama-fit-params below splits the model and holds each GPU to its own margin"
+    )
+    return GPU("+".join(c.key for c in cards), " + ".join(c.name for c in cards), sum(c.memory for c in cards),
+               " + ".join(c.stated for c in cards), sum(c.usable for c in cards), None, "custom", note)  # fmt: skip
 
 
 def _served(

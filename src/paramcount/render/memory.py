@@ -282,14 +282,39 @@ def fit_params_lines(fit: Fit) -> list[Text]:
             f" left free of {f.free // 2**20:,} MiB (the GPU less the CUDA context); -c unset is the trained context"
         ),
     ]
+    if f.per_device:
+        out[-1] = Text(
+            f"llama-fit-params (llama.cpp's --fit, on by default) over {len(f.per_device)} GPUs: what it would choose"
+            f" with {_margins(f.per_device)} (each GPU less its CUDA"
+            " context); -c unset is the trained context; no GPU at hand: it follows llama.cpp's source"
+        )
     for r in rows:
         f = r.fit_params
         said = f"failed: {f.failed}" if f.failed else f.arguments()
         host = f.devices().get("host", 0)
-        used = f"  ({f.used // 2**20:,} MiB on the GPU, {host // 2**20:,} MiB in host memory)" if not f.failed else ""
-        used += f"; every layer on the GPU up to -c {n(f.longest)}" if f.longest else "; not every layer at any context"
+        where = "the GPUs" if f.per_device else "the GPU"
+        used = f"  ({f.used // 2**20:,} MiB on {where}, {host // 2**20:,} MiB in host memory)" if not f.failed else ""
+        on = "the GPUs (split by free memory)" if f.per_device else "the GPU"
+        used += f"; every layer on {on} up to -c {n(f.longest)}" if f.longest else "; not every layer at any context"
         out.append(Text(f"  {r.precision}: {said}{used}", style="red" if f.failed else ""))
+        out += [Text(f"    {_device_line(d)}") for d in f.per_device if not f.failed]
     return out
+
+
+def _margins(per_device: Any) -> str:
+    """``1,024 MiB left free on each`` or ``512, 2,048 MiB left free`` (-fitt per GPU)."""
+    found = [d["margin_bytes"] // 2**20 for d in per_device]
+    if len(set(found)) == 1:
+        return f"{found[0]:,} MiB left free on each"
+    return ", ".join(f"{m:,}" for m in found) + " MiB left free"
+
+
+def _device_line(d: dict) -> str:
+    """One GPU of a llama-fit-params split: its layers, projected use and what it leaves free."""
+    layers = "every layer by free memory (-ts unset)" if d["layers"] is None else f"{d['layers']} layers"
+    free, used = d["free_bytes"] // 2**20, d["projected_bytes"] // 2**20
+    left = (d["free_bytes"] - d["projected_bytes"]) // 2**20
+    return f"{d['device']}: {layers}, {used:,} MiB used, {left:,} MiB of {free:,} MiB left free"
 
 
 def render_fit(fit: Fit) -> Group:

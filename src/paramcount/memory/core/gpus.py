@@ -163,6 +163,10 @@ def gpu(name: str | GPU) -> GPU:
     """A GPU by name (``RTX 4090``, ``h100``, ``apple-64gb``) or a custom size (``24GB``, ``20GiB``)."""
     if isinstance(name, GPU):
         return name
+    if "," in name:  # fit.py splits a list first; anywhere else one card is meant
+        raise ParamcountError(
+            f"one GPU here, not {name!r}; several are for `paramcount fit --runtime llama.cpp`", field="--gpu"
+        )
     size = _SIZE.match(name)
     if size and size.group(2).lower() in UNITS:
         return custom(name)

@@ -19,10 +19,12 @@ memory is the card's less the CUDA context, which llama.cpp finds already taken)
    GATE, else ATTN).
 
 llama.cpp stops (and the tool exits 1) when ``-ngl`` or ``-ot`` was set by hand; so does this.
+Over several GPUs (``-ts``) the same function takes other paths: :mod:`.fit_multi`.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,10 +76,19 @@ class FitParams:
     failed: str | None = None
     plan: Any = field(default=None, repr=False, compare=False)
     longest: int | None = None  # the longest -c with every layer on the GPU that leaves the margin
+    tensor_split: tuple[float, ...] = ()  # several GPUs (fit_multi.py): -ts, each device's layers
+    per_device: tuple[dict[str, Any], ...] = ()  # several GPUs: each one's free, margin and projected bytes
+    source: str = SRC
 
     def arguments(self) -> str:
-        """As ``llama-fit-params`` prints them: ``-c N -ngl L [-ot "..."]``."""
+        """As ``llama-fit-params`` prints them: ``-c N -ngl L [-ts a,b] [-ot "..."]`` (fit-params.cpp:
+        -ts as whole numbers, without its trailing zeros, and only while more than one is left)."""
         out = f"-c {self.n_ctx} -ngl {-1 if self.ngl is None else self.ngl}"
+        ts = list(self.tensor_split)
+        while len(ts) > 1 and ts[-1] == 0:
+            ts.pop()
+        if len(ts) > 1:
+            out += " -ts " + ",".join(str(int(v)) for v in ts)
         if self.overrides:
             out += ' -ot "' + ",".join(f"{p}={b}" for p, b in self.overrides) + '"'
         return out
@@ -101,8 +112,21 @@ class FitParams:
             "devices": self.devices(),
             "steps": list(self.steps),
             "failed": self.failed,
-            "source": SRC,
-        }
+            "source": self.source,
+            **self._exactness(),
+            **({"tensor_split": [int(v) for v in self.tensor_split], "per_device": list(self.per_device)}
+               if self.per_device else {}),
+        }  # fmt: skip
+
+    def _exactness(self) -> dict[str, Any]:
+        """``exact: false`` and why, where the measurements the fit stands on are estimates."""
+        if self.plan is None:
+            return {}
+        guessed = [t.key for t in self.plan.device_terms if t.estimate]
+        why = [f"the plan's {', '.join(guessed)} are estimates"] if guessed else []
+        if self.per_device:
+            why.append("no GPU at hand: the split follows llama.cpp's source, not its logged buffers")
+        return {"exact": not why, **({"why": "; ".join(why)} if why else {})}
 
 
 class _Search:
@@ -135,10 +159,37 @@ def used(planner: Any, n_ctx: int, seqs: int, ngl: int | None, overrides: Any = 
     return plan.total - sum(t.bytes for t in plan.device_terms if t.key == "overhead")
 
 
+def fit_target(text: str) -> tuple[int, ...]:
+    """``-fitt MiB0,MiB1,...`` (common/arg.cpp: split at , and /; fewer than llama_max_devices
+    values; one is broadcast to every device, several set the first devices, the rest keep
+    1024 MiB), in bytes."""
+    from .placement import MAX_DEVICES
+
+    parts = [p for p in re.split(r"[,/]+", text.strip()) if p]
+    if not parts or any(not p.isdecimal() or len(p) > 12 for p in parts):
+        raise ParamcountError(f"expected MiB per GPU like 1024 or 512,2048, not {text!r}", field="--fit-target")
+    if len(parts) >= MAX_DEVICES:
+        raise ParamcountError(
+            f"got {len(parts)} input configs, but system only has {MAX_DEVICES} devices", field="--fit-target"
+        )
+    return tuple(int(p) * MIB for p in parts)
+
+
+def margins_for(given: tuple[int, ...] | None, nd: int) -> tuple[int, ...]:
+    """Each device's margin from -fitt's values (common_params::fit_params_target)."""
+    if not given:
+        return (MARGIN,) * nd
+    if len(given) == 1:
+        return given * nd
+    return tuple(given[i] if i < len(given) else MARGIN for i in range(nd))
+
+
 def _step(delta: int, target: int, low: int, high: int) -> int:
     """``uint32_t step_size = int64_t(delta) * (target - low) / (high - low)``, clamped to
     ``[1, delta - 1]``: C's division truncates, and a negative quotient wraps as a uint32."""
     num, den = delta * (target - low), high - low
+    if den == 0:  # C++ divides by zero here (SIGFPE): no answer to model
+        raise ParamcountError("llama.cpp's fit would divide by zero: two placements measured the same on a GPU")
     q = abs(num) // abs(den) * (1 if (num >= 0) == (den > 0) else -1)
     return min(max(q % (1 << 32), 1), delta - 1)
 
