@@ -654,3 +654,54 @@ def test_a_page_served_beyond_loopback_says_it_is_reachable(browser, live_server
         assert not pg.locator("#exposed").is_visible() and text_of(pg, ".top .local") == "runs locally"
     finally:
         context.close()
+
+
+# ---- issue 24 on the page: Ollama's own plan beside llama.cpp's, at each width ---------------------
+
+
+def tiny_llama_gguf(path: Path) -> Path:
+    """A 4-block Llama GGUF (the one tests/test_ollama.py works out by hand)."""
+    from ..gguf_files import llama_spec, write
+
+    return write(llama_spec("tiny", 4, 256, 8, 2, 512, 1000, context=8192), path)
+
+
+def test_ollama_says_its_num_gpu_beside_llama_cpps_plan(sized, tmp_path, monkeypatch):
+    """A GGUF file dropped on the page, the runtime Ollama, 540 MiB free on an RTX 3060: num_gpu
+    and the comparison are the library's (render/ollama.py's for the CLI); a catalog model is
+    not offered Ollama (it runs GGUF files)."""
+    from paramcount.memory.core.gpus import gpu
+    from paramcount.memory.runtimes.ollama import Asked
+    from paramcount.memory.runtimes.ollama_vs_llamacpp import plan
+
+    for key in [k for k in os.environ if k.startswith("OLLAMA_")]:
+        monkeypatch.delenv(key)
+    pg = sized
+    pg.goto(pg.base + "/")
+    wait_text(pg, "#backbone-total", fmt(paramcount.load("bert-base-chinese").backbone_total))
+    assert pg.locator('#runtime option[value="ollama"]').is_disabled()
+    path = tiny_llama_gguf(tmp_path / "tiny.gguf")
+    pg.click("#tab-file")
+    pg.set_input_files("#file", str(path))
+    pg.wait_for_selector('#memory[data-runtime="llama.cpp"][data-scheme="stored"]')
+    pg.select_option("#gpu", "rtx3060")
+    pg.select_option("#runtime", "ollama")
+    pg.wait_for_selector('#memory[data-runtime="ollama"]')
+    assert pg.locator("#num-gpu").is_visible() and pg.locator("#tp").is_hidden()
+    pg.fill("#free-vram", "540MiB")
+    pg.press("#free-vram", "Enter")
+    o = plan(paramcount.load(path), gpu("rtx3060"), Asked(), free=540 << 20)
+    assert 0 < o.num_gpu < o.layers_model
+    wait_text(pg, "#num-gpu-said", fmt(o.num_gpu))
+    line = text_of(pg, "#ollama p")
+    assert line.startswith("Ollama v0.12.10: num_gpu") and f"{o.num_gpu} of {o.layers_model} layers" in line, line
+    rows = pg.locator("#ollama-compared tbody tr")
+    assert [rows.nth(i).get_attribute("data-term") for i in range(rows.count())] == [r["term"] for r in o.compared]
+    assert text_of(pg, "#verdict .big") == f"{o.plan.total / 1e9:.2f} GB"
+    assert pg.locator("#memplot").is_hidden() and "free_vram=540MiB" in pg.url and "runtime=ollama" in pg.url
+    box = pg.locator("#ollama").bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= pg.viewport_size["width"]  # within the page at each width
+    pg.fill("#num-gpu", "1")
+    pg.press("#num-gpu", "Enter")
+    wait_text(pg, "#num-gpu-said", "1")
+    assert "num_gpu=1" in pg.url

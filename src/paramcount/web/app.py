@@ -155,7 +155,7 @@ def describe(q: schemas.ModelRequest, uploads: sources.Uploads | None) -> dict[s
 def memory_plan(q: schemas.MemoryRequest, uploads: sources.Uploads | None) -> dict[str, Any]:
     with counting():
         model, _ = sources.load(q.source, q.model_class, q.num_labels, q.overrides, uploads)
-        return planner.plan(model, q)
+        return planner.plan(model, q, sources.gguf_header(q.source, uploads))
 
 
 def parse_upload(*args: Any) -> sources.Upload:

@@ -233,15 +233,23 @@ class MemoryRequest(ModelQuery):
     context: int | None = Field(None, ge=1, le=MAX_CONTEXT, description="tokens; default the model's limit up to 4,096")
     batch: int = Field(1, ge=1, le=1 << 20, description="sequences at once (llama.cpp's --parallel, vLLM's)")
     gpu: str = Field("rtx4090", min_length=1, max_length=100, description="a GPU name or a size like 24GB")
-    runtime: Literal["transformers", "llama.cpp", "vllm"] | None = Field(
-        None, description="inference: whose allocation to plan; default llama.cpp for a GGUF file, else transformers"
+    runtime: Literal["transformers", "llama.cpp", "vllm", "ollama"] | None = Field(
+        None,
+        description="inference: whose allocation to plan; default llama.cpp for a GGUF file, else transformers; "
+        "ollama: the layers (num_gpu) Ollama's own estimate offloads to the GPU, beside llama.cpp's plan",
     )
     tp: int | None = Field(None, ge=1, le=64, description="vllm: --tensor-parallel-size (default 1)")
     gpu_memory_utilization: float | None = Field(
         None, gt=0, le=1, description="vllm: the share of each GPU vLLM claims (default 0.92)"
     )
     flash_attn: Literal["auto", "on", "off"] | None = Field(
-        None, description="llama.cpp: flash attention (default auto, which resolves to on)"
+        None, description="llama.cpp: flash attention (default auto, which resolves to on); ollama: on or off"
+    )
+    num_gpu: int | None = Field(
+        None, ge=-1, le=100_000, description="ollama: num_gpu, layers to offload (default: its estimate)"
+    )
+    free_vram: str | None = Field(
+        None, min_length=1, max_length=40, description="ollama: free memory on the GPU, like 7.5GiB (default: all)"
     )
 
 
@@ -324,6 +332,12 @@ class MemoryResponse(BaseModel):
     curve: Curve
     precisions: list[PrecisionRow]
     serving: Serving | None = Field(None, description="vllm: what it would log on the GPU")
+    ollama: dict[str, Any] | None = Field(
+        None,
+        description="ollama: num_gpu, its estimate and llama.cpp's plan compared (the CLI's --json 'ollama'), "
+        "with the free memory it counts and whether every layer is offloaded",
+    )
+    ollama_now: dict[str, Any] | None = Field(None, description="ollama: what today's Ollama decides instead")
 
 
 class Choice(BaseModel):

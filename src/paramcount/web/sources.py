@@ -103,6 +103,14 @@ def load(source: Any, model_class: str | None, num_labels: int | None, overrides
     return model, family_classes(model) if has_family else []
 
 
+def gguf_header(source: Any, uploads: Uploads | None) -> Any:
+    """An uploaded GGUF file's parsed header (what Ollama's plan reads), else None."""
+    if source.kind != "upload" or uploads is None:
+        return None
+    up = uploads.get(source.id)
+    return up.parsed if up.format == "gguf" else None
+
+
 def with_backbone_tree(model: Model) -> Model:
     """The model with its backbone as the counted tree: what ``paramcount explain`` derives."""
     return replace(model, tree=model.backbone, class_name=model.backbone_class)
