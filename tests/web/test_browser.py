@@ -705,3 +705,38 @@ def test_ollama_says_its_num_gpu_beside_llama_cpps_plan(sized, tmp_path, monkeyp
     pg.press("#num-gpu", "Enter")
     wait_text(pg, "#num-gpu-said", "1")
     assert "num_gpu=1" in pg.url
+
+
+def test_llama_cpp_placement_lives_in_the_address_and_says_each_device(sized):
+    """-ngl 20 -ts 1,1 -ot on Llama-3-8B at Q4_K_M from the address alone: the controls show
+    them, the plan and each device's buffers are the library's (the options the CLI builds);
+    a new -ngl replans and goes into the address; a bad one is said beside the planner."""
+    from paramcount.cli import placement_options
+    from paramcount.memory.runtimes import inference
+
+    pg = sized
+    llama = paramcount.load("llama-3-8b")
+    ot = "blk\\.3\\.ffn_up=CPU"
+    query = "&".join(["model=meta-llama/Meta-Llama-3-8B", "scheme=q4_k_m", "gpu=rtx3060", "runtime=llama.cpp",
+                      "ngl=20", "ts=1,1", "ot=" + ot.replace("\\", "%5C")])  # fmt: skip
+    pg.goto(pg.base + "/?" + query)
+
+    def planned(**flags):
+        return inference(llama, "q4_k_m", 4096, runtime="llama.cpp", **placement_options(flags))
+
+    plan = planned(gpu_layers="20", tensor_split="1,1", overrides=[("ot", ot)])
+    wait_text(pg, "#verdict .big", f"{plan.total / 1e9:.2f} GB")
+    controls = {c: pg.input_value(c) for c in ("#runtime", "#ngl", "#ts", "#ot", "#ncmoe")}
+    assert controls == {"#runtime": "llama.cpp", "#ngl": "20", "#ts": "1,1", "#ot": ot, "#ncmoe": ""}
+    devices = " · ".join(f"{d} {b / 1e9:.2f} GB" for d, b in plan.settings["devices"].items())
+    assert text_of(pg, "#devices") == f"{devices} ({plan.settings['arguments']})"
+    box = pg.locator("#ot").bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= pg.viewport_size["width"]  # within the page at each width
+    pg.fill("#ngl", "8")
+    pg.press("#ngl", "Enter")
+    fewer = planned(gpu_layers="8", tensor_split="1,1", overrides=[("ot", ot)])
+    wait_text(pg, "#verdict .big", f"{fewer.total / 1e9:.2f} GB")
+    assert "ngl=8" in pg.url and "ts=1%2C1" in pg.url and "runtime=llama.cpp" in pg.url
+    pg.fill("#ngl", "most")
+    pg.press("#ngl", "Enter")
+    pg.wait_for_function("() => document.querySelector('#memory-error').textContent.includes(\"not 'most'\")")

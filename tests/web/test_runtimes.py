@@ -281,3 +281,72 @@ def test_bad_ollama_settings_are_one_line_errors(client, tiny_gguf, fields, fiel
     body = r.json()
     assert (r.status_code, body["field"]) == (400, field), body
     assert said in body["error"] and "\n" not in body["error"] and not body["bug"], body
+
+
+# ---- llama.cpp's placement (issue 24): -ngl, -ot, --n-cpu-moe, -ts, -sm, -mg over the API ---------
+
+OLMOE = {"kind": "catalog", "name": "allenai/OLMoE-1B-7B-0924"}
+
+
+@pytest.mark.parametrize(
+    ("fields", "flags"),
+    [
+        ({"n_gpu_layers": 10, "tensor_split": "3,1"}, {"gpu_layers": "10", "tensor_split": "3,1"}),
+        ({"n_gpu_layers": "all", "n_cpu_moe": 4}, {"gpu_layers": "all", "overrides": [("ncmoe", "4")]}),
+        (
+            {"override_tensor": ["blk\\.1\\.=CPU,ffn_up=CPU"], "n_cpu_moe": 2},
+            {"overrides": [("ot", "blk\\.1\\.=CPU,ffn_up=CPU"), ("ncmoe", "2")]},  # -ot first, then --n-cpu-moe
+        ),
+        (
+            {"tensor_split": "1,1", "split_mode": "none", "main_gpu": 1},
+            {"tensor_split": "1,1", "split_mode": "none", "main_gpu": 1},
+        ),
+    ],
+)
+def test_placement_goes_to_the_planner_options_the_cli_builds(client, fields, flags):
+    from paramcount.cli import placement_options
+
+    r = memory(client, OLMOE, runtime="llama.cpp", scheme="q4_k_m", context=8192, gpu="rtx3060", **fields)
+    assert r.status_code == 200, r.text
+    got = r.json()
+    options = placement_options(dict(flags))  # what `paramcount memory -ngl ... -ot ... -ts ...` plans with
+    lib = inference(paramcount.load("allenai/OLMoE-1B-7B-0924"), "q4_k_m", 8192, runtime="llama.cpp", **options)
+    assert got["total"] == lib.total and got["host"] == lib.host and terms(got["terms"]) == terms(lib.terms)
+    assert (
+        got["settings"]["devices"] == lib.settings["devices"]
+        and got["settings"]["arguments"] == lib.settings["arguments"]
+    )
+    row = next(p for p in got["precisions"] if p["scheme"] == "q4_k_m")  # the fit rows keep the placement
+    assert row["total"] == lib.total
+
+
+@pytest.mark.parametrize(
+    ("fields", "status", "field", "said"),
+    [
+        ({"n_gpu_layers": "most"}, 400, "n_gpu_layers", "expected a number of layers, auto or all, not 'most'"),
+        ({"n_gpu_layers": 10**30}, 400, "n_gpu_layers", "expected at most"),
+        ({"tensor_split": "3,x"}, 400, "tensor_split", "expected numbers like 3,1, not '3,x'"),
+        ({"tensor_split": ",".join("1" * 16)}, 400, "tensor_split", "llama.cpp takes fewer than 16"),
+        ({"override_tensor": ["exps"]}, 400, "override_tensor", "expected PATTERN=BUFFER_TYPE, not 'exps'"),
+        ({"override_tensor": ["(a+)+=CPU"]}, 400, "override_tensor", "nested repetition"),
+        ({"override_tensor": ["[=CPU"]}, 400, "override_tensor", "bad tensor pattern '['"),
+        ({"override_tensor": ["x=CUDA3"]}, 400, "override_tensor", "unknown buffer type 'CUDA3'"),
+        ({"n_cpu_moe": -1}, 422, "n_cpu_moe", "greater than or equal to 0"),
+        ({"split_mode": "none", "main_gpu": 2}, 400, "main_gpu", "no GPU 2"),
+        ({"split_mode": "diagonal"}, 422, "split_mode", "'none', 'layer' or 'row'"),
+        ({"runtime": "transformers", "n_gpu_layers": 3}, 400, "n_gpu_layers", "a llama.cpp setting"),
+        ({"runtime": "vllm", "tensor_split": "1,1"}, 400, "tensor_split", "a llama.cpp setting"),
+        ({"runtime": "ollama", "n_gpu_layers": 3}, 400, "runtime", "Ollama runs GGUF files"),
+        ({"mode": "training", "runtime": None, "n_cpu_moe": 1}, 400, "n_cpu_moe", "only for inference"),
+    ],
+)
+def test_bad_placement_is_a_one_line_error(client, fields, status, field, said):
+    r = memory(client, OLMOE, **{"runtime": "llama.cpp", "scheme": "q4_k_m", **fields})
+    body = r.json()
+    assert (r.status_code, body["field"]) == (status, field), body
+    assert said in body["error"] and "\n" not in body["error"] and not body["bug"], body
+
+
+def test_ollama_refuses_llama_cpps_placement_in_one_line(client, tiny_gguf):
+    r = memory(client, tiny_gguf[0], runtime="ollama", scheme="stored", n_gpu_layers=2)
+    assert r.status_code == 400 and r.json()["field"] == "n_gpu_layers" and "not an Ollama setting" in r.json()["error"]

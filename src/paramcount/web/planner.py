@@ -26,6 +26,8 @@ OLLAMA_KV = ("f16", "q8_0", "q4_0")  # Ollama's KV cache types (fs/ggml GGML.Sup
 # What runtime ollama takes besides the model, context, batch (num_parallel) and GPU: the CLI's OLLAMA_TAKES.
 OLLAMA_FIELDS = ("kv_dtype", "flash_attn", "num_gpu", "free_vram")
 OLLAMA_ONLY = ("num_gpu", "free_vram")
+# llama.cpp's placement flags as the request names them (-ngl, -ot, --n-cpu-moe, -ts, -sm, -mg)
+PLACEMENT = ("n_gpu_layers", "override_tensor", "n_cpu_moe", "tensor_split", "split_mode", "main_gpu")
 TP_SIZES = (1, 2, 4, 8)  # what the page offers: the GPUs of one machine; the API takes any size vLLM accepts
 # The request's runtime options by the names runtimes.planner takes them.
 RUNTIME_OPTIONS = {"tp": "tp", "gpu_memory_utilization": "utilization", "flash_attn": "flash_attn"}
@@ -40,6 +42,12 @@ FLAG_FIELDS = {
     "--cache-type-k": "kv_dtype",
     "--cache-type-v": "kv_dtype",
     "--free-vram": "free_vram",
+    "--n-gpu-layers": "n_gpu_layers",
+    "--override-tensor": "override_tensor",
+    "--n-cpu-moe": "n_cpu_moe",
+    "--tensor-split": "tensor_split",
+    "--split-mode": "split_mode",
+    "--main-gpu": "main_gpu",
     "num_gpu": "num_gpu",
 }
 
@@ -118,8 +126,8 @@ def plan(model: Model, q: Any, header: Any = None) -> dict[str, Any]:
 
 
 def _inference_only(q: Any) -> None:
-    for name in ("runtime", *RUNTIME_OPTIONS, *OLLAMA_ONLY):
-        if getattr(q, name) is not None:
+    for name in ("runtime", *RUNTIME_OPTIONS, *OLLAMA_ONLY, *PLACEMENT):
+        if getattr(q, name) not in (None, []):
             raise ParamcountError("a runtime setting, only for inference", field=name)
 
 
@@ -168,7 +176,7 @@ def _ollama_asked(q: Any) -> Any:
 
     if "scheme" in q.model_fields_set and q.scheme != "stored":
         raise ParamcountError("Ollama runs the GGUF file as stored: choose the precision stored", field="scheme")
-    wrong = [f for f in RUNTIME_OPTIONS if f not in OLLAMA_FIELDS and getattr(q, f) is not None]
+    wrong = [f for f in (*RUNTIME_OPTIONS, *PLACEMENT) if f not in OLLAMA_FIELDS and getattr(q, f) not in (None, [])]
     if wrong:
         takes = "context, batch (num_parallel), kv_dtype, flash_attn, num_gpu and free_vram"
         raise ParamcountError(f"not an Ollama setting (it takes {takes})", field=wrong[0])
@@ -205,7 +213,8 @@ def _runtime_planner(model: Model, q: Any, card: Any) -> tuple[str, Any]:
     try:
         runtime = runtimes.runtime(q.runtime, model)
         served = {"gpu": card} if runtime in ("vllm", "transformers") else {}
-        return runtime, runtimes.planner(model, q.scheme, runtime, kv_dtype=q.kv_dtype, **_runtime_options(q), **served)
+        options = {**_runtime_options(q), **placement_options(q), **served}
+        return runtime, runtimes.planner(model, q.scheme, runtime, kv_dtype=q.kv_dtype, **options)
     except ParamcountError as e:
         e.field = FLAG_FIELDS.get(e.field, e.field)
         raise
@@ -214,6 +223,24 @@ def _runtime_planner(model: Model, q: Any, card: Any) -> tuple[str, Any]:
 def _runtime_options(q: Any) -> dict[str, Any]:
     """The runtime options the request sets, by the library's names (unset ones left out)."""
     given = {key: getattr(q, name) for name, key in RUNTIME_OPTIONS.items()}
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def placement_options(q: Any) -> dict[str, Any]:
+    """llama.cpp's placement as the planner takes it, each flag read by placement.py as the CLI
+    reads it (cli.placement_options); the -ot patterns come first, then --n-cpu-moe's, as
+    ``-ot ... --n-cpu-moe N`` orders them (the first pattern that matches a tensor wins)."""
+    from ..memory.runtimes.llamacpp import placement as pl
+
+    given: dict[str, Any] = {"split_mode": q.split_mode, "main_gpu": q.main_gpu}
+    if q.n_gpu_layers is not None:
+        given["gpu_layers"] = pl.gpu_layers(q.n_gpu_layers)
+    if q.tensor_split is not None:
+        given["tensor_split"] = pl.tensor_split(q.tensor_split)
+    found = [o for text in q.override_tensor for o in pl.overrides(text)]
+    found += pl.n_cpu_moe(q.n_cpu_moe) if q.n_cpu_moe is not None else ()
+    if found:
+        given["overrides"] = tuple(found)
     return {k: v for k, v in given.items() if v is not None}
 
 
@@ -302,6 +329,11 @@ def _weights_row(model: Model, name: str) -> dict[str, Any]:
 
 
 def _plain(value: Any) -> Any:
+    """A setting as JSON: lists and maps of plain values kept (llama.cpp's devices, -ts), else text."""
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
     return value if isinstance(value, str | int | float | bool) or value is None else str(value)
 
 
@@ -334,7 +366,7 @@ def _precisions(model: Model, card: Any, context: int, q: Any, runtime: str | No
         options = _training(q)
     else:
         chosen = list(_inference_precisions(runtime))
-        options = {"runtime": runtime, "kv_dtype": q.kv_dtype, **_runtime_options(q)}
+        options = {"runtime": runtime, "kv_dtype": q.kv_dtype, **_runtime_options(q), **placement_options(q)}
         if runtime == "vllm":
             options["tp"] = q.tp or 1  # the chosen split: without one, a vLLM fit searches for the fewest GPUs
     chosen += [] if q.scheme in chosen else [q.scheme]

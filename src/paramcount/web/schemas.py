@@ -245,6 +245,22 @@ class MemoryRequest(ModelQuery):
     flash_attn: Literal["auto", "on", "off"] | None = Field(
         None, description="llama.cpp: flash attention (default auto, which resolves to on); ollama: on or off"
     )
+    n_gpu_layers: int | Annotated[str, Field(max_length=20)] | None = Field(
+        None, description="llama.cpp: -ngl, layers on the GPU(s): a number, auto or all (default: every one)"
+    )
+    override_tensor: list[Annotated[str, Field(max_length=2000)]] = Field(
+        default_factory=list,
+        max_length=64,
+        description="llama.cpp: -ot values, each PATTERN=BUFFER,... (a regex over GGUF tensor names; CPU, CUDA0, ...)",
+    )
+    n_cpu_moe: int | None = Field(
+        None, ge=0, le=4096, description="llama.cpp: --n-cpu-moe, the expert weights of the first N layers on the CPU"
+    )
+    tensor_split: str | None = Field(
+        None, max_length=200, description="llama.cpp: -ts, the GPUs and their shares of the layers, like 3,1"
+    )
+    split_mode: Literal["none", "layer", "row"] | None = Field(None, description="llama.cpp: -sm (default layer)")
+    main_gpu: int | None = Field(None, ge=0, le=15, description="llama.cpp: -mg, with split_mode none: the GPU used")
     num_gpu: int | None = Field(
         None, ge=-1, le=100_000, description="ollama: num_gpu, layers to offload (default: its estimate)"
     )

@@ -30,6 +30,7 @@
       schemes: { inference: "bf16", training: "mixed", lora: "qlora" }, // each mode keeps its own choice
       // null: the model's default runtime (llama.cpp for a GGUF file), which the plan names
       runtime: null, shown: "transformers", tp: 1, utilization: 0.92, flash_attn: "auto",
+      ngl: "", ncmoe: null, ts: "", ot: "", // llama.cpp's -ngl, --n-cpu-moe, -ts and one -ot value ("" and null: unset)
       num_gpu: null, free_vram: "", // Ollama's num_gpu (null: its estimate) and the GPU's free memory ("" : all)
     },
   };
@@ -850,6 +851,14 @@
       pin(); planMemory();
     });
     $("free-vram").addEventListener("change", () => { m.free_vram = $("free-vram").value.trim(); pin(); planMemory(); });
+    for (const id of ["ngl", "ts", "ot"]) {
+      $(id).addEventListener("change", () => { m[id] = $(id).value.trim(); pin(); planMemory(); });
+    }
+    $("ncmoe").addEventListener("change", () => {
+      const v = $("ncmoe").value.trim();
+      m.ncmoe = v === "" ? null : Number(v);
+      pin(); planMemory();
+    });
     $("utilization").addEventListener("input", () => {
       const u = Number($("utilization").value);
       if (u > 0 && u < 1) { m.utilization = u; pin(); later(); }
@@ -871,7 +880,12 @@
     const m = state.mem;
     const inference = m.mode === "inference";
     const ollama = inference && m.runtime === "ollama";
+    const llama = inference && m.runtime === "llama.cpp";
     return {
+      n_gpu_layers: llama && m.ngl ? m.ngl : null,
+      n_cpu_moe: llama ? m.ncmoe : null,
+      tensor_split: llama && m.ts ? m.ts : null,
+      override_tensor: llama && m.ot ? [m.ot] : [],
       runtime: inference ? m.runtime : null,
       tp: inference && m.runtime === "vllm" ? m.tp : null,
       gpu_memory_utilization: inference && m.runtime === "vllm" ? m.utilization : null,
@@ -949,6 +963,12 @@
     }
     // what the runtime holds in host memory beside the GPU (llama.cpp's input layer): not in the total
     if (p.host) v.append(text("span", "muted", `+ ${gb(p.host)} GB in host memory, not on the GPU`));
+    // llama.cpp's buffers on each device (-ngl, -ot, -ts), as `paramcount memory` lists them
+    const devices = p.settings.devices;
+    if (devices && Object.keys(devices).length > 1) {
+      const each = Object.entries(devices).map(([d, b]) => `${d} ${gb(b)} GB`).join(" · ");
+      v.append(Object.assign(text("span", "muted", `${each} (${p.settings.arguments})`), { id: "devices" }));
+    }
     renderServing(p);
     renderOllama(p);
     const label = `${g.name}: ${gb(g.usable)} GB`;
@@ -1142,6 +1162,7 @@
       recompute: m.mode !== "inference" ? m.recompute : "", rank: m.mode === "lora" ? m.lora_rank : "",
       targets: m.mode === "lora" ? m.lora_targets : "", runtime: r.runtime, tp: r.tp,
       utilization: r.gpu_memory_utilization, flash_attn: r.flash_attn, num_gpu: r.num_gpu, free_vram: r.free_vram,
+      ngl: r.n_gpu_layers, ncmoe: r.n_cpu_moe, ts: r.tensor_split, ot: r.override_tensor[0] ?? null,
     };
     for (const [k, v] of Object.entries(pairs)) if (v !== null && v !== "") q.set(k, String(v));
   }
@@ -1173,9 +1194,9 @@
     if (MODES.includes(q.get("mode"))) m.mode = q.get("mode");
     if (q.has("scheme")) m.schemes[m.mode] = q.get("scheme");
     if (q.has("context")) m.context = contextValue(q.get("context"));
-    const pick = { gpu: "gpu", kv: "kv_dtype", optimizer: "optimizer", recompute: "recompute", targets: "lora_targets", runtime: "runtime", flash_attn: "flash_attn", free_vram: "free_vram" };
+    const pick = { gpu: "gpu", kv: "kv_dtype", optimizer: "optimizer", recompute: "recompute", targets: "lora_targets", runtime: "runtime", flash_attn: "flash_attn", free_vram: "free_vram", ngl: "ngl", ts: "ts", ot: "ot" };
     for (const [k, field] of Object.entries(pick)) if (q.has(k)) m[field] = q.get(k);
-    for (const [k, field] of [["batch", "batch"], ["rank", "lora_rank"], ["tp", "tp"], ["utilization", "utilization"], ["num_gpu", "num_gpu"]]) {
+    for (const [k, field] of [["batch", "batch"], ["rank", "lora_rank"], ["tp", "tp"], ["utilization", "utilization"], ["num_gpu", "num_gpu"], ["ncmoe", "ncmoe"]]) {
       if (num(k) !== null) m[field] = num(k);
     }
     if (m.runtime) m.shown = m.runtime;
@@ -1193,6 +1214,7 @@
     }
     const values = { runtime: m.shown, tp: String(m.tp), "flash-attn": m.flash_attn, utilization: String(m.utilization),
       "num-gpu": m.num_gpu === null ? "" : String(m.num_gpu), "free-vram": m.free_vram,
+      ngl: m.ngl, ts: m.ts, ot: m.ot, ncmoe: m.ncmoe === null ? "" : String(m.ncmoe),
       optimizer: m.optimizer, recompute: m.recompute, gpu: m.gpu, batch: String(m.batch), "lora-rank": String(m.lora_rank),
       "lora-targets": m.lora_targets, "num-labels": state.numLabels === null ? "" : String(state.numLabels), overrides: state.overrides.join(" ") };
     for (const [id, v] of Object.entries(values)) $(id).value = v;
