@@ -740,3 +740,34 @@ def test_llama_cpp_placement_lives_in_the_address_and_says_each_device(sized):
     pg.fill("#ngl", "most")
     pg.press("#ngl", "Enter")
     pg.wait_for_function("() => document.querySelector('#memory-error').textContent.includes(\"not 'most'\")")
+
+
+def test_an_ollama_name_typed_in_the_search_counts_plans_and_stays_in_the_address(sized, home, monkeypatch):
+    """``ollama:tiny:1b`` typed in the search box: the count is the library's, Ollama is offered
+    (a GGUF file), its num_gpu is the library's, and the address brings it all back."""
+    from paramcount.memory.core.gpus import gpu
+    from paramcount.memory.runtimes.ollama import Asked
+    from paramcount.memory.runtimes.ollama_vs_llamacpp import plan
+
+    from .test_api import ollama_store
+
+    for key in [k for k in os.environ if k.startswith("OLLAMA_") and k != "OLLAMA_MODELS"]:
+        monkeypatch.delenv(key)
+    ollama_store(home)
+    pg = sized
+    pg.goto(pg.base + "/?gpu=rtx3060")
+    wait_text(pg, "#backbone-total", fmt(paramcount.load("bert-base-chinese").backbone_total))
+    pg.fill("#search", "ollama:tiny:1b")
+    pg.keyboard.press("Enter")
+    lib = paramcount.load("ollama:tiny:1b")
+    wait_text(pg, "#total", fmt(lib.total))
+    pg.wait_for_selector('#memory[data-runtime="llama.cpp"]')
+    assert not pg.locator('#runtime option[value="ollama"]').is_disabled()
+    pg.select_option("#runtime", "ollama")
+    o = plan(lib, gpu("rtx3060"), Asked())
+    wait_text(pg, "#num-gpu-said", fmt(o.num_gpu))
+    assert "model=ollama%3Atiny%3A1b" in pg.url and "runtime=ollama" in pg.url
+    address = pg.url
+    pg.goto(address)
+    wait_text(pg, "#num-gpu-said", fmt(o.num_gpu))
+    assert pg.input_value("#search") == "ollama:tiny:1b" and pg.input_value("#runtime") == "ollama"

@@ -42,7 +42,19 @@ class UploadSource(Strict):
     id: str = Field(pattern=r"^[0-9a-f]{32}$", description="the id /api/upload answered")
 
 
-Source = Annotated[CatalogSource | ConfigSource | PrintoutSource | UploadSource, Field(discriminator="kind")]
+class StoreSource(Strict):
+    kind: Literal["store"]
+    name: str = Field(
+        min_length=1,
+        max_length=300,
+        description="ollama:NAME (a model in Ollama's store on the server's machine) or org/repo:QUANT (one GGUF "
+        "file of a Hub repository, read by its header); only on a page served to this machine",
+    )
+
+
+Source = Annotated[
+    CatalogSource | ConfigSource | PrintoutSource | UploadSource | StoreSource, Field(discriminator="kind")
+]
 
 
 class ModelQuery(Strict):

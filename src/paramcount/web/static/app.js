@@ -106,7 +106,7 @@
       const m = await api("/api/model", { ...modelQuery(), lang: state.lang, derive: state.derive });
       if (seq !== modelSeq) return;
       state.model = m;
-      pickStored(Boolean(m.storage));
+      pickStored(Boolean(m.storage) || m.class_name === "GGUF"); // a GGUF by name (ollama:, org/repo:QUANT) too
       $("error").hidden = true;
       markStale(false);
       renderModel(m);
@@ -481,10 +481,17 @@
     state.overrides = [];
     state.mem.context = null;
     state.mem.runtime = null; // the default depends on the model: llama.cpp reads a GGUF file
-    if (source.kind !== "upload") state.gguf = false; // Ollama's plan reads a GGUF file alone
+    if (source.kind !== "upload") state.gguf = source.kind === "store"; // Ollama's plan reads a GGUF file alone
     $("num-labels").value = "";
     $("overrides").value = "";
     loadModel();
+  }
+
+  // A name typed or in the address: ollama:NAME and org/repo:QUANT are GGUF files the server reads
+  // (Ollama's store, a Hub repository's header), as the CLI reads them; anything else, the catalog.
+  const STORE_NAME = /^(ollama:\S+|[\w.-]+\/[\w.-]+:\S+)$/;
+  function named(name) {
+    return STORE_NAME.test(name) ? { kind: "store", name } : { kind: "catalog", name };
   }
 
   function bindSearch() {
@@ -501,7 +508,7 @@
         ev.preventDefault();
         const chosen = $("results").querySelector('[aria-selected="true"]');
         if (chosen) pick(chosen.dataset.id);
-        else if (input.value.trim()) setSource({ kind: "catalog", name: input.value.trim() });
+        else if (input.value.trim()) setSource(named(input.value.trim()));
       } else if (ev.key === "Escape") {
         $("results").hidden = true;
       }
@@ -1138,8 +1145,8 @@
   // True when the address names the model: a catalog name, or a config short enough to carry.
   function sourceToQuery(q) {
     const src = state.source;
-    if (src.kind === "catalog") q.set("model", src.name);
-    if (src.kind !== "config") return src.kind === "catalog";
+    if (src.kind === "catalog" || src.kind === "store") q.set("model", src.name);
+    if (src.kind !== "config") return src.kind === "catalog" || src.kind === "store";
     const json = JSON.stringify(src.config);
     if (json.length <= MAX_ADDRESS_CONFIG) q.set("config", json);
     return json.length <= MAX_ADDRESS_CONFIG;
@@ -1177,9 +1184,10 @@
         fail({ message: `the address's config is not valid JSON: ${e.message}`, field: "config" });
       }
     } else if (q.get("model")) {
-      state.source = { kind: "catalog", name: q.get("model") };
+      state.source = named(q.get("model"));
+      state.gguf = state.source.kind === "store";
     }
-    $("search").value = state.source.kind === "catalog" ? state.source.name : "";
+    $("search").value = ["catalog", "store"].includes(state.source.kind) ? state.source.name : "";
     if (q.has("class")) state.modelClass = q.get("class");
     if (q.has("labels")) state.numLabels = Number(q.get("labels"));
     if (q.has("set")) state.overrides = q.get("set").split(/\s+/).filter(Boolean);
