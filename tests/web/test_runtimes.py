@@ -325,6 +325,7 @@ def test_placement_goes_to_the_planner_options_the_cli_builds(client, fields, fl
     [
         ({"n_gpu_layers": "most"}, 400, "n_gpu_layers", "expected a number of layers, auto or all, not 'most'"),
         ({"n_gpu_layers": 10**30}, 400, "n_gpu_layers", "expected at most"),
+        ({"n_gpu_layers": True}, 422, "n_gpu_layers.int", "valid integer"),  # not 1: a JSON true is no count
         ({"tensor_split": "3,x"}, 400, "tensor_split", "expected numbers like 3,1, not '3,x'"),
         ({"tensor_split": ",".join("1" * 16)}, 400, "tensor_split", "llama.cpp takes fewer than 16"),
         ({"override_tensor": ["exps"]}, 400, "override_tensor", "expected PATTERN=BUFFER_TYPE, not 'exps'"),

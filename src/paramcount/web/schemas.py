@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from ..frontends.printout import MAX_TEXT_CHARS
 
@@ -257,7 +257,7 @@ class MemoryRequest(ModelQuery):
     flash_attn: Literal["auto", "on", "off"] | None = Field(
         None, description="llama.cpp: flash attention (default auto, which resolves to on); ollama: on or off"
     )
-    n_gpu_layers: int | Annotated[str, Field(max_length=20)] | None = Field(
+    n_gpu_layers: StrictInt | Annotated[str, Field(max_length=20)] | None = Field(
         None, description="llama.cpp: -ngl, layers on the GPU(s): a number, auto or all (default: every one)"
     )
     override_tensor: list[Annotated[str, Field(max_length=2000)]] = Field(
