@@ -14,6 +14,9 @@ from fastapi.testclient import TestClient
 
 from paramcount.web.app import create_app
 
+from ..test_hub_gguf import hub, repo  # noqa: F401  (fixtures: a local Hub and a GGUF repository on it)
+from ..test_stores import home  # noqa: F401  (a fixture: Ollama's store and the caches in a temporary folder)
+
 ROOT = Path(__file__).parent.parent.parent
 BLOOM_TEXT = (ROOT / "tests" / "fixtures" / "bloom-1b4-zh.txt").read_text(encoding="utf-8")
 

@@ -373,3 +373,93 @@ def test_every_page_asset_is_package_data():
     assert len(files) > 20
     missed = [f for f in files if not any(fnmatch(f, g) and f.count("/") == g.count("/") for g in globs["paramcount"])]
     assert not missed
+
+
+# ---- GGUF files by name (issue 24): Ollama's store and a Hub repository, as the CLI reads them ------
+
+from ..gguf_files import llama_spec, write  # noqa: E402
+from ..test_hub_gguf import REPO  # noqa: E402
+from ..test_stores import blob  # noqa: E402
+
+
+def ollama_store(home, name="tiny", tag="1b", params=None):
+    """A 4-block Llama with its vocabulary (what Ollama's estimate reads) as ``ollama pull`` leaves
+    it: the blob by digest, a manifest naming it and the modelfile's parameters."""
+    root = home / "ollama"
+    path = write(llama_spec("tiny", 4, 256, 8, 2, 512, 1000, context=8192), home / "tiny.gguf")
+    found = [{"mediaType": "application/vnd.ollama.image.model", **blob(root, path.read_bytes())}]
+    if params is not None:
+        found.append({"mediaType": "application/vnd.ollama.image.params", **blob(root, json.dumps(params).encode())})
+    folder = root / "manifests" / "registry.ollama.ai" / "library" / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / tag).write_text(json.dumps({"schemaVersion": 2, "layers": found}))
+
+
+def store(name):
+    return {"kind": "store", "name": name}
+
+
+def test_an_ollama_name_counts_and_plans_as_the_cli_does(client, home, monkeypatch):
+    from paramcount.memory.core.gpus import gpu
+    from paramcount.memory.runtimes import inference
+    from paramcount.memory.runtimes.ollama import Asked
+    from paramcount.memory.runtimes.ollama_vs_llamacpp import plan
+
+    for key in [k for k in __import__("os").environ if k.startswith("OLLAMA_") and k != "OLLAMA_MODELS"]:
+        monkeypatch.delenv(key)
+    ollama_store(home, params={"num_ctx": 2048})
+    lib = paramcount.load("ollama:tiny:1b")
+    got = post(client, store("ollama:tiny:1b")).json()
+    assert (got["total"], got["name"]) == (lib.total, "ollama:tiny:1b")
+    body = {"source": store("ollama:tiny:1b"), "scheme": "stored", "context": 1024, "gpu": "rtx3060"}
+    llama = client.post("/api/memory", json=body).json()
+    assert llama["runtime"] == "llama.cpp" and llama["total"] == inference(lib, "stored", 1024).total
+    mine = client.post("/api/memory", json={**body, "runtime": "ollama"}).json()
+    o = plan(lib, gpu("rtx3060"), Asked(context=1024))  # the store's blob, projector and modelfile options
+    assert (mine["ollama"]["num_gpu"], mine["total"]) == (o.num_gpu, o.plan.total) and mine["ollama_now"] == o.current
+
+
+def test_a_hub_quant_counts_from_its_header_by_range_requests(client, repo, hub):
+    lib = paramcount.load(f"{REPO}:Q8_0")
+    asked = len(hub.requests)
+    got = post(client, store(f"{REPO}:Q8_0"))
+    assert got.status_code == 200, got.text
+    assert got.json()["total"] == lib.total and got.json()["towers"]
+    fetched = hub.requests[asked:]
+    assert all(r is not None for m, p, r in fetched if m == "GET" and p.endswith(".gguf"))  # ranges, never whole files
+    assert not hub.ranges_of("Tiny-F16.gguf")  # only the named file and its projector
+    plan = client.post("/api/memory", json={"source": store(f"{REPO}:Q8_0"), "scheme": "stored"}).json()
+    assert plan["runtime"] == "llama.cpp"
+    r = client.post("/api/memory", json={"source": store(f"{REPO}:Q8_0"), "scheme": "stored", "runtime": "ollama"})
+    assert r.status_code == 400 and "Ollama's plan reads a GGUF file on disk or ollama:NAME" in r.json()["error"]
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        ("ollama:../../etc/passwd", "not an Ollama model name"),
+        ("ollama:../x", "is not a part of an Ollama model name"),
+        ("ollama:missing:7b", "missing"),
+        (f"{REPO}", "expected ollama:NAME or org/repo:QUANT"),  # a repository lists files: the page needs one
+        ("/etc/passwd:Q4_K_M", "expected ollama:NAME or org/repo:QUANT"),
+        (f"{REPO}:../secret.gguf", "expected ollama:NAME or org/repo:QUANT"),
+        (f"{REPO}:Q2_K", "Q2_K"),
+    ],
+)
+def test_bad_store_names_are_one_line(client, home, repo, hub, name, said):
+    r = post(client, store(name))
+    body = r.json()
+    assert r.status_code == 400 and said in body["error"] and "\n" not in body["error"] and not body["bug"], body
+
+
+def test_a_page_served_beyond_loopback_reads_no_store_and_no_hub(home, repo, hub):
+    from fastapi.testclient import TestClient
+
+    ollama_store(home)
+    asked = len(hub.requests)
+    with TestClient(create_app(hosts=None)) as exposed:
+        for name in ("ollama:tiny:1b", f"{REPO}:Q8_0"):
+            r = post(exposed, store(name))
+            assert r.status_code == 400 and r.json()["field"] == "name", r.text
+            assert "only on a page served to this machine" in r.json()["error"]
+    assert len(hub.requests) == asked

@@ -654,3 +654,120 @@ def test_a_page_served_beyond_loopback_says_it_is_reachable(browser, live_server
         assert not pg.locator("#exposed").is_visible() and text_of(pg, ".top .local") == "runs locally"
     finally:
         context.close()
+
+
+# ---- issue 24 on the page: Ollama's own plan beside llama.cpp's, at each width ---------------------
+
+
+def tiny_llama_gguf(path: Path) -> Path:
+    """A 4-block Llama GGUF (the one tests/test_ollama.py works out by hand)."""
+    from ..gguf_files import llama_spec, write
+
+    return write(llama_spec("tiny", 4, 256, 8, 2, 512, 1000, context=8192), path)
+
+
+def test_ollama_says_its_num_gpu_beside_llama_cpps_plan(sized, tmp_path, monkeypatch):
+    """A GGUF file dropped on the page, the runtime Ollama, 540 MiB free on an RTX 3060: num_gpu
+    and the comparison are the library's (render/ollama.py's for the CLI); a catalog model is
+    not offered Ollama (it runs GGUF files)."""
+    from paramcount.memory.core.gpus import gpu
+    from paramcount.memory.runtimes.ollama import Asked
+    from paramcount.memory.runtimes.ollama_vs_llamacpp import plan
+
+    for key in [k for k in os.environ if k.startswith("OLLAMA_")]:
+        monkeypatch.delenv(key)
+    pg = sized
+    pg.goto(pg.base + "/")
+    wait_text(pg, "#backbone-total", fmt(paramcount.load("bert-base-chinese").backbone_total))
+    assert pg.locator('#runtime option[value="ollama"]').is_disabled()
+    path = tiny_llama_gguf(tmp_path / "tiny.gguf")
+    pg.click("#tab-file")
+    pg.set_input_files("#file", str(path))
+    pg.wait_for_selector('#memory[data-runtime="llama.cpp"][data-scheme="stored"]')
+    pg.select_option("#gpu", "rtx3060")
+    pg.select_option("#runtime", "ollama")
+    pg.wait_for_selector('#memory[data-runtime="ollama"]')
+    assert pg.locator("#num-gpu").is_visible() and pg.locator("#tp").is_hidden()
+    pg.fill("#free-vram", "540MiB")
+    pg.press("#free-vram", "Enter")
+    o = plan(paramcount.load(path), gpu("rtx3060"), Asked(), free=540 << 20)
+    assert 0 < o.num_gpu < o.layers_model
+    wait_text(pg, "#num-gpu-said", fmt(o.num_gpu))
+    line = text_of(pg, "#ollama p")
+    assert line.startswith("Ollama v0.12.10: num_gpu") and f"{o.num_gpu} of {o.layers_model} layers" in line, line
+    rows = pg.locator("#ollama-compared tbody tr")
+    assert [rows.nth(i).get_attribute("data-term") for i in range(rows.count())] == [r["term"] for r in o.compared]
+    assert text_of(pg, "#verdict .big") == f"{o.plan.total / 1e9:.2f} GB"
+    assert pg.locator("#memplot").is_hidden() and "free_vram=540MiB" in pg.url and "runtime=ollama" in pg.url
+    box = pg.locator("#ollama").bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= pg.viewport_size["width"]  # within the page at each width
+    pg.fill("#num-gpu", "1")
+    pg.press("#num-gpu", "Enter")
+    wait_text(pg, "#num-gpu-said", "1")
+    assert "num_gpu=1" in pg.url
+
+
+def test_llama_cpp_placement_lives_in_the_address_and_says_each_device(sized):
+    """-ngl 20 -ts 1,1 -ot on Llama-3-8B at Q4_K_M from the address alone: the controls show
+    them, the plan and each device's buffers are the library's (the options the CLI builds);
+    a new -ngl replans and goes into the address; a bad one is said beside the planner."""
+    from paramcount.cli import placement_options
+    from paramcount.memory.runtimes import inference
+
+    pg = sized
+    llama = paramcount.load("llama-3-8b")
+    ot = "blk\\.3\\.ffn_up=CPU"
+    query = "&".join(["model=meta-llama/Meta-Llama-3-8B", "scheme=q4_k_m", "gpu=rtx3060", "runtime=llama.cpp",
+                      "ngl=20", "ts=1,1", "ot=" + ot.replace("\\", "%5C")])  # fmt: skip
+    pg.goto(pg.base + "/?" + query)
+
+    def planned(**flags):
+        return inference(llama, "q4_k_m", 4096, runtime="llama.cpp", **placement_options(flags))
+
+    plan = planned(gpu_layers="20", tensor_split="1,1", overrides=[("ot", ot)])
+    wait_text(pg, "#verdict .big", f"{plan.total / 1e9:.2f} GB")
+    controls = {c: pg.input_value(c) for c in ("#runtime", "#ngl", "#ts", "#ot", "#ncmoe")}
+    assert controls == {"#runtime": "llama.cpp", "#ngl": "20", "#ts": "1,1", "#ot": ot, "#ncmoe": ""}
+    devices = " · ".join(f"{d} {b / 1e9:.2f} GB" for d, b in plan.settings["devices"].items())
+    assert text_of(pg, "#devices") == f"{devices} ({plan.settings['arguments']})"
+    box = pg.locator("#ot").bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= pg.viewport_size["width"]  # within the page at each width
+    pg.fill("#ngl", "8")
+    pg.press("#ngl", "Enter")
+    fewer = planned(gpu_layers="8", tensor_split="1,1", overrides=[("ot", ot)])
+    wait_text(pg, "#verdict .big", f"{fewer.total / 1e9:.2f} GB")
+    assert "ngl=8" in pg.url and "ts=1%2C1" in pg.url and "runtime=llama.cpp" in pg.url
+    pg.fill("#ngl", "most")
+    pg.press("#ngl", "Enter")
+    pg.wait_for_function("() => document.querySelector('#memory-error').textContent.includes(\"not 'most'\")")
+
+
+def test_an_ollama_name_typed_in_the_search_counts_plans_and_stays_in_the_address(sized, home, monkeypatch):
+    """``ollama:tiny:1b`` typed in the search box: the count is the library's, Ollama is offered
+    (a GGUF file), its num_gpu is the library's, and the address brings it all back."""
+    from paramcount.memory.core.gpus import gpu
+    from paramcount.memory.runtimes.ollama import Asked
+    from paramcount.memory.runtimes.ollama_vs_llamacpp import plan
+
+    from .test_api import ollama_store
+
+    for key in [k for k in os.environ if k.startswith("OLLAMA_") and k != "OLLAMA_MODELS"]:
+        monkeypatch.delenv(key)
+    ollama_store(home)
+    pg = sized
+    pg.goto(pg.base + "/?gpu=rtx3060")
+    wait_text(pg, "#backbone-total", fmt(paramcount.load("bert-base-chinese").backbone_total))
+    pg.fill("#search", "ollama:tiny:1b")
+    pg.keyboard.press("Enter")
+    lib = paramcount.load("ollama:tiny:1b")
+    wait_text(pg, "#total", fmt(lib.total))
+    pg.wait_for_selector('#memory[data-runtime="llama.cpp"]')
+    assert not pg.locator('#runtime option[value="ollama"]').is_disabled()
+    pg.select_option("#runtime", "ollama")
+    o = plan(lib, gpu("rtx3060"), Asked())
+    wait_text(pg, "#num-gpu-said", fmt(o.num_gpu))
+    assert "model=ollama%3Atiny%3A1b" in pg.url and "runtime=ollama" in pg.url
+    address = pg.url
+    pg.goto(address)
+    wait_text(pg, "#num-gpu-said", fmt(o.num_gpu))
+    assert pg.input_value("#search") == "ollama:tiny:1b" and pg.input_value("#runtime") == "ollama"

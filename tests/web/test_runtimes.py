@@ -4,6 +4,8 @@ runtime or an option of another runtime is a one-line error."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import paramcount
@@ -125,7 +127,7 @@ def test_a_gguf_file_defaults_to_llama_cpp(client, tmp_path):
 @pytest.mark.parametrize(
     ("fields", "status", "field", "said"),
     [
-        ({"runtime": "tensorrt"}, 422, "runtime", "'transformers', 'llama.cpp' or 'vllm'"),
+        ({"runtime": "tensorrt"}, 422, "runtime", "'transformers', 'llama.cpp', 'vllm' or 'ollama'"),
         ({"runtime": "vllm", "tp": 0}, 422, "tp", "greater than or equal to 1"),
         ({"runtime": "vllm", "tp": 3}, 400, "tp", "attention heads to divide evenly"),
         ({"runtime": "vllm", "gpu_memory_utilization": 1.5}, 422, "gpu_memory_utilization", "less than or equal"),
@@ -138,6 +140,11 @@ def test_a_gguf_file_defaults_to_llama_cpp(client, tmp_path):
         ({"runtime": "vllm", "kv_dtype": "int4"}, 400, "kv_dtype", "--kv-cache-dtype is one of"),
         ({"runtime": "llama.cpp", "kv_dtype": "q4_0", "flash_attn": "off"}, 400, "kv_dtype", "needs flash attention"),
         ({"mode": "training", "runtime": "vllm"}, 400, "runtime", "only for inference"),
+        ({"mode": "training", "num_gpu": 3}, 400, "num_gpu", "only for inference"),
+        ({"runtime": "ollama"}, 400, "runtime", "Ollama runs GGUF files"),  # a catalog model: no file to run
+        ({"num_gpu": 3}, 400, "num_gpu", "an Ollama setting: choose the runtime ollama"),
+        ({"runtime": "llama.cpp", "free_vram": "4GB"}, 400, "free_vram", "an Ollama setting"),
+        ({"runtime": "ollama", "num_gpu": -2}, 422, "num_gpu", "greater than or equal to -1"),
     ],
 )
 def test_bad_runtime_settings_are_one_line_errors(client, fields, status, field, said):
@@ -164,13 +171,14 @@ def test_a_precision_a_runtime_refuses_is_said_in_its_row_and_as_the_plan_in_one
 
 def test_the_options_offer_what_each_runtime_takes(client, llama):
     o = client.get("/api/memory/options").json()
-    assert [r["value"] for r in o["runtimes"]] == list(RUNTIMES)
+    assert [r["value"] for r in o["runtimes"]] == [*RUNTIMES, "ollama"]
     assert o["tp_sizes"] == [1, 2, 4, 8] and o["default_utilization"] == 0.92
     assert o["flash_attn"] == ["auto", "on", "off"]
     low, high = o["context_bounds"]  # the page's number input: any context the API takes, none it refuses
     assert memory(client, context=low).status_code == 200 and memory(client, context=high + 1).status_code == 422
     assert memory(client, context=low - 1).status_code == 422
     scheme = {"transformers": "bf16", "llama.cpp": "q8_0", "vllm": "bf16"}
+    assert o["runtime_kv_dtypes"].pop("ollama") == ["f16", "q8_0", "q4_0"]  # a GGUF file's: test_ollama_* below
     for runtime, kinds in o["runtime_kv_dtypes"].items():
         assert kinds, runtime
         for kv in kinds:  # every cache type the page offers, the runtime's planner takes
@@ -204,3 +212,142 @@ def test_a_gguf_file_with_a_bad_key_is_a_one_line_error_not_a_bug(client, tmp_pa
     assert r.status_code == 400 and r.json()["bug"] is False, r.text
     error = r.json()["error"]
     assert error.startswith(f"bad.gguf: llama.{key}: expected ") and error.endswith(said) and "\x1b" not in error
+
+
+# ---- Ollama's own plan (issue 24): what `paramcount memory --runtime ollama --json` prints -------
+
+
+@pytest.fixture
+def tiny_gguf(client, tmp_path, monkeypatch):
+    """A 4-block Llama GGUF uploaded as the page uploads it (its header), its path, and no OLLAMA_*
+    variable in the server's environment (the API reads them as the CLI does)."""
+    import os
+
+    from ..gguf_files import llama_spec, write
+
+    for key in [k for k in os.environ if k.startswith("OLLAMA_")]:
+        monkeypatch.delenv(key)
+    path = write(llama_spec("tiny", 4, 256, 8, 2, 512, 1000, context=8192), tmp_path / "tiny.gguf")
+    up = client.post("/api/upload", json=upload_body("gguf", path, gguf_header(path)))
+    return {"kind": "upload", "id": up.json()["id"]}, path
+
+
+@pytest.mark.parametrize(
+    ("fields", "asked", "free"),
+    [
+        ({}, {}, None),
+        ({"free_vram": "540MiB", "context": 2048, "batch": 2}, {"context": 2048, "parallel": 2}, 540 << 20),
+        ({"num_gpu": 2, "flash_attn": "on", "kv_dtype": "q8_0"}, {"num_gpu": 2, "flash": True, "kv_type": "q8_0"}, 0),
+    ],
+)
+def test_ollama_plans_an_uploaded_gguf_as_the_cli_does(client, tiny_gguf, fields, asked, free):
+    from paramcount.memory.runtimes.ollama import Asked
+    from paramcount.memory.runtimes.ollama_vs_llamacpp import plan as ollama_plan
+    from paramcount.render.ollama import dumps
+
+    source, path = tiny_gguf
+    r = memory(client, source, runtime="ollama", scheme="stored", gpu="rtx3060", **fields)
+    assert r.status_code == 200, r.text
+    got = r.json()
+    lib = ollama_plan(paramcount.load(path), gpu("rtx3060"), Asked(**asked), free=free or None)
+    cli = json.loads(dumps(lib, gpu("rtx3060")))  # what --json prints for the file on disk
+    assert got["runtime"] == "ollama" and got["total"] == lib.plan.total
+    assert terms(got["terms"]) == terms(lib.plan.terms)
+    assert {k: v for k, v in got["ollama"].items() if k not in ("free", "all_layers")} == cli["ollama"]
+    assert got["ollama_now"] == cli["ollama_now"] and got["settings"] == cli["settings"]
+    assert (got["ollama"]["free"], got["ollama"]["all_layers"]) == (cli["gpu"]["free"], cli["gpu"]["all_layers"])
+    assert got["fits"] == cli["gpu"]["all_layers"] and got["precisions"] == [] and got["curve"]["contexts"] == []
+
+
+def test_ollama_on_too_little_memory_offloads_part_of_the_layers(client, tiny_gguf):
+    source, _ = tiny_gguf
+    got = memory(client, source, runtime="ollama", scheme="stored", gpu="rtx3060", free_vram="540MiB").json()
+    o = got["ollama"]
+    assert 0 < o["num_gpu"] < o["layers_model"] == 5 and not got["fits"] and o["free"] == 540 << 20
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "said"),
+    [
+        ({"scheme": "q4_0"}, "scheme", "Ollama runs the GGUF file as stored"),
+        ({"tp": 2}, "tp", "not an Ollama setting (it takes context"),
+        ({"gpu_memory_utilization": 0.5}, "gpu_memory_utilization", "not an Ollama setting"),
+        ({"free_vram": "lots"}, "free_vram", "expected a size like 24GB or 20GiB, got 'lots'"),
+        ({"free_vram": "-1GB"}, "free_vram", "expected a size like 24GB"),
+    ],
+)
+def test_bad_ollama_settings_are_one_line_errors(client, tiny_gguf, fields, field, said):
+    r = memory(client, tiny_gguf[0], **{"runtime": "ollama", "scheme": "stored", **fields})
+    body = r.json()
+    assert (r.status_code, body["field"]) == (400, field), body
+    assert said in body["error"] and "\n" not in body["error"] and not body["bug"], body
+
+
+# ---- llama.cpp's placement (issue 24): -ngl, -ot, --n-cpu-moe, -ts, -sm, -mg over the API ---------
+
+OLMOE = {"kind": "catalog", "name": "allenai/OLMoE-1B-7B-0924"}
+
+
+@pytest.mark.parametrize(
+    ("fields", "flags"),
+    [
+        ({"n_gpu_layers": 10, "tensor_split": "3,1"}, {"gpu_layers": "10", "tensor_split": "3,1"}),
+        ({"n_gpu_layers": "all", "n_cpu_moe": 4}, {"gpu_layers": "all", "overrides": [("ncmoe", "4")]}),
+        (
+            {"override_tensor": ["blk\\.1\\.=CPU,ffn_up=CPU"], "n_cpu_moe": 2},
+            {"overrides": [("ot", "blk\\.1\\.=CPU,ffn_up=CPU"), ("ncmoe", "2")]},  # -ot first, then --n-cpu-moe
+        ),
+        (
+            {"tensor_split": "1,1", "split_mode": "none", "main_gpu": 1},
+            {"tensor_split": "1,1", "split_mode": "none", "main_gpu": 1},
+        ),
+    ],
+)
+def test_placement_goes_to_the_planner_options_the_cli_builds(client, fields, flags):
+    from paramcount.cli import placement_options
+
+    r = memory(client, OLMOE, runtime="llama.cpp", scheme="q4_k_m", context=8192, gpu="rtx3060", **fields)
+    assert r.status_code == 200, r.text
+    got = r.json()
+    options = placement_options(dict(flags))  # what `paramcount memory -ngl ... -ot ... -ts ...` plans with
+    lib = inference(paramcount.load("allenai/OLMoE-1B-7B-0924"), "q4_k_m", 8192, runtime="llama.cpp", **options)
+    assert got["total"] == lib.total and got["host"] == lib.host and terms(got["terms"]) == terms(lib.terms)
+    assert (
+        got["settings"]["devices"] == lib.settings["devices"]
+        and got["settings"]["arguments"] == lib.settings["arguments"]
+    )
+    row = next(p for p in got["precisions"] if p["scheme"] == "q4_k_m")  # the fit rows keep the placement
+    assert row["total"] == lib.total
+
+
+@pytest.mark.parametrize(
+    ("fields", "status", "field", "said"),
+    [
+        ({"n_gpu_layers": "most"}, 400, "n_gpu_layers", "expected a number of layers, auto or all, not 'most'"),
+        ({"n_gpu_layers": 10**30}, 400, "n_gpu_layers", "expected at most"),
+        ({"n_gpu_layers": True}, 422, "n_gpu_layers.int", "valid integer"),  # not 1: a JSON true is no count
+        ({"tensor_split": "3,x"}, 400, "tensor_split", "expected numbers like 3,1, not '3,x'"),
+        ({"tensor_split": ",".join("1" * 16)}, 400, "tensor_split", "llama.cpp takes fewer than 16"),
+        ({"override_tensor": ["exps"]}, 400, "override_tensor", "expected PATTERN=BUFFER_TYPE, not 'exps'"),
+        ({"override_tensor": ["(a+)+=CPU"]}, 400, "override_tensor", "nested repetition"),
+        ({"override_tensor": ["[=CPU"]}, 400, "override_tensor", "bad tensor pattern '['"),
+        ({"override_tensor": ["x=CUDA3"]}, 400, "override_tensor", "unknown buffer type 'CUDA3'"),
+        ({"n_cpu_moe": -1}, 422, "n_cpu_moe", "greater than or equal to 0"),
+        ({"split_mode": "none", "main_gpu": 2}, 400, "main_gpu", "no GPU 2"),
+        ({"split_mode": "diagonal"}, 422, "split_mode", "'none', 'layer' or 'row'"),
+        ({"runtime": "transformers", "n_gpu_layers": 3}, 400, "n_gpu_layers", "a llama.cpp setting"),
+        ({"runtime": "vllm", "tensor_split": "1,1"}, 400, "tensor_split", "a llama.cpp setting"),
+        ({"runtime": "ollama", "n_gpu_layers": 3}, 400, "runtime", "Ollama runs GGUF files"),
+        ({"mode": "training", "runtime": None, "n_cpu_moe": 1}, 400, "n_cpu_moe", "only for inference"),
+    ],
+)
+def test_bad_placement_is_a_one_line_error(client, fields, status, field, said):
+    r = memory(client, OLMOE, **{"runtime": "llama.cpp", "scheme": "q4_k_m", **fields})
+    body = r.json()
+    assert (r.status_code, body["field"]) == (status, field), body
+    assert said in body["error"] and "\n" not in body["error"] and not body["bug"], body
+
+
+def test_ollama_refuses_llama_cpps_placement_in_one_line(client, tiny_gguf):
+    r = memory(client, tiny_gguf[0], runtime="ollama", scheme="stored", n_gpu_layers=2)
+    assert r.status_code == 400 and r.json()["field"] == "n_gpu_layers" and "not an Ollama setting" in r.json()["error"]

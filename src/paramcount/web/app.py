@@ -155,7 +155,7 @@ def describe(q: schemas.ModelRequest, uploads: sources.Uploads | None) -> dict[s
 def memory_plan(q: schemas.MemoryRequest, uploads: sources.Uploads | None) -> dict[str, Any]:
     with counting():
         model, _ = sources.load(q.source, q.model_class, q.num_labels, q.overrides, uploads)
-        return planner.plan(model, q)
+        return planner.plan(model, q, sources.gguf_header(q.source, uploads))
 
 
 def parse_upload(*args: Any) -> sources.Upload:
@@ -172,6 +172,8 @@ def answer(request: Request, job: Any, q: Any) -> Answer:
     """``job(q, uploads)`` here, or for a heavy source (a long printout, a large safetensors
     header) in a worker process with a time limit."""
     workers, uploads = request.app.state.workers, request.app.state.uploads
+    if q.source.kind == "store" and request.app.state.exposed:  # the server's own files and network, not a visitor's
+        raise ParamcountError("Ollama's store and the Hub are read only on a page served to this machine", field="name")
     if work.heavy(q.source):
         return Answer(workers.run(job, q, None))
     if q.source.kind == "upload" and uploads.get(q.source.id).parsed is None:

@@ -21,7 +21,13 @@ DEFAULT_LORA_RANK = 8  # peft's LoraConfig default
 MIN_CONTEXT_EXP, MAX_CONTEXT_EXP = 7, 20  # the curve and the slider: 128 to 1,048,576 tokens
 GROUPS = {"consumer": "GeForce", "data-centre": "Data centre", "apple": "Apple silicon", "custom": "Custom"}
 TRAINING_LABELS = {"mixed": "mixed (bf16 + fp32 master)", "qlora": "qlora (NF4 base)"}
-RUNTIME_LABELS = {"transformers": "transformers", "llama.cpp": "llama.cpp", "vllm": "vLLM"}
+RUNTIME_LABELS = {"transformers": "transformers", "llama.cpp": "llama.cpp", "vllm": "vLLM", "ollama": "Ollama"}
+OLLAMA_KV = ("f16", "q8_0", "q4_0")  # Ollama's KV cache types (fs/ggml GGML.SupportsKVCacheType)
+# What runtime ollama takes besides the model, context, batch (num_parallel) and GPU: the CLI's OLLAMA_TAKES.
+OLLAMA_FIELDS = ("kv_dtype", "flash_attn", "num_gpu", "free_vram")
+OLLAMA_ONLY = ("num_gpu", "free_vram")
+# llama.cpp's placement flags as the request names them (-ngl, -ot, --n-cpu-moe, -ts, -sm, -mg)
+PLACEMENT = ("n_gpu_layers", "override_tensor", "n_cpu_moe", "tensor_split", "split_mode", "main_gpu")
 TP_SIZES = (1, 2, 4, 8)  # what the page offers: the GPUs of one machine; the API takes any size vLLM accepts
 # The request's runtime options by the names runtimes.planner takes them.
 RUNTIME_OPTIONS = {"tp": "tp", "gpu_memory_utilization": "utilization", "flash_attn": "flash_attn"}
@@ -35,6 +41,14 @@ FLAG_FIELDS = {
     "--kv-dtype": "kv_dtype",
     "--cache-type-k": "kv_dtype",
     "--cache-type-v": "kv_dtype",
+    "--free-vram": "free_vram",
+    "--n-gpu-layers": "n_gpu_layers",
+    "--override-tensor": "override_tensor",
+    "--n-cpu-moe": "n_cpu_moe",
+    "--tensor-split": "tensor_split",
+    "--split-mode": "split_mode",
+    "--main-gpu": "main_gpu",
+    "num_gpu": "num_gpu",
 }
 
 
@@ -61,8 +75,8 @@ def options() -> dict[str, Any]:
         "default_lora_rank": DEFAULT_LORA_RANK,
         "context_range": [2**MIN_CONTEXT_EXP, 2**MAX_CONTEXT_EXP],
         "context_bounds": [1, MAX_CONTEXT],
-        "runtimes": [{"value": r, "label": RUNTIME_LABELS[r]} for r in RUNTIMES],
-        "runtime_kv_dtypes": {r: _kv_dtypes(r) for r in RUNTIMES},
+        "runtimes": [{"value": r, "label": RUNTIME_LABELS[r]} for r in (*RUNTIMES, "ollama")],
+        "runtime_kv_dtypes": {**{r: _kv_dtypes(r) for r in RUNTIMES}, "ollama": list(OLLAMA_KV)},
         "tp_sizes": list(TP_SIZES),
         "default_utilization": float(UTILIZATION),
         "flash_attn": list(FLASH),
@@ -90,18 +104,21 @@ def _gpu_option(g: Any) -> dict[str, Any]:
     return {"key": g.key, "name": g.name, "stated": g.stated, "memory": g.memory, "usable": g.usable, "group": group}
 
 
-def plan(model: Model, q: Any) -> dict[str, Any]:
+def plan(model: Model, q: Any, header: Any = None) -> dict[str, Any]:
     """The plan at the request's settings, the curve over context, and the fit per precision.
 
     At inference, a model without a KV cache layout (a printout, a bare checkpoint) gets its
     weights alone, with the library's reason as a note; vLLM plans none such (its planner says
-    why, a 400)."""
+    why, a 400). ``header``: an uploaded GGUF file's parsed header, which Ollama's plan reads."""
     from ..memory.core.gpus import gpu
 
     card = gpu(q.gpu)
     if q.mode != "inference":
         _inference_only(q)
         return _full(model, q, card, _training_planner(model, q), None)
+    if q.runtime == "ollama":
+        return ollama(model, q, card, header)
+    _not_ollama(q)
     runtime, planner = _runtime_planner(model, q, card)
     if planner.partial:
         return _weights_only(model, q, card, planner, runtime)
@@ -109,9 +126,82 @@ def plan(model: Model, q: Any) -> dict[str, Any]:
 
 
 def _inference_only(q: Any) -> None:
-    for name in ("runtime", *RUNTIME_OPTIONS):
-        if getattr(q, name) is not None:
+    for name in ("runtime", *RUNTIME_OPTIONS, *OLLAMA_ONLY, *PLACEMENT):
+        if getattr(q, name) not in (None, []):
             raise ParamcountError("a runtime setting, only for inference", field=name)
+
+
+def _not_ollama(q: Any) -> None:
+    """An Ollama setting given to another runtime (as the CLI's ollama_runtime refuses it)."""
+    for name in OLLAMA_ONLY:
+        if getattr(q, name) is not None:
+            raise ParamcountError("an Ollama setting: choose the runtime ollama", field=name)
+
+
+def ollama(model: Model, q: Any, card: Any, header: Any) -> dict[str, Any]:
+    """Ollama's estimate and num_gpu on the GPU, with llama.cpp's plan beside it: what
+    ``paramcount memory --runtime ollama --json`` prints (its ``ollama`` and ``ollama_now``)."""
+    from ..gguf.meta import is_gguf
+    from ..memory.core.limits import max_positions
+    from ..memory.runtimes.ollama_vs_llamacpp import plan as compared
+
+    if not is_gguf(model):
+        raise ParamcountError("Ollama runs GGUF files: drop a .gguf file", field="runtime")
+    o = compared(model, card, _ollama_asked(q), free=_free(q), files=_ollama_files(header))
+    p = o.plan
+    return {
+        "mode": q.mode,
+        "runtime": "ollama",
+        "partial": False,
+        "total": p.total,
+        "host": p.host,
+        "terms": [term_dict(t) for t in p.terms],
+        "settings": {k: _plain(v) for k, v in p.settings.items()},
+        "notes": list(p.notes),
+        "gpu": gpu_dict(card),
+        "fits": o.num_gpu >= o.layers_model,
+        "context_limit": max_positions(model),
+        "curve": {"contexts": [], "series": []},  # Ollama's estimate is at its num_ctx alone
+        "precisions": [],  # Ollama runs the file as stored
+        "ollama": {**o.to_dict()["ollama"], "free": o.free, "all_layers": o.num_gpu >= o.layers_model},
+        "ollama_now": o.current,
+    }
+
+
+def _ollama_asked(q: Any) -> Any:
+    """The request as Ollama's settings, under the server's OLLAMA_* variables (as the CLI reads them)."""
+    import os
+
+    from ..memory.runtimes.ollama.settings import from_env
+
+    if "scheme" in q.model_fields_set and q.scheme != "stored":
+        raise ParamcountError("Ollama runs the GGUF file as stored: choose the precision stored", field="scheme")
+    wrong = [f for f in (*RUNTIME_OPTIONS, *PLACEMENT) if f not in OLLAMA_FIELDS and getattr(q, f) not in (None, [])]
+    if wrong:
+        takes = "context, batch (num_parallel), kv_dtype, flash_attn, num_gpu and free_vram"
+        raise ParamcountError(f"not an Ollama setting (it takes {takes})", field=wrong[0])
+    flash = {"on": True, "off": False}.get(q.flash_attn or "")
+    given = q.batch != 1 or "batch" in q.model_fields_set  # else OLLAMA_NUM_PARALLEL
+    return from_env(os.environ, context=q.context, parallel=q.batch if given else None, flash=flash,
+                    kv_type=q.kv_dtype, num_gpu=q.num_gpu)  # fmt: skip
+
+
+def _free(q: Any) -> int | None:
+    from ..memory.core.gpus import parse_size
+
+    return parse_size(q.free_vram, "free_vram") if q.free_vram else None
+
+
+def _ollama_files(header: Any) -> Any:
+    """An uploaded GGUF header as the files Ollama reads (None: the model's own source)."""
+    if header is None:
+        return None
+    from ..memory.runtimes.ollama.ggml import OllamaGGUF
+    from ..memory.runtimes.ollama.plan import Inputs
+
+    if header.metadata.get("split.count", 1) != 1:
+        raise ParamcountError("Ollama loads one GGUF file, not a split one (merge it first)", source=header.source)
+    return Inputs(OllamaGGUF(header))
 
 
 def _runtime_planner(model: Model, q: Any, card: Any) -> tuple[str, Any]:
@@ -123,7 +213,8 @@ def _runtime_planner(model: Model, q: Any, card: Any) -> tuple[str, Any]:
     try:
         runtime = runtimes.runtime(q.runtime, model)
         served = {"gpu": card} if runtime in ("vllm", "transformers") else {}
-        return runtime, runtimes.planner(model, q.scheme, runtime, kv_dtype=q.kv_dtype, **_runtime_options(q), **served)
+        options = {**_runtime_options(q), **placement_options(q), **served}
+        return runtime, runtimes.planner(model, q.scheme, runtime, kv_dtype=q.kv_dtype, **options)
     except ParamcountError as e:
         e.field = FLAG_FIELDS.get(e.field, e.field)
         raise
@@ -132,6 +223,24 @@ def _runtime_planner(model: Model, q: Any, card: Any) -> tuple[str, Any]:
 def _runtime_options(q: Any) -> dict[str, Any]:
     """The runtime options the request sets, by the library's names (unset ones left out)."""
     given = {key: getattr(q, name) for name, key in RUNTIME_OPTIONS.items()}
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def placement_options(q: Any) -> dict[str, Any]:
+    """llama.cpp's placement as the planner takes it, each flag read by placement.py as the CLI
+    reads it (cli.placement_options); the -ot patterns come first, then --n-cpu-moe's, as
+    ``-ot ... --n-cpu-moe N`` orders them (the first pattern that matches a tensor wins)."""
+    from ..memory.runtimes.llamacpp import placement as pl
+
+    given: dict[str, Any] = {"split_mode": q.split_mode, "main_gpu": q.main_gpu}
+    if q.n_gpu_layers is not None:
+        given["gpu_layers"] = pl.gpu_layers(q.n_gpu_layers)
+    if q.tensor_split is not None:
+        given["tensor_split"] = pl.tensor_split(q.tensor_split)
+    found = [o for text in q.override_tensor for o in pl.overrides(text)]
+    found += pl.n_cpu_moe(q.n_cpu_moe) if q.n_cpu_moe is not None else ()
+    if found:
+        given["overrides"] = tuple(found)
     return {k: v for k, v in given.items() if v is not None}
 
 
@@ -220,6 +329,11 @@ def _weights_row(model: Model, name: str) -> dict[str, Any]:
 
 
 def _plain(value: Any) -> Any:
+    """A setting as JSON: lists and maps of plain values kept (llama.cpp's devices, -ts), else text."""
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
     return value if isinstance(value, str | int | float | bool) or value is None else str(value)
 
 
@@ -252,7 +366,7 @@ def _precisions(model: Model, card: Any, context: int, q: Any, runtime: str | No
         options = _training(q)
     else:
         chosen = list(_inference_precisions(runtime))
-        options = {"runtime": runtime, "kv_dtype": q.kv_dtype, **_runtime_options(q)}
+        options = {"runtime": runtime, "kv_dtype": q.kv_dtype, **_runtime_options(q), **placement_options(q)}
         if runtime == "vllm":
             options["tp"] = q.tp or 1  # the chosen split: without one, a vLLM fit searches for the fewest GPUs
     chosen += [] if q.scheme in chosen else [q.scheme]

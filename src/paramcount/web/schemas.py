@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from ..frontends.printout import MAX_TEXT_CHARS
 
@@ -42,7 +42,19 @@ class UploadSource(Strict):
     id: str = Field(pattern=r"^[0-9a-f]{32}$", description="the id /api/upload answered")
 
 
-Source = Annotated[CatalogSource | ConfigSource | PrintoutSource | UploadSource, Field(discriminator="kind")]
+class StoreSource(Strict):
+    kind: Literal["store"]
+    name: str = Field(
+        min_length=1,
+        max_length=300,
+        description="ollama:NAME (a model in Ollama's store on the server's machine) or org/repo:QUANT (one GGUF "
+        "file of a Hub repository, read by its header); only on a page served to this machine",
+    )
+
+
+Source = Annotated[
+    CatalogSource | ConfigSource | PrintoutSource | UploadSource | StoreSource, Field(discriminator="kind")
+]
 
 
 class ModelQuery(Strict):
@@ -233,15 +245,39 @@ class MemoryRequest(ModelQuery):
     context: int | None = Field(None, ge=1, le=MAX_CONTEXT, description="tokens; default the model's limit up to 4,096")
     batch: int = Field(1, ge=1, le=1 << 20, description="sequences at once (llama.cpp's --parallel, vLLM's)")
     gpu: str = Field("rtx4090", min_length=1, max_length=100, description="a GPU name or a size like 24GB")
-    runtime: Literal["transformers", "llama.cpp", "vllm"] | None = Field(
-        None, description="inference: whose allocation to plan; default llama.cpp for a GGUF file, else transformers"
+    runtime: Literal["transformers", "llama.cpp", "vllm", "ollama"] | None = Field(
+        None,
+        description="inference: whose allocation to plan; default llama.cpp for a GGUF file, else transformers; "
+        "ollama: the layers (num_gpu) Ollama's own estimate offloads to the GPU, beside llama.cpp's plan",
     )
     tp: int | None = Field(None, ge=1, le=64, description="vllm: --tensor-parallel-size (default 1)")
     gpu_memory_utilization: float | None = Field(
         None, gt=0, le=1, description="vllm: the share of each GPU vLLM claims (default 0.92)"
     )
     flash_attn: Literal["auto", "on", "off"] | None = Field(
-        None, description="llama.cpp: flash attention (default auto, which resolves to on)"
+        None, description="llama.cpp: flash attention (default auto, which resolves to on); ollama: on or off"
+    )
+    n_gpu_layers: StrictInt | Annotated[str, Field(max_length=20)] | None = Field(
+        None, description="llama.cpp: -ngl, layers on the GPU(s): a number, auto or all (default: every one)"
+    )
+    override_tensor: list[Annotated[str, Field(max_length=2000)]] = Field(
+        default_factory=list,
+        max_length=64,
+        description="llama.cpp: -ot values, each PATTERN=BUFFER,... (a regex over GGUF tensor names; CPU, CUDA0, ...)",
+    )
+    n_cpu_moe: int | None = Field(
+        None, ge=0, le=4096, description="llama.cpp: --n-cpu-moe, the expert weights of the first N layers on the CPU"
+    )
+    tensor_split: str | None = Field(
+        None, max_length=200, description="llama.cpp: -ts, the GPUs and their shares of the layers, like 3,1"
+    )
+    split_mode: Literal["none", "layer", "row"] | None = Field(None, description="llama.cpp: -sm (default layer)")
+    main_gpu: int | None = Field(None, ge=0, le=15, description="llama.cpp: -mg, with split_mode none: the GPU used")
+    num_gpu: int | None = Field(
+        None, ge=-1, le=100_000, description="ollama: num_gpu, layers to offload (default: its estimate)"
+    )
+    free_vram: str | None = Field(
+        None, min_length=1, max_length=40, description="ollama: free memory on the GPU, like 7.5GiB (default: all)"
     )
 
 
@@ -324,6 +360,12 @@ class MemoryResponse(BaseModel):
     curve: Curve
     precisions: list[PrecisionRow]
     serving: Serving | None = Field(None, description="vllm: what it would log on the GPU")
+    ollama: dict[str, Any] | None = Field(
+        None,
+        description="ollama: num_gpu, its estimate and llama.cpp's plan compared (the CLI's --json 'ollama'), "
+        "with the free memory it counts and whether every layer is offloaded",
+    )
+    ollama_now: dict[str, Any] | None = Field(None, description="ollama: what today's Ollama decides instead")
 
 
 class Choice(BaseModel):

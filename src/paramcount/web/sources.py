@@ -2,8 +2,11 @@
 
 A client names a catalog entry, or sends a config.json as JSON, a ``print(model)`` text, or
 the header bytes of a safetensors or GGUF file (the browser reads those bytes and nothing
-more). Each goes through the same readers as the command line; none of them is ever taken
-as a file name, and none is evaluated.
+more). On a page served to this machine alone it may also name a model of Ollama's store
+(``ollama:NAME``, a name the store's own rules check, never a path) or one GGUF file of a Hub
+repository (``org/repo:QUANT``, its header read by bounded range requests). Each goes through
+the same readers as the command line; none of them is ever taken as a file name, and none is
+evaluated.
 """
 
 from __future__ import annotations
@@ -97,10 +100,37 @@ def load(source: Any, model_class: str | None, num_labels: int | None, overrides
         return model, family_classes(model)
     if source.kind == "printout":
         return printout_model(source.text, source.tied, model_class)
+    if source.kind == "store":
+        return store_model(source.name, model_class), []
     up = uploads.get(source.id)
     model = upload_model(up, model_class, num_labels)
     has_family = up.config is not None and model.class_name != "checkpoint"
     return model, family_classes(model) if has_family else []
+
+
+def store_model(name: str, model_class: str | None) -> Model:
+    """``ollama:NAME`` from Ollama's store, or ``org/repo:QUANT``: one GGUF file on the Hub
+    (what the CLI's loader reads for these names)."""
+    from ..frontends import hub_gguf, stores
+
+    if model_class not in (None, "auto"):
+        raise ParamcountError("a GGUF file counts what it stores; it has no class to choose", field="model_class")
+    if name.startswith("ollama:"):
+        return stores.load_ollama(name.removeprefix("ollama:"))
+    named = hub_gguf.split(name)
+    if named is None or named[1] is None:
+        raise ParamcountError(
+            "expected ollama:NAME or org/repo:QUANT (one GGUF file of a Hub repository, like Q4_K_M)", field="name"
+        )
+    return hub_gguf.load(*named)
+
+
+def gguf_header(source: Any, uploads: Uploads | None) -> Any:
+    """An uploaded GGUF file's parsed header (what Ollama's plan reads), else None."""
+    if source.kind != "upload" or uploads is None:
+        return None
+    up = uploads.get(source.id)
+    return up.parsed if up.format == "gguf" else None
 
 
 def with_backbone_tree(model: Model) -> Model:

@@ -18,6 +18,7 @@
     modelClass: "auto",
     numLabels: null,
     overrides: [],
+    gguf: false, // the model is a GGUF file: Ollama's runtime is offered
     lang: "en",
     derive: "backbone",
     model: null,
@@ -29,6 +30,8 @@
       schemes: { inference: "bf16", training: "mixed", lora: "qlora" }, // each mode keeps its own choice
       // null: the model's default runtime (llama.cpp for a GGUF file), which the plan names
       runtime: null, shown: "transformers", tp: 1, utilization: 0.92, flash_attn: "auto",
+      ngl: "", ncmoe: null, ts: "", ot: "", // llama.cpp's -ngl, --n-cpu-moe, -ts and one -ot value ("" and null: unset)
+      num_gpu: null, free_vram: "", // Ollama's num_gpu (null: its estimate) and the GPU's free memory ("" : all)
     },
   };
   let modelSeq = 0;
@@ -103,7 +106,7 @@
       const m = await api("/api/model", { ...modelQuery(), lang: state.lang, derive: state.derive });
       if (seq !== modelSeq) return;
       state.model = m;
-      pickStored(Boolean(m.storage));
+      pickStored(Boolean(m.storage) || m.class_name === "GGUF"); // a GGUF by name (ollama:, org/repo:QUANT) too
       $("error").hidden = true;
       markStale(false);
       renderModel(m);
@@ -478,9 +481,17 @@
     state.overrides = [];
     state.mem.context = null;
     state.mem.runtime = null; // the default depends on the model: llama.cpp reads a GGUF file
+    if (source.kind !== "upload") state.gguf = source.kind === "store"; // Ollama's plan reads a GGUF file alone
     $("num-labels").value = "";
     $("overrides").value = "";
     loadModel();
+  }
+
+  // A name typed or in the address: ollama:NAME and org/repo:QUANT are GGUF files the server reads
+  // (Ollama's store, a Hub repository's header), as the CLI reads them; anything else, the catalog.
+  const STORE_NAME = /^(ollama:\S+|[\w.-]+\/[\w.-]+:\S+)$/;
+  function named(name) {
+    return STORE_NAME.test(name) ? { kind: "store", name } : { kind: "catalog", name };
   }
 
   function bindSearch() {
@@ -497,7 +508,7 @@
         ev.preventDefault();
         const chosen = $("results").querySelector('[aria-selected="true"]');
         if (chosen) pick(chosen.dataset.id);
-        else if (input.value.trim()) setSource({ kind: "catalog", name: input.value.trim() });
+        else if (input.value.trim()) setSource(named(input.value.trim()));
       } else if (ev.key === "Escape") {
         $("results").hidden = true;
       }
@@ -638,6 +649,7 @@
     const up = await api("/api/upload", { format, name: file.name, size: file.size, header: base64(header), config });
     status.textContent = `${file.name}: read ${fmt(header.length)} header bytes of ${fmt(file.size)}; the weights were not read.`;
     status.dataset.progress = "false";
+    state.gguf = isGguf;
     setSource({ kind: "upload", id: up.id });
   }
 
@@ -840,6 +852,20 @@
     });
     $("tp").addEventListener("change", () => { m.tp = Number($("tp").value); pin(); planMemory(); });
     $("flash-attn").addEventListener("change", () => { m.flash_attn = $("flash-attn").value; pin(); planMemory(); });
+    $("num-gpu").addEventListener("change", () => {
+      const v = $("num-gpu").value.trim();
+      m.num_gpu = v === "" ? null : Number(v);
+      pin(); planMemory();
+    });
+    $("free-vram").addEventListener("change", () => { m.free_vram = $("free-vram").value.trim(); pin(); planMemory(); });
+    for (const id of ["ngl", "ts", "ot"]) {
+      $(id).addEventListener("change", () => { m[id] = $(id).value.trim(); pin(); planMemory(); });
+    }
+    $("ncmoe").addEventListener("change", () => {
+      const v = $("ncmoe").value.trim();
+      m.ncmoe = v === "" ? null : Number(v);
+      pin(); planMemory();
+    });
     $("utilization").addEventListener("input", () => {
       const u = Number($("utilization").value);
       if (u > 0 && u < 1) { m.utilization = u; pin(); later(); }
@@ -851,7 +877,7 @@
     const m = state.mem;
     for (const c of document.querySelectorAll("[data-for], [data-for-runtime]")) {
       const mode = !c.dataset.for || c.dataset.for.split(" ").includes(m.mode);
-      const runtime = !c.dataset.forRuntime || (m.mode === "inference" && c.dataset.forRuntime === m.shown);
+      const runtime = !c.dataset.forRuntime || (m.mode === "inference" && c.dataset.forRuntime.split(" ").includes(m.shown));
       c.hidden = !(mode && runtime);
     }
   }
@@ -860,16 +886,33 @@
   function runtimeQuery() {
     const m = state.mem;
     const inference = m.mode === "inference";
+    const ollama = inference && m.runtime === "ollama";
+    const llama = inference && m.runtime === "llama.cpp";
     return {
+      n_gpu_layers: llama && m.ngl ? m.ngl : null,
+      n_cpu_moe: llama ? m.ncmoe : null,
+      tensor_split: llama && m.ts ? m.ts : null,
+      override_tensor: llama && m.ot ? [m.ot] : [],
       runtime: inference ? m.runtime : null,
       tp: inference && m.runtime === "vllm" ? m.tp : null,
       gpu_memory_utilization: inference && m.runtime === "vllm" ? m.utilization : null,
-      flash_attn: inference && m.runtime === "llama.cpp" ? m.flash_attn : null,
+      flash_attn: inference && ["llama.cpp", "ollama"].includes(m.runtime) ? m.flash_attn : null,
+      num_gpu: ollama ? m.num_gpu : null,
+      free_vram: ollama && m.free_vram ? m.free_vram : null,
     };
+  }
+
+  // Ollama runs GGUF files: its runtime is offered for a GGUF model alone.
+  function offerOllama() {
+    const m = state.mem;
+    const option = $("runtime").querySelector('option[value="ollama"]');
+    if (option) option.disabled = !state.gguf;
+    if (!state.gguf && m.runtime === "ollama") m.runtime = null;
   }
 
   async function planMemory() {
     if (!state.model || !state.options) return;
+    offerOllama();
     const seq = ++memorySeq;
     const m = state.mem;
     const model = state.model;
@@ -901,6 +944,7 @@
   function clearMemory() {
     $("verdict").innerHTML = "";
     $("serving").hidden = true;
+    $("ollama").hidden = true;
     for (const id of ["membar", "memplot"]) $(id).innerHTML = "";
     $("terms").tBodies[0].innerHTML = "";
     $("precisions").tBodies[0].innerHTML = "";
@@ -926,11 +970,19 @@
     }
     // what the runtime holds in host memory beside the GPU (llama.cpp's input layer): not in the total
     if (p.host) v.append(text("span", "muted", `+ ${gb(p.host)} GB in host memory, not on the GPU`));
+    // llama.cpp's buffers on each device (-ngl, -ot, -ts), as `paramcount memory` lists them
+    const devices = p.settings.devices;
+    if (devices && Object.keys(devices).length > 1) {
+      const each = Object.entries(devices).map(([d, b]) => `${d} ${gb(b)} GB`).join(" · ");
+      v.append(Object.assign(text("span", "muted", `${each} (${p.settings.arguments})`), { id: "devices" }));
+    }
     renderServing(p);
+    renderOllama(p);
     const label = `${g.name}: ${gb(g.usable)} GB`;
     C.memoryBar($("membar"), p.terms.filter((t) => !t.host), g.usable, label);
     C.memoryPlot($("memplot"), p.curve, g.usable, label, ctx);
-    $("memplot").hidden = p.partial;
+    // an SVG element has no hidden property: the attribute (Ollama estimates at its num_ctx alone)
+    $("memplot").toggleAttribute("hidden", p.partial || !p.curve.contexts.length);
     $("plot-empty").hidden = !p.partial;
     renderPlotLegend(p.curve);
     renderPrecisions(p);
@@ -961,10 +1013,38 @@
       num("kv-blocks", s.kv_blocks), " blocks); at ", ctx, " tokens, ", num("max-seqs", s.max_concurrency), s.max_concurrency === 1 ? " sequence at once" : " sequences at once");
   }
 
+  // Ollama's num_gpu on this GPU and its estimate beside llama.cpp's plan, as `paramcount memory --runtime ollama` says it.
+  function renderOllama(p) {
+    const box = $("ollama");
+    const o = p.ollama;
+    box.hidden = !o;
+    box.innerHTML = "";
+    if (!o) return;
+    const said = o.all_layers ? "all" : `${fmt(o.num_gpu)} of ${fmt(o.layers_model)}`;
+    const line = text("p", o.num_gpu === 0 ? "no" : "");
+    line.append(`Ollama ${o.version}: num_gpu `, Object.assign(text("b", "", fmt(o.num_gpu)), { id: "num-gpu-said" }),
+      ` (${said} layers on the GPU) on ${p.gpu.name}, ${gib(o.free)} GiB free`);
+    const t = text("table", "nums");
+    t.id = "ollama-compared";
+    const head = t.createTHead().insertRow();
+    for (const h of ["every layer on the GPU", "Ollama", "llama.cpp", "difference"]) head.appendChild(text("th", "", h));
+    const body = t.createTBody();
+    for (const r of o.compared_with_llama_cpp) {
+      const tr = body.insertRow();
+      tr.dataset.term = r.term;
+      tr.title = r.why;
+      const d = r.difference;
+      tr.append(text("td", "", r.term), text("td", "r", `${gib(r.ollama)} GiB`), text("td", "r", `${gib(r.llama_cpp)} GiB`),
+        text("td", "r", `${d > 0 ? "+" : ""}${gib(d)} GiB`));
+    }
+    box.append(line, t);
+  }
+
   function renderPrecisions(p) {
     $("precisions-title").textContent = p.partial
       ? `Weights at each precision`
-      : `At each precision on ${p.gpu.name}, ${fmt(p.settings.context)} tokens × ${p.settings.batch}`;
+      : p.runtime === "ollama" ? "Ollama runs the GGUF file as it is stored"
+        : `At each precision on ${p.gpu.name}, ${fmt(p.settings.context)} tokens × ${p.settings.batch}`;
     const body = $("precisions").tBodies[0];
     body.innerHTML = "";
     for (const r of p.precisions) {
@@ -1065,8 +1145,8 @@
   // True when the address names the model: a catalog name, or a config short enough to carry.
   function sourceToQuery(q) {
     const src = state.source;
-    if (src.kind === "catalog") q.set("model", src.name);
-    if (src.kind !== "config") return src.kind === "catalog";
+    if (src.kind === "catalog" || src.kind === "store") q.set("model", src.name);
+    if (src.kind !== "config") return src.kind === "catalog" || src.kind === "store";
     const json = JSON.stringify(src.config);
     if (json.length <= MAX_ADDRESS_CONFIG) q.set("config", json);
     return json.length <= MAX_ADDRESS_CONFIG;
@@ -1088,7 +1168,8 @@
       kv: m.mode === "inference" ? m.kv_dtype : "", optimizer: m.mode !== "inference" ? m.optimizer : "",
       recompute: m.mode !== "inference" ? m.recompute : "", rank: m.mode === "lora" ? m.lora_rank : "",
       targets: m.mode === "lora" ? m.lora_targets : "", runtime: r.runtime, tp: r.tp,
-      utilization: r.gpu_memory_utilization, flash_attn: r.flash_attn,
+      utilization: r.gpu_memory_utilization, flash_attn: r.flash_attn, num_gpu: r.num_gpu, free_vram: r.free_vram,
+      ngl: r.n_gpu_layers, ncmoe: r.n_cpu_moe, ts: r.tensor_split, ot: r.override_tensor[0] ?? null,
     };
     for (const [k, v] of Object.entries(pairs)) if (v !== null && v !== "") q.set(k, String(v));
   }
@@ -1103,9 +1184,10 @@
         fail({ message: `the address's config is not valid JSON: ${e.message}`, field: "config" });
       }
     } else if (q.get("model")) {
-      state.source = { kind: "catalog", name: q.get("model") };
+      state.source = named(q.get("model"));
+      state.gguf = state.source.kind === "store";
     }
-    $("search").value = state.source.kind === "catalog" ? state.source.name : "";
+    $("search").value = ["catalog", "store"].includes(state.source.kind) ? state.source.name : "";
     if (q.has("class")) state.modelClass = q.get("class");
     if (q.has("labels")) state.numLabels = Number(q.get("labels"));
     if (q.has("set")) state.overrides = q.get("set").split(/\s+/).filter(Boolean);
@@ -1120,9 +1202,9 @@
     if (MODES.includes(q.get("mode"))) m.mode = q.get("mode");
     if (q.has("scheme")) m.schemes[m.mode] = q.get("scheme");
     if (q.has("context")) m.context = contextValue(q.get("context"));
-    const pick = { gpu: "gpu", kv: "kv_dtype", optimizer: "optimizer", recompute: "recompute", targets: "lora_targets", runtime: "runtime", flash_attn: "flash_attn" };
+    const pick = { gpu: "gpu", kv: "kv_dtype", optimizer: "optimizer", recompute: "recompute", targets: "lora_targets", runtime: "runtime", flash_attn: "flash_attn", free_vram: "free_vram", ngl: "ngl", ts: "ts", ot: "ot" };
     for (const [k, field] of Object.entries(pick)) if (q.has(k)) m[field] = q.get(k);
-    for (const [k, field] of [["batch", "batch"], ["rank", "lora_rank"], ["tp", "tp"], ["utilization", "utilization"]]) {
+    for (const [k, field] of [["batch", "batch"], ["rank", "lora_rank"], ["tp", "tp"], ["utilization", "utilization"], ["num_gpu", "num_gpu"], ["ncmoe", "ncmoe"]]) {
       if (num(k) !== null) m[field] = num(k);
     }
     if (m.runtime) m.shown = m.runtime;
@@ -1139,6 +1221,8 @@
       fillKvDtypes();
     }
     const values = { runtime: m.shown, tp: String(m.tp), "flash-attn": m.flash_attn, utilization: String(m.utilization),
+      "num-gpu": m.num_gpu === null ? "" : String(m.num_gpu), "free-vram": m.free_vram,
+      ngl: m.ngl, ts: m.ts, ot: m.ot, ncmoe: m.ncmoe === null ? "" : String(m.ncmoe),
       optimizer: m.optimizer, recompute: m.recompute, gpu: m.gpu, batch: String(m.batch), "lora-rank": String(m.lora_rank),
       "lora-targets": m.lora_targets, "num-labels": state.numLabels === null ? "" : String(state.numLabels), overrides: state.overrides.join(" ") };
     for (const [id, v] of Object.entries(values)) $(id).value = v;

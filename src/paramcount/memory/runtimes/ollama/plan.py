@@ -117,15 +117,21 @@ class OllamaPlan:
 
 
 def estimate_plan(
-    model: Any, card: GPU, asked: Asked | None = None, count: int = 1, free: int | None = None
+    model: Any,
+    card: GPU,
+    asked: Asked | None = None,
+    count: int = 1,
+    free: int | None = None,
+    files: Inputs | None = None,
 ) -> OllamaPlan:
     """Ollama v0.12.10's estimate for ``model`` (a GGUF file or ``ollama:NAME``) on ``count``
-    of ``card``, each with ``free`` bytes free as the driver reports them (default: all of it)."""
+    of ``card``, each with ``free`` bytes free as the driver reports them (default: all of it).
+    ``files``: the headers already read (the web page's upload), instead of reading the source."""
     from ...core.plan import Plan
 
     if not is_gguf(model):
         raise ParamcountError("Ollama runs GGUF files: give a .gguf file or ollama:NAME", source=model.source)
-    got = inputs(model.source)
+    got = files or inputs(model.source)
     f, lib = got.model, library(card)
     _check(f, count, free)
     devices = [Device(lib, card.usable if free is None else free)] * count
