@@ -316,17 +316,8 @@ def test_an_ollama_name_brings_its_modelfile_options(tmp_path, clean, capsys, mo
     assert main(["fit", "ollama:tiny:1b", "--runtime", "ollama", "--gpu", "rtx3060", "--num-gpu", "-1"]) == 0
 
 
-PROJECTOR = {
-    "name": "proj",
-    "arch": "clip",
-    "meta": {},
-    "vocab": 4,
-    "tensors": [
-        ["v.blk.0.attn_q.weight", [64, 64], "F16"],
-        ["mm.0.weight", [256, 64], "F16"],
-        ["mm.0.bias", [256], "F32"],
-    ],
-}
+RECORDED = json.loads((Path(__file__).parent / "fixtures" / "ollama_estimate.json").read_text())
+PROJECTOR = RECORDED["projector"]  # the one tools/record_ollama.py ran Ollama's code on
 
 
 def test_a_projector_sits_on_the_first_gpu_and_raises_num_ctx(tmp_path, clean, capsys, monkeypatch):
@@ -402,8 +393,6 @@ def test_a_vision_tower_in_the_file_goes_with_the_output_layer(tmp_path):
 
 
 # ---- Ollama's own code: tools/record_ollama.py ran estimateGPULayers (v0.12.10) on these files
-
-RECORDED = json.loads((Path(__file__).parent / "fixtures" / "ollama_estimate.json").read_text())
 
 
 @pytest.fixture(scope="module")

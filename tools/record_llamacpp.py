@@ -229,22 +229,24 @@ CELL_CASES = [
 
 
 def record_cells(folder: Path, version: str) -> None:
-    files = {name: write(spec, folder / f"{name}.gguf") for name, spec in CELL_MODELS.items()}
-    cases = []
-    for case in CELL_CASES:
-        print("cells", case, flush=True)
-        cases.append(_run("buffer", files[case["model"]], case))
+    cases = _buffer_cases(folder, CELL_MODELS, CELL_CASES, "cells")
     _write_compact(FIXTURES / "llamacpp_cells.json", {"llama_cpp_python": version, "models": CELL_MODELS}, cases)
 
 
 def record_buffers(folder: Path, version: str) -> None:
-    files = {name: write(spec, folder / f"{name}.gguf") for name, spec in BUFFER_MODELS.items()}
-    cases = []
-    for case in BUFFER_CASES:
-        print("buffers", case, flush=True)
-        cases.append(_run("buffer", files[case["model"]], case))
+    cases = _buffer_cases(folder, BUFFER_MODELS, BUFFER_CASES, "buffers")
     doc = {"llama_cpp_python": version, "models": BUFFER_MODELS, "cases": cases}
     (FIXTURES / "llamacpp_buffers.json").write_text(json.dumps(doc, indent=1) + "\n")
+
+
+def _buffer_cases(folder: Path, models: dict[str, Any], cases: list[dict[str, Any]], what: str) -> list[dict[str, Any]]:
+    """Each case's buffers, llama.cpp loading each model's file in a process of its own."""
+    files = {name: write(spec, folder / f"{name}.gguf") for name, spec in models.items()}
+    out = []
+    for case in cases:
+        print(what, case, flush=True)
+        out.append(_run("buffer", files[case["model"]], case))
+    return out
 
 
 def record_quant(folder: Path, version: str) -> None:
