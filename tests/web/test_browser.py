@@ -698,6 +698,7 @@ def test_ollama_says_its_num_gpu_beside_llama_cpps_plan(sized, tmp_path, monkeyp
     rows = pg.locator("#ollama-compared tbody tr")
     assert [rows.nth(i).get_attribute("data-term") for i in range(rows.count())] == [r["term"] for r in o.compared]
     assert text_of(pg, "#verdict .big") == f"{o.plan.total / 1e9:.2f} GB"
+    assert f"{o.free / 1e9:.2f} GB free on GeForce RTX 3060" in text_of(pg, "#verdict")  # not the card's size
     assert pg.locator("#memplot").is_hidden() and "free_vram=540MiB" in pg.url and "runtime=ollama" in pg.url
     box = pg.locator("#ollama").bounding_box()
     assert box["x"] >= 0 and box["x"] + box["width"] <= pg.viewport_size["width"]  # within the page at each width

@@ -960,7 +960,11 @@
     showContext(ctx);
     const v = $("verdict");
     v.innerHTML = "";
-    const usable = `${gb(g.usable)} GB usable on ${g.name} (${gib(p.total)} of ${gib(g.usable)} GiB)`;
+    // Ollama's verdict is against the memory free on the card (its --free-vram), not the card's size
+    const free = p.ollama ? p.ollama.free : null;
+    const usable = free !== null
+      ? `${gb(free)} GB free on ${g.name} (${gib(p.total)} of ${gib(free)} GiB): every layer on the GPU or not`
+      : `${gb(g.usable)} GB usable on ${g.name} (${gib(p.total)} of ${gib(g.usable)} GiB)`;
     if (p.partial) {
       v.append(text("span", "tag part", "weights only"), text("span", "big", `${gb(p.total)} GB`),
         text("span", "muted", `of weights at ${p.settings.scheme}, against ${usable}`));
