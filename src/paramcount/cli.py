@@ -327,7 +327,11 @@ def model_args(p: Parser, context: bool = True) -> None:
     )
     p.add_argument("--num-labels", type=whole, metavar="N", help="labels for ...ForSequenceClassification and the like")
     p.add_argument(
-        "--set", action="append", default=[], metavar="FIELD=VALUE", help="override a config field (repeatable)"
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="override a config field (repeatable); a print(model) text takes tie_word_embeddings=true|false alone",
     )
     limit = None if context else "--context stays the run's tokens: --set max_position_embeddings=N for the limit"
     dims = p.add_argument_group("plain dimensions (a model that does not exist yet, instead of MODEL)", limit)
