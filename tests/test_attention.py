@@ -27,11 +27,13 @@ def test_the_kernel_pytorch_runs(impl, dtype, windowed, grouped, expected):
 def test_what_each_kernel_allocates_per_call_and_holds():
     B, T, H = 2, 1000, 8
     assert per_call(kernel("sdpa", "bf16", False, True), B, T, H, 2) == 0
-    assert per_call(kernel("sdpa", "bf16", True, True), B, T, H, 2) == 3 * B * T * T  # bool + bf16 bias
+    assert per_call(kernel("sdpa", "bf16", True, True), B, T, H, 2) == 2 * B * T * T  # the bf16 bias
     assert held(kernel("sdpa", "bf16", True, True), B, T, 2, 2) == T * T  # one broadcast bool mask
     assert per_call(kernel("sdpa", "fp32", False, True), B, T, H, 4) == 8 * H * B * T * T + 6 * T * T
     eager = kernel("eager", "bf16", False, True)
-    assert per_call(eager, B, T, H, 2) == 8 * H * B * T * T  # bf16 scores, fp32 softmax, bf16 cast
+    assert per_call(eager, B, T, H, 2) == 10 * H * B * T * T  # bf16 scores, their fp32 copy, fp32 softmax
+    assert per_call(eager, B, T, H, 2, dtype="fp16") == 8 * H * B * T * T  # fp16 scores, fp32 softmax, fp16 cast
+    assert per_call(eager, B, T, H, 4) == 8 * H * B * T * T  # fp32 scores and softmax
     assert per_call(eager, B, T, H, 2, sinks=True) == 6 * H * B * T * (T + 1)
     assert held(eager, B, T, 2, 2) == 2 * B * T * T * 2  # a float mask per kind
 

@@ -76,9 +76,17 @@ class TrainingPlanner:
         base = (*states, act)
         weights = sum(t.bytes for t in base if t.key in ("weights", "master_weights"))
         rest = sum(t.bytes for t in base) - weights
-        extra = self.overhead.split_term(weights, rest, "the training terms beyond the weights")
+        again = self._again(states, context * batch) if self.recompute == "full" else None
+        extra = self.overhead.split_term(weights, rest, "the training terms beyond the weights", again)
         settings = self._settings(context, batch, gpus, zero, why)
         return Plan(self.model, "training", (*base, extra), settings, planner=self)
+
+    def _again(self, states: list[Term], tokens: int) -> Term:
+        from ..training.saved import vocab
+
+        opt = next((t for t in states if t.key == "optimizer"), None)
+        moments = sum(p.bytes for p in opt.parts if p.key == "optimizer.moments") if opt else 0
+        return _overhead.loss_blocks_again(moments, 4 * tokens * vocab(self.shapes))
 
     def _step(self, context: int, batch: int) -> Any:
         from ..training.saved import step

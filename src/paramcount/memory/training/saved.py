@@ -198,7 +198,7 @@ def of_step(model: Model, s: Step) -> Term:
     """Everything the step holds for its backward at its peak, the start of the loss's backward."""
     groups = layers(model)
     qk = any(m.name.rsplit(".", 1)[-1] in _QK_NORMS for m in walk(model))
-    loss = 12 * s.tokens * _vocab(model)
+    loss = 12 * s.tokens * vocab(model)
     parts = [_layers(groups, s, qk, loss), *_extras(model, groups, s)]
     parts = [t for t in parts if t.bytes]
     total = sum(t.bytes for t in parts)
@@ -228,14 +228,14 @@ def _layers(groups: list[Layer], s: Step, qk: bool, loss: int) -> Term:
 
 def _extras(model: Model, groups: list[Layer], s: Step) -> list[Term]:
     n, h = s.tokens, groups[-1].hidden
-    vocab = _vocab(model)
+    v = vocab(model)
     out = [
         Term("activations.norm", "final norm", n * _norm(h, s, 1), f"{n:,} × {_norm(h, s, 1)}", "", True, SOURCE),
         Term(
             "activations.loss",
             "loss: fp32 logits' log-softmax and its backward",
-            12 * n * vocab,
-            f"12 · N · V = 12 · {n:,} · {vocab:,}",
+            12 * n * v,
+            f"12 · N · V = 12 · {n:,} · {v:,}",
             "ForCausalLMLoss upcasts the logits",
             True,
             SOURCE,
@@ -285,7 +285,8 @@ def _extras(model: Model, groups: list[Layer], s: Step) -> list[Term]:
     return out
 
 
-def _vocab(model: Model) -> int:
+def vocab(model: Model) -> int:
+    """Rows of the output head (the loss's V), 0 without one."""
     name = output_embedding(model)
     return next((m.d_out for m in walk(model) if m.name == name), 0) if name else 0
 

@@ -64,7 +64,7 @@ def activations(
     b, tokens = dtype_bytes, batch * context
     k = attending.kernel(context, dtype) if attending else None
     repeat = 2 * w.heads_width if k and k.repeats else 0
-    quad = per_call(k, batch, context, attending.heads, b, attending.sinks) if k else 0
+    quad = per_call(k, batch, context, attending.heads, b, attending.sinks, dtype) if k else 0
     ffn_phase = tokens * (4 * w.hidden + w.ffn) * b
     attn_phase = tokens * (4 * w.hidden + w.attention + repeat) * b + quad
     layer = max(ffn_phase, attn_phase)
