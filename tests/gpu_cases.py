@@ -1,9 +1,9 @@
-"""The GPU measurements of tests/fixtures/gpu_h100.json as plans to hold against them.
+"""The GPU measurements of tests/fixtures/gpu_h100.json and gpu_h200.json as plans to hold against them.
 
 Each case is planned as it ran (tools/record_gpu.py says where the figures come from):
-inference with bf16 weights (fp32 where the case says), training and LoRA at the case's
-precision, checkpointing and adapters. ``table`` writes the plan-against-measurement table that
-docs/memory.md shows.
+inference with bf16 weights (fp16 or fp32 where the case says, and its attention), training and
+LoRA at the case's precision, checkpointing and adapters. ``table`` writes the
+plan-against-measurement table that docs/memory.md shows.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from paramcount import memory
 from paramcount.memory.core.terms import GB
 
 FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "gpu_h100.json").read_text())
+H200 = json.loads((Path(__file__).parent / "fixtures" / "gpu_h200.json").read_text())
 CONTEXT_USED = FIXTURE["cublas_context_used"]
 
 
@@ -32,7 +33,18 @@ class Case:
         if "targets" in o:
             extra.append("targets " + (o["targets"] if isinstance(o["targets"], str) else ",".join(o["targets"])))
         kind = {"infer": "", "generate": "generate, "}.get(self.raw["kind"], self.raw["kind"] + ", ")
-        return f"{self.raw['id']}, {kind}{self.raw['T']:,} × {self.raw['B']}" + "".join(f", {e}" for e in extra)
+        head = f"{self.gpu}: {self.raw['id']}, {kind}{self.raw['T']:,} × {self.raw['B']}"
+        return head + "".join(f", {e}" for e in extra)
+
+    @property
+    def gpu(self) -> str:
+        return "H200" if "H200" in self.raw["from"] else "H100"
+
+    @property
+    def tokens(self) -> int:
+        """Tokens the cache holds: the prompt, and the new ones (a static cache's run generates one)."""
+        o = self.raw["options"]
+        return self.raw["T"] + o.get("new_tokens", 1 if o.get("cache") == "static" else 0)
 
     @property
     def reported(self) -> bool:
@@ -60,10 +72,10 @@ class Case:
 
     def plan(self, gpu: str | None = None) -> memory.Plan:
         o, kind = self.raw["options"], self.raw["kind"]
-        T, B = self.raw["T"] + o.get("new_tokens", 0), self.raw["B"]
+        T, B = self.tokens, self.raw["B"]
         if kind in ("infer", "generate"):
             scheme = o.get("dtype", "bf16")
-            return memory.inference(self.model(), scheme, context=T, batch=B, cache=o.get("cache"))
+            return memory.inference(self.model(), scheme, context=T, batch=B, cache=o.get("cache"), attn=o.get("attn"))
         recompute = o.get("recompute", "none")
         if kind == "lora":
             targets = o.get("targets")
@@ -80,7 +92,7 @@ class Case:
 
 
 def cases() -> list[Case]:
-    return [Case(c) for c in FIXTURE["cases"] + FIXTURE["reported"]]
+    return [Case(c) for c in FIXTURE["cases"] + FIXTURE["reported"] + H200["cases"]]
 
 
 def allocated(plan: memory.Plan) -> int:

@@ -41,9 +41,11 @@ def llama13():
     ],
 )
 def test_vendor_gb_on_gpus_is_binary(name, gib):
-    """A "24 GB" card holds 24·2^30 bytes: GDDR and HBM chips come in binary gigabytes."""
+    """A "24 GB" card holds 24·2^30 bytes: GDDR and HBM chips come in binary gigabytes (of
+    which CUDA reports a little less as usable: tests/test_allocator.py)."""
     g = gpu(name)
-    assert g.memory == g.usable == gib * GIB and g.unit == "GiB"
+    assert g.memory == gib * GIB and g.unit == "GiB"
+    assert g.usable < g.memory if g.capability else g.usable == g.memory  # NVIDIA's driver keeps some back
 
 
 @pytest.mark.parametrize("gb", [8, 16, 24, 32, 36, 48, 64, 96, 128, 192])

@@ -1,8 +1,9 @@
-"""Every plan of the transformers runtime held to what an H100 really held
-(tests/fixtures/gpu_h100.json, see tools/record_gpu.py): the plan's total within −3% and
-+20% of the card's use at the peak (peak reserved + the CUDA context), the plan's tensors
-(weights, KV cache, activations and cuBLAS' workspace) within ±10% of the peak allocation;
-``fit`` says "fits" only where the measured run fitted; docs/memory.md's table is this table."""
+"""Every plan of the transformers runtime held to what an H100 and an H200 really held
+(tests/fixtures/gpu_h100.json and gpu_h200.json, see tools/record_gpu.py): the plan's total
+within −3% and +20% of the card's use at the peak (peak reserved + the CUDA context), the plan's
+tensors (weights, KV cache, activations and cuBLAS' workspace) within ±10% of the peak
+allocation; ``fit`` says "fits" only where the measured run fitted; docs/memory.md's table is
+this table."""
 
 import os
 import re
@@ -17,27 +18,31 @@ from .gpu_cases import allocated, cases, ratio, table
 
 PAGE = Path(__file__).parent.parent / "docs" / "memory.md"
 TABLE = re.compile(r"(<!-- gpu-table -->\n)(.*?)(<!-- /gpu-table -->)", re.S)
-# Not yet within the goal, with the figure: issue 22 reports this case's total alone (25.2 GB).
-# Read off the source: transformers 5.23's activation_checkpointing_enable defaults to
-# torch.utils.checkpoint with use_reentrant=False around each GradientCheckpointingLayer's forward,
-# which keeps the layer's input (0.47 GB over 28 layers) and rebuilds one layer at a time in the
-# backward (0.59 GB, freed as it is unpacked), after the loss's backward has freed its 12·N·V
-# (14.9 GB). So the peak is the loss's backward: 19.1 GB of tensors, the same phase and N = 8,192
-# tokens as the 2,048 × 4 case, whose plan is within 0.2% of its peak allocation. The card held
-# 24.45 GB beyond the context, 28% over those tensors, where the other training runs reserved
-# 0.6-15% over their peak allocation. This case's peak allocation was not kept, so whether the
-# 5.4 GB are the allocator's (the loss's N×V buffers in fresh segments after a forward of small
-# per-layer blocks) or a tensor the reading misses cannot be told: measure.py's figures for it would.
+# Not within the goal, with the figures: both are over, on the safe side ("fits" holds).
 SHORT = {
-    "Qwen/Qwen3-0.6B, train, 4,096 × 2, precision bf16, recompute full": "plan 22.6 GB against 25.2 GB used (−10%)",
+    # Eager bf16 attention planned 3 score blocks cached beyond the peak (measured 2.6-3.0 on five
+    # other eager runs); this one held 0.9 of a block: its 12 heads' scores at 4,096 × 4 are the
+    # same size as the layers' other blocks, which the allocator reuses for them.
+    "H200: Qwen/Qwen2.5-1.5B, 4,096 × 4, attn eager": "plan 18.2 GB against 14.3 GB used (+27%)",
+    # Checkpointing: one of the loss's fp32 N×V blocks planned allocated again (10.0 GB at 16,384
+    # tokens); the run held 3.6 GB beyond its peak allocation. The states (2.0 GB) split less
+    # than a block where a block is this large.
+    "H200: Qwen/Qwen2.5-0.5B, train, 4,096 × 4, precision bf16, recompute full": "plan 49.4 GB, 38.1 GB used (+29%)",
 }
+# Not planned as it ran: transformers 5.17 ran Gemma 2 with sdpa, which 5.23 (whose defaults
+# paramcount models) no longer offers it (Gemma2PreTrainedModel._supports_sdpa = False); run 2
+# measured the same case with eager attention, as 5.23 runs it.
+SKIP = {"H200: google/gemma-2-2b, 8,192 × 1": "measured with sdpa under transformers 5.17; 5.23 runs eager"}
 
 
-def _marks(c):
-    return [pytest.mark.xfail(reason=SHORT[c.name], strict=True)] if c.name in SHORT else []
+def _marks(c, short: dict[str, str]):
+    if c.name in SKIP:
+        return [pytest.mark.skip(reason=SKIP[c.name])]
+    return [pytest.mark.xfail(reason=short[c.name], strict=True)] if c.name in short else []
 
 
-CASES = [pytest.param(c, id=c.name, marks=_marks(c)) for c in cases()]
+CASES = [pytest.param(c, id=c.name, marks=_marks(c, SHORT)) for c in cases()]
+MEASURED = [pytest.param(c, id=c.name, marks=_marks(c, {})) for c in cases() if not c.reported]
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -46,21 +51,22 @@ def test_plan_total_against_the_card(case):
     assert -0.03 <= ratio(plan.total, case.used) <= 0.20, (plan.total, case.used)
 
 
-@pytest.mark.parametrize("case", [p for p in CASES if not p.values[0].reported])
+@pytest.mark.parametrize("case", MEASURED)
 def test_plan_tensors_against_the_peak_allocation(case):
     plan = case.plan()
     assert abs(ratio(allocated(plan), case.peak_alloc)) <= 0.10, (allocated(plan), case.peak_alloc)
 
 
-CARDS = ("h100", "a100-40gb", "l40s", "rtx4090", "rtx3090", "l4", "rtx4080", "a10")
+CARDS = ("h200", "h100", "a100-40gb", "l40s", "rtx4090", "rtx3090", "l4", "rtx4080", "a10")
 
 
 def _fits(case, card: str) -> bool:
     o, kind = case.raw["options"], case.raw["kind"]
-    T, B = case.raw["T"] + o.get("new_tokens", 0), case.raw["B"]
+    T, B = case.tokens, case.raw["B"]
     if kind in ("infer", "generate"):
         scheme = o.get("dtype", "bf16")
-        return fit(case.model(), card, context=T, batch=B, only=(scheme,)).row(scheme).fits
+        rows = fit(case.model(), card, context=T, batch=B, only=(scheme,), attn=o.get("attn"), cache=o.get("cache"))
+        return rows.row(scheme).fits
     precision = o.get("precision", "bf16")
     extra = {"recompute": o.get("recompute", "none")}
     if kind == "lora":
@@ -69,12 +75,12 @@ def _fits(case, card: str) -> bool:
     return rows.row(precision).fits
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, id=c.name) for c in cases()])
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.name, marks=_marks(c, {})) for c in cases()])
 def test_fit_says_fits_only_where_the_run_fitted(case):
     for key in (k for k in CARDS if k in GPUS):
         if _fits(case, key):
             assert case.used <= GPUS[key].usable, (key, case.used, GPUS[key].usable)
-    assert _fits(case, "h100")  # it ran there
+    assert _fits(case, case.gpu.lower())  # it ran there
 
 
 def test_docs_show_the_table():

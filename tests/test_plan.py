@@ -101,7 +101,7 @@ def test_seed_claim_13b_int4_on_a_12gb_card(llama13):
     overhead (the CUDA context and cuBLAS workspace as measured, the allocator's reserve); not at
     8 or 16 bits."""
     card = GPUS["rtx3060"]
-    assert card.usable == 12 * GIB
+    assert card.memory == 12 * GIB and card.usable < card.memory  # CUDA reports a little less
     plan = inference(llama13, "int4", context=4096, batch=1)
     assert plan.settings == {
         "scheme": "int4",

@@ -1,9 +1,14 @@
-"""Copy the GPU measurements of the transformers runtime into a test fixture.
+"""Copy the GPU measurements of the transformers runtime into test fixtures.
 
 Not part of CI (the tests never read outside the repository): run it once after a new run of
 ``measure.py`` lands in a measurements folder, for example
 
     python tools/record_gpu.py /work/shared/gpu
+
+or, for runs of tools/measure_gpu.py (``gpu_results.jsonl`` saved as ``h200-run1.jsonl``,
+``h200-run2.jsonl``, ...):
+
+    python tools/record_gpu.py --runs tests/fixtures/gpu_h200.json FOLDER/h200-run*.jsonl
 
 It reads that folder's ``h100-run1.jsonl`` (one line per case, written by ``measure.py``),
 ``h100-run3.json`` (``generate`` at 8,191 + 1 tokens) and ``configs.json`` (the published
@@ -127,5 +132,38 @@ def main(folder: Path) -> None:
     print(f"{len(doc['cases'])} cases and {len(doc['reported'])} reported cases -> {OUT}")
 
 
+# What each tools/measure_gpu.py run was for (by its file name), kept in the fixture.
+RUN_NOTES = {
+    "h200-run1.jsonl": "issue 22's reported cases measured raw, and new ones; the plans were changed after it "
+    "(eager bf16 softmax, sdpa's mask bias, checkpointing's loss blocks)",
+    "h200-run2.jsonl": "planned first (at commit 82552e5, before the run), then measured; the plans were changed "
+    "after it (eager bf16's cached score blocks, autocast's copies under checkpointing, states the other freed "
+    "tensors hold)",
+}
+
+
+def runs(out: Path, files: list[Path]) -> None:
+    """Fixture of tools/measure_gpu.py runs: each run's meta, and each case as gpu_cases reads it."""
+    doc: dict[str, Any] = {"source": "tools/measure_gpu.py runs (issue 22)", "runs": {}, "cases": []}
+    for f in files:
+        lines = [json.loads(x) for x in f.read_text().splitlines() if x.strip()]
+        meta = lines[0]["meta"]
+        doc["runs"][f.name] = {**meta, "note": RUN_NOTES.get(f.name, "")}
+        for r in lines[1:]:
+            if r.get("error"):
+                continue
+            case = {k: r[k] for k in ("kind", "id", "T", "B")}
+            case["options"] = r["extra"]
+            case["measured"] = {k: v for k, v in r.items() if k not in (*case, "extra", "secs", "error")}
+            case["context_used"] = meta["context_used"]
+            case["from"] = f"{f.name} (tools/measure_gpu.py on {meta['gpu']})"
+            doc["cases"].append(case)
+    out.write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"{len(doc['cases'])} cases from {len(files)} runs -> {out}")
+
+
 if __name__ == "__main__":
-    main(Path(sys.argv[1] if len(sys.argv) > 1 else "../shared/gpu"))
+    if sys.argv[1:2] == ["--runs"]:
+        runs(Path(sys.argv[2]), [Path(a) for a in sys.argv[3:]])
+    else:
+        main(Path(sys.argv[1] if len(sys.argv) > 1 else "../shared/gpu"))

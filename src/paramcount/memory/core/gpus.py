@@ -5,18 +5,27 @@ binary: the chips hold 2^30-byte gigabytes, so a "24 GB" RTX 4090 has 24·2^30 b
 says which unit its figure is in. A custom size is read as written: ``24GB`` is 24·10^9 bytes,
 ``20GiB`` is 20·2^30.
 
-``usable`` is what one program may use by default. On NVIDIA and AMD cards it is the stated
-memory (the driver keeps a little back, which the plan's overhead term covers); on a Mac, macOS
-lets the GPU wire only part of unified memory (about 2/3 up to 36 GB, 3/4 above, as Metal's
-``recommendedMaxWorkingSetSize`` reports; ``sudo sysctl iogpu.wired_limit_mb=N`` raises it).
+``usable`` is what one program may use by default. On an NVIDIA card it is the total CUDA
+reports (``cudaMemGetInfo``, what ``torch.cuda.mem_get_info`` and llama.cpp read), which is less
+than the stated memory by what the driver keeps back: measured on an H100 SXM (85,017,493,504 B
+of 80 GiB, 1.03% kept back) and an H200 (150,109,880,320 B of 141 GiB, 0.85%), both driver
+580.159.04 (tests/fixtures/gpu_h100.json, gpu_h200.json); an RTX 4090 reports 23.55 to 23.58 GiB
+of 24 (vLLM's logs of ``total_gpu_memory``, vllm-project/vllm#11550 and #14447: 1.9% kept
+back). Other NVIDIA cards are held to the largest of those shares, an estimate. The plan's
+overhead covers the CUDA context on top of that. On AMD cards it
+is the stated memory (not measured here); on a Mac, macOS lets the GPU wire only part of
+unified memory (about 2/3 up to 36 GB, 3/4 above, as Metal's ``recommendedMaxWorkingSetSize``
+reports; ``sudo sysctl iogpu.wired_limit_mb=N`` raises it).
 """
 
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from fractions import Fraction
 
 from ...errors import ParamcountError, bounded_number
 
@@ -56,6 +65,19 @@ class GPU:
         return "GiB" if self.memory % GIB == 0 else "GB"
 
 
+# cudaMemGetInfo's total: measured (H100, H200: driver 580.159.04) or as vLLM logs it (RTX 4090,
+# the lower of 23.55 and 23.58 GiB); other NVIDIA cards keep back the largest share of these.
+CUDA_TOTAL = {"h100": 85_017_493_504, "h200": 150_109_880_320, "rtx4090": int(Fraction("23.55") * GIB)}
+_STATED = {"h100": 80 * GIB, "h200": 141 * GIB, "rtx4090": 24 * GIB}
+KEPT_BACK = max(Fraction(_STATED[k] - t, _STATED[k]) for k, t in CUDA_TOTAL.items())
+
+
+def _usable(key: str, memory: int, nvidia: bool) -> int:
+    if key in CUDA_TOTAL:
+        return CUDA_TOTAL[key]
+    return memory - math.ceil(memory * KEPT_BACK) if nvidia else memory
+
+
 def _card(
     key: str,
     name: str,
@@ -67,7 +89,8 @@ def _card(
     capability: tuple[int, int] | None,
     note: str = "",
 ) -> GPU:
-    return GPU(key, name, gib * GIB, stated, gib * GIB, tflops, kind, note, bandwidth, capability)
+    usable = _usable(key, gib * GIB, capability is not None)
+    return GPU(key, name, gib * GIB, stated, usable, tflops, kind, note, bandwidth, capability)
 
 
 def _apple(gb: int) -> GPU:

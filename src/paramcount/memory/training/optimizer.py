@@ -138,19 +138,30 @@ def states(
     gpus: int = 1,
     lora: LoRA | int | None = None,
     qlora_bits: int | None = None,
+    autocast: bool = False,
 ) -> list[Term]:
-    """:func:`training`'s terms but the activations: the model states, exact."""
-    return _states(model, optimizer, precision, zero, gpus, lora, qlora_bits)[0]
+    """:func:`training`'s terms but the activations: the model states, exact. ``autocast``: full
+    fine-tuning under ``mixed`` as ``torch.autocast`` runs it (:func:`_autocast_states`)."""
+    return _states(model, optimizer, precision, zero, gpus, lora, qlora_bits, autocast)[0]
 
 
 def _states(
-    model: Model, optimizer: str, precision: str, zero: int, gpus: int, lora: LoRA | int | None, bits: int | None
+    model: Model,
+    optimizer: str,
+    precision: str,
+    zero: int,
+    gpus: int,
+    lora: LoRA | int | None,
+    bits: int | None,
+    autocast: bool = False,
 ) -> tuple[list[Term], LoRA | None]:
     opt, zero, gpus = _check(optimizer, precision, zero, gpus, bits)
     adapters = None
     if lora is not None or bits is not None:
         adapters = lora if isinstance(lora, LoRA) else make_lora(model, rank=8 if lora is None else lora)
         terms = _lora_states(model, adapters, opt, precision, bits)
+    elif autocast and precision == "mixed":
+        terms = _autocast_states(model, opt)
     else:
         terms = _full_states(model, opt, precision)
     return [_shard(t, zero, gpus) for t in terms], adapters
@@ -182,6 +193,19 @@ def _full_states(model: Model, opt: str, precision: str) -> list[Term]:
         terms.append(_per_param("master_weights", "master weights (fp32)", n, 4, "mixed precision keeps fp32 master"))
     terms.append(_per_param("gradients", f"gradients ({_DTYPE[g]})", n, g, f"{_DTYPE[g]} gradients (--precision)"))
     return [*terms, optimizer_states(shapes, opt, s)]
+
+
+def _autocast_states(model: Model, opt: str) -> list[Term]:
+    """``mixed`` as ``torch.autocast`` runs it (transformers' Trainer with ``bf16=True``, one
+    GPU): the model stays fp32, so its gradients are fp32 and there is no master copy; each
+    matmul casts its weight to bf16 in the forward (the activations count those copies,
+    :mod:`paramcount.memory.training.saved`). Still 4 + 4 + 8 = 16 bytes per parameter with
+    AdamW at the optimizer step, but the backward's peak holds no 16-bit weights."""
+    shapes = model_shapes(model)
+    n = shapes.params
+    weights = _per_param("weights", "weights (fp32, autocast)", n, 4, "torch.autocast keeps the model in fp32")
+    grads = _per_param("gradients", "gradients (fp32)", n, 4, "fp32, the parameters' dtype, under torch.autocast")
+    return [weights, grads, optimizer_states(shapes, opt, 4)]
 
 
 def _per_param(key: str, label: str, n: int, size: int, assumption: str) -> Term:

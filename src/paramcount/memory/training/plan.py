@@ -60,6 +60,7 @@ class TrainingPlanner:
                 gpus=gpus,
                 lora=self.adapters,
                 qlora_bits=self.qlora_bits,
+                autocast=zero == 0,  # no ZeRO: torch.autocast, as transformers' Trainer runs bf16=True
             )
             self._states[zero, gpus] = terms
         return self._states[zero, gpus]
@@ -76,17 +77,26 @@ class TrainingPlanner:
         base = (*states, act)
         weights = sum(t.bytes for t in base if t.key in ("weights", "master_weights"))
         rest = sum(t.bytes for t in base) - weights
-        again = self._again(states, context * batch) if self.recompute == "full" else None
+        again = self._again(states, act, context * batch)
         extra = self.overhead.split_term(weights, rest, "the training terms beyond the weights", again)
         settings = self._settings(context, batch, gpus, zero, why)
         return Plan(self.model, "training", (*base, extra), settings, planner=self)
 
-    def _again(self, states: list[Term], tokens: int) -> Term:
+    def _again(self, states: list[Term], act: Term, tokens: int) -> tuple[Term, ...]:
+        """What the caching allocator holds beyond the peak allocation, modelled apart from the
+        reserve's share: the loss's blocks under checkpointing, the activations' blocks when the
+        optimizer step is the peak (the gradients term, held beyond the activations, is not 0)."""
         from ..training.saved import vocab
 
         opt = next((t for t in states if t.key == "optimizer"), None)
         moments = sum(p.bytes for p in opt.parts if p.key == "optimizer.moments") if opt else 0
-        return _overhead.loss_blocks_again(moments, 4 * tokens * vocab(self.shapes))
+        out = []
+        if self.recompute == "full":
+            other = act.bytes - sum(p.bytes for p in act.parts if p.key == "activations.loss")
+            out.append(_overhead.loss_blocks_again(moments, other, 4 * tokens * vocab(self.shapes)))
+        if any(t.key == "gradients" and t.bytes for t in states):
+            out.append(_overhead.activations_cached(act.bytes))
+        return tuple(out)
 
     def _step(self, context: int, batch: int) -> Any:
         from ..training.saved import step

@@ -28,7 +28,8 @@ for N = B·T tokens, activations of p bytes, per layer and token:
   fp32, ``log_softmax`` saved; its backward holds the saved output, the gradient from
   ``nll_loss`` and its own result: 12·N·V bytes, the step's peak;
 - ``mixed``: autocast's bf16 copies of the weights its matmuls use, 2 B per parameter,
-  saved until each layer's backward;
+  saved until each layer's backward; under checkpointing the output head's alone (a
+  checkpointed layer saves no cast, and the cache is cleared as autocast's context exits);
 - ``gradient_checkpointing_enable()`` (``torch.utils.checkpoint`` around each decoder layer):
   each layer's input only (4h in ``mixed``, else p·h), and one layer rebuilt in full;
 - LoRA as peft builds it (``peft/tuners/lora/layer.py Linear.forward``): a frozen projection
@@ -270,19 +271,29 @@ def _extras(model: Model, groups: list[Layer], s: Step) -> list[Term]:
             )
         )
     elif s.precision == "mixed":
-        copies = 2 * _matmul_params(model)
+        # Checkpointed layers save no cast, and autocast's cache is cleared as its context exits
+        # (torch.autocast.__exit__, before the backward): only the output head's cast, taken
+        # outside every checkpoint, is still held at the loss's backward.
+        full = s.recompute == "full"
+        copies = 2 * (_head_params(model) if full else _matmul_params(model))
+        said = "the output head's, saved by its matmul" if full else "backward keeps them"
         out.append(
             Term(
                 "activations.autocast",
                 "autocast's bf16 weight copies",
                 copies,
                 f"2 B × {copies // 2:,}",
-                "torch.autocast casts each weight once per forward; backward keeps them",
+                f"torch.autocast casts each weight once per forward; {said}",
                 True,
                 SOURCE,
             )
         )
     return out
+
+
+def _head_params(model: Model) -> int:
+    name = output_embedding(model)
+    return next((m.d_in * m.d_out for m in walk(model) if m.name == name), 0) if name else 0
 
 
 def vocab(model: Model) -> int:

@@ -102,7 +102,9 @@ class InferencePlanner:
         act = self._activations(seen, batch)
         base = (self.weights, kv, act, *self._encoders(batch))
         rest = sum(t.bytes for t in base) - self.weights.bytes
-        extra = self.overhead.split_term(self.weights.bytes, rest, "KV cache + activations")
+        again, scores = self._cached_again(seen, batch)
+        covered = "KV cache + activations"
+        extra = self.overhead.split_term(self.weights.bytes, rest - scores, covered, again)
         settings = self._settings(cache.dtype, cache.cache, context, why, batch)
         notes = (*warned, *cache.notes, *self._media_notes(), *self.quant_notes)
         return Plan(self.model, "inference", (*base, extra), settings, notes, planner=self)
@@ -113,6 +115,19 @@ class InferencePlanner:
         b = activation_bytes(self.dtype)
         storage = self._sliding_storage(seen, batch)
         return activations(self.model, seen, batch, b, self.dtype, self.widths, self.attending, storage)
+
+    def _cached_again(self, seen: int, batch: int) -> tuple[tuple[Term, ...], int]:
+        """Eager bf16 attention's cached score blocks under the measured overhead, and the scores'
+        own bytes (one call's), which the reserve's share then leaves out: the blocks are their
+        own term. A fixed-and-percent ``--overhead`` takes its share of everything instead."""
+        from .attention import cached_again, per_call
+
+        a, b = self.attending, activation_bytes(self.dtype)
+        k = a.kernel(seen, self.dtype) if a and isinstance(self.overhead, _overhead.Measured) else None
+        again = cached_again(k, batch, seen, a.heads, b, a.sinks, self.dtype) if k else None
+        if again is None:
+            return (), 0
+        return (again,), per_call(k, batch, seen, a.heads, b, a.sinks, self.dtype)
 
     def _sliding_storage(self, context: int, batch: int) -> int:
         """Bytes the sliding-window layers hold beyond their window after a prefill of ``context``
@@ -192,4 +207,6 @@ class InferencePlanner:
         kv = kv_bytes(self.model, seen, batch, self.kv_dtype, **self.cache, layout=self.layout)
         act = self._activations(seen, batch).bytes
         rest = kv + act + sum(t.bytes for t in self._encoders(batch))
-        return self.weights.bytes + rest + self.overhead.split(self.weights.bytes, rest)
+        again, scores = self._cached_again(seen, batch)
+        extra = self.overhead.split(self.weights.bytes, rest - scores) + sum(t.bytes for t in again)
+        return self.weights.bytes + rest + extra

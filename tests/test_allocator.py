@@ -1,0 +1,83 @@
+"""What the transformers runtime's plans add for PyTorch's caching allocator and the card's
+driver, term by term: each term as its docstring states it, computed here from the plan's own
+other terms (the figures it was checked against are in tests/test_gpu_measured.py)."""
+
+import math
+
+import pytest
+
+import paramcount
+from paramcount import memory
+from paramcount.memory import fit
+from paramcount.memory.core.gpus import CUDA_TOTAL, GPUS, KEPT_BACK
+from paramcount.memory.training.saved import vocab
+
+
+def _part(plan, key):
+    return next((p for p in plan.term("overhead").parts if p.key == key), None)
+
+
+def _moments(plan) -> int:
+    return sum(p.bytes for p in plan.term("optimizer").parts if p.key == "optimizer.moments")
+
+
+def test_mixed_on_one_gpu_is_autocast_fp32_weights_and_gradients():
+    model = paramcount.load("Qwen/Qwen3-0.6B")
+    n = model.total
+    plan = memory.train(model, precision="mixed", context=1024, batch=2)
+    keys = [t.key for t in plan.terms]
+    assert "master_weights" not in keys and plan.term("weights").bytes == 4 * n
+    assert _moments(plan) == 8 * n
+    zero = memory.train(model, precision="mixed", context=1024, batch=2, zero=1, gpus=2)
+    assert "master_weights" in [t.key for t in zero.terms]  # ZeRO keeps 16-bit weights and an fp32 master
+
+
+def test_checkpointing_plans_the_loss_blocks_allocated_again():
+    model = paramcount.load("meta-llama/Llama-3.2-3B")
+    plan = memory.train(model, precision="bf16", context=4096, batch=2, recompute="full")
+    block = 4 * 4096 * 2 * vocab(paramcount.memory.tree.widths.shape_model(model))
+    act = plan.term("activations")
+    other = act.bytes - sum(p.bytes for p in act.parts if p.key == "activations.loss")
+    n = min(3, max(1, math.ceil((_moments(plan) - other) / block)))
+    assert n == 3 and _part(plan, "overhead.again").bytes == n * block
+    lora = memory.train(model, precision="bf16", context=4096, batch=2, recompute="full", lora=16)
+    assert _part(lora, "overhead.again").bytes == block  # a few adapter states still split one
+    assert _part(memory.train(model, precision="bf16", context=4096, batch=2), "overhead.again") is None
+
+
+def test_a_peak_at_the_optimizer_step_keeps_half_the_activations_cached():
+    step = memory.train(paramcount.load("allenai/OLMoE-1B-7B-0924"), precision="bf16", context=1024)
+    assert step.term("gradients").bytes > 0  # the step outgrows the activations
+    assert _part(step, "overhead.step").bytes == step.term("activations").bytes // 2
+    backward = memory.train(paramcount.load("Qwen/Qwen3-0.6B"), precision="bf16", context=2048, batch=4)
+    assert backward.term("gradients").bytes == 0 and _part(backward, "overhead.step") is None
+
+
+@pytest.mark.parametrize(
+    ("scheme", "attn", "blocks"),
+    [("bf16", "eager", 3), ("fp16", "eager", 0), ("bf16", "sdpa", 0), ("fp32", "eager", 0)],
+)
+def test_eager_bf16_attention_keeps_three_score_blocks_cached(scheme, attn, blocks):
+    model = paramcount.load("meta-llama/Llama-3.2-1B")  # 32 query heads
+    plan = memory.inference(model, scheme, context=8192, batch=1, attn=attn)
+    part = _part(plan, "overhead.again")
+    assert (part.bytes if part else 0) == blocks * 2 * 32 * 8192 * 8192
+
+
+def test_usable_memory_is_what_cuda_reports():
+    assert GPUS["h100"].usable == CUDA_TOTAL["h100"] == 85_017_493_504
+    assert GPUS["h200"].usable == 150_109_880_320
+    for key in ("rtx3060", "a100-80gb", "l4"):
+        g = GPUS[key]
+        assert g.usable == g.memory - math.ceil(g.memory * KEPT_BACK) < g.memory
+    assert GPUS["apple-16gb"].usable == 16 * 2**30 * 2 // 3  # macOS' own share, unchanged
+
+
+def test_fits_only_within_what_cuda_reports():
+    """A plan between the H100's reported total and its stated 80 GiB does not fit."""
+    model, card = paramcount.load("meta-llama/Llama-3.1-8B"), GPUS["h100"]
+    total = lambda c: memory.inference(model, "bf16", context=c, batch=4).total  # noqa: E731
+    context = next(c for c in range(8192, 65537, 128) if card.usable < total(c))
+    assert total(context) <= card.memory
+    assert not fit(model, "h100", context=context, batch=4, only=("bf16",)).row("bf16").fits
+    assert fit(model, "h100", context=context - 128, batch=4, only=("bf16",)).row("bf16").fits
