@@ -137,8 +137,10 @@ RUN_NOTES = {
     "h200-run1.jsonl": "issue 22's reported cases measured raw, and new ones; the plans were changed after it "
     "(eager bf16 softmax, sdpa's mask bias, checkpointing's loss blocks)",
     "h200-run2.jsonl": "planned first (at commit 82552e5, before the run), then measured; the plans were changed "
-    "after it (eager bf16's cached score blocks, autocast's copies under checkpointing, states the other freed "
-    "tensors hold)",
+    "after it (eager bf16's cached score blocks, autocast's states and copies, the loss blocks the other freed "
+    "tensors spare, the activations cached at an optimizer-step peak)",
+    "h200-run3.jsonl": "held out: planned at commit f60190d before the run, then measured; one change after it "
+    "(fp32 full-attention layers beside sliding ones run the math kernel: Gemma 3 1B in fp32)",
 }
 
 

@@ -186,8 +186,20 @@ class Attending:
     sinks: bool
 
     def kernel(self, context: int, dtype: str) -> Kernel:
+        """The masked kernel where a sliding window is reached, else the unmasked one."""
         # masking_utils._ignore_causal_mask_sdpa: a mask once kv_length >= the window
         return kernel(self.impl, dtype, any(w <= context for w in self.windows), self.grouped)
+
+    def kernels(self, context: int, dtype: str) -> tuple[Kernel, ...]:
+        """One kernel per kind of layer: sliding layers whose window the context reaches run
+        with a mask; full-attention layers, and sliding ones it does not reach, without (in fp32
+        with grouped heads that is the math kernel: Gemma 3 1B's full layers at 8,192 tokens
+        allocated its 8·H·T² fp32 scores on an H200, tests/fixtures/gpu_h200.json)."""
+        masked = any(w <= context for w in self.windows)
+        unmasked = self.full or any(w > context for w in self.windows) or not masked
+        kinds = [kernel(self.impl, dtype, True, self.grouped)] if masked else []
+        kinds += [kernel(self.impl, dtype, False, self.grouped)] if unmasked else []
+        return tuple(dict.fromkeys(kinds))
 
     @property
     def kinds(self) -> int:

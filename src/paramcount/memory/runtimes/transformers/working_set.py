@@ -63,9 +63,13 @@ def activations(
     w = w or widths(model)
     b, tokens = dtype_bytes, batch * context
     k = attending.kernel(context, dtype) if attending else None
-    repeat = 2 * w.heads_width if k and k.repeats else 0
-    quad = per_call(k, batch, context, attending.heads, b, attending.sinks, dtype) if k else 0
     ffn_phase = tokens * (4 * w.hidden + w.ffn) * b
+    # the costliest kind of layer's attention (masked sliding layers, unmasked full ones)
+    calls = [(0, 0)]
+    for each in attending.kernels(context, dtype) if attending else ():
+        repeat = 2 * w.heads_width if each.repeats else 0
+        calls.append((repeat, per_call(each, batch, context, attending.heads, b, attending.sinks, dtype)))
+    repeat, quad = max(calls, key=lambda c: tokens * c[0] * b + c[1])
     attn_phase = tokens * (4 * w.hidden + w.attention + repeat) * b + quad
     layer = max(ffn_phase, attn_phase)
     masks = held(k, batch, context, b, attending.kinds) if k else 0
