@@ -122,5 +122,55 @@ def table() -> str:
     return "\n".join(rows)
 
 
+def group(c: Case, plan: memory.Plan) -> str:
+    """The kind of run a case is, for the README's summary."""
+    o, kind = c.raw["options"], c.raw["kind"]
+    if kind == "lora":
+        return "LoRA (peft)"
+    if kind == "train":
+        return "training, checkpointing" if o.get("recompute") == "full" else "training"
+    if o.get("dtype") in ("fp32", "fp16"):
+        return "inference in fp32 or fp16"
+    if plan.settings.get("attn") == "eager":
+        return "inference, eager attention"
+    masked = any(p.key == "activations.masks" for p in plan.term("activations").parts)
+    return "inference, sliding window (sdpa with a mask)" if masked else "inference, sdpa"
+
+
+GROUPS = (
+    "inference, sdpa",
+    "inference, sliding window (sdpa with a mask)",
+    "inference, eager attention",
+    "inference in fp32 or fp16",
+    "training",
+    "training, checkpointing",
+    "LoRA (peft)",
+)
+
+
+def summary(skip: frozenset[str] = frozenset()) -> str:
+    """Per kind of run: cases, how many totals and tensor figures are within the goal, and the
+    range of plan against GPU (``skip``: cases not planned as they ran)."""
+    rows = ["| kind of run (H100, H200) | cases | total within −3% to +20% | plan vs GPU | tensors within ±10% |"]
+    rows.append("|---|---:|---:|---:|---:|")
+    seen: dict[str, list[tuple[float, float | None]]] = {g: [] for g in GROUPS}
+    for c in cases():
+        if c.name in skip:
+            continue
+        p = c.plan()
+        a = c.peak_alloc
+        seen[group(c, p)].append((ratio(p.total, c.used), ratio(allocated(p), a) if a else None))
+    for g, got in seen.items():
+        totals = [t for t, _ in got]
+        tensors = [x for _, x in got if x is not None]
+        within = sum(-0.03 <= t <= 0.20 for t in totals)
+        close = sum(abs(x) <= 0.10 for x in tensors)
+        rows.append(
+            f"| {g} | {len(got)} | {within} | {min(totals):+.0%} to {max(totals):+.0%} | {close} of {len(tensors)} |"
+        )
+    return "\n".join(rows)
+
+
 if __name__ == "__main__":
     print(table())
+    print(summary())

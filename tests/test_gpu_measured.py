@@ -14,10 +14,12 @@ import pytest
 from paramcount.memory import fit
 from paramcount.memory.core.gpus import GPUS
 
-from .gpu_cases import allocated, cases, ratio, table
+from .gpu_cases import allocated, cases, ratio, summary, table
 
 PAGE = Path(__file__).parent.parent / "docs" / "memory.md"
+README = Path(__file__).parent.parent / "README.md"
 TABLE = re.compile(r"(<!-- gpu-table -->\n)(.*?)(<!-- /gpu-table -->)", re.S)
+SUMMARY = re.compile(r"(<!-- gpu-summary -->\n)(.*?)(<!-- /gpu-summary -->)", re.S)
 # Not within the goal, with the figures: both are over, on the safe side ("fits" holds).
 SHORT = {
     # Eager bf16 attention planned 3 score blocks cached beyond the peak (measured 2.6-3.0 on five
@@ -89,11 +91,19 @@ def test_fit_says_fits_only_where_the_run_fitted(case):
     assert _fits(case, case.gpu.lower())  # it ran there
 
 
-def test_docs_show_the_table():
-    text = PAGE.read_text(encoding="utf-8")
-    m = TABLE.search(text)
-    assert m, "docs/memory.md has no <!-- gpu-table --> block"
+def _shows(page: Path, block: re.Pattern, text: str) -> None:
+    page_text = page.read_text(encoding="utf-8")
+    m = block.search(page_text)
+    assert m, f"{page.name} has no {block.pattern[1:20]} block"
     if os.environ.get("UPDATE_SNAPSHOTS"):
-        PAGE.write_text(TABLE.sub(lambda m: m.group(1) + table() + "\n" + m.group(3), text), encoding="utf-8")
+        page.write_text(block.sub(lambda m: m.group(1) + text + "\n" + m.group(3), page_text), encoding="utf-8")
     else:
-        assert m.group(2) == table() + "\n"
+        assert m.group(2) == text + "\n"
+
+
+def test_docs_show_the_table():
+    _shows(PAGE, TABLE, table())
+
+
+def test_readme_shows_the_summary():
+    _shows(README, SUMMARY, summary(frozenset(SKIP)))

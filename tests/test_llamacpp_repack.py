@@ -20,8 +20,10 @@ CPU_REPACK size llama.cpp logged for a Q4_0 file.
 
 from __future__ import annotations
 
+import json
 import math
 import re
+from pathlib import Path
 
 import pytest
 
@@ -201,3 +203,19 @@ def test_cpu_features_flag_is_checked_and_listed(capsys):
     assert "--cpu-features {avx2,avx512,amx,neon,none}" in capsys.readouterr().out
     with pytest.raises(paramcount.ParamcountError, match="CPU features are avx2"):
         cpu_terms(paramcount.load("gpt2"), "sse")
+
+
+# ---- measured on a CPU with AMX ------------------------------------------------------------------
+AMX_RUN = json.loads((Path(__file__).parent / "fixtures" / "llamacpp_amx.json").read_text())
+
+
+@pytest.mark.parametrize("case", AMX_RUN["cases"], ids=lambda c: c["ftype"])
+def test_amx_buffers_equal_what_llama_cpp_logged_on_an_amx_cpu(tmp_path, case):
+    """tools/record_amx.py: llama.cpp built on an Intel Xeon with AMX logged its AMX and
+    CPU_Mapped model buffers (MiB, two decimals) for files of each type the AMX buffer takes."""
+    spec = llama_spec(f"amx-{case['ftype'].lower()}", 2, 512, 8, 2, 1536, case["vocab"], ftype=case["ftype"])
+    t = cpu_terms(paramcount.load(str(write(spec, tmp_path / "a.gguf"))), "amx")
+    logged = case["buffers_mib"]
+    assert round(t["amx"].bytes / 2**20, 2) == logged["AMX"]
+    assert round(t["weights"].bytes / 2**20, 2) == logged["CPU_Mapped"]
+    assert t["amx"].bytes == expected_amx(spec["tensors"])[1]

@@ -10,7 +10,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from ..memory.core.gpus import GPU
+from ..memory.core.gpus import CUDA_TOTAL, GPU
 from ..memory.core.plan import Plan
 from ..memory.core.terms import GB, GIB, Term
 from ..memory.fit import Fit, Overview, Row, gpu_dict
@@ -29,8 +29,11 @@ def capacity(g: GPU) -> str:
     """``GeForce RTX 3060: 12 GB GDDR6 = 12 GiB (12,884,901,888 B)`` and what one program may use."""
     amount = f"{g.memory // GIB} GiB" if g.unit == "GiB" else f"{gb(g.memory)} GB"
     line = f"{g.name}: {g.stated} = {amount} ({n(g.memory)} B)"
-    if g.usable != g.memory:
+    if g.usable != g.memory and g.capability is None:
         line += f", usable {gib(g.usable)} GiB ({n(g.usable)} B)"
+    elif g.usable != g.memory:  # NVIDIA: the total CUDA reports, measured or estimated (gpus.py)
+        about = "" if g.key in CUDA_TOTAL else "≈"  # measured, or the largest share kept back seen
+        line += f", usable {about}{gib(g.usable)} GiB as CUDA reports"
     return line
 
 
