@@ -1,6 +1,8 @@
 """``arch/config_fields.json``: each native family's transformers config fields (its dataclass
-fields and attribute_map names), which ``--set`` checks a field against. Generated from
-transformers and held equal to it; ``UPDATE_FIELDS=1`` rewrites it (after adding a family)."""
+fields and attribute_map names), which ``--set`` checks a field against; ``arch/config_positions.json``:
+the position limit its config class defaults to, which a config without one gets from
+transformers (and llama.cpp's converter, which loads configs through ``AutoConfig``). Generated
+from transformers and held equal to it; ``UPDATE_FIELDS=1`` rewrites them (after adding a family)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from paramcount.arch import family, supported
 transformers = pytest.importorskip("transformers")
 
 PATH = Path(__file__).parent.parent.parent / "src" / "paramcount" / "arch" / "config_fields.json"
+POSITIONS = PATH.with_name("config_positions.json")
 
 
 def fields() -> dict[str, list[str]]:
@@ -32,5 +35,27 @@ def test_config_fields_are_transformers_own():
     if os.environ.get("UPDATE_FIELDS"):
         PATH.write_text(json.dumps(expected, indent=0, sort_keys=True) + "\n", encoding="utf-8")
     assert json.loads(PATH.read_text(encoding="utf-8")) == expected, (
+        "stale: UPDATE_FIELDS=1 python -m pytest " + __file__
+    )
+
+
+def positions() -> dict[str, int]:
+    from paramcount.memory.core.limits import POSITION_FIELDS
+
+    out = {}
+    for module in supported():
+        mt = family(module).model_type
+        default = transformers.CONFIG_MAPPING[mt]()
+        value = next((getattr(default, n, None) for n in POSITION_FIELDS if getattr(default, n, None)), None)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            out[mt] = value
+    return out
+
+
+def test_config_positions_are_transformers_defaults():
+    expected = positions()
+    if os.environ.get("UPDATE_FIELDS"):
+        POSITIONS.write_text(json.dumps(expected, indent=0, sort_keys=True) + "\n", encoding="utf-8")
+    assert json.loads(POSITIONS.read_text(encoding="utf-8")) == expected, (
         "stale: UPDATE_FIELDS=1 python -m pytest " + __file__
     )

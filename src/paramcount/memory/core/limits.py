@@ -16,8 +16,10 @@ The limit is the config's ``max_position_embeddings`` (or ``n_positions``, …) 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from ...errors import ParamcountError
@@ -98,7 +100,15 @@ def _learned_positions(model: Any) -> bool:
 
 
 UINT32 = (1 << 32) - 1
-_POSITIONS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "n_ctx", "context_length")
+POSITION_FIELDS = (
+    "max_position_embeddings",
+    "n_positions",
+    "max_sequence_length",
+    "seq_length",
+    "n_ctx",
+    "context_length",
+)
+_POSITIONS = POSITION_FIELDS
 
 
 def max_positions(model: Model) -> int | None:
@@ -116,9 +126,21 @@ def max_positions(model: Model) -> int | None:
         if fam.max_tokens is not None:
             return int(fam.max_tokens(fam.cfg(model.config, model.source)))
     text = model.config.get("text_config") if model.config else None  # a composite's language model
-    for config in (model.config or {}, text if isinstance(text, Mapping) else {}):
+    configs = (model.config or {}, text if isinstance(text, Mapping) else {})
+    for config in configs:
         for name in _POSITIONS:
             value = config.get(name)
             if isinstance(value, int) and not isinstance(value, bool) and value > 0:
                 return value
-    return None
+    # A config that leaves it out gets its class's default, from transformers as from llama.cpp's
+    # converter (conversion/base.py load_hparams reads configs through AutoConfig).
+    defaults = _default_positions()
+    types = [model.model_type, *(c.get("model_type") for c in configs[1:])]
+    return next((defaults[t] for t in types if isinstance(t, str) and t in defaults), None)
+
+
+@cache
+def _default_positions() -> dict[str, int]:
+    from importlib import resources
+
+    return json.loads((resources.files("paramcount") / "arch" / "config_positions.json").read_text())
