@@ -31,12 +31,6 @@ SHORT = {
     # than a block where a block is this large.
     "H200: Qwen/Qwen2.5-0.5B, train, 4,096 × 4, precision bf16, recompute full": "plan 49.4 GB, 38.1 GB used (+29%)",
 }
-# Tensors not within ±10% of the peak allocation (the total is within its goal): the MoE
-# working set at 32,768 tokens, 40 experts of which 8 per token, is 1.4 GB under what
-# transformers 5.17's experts forward held; OLMoE at 16,384 × 2 is 4.8% under too.
-TENSORS_SHORT = {
-    "H200: ibm-granite/granite-3.1-3b-a800m-instruct, 8,192 × 4": "plan 11.06 GB against 12.43 GB allocated (−11%)",
-}
 # Not planned as it ran: transformers 5.17 ran Gemma 2 with sdpa, which 5.23 (whose defaults
 # paramcount models) no longer offers it (Gemma2PreTrainedModel._supports_sdpa = False); run 2
 # measured the same case with eager attention, as 5.23 runs it.
@@ -50,7 +44,7 @@ def _marks(c, short: dict[str, str]):
 
 
 CASES = [pytest.param(c, id=c.name, marks=_marks(c, SHORT)) for c in cases()]
-MEASURED = [pytest.param(c, id=c.name, marks=_marks(c, TENSORS_SHORT)) for c in cases() if not c.reported]
+MEASURED = [pytest.param(c, id=c.name, marks=_marks(c, {})) for c in cases() if not c.reported]
 
 
 @pytest.mark.parametrize("case", CASES)

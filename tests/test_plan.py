@@ -66,7 +66,9 @@ def test_context_default_is_the_model_limit_capped_at_4096(llama13):
     assert context_for(paramcount.load("meta-llama/Llama-3.1-8B"), None)[0] == 4096
     assert context_for(paramcount.load("bert-base-uncased"), None)[0] == 512
     bare = paramcount.from_dims("llama", num_hidden_layers=2, hidden_size=64, num_attention_heads=4)
-    assert context_for(bare, None) == (4096, "the default; the config states no limit")
+    assert context_for(bare, None) == (2048, "the model's limit")  # LlamaConfig's default, as transformers builds it
+    mamba = paramcount.from_dims("mamba", num_hidden_layers=2, hidden_size=64)
+    assert context_for(mamba, None) == (4096, "the default; the config states no limit")
     assert context_for(llama13, 100) == (100, "--context")
 
 

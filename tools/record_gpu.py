@@ -139,8 +139,9 @@ RUN_NOTES = {
     "h200-run2.jsonl": "planned first (at commit 82552e5, before the run), then measured; the plans were changed "
     "after it (eager bf16's cached score blocks, autocast's states and copies, the loss blocks the other freed "
     "tensors spare, the activations cached at an optimizer-step peak)",
-    "h200-run3.jsonl": "held out: planned at commit f60190d before the run, then measured; one change after it "
-    "(fp32 full-attention layers beside sliding ones run the math kernel: Gemma 3 1B in fp32)",
+    "h200-run3.jsonl": "held out: planned at commit f60190d before the run, then measured; two changes after it "
+    "(fp32 full-attention layers beside sliding ones run the math kernel: Gemma 3 1B in fp32; routed experts "
+    "keep the gathered input beside the down output's copies: Granite 3.1 3B-A800M)",
 }
 
 

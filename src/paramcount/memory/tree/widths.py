@@ -42,11 +42,15 @@ class Widths:
 
 def _ffn_width(f: FeedForward, h: int) -> int:
     """A dense MLP holds its up outputs and their product after the nonlinearity: 3I gated
-    (transformers frees the gate once activated), 2I plain. Routed experts (grouped matmuls)
-    hold, per routed copy, the gathered input h, the fused gate-up output 2I, the activated
-    gate and the product: 4I + h."""
+    (transformers frees the gate once activated), 2I plain. Routed experts (transformers'
+    ``integrations/moe.py grouped_mm_experts_forward``) keep, per routed copy, the gathered
+    input h all through: with it first the fused gate-up output 2I, the activated gate and the
+    product (h + 4I), then the down output, its weighted copy and that copy put back in token
+    order (4h), which is the larger where I < 3h/4. Measured on an H200: Granite 3.1 3B-A800M
+    (h 1,536, I 512, 8 of 40) at 8,192 × 4 allocated 1.37 GB more than h + 4I, the 4h phase's
+    1.34 GB more."""
     if f.times > 1:
-        return f.times * (h + f.ups + 2 * f.inner)
+        return f.times * max(h + f.ups + 2 * f.inner, 4 * h)
     return f.ups + f.inner
 
 

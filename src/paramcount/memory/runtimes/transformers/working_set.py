@@ -11,9 +11,11 @@ with h the hidden width, b the activation dtype's bytes, and W_attn, W_ffn the w
 one layer's attention and feed-forward hold per token, read from the layer's weight shapes
 (:mod:`paramcount.memory.tree.layers`): q, k, v and the attention output; for a gated MLP gate
 (after its activation), up and their product (3I), for a plain one the inner activation
-before and after its nonlinearity (2I); for k of E routed experts, k times the gathered input,
-the fused gate-up output, the activated gate and their product (k·(h + 4I)). The 4h are the
-tensors transformers' forward keeps alongside: the embeddings output (the model's forward
+before and after its nonlinearity (2I); for k of E routed experts, k times the larger of
+two phases: the gathered input, the fused gate-up output, the activated gate and their
+product (h + 4I), then the gathered input beside the down output and its weighted and
+reordered copies (4h). The 4h in the formula above are the tensors transformers' forward
+keeps alongside: the embeddings output (the model's forward
 holds it), the layer's input, the residual and its normed copy. What attention adds (keys and
 values repeated to every head, masks, scores) follows the implementation transformers runs and
 the kernel PyTorch picks (:mod:`paramcount.memory.runtimes.transformers.attention`); sdpa's flash kernel adds
