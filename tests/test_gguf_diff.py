@@ -255,6 +255,10 @@ def _span(part: str) -> range:
         ("Qwen/Qwen3-VL-30B-A3B-Instruct", {"dropped", "merged"}),  # 128 experts stacked a layer
         ("llava-hf/llava-1.5-7b-hf", {"dropped", "permuted"}),
         ("HuggingFaceTB/SmolVLM2-500M-Video-Instruct", {"dropped", "permuted"}),  # text_model. renamed
+        # per_layer_token_embd & co. (a block entry of gguf-py's map without {bid}); each layer's
+        # layer_scalar buffer written as blk.N.layer_output_scale
+        ("google/gemma-4-E2B-it", {"dropped", "added"}),
+        ("google/gemma-4-31B-it", {"dropped", "added"}),
     ],
 )
 def test_files_the_converter_wrote_match_their_catalog_config(tmp_path, model_id, kinds):

@@ -49,6 +49,10 @@ _ADDED = (
         re.compile(r"^blk\.\d+\.exp_probs_b\.bias$"),
         "the router's e_score_correction_bias: a buffer in transformers, not a parameter",
     ),
+    (
+        re.compile(r"^blk\.\d+\.layer_output_scale\.weight$"),
+        "Gemma 4's layer_scalar: a buffer in transformers, not a parameter (conversion/gemma.py filter_tensors)",
+    ),
 )
 # Checkpoint tensors the converter writes elsewhere or never: (pattern, why)
 _DROPPED = (

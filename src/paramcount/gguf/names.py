@@ -46,8 +46,12 @@ class NameMap:
                 self.plain.update(dict.fromkeys([gguf, *keys], gguf))
         blocks = {**t["blocks"], **t["arch_blocks"].get(arch, {})}
         for tensor, (gguf, keys) in blocks.items():
-            if tensor in kept:
-                self.block.update(dict.fromkeys([gguf, *keys], gguf))
+            if tensor not in kept:
+                continue
+            self.block.update(dict.fromkeys([gguf, *keys], gguf))
+            # a block entry without {bid} (Gemma 3n's and 4's per_layer_token_embd): TensorNameMap
+            # formats it once per block to the same name, which maps it as a plain one
+            self.plain.update({k: gguf for k in (gguf, *keys) if "{bid}" not in k and "{bid}" not in gguf})
 
     def gguf(self, name: str) -> str | None:
         """The GGUF name of checkpoint tensor ``name`` (suffix kept), or None."""
