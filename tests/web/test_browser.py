@@ -133,11 +133,22 @@ def text_of(pg, selector: str) -> str:
     return pg.locator(selector).inner_text().strip()
 
 
+def expect(locator):
+    """Playwright's assertions: they poll from Playwright's own injected script, where
+    ``wait_for_function`` evals its predicate in the page, which the page's CSP (no
+    'unsafe-eval') refuses once it has to poll (seen on a loaded CI machine)."""
+    from playwright.sync_api import expect as playwright_expect
+
+    return playwright_expect(locator)
+
+
 def wait_text(pg, selector: str, expected: str) -> None:
-    pg.wait_for_function(
-        "([s, t]) => document.querySelector(s) && document.querySelector(s).textContent.trim() === t",
-        arg=[selector, expected],
-    )
+    pattern = re.compile(r"^\s*" + re.escape(expected) + r"\s*$")  # textContent, trimmed
+    expect(pg.locator(selector).first).to_have_text(pattern, timeout=TIMEOUT)
+
+
+def wait_contains(pg, selector: str, part: str) -> None:
+    expect(pg.locator(selector).first).to_contain_text(part, timeout=TIMEOUT)
 
 
 def wait_memory(pg, model, scheme: str, mode: str = "inference") -> None:
@@ -313,7 +324,7 @@ def test_bad_input_is_said_on_the_page(page):
     page.click("#tab-config")
     page.fill("#config-text", '{"model_type": "llama", "hidden_size": -3}')
     page.click("#count-config")
-    page.wait_for_function("() => document.querySelector('#error').textContent.includes('out of range')")
+    wait_contains(page, "#error", "out of range")
     assert "hidden_size" in text_of(page, "#error .field")
 
 
@@ -624,7 +635,7 @@ def test_every_error_dims_and_labels_the_old_results(sized):
     pg.click("#tab-config")
     pg.fill("#config-text", "{not json")
     pg.click("#count-config")
-    pg.wait_for_function("() => document.querySelector('#error').textContent.includes('not valid JSON')")
+    wait_contains(pg, "#error", "not valid JSON")
     assert_stale(pg, "openai-community/gpt2")
 
 
@@ -650,7 +661,7 @@ def test_a_page_served_beyond_loopback_says_it_is_reachable(browser, live_server
             ARTIFACTS.mkdir(exist_ok=True)
             pg.screenshot(path=str(ARTIFACTS / "exposed-390.png"))
         pg.goto(live_server + "/")
-        pg.wait_for_function("document.getElementById('version').textContent !== ''")  # /api/info answered
+        expect(pg.locator("#version")).not_to_have_text("", timeout=TIMEOUT)  # /api/info answered
         assert not pg.locator("#exposed").is_visible() and text_of(pg, ".top .local") == "runs locally"
     finally:
         context.close()
@@ -740,7 +751,7 @@ def test_llama_cpp_placement_lives_in_the_address_and_says_each_device(sized):
     assert "ngl=8" in pg.url and "ts=1%2C1" in pg.url and "runtime=llama.cpp" in pg.url
     pg.fill("#ngl", "most")
     pg.press("#ngl", "Enter")
-    pg.wait_for_function("() => document.querySelector('#memory-error').textContent.includes(\"not 'most'\")")
+    wait_contains(pg, "#memory-error", "not 'most'")
 
 
 def test_an_ollama_name_typed_in_the_search_counts_plans_and_stays_in_the_address(sized, home, monkeypatch):
