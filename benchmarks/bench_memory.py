@@ -10,16 +10,17 @@ script builds the transformers class with random weights and measures:
   ``kv+act`` the peak less the bytes before; total the peak.
 - training: one steady-state step (the optimizer's states made by a warm-up step first)
   against :func:`paramcount.memory.train` at the same precision, overhead excluded:
-  ``mixed`` keeps the model in bf16 with bf16 gradients and an fp32 master copy that AdamW
-  updates (ZeRO §3.1, what the plan models: 2 + 2 + 4 + 8 bytes a parameter; the step runs one
-  tensor at a time so only one fp32 gradient exists at once); ``bf16`` is pure bf16 AdamW;
-  ``fp32`` is fp32 throughout; ``autocast`` is fp32 parameters under bf16 autocast (what
-  Trainer(bf16=True) does), compared with the ``mixed`` plan (its fp32 parameters against the
-  plan's weights + master weights; its activations include autocast's cached bf16 copies of the
-  weights). Model states are the tensors' storage; activations what the forward leaves
-  allocated for the backward (the loss kept); total the step's peak.
-  AdamW runs its for-loop implementation (``foreach=False``): the foreach path adds temporaries
-  of a whole model's size, which no plan term models.
+  ``autocast`` is fp32 parameters under bf16 autocast (what Trainer(bf16=True) does, and what
+  the ``mixed`` plan models without ZeRO: fp32 weights and gradients, 4 + 4 + 8 bytes a
+  parameter; its activations include autocast's cached bf16 copies of the weights); ``mixed``
+  keeps the model in bf16 with bf16 gradients and an fp32 master copy that AdamW updates
+  (ZeRO §3.1: 2 + 2 + 4 + 8 bytes a parameter; the step runs one tensor at a time so only one
+  fp32 gradient exists at once), held to the ``mixed`` plan with ZeRO stage 1 on one GPU, which
+  lays the states out so; ``bf16`` is pure bf16 AdamW; ``fp32`` is fp32 throughout. Model
+  states are the tensors' storage; activations what the forward leaves allocated for the
+  backward (the loss kept); total the step's peak. AdamW runs its for-loop implementation
+  (``foreach=False``), one tensor's temporaries at a time, where the plan counts the default
+  foreach path's (one moment's size): a step whose peak is the optimizer's is over here.
 
 Where the bytes come from. On CUDA, ``torch.cuda.memory_allocated`` and
 ``torch.cuda.max_memory_allocated`` (the CUDA context and the allocator's cached blocks are not
@@ -74,7 +75,7 @@ POINTS = {
     ("cpu", "training"): "256x2",
 }
 PRECISIONS = ("mixed", "bf16", "fp32", "autocast")
-DEFAULT_PRECISIONS = {"cuda": "mixed,bf16,autocast", "cpu": "mixed,bf16"}
+DEFAULT_PRECISIONS = {"cuda": "autocast,mixed,bf16", "cpu": "autocast,bf16"}
 BUDGET = {"cuda": 0.9, "cpu": 0.6}  # of free memory a point's plan may use before it is skipped
 LR = 1e-5
 
@@ -397,7 +398,7 @@ def inference_run(run: Run, s: Subject, meter: Any, torch: Any, device: str) -> 
         del out
     compare_inference(run, plan, weights, kv, peak - before, peak)
     if s.attention != "sdpa":
-        run.notes.append(f"{s.attention} attention: the T×T scores are held, the plan assumes a fused kernel")
+        run.notes.append(f"{s.attention} attention: the T×T scores are held, and planned")
 
 
 def compare_inference(run: Run, plan: Any, weights: int, kv: int, working: int, peak: int) -> None:
@@ -452,7 +453,8 @@ def training_plan(s: Subject, precision: str, context: int, batch: int) -> Any:
     from paramcount.memory import train
 
     modelled = "mixed" if precision == "autocast" else precision
-    return train(s.model, precision=modelled, context=context, batch=batch, flash=s.attention == "sdpa")
+    zero = 1 if precision == "mixed" else 0  # ZeRO's layout (bf16 weights, fp32 master); without: autocast's
+    return train(s.model, precision=modelled, context=context, batch=batch, zero=zero, flash=s.attention == "sdpa")
 
 
 def training_runs(s: Subject, meter: Any, torch: Any, device: str, precision: str, todo: list[Run]) -> None:
@@ -476,11 +478,9 @@ def training_runs(s: Subject, meter: Any, torch: Any, device: str, precision: st
 
 def compare_training(run: Run, plan: Any, t: Trainer) -> None:
     ph, weights = run.phases, storage_bytes(t.params)
+    run.add("weights", plan_bytes(plan, "weights"), weights, "parameter storage")
     if t.precision == "autocast":
-        run.add("weights", plan_bytes(plan, "weights", "master_weights"), weights, "fp32 parameters (plan: + master)")
         run.notes.append("autocast: the activations include its cached bf16 copies of the weights")
-    else:
-        run.add("weights", plan_bytes(plan, "weights"), weights, "parameter storage")
     if t.masters:
         run.add("master_weights", plan_bytes(plan, "master_weights"), storage_bytes(t.masters), "fp32 copies")
     run.add("gradients", plan_bytes(plan, "gradients"), ph["gradients"], ".grad storage after backward")

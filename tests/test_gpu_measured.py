@@ -22,9 +22,9 @@ TABLE = re.compile(r"(<!-- gpu-table -->\n)(.*?)(<!-- /gpu-table -->)", re.S)
 SUMMARY = re.compile(r"(<!-- gpu-summary -->\n)(.*?)(<!-- /gpu-summary -->)", re.S)
 # Not within the goal, with the figures: both are over, on the safe side ("fits" holds).
 SHORT = {
-    # Eager bf16 attention planned 3 score blocks cached beyond the peak (measured 2.6-3.0 on five
-    # other eager runs); this one held 0.9 of a block: its 12 heads' scores at 4,096 × 4 are the
-    # same size as the layers' other blocks, which the allocator reuses for them.
+    # Eager bf16 attention planned 3 score blocks cached beyond the peak (measured 1.6-3.0 on eight
+    # other eager runs); this one held 0.9 of a block. Why it reused more is the allocator's order
+    # of blocks, which an allocation trace would show.
     "H200: Qwen/Qwen2.5-1.5B, 4,096 × 4, attn eager": "plan 18.2 GB against 14.3 GB used (+27%)",
     # Checkpointing: one of the loss's fp32 N×V blocks planned allocated again (10.0 GB at 16,384
     # tokens); the run held 3.6 GB beyond its peak allocation. The states (2.0 GB) split less

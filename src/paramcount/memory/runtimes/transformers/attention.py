@@ -150,9 +150,10 @@ def cached_again(k: Kernel, batch: int, context: int, heads: int, b: int, sinks:
     cached blocks, split by the layer's smaller tensors between calls, leaves the allocator
     holding about 8U for the 5U alive at once: 3U beyond the peak allocation. Measured on an
     H200 (peak reserved − peak allocated): 3.0U for Llama 3.2 1B at 8,192 tokens, Gemma 2 2B
-    at 8,192 and Qwen2.5 0.5B at 8,192 × 2; 2.7U for Llama 3.2 3B at 4,096 × 2; 2.6U for
-    Gemma 2 9B at 4,096 × 2; 0.9U for Qwen2.5 1.5B at 4,096 × 4 (planned 3U: over). fp16 (no
-    fp32 copy: 0.3U measured) and fp32 add nothing here. This project's reading, an estimate."""
+    at 8,192 and Qwen2.5 0.5B at 8,192 × 2; 2.8U for Llama 3.2 3B at 8,192; 2.7U for it at
+    4,096 × 2; 2.6U for Gemma 2 9B at 4,096 × 2; 2.55U for Qwen3 8B at 4,096 × 2; 1.6U for
+    Phi-3 mini at 4,096; 0.9U for Qwen2.5 1.5B at 4,096 × 4 (planned 3U: over). fp16 (no fp32
+    copy: 0.3U measured) and fp32 add nothing here. This project's reading, an estimate."""
     if k.kernel != "eager" or sinks or b >= 4 or dtype == "fp16":
         return None
     unit = 2 * heads * batch * context * context
