@@ -101,11 +101,19 @@ def train(model_id: str, T: int, B: int, precision: str, recompute: str = "none"
     torch.cuda.synchronize()
     weights = torch.cuda.memory_allocated()
     opt = torch.optim.AdamW(m.parameters(), lr=1e-5)
+    steps = two_steps(m, opt, T, B, autocast=precision == "mixed")
+    r = dict(weights=weights, steps=steps, attn=m.config._attn_implementation)
+    del m, opt
+    return r
+
+
+def two_steps(m, opt, T: int, B: int, autocast: bool = False) -> list[dict]:
+    """Two AdamW steps (the second with the optimizer's states), each with its phases' peaks."""
     ids = torch.randint(0, m.config.vocab_size, (B, T), device="cuda")
     steps = []
     for _ in range(2):
         torch.cuda.reset_peak_memory_stats()
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=precision == "mixed"):
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
             loss = m(input_ids=ids, labels=ids).loss
         torch.cuda.synchronize()
         phase = dict(forward_peak_alloc=torch.cuda.max_memory_allocated(), after_forward=torch.cuda.memory_allocated())
@@ -116,9 +124,7 @@ def train(model_id: str, T: int, B: int, precision: str, recompute: str = "none"
         opt.zero_grad(set_to_none=True)
         torch.cuda.synchronize()
         steps.append(dict(**peaks(), used_after=used(), alloc_after=torch.cuda.memory_allocated(), **phase))
-    r = dict(weights=weights, steps=steps, attn=m.config._attn_implementation)
-    del m, opt, ids, loss
-    return r
+    return steps
 
 
 def lora(model_id: str, T: int, B: int, r: int, targets=None, recompute: str = "none"):
@@ -135,22 +141,9 @@ def lora(model_id: str, T: int, B: int, r: int, targets=None, recompute: str = "
     weights = torch.cuda.memory_allocated()
     trainable = sum(p.numel() for p in m.parameters() if p.requires_grad)
     opt = torch.optim.AdamW([p for p in m.parameters() if p.requires_grad], lr=1e-4)
-    ids = torch.randint(0, m.config.vocab_size, (B, T), device="cuda")
-    steps = []
-    for _ in range(2):
-        torch.cuda.reset_peak_memory_stats()
-        loss = m(input_ids=ids, labels=ids).loss
-        torch.cuda.synchronize()
-        phase = dict(forward_peak_alloc=torch.cuda.max_memory_allocated(), after_forward=torch.cuda.memory_allocated())
-        loss.backward()
-        torch.cuda.synchronize()
-        phase["backward_peak_alloc"] = torch.cuda.max_memory_allocated()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        torch.cuda.synchronize()
-        steps.append(dict(**peaks(), used_after=used(), **phase))
+    steps = two_steps(m, opt, T, B)
     out = dict(weights=weights, trainable=trainable, steps=steps, attn=m.config._attn_implementation)
-    del m, opt, ids, loss
+    del m, opt
     return out
 
 

@@ -84,7 +84,7 @@ def _field(model: Any, limit: int | None) -> str:
     config = dict(getattr(model, "config", None) or {})
     text = config.get("text_config")
     for source in (config, text if isinstance(text, dict) else {}):
-        for key in _POSITIONS:
+        for key in POSITION_FIELDS:
             if source.get(key) == limit:
                 return key
     return "position limit"
@@ -108,7 +108,6 @@ POSITION_FIELDS = (
     "n_ctx",
     "context_length",
 )
-_POSITIONS = POSITION_FIELDS
 
 
 def max_positions(model: Model) -> int | None:
@@ -128,7 +127,7 @@ def max_positions(model: Model) -> int | None:
     text = model.config.get("text_config") if model.config else None  # a composite's language model
     configs = (model.config or {}, text if isinstance(text, Mapping) else {})
     for config in configs:
-        for name in _POSITIONS:
+        for name in POSITION_FIELDS:
             value = config.get(name)
             if isinstance(value, int) and not isinstance(value, bool) and value > 0:
                 return value

@@ -88,12 +88,10 @@ class TrainingPlanner:
         optimizer step is the peak (the gradients term, held beyond the activations, is not 0)."""
         from ..training.saved import vocab
 
-        opt = next((t for t in states if t.key == "optimizer"), None)
-        moments = sum(p.bytes for p in opt.parts if p.key == "optimizer.moments") if opt else 0
         out = []
         if self.recompute == "full":
             other = act.bytes - sum(p.bytes for p in act.parts if p.key == "activations.loss")
-            out.append(_overhead.loss_blocks_again(moments, other, 4 * tokens * vocab(self.shapes)))
+            out.append(_overhead.loss_blocks_again(_moments(states), other, 4 * tokens * vocab(self.shapes)))
         if any(t.key == "gradients" and t.bytes for t in states):
             out.append(_overhead.activations_cached(act.bytes))
         return tuple(out)
@@ -134,8 +132,7 @@ def _at_peak(states: list[Term], act: Term) -> list[Term]:
     grads = next((t for t in states if t.key == "gradients"), None)
     if grads is None:
         return states
-    opt = next((t for t in states if t.key == "optimizer"), None)
-    temp = sum(p.bytes for p in opt.parts if p.key == "optimizer.moments") // 2 if opt else 0
+    temp = _moments(states) // 2
     need = max(0, grads.bytes + temp - act.bytes)
     formula = f"max(0, gradients {grads.bytes:,} + AdamW temporaries {temp:,} − activations {act.bytes:,}) = {need:,} B"
     said = (
@@ -144,6 +141,12 @@ def _at_peak(states: list[Term], act: Term) -> list[Term]:
     )
     held = Term("gradients", f"{grads.label}, beyond the activations", need, formula, said, True, grads.source)
     return [held if t is grads else t for t in states]
+
+
+def _moments(states: list[Term]) -> int:
+    """The optimizer's moment tensors' bytes (AdamW: exp_avg and exp_avg_sq), 0 without any."""
+    opt = next((t for t in states if t.key == "optimizer"), None)
+    return sum(p.bytes for p in opt.parts if p.key == "optimizer.moments") if opt else 0
 
 
 def _targets_text(targets: Any) -> str:

@@ -51,7 +51,7 @@ from ...errors import ParamcountError
 from ...model import Model
 from ..core.terms import Term
 from ..tree.layers import FeedForward, Layer, layers
-from ..tree.modules import output_embedding, walk
+from ..tree.modules import Module, output_embedding, walk
 
 SOURCE = (
     "transformers 5.23 models/llama/modeling_llama.py (LlamaRMSNorm, LlamaAttention, LlamaMLP), "
@@ -291,15 +291,21 @@ def _extras(model: Model, groups: list[Layer], s: Step) -> list[Term]:
     return out
 
 
-def _head_params(model: Model) -> int:
+def _head(model: Model) -> Module | None:
+    """The output head's module, or None."""
     name = output_embedding(model)
-    return next((m.d_in * m.d_out for m in walk(model) if m.name == name), 0) if name else 0
+    return next((m for m in walk(model) if m.name == name), None) if name else None
+
+
+def _head_params(model: Model) -> int:
+    head = _head(model)
+    return head.d_in * head.d_out if head else 0
 
 
 def vocab(model: Model) -> int:
     """Rows of the output head (the loss's V), 0 without one."""
-    name = output_embedding(model)
-    return next((m.d_out for m in walk(model) if m.name == name), 0) if name else 0
+    head = _head(model)
+    return head.d_out if head else 0
 
 
 def _matmul_params(model: Model) -> int:
