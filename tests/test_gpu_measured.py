@@ -20,16 +20,13 @@ PAGE = Path(__file__).parent.parent / "docs" / "memory.md"
 README = Path(__file__).parent.parent / "README.md"
 TABLE = re.compile(r"(<!-- gpu-table -->\n)(.*?)(<!-- /gpu-table -->)", re.S)
 SUMMARY = re.compile(r"(<!-- gpu-summary -->\n)(.*?)(<!-- /gpu-summary -->)", re.S)
-# Not within the goal, with the figures: both are over, on the safe side ("fits" holds).
+# Not within the goal, with the figures: over, on the safe side ("fits" holds).
 SHORT = {
-    # Eager bf16 attention planned 3 score blocks cached beyond the peak (measured 1.6-3.0 on eight
-    # other eager runs); this one held 0.9 of a block. Why it reused more is the allocator's order
-    # of blocks, which an allocation trace would show.
+    # Eager bf16 attention: 3 score blocks planned cached beyond the peak. The allocator replayed
+    # on this forward's own allocations (tests/test_alloc_trace.py) holds 0.9 of a block or 2.9,
+    # by where the driver puts the segments (best-fit splits the lowest address of equal sizes):
+    # this run got 0.9; eight other eager bf16 runs held 1.6 to 3.0. No plan can tell which.
     "H200: Qwen/Qwen2.5-1.5B, 4,096 × 4, attn eager": "plan 18.2 GB against 14.3 GB used (+27%)",
-    # Checkpointing: one of the loss's fp32 N×V blocks planned allocated again (10.0 GB at 16,384
-    # tokens); the run held 3.6 GB beyond its peak allocation. The states (2.0 GB) split less
-    # than a block where a block is this large.
-    "H200: Qwen/Qwen2.5-0.5B, train, 4,096 × 4, precision bf16, recompute full": "plan 49.4 GB, 38.1 GB used (+29%)",
 }
 # Not planned as it ran: transformers 5.17 ran Gemma 2 with sdpa, which 5.23 (whose defaults
 # paramcount models) no longer offers it (Gemma2PreTrainedModel._supports_sdpa = False); run 2

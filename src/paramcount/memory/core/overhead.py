@@ -203,26 +203,31 @@ AGAIN_SOURCE = (
 )
 
 
-def loss_blocks_again(states: int, other: int, block: int) -> Term:
+def loss_blocks_again(states: int, other: int, logits: int, block: int) -> Term:
     """Training with ``gradient_checkpointing_enable()``: the loss's fp32 N×V blocks, allocated again.
 
     With each layer's input all a checkpointed step keeps, the loss's N×V fp32 buffers (the
     log-softmax, its gradient and the gradient's input: three blocks of 4·N·V bytes) are the
     largest blocks the first step frees. AdamW creates its states at that step's end, and the
-    caching allocator serves each from the smallest cached block that fits, splitting it: what
-    the step's ``other`` freed tensors (layer inputs, autocast's copies) cannot hold goes to the
-    loss's blocks. The next step's loss then finds no whole block and reserves new ones: one
-    per 4·N·V of those states (at least one: even LoRA's few adapter states split a block), at
-    most the three. Measured beyond the peak allocation (peak reserved − peak allocated), H200:
-    Llama 3.2 3B, bf16, 4,096 × 2, 13.5 GB (three blocks, 12.6 GB); Qwen3 0.6B, bf16,
-    4,096 × 2, 5.3 GB (one, 5.0 GB); Phi-3 mini, 2,048 × 2, 1.6 GB (three, 1.6 GB); Llama 3.2
-    1B, mixed, 4,096 × 2, 8.1 GB (two, 8.4 GB). Over it where the states are far smaller than
-    a block (Qwen2.5 0.5B, bf16, 4,096 × 4: 3.6 GB held, one block of 10.0 GB planned). This
-    project's reading of the allocator, an estimate."""
-    left = max(0, states - other)
-    n = min(3, max(1, -(-left // block))) if block else 0
+    caching allocator serves each from the smallest cached block that fits, splitting it: first
+    the blocks the step's ``other`` tensors freed (layer inputs, the recomputed layers), then the
+    logits' block (b·N·V, about half of it still free: the backward's gradients split the rest),
+    then the loss's blocks. The next step's loss finds no whole block where a state split one,
+    and reserves a new one: one per 4·N·V of the states left over, at most the three. Where
+    the states fit in the smaller blocks (LoRA's adapters; Qwen2.5 0.5B, whose 2.0 GB of states
+    are far under its 5.0 GB logits block) nothing is allocated again. Checked against the
+    allocator replayed on the steps' own allocations (tools/alloc_trace.py, tools/alloc_sim.py,
+    tests/test_alloc_trace.py), which reserved, in the second step, 0 blocks for Qwen2.5 0.5B
+    (bf16, 4,096 × 4) and for four LoRA runs, one for Qwen3 0.6B (4,096 × 2), Gemma 3 1B and
+    Llama 3.2 1B, two for Qwen2.5 1.5B (4,096 × 2; planned one), three for SmolLM3 3B, Granite
+    3.1 3B-A800M and Phi-3 mini (2,048 × 2); and against the H200 runs (tests/fixtures/gpu_h200.json): Llama 3.2 3B,
+    bf16, 4,096 × 2, 13.5 GB beyond the peak allocation (three blocks, 12.6 GB); Qwen3 0.6B
+    5.3 GB (one, 5.0 GB); Qwen2.5 0.5B 3.6 GB (none). An estimate of the allocator's order."""
+    left = max(0, states - other - logits // 2)
+    n = min(3, -(-left // block)) if block else 0
     formula = (
-        f"min(3, max(1, ⌈(states {states:,} − other freed {other:,}) / {block:,}⌉)) × {block:,} B = {n * block:,} B"
+        f"min(3, ⌈max(0, states {states:,} − other freed {other:,} − ½ logits {logits:,}) / {block:,}⌉) × {block:,} B"
+        f" = {n * block:,} B"
     )
     said = "gradient checkpointing: the optimizer's states split the loss's freed blocks; the next step allocates anew"
     return Term(

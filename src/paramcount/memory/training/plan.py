@@ -90,8 +90,10 @@ class TrainingPlanner:
 
         out = []
         if self.recompute == "full":
+            rows = tokens * vocab(self.shapes)
             other = act.bytes - sum(p.bytes for p in act.parts if p.key == "activations.loss")
-            out.append(_overhead.loss_blocks_again(_moments(states), other, 4 * tokens * vocab(self.shapes)))
+            logits = (4 if self.precision == "fp32" else 2) * rows
+            out.append(_overhead.loss_blocks_again(_moments(states), other, logits, 4 * rows))
         if any(t.key == "gradients" and t.bytes for t in states):
             out.append(_overhead.activations_cached(act.bytes))
         return tuple(out)

@@ -152,8 +152,12 @@ def cached_again(k: Kernel, batch: int, context: int, heads: int, b: int, sinks:
     H200 (peak reserved − peak allocated): 3.0U for Llama 3.2 1B at 8,192 tokens, Gemma 2 2B
     at 8,192 and Qwen2.5 0.5B at 8,192 × 2; 2.8U for Llama 3.2 3B at 8,192; 2.7U for it at
     4,096 × 2; 2.6U for Gemma 2 9B at 4,096 × 2; 2.55U for Qwen3 8B at 4,096 × 2; 1.6U for
-    Phi-3 mini at 4,096; 0.9U for Qwen2.5 1.5B at 4,096 × 4 (planned 3U: over). fp16 (no fp32
-    copy: 0.3U measured) and fp32 add nothing here. This project's reading, an estimate."""
+    Phi-3 mini at 4,096; 0.9U for Qwen2.5 1.5B at 4,096 × 4 (planned 3U: over). The allocator
+    replayed on these forwards' own allocations (tools/alloc_sim.py, tests/test_alloc_trace.py)
+    gives the same run either end: under 1U or 2–3U beyond the peak, by where the driver places
+    the segments (best fit splits the lowest address among equal blocks), which no plan can
+    know; the larger is planned. fp16 (no fp32 copy: 0.3U measured) and fp32 add nothing here.
+    An estimate."""
     if k.kernel != "eager" or sinks or b >= 4 or dtype == "fp16":
         return None
     unit = 2 * heads * batch * context * context
