@@ -12,8 +12,8 @@ create them. tools/alloc_sim.py replays the events through the CUDA caching allo
 What differs from a CUDA run, so far as known: the attention kernel is chosen here as
 ``_fused_sdp_choice`` chooses it on a Hopper card (flash for fp16/bf16 without a mask, the
 memory-efficient kernel with one or in fp32, math in fp32 with grouped heads); kernels'
-private workspaces (cuBLAS's, reductions' scratch) are not seen; ``torch.autocast("cuda")`` does
-not apply to meta tensors, so ``mixed`` training is refused.
+private workspaces (cuBLAS's, reductions' scratch) are not seen; ``torch.autocast("cuda")``
+passes meta tensors by, so :class:`Autocast` casts as it would for ``mixed`` training.
 
     python tools/alloc_trace.py CASES.json    # prints each case's events count and peak
 """
@@ -59,16 +59,53 @@ def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, en
     return aten._scaled_dot_product_efficient_attention(q, k, v, attn_mask, lse, dropout_p, is_causal, scale=scale)[0]
 
 
+class Autocast:
+    """``torch.autocast("cuda", dtype=torch.bfloat16)`` for meta tensors, which its dispatch key
+    passes by: the ops of its lower-precision list that a transformers step calls (``linear``,
+    ``matmul``, sdpa) take their fp32 arguments cast to bf16, above autograd as the key does it,
+    and a leaf that requires grad (a weight) is cast once and the cast cached until the forward
+    ends (aten/src/ATen/autocast_mode.cpp ``cached_cast``). Off unless ``on``; no cache while
+    checkpointing recomputes a layer in the backward (each recomputation runs its own autocast
+    context, whose cache ends with it)."""
+
+    def __init__(self) -> None:
+        self.on, self.caching, self.cache = False, False, {}
+
+    def cast(self, t):
+        if not (self.on and isinstance(t, torch.Tensor) and t.dtype == torch.float32):
+            return t
+        if not (self.caching and t.is_leaf and t.requires_grad):
+            return t.to(torch.bfloat16)
+        if id(t) not in self.cache:
+            self.cache[id(t)] = (t, t.to(torch.bfloat16))  # the weight too: its id stays its own
+        return self.cache[id(t)][1]
+
+    def wrap(self, f):
+        return lambda *args, **kwargs: f(*(self.cast(a) for a in args), **kwargs)
+
+    @contextmanager
+    def forward(self):
+        self.caching = True
+        try:
+            yield
+        finally:
+            self.caching, self.cache = False, {}
+
+
 @contextmanager
-def kernels():
+def kernels(autocast: Autocast | None = None):
     """``sdpa`` in place of PyTorch's, above autograd (so that a training step saves what the
-    chosen kernel's backward needs) and in checkpointing's recomputation too."""
+    chosen kernel's backward needs) and in checkpointing's recomputation too; with ``autocast``,
+    its casts before ``linear``, ``matmul`` and sdpa."""
     F = torch.nn.functional
-    saved, F.scaled_dot_product_attention = F.scaled_dot_product_attention, sdpa
+    saved = F.scaled_dot_product_attention, F.linear, torch.matmul
+    F.scaled_dot_product_attention = autocast.wrap(sdpa) if autocast else sdpa
+    if autocast:
+        F.linear, torch.matmul = autocast.wrap(F.linear), autocast.wrap(torch.matmul)
     try:
         yield
     finally:
-        F.scaled_dot_product_attention = saved
+        F.scaled_dot_product_attention, F.linear, torch.matmul = saved
 
 
 class Recorder(TorchDispatchMode):
@@ -96,6 +133,13 @@ class Recorder(TorchDispatchMode):
         kwargs = kwargs or {}
         if func is aten._local_scalar_dense.default:  # .item() on meta: the common case's answer
             return {torch.bool: True}.get(args[0].dtype, 1)  # e.g. "no packed sequences"
+        if func is aten._grouped_mm.default and args[0].dtype == torch.float32:
+            # fp32 routed experts (``mixed``: grouped_mm is not autocast-enabled) run on CUDA,
+            # while the meta kernel takes bf16 only: its fp32 output, from bf16 stand-ins
+            bf16 = [a.to(torch.bfloat16) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
+            out = func(*bf16, **kwargs).to(torch.float32)
+            self.allocate(out)
+            return out
         if func is aten.softmax.int and half_to_float(args, kwargs):
             func, args, kwargs = aten._softmax.default, (args[0], args[1], True), {}
         # A composite op seen whole (no autograd to decompose it, as in inference_mode) is
@@ -146,14 +190,16 @@ def infer(rec: Recorder, model_id: str, T: int, B: int, dtype: str = "bf16", att
     return mark
 
 
-def two_steps(rec: Recorder, m, opt, T: int, B: int) -> list[int]:
+def two_steps(rec: Recorder, m, opt, T: int, B: int, autocast: bool = False) -> list[int]:
     x = ids(m, T, B)
     rec.allocate(x)
-    marks = []
-    with kernels(), rec:
+    marks, cast = [], Autocast()
+    cast.on = autocast
+    with kernels(cast if autocast else None), rec:
         for _ in range(2):
             marks.append(len(rec.events))
-            loss = m(input_ids=x, labels=x).loss
+            with cast.forward():
+                loss = m(input_ids=x, labels=x).loss
             loss.backward()
             del loss
             opt.step()
@@ -162,14 +208,13 @@ def two_steps(rec: Recorder, m, opt, T: int, B: int) -> list[int]:
 
 
 def train(rec: Recorder, model_id: str, T: int, B: int, precision: str, recompute: str = "none", **_):
-    if precision not in DTYPES:
-        raise ValueError(f"{precision} training is not traced: torch.autocast does not apply to meta tensors")
-    m = build(rec, model_id, DTYPES[precision]).train()
+    """``mixed`` is fp32 weights under autocast to bf16, as tools/measure_gpu.py runs it."""
+    m = build(rec, model_id, torch.float32 if precision == "mixed" else DTYPES[precision]).train()
     if recompute == "full":
         checkpoint(m)
     m.config.use_cache = False
     opt = torch.optim.AdamW(m.parameters(), lr=1e-5, foreach=True)  # foreach: CUDA's default
-    return two_steps(rec, m, opt, T, B)
+    return two_steps(rec, m, opt, T, B, autocast=precision == "mixed")
 
 
 def lora(rec: Recorder, model_id: str, T: int, B: int, r: int, targets=None, recompute: str = "none", **_):
