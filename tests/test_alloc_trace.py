@@ -30,12 +30,6 @@ from tools import alloc_trace as trace
 GB = 10**9
 # Not reproduced, with the figures (replay against the run): an xfail that passes fails.
 KNOWN = {
-    # fp32 with grouped heads: sdpa's math kernel, which allocates 4-9% more on the GPU than its
-    # composite does on the meta device (PyTorch 2.11 against 2.13: not traced further).
-    "H200: Qwen/Qwen2.5-0.5B, 4,096 × 2, dtype fp32": "allocated −7.5%",
-    "H200: Qwen/Qwen2.5-7B, 8,192 × 2, dtype fp32": "allocated −5.6%",
-    "H200: Qwen/Qwen2.5-1.5B, 16,384 × 1, dtype fp32": "allocated −8.6%",
-    "H200: google/gemma-3-1b-pt, 8,192 × 1, dtype fp32": "allocated −4.0%",
     # The run held more or less than any placement of the replay gives.
     "H200: meta-llama/Llama-3.2-1B, train, 8,192 × 1, precision bf16, recompute full": "step 2 held 5.9 GB, replay 1.9",
     "H200: microsoft/Phi-3-mini-4k-instruct, 2,048 × 16": "held 2.8 GB, replay 4.3 to 4.5",
@@ -81,8 +75,7 @@ def test_replay_reaches_what_the_card_held(case):
 
 
 # Configurations no GPU has run (models, contexts, batches and steps beside the measured ones):
-# kind, model, T, B, options, as tools/gpu_cases.json writes them. fp32 with grouped heads is
-# left out (the replay under-allocates sdpa's math kernel, above).
+# kind, model, T, B, options, as tools/gpu_cases.json writes them.
 SWEEP = [
     ("infer", "meta-llama/Llama-3.2-1B", 2048, 8, {}),
     ("infer", "Qwen/Qwen3-0.6B", 16384, 2, {}),
@@ -96,6 +89,9 @@ SWEEP = [
     ("infer", "HuggingFaceTB/SmolLM3-3B", 2048, 2, {"attn": "eager"}),
     ("infer", "Qwen/Qwen2.5-0.5B", 2048, 8, {"attn": "eager"}),
     ("infer", "Qwen/Qwen3-0.6B", 8192, 1, {"dtype": "fp16"}),
+    ("infer", "meta-llama/Llama-3.2-1B", 4096, 2, {"dtype": "fp32"}),
+    ("infer", "Qwen/Qwen3-0.6B", 4096, 4, {"dtype": "fp32"}),
+    ("infer", "HuggingFaceTB/SmolLM3-3B", 2048, 2, {"dtype": "fp32"}),
     ("train", "meta-llama/Llama-3.2-1B", 2048, 4, {"precision": "bf16"}),
     ("train", "Qwen/Qwen2.5-0.5B", 2048, 4, {"precision": "bf16"}),
     ("train", "Qwen/Qwen3-0.6B", 1024, 8, {"precision": "bf16"}),

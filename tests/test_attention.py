@@ -29,7 +29,8 @@ def test_what_each_kernel_allocates_per_call_and_holds():
     assert per_call(kernel("sdpa", "bf16", False, True), B, T, H, 2) == 0
     assert per_call(kernel("sdpa", "bf16", True, True), B, T, H, 2) == 2 * B * T * T  # the bf16 bias
     assert held(kernel("sdpa", "bf16", True, True), B, T, 2, 2) == T * T  # one broadcast bool mask
-    assert per_call(kernel("sdpa", "fp32", False, True), B, T, H, 4) == 8 * H * B * T * T + 6 * T * T
+    math = kernel("sdpa", "fp32", False, True)  # fp32 scores, softmax, _safe_softmax's bool copy; the masks
+    assert per_call(math, B, T, H, 4) == 9 * H * B * T * T + 6 * T * T
     eager = kernel("eager", "bf16", False, True)
     assert per_call(eager, B, T, H, 2) == 10 * H * B * T * T  # bf16 scores, their fp32 copy, fp32 softmax
     assert per_call(eager, B, T, H, 2, dtype="fp16") == 8 * H * B * T * T  # fp16 scores, fp32 softmax, fp16 cast

@@ -43,6 +43,15 @@ def half_to_float(args: tuple, kwargs: dict) -> bool:
     return args[0].dtype == torch.float16 and dtype == torch.float32
 
 
+def safe_softmax(x: torch.Tensor, dim: int, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """aten ``_safe_softmax`` as CUDA runs it: the softmax, then rows all -inf zeroed through a
+    bool copy of the scores, B·H·T² bytes beside them (the meta kernel allocates the result
+    alone). Zeroed in place: the H200's fp32 runs held the bool copy and no second result."""
+    out = torch.softmax(x, dim, dtype=dtype)
+    rows = x.eq(float("-inf")).all(dim, keepdim=True)
+    return out.masked_fill_(rows, 0.0)
+
+
 def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
     """``scaled_dot_product_attention`` as PyTorch 2.11 runs it on an H100/H200 (sm90): its
     composite (aten attention.cpp) calls the kernel ``_fused_sdp_choice`` picks there; on meta
@@ -140,6 +149,9 @@ class Recorder(TorchDispatchMode):
             out = func(*bf16, **kwargs).to(torch.float32)
             self.allocate(out)
             return out
+        if func is aten._safe_softmax.default:  # its CUDA kernel is this composite (SoftMax.cpp)
+            with self:
+                return safe_softmax(*args, **kwargs)
         if func is aten.softmax.int and half_to_float(args, kwargs):
             func, args, kwargs = aten._softmax.default, (args[0], args[1], True), {}
         # A composite op seen whole (no autograd to decompose it, as in inference_mode) is
