@@ -22,10 +22,10 @@ import pytest
 
 from .gpu_cases import H200, Case, allocated, cases, ratio
 
-pytest.importorskip("torch")
+torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
-from tools import alloc_sim as sim
-from tools import alloc_trace as trace
+from tools import alloc_sim as sim  # noqa: E402
+from tools import alloc_trace as trace  # noqa: E402
 
 GB = 10**9
 # Not reproduced, with the figures (replay against the run): an xfail that passes fails.
@@ -147,3 +147,23 @@ def test_eager_plans_meet_the_replays_larger_end(case):
     runs = replays(r["kind"], r["id"], r["T"], r["B"], r["options"])
     hi = max(run[-1]["peak_reserved"] for run in runs) + CONTEXT
     assert -0.03 <= ratio(case.plan().total, hi) <= 0.20, (case.plan().total, hi)
+
+
+def test_the_recorder_sees_each_storage_born_and_dying():
+    """A storage is allocated when an op makes it and freed when its last holder lets go,
+    autograd's saved tensors included."""
+    rec = trace.Recorder()
+    w = torch.empty(64, 64, device="meta", requires_grad=True)
+    x = torch.empty(8, 64, device="meta")
+    rec.allocate(w)
+    rec.allocate(x)
+    with rec:
+        y = torch.tanh(x @ w)  # the product dies once tanh has it; tanh keeps its output
+        loss = y.sum()
+    del y
+    born = [e[2] if e[0] == "A" else "F" for e in rec.events[2:]]
+    assert born == [8 * 64 * 4, 8 * 64 * 4, "F", 4]
+    with rec:
+        loss.backward()
+    assert w.grad.untyped_storage()._cdata in rec.live  # the gradient stays
+    assert len(rec.live) == 2 + 2  # w, x, the loss and w's gradient: tanh's output died with the graph
