@@ -50,6 +50,16 @@ def test_checkpointing_plans_the_loss_blocks_allocated_again(model_id, context, 
     assert _part(memory.train(model, precision="bf16", context=context, batch=batch), "overhead.again") is None
 
 
+def test_checkpointing_holds_the_logits_block_less_the_states_it_took():
+    model = paramcount.load("meta-llama/Llama-3.2-3B")
+    logits = 2 * 4096 * 2 * vocab(paramcount.memory.tree.widths.shape_model(model))
+    lora = memory.train(model, precision="bf16", context=4096, batch=2, recompute="full", lora=16)
+    assert _part(lora, "overhead.logits").bytes == logits  # the adapters' states take none of it
+    full = memory.train(model, precision="bf16", context=4096, batch=2, recompute="full")
+    assert _part(full, "overhead.logits") is None  # 12.9 GB of states fill it
+    assert _part(memory.train(model, precision="bf16", context=4096, batch=2), "overhead.logits") is None
+
+
 def test_a_peak_at_the_optimizer_step_keeps_half_the_activations_cached():
     step = memory.train(paramcount.load("allenai/OLMoE-1B-7B-0924"), precision="bf16", context=1024)
     assert step.term("gradients").bytes > 0  # the step outgrows the activations
