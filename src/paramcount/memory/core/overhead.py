@@ -244,8 +244,8 @@ def logits_block_held(states: int, other: int, logits: int) -> Term:
     optimizer's states the step's other freed tensors could not hold and it took
     (:func:`loss_blocks_again`). The allocator replayed (tests/test_alloc_trace.py) holds it at
     the second step's peak: 2.49 GB free for Qwen2.5 7B's LoRA at 2,048 × 4 and 2.10 GB for
-    Llama 3.1 8B's at 4,096 × 2, their whole logits blocks; Qwen2.5 0.5B (bf16, 4,096 × 4) 3.6
-    GB held of its 5.0 GB block, 1.2 GB of states in it. An estimate of the allocator's order."""
+    Llama 3.1 8B's at 4,096 × 2, their whole logits blocks; 3.34 GB of Qwen2.5 0.5B's 4.98 GB
+    (bf16, 4,096 × 4; planned 3.82). An estimate of the allocator's order."""
     held = max(0, logits - max(0, states - other))
     formula = f"max(0, logits {logits:,} − max(0, states {states:,} − other freed {other:,})) = {held:,} B"
     said = "gradient checkpointing: the bf16 logits' freed block, too small for the loss's fp32 blocks, stays cached"
