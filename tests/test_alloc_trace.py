@@ -10,7 +10,8 @@ up, going down and in six seeded orders, and the run must lie within that range 
 0.3 GB either side). ``mixed`` runs are replayed with autocast's casts made by hand
 (``torch.autocast("cuda")`` passes meta tensors by; tools/alloc_trace.py ``Autocast``).
 
-This is what checks the plans' allocator terms (overhead.again and the reserve's share) on
+This is what checks the plans' allocator terms (overhead.again, overhead.logits and the
+reserve's share) on
 configurations no GPU has run: test_plans_hold_against_the_replay below.
 """
 

@@ -33,8 +33,11 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 ROOT = Path(__file__).resolve().parent.parent
-CATALOG = ROOT / "src" / "paramcount" / "catalog"
-DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+sys.path.insert(0, str(ROOT))  # run as a script: tools.NAME, as the others import each other
+
+from tools.measure_gpu import DTYPES  # noqa: E402
+from tools.measure_gpu import build as build_model  # noqa: E402
+
 aten = torch.ops.aten
 
 
@@ -167,17 +170,9 @@ class Recorder(TorchDispatchMode):
         return out
 
 
-def config(model_id: str) -> dict:
-    return json.loads((CATALOG / (model_id.replace("/", "--") + ".json")).read_text())["config"]
-
-
 def build(rec: Recorder, model_id: str, dtype: torch.dtype, attn: str | None = None):
-    from transformers import AutoConfig, AutoModelForCausalLM
-
-    cfg = AutoConfig.for_model(**config(model_id))
-    kw = {"attn_implementation": attn} if attn else {}
-    with torch.device("meta"):
-        m = AutoModelForCausalLM.from_config(cfg, dtype=dtype, **kw)
+    """tools/measure_gpu.py's model, on the meta device, its weights recorded first."""
+    m = build_model(model_id, dtype, attn, device="meta")
     for t in [*m.parameters(), *m.buffers()]:
         rec.allocate(t)
     return m
@@ -272,5 +267,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(ROOT))
     main()

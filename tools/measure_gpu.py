@@ -56,10 +56,10 @@ def peaks() -> dict:
     return dict(peak_alloc=torch.cuda.max_memory_allocated(), peak_reserved=torch.cuda.max_memory_reserved())
 
 
-def build(model_id: str, dtype: torch.dtype, attn: str | None = None):
+def build(model_id: str, dtype: torch.dtype, attn: str | None = None, device: str = "cuda"):
     cfg = AutoConfig.for_model(**config(model_id))
     kw = {"attn_implementation": attn} if attn else {}
-    with torch.device("cuda"):
+    with torch.device(device):
         return AutoModelForCausalLM.from_config(cfg, dtype=dtype, **kw)
 
 

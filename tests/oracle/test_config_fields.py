@@ -30,13 +30,17 @@ def fields() -> dict[str, list[str]]:
     return out
 
 
-def test_config_fields_are_transformers_own():
-    expected = fields()
+def _held(path, expected: dict) -> None:
+    """``path`` holds ``expected``; UPDATE_FIELDS=1 writes it."""
     if os.environ.get("UPDATE_FIELDS"):
-        PATH.write_text(json.dumps(expected, indent=0, sort_keys=True) + "\n", encoding="utf-8")
-    assert json.loads(PATH.read_text(encoding="utf-8")) == expected, (
+        path.write_text(json.dumps(expected, indent=0, sort_keys=True) + "\n", encoding="utf-8")
+    assert json.loads(path.read_text(encoding="utf-8")) == expected, (
         "stale: UPDATE_FIELDS=1 python -m pytest " + __file__
     )
+
+
+def test_config_fields_are_transformers_own():
+    _held(PATH, fields())
 
 
 def positions() -> dict[str, int]:
@@ -53,9 +57,4 @@ def positions() -> dict[str, int]:
 
 
 def test_config_positions_are_transformers_defaults():
-    expected = positions()
-    if os.environ.get("UPDATE_FIELDS"):
-        POSITIONS.write_text(json.dumps(expected, indent=0, sort_keys=True) + "\n", encoding="utf-8")
-    assert json.loads(POSITIONS.read_text(encoding="utf-8")) == expected, (
-        "stale: UPDATE_FIELDS=1 python -m pytest " + __file__
-    )
+    _held(POSITIONS, positions())

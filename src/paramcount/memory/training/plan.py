@@ -90,11 +90,11 @@ class TrainingPlanner:
 
         out = []
         if self.recompute == "full":
-            rows = tokens * vocab(self.shapes)
+            rows, moments = tokens * vocab(self.shapes), _moments(states)
             other = act.bytes - sum(p.bytes for p in act.parts if p.key == "activations.loss")
             logits = (4 if self.precision == "fp32" else 2) * rows
-            out.append(_overhead.loss_blocks_again(_moments(states), other, logits, 4 * rows))
-            out.append(_overhead.logits_block_held(_moments(states), other, logits))
+            out.append(_overhead.loss_blocks_again(moments, other, logits, 4 * rows))
+            out.append(_overhead.logits_block_held(moments, other, logits))
         if any(t.key == "gradients" and t.bytes for t in states):
             out.append(_overhead.activations_cached(act.bytes))
         return tuple(out)
