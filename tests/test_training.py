@@ -271,3 +271,16 @@ def test_adapters_of_another_model_are_refused():
     other = lora(load("Qwen/Qwen2.5-0.5B"))
     with pytest.raises(ParamcountError, match="made for another model"):
         training(from_config(TINY, "tiny"), lora=other)
+
+
+def test_lora_and_qlora_checkpoint_as_their_recipes_do():
+    """TRL's SFTConfig and peft's prepare_model_for_kbit_training turn gradient checkpointing on:
+    QLoRA of Qwen3-8B fits a 4090 by default (issue 33), and --recompute none still plans without."""
+    model = load("Qwen/Qwen3-8B")
+    by_default = fit(model, "rtx4090", context=4096, mode="training", qlora=True).row("qlora")
+    assert by_default.fits and by_default.plan.settings["recompute"] == "full"
+    assert by_default.plan.settings["recompute_from"].startswith("TRL's SFTConfig")
+    without = fit(model, "rtx4090", context=4096, mode="training", qlora=True, recompute="none").row("qlora")
+    assert not without.fits and without.plan.settings["recompute_from"] == "--recompute"
+    full = TrainingPlanner(model, "bf16").plan(4096, 1).settings
+    assert full["recompute"] == "none" and full["recompute_from"] == "Trainer's default"

@@ -667,7 +667,12 @@ def plan_args(p: Parser) -> None:
     t.add_argument("--precision", choices=TRAINING_PRECISIONS, help="default mixed (bf16, fp32 master weights)")
     t.add_argument("--zero", type=int, choices=ZERO_STAGES, help="ZeRO stage (default 0)")
     t.add_argument("--gpus", type=whole, metavar="N", help="data-parallel GPUs sharing ZeRO's partitions (default 1)")
-    t.add_argument("--recompute", choices=("none", "selective", "full"), help="activation recomputation (default none)")
+    t.add_argument(
+        "--recompute",
+        choices=("none", "selective", "full"),
+        help="activation recomputation (default: full with --lora-rank/--qlora, as TRL's SFTConfig and peft's"
+        " prepare_model_for_kbit_training set it; none otherwise)",
+    )
     t.add_argument("--no-flash", action="store_true", help="attention stores its s×s matrices (no fused kernel)")
     t.add_argument(
         "--lora-rank",

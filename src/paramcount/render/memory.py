@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rich.console import Group
@@ -72,7 +72,12 @@ def _training_line(s: Mapping[str, Any]) -> str:
     gpus = f"{n(s['gpus'])} GPU{'s' * (s['gpus'] != 1)}"
     said = [f"training, per GPU · {s['precision']}", s["optimizer"], f"ZeRO-{s['zero']} on {gpus}"]
     said.append(f"{n(s['context'])} tokens × batch {n(s['batch'])}")
-    said.append(f"recompute {s['recompute']}" + ("" if s["flash"] else ", no flash attention"))
+    recipe = (
+        " (the LoRA recipes' default)"
+        if s.get("recompute_from", "--recompute") not in ("--recompute", "Trainer's default")
+        else ""
+    )
+    said.append(f"recompute {s['recompute']}{recipe}" + ("" if s["flash"] else ", no flash attention"))
     return " · ".join(said + ([f"LoRA {s['lora']}"] if s.get("lora") else []))
 
 
@@ -350,10 +355,22 @@ def render_fit(fit: Fit) -> Group:
         parts.append(
             Text("min GPUs: data parallel with ZeRO-3 (weights, gradients, optimizer states sharded over them)")
         )
+        parts += _recipe_note(r.plan.settings for r in fit.rows)
     partial = _partial(r.plan for r in fit.rows)
     estimated = _listed(dict.fromkeys(t.key for r in fit.rows for t in r.plan.device_terms if t.estimate))
     parts += partial or [Text(f"every figure includes the estimated {estimated}; `paramcount memory` itemises them")]
     return Group(*parts, *_host_note(r.plan for r in fit.rows))
+
+
+def _recipe_note(settings: Iterable[Mapping[str, Any]]) -> list[Text]:
+    """Say so where checkpointing is on because the LoRA recipes turn it on, not because it was asked."""
+    from ..memory.training.optimizer import RECIPE
+
+    if not any(s.get("recompute_from") == RECIPE for s in settings):
+        return []
+    return [
+        Text(f"gradient checkpointing: on, as {RECIPE[: RECIPE.index(' (')]} set it; --recompute none plans without")
+    ]
 
 
 def _options_of(settings: Mapping[str, Any]) -> str:

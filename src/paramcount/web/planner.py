@@ -277,7 +277,7 @@ def _training_planner(model: Model, q: Any) -> Any:
 
 def _training(q: Any) -> dict[str, Any]:
     """Training options as the memory package takes them; LoRA mode adds the adapters' rank."""
-    opts: dict[str, Any] = {"optimizer": q.optimizer or "adamw", "recompute": q.recompute or "none"}
+    opts: dict[str, Any] = {"optimizer": q.optimizer or "adamw", "recompute": q.recompute or None}
     if q.mode == "lora":
         opts["lora"] = q.lora_rank or DEFAULT_LORA_RANK
         opts["lora_targets"] = q.lora_targets or None

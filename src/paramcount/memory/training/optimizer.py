@@ -100,6 +100,18 @@ def _own(mods: Iterable[Module], ties: bool) -> Iterator[tuple[Shape, int]]:
 # ---- the public call --------------------------------------------------------------------------
 
 
+# Where LoRA's default checkpointing comes from: TRL's SFTConfig sets gradient_checkpointing=True
+# (trl/trainer/sft_config.py, TRL 1.16) and peft's prepare_model_for_kbit_training, which every
+# QLoRA recipe calls, enables it (use_gradient_checkpointing=True, peft/utils/other.py, peft 0.21).
+RECIPE = "TRL's SFTConfig and peft's prepare_model_for_kbit_training (gradient checkpointing on)"
+
+
+def default_recompute(adapters: LoRA | None) -> str:
+    """Checkpointing on for LoRA and QLoRA, as their recipes set it; off for full fine-tuning, as
+    transformers' TrainingArguments(gradient_checkpointing=False) leaves it."""
+    return "full" if adapters is not None else "none"
+
+
 def training(
     model: Model,
     *,
@@ -109,7 +121,7 @@ def training(
     gpus: int = 1,
     batch: int = 1,
     context: int = 2048,
-    recompute: str = "none",
+    recompute: str | None = None,
     flash: bool = True,
     lora: LoRA | int | None = None,
     qlora_bits: int | None = None,
@@ -125,6 +137,7 @@ def training(
     from .saved import activations
 
     terms, adapters = _states(model, optimizer, precision, zero, gpus, lora, qlora_bits)
+    recompute = recompute or default_recompute(adapters)
     options = {"precision": precision, "recompute": recompute, "flash": flash, "adapters": adapters}
     return [*terms, activations(model, batch, context, **options)]
 

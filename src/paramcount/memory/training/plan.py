@@ -10,6 +10,7 @@ from ..core import overhead as _overhead
 from ..core.plan import Plan, as_model, context_for, positive
 from ..core.terms import Term
 from ..tree.widths import shape_model
+from .optimizer import RECIPE, default_recompute
 
 # The rows of a training fit: full fine-tuning at each precision, and QLoRA (NF4 base + LoRA).
 TRAINING_PRECISIONS = ("fp32", "mixed", "bf16", "qlora")
@@ -31,7 +32,7 @@ class TrainingPlanner:
         optimizer: str = "adamw",
         zero: int = 0,
         gpus: int = 1,
-        recompute: str = "none",
+        recompute: str | None = None,
         flash: bool = True,
         lora: Any = None,
         lora_targets: Any = None,
@@ -42,8 +43,9 @@ class TrainingPlanner:
         self.qlora_bits = (4 if qlora is True else qlora or None) if precision != "qlora" else 4
         self.precision = "mixed" if precision == "qlora" else precision
         self.optimizer, self.zero, self.gpus = optimizer, zero, gpus
-        self.recompute, self.flash = recompute, flash
         self.adapters = _adapters(model, lora, lora_targets, self.qlora_bits)
+        self.recompute, self.flash = recompute or default_recompute(self.adapters), flash
+        self.recompute_from = "--recompute" if recompute else RECIPE if self.adapters else "Trainer's default"
         self._states: dict[tuple[int, int], list[Term]] = {}
         self.shapes = shape_model(model)  # what the activation estimate reads widths from
         self.overhead = _overhead.parse(overhead) if overhead is not None else _overhead.MEASURED_TRAINING
@@ -116,6 +118,7 @@ class TrainingPlanner:
             "context_from": why or "--context",
             "batch": batch,
             "recompute": self.recompute,
+            "recompute_from": self.recompute_from,
             "flash": self.flash,
             "lora": None if a is None else f"rank {a.rank} on {_targets_text(a.targets)}",
             "qlora": {4: "nf4", 8: "int8"}.get(self.qlora_bits),
@@ -180,7 +183,7 @@ def train(
     gpus: int = 1,
     batch: int = 1,
     context: int | None = None,
-    recompute: str = "none",
+    recompute: str | None = None,
     flash: bool = True,
     lora: Any = None,
     lora_targets: Any = None,
