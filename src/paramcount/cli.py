@@ -1125,6 +1125,44 @@ def run_completion(argv: Sequence[str]) -> int:
     return 0
 
 
+def run_hardware(argv: Sequence[str]) -> int:
+    """``paramcount hardware``: the catalog (GPUs, Apple chips, CPUs), or this machine (--detect)."""
+    import json
+
+    from .hardware import KINDS, catalog
+    from .render import hardware as render
+    from .render import text
+
+    p = Parser(
+        prog="paramcount hardware",
+        description="The hardware catalog (memory, usable memory, bandwidth, peak FLOP/s, each citing its "
+        "datasheet), or this machine's GPUs, RAM and CPU with --detect.",
+    )
+    p.add_argument("filter", nargs="?", metavar="TEXT", help="only rows whose key or name contains TEXT")
+    p.add_argument("--kind", choices=KINDS, help="only GPUs, Apple chips or CPUs")
+    p.add_argument("--detect", action="store_true", help="read this machine: GPUs with free memory, RAM, CPU")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--width", type=width)
+    args = p.parse_args(argv)
+    if args.detect:
+        from .hardware.detect import detect
+
+        machine = detect()
+        if args.json:
+            print_json(json.dumps(machine.as_dict(), indent=2))
+        else:
+            print("\n".join(render.machine_lines(machine)))
+        return 0
+    needle = (args.filter or "").lower()[:200]
+    rows = [r for r in catalog() if (not args.kind or r.kind == args.kind) and (needle in f"{r.key} {r.name}".lower())]
+    if args.json:
+        print_json(json.dumps([r.as_dict() for r in rows], indent=2))
+        return 0
+    con = text.console(args.width)
+    con.print(render.catalog_table(rows))
+    return 0
+
+
 COMMANDS = {
     "count": run_count,
     "list": run_list,
@@ -1137,6 +1175,7 @@ COMMANDS = {
     "fit": run_fit,
     "compute": run_compute,
     "completion": run_completion,
+    "hardware": run_hardware,
 }
 
 
