@@ -616,9 +616,10 @@ def plan_args(p: Parser) -> None:
     model_args(p, context=False)
     p.add_argument(
         "--context",
+        "--max-model-len",
         type=tokens,
         metavar="N",
-        help="tokens per sequence, 4096 or 32k (default: the model's limit, ≤ 4,096)",
+        help="tokens per sequence, 4096 or 32k (default: the model's limit, ≤ 4,096); vLLM's --max-model-len",
     )
     p.add_argument(
         "--batch", type=whole, default=1, metavar="N", help="sequences at once; training: per GPU (default 1)"
@@ -696,6 +697,13 @@ def runtime_args(p: Parser) -> None:
         metavar="{" + ",".join((*RUNTIMES, "ollama")) + "}",
         help="whose allocation to plan (default: llama.cpp for .gguf, else transformers); ollama: the layers "
         "(num_gpu) Ollama's own estimate offloads to --gpu, beside llama.cpp's plan",
+    )
+    r.add_argument(
+        "--ctx-size",
+        "-c",
+        type=tokens,
+        metavar="N",
+        help="llama.cpp's -c: the context of all sequences together (--context is N / --parallel)",
     )
     r.add_argument(
         "--parallel",
@@ -840,6 +848,20 @@ def _integer_flag(text: str, field: str) -> int:
     return int(text)
 
 
+def ctx_size(args: argparse.Namespace) -> None:
+    """llama.cpp's ``-c N -np P`` as the plan's context per sequence (llama_context: n_ctx_seq =
+    n_ctx / n_seq_max without --kv-unified, n_ctx with it); a -c that P does not divide is refused,
+    since llama.cpp would round it where the plan cannot say the same."""
+    if getattr(args, "ctx_size", None) is None:
+        return
+    if args.context is not None:
+        raise ParamcountError("-c and --context both set the context; give one", field="--ctx-size")
+    seqs = 1 if args.kv_unified else parallel(args)
+    if args.ctx_size % seqs:
+        raise ParamcountError(f"-c {args.ctx_size:,} is not a multiple of -np {seqs}", field="--ctx-size")
+    args.context = args.ctx_size // seqs
+
+
 def parallel(args: argparse.Namespace) -> int:
     """The number of sequences: --batch, llama.cpp's --parallel or --concurrency (the same setting)."""
     given = [(f, getattr(args, f)) for f in ("parallel", "concurrency") if getattr(args, f) is not None]
@@ -894,9 +916,10 @@ def run_memory(argv: Sequence[str]) -> int:
     plan_args(p)
     p.add_argument(
         "--dtype",
+        "--quantization",
         metavar="SCHEME",
         help="inference weights: fp32, bf16, int8, int4, nf4, gptq-int4, q4_k_m, … or stored "
-        "(default: stored for a .gguf/.safetensors checkpoint, else bf16)",
+        "(default: stored for a .gguf/.safetensors checkpoint, else bf16); vLLM's --quantization",
     )
     p.add_argument(
         "--gpu", metavar="NAME", help="say whether it fits on this GPU (a name, or a size like 24GB or 20GiB)"
@@ -906,6 +929,7 @@ def run_memory(argv: Sequence[str]) -> int:
     )
     args = p.parse_args(argv)
     args.model = model_name(args, args.model)
+    ctx_size(args)
     if ollama_runtime(args):
         return run_ollama(args, brief=False)
     ollama_defaults(args)
@@ -1023,6 +1047,7 @@ def run_fit(argv: Sequence[str]) -> int:
     )
     args = p.parse_args(argv)
     args.model = model_name(args, args.model)
+    ctx_size(args)
     fitting = _fit_settings(args)
     if ollama_runtime(args):
         return run_ollama(args, brief=True)

@@ -1,0 +1,92 @@
+"""llama.cpp's recommendation: the best GGUF type whose every layer fits the GPU, at the largest
+context that fits (the figure ``fit``'s table shows); else the experts (``--n-cpu-moe``) or the
+layers (``-ngl``) that must stay in host memory, for a type that then fits the GPU and the RAM.
+
+Quality first while everything fits on the GPU, from q8_0 down (F16 only when asked: it doubles
+the bytes every token reads for a difference llama.cpp's own perplexity tables put within noise of
+q8_0). With weights in host memory every token waits on the host's bandwidth, so the offloaded
+search starts at q4_k_m, the type most GGUF repositories publish first.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..memory.core.gpus import gpu as find_gpu
+from ..memory.core.limits import max_positions
+from ..memory.fit import NO_LIMIT_CONTEXT, largest_under, smallest
+from ..memory.runtimes import planner as make_planner
+from ..memory.runtimes.llamacpp.command import server_command
+from ..memory.runtimes.llamacpp.offload import layers_of
+from ..memory.runtimes.llamacpp.placement import n_cpu_moe, placement
+from .recommendation import Recommendation, gib, host_ok, ram_words
+
+WHOLE = ("q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0", "q3_k_m", "q2_k")
+OFFLOADED = ("q4_k_m", "q3_k_m", "q2_k")
+FLASH = "on"  # -fa: the plan's default (auto resolves to on where the backend has the kernel)
+
+
+def advise(model: Any, gpu: Any, ram: int | None, least: int, scheme: str | None) -> Recommendation:
+    card = find_gpu(gpu)
+    for s in (scheme,) if scheme else WHOLE:
+        found = _whole(model, s, card, ram, least)
+        if found:
+            return found
+    for s in (scheme,) if scheme else OFFLOADED:
+        found = _offloaded(model, s, card, ram, least)
+        if found:
+            return found
+    what = scheme or ", ".join(WHOLE)
+    return Recommendation(
+        "llama.cpp", scheme, None, False, None, None, None,
+        f"no GGUF type ({what}) fits {card.name} at {least:,} tokens, even with weights in host memory"
+        f" ({ram_words(ram)})",
+        "none",
+    )  # fmt: skip
+
+
+def _planner(model: Any, scheme: str, **placed: Any) -> Any:
+    return make_planner(model, scheme, "llama.cpp", flash_attn=FLASH, **placed)
+
+
+def _whole(model: Any, scheme: str, card: Any, ram: int | None, least: int) -> Recommendation | None:
+    """Every layer on the GPU at the largest context that fits (``fit``'s max context)."""
+    p = _planner(model, scheme)
+    limit = max_positions(model)
+    longest = largest_under(lambda t: p.total(t, 1), card.usable, 1, limit or NO_LIMIT_CONTEXT)
+    if longest is None or longest < least:
+        return None
+    n_all = layers_of(p).n_layer_all + 1
+    placed = p.placed(placement(gpu_layers=n_all))
+    plan = placed.plan(longest, 1)
+    if not host_ok(plan.host, ram):
+        return None
+    why = f"every layer on the GPU; the longest context that fits{' (the model limit)' if longest == limit else ''}"
+    command = server_command(model, scheme, longest, placed.placement.arguments(), FLASH)
+    return Recommendation("llama.cpp", scheme, longest, True, plan.total, plan.host, command, why, "gpu", plan)
+
+
+def _offloaded(model: Any, scheme: str, card: Any, ram: int | None, least: int) -> Recommendation | None:
+    """The fewest weights in host memory that let the rest fit the GPU at ``least`` tokens: a MoE
+    model's experts layer by layer (``--n-cpu-moe N``, common.h llm_add_n_cpu_ffn_overrides), a
+    dense model's layers (``-ngl L``, the last L on the GPU as load_tensors places them)."""
+    p = _planner(model, scheme)
+    n_all = layers_of(p).n_layer_all
+    moe = any(r.kind == "experts" for r in p.loaded.rows)
+
+    def at(n: int) -> Any:
+        chosen = placement(gpu_layers=n_all + 1, overrides=n_cpu_moe(n)) if moe else placement(gpu_layers=n)
+        return p.placed(chosen)
+
+    fits = lambda n: at(n).total(least, 1) <= card.usable  # noqa: E731
+    n = smallest(fits, 0, n_all) if moe else largest_under(lambda k: at(k).total(least, 1), card.usable, 0, n_all)
+    if n is None:
+        return None
+    placed = at(n)
+    plan = placed.plan(least, 1)
+    if not host_ok(plan.host, ram):
+        return None
+    where = f"the experts of {n} of {n_all} layers" if moe else f"{n_all + 1 - n} of {n_all + 1} layers"
+    why = f"{where} in host memory ({gib(plan.host)}, {ram_words(ram)}); the rest on the GPU at {least:,} tokens"
+    command = server_command(model, scheme, least, placed.placement.arguments(), FLASH)
+    return Recommendation("llama.cpp", scheme, least, True, plan.total, plan.host, command, why, "offload", plan)

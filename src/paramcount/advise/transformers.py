@@ -1,0 +1,44 @@
+"""transformers' recommendation: bf16, else bitsandbytes' 8-bit (LLM.int8), else its NF4 (what
+``BitsAndBytesConfig`` loads: embeddings and the head stay 16-bit), at the longest context that
+fits the GPU (the figure ``fit`` shows), with the ``from_pretrained`` line that loads it so."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ParamcountError
+from ..memory.core.gpus import gpu as find_gpu
+from ..memory.core.limits import max_positions
+from ..memory.fit import NO_LIMIT_CONTEXT, largest_under
+from ..memory.runtimes import planner as make_planner
+from ..memory.runtimes.transformers.command import load_command
+from .recommendation import Recommendation
+
+SCHEMES = ("bf16", "bnb-int8", "nf4")
+
+
+def advise(model: Any, gpu: Any, ram: int | None, least: int, scheme: str | None) -> Recommendation:
+    card = find_gpu(gpu)
+    for s in (scheme,) if scheme else SCHEMES:
+        try:
+            p = make_planner(model, s, "transformers", gpu=card)
+        except ParamcountError:
+            continue
+        longest = largest_under(lambda t, p=p: p.total(t, 1), card.usable, 1, max_positions(model) or NO_LIMIT_CONTEXT)
+        if longest is not None and longest >= least:
+            plan = p.plan(longest, 1)
+            why = "every weight on the GPU (device_map='cuda'); the longest context that fits"
+            command = load_command(model, s, model.class_name)
+            return Recommendation("transformers", s, longest, True, plan.total, 0, command, why, "gpu", plan)
+    what = scheme or ", ".join(SCHEMES)
+    return Recommendation(
+        "transformers",
+        scheme,
+        None,
+        False,
+        None,
+        None,
+        None,
+        f"no scheme ({what}) fits {card.name} at {least:,} tokens",
+        "none",
+    )

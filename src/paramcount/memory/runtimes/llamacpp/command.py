@@ -1,0 +1,36 @@
+"""The ``llama-server`` command line for a plan: one unwrapped line that, fed back to ``paramcount
+memory`` with the same flags, gives the same plan.
+
+Every flag that decides memory is written out, so llama.cpp's ``--fit`` (on by default) leaves
+it as it is: ``common_params_fit_impl`` changes neither a ``-c`` nor an ``-ngl`` set by hand
+(common/fit.cpp: "n_gpu_layers already set by user, abort"). ``-np 1``: one sequence, since
+llama-server's own default (``-np -1``: 4 slots, ``--kv-unified``) splits the context.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from ....gguf.meta import is_gguf
+
+# LLAMA_FTYPE names as llama-quantize writes them into file names (``Qwen3-8B-Q4_K_M.gguf``)
+_FILE_TYPE = {"fp16": "F16", "bf16": "BF16", "fp32": "F32"}
+
+
+def gguf_file(model: Any, scheme: str) -> str:
+    """The GGUF file ``-m`` names: the file itself for a GGUF source, else the name llama.cpp's
+    convert_hf_to_gguf.py + llama-quantize give it (``{name}-{TYPE}.gguf``)."""
+    source = str(getattr(model, "source", ""))
+    if is_gguf(model) and source.endswith(".gguf"):
+        return source
+    base = str(model.name).rstrip("/").split("/")[-1] or "model"
+    return f"{base}-{_FILE_TYPE.get(scheme, scheme.upper())}.gguf"
+
+
+def server_command(model: Any, scheme: str, context: int, arguments: str, flash: str = "on") -> str:
+    """``llama-server -m FILE -c N -np 1 -fa on`` and the placement's own arguments
+    (:meth:`.placement.Placement.arguments`: ``-ngl``, ``--n-cpu-moe``, ``-ot``)."""
+    words = ["llama-server", "-m", shlex.quote(gguf_file(model, scheme)), "-c", str(context), "-np", "1"]
+    words += ["-fa", flash]
+    return " ".join(words + ([arguments] if arguments else []))

@@ -1,0 +1,128 @@
+"""One recommendation per runtime (paramcount.advise): the scheme and context fit's table shows,
+and a command that, fed back to ``paramcount memory`` with its own flags, gives the same bytes."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+
+from paramcount import load
+from paramcount.advise import llamacpp as advise_llamacpp
+from paramcount.advise import recommend
+from paramcount.cli import main
+from paramcount.errors import ParamcountError
+from paramcount.memory.fit import fit
+
+GIB = 1 << 30
+
+
+def memory_json(capsys, argv: list[str]) -> dict:
+    capsys.readouterr()
+    main(["memory", *argv, "--json"])
+    return json.loads(capsys.readouterr().out)
+
+
+def llama_flags(command: str) -> list[str]:
+    """The memory flags of a llama-server line: everything after -m FILE."""
+    words = shlex.split(command)
+    assert words[:2] == ["llama-server", "-m"]
+    return words[3:]
+
+
+@pytest.mark.parametrize(
+    "name, card, ram",
+    [("meta-llama/Llama-3.1-8B", "rtx3060", 32 * GIB), ("Qwen/Qwen3-0.6B", "rtx4090", 16 * GIB)],
+)
+def test_llamacpp_whole_gpu_round_trips(capsys, name, card, ram):
+    (r,) = recommend(load(name), card, ram=ram, runtimes=["llama.cpp"])
+    assert r.fits and r.placement == "gpu" and "\n" not in r.command
+    table = fit(load(name), card, runtime="llama.cpp", only=(r.scheme,)).row(r.scheme)
+    assert r.context == table.max_context  # one figure: the table's
+    back = memory_json(capsys, [name, "--runtime", "llama.cpp", "--dtype", r.scheme, *llama_flags(r.command)])
+    assert back["total"]["bytes"] == r.gpu_bytes
+
+
+def test_moe_offloads_experts_in_a_short_command(capsys):
+    """Qwen3-30B-A3B at q8_0 on a 4090 with 64 GB of RAM: --n-cpu-moe, not a page of -ot."""
+    model = load("Qwen/Qwen3-30B-A3B")
+    (r,) = recommend(model, "rtx4090", ram=64 * 10**9, runtimes=["llama.cpp"], schemes={"llama.cpp": "q8_0"})
+    assert r.fits and r.placement == "offload"
+    assert "--n-cpu-moe" in r.command and "-ot" not in r.command and len(r.command) < 120
+    back = memory_json(
+        capsys, ["Qwen/Qwen3-30B-A3B", "--runtime", "llama.cpp", "--dtype", "q8_0", *llama_flags(r.command)]
+    )
+    assert back["total"]["bytes"] == r.gpu_bytes and back["host"]["bytes"] == r.host_bytes
+    n = int(r.command.split("--n-cpu-moe ")[1].split()[0])
+    fewer = advise_llamacpp._planner(model, "q8_0").placed(
+        advise_llamacpp.placement(gpu_layers=49, overrides=advise_llamacpp.n_cpu_moe(n - 1))
+    )
+    assert fewer.total(4096, 1) > fit(model, "rtx4090", runtime="llama.cpp", only=("q8_0",)).row("q8_0").capacity
+
+
+def test_host_ram_limits_offload():
+    """The same offload does not fit 8 GB of RAM: the host part (the experts) is checked."""
+    model = load("Qwen/Qwen3-30B-A3B")
+    (r,) = recommend(model, "rtx4090", ram=8 * 10**9, runtimes=["llama.cpp"], schemes={"llama.cpp": "q8_0"})
+    assert not r.fits and r.command is None and "within 7.5 GiB of RAM" in r.why
+
+
+def test_dense_offload_keeps_the_last_layers_on_the_gpu(capsys):
+    model = load("meta-llama/Llama-2-13b-hf")
+    r = advise_llamacpp.advise(model, "rtx3060", 64 * GIB, 4096, "q8_0")
+    assert r.fits and r.placement == "offload" and "--n-cpu-moe" not in r.command
+    back = memory_json(
+        capsys, ["meta-llama/Llama-2-13b-hf", "--runtime", "llama.cpp", "--dtype", "q8_0", *llama_flags(r.command)]
+    )
+    assert back["total"]["bytes"] == r.gpu_bytes
+
+
+def test_vllm_stays_on_one_card(capsys):
+    """No -tp 2 for a single card: a model that needs two says it does not fit."""
+    (r,) = recommend(load("meta-llama/Llama-3.1-8B"), "rtx3060", runtimes=["vllm"])
+    assert not r.fits and r.command is None
+    (r,) = recommend(load("Qwen/Qwen3-0.6B"), "rtx3060", runtimes=["vllm"])
+    assert r.fits and "--tensor-parallel-size" not in r.command
+    words = shlex.split(r.command)
+    assert words[:3] == ["vllm", "serve", "Qwen/Qwen3-0.6B"]
+    back = memory_json(capsys, ["Qwen/Qwen3-0.6B", "--runtime", "vllm", "--gpu", "rtx3060", *words[3:]])
+    assert back["total"]["bytes"] == r.gpu_bytes
+
+
+def test_vllm_fp8_is_quantised_at_load(capsys):
+    (r,) = recommend(load("Qwen/Qwen3-8B"), "rtx4090", runtimes=["vllm"], schemes={"vllm": "fp8"})
+    assert r.fits and "--quantization fp8" in r.command
+    words = shlex.split(r.command)
+    back = memory_json(capsys, ["Qwen/Qwen3-8B", "--runtime", "vllm", "--gpu", "rtx4090", *words[3:]])
+    assert back["total"]["bytes"] == r.gpu_bytes
+
+
+def test_transformers_falls_back_to_bitsandbytes():
+    (r,) = recommend(load("meta-llama/Llama-3.1-8B"), "rtx3060", runtimes=["transformers"])
+    assert r.scheme == "bnb-int8" and "BitsAndBytesConfig(load_in_8bit=True)" in r.command
+    assert r.command.startswith('python -c "from transformers import LlamaForCausalLM, BitsAndBytesConfig;')
+    table = fit(load("meta-llama/Llama-3.1-8B"), "rtx3060", only=("bnb-int8",)).row("bnb-int8")
+    assert r.context == table.max_context
+
+
+def test_a_gguf_file_is_llamacpp_alone():
+    from pathlib import Path
+
+    tiny = Path(__file__).parent / "fixtures" / "tiny-llama.gguf"
+    (r,) = recommend(load(str(tiny)), "rtx3060", ram=8 * GIB)
+    assert r.runtime == "llama.cpp" and f"-m {tiny}" in r.command
+
+
+def test_unknown_runtime_is_one_line():
+    with pytest.raises(ParamcountError, match="no recommendation for runtime"):
+        recommend(load("Qwen/Qwen3-0.6B"), "rtx3060", runtimes=["tensorrt"])
+
+
+def test_ctx_size_is_per_sequence_times_parallel(capsys):
+    a = memory_json(capsys, ["Qwen/Qwen3-0.6B", "--runtime", "llama.cpp", "-c", "8192", "-np", "2"])
+    b = memory_json(capsys, ["Qwen/Qwen3-0.6B", "--runtime", "llama.cpp", "--context", "4096", "--parallel", "2"])
+    assert a["total"] == b["total"]
+    capsys.readouterr()
+    assert main(["memory", "Qwen/Qwen3-0.6B", "--runtime", "llama.cpp", "-c", "8193", "-np", "2"]) == 2
+    assert "not a multiple of -np 2" in capsys.readouterr().err
