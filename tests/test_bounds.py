@@ -91,7 +91,7 @@ COMMANDS = [
     ["compare", "{config}", "{ckpt}"],
     ["diff", "{config}", "{ckpt}"],
     ["memory", "{config}"],
-    ["memory", "{config}", "--dtype", "q4_k_m"],
+    ["memory", "{config}", "--dtype", "q4_k_m", "--runtime", "llama.cpp"],
     ["memory", "{ckpt}"],
     ["memory", "{config}", "--train", "--lora-rank", "8"],
     ["fit", "{config}"],

@@ -53,7 +53,8 @@ def test_snapshots(capsys, snapshot, argv, name):
         (["fit", "qwen2.5-0.5b", "--gpu", "rtx4090"], 0),
         (["fit", "meta-llama/Llama-3.1-405B", "--gpu", "rtx4090"], 1),
         (["fit", "meta-llama/Llama-3.1-8B", "--gpu", "rtx3060", "--dtype", "bf16"], 1),
-        (["fit", "meta-llama/Llama-3.1-8B", "--gpu", "rtx3060", "--dtype", "q4_k_m"], 0),
+        (["fit", "meta-llama/Llama-3.1-8B", "--gpu", "rtx3060", "--dtype", "q4_k_m", "--runtime", "llama.cpp"], 0),
+        (["fit", "meta-llama/Llama-3.1-8B", "--gpu", "rtx3060", "--dtype", "q4_k_m"], 2),  # a GGUF type
         (["fit", "meta-llama/Llama-3.1-405B", "--gpu", "rtx4090", "--json"], 1),
         (["fit", "meta-llama/Llama-3.1-405B"], 0),  # no GPU named: nothing to fit
         (["fit", "gpt2", "--gpu", "rtx40900"], 2),
@@ -102,7 +103,7 @@ def test_fit_json(capsys):
     code, out, _ = run(capsys, "fit", "gpt2", "--gpu", "8GB", "--json")
     data = json.loads(out)
     assert code == 0 and data["schema"] == "paramcount.fit/1" and data["gpu"]["memory"] == 8 * 10**9
-    assert [r["precision"] for r in data["rows"]][:3] == ["fp32", "bf16", "int8"]
+    assert [r["precision"] for r in data["rows"]] == ["fp32", "bf16", "bnb-int8", "nf4"]
     code, out, _ = run(capsys, "fit", "gpt2", "--json")
     data = json.loads(out)
     assert data["gpu"] is None and {row["gpu"]["key"] for row in data["table"]} >= {"rtx3060", "h100", "apple-64gb"}

@@ -23,7 +23,7 @@ def llama13():
 # ---- the terms -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("scheme", ["bf16", "int4", "nf4", "q4_k_m", "fp32"])
+@pytest.mark.parametrize("scheme", ["bf16", "int4", "nf4", "bnb-int8", "fp32"])
 def test_inference_terms_add_up_and_equal_their_modules(llama13, scheme):
     plan = inference(llama13, scheme, context=3000, batch=2)
     assert [t.key for t in plan.terms] == ["weights", "kv_cache", "activations", "overhead"]
@@ -52,7 +52,8 @@ def test_estimates_say_so_with_a_source(llama13):
 def test_kv_dtype_defaults_to_the_compute_dtype(llama13):
     assert inference(llama13, "fp32").settings["kv_dtype"] == "fp32"
     assert inference(llama13, "nf4").settings["kv_dtype"] == "bf16"
-    assert inference(llama13, "q4_k_m").settings["kv_dtype"] == "fp16"  # llama.cpp's f16 cache
+    with pytest.raises(ParamcountError, match="q4_k_m is a GGUF type: llama.cpp and Ollama load it"):
+        inference(llama13, "q4_k_m")  # transformers' plan would not be the file's
     fp8 = inference(llama13, "int4", kv_dtype="fp8")
     assert fp8.term("kv_cache").bytes == kv_cache(llama13, 4096, 1, "fp8").bytes
 

@@ -230,10 +230,10 @@ def test_a_catalog_model_redraws_as_the_controls_change(page):
     qwen = paramcount.load("Qwen/Qwen2.5-7B")
     wait_text(page, "#total", fmt(qwen.total))
     wait_memory(page, qwen, "bf16")
-    page.select_option("#scheme", "q4_k_m")
-    wait_memory(page, qwen, "q4_k_m")
+    page.select_option("#scheme", "nf4")
+    wait_memory(page, qwen, "nf4")
     page.fill("#batch", "4")
-    plan = inference(qwen, "q4_k_m", 4096, batch=4)
+    plan = inference(qwen, "nf4", 4096, batch=4)
     wait_text(page, "#verdict .big", f"{plan.total / 1e9:.2f} GB")
     kv = page.locator('#terms tr[data-key="kv_cache"] td').nth(1).inner_text()
     assert kv == f"{plan.term('kv_cache').bytes / 1e9:.2f}"

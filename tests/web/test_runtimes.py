@@ -136,7 +136,8 @@ def test_a_gguf_file_defaults_to_llama_cpp(client, tmp_path):
         ({"tp": 2}, 400, "tp", "this plan's runtime is transformers"),  # the default runtime refuses it too
         ({"runtime": "vllm", "flash_attn": "off"}, 400, "flash_attn", "--flash-attn is a llama.cpp setting"),
         ({"runtime": "llama.cpp", "gpu_memory_utilization": 0.5}, 400, "gpu_memory_utilization", "a vllm setting"),
-        ({"runtime": "vllm", "scheme": "q4_k_m"}, 400, "scheme", "not a format vLLM serves"),
+        ({"runtime": "vllm", "scheme": "q4_k_m"}, 400, "scheme", "q4_k_m is a GGUF type: llama.cpp and Ollama load it"),
+        ({"scheme": "q4_k_m"}, 400, "scheme", "not transformers"),
         ({"runtime": "vllm", "kv_dtype": "int4"}, 400, "kv_dtype", "--kv-cache-dtype is one of"),
         ({"runtime": "llama.cpp", "kv_dtype": "q4_0", "flash_attn": "off"}, 400, "kv_dtype", "needs flash attention"),
         ({"mode": "training", "runtime": "vllm"}, 400, "runtime", "only for inference"),

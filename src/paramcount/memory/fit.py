@@ -26,7 +26,9 @@ from .runtimes import LLAMA_OPTIONS, VLLM_OPTIONS, runtime
 from .weights.stored import is_checkpoint
 
 SCHEMA = "paramcount.fit/1"
-INFERENCE = ("fp32", "bf16", "int8", "int4", "nf4", "q8_0", "q4_k_m")
+# What transformers loads: 16/32-bit and bitsandbytes' LLM.int8 and NF4 (embeddings and head kept
+# 16-bit, absmax scales nested); the idealised int8/int4 casts and GGUF types only when named.
+INFERENCE = ("fp32", "bf16", "bnb-int8", "nf4")
 LLAMA_INFERENCE = ("fp16", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0", "q3_k_m", "q2_k")  # llama.cpp file types
 VLLM_INFERENCE = ("bf16", "fp8", "awq-int4")  # what vLLM serves most: checkpoints or --quantization fp8
 TP_SIZES = (1, 2, 4, 8, 16, 32, 64)  # the tensor-parallel sizes a vLLM fit tries, smallest first

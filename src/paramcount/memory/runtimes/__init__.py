@@ -89,6 +89,7 @@ def planner(model: Model, scheme: str | None, name: str | None = None, **options
     """An inference planner for ``model`` under the chosen runtime."""
     chosen = runtime(name, model)
     _check(chosen, options)
+    _loads(chosen, scheme)
     if chosen == "llama.cpp":
         from .llamacpp.offload import PlacedPlanner  # llama.cpp's planner, with -ngl, -ot and -ts
 
@@ -109,6 +110,20 @@ def _own(options: Mapping[str, Any], chosen: str) -> dict[str, Any]:
     """The options a runtime's planner takes: the shared ones and its own."""
     others = {k for name, flags in OWN.items() if name != chosen for k in flags}
     return {k: v for k, v in options.items() if k not in others or k in OWN[chosen]}
+
+
+def _loads(chosen: str, name: str | None) -> None:
+    """A GGUF type under a runtime that does not load GGUF files is refused, naming those that do
+    (transformers' gguf loading dequantises to 16 bits, so its plan would not be the file's)."""
+    if name is None or chosen == "llama.cpp":
+        return
+    from ..weights.base import scheme
+
+    if scheme(name).method == "gguf":
+        raise ParamcountError(
+            f"{name} is a GGUF type: llama.cpp and Ollama load it (--runtime llama.cpp or ollama), not {chosen}",
+            field="--dtype",
+        )
 
 
 def _check(chosen: str, options: Mapping[str, Any]) -> None:
