@@ -84,7 +84,9 @@ _LEGACY = {
     "mi300x": ("mi300x", "AMD Instinct MI300X", "data-centre"),
 }
 _APPLE_SIZES = (8, 16, 24, 32, 36, 48, 64, 96, 128, 192)
-CUDA_TOTAL = {k: nvidia.CUDA_TOTAL[v[0]] for k, v in _LEGACY.items() if v[0] in nvidia.CUDA_TOTAL}
+# measured CUDA totals by key: the catalog's keys and the short list's
+CUDA_TOTAL = dict(nvidia.CUDA_TOTAL)
+CUDA_TOTAL.update({k: nvidia.CUDA_TOTAL[v[0]] for k, v in _LEGACY.items() if v[0] in nvidia.CUDA_TOTAL})
 KEPT_BACK = nvidia.KEPT_BACK
 _DATA_CENTRE = ("data centre", "Instinct")
 
