@@ -634,7 +634,7 @@ def plan_args(p: Parser) -> None:
         "--ram",
         metavar="SIZE",
         help="host memory, like 64GB: a plan fits only if what the runtime keeps in host memory (llama.cpp's "
-        "input layer, experts on the CPU) fits too (default with --gpu auto: this machine's)",
+        "input layer, experts on the CPU) fits too (default with --gpu auto: this machine's available RAM)",
     )
     i = p.add_argument_group("inference")
     i.add_argument(
@@ -895,8 +895,8 @@ def this_machine(args: argparse.Namespace, model: object) -> None:
     from .memory.runtimes import runtime
     from .memory.runtimes.llamacpp.plan import cpu_class
 
-    machine = detect()
-    args.ram_bytes = args.ram_bytes or machine.ram_bytes
+    machine = detect()  # RAM: what can be had now without swapping (MemAvailable), as GPUs' free memory
+    args.ram_bytes = args.ram_bytes or machine.ram_available_bytes or machine.ram_bytes
     llama = not args.train and runtime(args.runtime, model) == "llama.cpp"  # type: ignore[arg-type]
     if llama and args.cpu_features is None and machine.cpu.features:
         args.cpu_features = cpu_class(machine.cpu.features)

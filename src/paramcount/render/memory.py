@@ -377,6 +377,11 @@ def render_fit(fit: Fit) -> Group:
     partial = _partial(r.plan for r in fit.rows)
     estimated = _listed(dict.fromkeys(t.key for r in fit.rows for t in r.plan.device_terms if t.estimate))
     parts += partial or [Text(f"every figure includes the estimated {estimated}; `paramcount memory` itemises them")]
+    ram = next((r.ram for r in fit.rows if r.ram is not None), None)
+    if ram is not None:
+        said = "what the runtime keeps in host memory (llama.cpp's input layer, tensors overridden to the CPU; all of"
+        parts.append(Text(f"host GB: {said} it on --device cpu) against {gb(ram)} GB of RAM; a row fits when both do"))
+        return Group(*parts)
     return Group(*parts, *_host_note(r.plan for r in fit.rows))
 
 
