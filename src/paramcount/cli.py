@@ -892,6 +892,7 @@ def this_machine(args: argparse.Namespace, model: object) -> None:
     if (args.gpu or "").strip().lower() != "auto":
         return
     from .hardware.detect import detect
+    from .memory.core.gpus import detected, ram_device
     from .memory.runtimes import runtime
     from .memory.runtimes.llamacpp.plan import cpu_class
 
@@ -901,7 +902,7 @@ def this_machine(args: argparse.Namespace, model: object) -> None:
     if llama and args.cpu_features is None and machine.cpu.features:
         args.cpu_features = cpu_class(machine.cpu.features)
     if machine.gpus:
-        args.gpu = _detected_gpu(machine.gpus[0])
+        args.gpu = detected(machine.gpus[0])
         return
     if not llama or not machine.ram_bytes:
         raise ParamcountError(
@@ -910,28 +911,7 @@ def this_machine(args: argparse.Namespace, model: object) -> None:
             field="--gpu",
         )
     args.device = args.device or "cpu"
-    args.gpu = _ram_as_device(machine)
-
-
-def _detected_gpu(found: object) -> object:
-    """A detected GPU as the planners' GPU: its catalog row with the detected memory, else its size."""
-    from .memory.core.gpus import GPU, from_hardware
-
-    row = found.hardware()  # type: ignore[attr-defined]
-    if row is not None:
-        return from_hardware(row, name=f"{row.name} (detected)")
-    size = found.usable_bytes or found.memory_bytes  # type: ignore[attr-defined]
-    return GPU("detected", f"{found.name} (detected)", found.memory_bytes, "detected", size, None, "custom")  # type: ignore[attr-defined]
-
-
-def _ram_as_device(machine: object) -> object:
-    """No GPU: llama.cpp's --device cpu plan, held to the RAM available (all of it if unknown)."""
-    from .memory.core.gpus import GPU
-
-    ram, free = machine.ram_bytes, machine.ram_available_bytes or machine.ram_bytes  # type: ignore[attr-defined]
-    name = f"RAM of this machine ({machine.cpu.name or 'CPU'})"  # type: ignore[attr-defined]
-    note = "no GPU found: llama.cpp on the CPU; usable is the RAM available now (MemAvailable)"
-    return GPU("ram", name, ram, "RAM", free, None, "custom", note)
+    args.gpu = ram_device(machine)
 
 
 def run_memory(argv: Sequence[str]) -> int:
