@@ -216,7 +216,7 @@ def test_detect_reads_gpus_ram_and_cpu_from_recorded_outputs():
     assert m.cpu.name == "Intel(R) Xeon(R) Platinum 8480+" and m.cpu.cores == 112
     assert m.cpu.features == ("avx2", "avx512", "avx512_bf16", "avx512_vnni", "amx", "amx_bf16", "amx_int8")
     assert m.cpu.row.key == "xeon-platinum-8480+"
-    assert m.gpus[1].hardware().usable_bytes == lookup("rtx3060-12gb").usable_bytes  # the catalog's, below 12 GiB
+    assert m.gpus[1].hardware().usable_bytes == 11950 * 2**20  # what is free now, below the catalog's figure
 
 
 def test_detect_on_a_mac_reads_sysctl_and_the_working_set():
@@ -280,3 +280,86 @@ def test_a_catalog_name_plans_like_the_card():
     assert gpu("NVIDIA GeForce RTX 3060") is gpu("rtx3060")
     m2 = gpu("Apple M2 Max 64GB")
     assert (m2.usable, m2.bandwidth, m2.kind) == (48 * GIB, 400.0, "apple")
+
+
+# --- --ram and --gpu auto ---
+
+
+def _cli(capsys, *argv):
+    from paramcount.cli import main
+
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_ram_makes_an_expert_offload_not_fit(capsys):
+    # Qwen3-30B-A3B q8_0 on a 4090 with 30 layers' experts in host memory: ~19.6 GB on the host
+    argv = ("fit", "Qwen/Qwen3-30B-A3B", "--runtime", "llama.cpp", "--dtype", "q8_0", "--gpu", "rtx4090")
+    argv += ("--n-cpu-moe", "30", "--json")
+    import json
+
+    code, out, _ = _cli(capsys, *argv, "--ram", "16GB")
+    (row,) = json.loads(out)["rows"]
+    assert code == 1 and row["fits"] is False and row["ram"]["fits"] is False
+    assert row["ram"]["bytes"] == 16 * 10**9 and row["ram"]["host"]["bytes"] > 16 * 10**9
+    assert row["headroom"]["bytes"] > 0  # the GPU part alone would fit
+    code, out, _ = _cli(capsys, *argv, "--ram", "64GB")
+    assert code == 0 and json.loads(out)["rows"][0]["fits"] is True
+    code, out, _ = _cli(capsys, *argv[:-1], "--ram", "16GB", "--width", "120")
+    assert "host GB / RAM" in out and "/ 16.00" in out
+
+
+def test_memory_shows_the_host_part_beside_ram(capsys):
+    argv = ("memory", "Qwen/Qwen2.5-0.5B", "--runtime", "llama.cpp", "--dtype", "q8_0", "--ram", "1GB")
+    code, out, _ = _cli(capsys, *argv, "--width", "200")
+    assert code == 0 and "host part 0.14 GB fits in 1.00 GB of RAM (--ram)" in out
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["fit", "gpt2", "--gpu", "rtx3060", "--ram", "12XB"], "--ram: expected a size like 24GB or 20GiB, got '12XB'"),
+        (["memory", "gpt2", "--ram", "0GB"], "--ram: a size must be positive, got '0GB'"),
+        (["fit", "gpt2", "--ram", "64GB"], "--ram: --ram checks a plan on a GPU: add --gpu NAME (or --gpu auto)"),
+    ],
+)
+def test_bad_ram_is_one_line_and_exit_2(argv, message, capsys):
+    code, _, err = _cli(capsys, *argv)
+    assert code == 2 and message in err and err.count("\n") == 1
+
+
+def _machine(monkeypatch, gpus: str = "", features: str = "avx2 avx512f amx_tile amx_int8"):
+    import paramcount.hardware.detect as d
+
+    cpuinfo = f"processor\t: 0\nmodel name\t: Test CPU\ncpu cores\t: 8\nflags\t\t: {features}\n"
+    files = {"/proc/meminfo": "MemTotal: 67108864 kB\nMemAvailable: 62914560 kB\n", "/proc/cpuinfo": cpuinfo}
+    probes = _probes({"nvidia-smi": gpus} if gpus else {}, files)
+    real = d.detect
+    monkeypatch.setattr(d, "detect", lambda probes_=None: real(probes))
+
+
+def test_gpu_auto_without_a_gpu_plans_llamacpp_on_the_cpu_with_its_features(capsys, monkeypatch):
+    import json
+
+    _machine(monkeypatch)
+    argv = ("memory", "Qwen/Qwen2.5-0.5B", "--runtime", "llama.cpp", "--dtype", "q8_0", "--gpu", "auto", "--json")
+    code, out, _ = _cli(capsys, *argv)
+    doc = json.loads(out)
+    assert code == 0 and doc["settings"]["device"] == "cpu"
+    assert any("(--cpu-features amx)" in note for note in doc["notes"])  # the detected AMX, not avx2
+    assert doc["gpu"]["key"] == "ram" and doc["gpu"]["usable"] == 62914560 * 1024
+    assert doc["ram"] == {"bytes": 62914560 * 1024, "host": doc["ram"]["host"], "fits": True}  # MemAvailable
+    code, _, err = _cli(capsys, "fit", "Qwen/Qwen2.5-0.5B", "--gpu", "auto")  # transformers needs a GPU
+    assert code == 2 and "no GPU found on this machine" in err
+
+
+def test_gpu_auto_with_a_gpu_plans_for_the_detected_card(capsys, monkeypatch):
+    import json
+
+    _machine(monkeypatch, gpus="NVIDIA GeForce RTX 3060, 12288, 10240\n", features="avx2")
+    code, out, _ = _cli(capsys, "fit", "Qwen/Qwen2.5-0.5B", "--gpu", "auto", "--dtype", "bf16", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["gpu"]["name"] == "NVIDIA GeForce RTX 3060 (detected)"
+    assert doc["gpu"]["usable"] == 10240 * 2**20  # the free memory nvidia-smi reported
+    assert doc["rows"][0]["ram"]["bytes"] == 62914560 * 1024

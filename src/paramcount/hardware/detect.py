@@ -43,6 +43,8 @@ _FLAGS = {
     "amx_bf16": "amx_bf16",
     "amx_int8": "amx_int8",
     "amx_fp16": "amx_fp16",
+    "asimd": "neon",  # ARM (the "Features" line)
+    "asimddp": "dotprod",
 }
 
 
@@ -105,12 +107,14 @@ class GPUFound:
     usable_bytes: int | None = None  # a Mac: Metal's working set (or iogpu.wired_limit_mb)
 
     def hardware(self) -> Hardware | None:
-        """The catalog row with what was detected as usable (a Mac's working set, a card's
-        reported total where it is below the catalog's figure)."""
+        """The catalog row with what is usable now: the free memory the driver reports (as
+        llama.cpp's --fit and Ollama read it), else a Mac's working set, else the catalog's."""
         if self.row is None:
             return None
+        # a Mac's working set as read (iogpu.wired_limit_mb may raise it past the default); a
+        # card's total as the driver reports it is more than CUDA's, which the catalog holds
         usable = self.usable_bytes or min(self.memory_bytes, self.row.usable_bytes)
-        return replace(self.row, usable_bytes=usable)
+        return replace(self.row, usable_bytes=min(usable, self.free_bytes) if self.free_bytes else usable)
 
     def as_dict(self) -> dict:
         return {
@@ -234,7 +238,7 @@ def parse_cpuinfo(text: str) -> CPUFound:
             logical += 1
         elif key == "model name" and name is None:
             name = value
-        elif key == "flags" and not flags:
+        elif key in ("flags", "Features") and not flags:
             flags = set(value.split())
         elif key == "physical id":
             sockets.add(value)

@@ -272,7 +272,7 @@ _H200 = "NVIDIA H200 Tensor Core GPU datasheet (https://www.nvidia.com/en-us/dat
 _GH200 = (
     "NVIDIA GH200 Grace Hopper Superchip datasheet (https://www.nvidia.com/en-us/data-center/grace-hopper-superchip/)"
 )
-_B200 = "NVIDIA HGX B200 datasheet, per GPU: the 8-GPU figures / 8 (https://www.nvidia.com/en-us/data-center/hgx/)"
+_B200 = "NVIDIA HGX B200 datasheet, per GPU: the 8-GPU tensor figures / 8, halved (dense) (https://www.nvidia.com/en-us/data-center/hgx/)"
 _A100_FLOPS = tflops(fp64=9.7, fp32=19.5, tf32=156, fp16=312, bf16=312, int8=624)
 _H100_SXM = tflops(fp64=34, fp32=67, tf32=494.7, fp16=989.4, bf16=989.4, fp8=1978.9, int8=1978.9)
 _H_NVL = tflops(fp64=30, fp32=60, tf32=417.5, fp16=835.5, bf16=835.5, fp8=1670.5, int8=1670.5)
@@ -340,7 +340,7 @@ DATACENTRE = (
           aliases=("GH200 624GB", "GH200 144GB"), link=450 * GB, features=_HOPPER,
           notes=("pcie_bytes_per_s: NVLink-C2C to the Grace CPU, 900 GB/s both ways",)),
     _card("b200", "NVIDIA B200 180GB", 180, "HBM3e", 8000,
-          tflops(fp64=37, fp32=75, tf32=1125, fp16=2250, bf16=2250, fp8=4500, int8=4500, fp4=9000), (10, 0), (_B200,),
+          tflops(tf32=1125, fp16=2250, bf16=2250, fp8=4500, int8=4500, fp4=9000), (10, 0), (_B200,),
           aliases=("B200", "B200 SXM", "B200-SXM-180GB", "B200 180GB"), link=pcie(5), features=_FEATURES["blackwell"]),
     # B300: memory and bandwidth from the HGX B300 page; no per-dtype figures transcribed (left out, not guessed)
     _card("b300", "NVIDIA B300 288GB", 288, "HBM3e", 8000, {}, (10, 3),

@@ -21,11 +21,15 @@ import difflib
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from typing import TYPE_CHECKING
 
 from ...errors import ParamcountError, bounded_number
 from ...hardware import Hardware, candidates, nvidia
 from ...hardware import lookup as hardware_lookup
 from ...hardware.apple import working_set
+
+if TYPE_CHECKING:  # detect.py (subprocess, json) is imported only when a machine is read
+    from ...hardware.detect import GPUFound, Machine
 
 GB = 10**9
 GIB = 2**30
@@ -84,7 +88,9 @@ _LEGACY = {
     "mi300x": ("mi300x", "AMD Instinct MI300X", "data-centre"),
 }
 _APPLE_SIZES = (8, 16, 24, 32, 36, 48, 64, 96, 128, 192)
-CUDA_TOTAL = {k: nvidia.CUDA_TOTAL[v[0]] for k, v in _LEGACY.items() if v[0] in nvidia.CUDA_TOTAL}
+# measured CUDA totals by key: the catalog's keys and the short list's
+CUDA_TOTAL = dict(nvidia.CUDA_TOTAL)
+CUDA_TOTAL.update({k: nvidia.CUDA_TOTAL[v[0]] for k, v in _LEGACY.items() if v[0] in nvidia.CUDA_TOTAL})
 KEPT_BACK = nvidia.KEPT_BACK
 _DATA_CENTRE = ("data centre", "Instinct")
 
@@ -109,6 +115,25 @@ def from_hardware(row: Hardware, key: str | None = None, name: str | None = None
         row.bandwidth_bytes_per_s / 1e9,
         row.capability,
     )
+
+
+def detected(found: GPUFound) -> GPU:
+    """A GPU as this machine's driver reports it: its catalog row with the memory usable now
+    (:meth:`GPUFound.hardware`), else a GPU of the size reported."""
+    row = found.hardware()
+    if row is not None:
+        return from_hardware(row, name=f"{row.name} (detected)")
+    usable = min(found.usable_bytes or found.memory_bytes, found.free_bytes or found.memory_bytes)
+    return GPU("detected", f"{found.name} (detected)", found.memory_bytes, "detected", usable, None, "custom")
+
+
+def ram_device(machine: Machine) -> GPU:
+    """No GPU: llama.cpp's ``--device cpu`` plan, held to the RAM available now (MemAvailable;
+    all of it where that is unknown)."""
+    ram = machine.ram_bytes or 0
+    name = f"RAM of this machine ({machine.cpu.name or 'CPU'})"
+    note = "no GPU found: llama.cpp on the CPU; usable is the RAM available now (MemAvailable)"
+    return GPU("ram", name, ram, "RAM", machine.ram_available_bytes or ram, None, "custom", note)
 
 
 def _apple(gb: int) -> GPU:
