@@ -1055,7 +1055,10 @@ def _ollama_given(args: argparse.Namespace) -> dict:
 
 
 def run_fit(argv: Sequence[str]) -> int:
+    from rich.console import Group
+
     from .memory.fit import fit, overview
+    from .render import advice
     from .render import memory as render
     from .render.text import console
 
@@ -1107,16 +1110,38 @@ def run_fit(argv: Sequence[str]) -> int:
     options.pop("precision", None)
     if args.ram_bytes and not args.gpu:
         raise ParamcountError("--ram checks a plan on a GPU: add --gpu NAME (or --gpu auto)", field="--ram")
+    recs: tuple = ()
     if args.gpu:
         ram = {"ram": args.ram_bytes} if args.ram_bytes else {}
         result = fit(model, args.gpu, args.context, parallel(args), mode, only=shown, **fitting, **options, **ram)
+        recs = recommendations(args, model, result, shown)
         out = render.render_fit(result)
     else:
         result = overview(model, args.context, parallel(args), mode, only=shown, **options)
         out = render.render_overview(result)
-    print_json(render.dumps(result)) if args.json else console(args.width).print(out)
+    if args.json:
+        print_json(render.dumps(result, extra={"recommendations": advice.to_json(recs)} if args.gpu else None))
+    else:
+        console(args.width).print(out)
+        # soft wrap: a command stays one line however wide the terminal (it folds it, not us)
+        console(args.width).print(Group(*advice.lines(recs)), soft_wrap=True)
     # scripts branch on it: `paramcount fit MODEL --gpu rtx4090 --dtype q4_k_m && ...`
     return 1 if args.gpu and not any(r.fits for r in result.rows) else 0
+
+
+def recommendations(args: argparse.Namespace, model: object, result: object, shown: tuple | None) -> tuple:
+    """One recommendation per runtime under an inference fit on one GPU (the layer above the
+    runtimes): every runtime that loads the model, or the one --runtime names with its --dtype."""
+    from .advise import recommend
+    from .memory.runtimes import runtime
+
+    cards = getattr(result, "cards", ())
+    if args.train or cards or args.device == "cpu" or parallel(args) != 1:
+        return ()
+    chosen = runtime(args.runtime, model) if args.runtime else None  # type: ignore[arg-type]
+    schemes = {chosen: shown[0]} if chosen and shown and len(shown) == 1 else None
+    runtimes = (chosen,) if chosen else None
+    return recommend(model, result.gpu, ram=args.ram_bytes, context=args.context, runtimes=runtimes, schemes=schemes)  # type: ignore[attr-defined]
 
 
 def _fit_settings(args: argparse.Namespace) -> dict:

@@ -19,7 +19,7 @@ from ..memory.runtimes import planner as make_planner
 from ..memory.runtimes.llamacpp.command import server_command
 from ..memory.runtimes.llamacpp.offload import layers_of
 from ..memory.runtimes.llamacpp.placement import n_cpu_moe, placement
-from .recommendation import Recommendation, gib, host_ok, ram_words
+from .recommendation import Recommendation, host_ok, ram_words
 
 WHOLE = ("q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0", "q3_k_m", "q2_k")
 OFFLOADED = ("q4_k_m", "q3_k_m", "q2_k")
@@ -61,7 +61,7 @@ def _whole(model: Any, scheme: str, card: Any, ram: int | None, least: int) -> R
     plan = placed.plan(longest, 1)
     if not host_ok(plan.host, ram):
         return None
-    why = f"every layer on the GPU; the longest context that fits{' (the model limit)' if longest == limit else ''}"
+    why = "every layer on the GPU" + ("; the context is the model's limit" if longest == limit else "")
     command = server_command(model, scheme, longest, placed.placement.arguments(), FLASH)
     return Recommendation("llama.cpp", scheme, longest, True, plan.total, plan.host, command, why, "gpu", plan)
 
@@ -87,6 +87,6 @@ def _offloaded(model: Any, scheme: str, card: Any, ram: int | None, least: int) 
     if not host_ok(plan.host, ram):
         return None
     where = f"the experts of {n} of {n_all} layers" if moe else f"{n_all + 1 - n} of {n_all + 1} layers"
-    why = f"{where} in host memory ({gib(plan.host)}, {ram_words(ram)}); the rest on the GPU at {least:,} tokens"
+    why = f"{where} in host memory ({ram_words(ram)})"
     command = server_command(model, scheme, least, placed.placement.arguments(), FLASH)
     return Recommendation("llama.cpp", scheme, least, True, plan.total, plan.host, command, why, "offload", plan)

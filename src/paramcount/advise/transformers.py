@@ -27,7 +27,7 @@ def advise(model: Any, gpu: Any, ram: int | None, least: int, scheme: str | None
         longest = largest_under(lambda t, p=p: p.total(t, 1), card.usable, 1, max_positions(model) or NO_LIMIT_CONTEXT)
         if longest is not None and longest >= least:
             plan = p.plan(longest, 1)
-            why = "every weight on the GPU (device_map='cuda'); the longest context that fits"
+            why = "every weight on the GPU"
             command = load_command(model, s, model.class_name)
             return Recommendation("transformers", s, longest, True, plan.total, 0, command, why, "gpu", plan)
     what = scheme or ", ".join(SCHEMES)

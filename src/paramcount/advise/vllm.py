@@ -13,7 +13,7 @@ from ..memory.fit import NO_LIMIT_CONTEXT, largest_under
 from ..memory.runtimes import planner as make_planner
 from ..memory.runtimes.vllm.command import serve_command
 from ..memory.weights.dtype import default_scheme
-from .recommendation import Recommendation, gib
+from .recommendation import Recommendation
 
 
 def advise(model: Any, gpu: Any, ram: int | None, least: int, scheme: str | None) -> Recommendation:
@@ -30,7 +30,7 @@ def advise(model: Any, gpu: Any, ram: int | None, least: int, scheme: str | None
         if longest is not None and longest >= least:
             plan = p.plan(longest, 1)
             command = serve_command(model, s, stored, longest, p.o.utilization)
-            why = f"one GPU; the longest --max-model-len its KV blocks hold ({gib(plan.total)} of the card's claim)"
+            why = f"one GPU, claiming {float(p.o.utilization):g} of it"
             return Recommendation("vllm", s, longest, True, plan.total, 0, command, why, "gpu", plan)
         tried.append(f"{s}: not at {least:,} tokens")
     why = f"nothing vLLM serves fits one {card.name} at {least:,} tokens ({'; '.join(tried)})"

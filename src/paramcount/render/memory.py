@@ -410,10 +410,13 @@ def _options_of(settings: Mapping[str, Any]) -> str:
 # ---- JSON -----------------------------------------------------------------------------------------
 
 
-def dumps(obj: Plan | Fit | Overview, gpu: GPU | None = None, ram: int | None = None) -> str:
+def dumps(
+    obj: Plan | Fit | Overview, gpu: GPU | None = None, ram: int | None = None, extra: Mapping[str, Any] | None = None
+) -> str:
     """The JSON document; a plan with ``gpu`` also says whether it fits there (``"gpu"``), and
-    with ``ram`` whether its host part fits in RAM (``"ram"``)."""
-    data = obj.to_dict()
+    with ``ram`` whether its host part fits in RAM (``"ram"``); ``extra``: keys a layer above adds
+    (``fit``'s recommendations)."""
+    data = {**obj.to_dict(), **(extra or {})}
     if ram is not None and isinstance(obj, Plan):
         held = host_bytes(obj)
         data["ram"] = {"bytes": ram, "host": held, "fits": held <= ram}

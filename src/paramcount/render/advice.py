@@ -1,0 +1,43 @@
+"""The recommendations under ``fit``'s table: one line per runtime, then its command on a line of
+its own that the terminal never wraps (a pasted line must stay one line)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.text import Text
+
+from ..advise import Recommendation
+from ..memory.core.terms import GIB
+
+NAMES = {"llama.cpp": "llama.cpp", "vllm": "vLLM", "transformers": "transformers"}
+
+
+def lines(recs: Sequence[Recommendation]) -> list[Text]:
+    """``recommended`` and, per runtime, what to run and the command (GiB, as cards are stated)."""
+    if not recs:
+        return []
+    out = [
+        Text(""),
+        Text("recommended: the best scheme and the longest context each runtime fits (one sequence)", style="bold"),
+    ]
+    width = max(len(NAMES.get(r.runtime, r.runtime)) for r in recs)
+    for r in recs:
+        name = NAMES.get(r.runtime, r.runtime).ljust(width)
+        if not r.fits:
+            out.append(Text(f"  {name}  no: {r.why}", style="yellow"))
+            continue
+        host = f" + {_gib(r.host_bytes)} GiB host" if r.host_bytes else ""
+        said = f"  {name}  {r.scheme} at {r.context:,} tokens: {_gib(r.gpu_bytes)} GiB GPU{host}; {r.why}"
+        out.append(Text(said))
+        out.append(Text(f"    {r.command}", no_wrap=True, overflow="ignore", style="cyan"))
+    return out
+
+
+def to_json(recs: Sequence[Recommendation]) -> list[dict[str, Any]]:
+    return [r.to_dict() for r in recs]
+
+
+def _gib(b: int | None) -> str:
+    return f"{(b or 0) / GIB:,.2f}"
