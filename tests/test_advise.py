@@ -47,7 +47,7 @@ def test_llamacpp_whole_gpu_round_trips(capsys, name, card, ram):
 def test_moe_offloads_experts_in_a_short_command(capsys):
     """Qwen3-30B-A3B at q8_0 on a 4090 with 64 GB of RAM: --n-cpu-moe, not a page of -ot."""
     model = load("Qwen/Qwen3-30B-A3B")
-    (r,) = recommend(model, "rtx4090", ram=64 * 10**9, runtimes=["llama.cpp"], schemes={"llama.cpp": "q8_0"})
+    (r,) = recommend(model, "rtx4090", ram=64 * 10**9, runtimes=["llama.cpp"], schemes={"llama.cpp": ["q8_0"]})
     assert r.fits and r.placement == "offload"
     assert "--n-cpu-moe" in r.command and "-ot" not in r.command and len(r.command) < 120
     back = memory_json(
@@ -64,13 +64,13 @@ def test_moe_offloads_experts_in_a_short_command(capsys):
 def test_host_ram_limits_offload():
     """The same offload does not fit 8 GB of RAM: the host part (the experts) is checked."""
     model = load("Qwen/Qwen3-30B-A3B")
-    (r,) = recommend(model, "rtx4090", ram=8 * 10**9, runtimes=["llama.cpp"], schemes={"llama.cpp": "q8_0"})
+    (r,) = recommend(model, "rtx4090", ram=8 * 10**9, runtimes=["llama.cpp"], schemes={"llama.cpp": ["q8_0"]})
     assert not r.fits and r.command is None and "within 7.5 GiB of RAM" in r.why
 
 
 def test_dense_offload_keeps_the_last_layers_on_the_gpu(capsys):
     model = load("meta-llama/Llama-2-13b-hf")
-    r = advise_llamacpp.advise(model, "rtx3060", 64 * GIB, 4096, "q8_0")
+    r = advise_llamacpp.advise(model, "rtx3060", 64 * GIB, 4096, ("q8_0",))
     assert r.fits and r.placement == "offload" and "--n-cpu-moe" not in r.command
     back = memory_json(
         capsys, ["meta-llama/Llama-2-13b-hf", "--runtime", "llama.cpp", "--dtype", "q8_0", *llama_flags(r.command)]
@@ -91,7 +91,7 @@ def test_vllm_stays_on_one_card(capsys):
 
 
 def test_vllm_fp8_is_quantised_at_load(capsys):
-    (r,) = recommend(load("Qwen/Qwen3-8B"), "rtx4090", runtimes=["vllm"], schemes={"vllm": "fp8"})
+    (r,) = recommend(load("Qwen/Qwen3-8B"), "rtx4090", runtimes=["vllm"], schemes={"vllm": ["fp8"]})
     assert r.fits and "--quantization fp8" in r.command
     words = shlex.split(r.command)
     back = memory_json(capsys, ["Qwen/Qwen3-8B", "--runtime", "vllm", "--gpu", "rtx4090", *words[3:]])

@@ -97,10 +97,15 @@ def test_the_steps_say_what_was_done():
 
 
 def test_fit_prints_llama_fit_params(capsys):
-    argv = ["fit", "meta-llama/Llama-3.1-8B", "--runtime", "llama.cpp", "--gpu", "8GB", "--dtype", "q4_k_m"]
-    assert main([*argv, "--width", "200"]) == 0
+    """Printed where not every layer fits (q8_0 on 8 GB: llama.cpp's --fit offloads layers); where
+    they do (q4_k_m), the table's max context is the one figure and fit_params stays in the JSON."""
+    argv = ["fit", "meta-llama/Llama-3.1-8B", "--runtime", "llama.cpp", "--gpu", "8GB", "--dtype", "q8_0"]
+    assert main([*argv, "--width", "200"]) == 1
     out = capsys.readouterr().out
-    assert "llama-fit-params" in out and "-c " in out and "-ngl -1" in out
+    assert "what llama.cpp's --fit (on by default) picks" in out and "  q8_0: -c " in out and " -ngl " in out
+    argv[-1] = "q4_k_m"
+    assert main([*argv, "--width", "200"]) == 0
+    assert "--fit (on by default) picks" not in capsys.readouterr().out
     assert main([*argv, "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     fitted = doc["rows"][0]["fit_params"]

@@ -227,8 +227,16 @@ def test_fit_over_two_gpus_prints_the_split(capsys):
         (["--runtime", "llama.cpp", "--gpu", "rtx3090,"], "--gpu", "unknown GPU"),
         (["--runtime", "llama.cpp", "--gpu", "8GB", "-fitt", "1,x"], "--fit-target", "MiB per GPU"),
         (["--runtime", "llama.cpp", "--gpu", "8GB", "-fitt", ",".join(["1"] * 16)], "--fit-target", "16 input"),
-        (["--runtime", "transformers", "--gpu", "8GB", "-fitt", "512"], "--fit-target", "--runtime llama.cpp"),
-        (["--runtime", "transformers", "--gpu", "8GB", "-fitc", "8192"], "--fit-ctx", "--runtime llama.cpp"),
+        (
+            ["--runtime", "transformers", "--dtype", "nf4", "--gpu", "8GB", "-fitt", "512"],
+            "--fit-target",
+            "--runtime llama.cpp",
+        ),
+        (
+            ["--runtime", "transformers", "--dtype", "nf4", "--gpu", "8GB", "-fitc", "8192"],
+            "--fit-ctx",
+            "--runtime llama.cpp",
+        ),
         (["--runtime", "llama.cpp", "-fitt", "512"], "--fit-target", "on --gpu"),
         (["--runtime", "ollama", "--gpu", "8GB", "-fitc", "8192"], "--fit-ctx", "on --gpu"),
     ],

@@ -52,7 +52,7 @@ def test_estimates_say_so_with_a_source(llama13):
 def test_kv_dtype_defaults_to_the_compute_dtype(llama13):
     assert inference(llama13, "fp32").settings["kv_dtype"] == "fp32"
     assert inference(llama13, "nf4").settings["kv_dtype"] == "bf16"
-    with pytest.raises(ParamcountError, match="q4_k_m is a GGUF type: llama.cpp and Ollama load it"):
+    with pytest.raises(ParamcountError, match=r"q4_k_m is a GGUF type: llama\.cpp and Ollama load it"):
         inference(llama13, "q4_k_m")  # transformers' plan would not be the file's
     fp8 = inference(llama13, "int4", kv_dtype="fp8")
     assert fp8.term("kv_cache").bytes == kv_cache(llama13, 4096, 1, "fp8").bytes

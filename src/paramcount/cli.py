@@ -1139,7 +1139,7 @@ def recommendations(args: argparse.Namespace, model: object, result: object, sho
     if args.train or cards or args.device == "cpu" or parallel(args) != 1:
         return ()
     chosen = runtime(args.runtime, model) if args.runtime else None  # type: ignore[arg-type]
-    schemes = {chosen: shown[0]} if chosen and shown and len(shown) == 1 else None
+    schemes = {chosen: shown} if chosen and shown else None
     runtimes = (chosen,) if chosen else None
     return recommend(model, result.gpu, ram=args.ram_bytes, context=args.context, runtimes=runtimes, schemes=schemes)  # type: ignore[attr-defined]
 

@@ -32,12 +32,12 @@ def recommend(
     ram: int | None = None,
     context: int | None = None,
     runtimes: Sequence[str] | None = None,
-    schemes: Mapping[str, str] | None = None,
+    schemes: Mapping[str, Sequence[str]] | None = None,
 ) -> tuple[Recommendation, ...]:
     """The best scheme and the largest context that fit ``gpu`` under each runtime, with the
     command to run it. ``ram``: host memory free for the model (None: not checked, said so);
     ``context``: the least context a recommendation must hold (default: the model's, ≤ 4,096);
-    ``schemes``: a scheme a runtime must use (the user's --dtype), by runtime."""
+    ``schemes``: the schemes a runtime may use (the user's --dtype), by runtime, best first."""
     from . import llamacpp, transformers, vllm
 
     model = as_model(model)
@@ -50,7 +50,7 @@ def recommend(
             raise ParamcountError(
                 f"no recommendation for runtime {name!r}; one of {', '.join(RUNTIMES)}", field="--runtime"
             )
-        out.append(makers[name](model, gpu, ram, least, (schemes or {}).get(name)))
+        out.append(makers[name](model, gpu, ram, least, tuple((schemes or {}).get(name) or ())))
     return tuple(out)
 
 

@@ -26,19 +26,19 @@ OFFLOADED = ("q4_k_m", "q3_k_m", "q2_k")
 FLASH = "on"  # -fa: the plan's default (auto resolves to on where the backend has the kernel)
 
 
-def advise(model: Any, gpu: Any, ram: int | None, least: int, scheme: str | None) -> Recommendation:
+def advise(model: Any, gpu: Any, ram: int | None, least: int, asked: tuple[str, ...] = ()) -> Recommendation:
     card = find_gpu(gpu)
-    for s in (scheme,) if scheme else WHOLE:
+    for s in asked or WHOLE:
         found = _whole(model, s, card, ram, least)
         if found:
             return found
-    for s in (scheme,) if scheme else OFFLOADED:
+    for s in asked or OFFLOADED:
         found = _offloaded(model, s, card, ram, least)
         if found:
             return found
-    what = scheme or ", ".join(WHOLE)
+    what = ", ".join(asked or WHOLE)
     return Recommendation(
-        "llama.cpp", scheme, None, False, None, None, None,
+        "llama.cpp", None, None, False, None, None, None,
         f"no GGUF type ({what}) fits {card.name} at {least:,} tokens, even with weights in host memory"
         f" ({ram_words(ram)})",
         "none",

@@ -17,9 +17,9 @@ from .recommendation import Recommendation
 SCHEMES = ("bf16", "bnb-int8", "nf4")
 
 
-def advise(model: Any, gpu: Any, ram: int | None, least: int, scheme: str | None) -> Recommendation:
+def advise(model: Any, gpu: Any, ram: int | None, least: int, asked: tuple[str, ...] = ()) -> Recommendation:
     card = find_gpu(gpu)
-    for s in (scheme,) if scheme else SCHEMES:
+    for s in asked or SCHEMES:
         try:
             p = make_planner(model, s, "transformers", gpu=card)
         except ParamcountError:
@@ -30,15 +30,5 @@ def advise(model: Any, gpu: Any, ram: int | None, least: int, scheme: str | None
             why = "every weight on the GPU"
             command = load_command(model, s, model.class_name)
             return Recommendation("transformers", s, longest, True, plan.total, 0, command, why, "gpu", plan)
-    what = scheme or ", ".join(SCHEMES)
-    return Recommendation(
-        "transformers",
-        scheme,
-        None,
-        False,
-        None,
-        None,
-        None,
-        f"no scheme ({what}) fits {card.name} at {least:,} tokens",
-        "none",
-    )
+    why = f"no scheme ({', '.join(asked or SCHEMES)}) fits {card.name} at {least:,} tokens"
+    return Recommendation("transformers", None, None, False, None, None, None, why, "none")

@@ -16,11 +16,11 @@ from ..memory.weights.dtype import default_scheme
 from .recommendation import Recommendation
 
 
-def advise(model: Any, gpu: Any, ram: int | None, least: int, scheme: str | None) -> Recommendation:
+def advise(model: Any, gpu: Any, ram: int | None, least: int, asked: tuple[str, ...] = ()) -> Recommendation:
     card = find_gpu(gpu)
     stored = default_scheme(model)
     tried = []
-    for s in (scheme,) if scheme else tuple(dict.fromkeys((stored, "fp8"))):
+    for s in asked or tuple(dict.fromkeys((stored, "fp8"))):
         try:
             p = make_planner(model, s, "vllm", gpu=card)
         except ParamcountError as e:  # a scheme vLLM does not serve for this model
@@ -34,4 +34,4 @@ def advise(model: Any, gpu: Any, ram: int | None, least: int, scheme: str | None
             return Recommendation("vllm", s, longest, True, plan.total, 0, command, why, "gpu", plan)
         tried.append(f"{s}: not at {least:,} tokens")
     why = f"nothing vLLM serves fits one {card.name} at {least:,} tokens ({'; '.join(tried)})"
-    return Recommendation("vllm", scheme, None, False, None, None, None, why, "none")
+    return Recommendation("vllm", None, None, False, None, None, None, why, "none")

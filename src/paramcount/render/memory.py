@@ -302,16 +302,18 @@ def _listed(items: Any) -> str:
 
 
 def fit_params_lines(fit: Fit) -> list[Text]:
-    """llama.cpp: what llama-fit-params would choose on this GPU, as arguments to paste."""
-    rows = [r for r in fit.rows if r.fit_params is not None]
+    """llama.cpp: what llama-fit-params would choose on this GPU, as arguments to paste: for the
+    types that do not fit whole on one GPU (where one does, the table's max context is the figure,
+    and the recommendation's command sets it), and for every type over several GPUs."""
+    rows = [r for r in fit.rows if r.fit_params is not None and (r.fit_params.per_device or not r.fits)]
     if not rows:
         return []
     f = rows[0].fit_params
     out = [
         Text(""),
         Text(
-            f"llama-fit-params (llama.cpp's --fit, on by default): what it would choose with {f.margin // 2**20:,} MiB"
-            f" left free of {f.free // 2**20:,} MiB (the GPU less the CUDA context); -c unset is the trained context"
+            f"where not every layer fits: what llama.cpp's --fit (on by default) picks with -c and -ngl unset, leaving"
+            f" {f.margin // 2**20:,} MiB free of {f.free // 2**20:,} MiB (the GPU less the CUDA context)"
         ),
     ]
     if f.per_device:
