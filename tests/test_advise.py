@@ -126,3 +126,19 @@ def test_ctx_size_is_per_sequence_times_parallel(capsys):
     capsys.readouterr()
     assert main(["memory", "Qwen/Qwen3-0.6B", "--runtime", "llama.cpp", "-c", "8193", "-np", "2"]) == 2
     assert "not a multiple of -np 2" in capsys.readouterr().err
+
+
+def test_image_text_models_are_recommended_text_only(capsys):
+    """gemma-3-4b-it: llama-server -m loads no mmproj; the command says --no-mmproj and round-trips,
+    and the plan without the vision tower is that much smaller."""
+    model = load("google/gemma-3-4b-it")
+    (r,) = recommend(model, "rtx3060", ram=16 * GIB, runtimes=["llama.cpp"])
+    assert "--no-mmproj" in r.command and "text only" in r.why
+    flags = llama_flags(r.command)
+    back = memory_json(capsys, ["google/gemma-3-4b-it", "--runtime", "llama.cpp", "--dtype", r.scheme, *flags])
+    assert back["total"]["bytes"] == r.gpu_bytes
+    with_tower = memory_json(capsys, ["google/gemma-3-4b-it", "--runtime", "llama.cpp", "--dtype", "q4_k_m"])
+    text = memory_json(capsys, ["google/gemma-3-4b-it", "--runtime", "llama.cpp", "--dtype", "q4_k_m", "--no-mmproj"])
+    tower = with_tower["terms"][0]["bytes"] - text["terms"][0]["bytes"]
+    # the tower's BF16 (822,140,928 B), F16 (5,898,240) and F32 (23,186,880) tensors and their padding
+    assert tower == 851_227_776

@@ -581,6 +581,7 @@ def run_serve(argv: Sequence[str]) -> int:
 
 TRAIN_FLAGS = ("optimizer", "precision", "zero", "gpus", "recompute", "no_flash", "lora_rank", "lora_targets", "qlora")
 LLAMA_FLAGS = ("ubatch", "flash_attn", "swa_full", "kv_unified", "cache_type_k", "cache_type_v", "device", "embeddings")
+LLAMA_FLAGS += ("no_mmproj",)
 LLAMA_FLAGS += ("cpu_features", "gpu_layers", "overrides", "tensor_split", "split_mode", "main_gpu", "no_kv_offload")
 INFERENCE_FLAGS = ("kv_dtype", "keep", "kv_cache", "encoder_length", "mla", "runtime", "pure", "images", "image_size")
 INFERENCE_FLAGS += ("audio", "attn")
@@ -741,6 +742,11 @@ def runtime_args(p: Parser) -> None:
         help="llama.cpp on a CPU: what it has, which decides the extra weight buffers (AMX, CPU_REPACK) (default avx2)",
     )
     r.add_argument("--embeddings", action="store_true", help="llama.cpp: the context also returns embeddings")
+    r.add_argument(
+        "--no-mmproj",
+        action="store_true",
+        help="llama.cpp: an image+text model as text only (its mmproj file, the vision tower, not loaded)",
+    )
     placement_args(p)
     r.add_argument(
         "--concurrency",
@@ -898,6 +904,7 @@ def plan_options(args: argparse.Namespace) -> dict:
         "cache_type_k": "type_k",
         "cache_type_v": "type_v",
         "cpu_features": "cpu",
+        "no_mmproj": "text_only",
         "gpu_memory_utilization": "utilization",
         "max_num_batched_tokens": "max_batched_tokens",
     }

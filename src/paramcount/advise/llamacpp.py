@@ -19,6 +19,7 @@ from ..memory.runtimes import planner as make_planner
 from ..memory.runtimes.llamacpp.command import server_command
 from ..memory.runtimes.llamacpp.offload import layers_of
 from ..memory.runtimes.llamacpp.placement import n_cpu_moe, placement
+from ..memory.runtimes.llamacpp.plan import has_towers
 from .recommendation import Recommendation, host_ok, ram_words
 
 WHOLE = ("q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0", "q3_k_m", "q2_k")
@@ -46,7 +47,8 @@ def advise(model: Any, gpu: Any, ram: int | None, least: int, asked: tuple[str, 
 
 
 def _planner(model: Any, scheme: str, **placed: Any) -> Any:
-    return make_planner(model, scheme, "llama.cpp", flash_attn=FLASH, **placed)
+    """Text only for an image+text model (--no-mmproj, said in the command): what ``-m FILE`` loads."""
+    return make_planner(model, scheme, "llama.cpp", flash_attn=FLASH, text_only=has_towers(model) or None, **placed)
 
 
 def _whole(model: Any, scheme: str, card: Any, ram: int | None, least: int) -> Recommendation | None:
@@ -62,7 +64,8 @@ def _whole(model: Any, scheme: str, card: Any, ram: int | None, least: int) -> R
     if not host_ok(plan.host, ram):
         return None
     why = "every layer on the GPU" + ("; the context is the model's limit" if longest == limit else "")
-    command = server_command(model, scheme, longest, placed.placement.arguments(), FLASH)
+    why += "; text only (--mmproj FILE adds the vision tower)" if p.options.text_only else ""
+    command = server_command(model, scheme, longest, placed.placement.arguments(), FLASH, p.options.text_only)
     return Recommendation("llama.cpp", scheme, longest, True, plan.total, plan.host, command, why, "gpu", plan)
 
 
@@ -88,5 +91,6 @@ def _offloaded(model: Any, scheme: str, card: Any, ram: int | None, least: int) 
         return None
     where = f"the experts of {n} of {n_all} layers" if moe else f"{n_all + 1 - n} of {n_all + 1} layers"
     why = f"{where} in host memory ({ram_words(ram)})"
-    command = server_command(model, scheme, least, placed.placement.arguments(), FLASH)
+    why += "; text only (--mmproj FILE adds the vision tower)" if p.options.text_only else ""
+    command = server_command(model, scheme, least, placed.placement.arguments(), FLASH, p.options.text_only)
     return Recommendation("llama.cpp", scheme, least, True, plan.total, plan.host, command, why, "offload", plan)

@@ -48,6 +48,7 @@ LLAMA_OPTIONS = {
     "type_v": "--cache-type-v",
     "device": "--device",
     "embeddings": "--embeddings",
+    "text_only": "--no-mmproj",
     "cpu": "--cpu-features",
     **PLACEMENT_OPTIONS,
 }

@@ -93,7 +93,8 @@ class Options:
     """The llama.cpp context parameters a plan depends on (``llama_context_params`` names in
     brackets): ``ubatch`` [n_ubatch], ``batch`` [n_batch], ``flash_attn`` [flash_attn_type],
     ``swa_full``, ``kv_unified``, ``type_k`` / ``type_v`` [-ctk / -ctv], ``device`` (gpu or cpu)
-    and ``embeddings``; the number of sequences [n_seq_max, ``--parallel``] is the plan's batch."""
+    ``embeddings`` and ``text_only`` (no mmproj); the number of sequences [n_seq_max, ``--parallel``]
+    is the plan's batch."""
 
     ubatch: int = UBATCH
     batch: int = BATCH
@@ -105,6 +106,7 @@ class Options:
     device: str = "gpu"
     embeddings: bool = False
     cpu: str = "avx2"  # --cpu-features: which of ggml-cpu's extra buffer types the CPU gets
+    text_only: bool = False  # --no-mmproj: an image+text model's mmproj file not loaded (llama-server -m alone)
 
     @property
     def flash(self) -> bool:
@@ -487,6 +489,8 @@ class LlamaCppPlanner:
             model = configured(model)
         self.layout, self.partial, self.recurrent = _layout(model)  # before the weights: the file's metadata, checked
         every = weights(model, self.scheme, keep=keep, pure=pure)
+        if self.options.text_only:
+            every = text_only(model, every)
         w = loaded(model, every)
         self.keep = ",".join(w.keep) or "none"
         self.unquantised = w.unquantised()
@@ -1034,6 +1038,23 @@ def _split(r: Any, first: int, path: str) -> tuple[Any | None, Any | None]:
         return replace(r, name=where + r.name[m.end() :], count=per * (b - a + 1))
 
     return part(lo, first - 1), part(first, hi)
+
+
+def has_towers(model: Model) -> bool:
+    """Whether an image+text model's config holds towers that llama.cpp puts in an mmproj file."""
+    return bool(_towers(model.tree))
+
+
+def text_only(model: Model, w: Any) -> Any:
+    """The weights without an image+text model's mmproj file (its towers and projectors): what
+    ``llama-server -m FILE`` loads without ``--mmproj`` (tools/server: mtmd is initialised only
+    from ``params.mmproj``; ``--no-mmproj`` turns off the one ``-hf`` would fetch)."""
+    towers = _towers(model.tree)
+    if not towers:  # nothing to leave out: llama-server takes the flag all the same
+        return w
+    kept = tuple(r for r in w.rows if not r.name.startswith(towers))
+    said = "; text only (--no-mmproj): the mmproj file's towers and projectors not loaded"
+    return replace(w, rows=kept, note=w.term().assumption + said)
 
 
 def loaded(model: Model, w: Any) -> Any:
