@@ -142,3 +142,33 @@ def test_image_text_models_are_recommended_text_only(capsys):
     tower = with_tower["terms"][0]["bytes"] - text["terms"][0]["bytes"]
     # the tower's BF16 (822,140,928 B), F16 (5,898,240) and F32 (23,186,880) tensors and their padding
     assert tower == 851_227_776
+
+
+def test_ollama_recommends_the_longest_num_ctx_its_estimate_offloads_whole(tmp_path, monkeypatch, capsys):
+    """A model in Ollama's store: num_ctx as long as Ollama's own estimate keeps every layer on the
+    GPU, at least the modelfile's; the one-line API call that loads it so; llama.cpp beside it."""
+    from paramcount.frontends import stores
+    from paramcount.memory.runtimes.ollama import Asked, estimate_plan
+
+    from .test_ollama import SPEC, store, write
+
+    monkeypatch.delenv("OLLAMA_CONTEXT_LENGTH", raising=False)
+    blob = write(SPEC, tmp_path / "m.gguf").read_bytes()
+    store(tmp_path, monkeypatch, (stores.MODEL, blob), (stores.PARAMS, b'{"num_ctx": 2048}'))
+    model = load("ollama:tiny:1b")
+    ollama, llama = recommend(model, "1GB", ram=8 * GIB)
+    assert (ollama.runtime, llama.runtime) == ("ollama", "llama.cpp")
+    assert llama.scheme == "stored" and "/blobs/sha256-" in llama.command  # the blob is the GGUF file
+    assert ollama.fits and ollama.context >= 2048 and '"num_ctx":' in ollama.command
+    assert ollama.command.startswith("curl http://localhost:11434/api/generate -d ")
+    at = estimate_plan(model, load_gpu("1GB"), Asked(context=ollama.context))
+    assert at.num_gpu == at.layers_model
+    if ollama.context < 8192:  # the trained context caps it; else one token more overflows
+        beyond = estimate_plan(model, load_gpu("1GB"), Asked(context=ollama.context + 1))
+        assert beyond.num_gpu < beyond.layers_model
+
+
+def load_gpu(name: str):
+    from paramcount.memory.core.gpus import gpu
+
+    return gpu(name)

@@ -22,7 +22,7 @@ from .recommendation import Recommendation
 
 __all__ = ["RUNTIMES", "Recommendation", "recommend"]
 
-RUNTIMES = ("llama.cpp", "vllm", "transformers")
+RUNTIMES = ("llama.cpp", "vllm", "transformers", "ollama")
 
 
 def recommend(
@@ -38,12 +38,13 @@ def recommend(
     command to run it. ``ram``: host memory free for the model (None: not checked, said so);
     ``context``: the least context a recommendation must hold (default: the model's, ≤ 4,096);
     ``schemes``: the schemes a runtime may use (the user's --dtype), by runtime, best first."""
-    from . import llamacpp, transformers, vllm
+    from . import llamacpp, ollama, transformers, vllm
 
     model = as_model(model)
     least, _ = context_for(model, context)
     chosen = tuple(runtimes or _default_runtimes(model))
     makers = {"llama.cpp": llamacpp.advise, "vllm": vllm.advise, "transformers": transformers.advise}
+    makers["ollama"] = ollama.advise
     out = []
     for name in chosen:
         if name not in makers:
@@ -55,9 +56,12 @@ def recommend(
 
 
 def _default_runtimes(model: Any) -> tuple[str, ...]:
-    """Every runtime that loads this source: a GGUF file llama.cpp alone."""
+    """Every runtime that loads this source: a model in Ollama's store Ollama and llama.cpp (its
+    blob is a GGUF file), another GGUF file llama.cpp alone."""
     from ..gguf.meta import is_gguf
 
+    if str(getattr(model, "source", "")).startswith("ollama:"):
+        return ("ollama", "llama.cpp")
     if is_gguf(model):
         return ("llama.cpp",)
     return ("llama.cpp", "vllm", "transformers")

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..gguf.meta import is_gguf
 from ..memory.core.gpus import gpu as find_gpu
 from ..memory.core.limits import max_positions
 from ..memory.fit import NO_LIMIT_CONTEXT, largest_under, smallest
 from ..memory.runtimes import planner as make_planner
-from ..memory.runtimes.llamacpp.command import server_command
+from ..memory.runtimes.llamacpp.command import gguf_file, server_command
 from ..memory.runtimes.llamacpp.offload import layers_of
 from ..memory.runtimes.llamacpp.placement import n_cpu_moe, placement
 from ..memory.runtimes.llamacpp.plan import has_towers
@@ -29,6 +30,8 @@ FLASH = "on"  # -fa: the plan's default (auto resolves to on where the backend h
 
 def advise(model: Any, gpu: Any, ram: int | None, least: int, asked: tuple[str, ...] = ()) -> Recommendation:
     card = find_gpu(gpu)
+    if is_gguf(model):  # a file is run as it is: its own types
+        asked = ("stored",)
     for s in asked or WHOLE:
         found = _whole(model, s, card, ram, least)
         if found:
@@ -65,7 +68,7 @@ def _whole(model: Any, scheme: str, card: Any, ram: int | None, least: int) -> R
         return None
     why = "every layer on the GPU" + ("; the context is the model's limit" if longest == limit else "")
     why += "; text only (--mmproj FILE adds the vision tower)" if p.options.text_only else ""
-    command = server_command(model, scheme, longest, placed.placement.arguments(), FLASH, p.options.text_only)
+    command = server_command(_file(model, scheme), longest, placed.placement.arguments(), FLASH, p.options.text_only)
     return Recommendation("llama.cpp", scheme, longest, True, plan.total, plan.host, command, why, "gpu", plan)
 
 
@@ -92,5 +95,16 @@ def _offloaded(model: Any, scheme: str, card: Any, ram: int | None, least: int) 
     where = f"the experts of {n} of {n_all} layers" if moe else f"{n_all + 1 - n} of {n_all + 1} layers"
     why = f"{where} in host memory ({ram_words(ram)})"
     why += "; text only (--mmproj FILE adds the vision tower)" if p.options.text_only else ""
-    command = server_command(model, scheme, least, placed.placement.arguments(), FLASH, p.options.text_only)
+    command = server_command(_file(model, scheme), least, placed.placement.arguments(), FLASH, p.options.text_only)
     return Recommendation("llama.cpp", scheme, least, True, plan.total, plan.host, command, why, "offload", plan)
+
+
+def _file(model: Any, scheme: str) -> str:
+    """What ``-m`` names: a model in Ollama's store by its blob (a GGUF file), else
+    :func:`~paramcount.memory.runtimes.llamacpp.command.gguf_file`."""
+    source = str(model.source)
+    if source.startswith("ollama:"):
+        from ..frontends.stores import MODEL, ollama_manifest
+
+        return str(ollama_manifest(source[len("ollama:") :]).of(MODEL)[0])
+    return gguf_file(model, scheme)

@@ -11,7 +11,7 @@ from rich.text import Text
 from ..advise import Recommendation
 from ..memory.core.terms import GIB
 
-NAMES = {"llama.cpp": "llama.cpp", "vllm": "vLLM", "transformers": "transformers"}
+NAMES = {"llama.cpp": "llama.cpp", "vllm": "vLLM", "transformers": "transformers", "ollama": "Ollama"}
 
 
 def lines(recs: Sequence[Recommendation]) -> list[Text]:
@@ -29,7 +29,8 @@ def lines(recs: Sequence[Recommendation]) -> list[Text]:
             out.append(Text(f"  {name}  no: {r.why}", style="yellow"))
             continue
         host = f" + {_gib(r.host_bytes)} GiB host" if r.host_bytes else ""
-        said = f"  {name}  {r.scheme} at {r.context:,} tokens: {_gib(r.gpu_bytes)} GiB GPU{host}; {r.why}"
+        scheme = f"{r.scheme} at " if r.scheme else ""
+        said = f"  {name}  {scheme}{r.context:,} tokens: {_gib(r.gpu_bytes)} GiB GPU{host}; {r.why}"
         out.append(Text(said))
         out.append(Text(f"    {r.command}", no_wrap=True, overflow="ignore", style="cyan"))
     return out

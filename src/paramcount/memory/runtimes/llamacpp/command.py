@@ -28,11 +28,9 @@ def gguf_file(model: Any, scheme: str) -> str:
     return f"{base}-{_FILE_TYPE.get(scheme, scheme.upper())}.gguf"
 
 
-def server_command(
-    model: Any, scheme: str, context: int, arguments: str, flash: str = "on", text_only: bool = False
-) -> str:
+def server_command(file: str, context: int, arguments: str, flash: str = "on", text_only: bool = False) -> str:
     """``llama-server -m FILE -c N -np 1 -fa on [--no-mmproj]`` and the placement's own arguments
     (:meth:`.placement.Placement.arguments`: ``-ngl``, ``--n-cpu-moe``, ``-ot``)."""
-    words = ["llama-server", "-m", shlex.quote(gguf_file(model, scheme)), "-c", str(context), "-np", "1"]
+    words = ["llama-server", "-m", shlex.quote(file), "-c", str(context), "-np", "1"]
     words += ["-fa", flash] + (["--no-mmproj"] if text_only else [])
     return " ".join(words + ([arguments] if arguments else []))
