@@ -58,12 +58,16 @@ def _help_columns() -> int:
         return 78
 
 
+class UsageError(ParamcountError):
+    """A command line argparse refuses (an unknown flag, a bad value): said as any other error."""
+
+
 class Parser(argparse.ArgumentParser):
     def _get_formatter(self) -> argparse.HelpFormatter:
         return self.formatter_class(prog=self.prog, width=_help_columns())
 
-    def error(self, message: str) -> None:  # one line, exit 2, no usage dump
-        self.exit(2, f"paramcount: error: {message}{self._suggestion(message)}\n")
+    def error(self, message: str) -> None:  # one line, exit 2, no usage dump: main() writes it
+        raise UsageError(f"{message}{self._suggestion(message)}")
 
     def _suggestion(self, message: str) -> str:
         """``did you mean --context?`` for a mistyped flag."""
@@ -885,6 +889,8 @@ def run_memory(argv: Sequence[str]) -> int:
         prog="paramcount memory",
         description="The memory a model needs to run or train, term by term: each with its formula, its "
         "assumptions, and whether it is exact or an estimate.",
+        epilog="exit status: with --gpu, 0 when the plan fits that GPU and 1 when it does not (or vLLM would not "
+        "start on it); without --gpu, 0; 2 on bad input.",
     )
     plan_args(p)
     p.add_argument(
@@ -921,7 +927,8 @@ def run_memory(argv: Sequence[str]) -> int:
         print_json(render.dumps(result, card))
     else:
         console(args.width).print(render.render_plan(result, card))
-    return 0
+    # as fit does, for scripts: `paramcount memory MODEL --gpu rtx4090 --context 32k && ...`
+    return 0 if card is None or render.fits(result, card) else 1
 
 
 OLLAMA_FLAGS = ("num_gpu", "free_vram")
@@ -1200,6 +1207,27 @@ def _escaping(stream) -> None:
         stream.reconfigure(errors="backslashreplace")
 
 
+def wants_json(argv: Sequence[str]) -> bool:
+    """Whether the command line asks for JSON (``--json`` before any ``--``), read from the words
+    themselves: an error may come before (or from) parsing them."""
+    words = list(argv)
+    return "--json" in (words[: words.index("--")] if "--" in words else words)
+
+
+def error_out(e: ParamcountError, as_json: bool) -> int:
+    """The error as one line on stderr, or under --json as a JSON object on stdout (schema
+    paramcount.error/1: ``error``, ``field``, ``source``), so that a script reads one stream; exit 2."""
+    if not as_json:
+        print(f"paramcount: error: {e}", file=sys.stderr)
+        return 2
+    import json
+
+    said = ParamcountError(e.message)  # the message alone, one line, nothing a terminal obeys
+    doc = {"schema": "paramcount.error/1", "error": str(said), "field": e.field, "source": e.source}
+    print_json(json.dumps(doc, indent=2, ensure_ascii=False))
+    return 2
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     _escaping(sys.stdout)
@@ -1215,9 +1243,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ParamcountError as e:
         if e.source is None or e.field not in ("dtype", "cache"):  # config.json has dtype and cache fields too
             e.field = FLAGS.get(e.field, e.field)
-        print(f"paramcount: error: {e}", file=sys.stderr)
-        return 2
-    except SystemExit as e:  # argparse has already printed its one line
+        return error_out(e, wants_json(argv))
+    except SystemExit as e:  # --help, --version
         return e.code if isinstance(e.code, int) else 2
     except KeyboardInterrupt:
         return 130

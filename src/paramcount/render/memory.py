@@ -168,6 +168,15 @@ def _vllm_line(plan: Plan, g: GPU) -> Text:
     )
 
 
+def fits(plan: Plan, g: GPU) -> bool:
+    """Whether the plan fits the GPU as the fits line says: its total within what one program may
+    use, and under vLLM a start (the claim's KV cache holds one sequence: the planner's ``serving``,
+    after vLLM's kv_cache_utils.py get_kv_cache_configs)."""
+    if plan.total > g.usable:
+        return False
+    return plan.settings.get("runtime") != "vllm" or plan.planner.serving(g.memory, plan.settings["context"])["starts"]
+
+
 def fits_line(total: int, g: GPU) -> Text:
     left = g.usable - total
     verdict = "fits" if left >= 0 else "does not fit"
