@@ -21,6 +21,7 @@ from .errors import ParamcountError, bounded_exponent, bounded_number
 from .formula import Poly, Symbols
 from .ir import Block
 from .model import Model
+from .textbook import Textbook, flops, textbook
 
 MAX_SLIPS = 3
 
@@ -372,6 +373,13 @@ class CheckResult:
     explanations: tuple[Explanation, ...]
     nearest: tuple[Explanation, ...] = ()
     conventions: tuple[Convention, ...] = ()
+    textbook: tuple[Textbook, ...] = ()  # the counts taught (12·L·h², the layers alone, …)
+    flops: tuple[Textbook, ...] = ()  # 2·N and 6·N: named when the answer is one
+
+    @property
+    def taught(self) -> tuple[Textbook, ...]:
+        """The taught counts (then the FLOPs figures) the answer is, within its rounding."""
+        return tuple(t for t in (*self.textbook, *self.flops) if self.answer.matches(t.value))
 
     @property
     def exact(self) -> bool:
@@ -383,8 +391,9 @@ class CheckResult:
 
     @property
     def accepted(self) -> bool:
-        """The answer is a count: the class's or its backbone's, or a convention's figure."""
-        return self.exact or bool(self.matched)
+        """The answer is a count: the class's or its backbone's, a convention's figure, or a
+        count taught (12·L·h², the layers alone): a FLOPs figure is not."""
+        return self.exact or bool(self.matched) or any(t.parameters for t in self.taught)
 
     @property
     def by_convention(self) -> bool:
@@ -449,6 +458,7 @@ def check(model: Model, answer: str | int | Answer, active: bool = False) -> Che
     hits = sorted((c for c in scored if ans.matches(c[3])), key=_rank(ans))
     fewest = [c for c in hits if len(c[2]) == len(hits[0][2])][:4]
     near = [] if hits else _nearest([c for c in scored if len(c[2]) <= 1], ans)
+    taught = () if active else textbook(model)  # rules for all parameters, not those active per token
     return CheckResult(
         name=model.name,
         answer=ans,
@@ -460,6 +470,8 @@ def check(model: Model, answer: str | int | Answer, active: bool = False) -> Che
         explanations=tuple(explain(b, combo, bb) for b, bb, combo, _ in fewest),
         nearest=tuple(explain(b, combo, bb) for b, bb, combo, _ in near),
         conventions=conventions(model),
+        textbook=taught,
+        flops=() if active else flops(model, taught),
     )
 
 
