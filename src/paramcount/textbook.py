@@ -96,6 +96,7 @@ def _parts(model: Model, sections: Sequence[Section], syms: Symbols) -> list[Tex
     out = [_without("kaplan_non_embedding", model, said)]
     if position:
         out.append(_without("non_embedding_with_positions", model, [said[0], *said[3:]]))
+    out = [t for t in out if t is not None]
     layers = [s for s in sections if s.kind == "layers"]
     if layers:
         out.append(_of("layer_matrices", _sum(syms, layers, _matrix), syms, model))
@@ -106,10 +107,12 @@ def _parts(model: Model, sections: Sequence[Section], syms: Symbols) -> list[Tex
     return out
 
 
-def _without(key: str, model: Model, tables: Sequence[tuple[str, int]]) -> Textbook:
+def _without(key: str, model: Model, tables: Sequence[tuple[str, int]]) -> Textbook | None:
     """The count less some vocabulary tables: ``N - (V·h + P·h)`` (an untied head's V·h again,
     its bias V)."""
     held = [(f, v) for f, v in tables if v]
+    if not held:  # no vocabulary table: nothing to leave out
+        return None
     said = list(dict.fromkeys(f for f, _ in held))  # a tied table is one V·h, an untied head 2V·h
     said = [f"2{f}" if sum(g == f for g, _ in held) == 2 else f for f in said]
     formula = f"N - ({' + '.join(said)})" if len(said) > 1 else f"N - {said[0]}"
