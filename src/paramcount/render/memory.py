@@ -25,6 +25,17 @@ def gib(b: int) -> str:
     return f"{b / GIB:,.2f}"
 
 
+def unit(g: GPU) -> str:
+    """The unit a table beside this GPU states its figures in: the card's own (GiB for GDDR, HBM
+    and unified memory, whose "80 GB" is 80 GiB; GB for a size given as GB), one per table."""
+    return g.unit
+
+
+def sized(b: int, g: GPU) -> str:
+    """``b`` bytes in the GPU's unit, two decimals (the figure alone; the unit is in the header)."""
+    return gib(b) if unit(g) == "GiB" else gb(b)
+
+
 def capacity(g: GPU) -> str:
     """``GeForce RTX 3060: 12 GB GDDR6 = 12 GiB (12,884,901,888 B)`` and what one program may use."""
     amount = f"{g.memory // GIB} GiB" if g.unit == "GiB" else f"{gb(g.memory)} GB"
@@ -178,9 +189,9 @@ def fits(plan: Plan, g: GPU) -> bool:
 
 
 def fits_line(total: int, g: GPU) -> Text:
-    left = g.usable - total
+    left, u = g.usable - total, unit(g)
     verdict = "fits" if left >= 0 else "does not fit"
-    room = f"{gb(left)} GB to spare" if left >= 0 else f"{gb(-left)} GB short"
+    room = f"{sized(left, g)} {u} to spare" if left >= 0 else f"{sized(-left, g)} {u} short"
     return Text(f"{verdict} on {capacity(g)}: {room}", style="green" if left >= 0 else "red")
 
 
@@ -199,16 +210,21 @@ def _context_cell(r: Row) -> str:
 
 def fit_table(fit: Fit) -> Table:
     t = Table(show_edge=False)
-    for col, just in (("precision", "left"), ("needs GB", "right"), ("fits", "left"), ("headroom GB", "right")):
+    u = unit(fit.gpu)
+    for col, just in (("precision", "left"), (f"needs {u}", "right"), ("fits", "left"), (f"headroom {u}", "right")):
         t.add_column(col, justify=just)
     t.add_column("max context", justify="right")
     t.add_column("max batch", justify="right")
     if fit.mode == "training":
         t.add_column("min GPUs", justify="right")
     for r in fit.rows:
-        cells = [r.precision, gb(r.plan.total), Text("yes" if r.fits else "no", "green" if r.fits else "red")]
+        cells = [
+            r.precision,
+            sized(r.plan.total, fit.gpu),
+            Text("yes" if r.fits else "no", "green" if r.fits else "red"),
+        ]
         batch = "n/a" if r.plan.partial else n(r.max_batch) if r.max_batch else "none"
-        cells += [gb(r.headroom), _context_cell(r), batch]
+        cells += [sized(r.headroom, fit.gpu), _context_cell(r), batch]
         if fit.mode == "training":
             cells.append(n(r.gpus) if r.gpus else "none")
         t.add_row(*cells)
@@ -218,21 +234,22 @@ def fit_table(fit: Fit) -> Table:
 def serving_table(fit: Fit) -> Table:
     """vLLM: per precision, the fewest GPUs, the memory of each, its KV cache and the speed bounds."""
     t = Table(show_edge=False)
-    heads = ("precision", "GPUs", "GB per GPU", "KV tokens per GPU", "max sequences", "decode tok/s ≤", "prefill ≤")
+    per = f"{unit(fit.gpu)} per GPU"
+    heads = ("precision", "GPUs", per, "KV tokens per GPU", "max sequences", "decode tok/s ≤", "prefill ≤")
     for i, col in enumerate(heads):
         t.add_column(col, justify="left" if i == 0 else "right")
     for r in fit.rows:
         s = r.serving or {}
         if not r.fits:
             split = f"TP {s.get('tried_tp')}" + (f"×PP {s['pp']}" if s.get("pp", 1) > 1 else "")
-            t.add_row(r.precision, Text(f"no: {split} short", "red"), gb(r.plan.total), "", "", "", "")
+            t.add_row(r.precision, Text(f"no: {split} short", "red"), sized(r.plan.total, fit.gpu), "", "", "", "")
             continue
         split = f"{r.gpus} (TP {s['tp']}" + (f", PP {s['pp']})" if s["pp"] > 1 else ")")
         d, p = s.get("decode"), s.get("prefill")
         t.add_row(
             r.precision,
             Text(split, "green"),
-            gb(r.plan.total),
+            sized(r.plan.total, fit.gpu),
             n(s["kv_tokens"]),
             n(s["max_concurrency"]),
             f"{d['tokens_per_s']:,.0f} ({d['bound_by']})" if d else "n/a",
@@ -249,7 +266,7 @@ def _serving_notes(fit: Fit) -> list[Text]:
         Text(
             "GPUs: the fewest tensor-parallel GPUs (1, 2, 4, 8, …) vLLM starts on and admits "
             f"{_many(fit.batch, 'sequence')} of {n(fit.context)} tokens; "
-            "GB per GPU: what that takes on the busiest GPU, over "
+            f"{unit(g)} per GPU: what that takes on the busiest GPU, over "
             "--gpu-memory-utilization"
         ),
         Text(
@@ -389,15 +406,21 @@ def overview_table(o: Overview) -> Table:
     t.add_column("usable GiB", justify="right")
     for p in o.plans:
         t.add_column(p, justify="right")
-    needs = [Text(gb(plan.total), "bold") for plan in o.plans.values()]
-    t.add_row(Text("needs (GB)", "bold"), "", *needs)
+    u, size = _overview_unit(o)
+    needs = [Text(size(plan.total), "bold") for plan in o.plans.values()]
+    t.add_row(Text(f"needs ({u})", "bold"), "", *needs)
     for g in o.gpus:
         cells = []
         for p in o.plans:
             left = o.headroom(g, p)
-            cells.append(Text(f"{'+' if left >= 0 else '-'}{gb(abs(left))}", "green" if left >= 0 else "red"))
+            cells.append(Text(f"{'+' if left >= 0 else '-'}{size(abs(left))}", "green" if left >= 0 else "red"))
         t.add_row(g.key, gib(g.usable), *cells)
     return t
+
+
+def _overview_unit(o: Overview) -> tuple[str, Any]:
+    """GiB, as the cards listed are stated (and their usable column is), unless one is not."""
+    return ("GiB", gib) if all(unit(g) == "GiB" for g in o.gpus) else ("GB", gb)
 
 
 def render_overview(o: Overview) -> Group:
@@ -405,7 +428,10 @@ def render_overview(o: Overview) -> Group:
     head = Text(m.name, style="bold")
     head.append(f"  {m.class_name} · {n(m.total)} parameters", style="dim")
     what = f"{o.mode} at {n(o.context)} tokens × batch {n(o.batch)}" + _options_of(o.settings)
-    legend = "cells: GB to spare (+) or short (-) on each GPU's usable memory; --gpu NAME for context and batch limits"
+    legend = (
+        f"cells: {_overview_unit(o)[0]} to spare (+) or short (-) on each GPU's usable memory; --gpu NAME for "
+        "context and batch limits"
+    )
     skipped = [Text(f"left out: {why}", style="yellow") for why in o.skipped]
     partial = _partial(o.plans.values())
     footnotes = unquantised_notes(o.plans)
