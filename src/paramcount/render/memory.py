@@ -234,7 +234,7 @@ def fit_table(fit: Fit) -> Table:
 def serving_table(fit: Fit) -> Table:
     """vLLM: per precision, the fewest GPUs, the memory of each, its KV cache and the speed bounds."""
     t = Table(show_edge=False)
-    per = f"{unit(fit.gpu)} per GPU"
+    per = f"{unit(fit.gpu)}/GPU"
     heads = ("precision", "GPUs", per, "KV tokens per GPU", "max sequences", "decode tok/s ≤", "prefill ≤")
     for i, col in enumerate(heads):
         t.add_column(col, justify="left" if i == 0 else "right")
@@ -266,7 +266,7 @@ def _serving_notes(fit: Fit) -> list[Text]:
         Text(
             "GPUs: the fewest tensor-parallel GPUs (1, 2, 4, 8, …) vLLM starts on and admits "
             f"{_many(fit.batch, 'sequence')} of {n(fit.context)} tokens; "
-            f"{unit(g)} per GPU: what that takes on the busiest GPU, over "
+            f"{unit(g)}/GPU: what that takes on the busiest GPU, over "
             "--gpu-memory-utilization"
         ),
         Text(
