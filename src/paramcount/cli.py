@@ -40,6 +40,10 @@ examples:
   paramcount compute openai/gpt-3-175b --tokens 300B --gpu a100-80gb --gpus 1024   FLOPs, 6·N·D, time
   paramcount serve                           the local web page on http://127.0.0.1:8000/
   paramcount completion bash                 shell completion (or zsh, fish); how to install: its --help
+
+errors: one line on stderr, exit 2; with --json a JSON object on stdout (schema paramcount.error/1)
+environment: PARAMCOUNT_CACHE_DIR (default $XDG_CACHE_HOME/paramcount or ~/.cache/paramcount) keeps
+  the transformers fallback's answers; PARAMCOUNT_NO_CACHE=1 turns that off
 """
 
 
@@ -494,9 +498,11 @@ def run_check(argv: Sequence[str]) -> int:
 
     p = Parser(
         prog="paramcount check",
-        description="Check a hand-computed count and name the slips behind it, or the convention a model card "
-        "counts by (active per token, without the embedding lookups or the unembedding). Exit status: 0 when the "
-        "answer is the count or a convention's figure (or one rounded), 1 when it is not, 2 on bad input.",
+        description="Check a hand-computed count and name the slips behind it, the convention a model card "
+        "counts by (active per token, without the embedding lookups or the unembedding), or the count a textbook "
+        "teaches (12·L·h², Kaplan's non-embedding N, the layers or the embeddings alone; 2·N and 6·N FLOPs named). "
+        "Exit status: 0 when the answer is the count, a convention's or a textbook's figure (or one rounded), 1 "
+        "when it is not, 2 on bad input.",
     )
     p.add_argument("model", nargs="?", help="catalog name, config.json, or model folder (or --arch)")
     p.add_argument("answer", help="the count to check: 108891648, 108,891,648, 110M, 1.3B, 1.3e9")
