@@ -52,6 +52,16 @@ CASES = [
     ("Qwen/Qwen2.5-7B", None, 7_615_616_512 + 28 * 2 * 3585 * (3584 - 512), ("kv_heads",), "Qwen2ForCausalLM"),
     ("meta-llama/Llama-3.1-8B", None, LLAMA + 131072 * 4096, ("positions_counted",), "LlamaForCausalLM"),
     ("openai-community/gpt2", None, 124_439_808 + 2 * 768, ("segment_added",), "GPT2LMHeadModel"),
+    # seed 001's per-head form, (768·64 + 64)·3 = 147,648 for Q, K and V, not multiplied by 12 heads
+    ("bert-base-uncased", None, BERT - 12 * (3 * (768 * 768 + 768) - 147_648), ("one_head",), "BertModel"),
+    # Llama-3.1-8B: q over 32 heads of 128, k and v over 8
+    (
+        "meta-llama/Llama-3.1-8B",
+        None,
+        LLAMA - 32 * (31 + 2 * 7) * 128 * 4096,  # q keeps 1 of 32 heads, k and v 1 of 8
+        ("one_head",),
+        "LlamaForCausalLM",
+    ),
 ]
 
 

@@ -162,6 +162,7 @@ def slips(ts: Sequence[Term], syms: Symbols, active: bool) -> list[Slip]:
         Slip("gate_omitted", "gate", drop(lambda t: t.role == "ffn_gate")),
         Slip("router", "router", drop(lambda t: t.kind == "router")),
         *_experts(ts, active),
+        *_one_head(ts, syms),
         *_symbol_slips(ts, syms),
         *_added(ts, syms),
     ]
@@ -179,6 +180,21 @@ def _experts(ts: Sequence[Term], active: bool) -> list[Slip]:
     # part but the experts is counted n times.
     as_models = Slip("experts_as_models", "experts", lambda t, w: w * n if t.ratio == 1 else w, info={"n": n})
     return [Slip("experts_active", "experts", lambda t, w: w * t.ratio, info={"k": k, "n": n}), as_models]
+
+
+def _one_head(ts: Sequence[Term], syms: Symbols) -> list[Slip]:
+    """The per-head form (seed 001: ``(768·64 + 64)·3`` for one head's Q, K and V) not multiplied
+    by the heads: each layer's Q, K and V (a fused QKV too, when K and V have as many heads) over
+    their heads."""
+    a = syms.values["a"] if syms.resolve("a") else None
+    a_kv = syms.values["a_kv"] if syms.resolve("a_kv") else a
+    if not a or not a_kv:
+        return []
+    heads = {"q": a, "k": a_kv, "v": a_kv, **({"qkv": a} if a_kv == a else {})}
+    if not any(t.section == "layers" and t.role in heads for t in ts):
+        return []
+    weight = lambda t, w: w / heads[t.role] if t.section == "layers" and t.role in heads else w  # noqa: E731
+    return [Slip("one_head", "heads", weight, info={"a": a})]
 
 
 def _symbol_slips(ts: Sequence[Term], syms: Symbols) -> list[Slip]:
@@ -426,6 +442,7 @@ ORDER = (
     "experts_active",
     "experts_all",
     "experts_as_models",
+    "one_head",
     "ffn_4h",
     "kv_heads",
     "positions_counted",
