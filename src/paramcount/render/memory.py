@@ -97,30 +97,31 @@ def _row_label(t: Term, indent: int = 0) -> Text:
     return label
 
 
-def terms_table(plan: Plan) -> Table:
+def terms_table(plan: Plan, gpu: GPU | None = None) -> Table:
+    """Each term's bytes, in GB and GiB side by side, or beside a GPU in its unit alone."""
+    units = tuple((u, gib if u == "GiB" else gb) for u in ((unit(gpu),) if gpu else ("GB", "GiB")))
     t = Table(show_edge=False)
     t.add_column("term")
     t.add_column("bytes", justify="right")
-    t.add_column("GB", justify="right")
-    t.add_column("GiB", justify="right")
+    for u, _ in units:
+        t.add_column(u, justify="right")
     t.add_column("figure")
     host = plan.host_terms
     for term in plan.device_terms:
-        _term_rows(t, term)
+        _term_rows(t, term, units)
     bold = "bold"
     total = plan.total
     name = "total on the GPU" if host else "total"
-    t.add_row(Text(name, bold), Text(n(total), bold), Text(gb(total), bold), Text(gib(total), bold), "")
+    t.add_row(Text(name, bold), Text(n(total), bold), *(Text(f(total), bold) for _, f in units), "")
     for term in host:  # below the total, which leaves them out
-        _term_rows(t, term)
+        _term_rows(t, term, units)
     return t
 
 
-def _term_rows(t: Table, term: Term) -> None:
-    t.add_row(_row_label(term), n(term.bytes), gb(term.bytes), gib(term.bytes), _kind(term))
+def _term_rows(t: Table, term: Term, units: tuple) -> None:
+    t.add_row(_row_label(term), n(term.bytes), *(f(term.bytes) for _, f in units), _kind(term))
     for part in term.parts:
-        style = "dim"
-        cells = (Text(x, style) for x in (n(part.bytes), gb(part.bytes), gib(part.bytes)))
+        cells = (Text(x, "dim") for x in (n(part.bytes), *(f(part.bytes) for _, f in units)))
         t.add_row(_row_label(part, 1), *cells, "")
 
 
@@ -148,7 +149,7 @@ def how(plan: Plan) -> list[Any]:
 
 
 def render_plan(plan: Plan, gpu: GPU | None = None) -> Group:
-    parts: list[Any] = [heading(plan), Text(""), terms_table(plan), Text("")]
+    parts: list[Any] = [heading(plan), Text(""), terms_table(plan, gpu), Text("")]
     share = plan.estimated / plan.total if plan.total else 0
     estimated = ", ".join(t.key for t in plan.device_terms if t.estimate)
     parts.append(Text(f"estimates ({estimated}) are {share:.1%} of the total; how each term is computed:"))
