@@ -953,7 +953,8 @@ def ollama_runtime(args: argparse.Namespace) -> bool:
 
 
 def run_ollama(args: argparse.Namespace, brief: bool) -> int:
-    """Ollama's estimate and num_gpu on --gpu (``fit``: exit 1 when not every layer is offloaded)."""
+    """Ollama's estimate and num_gpu on --gpu (exit 1 when not every layer is offloaded, for ``fit``
+    and ``memory`` alike)."""
     import os
 
     from .memory.core.gpus import gpu, parse_size
@@ -978,7 +979,7 @@ def run_ollama(args: argparse.Namespace, brief: bool) -> int:
     asked = from_env(os.environ, **_ollama_given(args))
     o = plan(load_model(args.model, args), card, asked, free=free)
     print_json(render.dumps(o, card)) if args.json else console(args.width).print(render.render(o, card, brief))
-    return 1 if brief and o.num_gpu < o.layers_model else 0
+    return 1 if o.num_gpu < o.layers_model else 0
 
 
 def _ollama_given(args: argparse.Namespace) -> dict:
