@@ -896,7 +896,7 @@ def run_memory(argv: Sequence[str]) -> int:
         description="The memory a model needs to run or train, term by term: each with its formula, its "
         "assumptions, and whether it is exact or an estimate.",
         epilog="exit status: with --gpu, 0 when the plan fits that GPU and 1 when it does not (or vLLM would not "
-        "start on it); without --gpu, 0; 2 on bad input.",
+        "start on it; under Ollama, not every layer is on the GPU); without --gpu, 0; 2 on bad input.",
     )
     plan_args(p)
     p.add_argument(
