@@ -198,6 +198,15 @@ def test_an_oversized_entry_is_not_read(cache, asked, monkeypatch):
     assert len(asked) == 2 and not entries(cache)  # removed, and the new answer too large to keep
 
 
+def test_an_entry_that_is_not_a_regular_file_is_not_read(cache, asked):
+    count()
+    (entry,) = entries(cache)
+    entry.unlink()
+    os.mkfifo(entry)  # reading it would block for ever
+    assert count().total == TOTAL and len(asked) == 2
+    assert entry.is_file()  # replaced by a real entry
+
+
 def test_a_failed_write_leaves_nothing_and_the_count_goes_on(cache, asked, monkeypatch):
     def fail(*args):
         raise OSError("disk full")

@@ -25,6 +25,7 @@ import contextlib
 import hashlib
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -84,9 +85,7 @@ def get(request: dict[str, Any]) -> dict[str, Any] | None:
         return None
     path = where / f"{k}.json"
     try:
-        if path.stat().st_size > MAX_ENTRY:
-            raise ValueError("oversized")
-        doc = json.loads(path.read_bytes())
+        doc = json.loads(_read(path))
         answer = _valid(doc, k)
     except FileNotFoundError:
         return None
@@ -95,6 +94,19 @@ def get(request: dict[str, Any]) -> dict[str, Any] | None:
         return None
     _touch(path)
     return answer
+
+
+def _read(path: Path) -> bytes:
+    """The entry's bytes: a regular file (not a FIFO that would block, not a device) of at most
+    MAX_ENTRY bytes, read no further than that."""
+    st = path.stat()
+    if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_ENTRY:
+        raise ValueError("not a regular file of at most MAX_ENTRY bytes")
+    with path.open("rb") as f:
+        data = f.read(MAX_ENTRY + 1)
+    if len(data) > MAX_ENTRY:
+        raise ValueError("oversized")
+    return data
 
 
 def put(request: dict[str, Any], answer: dict[str, Any]) -> None:
