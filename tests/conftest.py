@@ -30,3 +30,10 @@ def snapshot():
 def _piped(monkeypatch):
     """Output as piped with no COLUMNS (the layout snapshots hold), unless a test sets a width."""
     monkeypatch.delenv("COLUMNS", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _no_fallback_cache(monkeypatch):
+    """No test reads or writes the user's cache of the transformers fallback's answers (each
+    counts as a fresh install would); tests/test_fallback_cache.py turns it on in a folder of its own."""
+    monkeypatch.setenv("PARAMCOUNT_NO_CACHE", "1")

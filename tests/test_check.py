@@ -52,6 +52,16 @@ CASES = [
     ("Qwen/Qwen2.5-7B", None, 7_615_616_512 + 28 * 2 * 3585 * (3584 - 512), ("kv_heads",), "Qwen2ForCausalLM"),
     ("meta-llama/Llama-3.1-8B", None, LLAMA + 131072 * 4096, ("positions_counted",), "LlamaForCausalLM"),
     ("openai-community/gpt2", None, 124_439_808 + 2 * 768, ("segment_added",), "GPT2LMHeadModel"),
+    # seed 001's per-head form, (768·64 + 64)·3 = 147,648 for Q, K and V, not multiplied by 12 heads
+    ("bert-base-uncased", None, BERT - 12 * (3 * (768 * 768 + 768) - 147_648), ("one_head",), "BertModel"),
+    # Llama-3.1-8B: q over 32 heads of 128, k and v over 8
+    (
+        "meta-llama/Llama-3.1-8B",
+        None,
+        LLAMA - 32 * (31 + 2 * 7) * 128 * 4096,  # q keeps 1 of 32 heads, k and v 1 of 8
+        ("one_head",),
+        "LlamaForCausalLM",
+    ),
 ]
 
 
@@ -265,3 +275,85 @@ def test_cli_check_lists_the_conventions_when_none_matches(capsys, snapshot):
     code, out, _ = run(capsys, "check", "Qwen/Qwen3-30B-A3B", "3.3B", "--json")
     data = json.loads(out)
     assert not data["accepted"] and [c["key"] for c in data["conventions"] if c["truncated"]] == ["active_all"]
+
+
+# ---- the counts textbooks teach (paramcount.textbook) ------------------------------------------
+# Each figure is worked out by hand from the published dimensions: BERT-base h 768, 12 layers,
+# V 30,522, P 512; GPT-2 h 768, 12 layers, V 50,257, P 1,024 (tied head); Llama-3.1-8B as above.
+
+GPT2 = 124_439_808
+TAUGHT = [
+    # (model, answer, the key it is named by, the formula shown)
+    ("bert-base-uncased", 12 * 12 * 768**2, "12Lh2", "12·L·h²"),  # 84,934,656: explain's approximation
+    ("bert-base-uncased", 12 * 7_087_872, "layers", "L·(4h² + 2h·I + I + 9h)"),  # seed 001: 85,054,464
+    ("bert-base-uncased", 23_837_184, "embeddings", "V·h + P·h + T·h + 2h"),  # seed 001's input layer
+    ("bert-base-uncased", 12 * 12 * 768**2 + 30522 * 768, "12Lh2_Vh", "12·L·h² + V·h"),
+    ("openai-community/gpt2", 12 * 12 * 768**2, "12Lh2", "12·L·h²"),
+    ("openai-community/gpt2", GPT2 - 50257 * 768 - 1024 * 768, "kaplan_non_embedding", "N - (V·h + P·h)"),
+    ("openai-community/gpt2", GPT2 - 50257 * 768, "non_embedding_with_positions", "N - V·h"),
+    ("meta-llama/Llama-3.1-8B", 12 * 32 * 4096**2, "12Lh2", "12·L·h²"),  # 6,442,450,944
+    ("meta-llama/Llama-3.1-8B", LLAMA - 2 * 128256 * 4096, "kaplan_non_embedding", "N - 2V·h"),  # untied head
+    # the layers' matrices alone: q and o 4096², k and v 1024·4096, three of 14336·4096
+    ("meta-llama/Llama-3.1-8B", 32 * (2 * 4096**2 + 2 * 1024 * 4096 + 3 * 14336 * 4096), "layer_matrices", None),
+]
+
+
+@pytest.mark.parametrize("name, answer, key, formula", TAUGHT, ids=[f"{c[2]}-{c[0]}" for c in TAUGHT])
+def test_a_taught_count_is_named_with_its_formula(name, answer, key, formula):
+    model = paramcount.load(name)
+    result = check(model, answer)
+    assert key in [t.key for t in result.taught] and result.accepted
+    t = next(t for t in result.taught if t.key == key)
+    assert t.value == answer and t.difference == answer - model.total and t.parameters
+    assert formula is None or t.formula == formula
+
+
+def test_the_two_bert_figures_are_named_not_left_unexplained(capsys):
+    assert main(["check", "bert-base-uncased", "84934656"]) == 0
+    out = capsys.readouterr().out
+    assert "No combination" not in out
+    assert "84,934,656 is the 12·L·h² rule" in out and "12·L·h² = 12 · 12 · 768² = 84,934,656" in out
+    assert "24,579,642 less than the exact count of BertForMaskedLM (109,514,298)" in " ".join(out.split())
+    assert main(["check", "bert-base-uncased", "85054464"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "85,054,464 is the repeated layers alone" in out and "= 12 × 7,087,872 = 85,054,464" in out
+
+
+def test_a_convention_figure_also_names_kaplan(capsys):
+    assert main(["check", "gpt2", "85,056,000"]) == 0  # the model card's non-embedding count is Kaplan's N
+    out = " ".join(capsys.readouterr().out.split())
+    assert "It is also the non-embedding count (Kaplan et al." in out and "N - (V·h + P·h) = 85,056,000" in out
+
+
+def test_a_flops_figure_is_named_but_not_accepted(capsys):
+    result = check(paramcount.load("openai-community/gpt2"), 6 * GPT2)
+    assert [t.key for t in result.taught] == ["flops_6n_training"] and not result.accepted
+    assert main(["check", "gpt2", str(6 * GPT2)]) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert "is not a parameter count but the training FLOPs per token" in out and "6 · 124,439,808" in out
+
+
+def test_an_unexplained_answer_lists_what_textbooks_count(capsys):
+    assert main(["check", "bert-base-uncased", "123456789"]) == 1
+    out = capsys.readouterr().out
+    assert "What textbooks and courses count, and none gives 123,456,789:" in out
+    row = next(line for line in out.splitlines() if "the repeated layers alone" in line).split()
+    assert row[-2:] == ["85,054,464", f"{85_054_464 - 109_514_298:+,}"]
+
+
+def test_taught_counts_in_json_and_chinese(capsys):
+    assert main(["check", "bert-base-uncased", "85054464", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["accepted"] and doc["taught"] == ["layers"]
+    layers = next(t for t in doc["textbook"] if t["key"] == "layers")
+    assert layers["value"] == 85_054_464 and layers["difference"] == 85_054_464 - 109_514_298 and layers["matches"]
+    assert layers["working"] == "12 × 7,087,872"
+    assert main(["check", "bert-base-uncased", "84934656", "--lang", "zh"]) == 0
+    assert "是12·L·h² 经验公式" in capsys.readouterr().out
+
+
+def test_no_taught_count_is_the_exact_count_or_repeated():
+    for name in ("bert-base-uncased", "openai-community/gpt2", "meta-llama/Llama-3.1-8B", "google-t5/t5-small"):
+        model = paramcount.load(name)
+        values = [t.value for t in check(model, 1).textbook]
+        assert model.total not in values and len(values) == len(set(values))

@@ -267,6 +267,9 @@ def test_memory_and_fit_answer_num_gpu(tiny, clean, capsys, monkeypatch):
     assert MINIMUM + G + 4 * LAYER < 540 * MIB <= MINIMUM + G + 5 * LAYER
     assert main(["fit", tiny.source, "--runtime", "Ollama", "--gpu", "rtx3060", "--free-vram", "540MiB"]) == 1
     assert "num_gpu 3 (3 of 5 layers on the GPU)" in capsys.readouterr().out
+    # memory says the same with its exit status: not every layer on the GPU
+    assert main(["memory", tiny.source, "--runtime", "ollama", "--gpu", "rtx3060", "--free-vram", "540MiB"]) == 1
+    assert "num_gpu 3" in capsys.readouterr().out
     monkeypatch.setenv("OLLAMA_NUM_PARALLEL", "2")
     assert main(["memory", tiny.source, "--runtime", "ollama", "--gpu", "12GiB", "--json", "-np", "3"]) == 0
     assert json.loads(capsys.readouterr().out)["settings"]["num_parallel"] == 3

@@ -279,7 +279,7 @@ def test_memory_on_a_gpu_says_what_vllm_logs(capsys):
     assert f"{s['kv_tokens']:,} tokens ({s['kv_blocks']:,} blocks)" in out
     assert main([*argv, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["gpu"]["serving"] == s
-    assert main(["memory", "meta-llama/Llama-3.1-70B", *argv[2:], "--json"]) == 0
+    assert main(["memory", "meta-llama/Llama-3.1-70B", *argv[2:], "--json"]) == 1  # does not fit: exit 1
     assert json.loads(capsys.readouterr().out)["gpu"]["serving"]["starts"] is False  # 131 GiB of weights
 
 

@@ -21,6 +21,7 @@ from .errors import ParamcountError, bounded_exponent, bounded_number
 from .formula import Poly, Symbols
 from .ir import Block
 from .model import Model
+from .textbook import Textbook, flops, textbook
 
 MAX_SLIPS = 3
 
@@ -161,6 +162,7 @@ def slips(ts: Sequence[Term], syms: Symbols, active: bool) -> list[Slip]:
         Slip("gate_omitted", "gate", drop(lambda t: t.role == "ffn_gate")),
         Slip("router", "router", drop(lambda t: t.kind == "router")),
         *_experts(ts, active),
+        *_one_head(ts, syms),
         *_symbol_slips(ts, syms),
         *_added(ts, syms),
     ]
@@ -178,6 +180,21 @@ def _experts(ts: Sequence[Term], active: bool) -> list[Slip]:
     # part but the experts is counted n times.
     as_models = Slip("experts_as_models", "experts", lambda t, w: w * n if t.ratio == 1 else w, info={"n": n})
     return [Slip("experts_active", "experts", lambda t, w: w * t.ratio, info={"k": k, "n": n}), as_models]
+
+
+def _one_head(ts: Sequence[Term], syms: Symbols) -> list[Slip]:
+    """The per-head form (seed 001: ``(768·64 + 64)·3`` for one head's Q, K and V) not multiplied
+    by the heads: each layer's Q, K and V (a fused QKV too, when K and V have as many heads) over
+    their heads."""
+    a = syms.values["a"] if syms.resolve("a") else None
+    a_kv = syms.values["a_kv"] if syms.resolve("a_kv") else a
+    if not a or not a_kv:
+        return []
+    heads = {"q": a, "k": a_kv, "v": a_kv, **({"qkv": a} if a_kv == a else {})}
+    if not any(t.section == "layers" and t.role in heads for t in ts):
+        return []
+    weight = lambda t, w: w / heads[t.role] if t.section == "layers" and t.role in heads else w  # noqa: E731
+    return [Slip("one_head", "heads", weight, info={"a": a})]
 
 
 def _symbol_slips(ts: Sequence[Term], syms: Symbols) -> list[Slip]:
@@ -372,6 +389,13 @@ class CheckResult:
     explanations: tuple[Explanation, ...]
     nearest: tuple[Explanation, ...] = ()
     conventions: tuple[Convention, ...] = ()
+    textbook: tuple[Textbook, ...] = ()  # the counts taught (12·L·h², the layers alone, …)
+    flops: tuple[Textbook, ...] = ()  # 2·N and 6·N: named when the answer is one
+
+    @property
+    def taught(self) -> tuple[Textbook, ...]:
+        """The taught counts (then the FLOPs figures) the answer is, within its rounding."""
+        return tuple(t for t in (*self.textbook, *self.flops) if self.answer.matches(t.value))
 
     @property
     def exact(self) -> bool:
@@ -383,8 +407,9 @@ class CheckResult:
 
     @property
     def accepted(self) -> bool:
-        """The answer is a count: the class's or its backbone's, or a convention's figure."""
-        return self.exact or bool(self.matched)
+        """The answer is a count: the class's or its backbone's, a convention's figure, or a
+        count taught (12·L·h², the layers alone): a FLOPs figure is not."""
+        return self.exact or bool(self.matched) or any(t.parameters for t in self.taught)
 
     @property
     def by_convention(self) -> bool:
@@ -417,6 +442,7 @@ ORDER = (
     "experts_active",
     "experts_all",
     "experts_as_models",
+    "one_head",
     "ffn_4h",
     "kv_heads",
     "positions_counted",
@@ -449,6 +475,7 @@ def check(model: Model, answer: str | int | Answer, active: bool = False) -> Che
     hits = sorted((c for c in scored if ans.matches(c[3])), key=_rank(ans))
     fewest = [c for c in hits if len(c[2]) == len(hits[0][2])][:4]
     near = [] if hits else _nearest([c for c in scored if len(c[2]) <= 1], ans)
+    taught = () if active else textbook(model)  # rules for all parameters, not those active per token
     return CheckResult(
         name=model.name,
         answer=ans,
@@ -460,6 +487,8 @@ def check(model: Model, answer: str | int | Answer, active: bool = False) -> Che
         explanations=tuple(explain(b, combo, bb) for b, bb, combo, _ in fewest),
         nearest=tuple(explain(b, combo, bb) for b, bb, combo, _ in near),
         conventions=conventions(model),
+        textbook=taught,
+        flops=() if active else flops(model, taught),
     )
 
 

@@ -40,6 +40,10 @@ examples:
   paramcount compute openai/gpt-3-175b --tokens 300B --gpu a100-80gb --gpus 1024   FLOPs, 6·N·D, time
   paramcount serve                           the local web page on http://127.0.0.1:8000/
   paramcount completion bash                 shell completion (or zsh, fish); how to install: its --help
+
+errors: one line on stderr, exit 2; with --json a JSON object on stdout (schema paramcount.error/1)
+environment: PARAMCOUNT_CACHE_DIR (default $XDG_CACHE_HOME/paramcount or ~/.cache/paramcount) keeps
+  the transformers fallback's answers; PARAMCOUNT_NO_CACHE=1 turns that off
 """
 
 
@@ -58,12 +62,16 @@ def _help_columns() -> int:
         return 78
 
 
+class UsageError(ParamcountError):
+    """A command line argparse refuses (an unknown flag, a bad value): said as any other error."""
+
+
 class Parser(argparse.ArgumentParser):
     def _get_formatter(self) -> argparse.HelpFormatter:
         return self.formatter_class(prog=self.prog, width=_help_columns())
 
-    def error(self, message: str) -> None:  # one line, exit 2, no usage dump
-        self.exit(2, f"paramcount: error: {message}{self._suggestion(message)}\n")
+    def error(self, message: str) -> None:  # one line, exit 2, no usage dump: main() writes it
+        raise UsageError(f"{message}{self._suggestion(message)}")
 
     def _suggestion(self, message: str) -> str:
         """``did you mean --context?`` for a mistyped flag."""
@@ -490,9 +498,11 @@ def run_check(argv: Sequence[str]) -> int:
 
     p = Parser(
         prog="paramcount check",
-        description="Check a hand-computed count and name the slips behind it, or the convention a model card "
-        "counts by (active per token, without the embedding lookups or the unembedding). Exit status: 0 when the "
-        "answer is the count or a convention's figure (or one rounded), 1 when it is not, 2 on bad input.",
+        description="Check a hand-computed count and name the slips behind it, the convention a model card "
+        "counts by (active per token, without the embedding lookups or the unembedding), or the count a textbook "
+        "teaches (12·L·h², Kaplan's non-embedding N, the layers or the embeddings alone; 2·N and 6·N FLOPs named). "
+        "Exit status: 0 when the answer is the count, a convention's or a textbook's figure (or one rounded), 1 "
+        "when it is not, 2 on bad input.",
     )
     p.add_argument("model", nargs="?", help="catalog name, config.json, or model folder (or --arch)")
     p.add_argument("answer", help="the count to check: 108891648, 108,891,648, 110M, 1.3B, 1.3e9")
@@ -959,6 +969,8 @@ def run_memory(argv: Sequence[str]) -> int:
         prog="paramcount memory",
         description="The memory a model needs to run or train, term by term: each with its formula, its "
         "assumptions, and whether it is exact or an estimate.",
+        epilog="exit status: with --gpu, 0 when the plan fits that GPU and 1 when it does not (or vLLM would not "
+        "start on it; under Ollama, not every layer is on the GPU); without --gpu, 0; 2 on bad input.",
     )
     plan_args(p)
     p.add_argument(
@@ -1002,7 +1014,8 @@ def run_memory(argv: Sequence[str]) -> int:
         print_json(render.dumps(result, card, args.ram_bytes))
     else:
         console(args.width).print(render.render_plan(result, card, args.ram_bytes))
-    return 0
+    # as fit does, for scripts: `paramcount memory MODEL --gpu rtx4090 --context 32k && ...`
+    return 0 if card is None or render.fits(result, card, args.ram_bytes) else 1
 
 
 OLLAMA_FLAGS = ("num_gpu", "free_vram")
@@ -1021,7 +1034,8 @@ def ollama_runtime(args: argparse.Namespace) -> bool:
 
 
 def run_ollama(args: argparse.Namespace, brief: bool) -> int:
-    """Ollama's estimate and num_gpu on --gpu (``fit``: exit 1 when not every layer is offloaded)."""
+    """Ollama's estimate and num_gpu on --gpu (exit 1 when not every layer is offloaded, for ``fit``
+    and ``memory`` alike)."""
     import os
 
     from .memory.core.gpus import gpu, parse_size
@@ -1046,7 +1060,7 @@ def run_ollama(args: argparse.Namespace, brief: bool) -> int:
     asked = from_env(os.environ, **_ollama_given(args))
     o = plan(load_model(args.model, args), card, asked, free=free)
     print_json(render.dumps(o, card)) if args.json else console(args.width).print(render.render(o, card, brief))
-    return 1 if brief and o.num_gpu < o.layers_model else 0
+    return 1 if o.num_gpu < o.layers_model else 0
 
 
 def _ollama_given(args: argparse.Namespace) -> dict:
@@ -1353,6 +1367,27 @@ def _escaping(stream) -> None:
         stream.reconfigure(errors="backslashreplace")
 
 
+def wants_json(argv: Sequence[str]) -> bool:
+    """Whether the command line asks for JSON (``--json`` before any ``--``), read from the words
+    themselves: an error may come before (or from) parsing them."""
+    words = list(argv)
+    return "--json" in (words[: words.index("--")] if "--" in words else words)
+
+
+def error_out(e: ParamcountError, as_json: bool) -> int:
+    """The error as one line on stderr, or under --json as a JSON object on stdout (schema
+    paramcount.error/1: ``error``, ``field``, ``source``), so that a script reads one stream; exit 2."""
+    if not as_json:
+        print(f"paramcount: error: {e}", file=sys.stderr)
+        return 2
+    import json
+
+    said = ParamcountError(e.message)  # the message alone, one line, nothing a terminal obeys
+    doc = {"schema": "paramcount.error/1", "error": str(said), "field": e.field, "source": e.source}
+    print_json(json.dumps(doc, indent=2, ensure_ascii=False))
+    return 2
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     _escaping(sys.stdout)
@@ -1368,9 +1403,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ParamcountError as e:
         if e.source is None or e.field not in ("dtype", "cache"):  # config.json has dtype and cache fields too
             e.field = FLAGS.get(e.field, e.field)
-        print(f"paramcount: error: {e}", file=sys.stderr)
-        return 2
-    except SystemExit as e:  # argparse has already printed its one line
+        return error_out(e, wants_json(argv))
+    except SystemExit as e:  # --help, --version
         return e.code if isinstance(e.code, int) else 2
     except KeyboardInterrupt:
         return 130

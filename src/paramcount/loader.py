@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from .errors import ParamcountError
 from .model import Model
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is a twentieth of start-up
@@ -48,6 +49,8 @@ def _load(source, model_class, num_labels, overrides) -> Model:
 
         return _load_path(Path(source), opts)
     if catalog.find(str(source)) is None:
+        if looks_like_path(str(source)):
+            raise ParamcountError("no such file or folder", source=str(source))
         from .frontends import hub
 
         if hub.looks_like_repo_id(str(source)):
@@ -62,6 +65,18 @@ def _load(source, model_class, num_labels, overrides) -> Model:
     return catalog.count(catalog.get(str(source)), **opts)
 
 
+FILE_SUFFIXES = (".json", ".gguf", ".safetensors", ".txt")
+
+
+def looks_like_path(source: str) -> bool:
+    """Whether ``source`` is written as a path rather than a name: ``./x``, ``/x``, ``~/x``,
+    ``a\\b``, ``a/b/c`` (a Hub id has one slash) or a file's suffix (``x.json``, ``org/x.gguf``);
+    ``org/name:file.gguf`` names a file of a Hub repository, not a path."""
+    if source.startswith(("/", "./", "../", "~", ".\\")) or "\\" in source or source.count("/") > 1:
+        return True
+    return ":" not in source and source.lower().endswith(FILE_SUFFIXES)
+
+
 # Past this a count is no model (GPT-3 has 1.75e11 parameters; a Mixtral config at every dimension
 # bound has 3.71e27): repeats nested in a printout or a header, whose figures would
 # overflow every float that memory and compute work in.
@@ -70,8 +85,6 @@ MAX_TOTAL = 10**30
 
 def _bounded(model: Model) -> Model:
     if model.total > MAX_TOTAL or model.total_with_ties > MAX_TOTAL:
-        from .errors import ParamcountError
-
         digits = int(model.total_with_ties.bit_length() * 0.30103)  # no float: it may be past 1e308
         raise ParamcountError(
             f"counts about 10^{digits} parameters, past 10^30: repeats nested too deeply to be a model",

@@ -66,6 +66,22 @@ def test_the_count_comes_from_the_worker(shared):
     assert not differences(ours(model), truth(CODEGEN, model.class_name, "codegen"))
 
 
+def test_a_real_answer_is_kept_and_used_without_the_worker(shared, monkeypatch, tmp_path):
+    """The cache (fallback_cache.py) takes transformers' own answer: written once, then read back
+    through every check with no worker to ask."""
+    monkeypatch.delenv("PARAMCOUNT_NO_CACHE")
+    monkeypatch.setenv("PARAMCOUNT_CACHE_DIR", str(tmp_path))
+    first = paramcount.load(CODEGEN)
+    assert len(list((tmp_path / "fallback").glob("*.json"))) == 1
+
+    def no_worker(request):
+        raise AssertionError("the worker was asked")
+
+    monkeypatch.setattr(fw, "ask", no_worker)
+    again = paramcount.load(CODEGEN)
+    assert again.total == first.total and again.tree == first.tree and again.backbone == first.backbone
+
+
 def test_the_worker_is_offline(shared):
     paramcount.load(CODEGEN)
     with open(f"/proc/{shared.pid}/environ", "rb") as f:

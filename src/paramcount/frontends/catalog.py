@@ -106,8 +106,23 @@ def get(name: str) -> Entry:
     if entry is None:
         close = suggestions(name)
         hint = f"; did you mean {', '.join(close)}?" if close else "; 'paramcount list' shows the catalog"
-        raise ParamcountError(f"not in the catalog, and not a file or folder{hint}", source=name)
+        raise ParamcountError(f"not in the catalog, and not a file or folder{ollama_hint(name) or hint}", source=name)
     return entry
+
+
+def ollama_hint(name: str) -> str:
+    """``; did you mean ollama:llama3.1:8b?`` for a name with a tag as Ollama names models
+    (``model:tag``, ``namespace/model:tag``), which paramcount reads from Ollama's store only
+    when asked with ``ollama:``."""
+    if name.startswith("ollama:") or name.rfind(":") <= name.rfind("/"):
+        return ""
+    from .stores import ollama_parts
+
+    try:
+        ollama_parts(name)
+    except ParamcountError:
+        return ""
+    return f"; did you mean ollama:{name} (a model in Ollama's store)?"
 
 
 def count(entry: Entry, **opts: Any) -> Model:

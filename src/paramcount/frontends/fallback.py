@@ -179,16 +179,24 @@ def _backbone(tree: Block, answer: Mapping[str, Any]) -> Block:
 
 
 def _build(raw: Mapping[str, Any], source: str, model_type: str, cls: str, base: str) -> dict[str, Any]:
-    from . import fallback_worker
+    """transformers' rows for the class (and its backbone): kept in the user's cache
+    (:mod:`paramcount.frontends.fallback_cache`), else from the worker, then kept."""
+    from . import fallback_cache, fallback_worker
 
+    kwargs = {k: v for k, v in raw.items() if k not in ("model_type", "auto_map", "transformers_version")}
+    request = {"model_type": model_type, "config": kwargs, "class": cls, "base": base}
+    kept = fallback_cache.get(request)
+    if kept is not None:
+        return kept
     if fallback_worker.WORKER.pid is None:  # a fresh worker imports torch and transformers: seconds
         say = f"paramcount: counting {model_type} with transformers (no native family): importing torch …"
         print(say, file=sys.stderr, flush=True)
-    kwargs = {k: v for k, v in raw.items() if k not in ("model_type", "auto_map", "transformers_version")}
     try:
-        return fallback_worker.ask({"model_type": model_type, "config": kwargs, "class": cls, "base": base})
+        answer = fallback_worker.ask(request)
     except ParamcountError as e:
         raise e.at(source) from None
+    fallback_cache.put(request, answer)
+    return answer
 
 
 def from_transformers(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..check import CheckResult, Convention, Explanation, Step
 from ..compare import Comparison
+from ..textbook import Textbook
 from .doc import Code, Doc, Mark, Math, Num, cell, write
 from .labels import KINDS
 
@@ -25,6 +26,7 @@ SLIPS = {
         "experts_active": "counting only the {k} active experts of {n}",
         "experts_all": "counting all {n} experts, not the {k} active per token",
         "experts_as_models": "taken as {n} whole models, one per expert ({n} × the dense model with one expert)",
+        "one_head": "with Q, K and V counted for one head, not all {a} (the per-head form not multiplied by the heads)",
         "ffn_4h": "with the feed-forward size taken as 4h = {four_h:,}",
         "kv_heads": "with as many key/value heads as query heads ({a}, not {a_kv})",
         "positions_counted": "with position embeddings counted (P·h, P = {P:,}) that are not parameters here",
@@ -47,6 +49,7 @@ SLIPS = {
         "experts_active": "只算了每个 token 激活的 {k} 个专家（共 {n} 个）",
         "experts_all": "算了全部 {n} 个专家，而不是每个 token 激活的 {k} 个",
         "experts_as_models": "把模型当成了 {n} 个完整模型，每个专家一个（{n} × 只含一个专家的稠密模型）",
+        "one_head": "只算了一个注意力头的 Q、K、V（按单头公式计算，漏乘头数 {a}）",
         "ffn_4h": "把前馈层维度当成了 4h = {four_h:,}",
         "kv_heads": "把键/值头数当成了查询头数（{a}，实际为 {a_kv}）",
         "positions_counted": "把没有参数的位置编码当成了位置嵌入 (P·h，P = {P:,})",
@@ -79,6 +82,37 @@ CONVENTIONS = {
     },
 }
 
+# The counts textbooks and courses teach (paramcount.textbook): what each one counts.
+TEXTBOOK = {
+    "en": {
+        "12Lh2": "the 12·L·h² rule (4h² attention + 8h² feed-forward per layer; Kaplan et al.'s "
+        "N ≈ 12·n_layer·d_model²)",
+        "12Lh2_Vh": "the 12·L·h² rule with the token table (V·h), as GPT-3's 175B is checked",
+        "12Lh2_VPh": "the 12·L·h² rule with the token and position tables",
+        "kaplan_non_embedding": "the non-embedding count (Kaplan et al.: all but the embedding tables and the "
+        "unembedding)",
+        "non_embedding_with_positions": "the non-embedding count with the position table kept",
+        "layer_matrices": "the layers' weight matrices alone (no biases, no norms)",
+        "layers": "the repeated layers alone (the encoder or decoder blocks; no embeddings, final norm, pooler or "
+        "head)",
+        "embeddings": "the embeddings alone (the lookup tables and their norm)",
+        "flops_2n_forward": "the forward FLOPs per token (2·N, Kaplan et al.'s C_forward)",
+        "flops_6n_training": "the training FLOPs per token (6·N, Kaplan et al.'s C ≈ 6N per token)",
+    },
+    "zh": {
+        "12Lh2": "12·L·h² 经验公式（每层注意力 4h² + 前馈层 8h²；Kaplan 等人的 N ≈ 12·n_layer·d_model²）",
+        "12Lh2_Vh": "12·L·h² 加词表矩阵 (V·h)，常用来核对 GPT-3 的 175B",
+        "12Lh2_VPh": "12·L·h² 加词表与位置嵌入矩阵",
+        "kaplan_non_embedding": "非嵌入参数量（Kaplan 等人：去掉嵌入查找表与反嵌入矩阵）",
+        "non_embedding_with_positions": "保留位置嵌入的非嵌入参数量",
+        "layer_matrices": "仅各层的权重矩阵（不含偏置与归一化层）",
+        "layers": "仅重复的各层（编码器或解码器块；不含嵌入层、最后的归一化层、池化层与输出层）",
+        "embeddings": "仅嵌入层（查找表及其归一化层）",
+        "flops_2n_forward": "每个 token 前向计算的 FLOPs（2·N）",
+        "flops_6n_training": "每个 token 训练的 FLOPs（6·N）",
+    },
+}
+
 WORDS = {
     "en": {
         "title": "Checking {answer} against {name}",
@@ -103,6 +137,14 @@ WORDS = {
         "conventions": "What model cards count, and none gives {answer}:",
         "conventions_head": ("count", "parameters", ""),
         "cut": "{answer} cut off, not rounded",
+        "taught": "{answer} is {what}: {formula} = {working} = {value}, {diff}.",
+        "taught_rounded": "{answer} is {value} rounded, {what}: {formula} = {working}, {diff}.",
+        "taught_also": "It is also {what}: {formula} = {value}.",
+        "taught_flops": "{answer} is not a parameter count but {what}: {formula} = {working} = {value}.",
+        "less": "{n} less than the exact count of {cls} ({total})",
+        "more": "{n} more than the exact count of {cls} ({total})",
+        "textbook": "What textbooks and courses count, and none gives {answer}:",
+        "textbook_head": ("count", "formula", "parameters", "against the exact count"),
     },
     "zh": {
         "title": "核对 {answer}（{name}）",
@@ -127,6 +169,14 @@ WORDS = {
         "conventions": "模型说明中常见的几种计法，都不是 {answer}：",
         "conventions_head": ("计法", "参数量", ""),
         "cut": "{answer} 是截断值，不是四舍五入",
+        "taught": "{answer} 是{what}：{formula} = {working} = {value}，{diff}。",
+        "taught_rounded": "{answer} 是 {value} 的近似值，{what}：{formula} = {working}，{diff}。",
+        "taught_also": "它也是{what}：{formula} = {value}。",
+        "taught_flops": "{answer} 不是参数量，而是{what}：{formula} = {working} = {value}。",
+        "less": "比 {cls} 的精确值（{total}）少 {n}",
+        "more": "比 {cls} 的精确值（{total}）多 {n}",
+        "textbook": "教科书与课程中常见的几种算法，都不是 {answer}：",
+        "textbook_head": ("算法", "公式", "参数量", "与精确值之差"),
     },
 }
 
@@ -191,15 +241,61 @@ def check_document(result: CheckResult, lang: str = "en") -> Doc:
     doc.para(counts[:1].upper() + counts[1:] + (w["active"] if result.active else ""))
     if result.by_convention:
         _convention(doc, result, answer, lang)
+        _taught_also(doc, result, lang)
     elif result.exact:
         _exact(doc, result, answer, lang)
+    elif result.taught and (result.taught[0].parameters or not result.explanations):  # FLOPs after slips
+        _taught(doc, result, answer, lang)
     elif result.explanations:
         _explained(doc, result, answer, lang)
     else:
         _nearest(doc, result, answer, lang)
     if not result.accepted:
         _conventions(doc, result, answer, lang)
+    if not result.accepted and not result.explanations:  # what else the answer might have counted
+        _textbook(doc, result, answer, lang)
     return doc
+
+
+def _difference(t: Textbook, cls: str, lang: str) -> str:
+    said = WORDS[lang]["less" if t.difference < 0 else "more"]
+    return said.format(n=f"{abs(t.difference):,}", cls=cls, total=f"{t.exact:,}")
+
+
+def _taught(doc: Doc, result: CheckResult, answer: str, lang: str) -> None:
+    """The answer is a count that textbooks teach: which, its formula, and how far from exact
+    (then the slips that also give it, if any)."""
+    w, (first, *others) = WORDS[lang], result.taught
+    key = "taught_rounded" if result.answer.rounded else "taught"
+    key = key if first.parameters else "taught_flops"
+    said = w[key].format(answer=answer, what=TEXTBOOK[lang][first.key], formula=first.formula,
+                         working=first.working, value=f"{first.value:,}",
+                         diff=_difference(first, named(result.class_name, lang), lang))  # fmt: skip
+    doc.para(*((Mark(), " ") if first.parameters else ()), said)
+    for t in others:
+        doc.para(w["taught_also"].format(what=TEXTBOOK[lang][t.key], formula=t.formula, value=f"{t.value:,}"))
+    if result.explanations:
+        _explained(doc, result, answer, lang)
+
+
+def _taught_also(doc: Doc, result: CheckResult, lang: str) -> None:
+    for t in result.taught:
+        doc.para(WORDS[lang]["taught_also"].format(what=TEXTBOOK[lang][t.key], formula=t.formula,
+                                                   value=f"{t.value:,}"))  # fmt: skip
+
+
+def _textbook(doc: Doc, result: CheckResult, answer: str, lang: str) -> None:
+    """Each taught count with its formula and its distance from the exact count."""
+    if not result.textbook:
+        return
+    w = WORDS[lang]
+    doc.para(w["textbook"].format(answer=answer))
+    rows = [
+        [cell(TEXTBOOK[lang][t.key].split(" (")[0].split("（")[0]), cell(Math(t.formula)), cell(Num(t.value)),
+         cell(Math(f"{t.difference:+,}"))]
+        for t in result.textbook
+    ]  # fmt: skip
+    doc.table([cell(h) for h in w["textbook_head"]], rows, right=(2, 3))
 
 
 def _convention(doc: Doc, result: CheckResult, answer: str, lang: str) -> None:

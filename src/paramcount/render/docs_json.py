@@ -11,7 +11,8 @@ from typing import Any
 from ..check import CheckResult, Explanation
 from ..compare import Comparison
 from ..derive import Derivation, Line, Section
-from .check import convention, phrase, working
+from ..textbook import Textbook
+from .check import TEXTBOOK, convention, phrase, working
 from .derivation import line_formula
 
 LIST, EXPLAIN, CHECK, COMPARE = (f"paramcount.{name}/1" for name in ("list", "explain", "check", "compare"))
@@ -122,6 +123,23 @@ def check_dict(result: CheckResult) -> dict[str, Any]:
             }
             for c in result.conventions
         ],
+        "taught": [t.key for t in result.taught],
+        "textbook": [_taught(t, result) for t in (*result.textbook, *(t for t in result.flops if t in result.taught))],
+    }
+
+
+def _taught(t: Textbook, result: CheckResult) -> dict[str, Any]:
+    """A count taught (or a FLOPs figure: ``parameters`` false) with its formula and distance."""
+    return {
+        "key": t.key,
+        "says": TEXTBOOK["en"][t.key],
+        "formula": t.formula,
+        "working": t.working,
+        "value": t.value,
+        "exact": t.exact,
+        "difference": t.difference,
+        "parameters": t.parameters,
+        "matches": result.answer.matches(t.value),
     }
 
 

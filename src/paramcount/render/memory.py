@@ -25,6 +25,17 @@ def gib(b: int) -> str:
     return f"{b / GIB:,.2f}"
 
 
+def unit(g: GPU) -> str:
+    """The unit a table beside this GPU states its figures in: the card's own (GiB for GDDR, HBM
+    and unified memory, whose "80 GB" is 80 GiB; GB for a size given as GB), one per table."""
+    return g.unit
+
+
+def sized(b: int, g: GPU) -> str:
+    """``b`` bytes in the GPU's unit, two decimals (the figure alone; the unit is in the header)."""
+    return gib(b) if unit(g) == "GiB" else gb(b)
+
+
 def capacity(g: GPU) -> str:
     """``GeForce RTX 3060: 12 GB GDDR6 = 12 GiB (12,884,901,888 B)`` and what one program may use."""
     amount = f"{g.memory // GIB} GiB" if g.unit == "GiB" else f"{gb(g.memory)} GB"
@@ -91,30 +102,31 @@ def _row_label(t: Term, indent: int = 0) -> Text:
     return label
 
 
-def terms_table(plan: Plan) -> Table:
+def terms_table(plan: Plan, gpu: GPU | None = None) -> Table:
+    """Each term's bytes, in GB and GiB side by side, or beside a GPU in its unit alone."""
+    units = tuple((u, gib if u == "GiB" else gb) for u in ((unit(gpu),) if gpu else ("GB", "GiB")))
     t = Table(show_edge=False)
     t.add_column("term")
     t.add_column("bytes", justify="right")
-    t.add_column("GB", justify="right")
-    t.add_column("GiB", justify="right")
+    for u, _ in units:
+        t.add_column(u, justify="right")
     t.add_column("figure")
     host = plan.host_terms
     for term in plan.device_terms:
-        _term_rows(t, term)
+        _term_rows(t, term, units)
     bold = "bold"
     total = plan.total
     name = "total on the GPU" if host else "total"
-    t.add_row(Text(name, bold), Text(n(total), bold), Text(gb(total), bold), Text(gib(total), bold), "")
+    t.add_row(Text(name, bold), Text(n(total), bold), *(Text(f(total), bold) for _, f in units), "")
     for term in host:  # below the total, which leaves them out
-        _term_rows(t, term)
+        _term_rows(t, term, units)
     return t
 
 
-def _term_rows(t: Table, term: Term) -> None:
-    t.add_row(_row_label(term), n(term.bytes), gb(term.bytes), gib(term.bytes), _kind(term))
+def _term_rows(t: Table, term: Term, units: tuple) -> None:
+    t.add_row(_row_label(term), n(term.bytes), *(f(term.bytes) for _, f in units), _kind(term))
     for part in term.parts:
-        style = "dim"
-        cells = (Text(x, style) for x in (n(part.bytes), gb(part.bytes), gib(part.bytes)))
+        cells = (Text(x, "dim") for x in (n(part.bytes), *(f(part.bytes) for _, f in units)))
         t.add_row(_row_label(part, 1), *cells, "")
 
 
@@ -142,7 +154,7 @@ def how(plan: Plan) -> list[Any]:
 
 
 def render_plan(plan: Plan, gpu: GPU | None = None, ram: int | None = None) -> Group:
-    parts: list[Any] = [heading(plan), Text(""), terms_table(plan), Text("")]
+    parts: list[Any] = [heading(plan), Text(""), terms_table(plan, gpu), Text("")]
     share = plan.estimated / plan.total if plan.total else 0
     estimated = ", ".join(t.key for t in plan.device_terms if t.estimate)
     parts.append(Text(f"estimates ({estimated}) are {share:.1%} of the total; how each term is computed:"))
@@ -175,10 +187,19 @@ def _vllm_line(plan: Plan, g: GPU) -> Text:
     )
 
 
+def fits(plan: Plan, g: GPU, ram: int | None = None) -> bool:
+    """Whether the plan fits the GPU as the fits line says: its total within what one program may
+    use, its host part within ``ram`` (when given), and under vLLM a start (the claim's KV cache
+    holds one sequence: the planner's ``serving``, after vLLM's kv_cache_utils.py get_kv_cache_configs)."""
+    if plan.total > g.usable or (ram is not None and host_bytes(plan) > ram):
+        return False
+    return plan.settings.get("runtime") != "vllm" or plan.planner.serving(g.memory, plan.settings["context"])["starts"]
+
+
 def fits_line(total: int, g: GPU) -> Text:
-    left = g.usable - total
+    left, u = g.usable - total, unit(g)
     verdict = "fits" if left >= 0 else "does not fit"
-    room = f"{gb(left)} GB to spare" if left >= 0 else f"{gb(-left)} GB short"
+    room = f"{sized(left, g)} {u} to spare" if left >= 0 else f"{sized(-left, g)} {u} short"
     return Text(f"{verdict} on {capacity(g)}: {room}", style="green" if left >= 0 else "red")
 
 
@@ -197,7 +218,8 @@ def _context_cell(r: Row) -> str:
 
 def fit_table(fit: Fit) -> Table:
     t = Table(show_edge=False)
-    for col, just in (("precision", "left"), ("needs GB", "right"), ("fits", "left"), ("headroom GB", "right")):
+    u = unit(fit.gpu)
+    for col, just in (("precision", "left"), (f"needs {u}", "right"), ("fits", "left"), (f"headroom {u}", "right")):
         t.add_column(col, justify=just)
     t.add_column("max context", justify="right")
     t.add_column("max batch", justify="right")
@@ -205,25 +227,29 @@ def fit_table(fit: Fit) -> Table:
         t.add_column("min GPUs", justify="right")
     ram = any(r.ram is not None for r in fit.rows)
     if ram:
-        t.add_column("host GB / RAM", justify="right")
+        t.add_column(f"host {u} / RAM", justify="right")
     for r in fit.rows:
-        cells = [r.precision, gb(r.plan.total), Text("yes" if r.fits else "no", "green" if r.fits else "red")]
+        cells = [
+            r.precision,
+            sized(r.plan.total, fit.gpu),
+            Text("yes" if r.fits else "no", "green" if r.fits else "red"),
+        ]
         batch = "n/a" if r.plan.partial else n(r.max_batch) if r.max_batch else "none"
-        cells += [gb(r.headroom), _context_cell(r), batch]
+        cells += [sized(r.headroom, fit.gpu), _context_cell(r), batch]
         if fit.mode == "training":
             cells.append(n(r.gpus) if r.gpus else "none")
         if ram:
-            cells.append(_ram_cell(r.plan, r.ram))
+            cells.append(_ram_cell(r.plan, r.ram, fit.gpu))
         t.add_row(*cells)
     return t
 
 
-def _ram_cell(plan: Plan, ram: int | None) -> Text:
+def _ram_cell(plan: Plan, ram: int | None, unit_gpu: GPU) -> Text:
     """``9.30 / 64.00``: the host part beside RAM, red when it does not fit."""
     if ram is None:
         return Text("")
     held = host_bytes(plan)
-    return Text(f"{gb(held)} / {gb(ram)}", "green" if held <= ram else "red")
+    return Text(f"{sized(held, unit_gpu)} / {sized(ram, unit_gpu)}", "green" if held <= ram else "red")
 
 
 def ram_line(plan: Plan, ram: int) -> Text:
@@ -238,21 +264,22 @@ def ram_line(plan: Plan, ram: int) -> Text:
 def serving_table(fit: Fit) -> Table:
     """vLLM: per precision, the fewest GPUs, the memory of each, its KV cache and the speed bounds."""
     t = Table(show_edge=False)
-    heads = ("precision", "GPUs", "GB per GPU", "KV tokens per GPU", "max sequences", "decode tok/s ≤", "prefill ≤")
+    per = f"{unit(fit.gpu)}/GPU"
+    heads = ("precision", "GPUs", per, "KV tokens per GPU", "max sequences", "decode tok/s ≤", "prefill ≤")
     for i, col in enumerate(heads):
         t.add_column(col, justify="left" if i == 0 else "right")
     for r in fit.rows:
         s = r.serving or {}
         if not r.fits:
             split = f"TP {s.get('tried_tp')}" + (f"×PP {s['pp']}" if s.get("pp", 1) > 1 else "")
-            t.add_row(r.precision, Text(f"no: {split} short", "red"), gb(r.plan.total), "", "", "", "")
+            t.add_row(r.precision, Text(f"no: {split} short", "red"), sized(r.plan.total, fit.gpu), "", "", "", "")
             continue
         split = f"{r.gpus} (TP {s['tp']}" + (f", PP {s['pp']})" if s["pp"] > 1 else ")")
         d, p = s.get("decode"), s.get("prefill")
         t.add_row(
             r.precision,
             Text(split, "green"),
-            gb(r.plan.total),
+            sized(r.plan.total, fit.gpu),
             n(s["kv_tokens"]),
             n(s["max_concurrency"]),
             f"{d['tokens_per_s']:,.0f} ({d['bound_by']})" if d else "n/a",
@@ -269,7 +296,7 @@ def _serving_notes(fit: Fit) -> list[Text]:
         Text(
             "GPUs: the fewest tensor-parallel GPUs (1, 2, 4, 8, …) vLLM starts on and admits "
             f"{_many(fit.batch, 'sequence')} of {n(fit.context)} tokens; "
-            "GB per GPU: what that takes on the busiest GPU, over "
+            f"{unit(g)}/GPU: what that takes on the busiest GPU, over "
             "--gpu-memory-utilization"
         ),
         Text(
@@ -388,7 +415,13 @@ def render_fit(fit: Fit) -> Group:
     ram = next((r.ram for r in fit.rows if r.ram is not None), None)
     if ram is not None:
         said = "what the runtime keeps in host memory (llama.cpp's input layer, tensors overridden to the CPU; all of"
-        parts.append(Text(f"host GB: {said} it on --device cpu) against {gb(ram)} GB of RAM; a row fits when both do"))
+        u = unit(fit.gpu)
+        parts.append(
+            Text(
+                f"host {u}: {said} it on --device cpu) against {sized(ram, fit.gpu)} {u} of RAM;"
+                " a row fits when both do"
+            )
+        )
         return Group(*parts)
     return Group(*parts, *_host_note(r.plan for r in fit.rows))
 
@@ -435,15 +468,21 @@ def overview_table(o: Overview) -> Table:
     t.add_column("usable GiB", justify="right")
     for p in o.plans:
         t.add_column(p, justify="right")
-    needs = [Text(gb(plan.total), "bold") for plan in o.plans.values()]
-    t.add_row(Text("needs (GB)", "bold"), "", *needs)
+    u, size = _overview_unit(o)
+    needs = [Text(size(plan.total), "bold") for plan in o.plans.values()]
+    t.add_row(Text(f"needs ({u})", "bold"), "", *needs)
     for g in o.gpus:
         cells = []
         for p in o.plans:
             left = o.headroom(g, p)
-            cells.append(Text(f"{'+' if left >= 0 else '-'}{gb(abs(left))}", "green" if left >= 0 else "red"))
+            cells.append(Text(f"{'+' if left >= 0 else '-'}{size(abs(left))}", "green" if left >= 0 else "red"))
         t.add_row(g.key, gib(g.usable), *cells)
     return t
+
+
+def _overview_unit(o: Overview) -> tuple[str, Any]:
+    """GiB, as the cards listed are stated (and their usable column is), unless one is not."""
+    return ("GiB", gib) if all(unit(g) == "GiB" for g in o.gpus) else ("GB", gb)
 
 
 def render_overview(o: Overview) -> Group:
@@ -451,7 +490,10 @@ def render_overview(o: Overview) -> Group:
     head = Text(m.name, style="bold")
     head.append(f"  {m.class_name} · {n(m.total)} parameters", style="dim")
     what = f"{o.mode} at {n(o.context)} tokens × batch {n(o.batch)}" + _options_of(o.settings)
-    legend = "cells: GB to spare (+) or short (-) on each GPU's usable memory; --gpu NAME for context and batch limits"
+    legend = (
+        f"cells: {_overview_unit(o)[0]} to spare (+) or short (-) on each GPU's usable memory; --gpu NAME for "
+        "context and batch limits"
+    )
     skipped = [Text(f"left out: {why}", style="yellow") for why in o.skipped]
     partial = _partial(o.plans.values())
     footnotes = unquantised_notes(o.plans)
