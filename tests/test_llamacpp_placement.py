@@ -114,6 +114,38 @@ def test_the_layer_index_of_patterns_never_changes_which_matches():
             assert p.override(name) == plain, (chosen, name)
 
 
+FREEZING = (".*" * 12 + "Z", "(.|.)*Z", "(\\w|\\w)*Z", "((a+))+$", "(.*)*" * 14 + "Z", "blk\\.(\\d+)*\\.x")
+
+
+def test_patterns_that_froze_python_re_are_placed():
+    """Issue 32: each took seconds to minutes in Python's re on a long enough name; matched in
+    linear time now, they place nothing (no tensor name ends in Z, in a, or holds .x)."""
+    import paramcount
+    from paramcount.memory import inference
+
+    model = paramcount.load("Qwen/Qwen3-30B-A3B")
+    plain = inference(model, "q4_k_m", runtime="llama.cpp", overrides=(("QQ", "CPU"),))
+    given = overrides(",".join(f"{p}=CPU" for p in FREEZING))
+    plan = inference(model, "q4_k_m", runtime="llama.cpp", overrides=given)
+    assert plan.total == plain.total and plan.host == plain.host
+
+
+def test_matching_past_its_budget_is_refused_in_one_line(monkeypatch):
+    import paramcount
+    from paramcount.memory import inference
+    from paramcount.memory.runtimes.llamacpp import placement as pl
+
+    monkeypatch.setattr(pl, "MAX_MATCH_STEPS", 50)
+    with pytest.raises(ParamcountError) as e:
+        inference(
+            paramcount.load("Qwen/Qwen3-30B-A3B"),
+            "q4_k_m",
+            runtime="llama.cpp",
+            overrides=overrides("[a-z]+[a-z_]+p[a-z]*s=CPU"),
+        )
+    assert e.value.field == "--override-tensor" and "takes more than 50 steps" in str(e.value)
+
+
 # ---- bad values: one line naming the flag -----------------------------------------------------
 
 
@@ -123,7 +155,15 @@ def test_the_layer_index_of_patterns_never_changes_which_matches():
         (lambda: gpu_layers("many"), "--n-gpu-layers", "auto or all"),
         (lambda: overrides("exps"), "--override-tensor", "PATTERN=BUFFER_TYPE"),
         (lambda: overrides("blk[=CPU"), "--override-tensor", "bad tensor pattern"),
-        (lambda: overrides("(a+)+$=CPU"), "--override-tensor", "nested repetition"),
+        (lambda: overrides("(a)\\1=CPU"), "--override-tensor", "backreference \\1 needs a backtracking matcher"),
+        (lambda: overrides("(?!x)exps=CPU"), "--override-tensor", "lookahead (?! needs a backtracking matcher"),
+        (lambda: overrides("(?s:.)*" * 14 + "=CPU"), "--override-tensor", "(?s... is Python syntax"),
+        (lambda: overrides("a{4294967296}=CPU"), "--override-tensor", "expands to 4,294,967,296 states"),
+        (lambda: placement(overrides=(("(a{1000}){1000}", "CPU"),)), "--override-tensor", "expands to 1,000,000"),
+        (lambda: tensor_split("1e308,1e308"), "--tensor-split", "a C float, std::stof"),
+        (lambda: tensor_split("1e-50,1"), "--tensor-split", "a C float, std::stof"),
+        (lambda: tensor_split("3e38,3e38"), "--tensor-split", "add up past a C float"),
+        (lambda: placement(tensor_split=(3e38, 3e38)), "--tensor-split", "add up past a C float"),
         (lambda: overrides("x" * 300 + "=CPU"), "--override-tensor", "1 to 256 characters"),
         (lambda: placement(overrides=overrides("exps=CUDA1")), "--override-tensor", "unknown buffer type"),
         (lambda: placement(overrides=overrides("exps=cpu")), "--override-tensor", "CPU, CUDA0"),
