@@ -106,7 +106,7 @@ class _Parser:
         self.text, self.i, self.depth = text, 0, 0
 
     def fail(self, why: str) -> PatternError:
-        return PatternError(f"{why} at position {self.i}")
+        return PatternError(f"{why} (position {self.i})")
 
     def peek(self, k: int = 0) -> str:
         j = self.i + k
