@@ -786,7 +786,8 @@ def placement_args(p: Parser) -> None:
         action=_Overrides,
         const="ot",
         metavar="PATTERN=BUFFER,...",
-        help="put tensors whose GGUF name matches PATTERN (a regex) in a buffer: CPU, CUDA0, CUDA1, …",
+        help="put tensors whose GGUF name matches PATTERN (std::regex ECMAScript syntax, matched in linear time;"
+        " no backreferences or lookahead) in a buffer: CPU, CUDA0, CUDA1, …",
     )
     g.add_argument(
         "--cpu-moe", "-cmoe", dest="overrides", action=_Overrides, const="cmoe", nargs=0,

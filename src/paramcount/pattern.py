@@ -436,13 +436,11 @@ class Pattern:
         masks = {a for op, a in states if op == CHAR}
         bounds = any(op == ASSERT and a in "bB" for op, a in states)
         anchored = any(op == ASSERT and a == "^" for op, a in states)
-        cls = [0] * 256
-        for mask in sorted(masks | ({WORDS} if bounds else set())):
-            ids: dict[tuple[int, int], int] = {}
-            cls = [ids.setdefault((c, mask >> b & 1), len(ids)) for b, c in enumerate(cls)]
+        cls = _partition(masks | ({WORDS} if bounds else set()))
         self._table = bytes(cls)
         self._n = max(cls) + 1
-        self._rep = [cls.index(k) for k in range(self._n)]  # one byte of each class
+        first: dict[int, int] = {}
+        self._rep = [first.setdefault(c, b) for b, c in enumerate(cls) if c not in first]  # a byte of each class
         word = [bool(WORDS >> b & 1) for b in self._rep]
         self._word = word if bounds else [False] * self._n
         self._prev = [WORD if w and bounds else OTHER for w in word]
@@ -545,6 +543,24 @@ class Pattern:
     def states(self) -> int:
         """The NFA's size: :meth:`search` visits at most this many states per byte, plus one pass."""
         return len(self._nfa.op)
+
+
+def _partition(masks: set[int]) -> list[int]:
+    """Each byte's class: bytes in the same class lie in the same masks. Each mask splits the
+    classes it cuts, touching only its smaller side (a literal: one byte; ``.``: two)."""
+    cls, n = [0] * 256, 1
+    for mask in masks:
+        side = mask if mask.bit_count() <= 128 else ALL & ~mask
+        moved: dict[int, int] = {}
+        while side:
+            low = side & -side
+            side ^= low
+            b = low.bit_length() - 1
+            if cls[b] not in moved:
+                moved[cls[b]], n = n, n + 1
+            cls[b] = moved[cls[b]]
+    ids: dict[int, int] = {}
+    return [ids.setdefault(c, len(ids)) for c in cls]
 
 
 def _required(tree: tuple) -> tuple[bytes, bool]:
