@@ -364,6 +364,22 @@ def test_patterns_that_froze_the_server_are_planned(client):
     assert r.json()["total"] == plain["total"]  # none of them matches a tensor name, as QQ does not
 
 
+@pytest.mark.parametrize(
+    ("targets", "status", "said"),
+    [
+        ("(.|.)*Z(q_proj)\\2", 400, "backreference \\2 needs a backtracking matcher"),
+        ("(?P<x>q_proj)", 400, "Python syntax"),
+        ("(.|.)*(q|k)_proj", 200, None),  # froze Python's re on a long enough name; linear here
+    ],
+)
+def test_lora_targets_go_through_the_linear_matcher(client, targets, status, said):
+    r = memory(client, {"kind": "catalog", "name": "Qwen/Qwen2.5-0.5B"}, mode="lora", lora_targets=targets)
+    body = r.json()
+    assert r.status_code == status, body
+    if said:
+        assert body["field"] == "lora_targets" and said in body["error"] and not body["bug"], body
+
+
 def test_ollama_refuses_llama_cpps_placement_in_one_line(client, tiny_gguf):
     r = memory(client, tiny_gguf[0], runtime="ollama", scheme="stored", n_gpu_layers=2)
     assert r.status_code == 400 and r.json()["field"] == "n_gpu_layers" and "not an Ollama setting" in r.json()["error"]
