@@ -9,12 +9,16 @@ to a Thompson NFA and runs it as a lazily built DFA over the text's UTF-8 bytes,
 and the NFA is bounded by :data:`MAX_STATES` after counted repetition is expanded.
 
 Accepted: literals; ``.`` (any byte but ``\\n`` and ``\\r``); ``\\d \\D \\w \\W \\s \\S`` (ASCII, as in
-the C locale); ``\\f \\n \\r \\t \\v \\0 \\cX \\xHH \\uHHHH`` (ASCII); ``\\`` before punctuation; classes
+the C locale); ``\\f \\n \\r \\t \\v \\0 \\xHH \\uHHHH`` (ASCII); ``\\`` before punctuation; classes
 ``[...]``/``[^...]`` with ranges, class escapes and ``[:alpha:]``-style names; groups ``( )`` and
 ``(?: )``; ``|``; ``* + ? {n} {n,} {n,m}`` and their lazy forms (the same yes/no answer); ``^ $``
 (the text's ends; no multiline) and ``\\b \\B``. Refused, with the reason: what ECMAScript
-rejects (Python's ``(?P<..>)``, ``(?s:..)``, ``(?i)``, ``\\A``, a stray ``(``, ``{`` or quantifier)
-and what no linear-time matcher can do (backreferences ``\\1``, lookahead ``(?=``, ``(?!``).
+rejects (Python's ``(?P<..>)``, ``(?s:..)``, ``(?i)``, a stray ``(``, ``{`` or quantifier), what
+the C++ libraries read differently (``\\A``, ``\\z``: libstdc++ takes a letter escape as the
+letter, libc++ refuses it; ``\\cX``; ``[[.a.]]``) and what no linear-time matcher can do
+(backreferences ``\\1``, lookahead ``(?=``, ``(?!``). The scanner follows libstdc++'s
+(bits/regex_scanner.tcc: ``_M_scan_normal`` takes a lone ``]`` or ``}`` as a character,
+``_M_scan_in_bracket`` ends ``[]`` at once, ``_M_eat_escape_ecma`` reads ``\\0`` as NUL).
 """
 
 from __future__ import annotations
@@ -250,11 +254,11 @@ class _Parser:
         self.i += 1
         if c in CONTROL:
             return CONTROL[c]
-        if c == "0" and not self.peek().isdigit():
+        if c == "0":  # then a digit stays a digit (libstdc++ _M_eat_escape_ecma)
             return 0
-        if c == "c" and self.peek().isascii() and self.peek().isalpha():
-            self.i += 1
-            return ord(self.text[self.i - 1]) % 32
+        if c == "c":
+            self.i -= 1
+            raise self.fail("\\cX reads differently in std::regex's libraries (libstdc++: X itself); write \\xHH")
         if c in ("x", "u"):
             return self.hex_escape(c, 2 if c == "x" else 4)
         if c.isalnum() or c == "_" or not c.isascii():
