@@ -94,6 +94,13 @@ def test_cpu_moe_matches_every_layers_experts_and_nothing_else():
     assert p.override("blk.3.ffn_gate_inp.weight") is None and p.override("blk.3.ffn_up_shexp.weight") is None
 
 
+def test_a_pattern_whose_dot_repeats_names_more_than_its_layer():
+    """``blk\\.1\\.*`` matches blk.1 followed by any dots: blk.10, blk.11, … too (its text begins
+    like one layer's pattern; its parsed prefix is only ``blk.1``)."""
+    p = Placement(overrides=(("blk\\.1\\.*", "CPU"),))
+    assert [p.override(f"blk.{i}.attn_q.weight") for i in (1, 2, 10, 19)] == ["CPU", None, "CPU", "CPU"]
+
+
 def test_the_first_matching_override_wins():
     p = placement(overrides=overrides("attn=CUDA0,blk\\.0\\.=CPU"), tensor_split=(1.0,))
     assert p.override("blk.0.attn_q.weight") == "CUDA0" and p.override("blk.0.ffn_up.weight") == "CPU"
@@ -103,6 +110,7 @@ def test_the_layer_index_of_patterns_never_changes_which_matches():
     """Patterns that name one layer are looked up by it; the answer is the plain first match."""
     rng = random.Random(7)
     pieces = ["blk\\.{}\\.ffn_(up|down)", "blk\\.{}\\.attn", "^blk\\.{}\\.", "ffn_up|blk\\.{}\\.attn", "exps", "blk"]
+    pieces += ["blk\\.{}\\.*", "^blk\\.{}\\.?a", "blk\\.{}\\.(ffn|attn)|x", "(blk\\.{}\\.)", "blk\\.{}\\.{{0}}"]
     names = [f"blk.{i}.{t}.weight" for i in range(12) for t in ("attn_q", "ffn_up_exps", "ffn_down", "ffn_up")]
     for _ in range(200):
         chosen = tuple((rng.choice(pieces).format(rng.randrange(12)), rng.choice(("CPU", "CUDA0"))) for _ in range(6))

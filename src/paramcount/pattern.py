@@ -431,6 +431,7 @@ class Pattern:
         self._start = start
         self._classes()
         self._need, self._plain = _required(tree)
+        self.prefix = _prefix(tree)
         self._lock = threading.Lock()  # the DFA cache grows while searching; the page searches in threads
         self._reset()
 
@@ -577,6 +578,18 @@ def _required(tree: tuple) -> tuple[bytes, bool]:
         runs.append(run)
     need = max(runs, key=len)
     return need, len(need) == len(parts)
+
+
+def _prefix(tree: tuple) -> bytes:
+    """The bytes every match begins with (after a leading ``^``): ``blk\\.7\\.ffn`` gives
+    ``blk.7.ffn``; ``blk\\.1\\.*`` gives only ``blk.1``, and an alternative outside any group nothing."""
+    parts, out = _flat(tree), b""
+    parts = parts[1:] if parts and parts[0] == ("assert", "^") else parts
+    for node in parts:
+        if node[0] != "set" or node[1] == 0 or node[1] & (node[1] - 1):
+            break
+        out += bytes([node[1].bit_length() - 1])
+    return out
 
 
 def _flat(node: tuple) -> list[tuple]:

@@ -58,7 +58,7 @@ INPUT_LAYER = re.compile(r"^(token_embd|position_embd|token_types|per_layer_toke
 # rope_freqs, rope_factors_long/short: repeating-layer tensors without a block number (llama-arch.cpp)
 ROPE = re.compile(r"^rope_(freqs|factors_long|factors_short)\.weight$")
 _BLK = re.compile(r"^blk\.(\d+)(?:–(\d+))?\.")
-_ONE_LAYER = re.compile(r"^\^?blk\\\.(\d+)\\\.")  # a pattern that can only match blk.N. (regex_search: also ^blk)
+_ONE_LAYER = re.compile(rb"blk\.(\d+)\.")  # a pattern every match of which begins blk.N.: one layer's
 
 
 @dataclass(frozen=True)
@@ -130,13 +130,14 @@ class Placement:
 
     @cached_property
     def _by_layer(self) -> tuple[dict[int, tuple[int, ...]], tuple[int, ...]]:
-        """The patterns that name one layer (``blk\\.N\\.``), by layer, and the others: a tensor of
-        layer N is tested against the first and the second only, in their order (fit and
-        --n-cpu-moe give one pattern per layer)."""
+        """The patterns every match of which begins ``blk.N.`` (their parsed prefix: ``blk\\.1\\.*``
+        is not one, it matches blk.10 too), by layer, and the others: a tensor of layer N is tested
+        against the first and the second only, in their order (fit and --n-cpu-moe give one
+        pattern per layer)."""
         fixed: dict[int, list[int]] = {}
         free = []
-        for i, (pattern, _) in enumerate(self.overrides):
-            m = _ONE_LAYER.match(pattern) if not _top_level_or(pattern) else None
+        for i, compiled in enumerate(self._compiled):
+            m = _ONE_LAYER.match(compiled.prefix)
             fixed.setdefault(int(m[1]), []).append(i) if m else free.append(i)
         return {k: tuple(v) for k, v in fixed.items()}, tuple(free)
 
@@ -168,23 +169,6 @@ def _leading_cpu_moe(given: Sequence[tuple[str, str]]) -> int:
     while n < len(given) and given[n] == (f"blk\\.{n}{EXPS}", CPU):
         n += 1
     return n
-
-
-def _top_level_or(pattern: str) -> bool:
-    """Whether ``pattern`` has an alternative outside every group (then it may match anything)."""
-    depth, escaped = 0, False
-    for c in pattern:
-        if escaped:
-            escaped = False
-        elif c == "\\":
-            escaped = True
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-        elif c == "|" and depth <= 0:
-            return True
-    return False
 
 
 def _merged(a: Sequence[int], b: Sequence[int]) -> list[int]:
