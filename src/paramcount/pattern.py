@@ -52,9 +52,10 @@ _meter = threading.local()
 
 @contextmanager
 def budget(steps: int) -> Iterator[None]:
-    """Every search in this thread, inside the block, together visits at most ``steps`` NFA
-    states while building DFA states (a cached transition costs nothing); past it, :class:`Budget`.
-    One search is linear in its text; this bounds many patterns over many names as a whole."""
+    """Every search in this thread, inside the block, together takes at most ``steps`` steps (a
+    byte read, an NFA state visited while building a DFA state, a name its literal rules out);
+    past it, :class:`Budget`. One search is linear in its text; this bounds many patterns over
+    many names as a whole."""
     outer = getattr(_meter, "left", None)
     _meter.left = steps
     try:
@@ -491,11 +492,7 @@ class Pattern:
             elif self._holds(arg[s], prev, nxt):
                 stack.append(out[s])
         self.work += len(seen)
-        left = getattr(_meter, "left", None)
-        if left is not None:
-            _meter.left = left - len(seen)
-            if _meter.left < 0:
-                raise Budget("matching took more steps than the budget allows")
+        _charge(len(seen))
         return chars
 
     def _holds(self, kind: str, prev: int, nxt: int) -> bool:
@@ -524,7 +521,9 @@ class Pattern:
         """Whether the pattern matches somewhere in ``text`` (std::regex_search's yes or no)."""
         raw = text.encode("utf-8", "surrogatepass")
         if self._need not in raw:  # a literal every match holds: most names fail here, in C
+            _charge(1)
             return False
+        _charge(len(raw) + 1)  # a step per byte: many patterns over many names are bounded too
         if self._plain:
             return True
         with self._lock:
@@ -548,6 +547,14 @@ class Pattern:
     def states(self) -> int:
         """The NFA's size: :meth:`search` visits at most this many states per byte, plus one pass."""
         return len(self._nfa.op)
+
+
+def _charge(steps: int) -> None:
+    left = getattr(_meter, "left", None)
+    if left is not None:
+        _meter.left = left - steps
+        if left < steps:
+            raise Budget("matching took more steps than the budget allows")
 
 
 def _partition(masks: set[int]) -> list[int]:
