@@ -138,19 +138,18 @@ def test_patterns_that_froze_python_re_are_placed():
     assert plan.total == plain.total and plan.host == plain.host
 
 
-def test_matching_past_its_budget_is_refused_in_one_line(monkeypatch):
+@pytest.mark.parametrize(
+    "given",
+    ["[a-z]+[a-z_]+p[a-z]*s=CPU", ",".join(f"q{i}=CPU" for i in range(100))],  # an automaton; many literals
+)
+def test_matching_past_its_budget_is_refused_in_one_line(monkeypatch, given):
     import paramcount
     from paramcount.memory import inference
     from paramcount.memory.runtimes.llamacpp import placement as pl
 
     monkeypatch.setattr(pl, "MAX_MATCH_STEPS", 50)
     with pytest.raises(ParamcountError) as e:
-        inference(
-            paramcount.load("Qwen/Qwen3-30B-A3B"),
-            "q4_k_m",
-            runtime="llama.cpp",
-            overrides=overrides("[a-z]+[a-z_]+p[a-z]*s=CPU"),
-        )
+        inference(paramcount.load("Qwen/Qwen3-30B-A3B"), "q4_k_m", runtime="llama.cpp", overrides=overrides(given))
     assert e.value.field == "--override-tensor" and "takes more than 50 steps" in str(e.value)
 
 

@@ -430,11 +430,11 @@ class Pattern:
         self._nfa = _Nfa()
         start = self._nfa.build(tree, self._nfa.add(MATCH))
         self._start = start
-        self._classes()
         self._need, self._plain = _required(tree)
+        self._need_text = self._need.decode("ascii") if self._need.isascii() else None
         self.prefix = _prefix(tree)
         self._lock = threading.Lock()  # the DFA cache grows while searching; the page searches in threads
-        self._reset()
+        self._table = b""  # the DFA is built on the first text the literal does not decide
 
     def _classes(self) -> None:
         """Bytes no set tells apart share a class; a DFA row has one entry per class."""
@@ -492,7 +492,7 @@ class Pattern:
             elif self._holds(arg[s], prev, nxt):
                 stack.append(out[s])
         self.work += len(seen)
-        _charge(len(seen))
+        charge(len(seen))
         return chars
 
     def _holds(self, kind: str, prev: int, nxt: int) -> bool:
@@ -518,15 +518,21 @@ class Pattern:
         return t
 
     def search(self, text: str) -> bool:
-        """Whether the pattern matches somewhere in ``text`` (std::regex_search's yes or no)."""
-        raw = text.encode("utf-8", "surrogatepass")
-        if self._need not in raw:  # a literal every match holds: most names fail here, in C
-            _charge(1)
+        """Whether the pattern matches somewhere in ``text`` (std::regex_search's yes or no). Under
+        :func:`budget` a text the literal rules out is not counted (a caller counts its calls)."""
+        if text.isascii() and self._need_text is not None:
+            if self._need_text not in text:  # a literal every match holds: most names fail here, in C
+                return False
+        elif self._need not in text.encode("utf-8", "surrogatepass"):
             return False
-        _charge(len(raw) + 1)  # a step per byte: many patterns over many names are bounded too
         if self._plain:
             return True
+        raw = text.encode("utf-8", "surrogatepass")
+        charge(len(raw) + 1)  # a step per byte: many patterns over many names are bounded too
         with self._lock:
+            if not self._table:
+                self._classes()
+                self._reset()
             return self._run(raw.translate(self._table))
 
     def _run(self, data: bytes) -> bool:
@@ -549,7 +555,8 @@ class Pattern:
         return len(self._nfa.op)
 
 
-def _charge(steps: int) -> None:
+def charge(steps: int) -> None:
+    """Count ``steps`` against this thread's :func:`budget`, if one is open."""
     left = getattr(_meter, "left", None)
     if left is not None:
         _meter.left = left - steps

@@ -34,7 +34,7 @@ from functools import cached_property
 from typing import Any
 
 from ....errors import ParamcountError
-from ....pattern import Budget, Pattern, PatternError, budget
+from ....pattern import Budget, Pattern, PatternError, budget, charge
 from ....pattern import compile as compile_pattern
 
 EXPS = r"\.ffn_(up|down|gate|gate_up)_(ch|)exps"  # common/common.h LLM_FFN_EXPS_REGEX
@@ -119,7 +119,9 @@ class Placement:
         """The buffer type the first matching -ot pattern gives ``name`` (None: none matches)."""
         m = _BLK.match(name)
         fixed, free = self._by_layer
-        for i in _merged(fixed.get(int(m[1]), ()) if m else (), free):
+        order = _merged(fixed.get(int(m[1]), ()) if m else (), free)
+        charge(len(order))  # a step a pattern; the bytes a pattern's automaton reads, it counts
+        for i in order:
             if self._compiled[i].search(name):
                 return self.overrides[i][1]
         return None
