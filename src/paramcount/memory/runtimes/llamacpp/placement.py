@@ -41,7 +41,10 @@ EXPS = r"\.ffn_(up|down|gate|gate_up)_(ch|)exps"  # common/common.h LLM_FFN_EXPS
 SPLIT_MODES = ("none", "layer", "row")
 MAX_DEVICES = 16  # llama_max_devices() with ggml-cuda (GGML_CUDA_MAX_DEVICES); -ts takes fewer values
 MAX_PATTERN = 256  # a bound on one -ot pattern's length (llama.cpp has none)
-MAX_MATCH_STEPS = 1 << 23  # NFA states one placement's -ot searches may visit building their DFAs (seconds)
+# steps (a pattern tried, a byte its automaton reads, an NFA state it visits) one placement's -ot
+# searches may take together: a few seconds; a pattern is linear in the name, this bounds them all
+MAX_MATCH_STEPS = 1 << 23
+FLT_MAX, FLT_MIN = 3.4028234663852886e38, 1.1754943508222875e-38  # a C float's range (-ts: std::stof)
 MAX_OVERRIDES = 4096  # src/llama.cpp llama_max_tensor_buft_overrides (common/arg.cpp pads the list to it for --fit)
 CPU = "CPU"
 # the planner's keyword arguments a Placement takes, and the flag that sets each
@@ -253,9 +256,6 @@ def tensor_split(text: str) -> tuple[float, ...]:
     except ValueError:
         raise ParamcountError(f"expected numbers like 3,1, not {text!r}", field="--tensor-split") from None
     return _shares(values, text)
-
-
-FLT_MAX, FLT_MIN = 3.4028234663852886e38, 1.1754943508222875e-38
 
 
 def _shares(values: tuple[float, ...], text: Any) -> tuple[float, ...]:
