@@ -675,7 +675,12 @@ def plan_args(p: Parser) -> None:
         metavar="R",
         help="train LoRA adapters of rank R (targets: peft's default for the model type)",
     )
-    t.add_argument("--lora-targets", metavar="NAMES", help="LoRA target modules, comma-separated, or all-linear")
+    t.add_argument(
+        "--lora-targets",
+        metavar="NAMES",
+        help="LoRA target modules, comma-separated; all-linear; or one regular expression for the whole module name"
+        " (peft's; ECMAScript syntax, matched in linear time)",
+    )
     t.add_argument("--qlora", action="store_true", help="an NF4 base under the LoRA adapters (rank 8 by default)")
 
 
