@@ -175,9 +175,10 @@ def test_agrees_with_python_re(source, texts):
         assert whole.search(text) == bool(expected.fullmatch(text)), (source, text)
 
 
-def test_a_full_dfa_cache_starts_again_with_the_same_answers(monkeypatch):
+@pytest.mark.parametrize("source", [r"(a|b)*a(a|b){6}", r"ba(a|b)*a(a|b){5}", r"^ab(a|b)*a(a|b){4}$"])
+def test_a_full_dfa_cache_starts_again_with_the_same_answers(monkeypatch, source):
+    """2^7 DFA states: the cache empties many times, also while it walks a prefix (ba, ab)."""
     monkeypatch.setattr(pattern, "MAX_CELLS", 64)
-    source = r"(a|b)*a(a|b){6}"  # 2^7 DFA states: the cache empties many times
     p, expected = Pattern(source), re.compile(source)
     texts = [format(i, "012b").replace("0", "a").replace("1", "b") for i in range(0, 4096, 7)]
     assert [p.search(t) for t in texts] == [bool(expected.search(t)) for t in texts]

@@ -458,6 +458,7 @@ class Pattern:
         self._cores: list[tuple[tuple[int, ...], int]] = []
         self._trans: list[list[int]] = []
         self._ends: list[int] = []  # per state: UNKNOWN, 0 or 1
+        self._skips: dict[int, int] = {}  # the state after the prefix, by what precedes it
         self._state((self._start,), self._first)
 
     def _state(self, core: tuple[int, ...], prev: int) -> int:
@@ -533,18 +534,41 @@ class Pattern:
             if not self._table:
                 self._classes()
                 self._reset()
-            return self._run(raw.translate(self._table))
+            return self._run(raw.translate(self._table), raw)
 
-    def _run(self, data: bytes) -> bool:
-        s, trans = 0, self._trans
+    def _run(self, data: bytes, raw: bytes) -> bool:
+        """Every match begins with the prefix, so none begins before its first place in the text:
+        the automaton starts there, in the state its prefix leads to (kept, per kind of byte before)."""
+        s, i = 0, 0
+        if self.prefix:
+            i = raw.find(self.prefix)
+            if i < 0:
+                return False
+            s = self._skip(self._first if i == 0 else self._prev[data[i - 1]])
+            i += len(self.prefix)
+        s = s if s == MATCHED else self._walk(s, data[i:])
+        return True if s == MATCHED else self._at_end(s)
+
+    def _skip(self, prev: int) -> int:
+        if prev not in self._skips:
+            s = self._walk(self._state((self._start,), prev), self.prefix.translate(self._table))
+            self._skips[prev] = s  # after any reset in the walk: s is a state of the new cache
+        return self._skips[prev]
+
+    def _walk(self, s: int, data: bytes) -> int:
+        """The state after ``data`` from state ``s``, or MATCHED."""
+        trans = self._trans
         for c in data:
             t = trans[s][c]
             if t == UNKNOWN:
                 t = self._step(s, c)
                 trans = self._trans
             if t == MATCHED:
-                return True
+                return MATCHED
             s = t
+        return s
+
+    def _at_end(self, s: int) -> bool:
         if self._ends[s] == UNKNOWN:
             core, prev = self._cores[s]
             self._ends[s] = int(self._closure(core, prev, END) is None)
