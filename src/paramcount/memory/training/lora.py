@@ -388,8 +388,9 @@ def _pattern(text: str, field: str, whole: bool = False, given: str | None = Non
     try:
         return compile_pattern(text, whole)
     except PatternError as e:
+        why = str(e) if given == text else str(e).rpartition(" (position")[0] or str(e)  # a place in text, not given
         raise ParamcountError(
-            f"{field} {brief(given)} is not a regular expression this matcher takes: {e}", field=field
+            f"{field} {brief(given)} is not a regular expression this matcher takes: {why}", field=field
         ) from None
 
 
