@@ -53,9 +53,9 @@ _meter = threading.local()
 @contextmanager
 def budget(steps: int) -> Iterator[None]:
     """Every search in this thread, inside the block, together takes at most ``steps`` steps (a
-    byte read, an NFA state visited while building a DFA state, a name its literal rules out);
-    past it, :class:`Budget`. One search is linear in its text; this bounds many patterns over
-    many names as a whole."""
+    byte its automaton reads, an NFA state visited while building a DFA state, and what the caller
+    counts with :func:`charge`); past it, :class:`Budget`. One search is linear in its text; this
+    bounds many patterns over many names as a whole."""
     outer = getattr(_meter, "left", None)
     _meter.left = steps
     try:
