@@ -79,6 +79,7 @@ def _nested_printout(path: Path, depth: int) -> str:
     return str(path)
 
 
+MOE = "Qwen/Qwen3-30B-A3B"
 REFUSED = [  # argv (file keys in {braces}), what the one line must say
     (["{big-int-config}"], "config.json: holds an integer of more than 4,300 digits"),
     (["gpt2", "--set", f"hidden_size={BIG}"], "--set: hidden_size: a number too long"),
@@ -114,6 +115,14 @@ REFUSED = [  # argv (file keys in {braces}), what the one line must say
     (["compute", "{nested-printout}"], "nested.txt: counts about 10^159 parameters, past 10^30"),
     (["memory", "{nested-printout}", "--train"], "counts about 10^159 parameters"),
     (["memory", "{one-tensor}", "--plot", "never-written.png"], "--plot: draws memory against context"),
+    # issue 32: patterns a linear-time matcher refuses, counts past a C float, a newline in a name
+    (["memory", MOE, "--runtime", "llama.cpp", "-ot", "a{4294967296}=CPU"], "expands to 4,294,967,296 states"),
+    (["memory", MOE, "--runtime", "llama.cpp", "-ot", "(?s:.)*" * 14 + "=CPU"], "(?s... is Python syntax"),
+    (["memory", MOE, "--runtime", "llama.cpp", "-ot", r"(a)\1=CPU"], "backreference \\1 needs a backtracking"),
+    (["memory", MOE, "--runtime", "llama.cpp", "-ngl", "9", "-ts", "1e308,1e308"], "--tensor-split: each proportion"),
+    (["memory", MOE, "--runtime", "llama.cpp", "-ngl", "9", "-ts", "3e38,3e38"], "add up past a C float's 3.4e38"),
+    (["memory", "gpt2", "--train", "--lora-targets", r"(\w+)\.\1"], "--lora-targets: targets"),
+    (["ollama:qwen3\n"], "'qwen3\\n' is not a part of an Ollama model name"),
 ]
 
 
@@ -138,6 +147,18 @@ def test_refused_in_one_line(files, capsys, argv, said):
         return
     assert code == 2 and err.count("\n") == 1 and err.startswith("paramcount: error: "), err[:300]
     assert said in err, err[:300]
+
+
+FREEZING = (".*" * 12 + "Z", "(.|.)*Z", r"(\w|\w)*Z", "(?:.)*" * 14 + "Z", "((a+))+$")
+
+
+def test_patterns_that_froze_python_re_are_planned_in_bounded_work(capsys):
+    """Issue 32 item 1: each spun 7-20 s under Python's re; counted in Python calls here (the
+    matcher runs in Python, so a count sees all of its work)."""
+    argv = ["memory", MOE, "--runtime", "llama.cpp", "--json", "-ot", ",".join(f"{p}=CPU" for p in FREEZING)]
+    code, out, err, n = run(argv, capsys)
+    assert code == 0 and not err and n < CALLS, err[:300]
+    assert '"host":' in out
 
 
 ODD_NAMES = [

@@ -154,6 +154,7 @@ ODD += ["9" * 40, "1_000", "32k", "0x10", "١", "²", "1.5", "-0", "+3", "\x1b[2
 VALUE = st.sampled_from(ODD) | st.integers(-(2**70), 2**70).map(str) | st.floats().map(repr) | st.text(max_size=6)
 FLAGS = ["context", "batch", "gpu-memory-utilization", "tp", "pp", "ep", "max-num-seqs", "max-num-batched-tokens"]
 FLAGS += ["block-size", "ubatch", "parallel", "concurrency", "overhead", "kv-dtype", "images"]
+FLAGS += ["tensor-split", "n-gpu-layers", "main-gpu", "n-cpu-moe"]  # llama.cpp's placement (issue 32 item 5)
 FIELDS = ["hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim"]
 FIELDS += ["intermediate_size", "max_position_embeddings", "sliding_window", "full_attention_interval", "vocab_size"]
 FIELDS += ["partial_rotary_factor", "rope_theta", "num_experts", "num_experts_per_tok", "linear_num_value_heads"]
@@ -190,3 +191,25 @@ def test_random_runtime_flags_end_in_a_plan_or_one_line(
     assert code in (0, 1) or one_line(code, out, err), (argv, err[-600:])
     if code == 0 and json_out:
         json.loads(out)
+
+
+# ---- random -ot patterns and -ts proportions (issue 32 items 1 and 5) -----------------------------
+
+REGEX_BITS = ["blk", r"\.", ".", "*", "+", "?", "(", ")", "(?:", "|", "[", "]", "^", "-", "{", "}", "2", ",", "1"]
+REGEX_BITS += [r"\d", r"\w", r"\b", r"\1", "(?=", "(?s:", "exps", "ffn_", "$", "\\", "{4294967296}", "{1000}", "é"]
+
+
+@settings(max_examples=EXAMPLES * 4, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    pattern=st.lists(st.sampled_from(REGEX_BITS), min_size=1, max_size=16).map("".join),
+    shares=st.lists(st.sampled_from(ODD) | st.floats().map(repr), min_size=1, max_size=4).map(",".join),
+)
+def test_random_placement_patterns_end_in_a_plan_or_one_line(capsys, pattern, shares):
+    """Any -ot text and -ts list: a plan, or one line naming the flag; the matcher is linear in
+    the name whatever the pattern, so no example can spin (Python's re could)."""
+    argv = ["memory", "Qwen/Qwen3-30B-A3B", "--runtime", "llama.cpp", "--dtype", "q4_k_m", "-ngl", "20"]
+    code, out, err = run([*argv, "-ot", f"{pattern}=CPU", "-ts", shares, "--json"], capsys)
+    assert "Traceback" not in out + err and "\x1b" not in out + err, err[-600:]
+    assert code == 0 or one_line(code, out, err), (pattern, shares, err[-600:])
+    if code == 2:
+        assert "--override-tensor" in err or "--tensor-split" in err or "--main-gpu" in err, err

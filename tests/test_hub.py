@@ -156,7 +156,10 @@ def test_without_huggingface_hub_installed(monkeypatch):
 
 @pytest.mark.parametrize(
     "name, expected",
-    [("org/name", True), ("Qwen/Qwen2.5-7B", True), ("bert-base-uncased", False), ("a/b/c", False), ("../x", False)],
+    [
+        *[("org/name", True), ("Qwen/Qwen2.5-7B", True), ("bert-base-uncased", False), ("a/b/c", False)],
+        *[("../x", False), ("org/name\n", False)],  # $ passes a final newline: fullmatch (issue 32 item 7)
+    ],
 )
 def test_repo_id_shape(name, expected):
     assert hub.looks_like_repo_id(name) == expected

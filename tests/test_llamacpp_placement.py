@@ -94,6 +94,13 @@ def test_cpu_moe_matches_every_layers_experts_and_nothing_else():
     assert p.override("blk.3.ffn_gate_inp.weight") is None and p.override("blk.3.ffn_up_shexp.weight") is None
 
 
+def test_a_pattern_whose_dot_repeats_names_more_than_its_layer():
+    """``blk\\.1\\.*`` matches blk.1 followed by any dots: blk.10, blk.11, … too (its text begins
+    like one layer's pattern; its parsed prefix is only ``blk.1``)."""
+    p = Placement(overrides=(("blk\\.1\\.*", "CPU"),))
+    assert [p.override(f"blk.{i}.attn_q.weight") for i in (1, 2, 10, 19)] == ["CPU", None, "CPU", "CPU"]
+
+
 def test_the_first_matching_override_wins():
     p = placement(overrides=overrides("attn=CUDA0,blk\\.0\\.=CPU"), tensor_split=(1.0,))
     assert p.override("blk.0.attn_q.weight") == "CUDA0" and p.override("blk.0.ffn_up.weight") == "CPU"
@@ -103,6 +110,7 @@ def test_the_layer_index_of_patterns_never_changes_which_matches():
     """Patterns that name one layer are looked up by it; the answer is the plain first match."""
     rng = random.Random(7)
     pieces = ["blk\\.{}\\.ffn_(up|down)", "blk\\.{}\\.attn", "^blk\\.{}\\.", "ffn_up|blk\\.{}\\.attn", "exps", "blk"]
+    pieces += ["blk\\.{}\\.*", "^blk\\.{}\\.?a", "blk\\.{}\\.(ffn|attn)|x", "(blk\\.{}\\.)", "blk\\.{}\\.{{0}}"]
     names = [f"blk.{i}.{t}.weight" for i in range(12) for t in ("attn_q", "ffn_up_exps", "ffn_down", "ffn_up")]
     for _ in range(200):
         chosen = tuple((rng.choice(pieces).format(rng.randrange(12)), rng.choice(("CPU", "CUDA0"))) for _ in range(6))
@@ -114,6 +122,37 @@ def test_the_layer_index_of_patterns_never_changes_which_matches():
             assert p.override(name) == plain, (chosen, name)
 
 
+FREEZING = (".*" * 12 + "Z", "(.|.)*Z", "(\\w|\\w)*Z", "((a+))+$", "(.*)*" * 14 + "Z", "blk\\.(\\d+)*\\.x")
+
+
+def test_patterns_that_froze_python_re_are_placed():
+    """Issue 32: each took seconds to minutes in Python's re on a long enough name; matched in
+    linear time now, they place nothing (no tensor name ends in Z, in a, or holds .x)."""
+    import paramcount
+    from paramcount.memory import inference
+
+    model = paramcount.load("Qwen/Qwen3-30B-A3B")
+    plain = inference(model, "q4_k_m", runtime="llama.cpp", overrides=(("QQ", "CPU"),))
+    given = overrides(",".join(f"{p}=CPU" for p in FREEZING))
+    plan = inference(model, "q4_k_m", runtime="llama.cpp", overrides=given)
+    assert plan.total == plain.total and plan.host == plain.host
+
+
+@pytest.mark.parametrize(
+    "given",
+    ["[a-z]+[a-z_]+p[a-z]*s=CPU", ",".join(f"q{i}=CPU" for i in range(100))],  # an automaton; many literals
+)
+def test_matching_past_its_budget_is_refused_in_one_line(monkeypatch, given):
+    import paramcount
+    from paramcount.memory import inference
+    from paramcount.memory.runtimes.llamacpp import placement as pl
+
+    monkeypatch.setattr(pl, "MAX_MATCH_STEPS", 50)
+    with pytest.raises(ParamcountError) as e:
+        inference(paramcount.load("Qwen/Qwen3-30B-A3B"), "q4_k_m", runtime="llama.cpp", overrides=overrides(given))
+    assert e.value.field == "--override-tensor" and "takes more than 50 steps" in str(e.value)
+
+
 # ---- bad values: one line naming the flag -----------------------------------------------------
 
 
@@ -123,7 +162,15 @@ def test_the_layer_index_of_patterns_never_changes_which_matches():
         (lambda: gpu_layers("many"), "--n-gpu-layers", "auto or all"),
         (lambda: overrides("exps"), "--override-tensor", "PATTERN=BUFFER_TYPE"),
         (lambda: overrides("blk[=CPU"), "--override-tensor", "bad tensor pattern"),
-        (lambda: overrides("(a+)+$=CPU"), "--override-tensor", "nested repetition"),
+        (lambda: overrides("(a)\\1=CPU"), "--override-tensor", "backreference \\1 needs a backtracking matcher"),
+        (lambda: overrides("(?!x)exps=CPU"), "--override-tensor", "lookahead (?! needs a backtracking matcher"),
+        (lambda: overrides("(?s:.)*" * 14 + "=CPU"), "--override-tensor", "(?s... is Python syntax"),
+        (lambda: overrides("a{4294967296}=CPU"), "--override-tensor", "expands to 4,294,967,296 states"),
+        (lambda: placement(overrides=(("(a{1000}){1000}", "CPU"),)), "--override-tensor", "expands to 1,000,000"),
+        (lambda: tensor_split("1e308,1e308"), "--tensor-split", "a C float, std::stof"),
+        (lambda: tensor_split("1e-50,1"), "--tensor-split", "a C float, std::stof"),
+        (lambda: tensor_split("3e38,3e38"), "--tensor-split", "add up past a C float"),
+        (lambda: placement(tensor_split=(3e38, 3e38)), "--tensor-split", "add up past a C float"),
         (lambda: overrides("x" * 300 + "=CPU"), "--override-tensor", "1 to 256 characters"),
         (lambda: placement(overrides=overrides("exps=CUDA1")), "--override-tensor", "unknown buffer type"),
         (lambda: placement(overrides=overrides("exps=cpu")), "--override-tensor", "CPU, CUDA0"),

@@ -156,6 +156,19 @@ def test_ollama_names_are_parsed_as_ollama_parses_them():
     assert stores.ollama_parts("hf.co/org/repo:Q4_K_M") == ("hf.co", "org", "repo", "Q4_K_M")
     with pytest.raises(ParamcountError):
         stores.ollama_parts("a/b/c/d")
+    for name in ("tiny\n", "tiny:1b\n", "me\n/mine"):  # $ passes a final newline; fullmatch does not
+        with pytest.raises(ParamcountError, match="is not a part of an Ollama model name"):
+            stores.ollama_parts(name)
+
+
+def test_a_control_character_in_a_store_name_stays_in_its_row(home, capsys):
+    """Issue 32 item 7: a folder named with a newline split the table's row in two."""
+    ollama(home, name="evil\nname", tag="1b\x1b[2J")
+    assert main(["list", "--local", "--width", "200"]) == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if "ollama:" in line]
+    assert len(rows) == 1 and "ollama:evil\\x0aname:1b\\x1b[2J" in rows[0], out
+    assert "\x1b" not in out
 
 
 def test_nothing_found_says_where_it_looked(home, capsys):

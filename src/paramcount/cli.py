@@ -698,7 +698,12 @@ def plan_args(p: Parser) -> None:
         metavar="R",
         help="train LoRA adapters of rank R (targets: peft's default for the model type)",
     )
-    t.add_argument("--lora-targets", metavar="NAMES", help="LoRA target modules, comma-separated, or all-linear")
+    t.add_argument(
+        "--lora-targets",
+        metavar="NAMES",
+        help="LoRA target modules, comma-separated; all-linear; or one regular expression for the whole module name"
+        " (peft's; ECMAScript syntax, matched in linear time)",
+    )
     t.add_argument("--qlora", action="store_true", help="an NF4 base under the LoRA adapters (rank 8 by default)")
 
 
@@ -821,7 +826,8 @@ def placement_args(p: Parser) -> None:
         action=_Overrides,
         const="ot",
         metavar="PATTERN=BUFFER,...",
-        help="put tensors whose GGUF name matches PATTERN (a regex) in a buffer: CPU, CUDA0, CUDA1, …",
+        help="put tensors whose GGUF name matches PATTERN (std::regex ECMAScript syntax, matched in linear time;"
+        " no backreferences or lookahead) in a buffer: CPU, CUDA0, CUDA1, …",
     )
     g.add_argument(
         "--cpu-moe", "-cmoe", dest="overrides", action=_Overrides, const="cmoe", nargs=0,

@@ -334,6 +334,11 @@ def test_other_hosts_are_refused():
     assert c.get("/api/catalog", headers={"host": "localhost:8000"}).status_code == 200
     r = c.get("/api/catalog", headers={"host": "attacker.example"})
     assert r.status_code == 400 and "does not answer to host" in r.json()["error"]
+    for port in ("99999", "65536", "0", "8000x", "-1"):  # issue 32 item 7
+        r = c.get("/api/catalog", headers={"host": f"localhost:{port}"})
+        assert (r.status_code, r.json()["field"], r.json()["bug"]) == (400, "host", False), port
+        assert "a port is 1 to 65535" in r.json()["error"]
+    assert c.get("/api/catalog", headers={"host": "localhost:65535"}).status_code == 200
 
 
 def test_page_and_assets_are_local_with_a_strict_policy(client):

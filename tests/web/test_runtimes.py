@@ -330,7 +330,12 @@ def test_placement_goes_to_the_planner_options_the_cli_builds(client, fields, fl
         ({"tensor_split": "3,x"}, 400, "tensor_split", "expected numbers like 3,1, not '3,x'"),
         ({"tensor_split": ",".join("1" * 16)}, 400, "tensor_split", "llama.cpp takes fewer than 16"),
         ({"override_tensor": ["exps"]}, 400, "override_tensor", "expected PATTERN=BUFFER_TYPE, not 'exps'"),
-        ({"override_tensor": ["(a+)+=CPU"]}, 400, "override_tensor", "nested repetition"),
+        ({"override_tensor": ["(a)\\1=CPU"]}, 400, "override_tensor", "backreference \\1 needs a backtracking matcher"),
+        ({"override_tensor": ["a{4294967296}=CPU"]}, 400, "override_tensor", "expands to 4,294,967,296 states"),
+        ({"override_tensor": ["(?s:.)*" * 14 + "=CPU"]}, 400, "override_tensor", "Python syntax"),
+        ({"override_tensor": ["(?!exps)=CPU"]}, 400, "override_tensor", "lookahead (?! needs a backtracking"),
+        ({"tensor_split": "1e308,1e308"}, 400, "tensor_split", "a C float, std::stof"),
+        ({"tensor_split": "3e38,3e38"}, 400, "tensor_split", "add up past a C float"),
         ({"override_tensor": ["[=CPU"]}, 400, "override_tensor", "bad tensor pattern '['"),
         ({"override_tensor": ["x=CUDA3"]}, 400, "override_tensor", "unknown buffer type 'CUDA3'"),
         ({"n_cpu_moe": -1}, 422, "n_cpu_moe", "greater than or equal to 0"),
@@ -347,6 +352,33 @@ def test_bad_placement_is_a_one_line_error(client, fields, status, field, said):
     body = r.json()
     assert (r.status_code, body["field"]) == (status, field), body
     assert said in body["error"] and "\n" not in body["error"] and not body["bug"], body
+
+
+# Patterns that froze the server under Python's re (issue 32 item 1): valid ECMAScript, so planned
+FREEZING = (".*" * 12 + "Z", "(.|.)*Z", "(\\w|\\w)*Z", "((a+))+$", "(.*)*" * 14 + "Z")
+
+
+def test_patterns_that_froze_the_server_are_planned(client):
+    r = memory(client, OLMOE, runtime="llama.cpp", scheme="q4_k_m", override_tensor=[f"{p}=CPU" for p in FREEZING])
+    assert r.status_code == 200, r.json()
+    plain = memory(client, OLMOE, runtime="llama.cpp", scheme="q4_k_m", override_tensor=["QQ=CPU"]).json()
+    assert r.json()["total"] == plain["total"]  # none of them matches a tensor name, as QQ does not
+
+
+@pytest.mark.parametrize(
+    ("targets", "status", "said"),
+    [
+        ("(.|.)*Z(q_proj)\\2", 400, "backreference \\2 needs a backtracking matcher"),
+        ("(?P<x>q_proj)", 400, "Python syntax"),
+        ("(.|.)*(q|k)_proj", 200, None),  # froze Python's re on a long enough name; linear here
+    ],
+)
+def test_lora_targets_go_through_the_linear_matcher(client, targets, status, said):
+    r = memory(client, {"kind": "catalog", "name": "Qwen/Qwen2.5-0.5B"}, mode="lora", lora_targets=targets)
+    body = r.json()
+    assert r.status_code == status, body
+    if said:
+        assert body["field"] == "lora_targets" and said in body["error"] and not body["bug"], body
 
 
 def test_ollama_refuses_llama_cpps_placement_in_one_line(client, tiny_gguf):

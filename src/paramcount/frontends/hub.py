@@ -22,13 +22,13 @@ from .config import from_config
 from .configfile import read_json
 from .safetensors import Header, Read, ShardSet, check_layout, folder_sets, tensor_entry
 
-REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}$")
+REPO_ID = re.compile(r"[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}")  # fullmatch: $ passes a final \n
 _TRUE = {"1", "on", "yes", "true"}
 
 
 def looks_like_repo_id(name: str) -> bool:
     """``org/name`` as the Hub spells ids (not a path that happens to have a slash in it)."""
-    return bool(REPO_ID.match(name)) and not name.endswith((".json", ".safetensors")) and ".." not in name
+    return bool(REPO_ID.fullmatch(name)) and not name.endswith((".json", ".safetensors")) and ".." not in name
 
 
 def offline() -> bool:

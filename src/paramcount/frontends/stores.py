@@ -29,8 +29,8 @@ PARAMS = "application/vnd.ollama.image.params"
 MAX_MANIFEST_BYTES = 1 << 20
 MAX_PARAMS_BYTES = 1 << 20
 MAX_WALK = 10_000  # directory entries a store's walk visits before it stops
-_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$")  # no "..", no separators
-_DIGEST = re.compile(r"^sha256[:-]([0-9a-fA-F]{64})$")  # manifest.BlobsPath's pattern
+_PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,79}")  # no "..", no separators; fullmatch ($ passes a final \n)
+_DIGEST = re.compile(r"sha256[:-]([0-9a-fA-F]{64})")  # manifest.BlobsPath's pattern
 
 
 def ollama_root() -> Path:
@@ -48,7 +48,7 @@ def ollama_parts(name: str) -> tuple[str, str, str, str]:
         raise ParamcountError("not an Ollama model name (model, namespace/model or host/namespace/model)", source=name)
     host, namespace, model = (["registry.ollama.ai", "library"][: 3 - len(parts)] + parts)[-3:]
     for part in (host, namespace, model, tag):
-        if not _PART.match(part):
+        if not _PART.fullmatch(part):
             raise ParamcountError(f"{part!r} is not a part of an Ollama model name", source=name)
     return host, namespace, model, tag
 
@@ -85,7 +85,7 @@ def manifest(root: Path, path: Path, name: str) -> Manifest:
         raise ParamcountError("the manifest has no list of layers", source=str(path), field="layers")
     out = []
     for i, layer in enumerate(layers[:1024]):
-        d = _DIGEST.match(str(layer.get("digest", ""))) if isinstance(layer, dict) else None
+        d = _DIGEST.fullmatch(str(layer.get("digest", ""))) if isinstance(layer, dict) else None
         size = layer.get("size") if isinstance(layer, dict) else None
         if d is None or not isinstance(size, int) or isinstance(size, bool) or size < 0:
             raise ParamcountError(

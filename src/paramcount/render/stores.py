@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.table import Table
 
+from ..errors import printable
 from .text import n
 
 
@@ -28,5 +29,7 @@ def local_table(rows: Sequence[Any]) -> Table:
     for col, just in (("store", "left"), ("model", "left"), ("bytes", "right"), ("parameters", "right")):
         t.add_column(col, justify=just)
     for r in rows:
-        t.add_row(r.store, r.name, n(r.size), n(r.parameters) if r.parameters is not None else r.note)
+        # a store's folder names are anyone's: a newline in one would split the row (issue 32 item 7)
+        note = n(r.parameters) if r.parameters is not None else printable(r.note)
+        t.add_row(printable(r.store), printable(r.name), n(r.size), note)
     return t

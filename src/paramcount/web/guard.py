@@ -58,6 +58,15 @@ def host_name(host: str) -> str:
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
+def port_ok(tail: str) -> bool:
+    """What follows the name in a Host header: nothing, or ``:`` and a port of 1..65535 (RFC 3986
+    allows an empty one)."""
+    if tail in ("", ":"):
+        return True
+    digits = tail[1:]
+    return tail[0] == ":" and digits.isascii() and digits.isdigit() and len(digits) <= 5 and 1 <= int(digits) <= 65535
+
+
 class Guard:
     """Limits request bodies (``limits`` maps a path to its own limit) in size and in time,
     checks Host, adds headers."""
@@ -76,9 +85,12 @@ class Guard:
     async def __call__(self, scope: Scope, receive, send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        host = host_name(_header(scope, b"host") or "")
+        raw = (_header(scope, b"host") or "").strip().lower()
+        host = host_name(raw)
         if self.hosts is not None and host not in self.hosts:
             return await _answer(send, 400, f"this server does not answer to host {host[:100]!r}", "host")
+        if not port_ok(raw[len(host) :]):
+            return await _answer(send, 400, f"no port {raw[len(host) + 1 :][:20]!r}: a port is 1 to 65535", "host")
         limit = self.limits.get(scope.get("path", ""), self.limit)
         said = _header(scope, b"content-length")
         if said is not None and not (said.strip().isascii() and said.strip().isdigit() and len(said.strip()) < 20):

@@ -49,6 +49,7 @@ FLAG_FIELDS = {
     "--split-mode": "split_mode",
     "--main-gpu": "main_gpu",
     "num_gpu": "num_gpu",
+    "targets": "lora_targets",  # lora(): a targets pattern refused
 }
 
 
@@ -272,7 +273,11 @@ def _full(model: Model, q: Any, card: Any, planner: Any, runtime: str | None) ->
 def _training_planner(model: Model, q: Any) -> Any:
     from ..memory.training.plan import TrainingPlanner
 
-    return TrainingPlanner(model, q.scheme, **_training(q))
+    try:
+        return TrainingPlanner(model, q.scheme, **_training(q))
+    except ParamcountError as e:
+        e.field = FLAG_FIELDS.get(e.field, e.field)
+        raise
 
 
 def _training(q: Any) -> dict[str, Any]:

@@ -23,20 +23,22 @@ become the experts' ``gate_up_proj`` parameter, ``down_proj``/``w2`` the experts
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ... import dtypes
-from ...errors import ParamcountError
+from ...errors import ParamcountError, brief
 from ...ir import Tensor, Tie
 from ...model import Model
+from ...pattern import Pattern, PatternError
+from ...pattern import compile as compile_pattern
 from ..core.terms import Term
 from ..tree.modules import CONV1D, EMBEDDING, LINEAR, Module, output_embedding, walk
 
 ALL_LINEAR = "all-linear"
 BIASES = ("none", "all", "lora_only")
 DEFAULT_ALPHA = 8  # LoraConfig.lora_alpha
+MAX_PATTERN = 1024  # a bound on a targets or modules_to_save pattern's length (peft has none)
 
 # peft's map from transformers 4 target names to the transformers 5 fused MoE layout
 # (peft/utils/transformers_weight_conversion.py); Qwen2-MoE keeps its v4 names.
@@ -358,7 +360,7 @@ class _Spec:
     (``pattern``) or all linear layers but the output embedding (``all_linear``)."""
 
     names: frozenset[str] = frozenset()
-    pattern: re.Pattern[str] | None = None
+    pattern: Pattern | None = None
     all_linear: bool = False
 
     @property
@@ -372,15 +374,29 @@ def _spec(targets: str | tuple[str, ...]) -> _Spec:
         return _Spec(names=frozenset(targets))
     if targets.lower() == ALL_LINEAR:
         return _Spec(all_linear=True)
+    return _Spec(pattern=_pattern(targets, "targets", whole=True))
+
+
+def _pattern(text: str, field: str, whole: bool = False, given: str | None = None) -> Pattern:
+    """peft's regular expression (``re.fullmatch`` for targets, ``re.match`` for modules_to_save),
+    matched by paramcount.pattern in time linear in the name: a user's pattern could make Python's
+    re backtrack for minutes. Its syntax is ECMAScript's, which covers what module patterns use.
+    ``given``: the user's part of ``text``, named in a refusal."""
+    given = text if given is None else given
+    if len(given) > MAX_PATTERN:
+        raise ParamcountError(f"a pattern is at most {MAX_PATTERN} characters, not {len(given):,}", field=field)
     try:
-        return _Spec(pattern=re.compile(targets))
-    except re.error as e:
-        raise ParamcountError(f"targets {targets!r} is not a regular expression: {e}", field="targets") from None
+        return compile_pattern(text, whole)
+    except PatternError as e:
+        why = str(e) if given == text else str(e).rpartition(" (position")[0] or str(e)  # a place in text, not given
+        raise ParamcountError(
+            f"{field} {brief(given)} is not a regular expression this matcher takes: {why}", field=field
+        ) from None
 
 
 def _matches(spec: _Spec, name: str) -> bool:
     if spec.pattern is not None:
-        return spec.pattern.fullmatch(name) is not None
+        return spec.pattern.search(name)
     return name in spec.names or any(name.endswith("." + n) for n in spec.names)
 
 
@@ -395,7 +411,7 @@ def _modules(model: Model, spec: _Spec, params: frozenset[str]) -> list[Module]:
 
 def _targeted(m: Module, spec: _Spec, saves: tuple[str, ...]) -> bool:
     hit = m.type in (LINEAR, CONV1D) if spec.all_linear else _matches(spec, m.name)
-    if not hit or any(re.match(rf"(^|.*\.){s}($|\..*)", m.name) for s in saves):
+    if not hit or any(_pattern(rf"^(?:(^|.*\.){s}($|\..*))", "modules_to_save", given=s).search(m.name) for s in saves):
         return False
     if m.type is None:
         raise ParamcountError(
@@ -457,12 +473,10 @@ def _leaf_targets(model: Model, spec: _Spec, renames: dict[str, str]) -> set[str
         out = output_embedding(model)
         return {m.name.rpartition(".")[2] for m in mods if m.type in (LINEAR, CONV1D) and m.name != out} | set(renames)
     keys = [m.name for m in mods] + [f"{m.name}.{t.name}" for m in mods for t in m.tensors()]
-    found = {k.rpartition(".")[2] for k in keys if spec.pattern.fullmatch(k)}
+    found = {k.rpartition(".")[2] for k in keys if spec.pattern.search(k)}
     holders = [(m.name, t.name) for m in mods for t in m.tensors()]
     found |= {
-        old
-        for old, new in renames.items()
-        if any(p == new and spec.pattern.fullmatch(f"{h}.{old}") for h, p in holders)
+        old for old, new in renames.items() if any(p == new and spec.pattern.search(f"{h}.{old}") for h, p in holders)
     }
     return found or None
 

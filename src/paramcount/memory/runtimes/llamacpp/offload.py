@@ -331,13 +331,13 @@ def shares(off: Offload, n: int, where: str = "") -> tuple[dict[int | None, int]
     return share, len(counts) == 1
 
 
-_RUNS = re.compile(r"^\d+(–\d+)?(, \d+(–\d+)?)*$")
+_RUNS = re.compile(r"\d+(–\d+)?(, \d+(–\d+)?)*")
 
 
 def _indices(where: str, n: int, layers: int) -> list[int] | None:
     """The layer indices a layout's ``where`` lists in full (``0–3, 5–8, 10``; not one cut short
     with …), when they are ``n`` of the ``layers``."""
-    if not _RUNS.match(where):
+    if not _RUNS.fullmatch(where):
         return None
     out: list[int] = []
     for run in where.split(", "):

@@ -34,11 +34,17 @@ from functools import cached_property
 from typing import Any
 
 from ....errors import ParamcountError
+from ....pattern import Budget, Pattern, PatternError, budget, charge
+from ....pattern import compile as compile_pattern
 
 EXPS = r"\.ffn_(up|down|gate|gate_up)_(ch|)exps"  # common/common.h LLM_FFN_EXPS_REGEX
 SPLIT_MODES = ("none", "layer", "row")
 MAX_DEVICES = 16  # llama_max_devices() with ggml-cuda (GGML_CUDA_MAX_DEVICES); -ts takes fewer values
 MAX_PATTERN = 256  # a bound on one -ot pattern's length (llama.cpp has none)
+# steps (a pattern tried, a byte its automaton reads, an NFA state it visits) one placement's -ot
+# searches may take together: a few seconds; a pattern is linear in the name, this bounds them all
+MAX_MATCH_STEPS = 1 << 23
+FLT_MAX, FLT_MIN = 3.4028234663852886e38, 1.1754943508222875e-38  # a C float's range (-ts: std::stof)
 MAX_OVERRIDES = 4096  # src/llama.cpp llama_max_tensor_buft_overrides (common/arg.cpp pads the list to it for --fit)
 CPU = "CPU"
 # the planner's keyword arguments a Placement takes, and the flag that sets each
@@ -55,9 +61,7 @@ INPUT_LAYER = re.compile(r"^(token_embd|position_embd|token_types|per_layer_toke
 # rope_freqs, rope_factors_long/short: repeating-layer tensors without a block number (llama-arch.cpp)
 ROPE = re.compile(r"^rope_(freqs|factors_long|factors_short)\.weight$")
 _BLK = re.compile(r"^blk\.(\d+)(?:–(\d+))?\.")
-_ONE_LAYER = re.compile(r"^\^?blk\\\.(\d+)\\\.")  # a pattern that can only match blk.N. (regex_search: also ^blk)
-# a quantified group holding a quantifier: exponential backtracking in a backtracking engine
-_NESTED = re.compile(r"\((?:[^()\\]|\\.)*[*+}](?:[^()\\]|\\.)*\)\s*[*+{]")
+_ONE_LAYER = re.compile(rb"blk\.(\d+)\.")  # a pattern every match of which begins blk.N.: one layer's
 
 
 @dataclass(frozen=True)
@@ -118,24 +122,27 @@ class Placement:
         """The buffer type the first matching -ot pattern gives ``name`` (None: none matches)."""
         m = _BLK.match(name)
         fixed, free = self._by_layer
-        for i in _merged(fixed.get(int(m[1]), ()) if m else (), free):
+        order = _merged(fixed.get(int(m[1]), ()) if m else (), free)
+        charge(len(order))  # a step a pattern; the bytes a pattern's automaton reads, it counts
+        for i in order:
             if self._compiled[i].search(name):
                 return self.overrides[i][1]
         return None
 
     @cached_property
-    def _compiled(self) -> tuple[re.Pattern[str], ...]:
-        return tuple(re.compile(pattern) for pattern, _ in self.overrides)
+    def _compiled(self) -> tuple[Pattern, ...]:
+        return tuple(_compiled(pattern, "--override-tensor") for pattern, _ in self.overrides)
 
     @cached_property
     def _by_layer(self) -> tuple[dict[int, tuple[int, ...]], tuple[int, ...]]:
-        """The patterns that name one layer (``blk\\.N\\.``), by layer, and the others: a tensor of
-        layer N is tested against the first and the second only, in their order (fit and
-        --n-cpu-moe give one pattern per layer)."""
+        """The patterns every match of which begins ``blk.N.`` (their parsed prefix: ``blk\\.1\\.*``
+        is not one, it matches blk.10 too), by layer, and the others: a tensor of layer N is tested
+        against the first and the second only, in their order (fit and --n-cpu-moe give one
+        pattern per layer)."""
         fixed: dict[int, list[int]] = {}
         free = []
-        for i, (pattern, _) in enumerate(self.overrides):
-            m = _ONE_LAYER.match(pattern) if not _top_level_or(pattern) else None
+        for i, compiled in enumerate(self._compiled):
+            m = _ONE_LAYER.match(compiled.prefix)
             fixed.setdefault(int(m[1]), []).append(i) if m else free.append(i)
         return {k: tuple(v) for k, v in fixed.items()}, tuple(free)
 
@@ -167,23 +174,6 @@ def _leading_cpu_moe(given: Sequence[tuple[str, str]]) -> int:
     while n < len(given) and given[n] == (f"blk\\.{n}{EXPS}", CPU):
         n += 1
     return n
-
-
-def _top_level_or(pattern: str) -> bool:
-    """Whether ``pattern`` has an alternative outside every group (then it may match anything)."""
-    depth, escaped = 0, False
-    for c in pattern:
-        if escaped:
-            escaped = False
-        elif c == "\\":
-            escaped = True
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-        elif c == "|" and depth <= 0:
-            return True
-    return False
 
 
 def _merged(a: Sequence[int], b: Sequence[int]) -> list[int]:
@@ -228,19 +218,20 @@ def overrides(text: str, field: str = "--override-tensor") -> tuple[tuple[str, s
 
 
 def checked_pattern(pattern: str, field: str) -> str:
-    """A tensor-name pattern that compiles, bounded in length and without nested repetition
-    (which can take exponential time to match)."""
-    if not pattern or len(pattern) > MAX_PATTERN:
-        raise ParamcountError(f"a tensor pattern is 1 to {MAX_PATTERN} characters, not {len(pattern)}", field=field)
-    if _NESTED.search(pattern):
-        raise ParamcountError(
-            f"nested repetition in {pattern!r} is refused (it can take exponential time)", field=field
-        )
-    try:
-        re.compile(pattern)
-    except re.error as e:
-        raise ParamcountError(f"bad tensor pattern {pattern!r}: {e}", field=field) from None
+    """A tensor-name pattern bounded in length that :mod:`paramcount.pattern` compiles: std::regex's
+    ECMAScript syntax, matched in time linear in the name (no backreferences, no lookahead)."""
+    _compiled(pattern, field)
     return pattern
+
+
+def _compiled(pattern: Any, field: str) -> Pattern:
+    if not isinstance(pattern, str) or not pattern or len(pattern) > MAX_PATTERN:
+        size = len(pattern) if isinstance(pattern, str) else type(pattern).__name__
+        raise ParamcountError(f"a tensor pattern is 1 to {MAX_PATTERN} characters, not {size}", field=field)
+    try:
+        return compile_pattern(pattern)
+    except PatternError as e:
+        raise ParamcountError(f"bad tensor pattern {pattern!r}: {e}", field=field) from None
 
 
 def n_cpu_moe(n: int) -> tuple[tuple[str, str], ...]:
@@ -264,8 +255,25 @@ def tensor_split(text: str) -> tuple[float, ...]:
         values = tuple(float(p) for p in parts)
     except ValueError:
         raise ParamcountError(f"expected numbers like 3,1, not {text!r}", field="--tensor-split") from None
+    return _shares(values, text)
+
+
+def _shares(values: tuple[float, ...], text: Any) -> tuple[float, ...]:
+    """-ts values as llama.cpp takes them: ``std::stof`` (common/arg.cpp) throws out_of_range past
+    a C float's range, and load_tensors sums them in float (an infinite sum: NaN splits)."""
     if any(not v >= 0 or v == float("inf") for v in values):
         raise ParamcountError(f"proportions are finite and not negative, not {text!r}", field="--tensor-split")
+    if any(v > FLT_MAX or 0 < v < FLT_MIN for v in values):
+        raise ParamcountError(
+            f"each proportion is 0 or between 1.2e-38 and 3.4e38 (a C float, std::stof), not {text!r}",
+            field="--tensor-split",
+        )
+    total = 0.0
+    for v in values:
+        total += f32(v)
+        if total > FLT_MAX:
+            raise ParamcountError(f"the proportions add up past a C float's 3.4e38: {text!r}", field="--tensor-split")
+        total = f32(total)
     return values
 
 
@@ -282,6 +290,7 @@ def placement(**given: Any) -> Placement:
         )
     if p.gpu_layers is not None and (isinstance(p.gpu_layers, bool) or not -(1 << 20) <= p.gpu_layers <= 1 << 20):
         raise ParamcountError(f"expected at most 1,048,576 layers, got {p.gpu_layers!r}", field="--n-gpu-layers")
+    _shares(tuple(p.tensor_split), p.tensor_split)
     if not 0 <= p.main_gpu < (len(p.tensor_split) or 1) or isinstance(p.main_gpu, bool):
         raise ParamcountError(f"no GPU {p.main_gpu!r} among {len(p.tensor_split) or 1}", field="--main-gpu")
     if len(p.overrides) > MAX_OVERRIDES:
@@ -291,6 +300,7 @@ def placement(**given: Any) -> Placement:
         )
     known = (CPU, *p.names())
     for pattern, buft in p.overrides:
+        checked_pattern(pattern, "--override-tensor")
         if buft not in known:
             raise ParamcountError(
                 f"unknown buffer type {buft!r} for {pattern!r}: {', '.join(known)}", field="--override-tensor"
@@ -318,6 +328,20 @@ def place(
     the GGUF name template (``blk.{}.attn_q.weight``, or a plain name) and the row's first and
     last layer (-1, -1 for a tensor outside the repeating layers); None for a tensor that goes to
     the main GPU whatever the flags (an mmproj tower's, which mtmd loads)."""
+    try:
+        with budget(MAX_MATCH_STEPS):
+            return _place(rows, names, n_layer_all, p)
+    except Budget:
+        raise ParamcountError(
+            f"matching the tensor patterns against this model's tensor names takes more than {MAX_MATCH_STEPS:,}"
+            " steps; use fewer or simpler patterns",
+            field="--override-tensor",
+        ) from None
+
+
+def _place(
+    rows: Iterable[Any], names: Callable[[Any], tuple[str, int, int] | None], n_layer_all: int, p: Placement
+) -> list[Placed]:
     splits = p.splits()
     out: list[Placed] = []
     for r in rows:
