@@ -15,11 +15,11 @@ seconds, or a fixed number of bytes) and stops when the server closes. Nothing l
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import re
 import threading
+import zlib
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -40,7 +40,7 @@ class FakeHub:
         self.stopping = threading.Event()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True)
         self.thread.start()
 
     def close(self) -> None:
@@ -143,7 +143,11 @@ def git_etag(path: Path) -> str:
     size = path.stat().st_size
     if size > 64 << 20:
         return "0"
-    return hashlib.sha1(b"blob %d\0" % size + path.read_bytes()).hexdigest()
+    return git_hash(path.read_bytes())
+
+
+def git_hash(data: bytes) -> str:
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 def pointed_at(server: FakeHub, monkeypatch, cache: Path) -> None:
@@ -211,8 +215,13 @@ def status(code: int) -> Callable:
 
 
 def gzip_bomb(inflated: int) -> Callable:
-    """A listing sent gzipped: ``[`` and then ``inflated`` spaces, a few kilobytes on the wire."""
-    data = gzip.compress(b"[" + b" " * inflated + b"]", 9)
+    """A listing sent gzipped: ``[``, ``inflated`` spaces and ``]``, about a thousandth of that on
+    the wire (compressed a megabyte at a time: the bomb is never held inflated, here either)."""
+    pack = zlib.compressobj(9, zlib.DEFLATED, 31)
+    parts, block = [pack.compress(b"[")], b" " * (1 << 20)
+    for i in range(0, inflated, len(block)):
+        parts.append(pack.compress(block[: inflated - i]))
+    data = b"".join(parts) + pack.compress(b"]") + pack.flush()
 
     def act(h, hub: FakeHub) -> None:
         h.send_response(200)
@@ -272,16 +281,28 @@ def redirect(location: str, code: int = 302) -> Callable:
     return act
 
 
-def chunked(data: bytes) -> Callable:
-    """``data`` with no Content-Length: its size known only as it arrives (HTTP/1.0, to the close)."""
+def chunked(data: bytes, repeat: int = 1) -> Callable:
+    """``data`` (``repeat`` times over) with no Content-Length: its size known only as it arrives
+    (HTTP/1.0, to the close)."""
 
     def act(h, hub: FakeHub) -> None:
         h.send_response(200)
         h.send_header("X-Repo-Commit", COMMIT)
-        etag = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
-        h.send_header("ETag", f'"{etag}"')
+        whole = data * repeat if len(data) * repeat < 64 << 20 else None
+        h.send_header("ETag", f'"{git_hash(whole)}"' if whole is not None else '"0"')
         h.end_headers()
-        for i in range(0, len(data), 1 << 16):
-            h.wfile.write(data[i : i + (1 << 16)])
+        for _ in range(repeat):
+            for i in range(0, len(data), 1 << 16):
+                h.wfile.write(data[i : i + (1 << 16)])
+
+    return act
+
+
+def raw(answer: bytes) -> Callable:
+    """``answer`` as the whole exchange, status line and headers included, then the close."""
+
+    def act(h, hub: FakeHub) -> None:
+        h.wfile.write(answer)
+        h.close_connection = True
 
     return act

@@ -42,6 +42,12 @@ examples:
   paramcount completion bash                 shell completion (or zsh, fish); how to install: its --help
 """
 
+HUB_ENVIRONMENT = """
+the Hub (org/name ids not in the catalog; pip install 'paramcount[hub]'):
+  HF_ENDPOINT, HF_TOKEN, HF_HUB_CACHE, HF_HUB_OFFLINE   as huggingface_hub reads them
+  PARAMCOUNT_HUB_TIMEOUT   seconds for all of a command's Hub requests together (default 7)
+"""
+
 
 def _help_columns() -> int:
     """What shutil.get_terminal_size gives argparse (COLUMNS, else the terminal, else 80), less
@@ -130,7 +136,7 @@ def count_parser() -> Parser:
         + ",".join(c for c in COMMANDS if c != "count")
         + "} ... (paramcount COMMAND --help)",
         description="Exact parameter counts of Transformer models, with where they live.",
-        epilog=EXAMPLES,
+        epilog=EXAMPLES + HUB_ENVIRONMENT,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     model_positional(p, MODEL_ANY)

@@ -93,13 +93,21 @@ def cache_dir() -> str | None:
 
 
 def _hub(repo_id: str):
+    """huggingface_hub, imported once HF_ENDPOINT is known to be an address (its constants
+    module parses it on import: ``http://[::1`` would be its ValueError)."""
+    if os.environ.get("HF_ENDPOINT"):
+        hubhttp.endpoint(os.environ["HF_ENDPOINT"])
     try:
         import huggingface_hub
+        from huggingface_hub import constants  # noqa: F401  (a lazy attribute: its errors show here)
     except ImportError:
         raise ParamcountError(
             "not in the catalog; to read it from the Hugging Face Hub install the extra: pip install 'paramcount[hub]'",
             source=repo_id,
         ) from None
+    except Exception as e:  # a setting it refuses on import
+        first = (str(e).strip().splitlines() or [""])[0][:200]
+        raise ParamcountError(f"huggingface_hub cannot start: {type(e).__name__}: {first}", source=repo_id) from None
     return huggingface_hub
 
 

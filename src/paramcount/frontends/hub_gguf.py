@@ -163,7 +163,7 @@ def _size(path: str, size: Any, repo: str) -> int:
     """A listed file's size: a whole number of bytes a file can have."""
     if isinstance(size, int) and not isinstance(size, bool) and 0 <= size <= MAX_FILE_BYTES:
         return size
-    raise ParamcountError(f"the Hub lists {short(path)} with a size of {str(size)[:40]}, not a file's", source=repo)
+    raise ParamcountError(f"the Hub lists {short(path)} with a size of {repr(size)[:40]}, not a file's", source=repo)
 
 
 def _spent(chunks: Iterator[bytes], left: list[int]) -> Iterator[bytes]:
@@ -177,7 +177,7 @@ def _next(net: hubhttp.Client, answer: Any, url: str, source: str) -> str | None
     """The next page's address, when the Hub gives one on HF_ENDPOINT."""
     from urllib.parse import urljoin
 
-    link = hubhttp.next_page(answer.header("Link"))
+    link = hubhttp.next_page(answer.header("Link"), source)
     if link is None:
         return None
     target = urljoin(url, link)

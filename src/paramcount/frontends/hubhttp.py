@@ -35,7 +35,7 @@ from urllib.parse import urljoin, urlsplit
 from ..errors import ParamcountError
 
 ENV = "PARAMCOUNT_HUB_TIMEOUT"
-DEFAULT_SECONDS = 8.0  # every Hub read of a command: a hostile server ends it well within 10 s
+DEFAULT_SECONDS = 7.0  # every Hub read of a command: with start-up, a hostile server ends it within 10 s
 MAX_SECONDS = 3600.0
 MAX_REDIRECTS = 5
 TRIES = 3  # attempts of one request answered 429 or 5xx
@@ -297,6 +297,8 @@ class Response:
             if sent > limit + CHUNK:  # bytes after a gzip stream's end inflate to nothing
                 raise self._over(limit, what, "")
             for piece in _inflated(inflate, raw, self.source):
+                if self.deadline.left() <= 0:  # a body all here already can still take long to inflate and parse
+                    raise self.deadline.error(self.source)
                 got += len(piece)
                 if got > limit:
                     raise self._over(limit, what, " once inflated" if inflate else "")
@@ -330,9 +332,15 @@ def _inflated(inflate: Any, raw: bytes, source: str) -> Iterator[bytes]:
 _NEXT = re.compile(r'<([^>]*)>\s*;[^,]*\brel="?next"?', re.I)
 
 
-def next_page(link: str | None) -> str | None:
-    """The ``rel="next"`` address of a Link header, as the Hub paginates its listings."""
-    m = _NEXT.search(link[:8192]) if link else None
+MAX_LINK = 8192  # characters of a Link header searched (the search is not linear in a hostile one)
+
+
+def next_page(link: str | None, source: str) -> str | None:
+    """The ``rel="next"`` address of a Link header, as the Hub paginates its listings; a header
+    too long to search is refused, not taken for the last page."""
+    if link and len(link) > MAX_LINK:
+        raise ParamcountError(f"the Hub's Link header runs past {MAX_LINK:,} characters", source=source)
+    m = _NEXT.search(link) if link else None
     return m[1] if m else None
 
 
@@ -370,6 +378,7 @@ def json_items(chunks: Iterator[bytes], source: str) -> Iterator[Any]:
         new = text.decode(chunk)
         buf += new
         if state in ("item", "first") and buf.lstrip().startswith("{") and "}" not in new:
+            _check_item(len(buf), source)
             continue  # an entry still arriving: nothing could end it
         state, buf, items = _parse(decoder, buf, state, source)
         yield from items
@@ -402,12 +411,17 @@ def _parse(decoder: Any, buf: str, state: str, source: str) -> tuple[str, str, l
             raise ParamcountError("an entry of the Hub's listing nests too deeply", source=source) from None
         items.append(item)
         state = "after"
-    if len(buf) - at > MAX_ITEM:
-        raise ParamcountError(f"an entry of the Hub's listing runs past {MAX_ITEM:,} bytes", source=source)
+    _check_item(len(buf) - at, source)
     return state, buf[at:], items
 
 
+def _check_item(size: int, source: str) -> None:
+    if size > MAX_ITEM:
+        raise ParamcountError(f"an entry of the Hub's listing runs past {MAX_ITEM:,} bytes", source=source)
+
+
+_SPACE = re.compile(r"[ \t\r\n]*")
+
+
 def _skip(buf: str, at: int) -> int:
-    while at < len(buf) and buf[at] in " \t\r\n":
-        at += 1
-    return at
+    return _SPACE.match(buf, at).end()
