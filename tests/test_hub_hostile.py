@@ -116,17 +116,18 @@ def test_a_gzip_bomb_listing_is_refused_by_its_inflated_size(server, tmp_path, c
     assert f"the file listing runs past {hub_gguf.MAX_TREE_BYTES:,} bytes once inflated" in err
 
 
-def test_a_huge_listing_is_cut_at_the_entry_cap_while_it_arrives(server, tmp_path, capsys):
+def test_a_huge_listing_is_cut_at_the_entry_cap_while_it_arrives(server, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(hub_gguf, "MAX_TREE_ENTRIES", 5_000)
     server.hostile["tree"] = hs.huge_listing(100_000)  # about 9 MB: 60 MB and more as Python objects
     err = hostile([f"{REPO}:Q8_0"], capsys, tmp_path / "cache")
-    assert f"lists more than {hub_gguf.MAX_TREE_ENTRIES:,} files; name one" in err
+    assert "lists more than 5,000 files; name one" in err
 
 
 def test_a_listing_too_big_in_bytes_is_refused(server, tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(hub_gguf, "MAX_TREE_BYTES", 1 << 20)
+    monkeypatch.setattr(hub_gguf, "MAX_TREE_BYTES", 256 << 10)
     server.hostile["tree"] = hs.huge_listing(19_000)  # under the entry cap, over the bytes
     err = hostile([f"{REPO}:Q8_0"], capsys, tmp_path / "cache")
-    assert "the file listing runs past 1,048,576 bytes; not read further" in err
+    assert "the file listing runs past 262,144 bytes; not read further" in err
 
 
 def test_endless_next_pages_stop_at_the_page_limit(server, tmp_path, capsys, monkeypatch):
@@ -214,6 +215,24 @@ def test_a_split_count_past_the_files_stops_after_the_first(server, tmp_path, ca
     err = hostile([f"{REPO}:Q8_0"], capsys, tmp_path / "cache")
     assert "split.count says 2999 shards; the repository holds 2" in err
     assert [p.rsplit("/", 1)[1] for p in resolves(server)] == ["Big-Q8_0-00001-of-00002.gguf"]
+
+
+def test_all_answers_of_a_command_share_a_byte_budget(server, tmp_path, capsys, monkeypatch):
+    """Each shard's header within its own limit, the many of them past what one command may
+    receive in all: refused when the budget is spent, not after every header is held."""
+    import struct
+
+    monkeypatch.setattr(hubhttp, "MAX_RECEIVED", 16 << 10)
+    header = json.dumps({"w": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}).encode()
+    (tmp_path / "shard.safetensors").write_bytes(struct.pack("<Q", len(header)) + header + b"\0" * 4)
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama"}))
+    shards = {f"model-{i:05d}-of-00150.safetensors": tmp_path / "shard.safetensors" for i in range(1, 151)}
+    (tmp_path / "index.json").write_text(json.dumps({"weight_map": {f"t{i}": s for i, s in enumerate(shards)}}))
+    repo = {"config.json": tmp_path / "config.json", hub_weights.INDEX: tmp_path / "index.json", **shards}
+    server.repos[SAFE] = repo
+    err = hostile([SAFE], capsys, tmp_path / "cache")
+    assert "the Hub's answers to this command pass 16,384 bytes in all; not read further" in err
+    assert 10 < len(resolves(server)) < 150
 
 
 def test_an_index_of_many_shards_is_refused_before_any_is_read(server, tmp_path, capsys):

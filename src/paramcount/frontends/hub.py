@@ -121,9 +121,13 @@ def client(repo_id: str, deadline: hubhttp.Deadline | None = None) -> hubhttp.Cl
             token = hub.get_token()
         except Exception:  # an unreadable token file: go on without one
             token = None
-    from .. import __version__
+    from importlib.metadata import PackageNotFoundError, version
 
-    agent = f"paramcount/{__version__}; huggingface_hub/{hub.__version__}"
+    try:
+        mine = version("paramcount")
+    except PackageNotFoundError:  # run from a source tree
+        mine = "dev"
+    agent = f"paramcount/{mine}; huggingface_hub/{hub.__version__}"
     return hubhttp.Client(hub.constants.ENDPOINT, deadline or hubhttp.Deadline(), token, agent)
 
 

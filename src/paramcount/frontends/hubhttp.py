@@ -47,12 +47,24 @@ PUBLIC_HUB = "huggingface.co"
 PUBLIC_DOWNLOADS = (".hf.co", ".huggingface.co")  # where the public Hub sends its file downloads
 
 
+MAX_RECEIVED = 256 << 20  # bytes of all a command's answers: 25 headers of Llama 3's 8 MB vocabulary fit
+
+
 class Deadline:
-    """The time every Hub request of one command or web request shares."""
+    """The time every Hub request of one command or web request shares, and the bytes all
+    their answers may bring (MAX_RECEIVED, counted as they arrive: what a command holds of
+    them, headers of a thousand shards or of 64 models, stays below it)."""
 
     def __init__(self, seconds: float | None = None):
         self.seconds = configured() if seconds is None else seconds
         self.end = time.monotonic() + self.seconds
+        self.received = 0
+
+    def spend(self, n: int, source: str) -> None:
+        self.received += n
+        if self.received > MAX_RECEIVED:
+            why = f"the Hub's answers to this command pass {MAX_RECEIVED:,} bytes in all; not read further"
+            raise ParamcountError(why, source=source)
 
     def left(self) -> float:
         return self.end - time.monotonic()
@@ -294,6 +306,7 @@ class Response:
         got = sent = 0
         for raw in self._raw():
             sent += len(raw)
+            self.deadline.spend(len(raw), self.source)
             if sent > limit + CHUNK:  # bytes after a gzip stream's end inflate to nothing
                 raise self._over(limit, what, "")
             for piece in _inflated(inflate, raw, self.source):
