@@ -343,3 +343,10 @@ def test_an_hf_endpoint_huggingface_hub_cannot_import_is_one_line(tmp_path, name
     child = subprocess.run([sys.executable, "-m", "paramcount", name], capture_output=True, text=True, env=env)
     assert child.returncode == 2 and child.stdout == ""
     assert child.stderr == "paramcount: error: HF_ENDPOINT: 'http://[::1' is not a URL (Invalid IPv6 URL)\n"
+
+
+def test_tls_that_fails_is_one_line(server, tmp_path, capsys, monkeypatch):
+    """https:// to a server that speaks plain HTTP: the handshake's error, as one line."""
+    monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", server.url.replace("http:", "https:"))
+    err = hostile([f"{REPO}:Q8_0"], capsys, tmp_path / "cache")
+    assert "the Hub could not be read (WRONG_VERSION_NUMBER)" in err

@@ -228,12 +228,12 @@ def _failure(e: BaseException, deadline: Deadline, source: str) -> BaseException
         return deadline.error(source)
     if isinstance(e, ConnectionRefusedError):
         return ParamcountError("the Hub refused the connection", source=source)
+    if isinstance(e, OSError):  # before ValueError: a certificate that fails is both
+        why = getattr(e, "reason", None) or e.strerror or type(e).__name__
+        return ParamcountError(f"the Hub could not be read ({str(why)[:120]})", source=source)
     if isinstance(e, (http.client.HTTPException, ValueError)):
         first = (str(e).strip().splitlines() or [""])[0][:120]
         return ParamcountError(f"the Hub sent a broken answer ({type(e).__name__}: {first})", source=source)
-    if isinstance(e, OSError):
-        why = getattr(e, "reason", None) or e.strerror or type(e).__name__
-        return ParamcountError(f"the Hub could not be read ({str(why)[:120]})", source=source)
     return e
 
 
