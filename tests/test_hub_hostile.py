@@ -350,3 +350,24 @@ def test_tls_that_fails_is_one_line(server, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", server.url.replace("http:", "https:"))
     err = hostile([f"{REPO}:Q8_0"], capsys, tmp_path / "cache")
     assert "the Hub could not be read (WRONG_VERSION_NUMBER)" in err
+
+
+def test_a_name_lookup_that_never_ends_stops_at_the_deadline(monkeypatch):
+    """The lookup of a host (no timeout of its own) held until the test lets go: the request
+    gives up at its deadline and leaves the lookup behind."""
+    import threading
+
+    released, real = threading.Event(), socket.getaddrinfo
+
+    def lookup(host, *args, **kwargs):
+        if host == "stuck.invalid":
+            released.wait(30)
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", lookup)
+    net = hubhttp.Client("http://stuck.invalid", hubhttp.Deadline(0.2))
+    try:
+        with pytest.raises(ParamcountError, match=r"did not finish answering within 0\.2 s"):
+            net.open("http://stuck.invalid/x", "src")
+    finally:
+        released.set()

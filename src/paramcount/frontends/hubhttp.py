@@ -2,9 +2,11 @@
 web request) goes through.
 
 - One :class:`Deadline` for all of it: connecting, headers, body, redirects and retries
-  together. Every read of the socket is given what is left of it (``_Reader``), so a server
-  that trickles a byte a second, never answers or sends headers without end is cut off when
-  the deadline passes; ``PARAMCOUNT_HUB_TIMEOUT`` sets it (DEFAULT_SECONDS).
+  together. The connection (name lookup and TLS included, ``_connect``) and every read of the
+  socket (``_Reader``) are given what is left of it, so a server that trickles a byte a second,
+  never answers or sends headers without end is cut off when the deadline passes;
+  ``PARAMCOUNT_HUB_TIMEOUT`` sets it (DEFAULT_SECONDS). It also holds the command's byte budget
+  (MAX_RECEIVED over all answers).
 - A byte limit on every response, checked against Content-Length before the body is read and
   counted while it arrives, after gzip has inflated it (a small gzip body that inflates to a
   gigabyte stops at the limit).
@@ -187,6 +189,7 @@ class Client:
         conn = _connection(u, left)
         conn.response_class = partial(_Timed, deadline=self.deadline)
         try:
+            _connect(conn, self.deadline)
             conn.request("GET", (u.path or "/") + (f"?{u.query}" if u.query else ""), headers=sent)
             return Response(conn, conn.getresponse(), self.deadline, source)
         except BaseException as e:
@@ -198,6 +201,30 @@ def _connection(u: Any, seconds: float) -> http.client.HTTPConnection:
     if u.scheme == "https":
         return http.client.HTTPSConnection(u.hostname, u.port, timeout=seconds, context=_tls())
     return http.client.HTTPConnection(u.hostname, u.port, timeout=seconds)
+
+
+def _connect(conn: http.client.HTTPConnection, deadline: Deadline) -> None:
+    """``conn.connect()`` (the name lookup, which has no timeout of its own, the connection and
+    a TLS handshake) given only what is left of the deadline: it runs in a thread that is left
+    behind when the deadline passes, ending by itself at its socket's timeout."""
+    import threading
+
+    done: list[BaseException | None] = []
+
+    def attempt() -> None:
+        try:
+            conn.connect()
+            done.append(None)
+        except BaseException as e:  # handed to the caller
+            done.append(e)
+
+    thread = threading.Thread(target=attempt, daemon=True)
+    thread.start()
+    thread.join(max(0.0, deadline.left()))
+    if not done:
+        raise TimeoutError("connecting took past the deadline")
+    if done[0] is not None:
+        raise done[0]
 
 
 _TLS: list[Any] = []
