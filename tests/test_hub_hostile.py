@@ -371,3 +371,31 @@ def test_a_name_lookup_that_never_ends_stops_at_the_deadline(monkeypatch):
             net.open("http://stuck.invalid/x", "src")
     finally:
         released.set()
+
+
+@pytest.mark.parametrize(
+    "commit, etag",
+    [(hs.COMMIT, None), ("../../../../evil", None), (hs.COMMIT, '"../../evil"'), (hs.COMMIT, '"' + "0" * 40 + '"')],
+    ids=["vouched", "commit-path", "etag-path", "etag-not-these-bytes"],
+)
+def test_the_cache_takes_only_names_and_bytes_the_hub_vouches_for(server, tmp_path, capsys, commit, etag):
+    data = json.dumps({"model_type": "llama"}).encode()
+    head = f"HTTP/1.1 200 OK\r\nX-Repo-Commit: {commit}\r\nETag: {etag or hs.git_hash(data)}\r\n"
+    head += f"Content-Length: {len(data)}\r\n\r\n"
+    server.hostile["resolve"] = hs.raw(head.encode() + data)
+    hostile([SAFE], capsys, tmp_path / "cache")  # then the weights' range is answered 200: one line
+    written = sorted(str(p.relative_to(tmp_path / "cache")) for p in (tmp_path / "cache").rglob("*") if p.is_file())
+    assert not list(tmp_path.parent.rglob("evil*"))
+    if etag is None and commit == hs.COMMIT:  # the one the Hub vouches for, as huggingface_hub lays it out
+        root = "models--tiny-org--tiny-llama"
+        blob = f"{root}/blobs/{hs.git_hash(data)}"
+        assert written == [blob, f"{root}/refs/main", f"{root}/snapshots/{hs.COMMIT}/config.json"]
+    else:
+        assert written == []
+
+
+def test_a_revision_that_climbs_out_of_the_cache_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ParamcountError, match=r"'\.\./\.\./x' is not a revision name"):
+        hub.load(SAFE, revision="../../x")

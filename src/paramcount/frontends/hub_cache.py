@@ -73,7 +73,7 @@ def store(repo_id: str, revision: str | None, name: str, data: bytes, commit: st
     """Write ``name`` (checked already) as huggingface_hub would: its snapshot folder, or None when
     the Hub's commit or ETag is not one (a mirror's, a hostile server's) or the cache is not
     writable: then nothing is written and the count goes on from memory."""
-    etag = etag.removeprefix("W/").strip('"')
+    etag, rev = etag.removeprefix("W/").strip('"'), revision_name(revision, repo_id)
     if not COMMIT.match(commit) or not _ETAG.match(etag) or not _matches(data, etag):
         return None
     folder = repo_folder(repo_id)
@@ -81,7 +81,6 @@ def store(repo_id: str, revision: str | None, name: str, data: bytes, commit: st
     try:
         _write(blob, data)
         _link(snap / name, blob)
-        rev = revision_name(revision, repo_id)
         if rev != commit:
             _write(folder / "refs" / rev, commit.encode())
     except OSError:
