@@ -14,9 +14,9 @@ import paramcount
 from paramcount.cli import main
 from paramcount.errors import ParamcountError
 from paramcount.frontends import hub
-from paramcount.frontends.safetensors import read_header
 
 from .ckpt import TINY_LLAMA, build, save, state, torch, total
+from .hub_server import COMMIT, FakeHub, pointed_at
 
 huggingface_hub = pytest.importorskip("huggingface_hub")
 REPO = "tiny-org/tiny-llama"
@@ -88,56 +88,65 @@ def test_partial_shard_set_in_cache_falls_back_to_config(cache, tiny):
     assert m.total == paramcount.load(TINY_LLAMA).total and "config.json alone" in m.notes[-1]
 
 
-def _metadata(path):
-    """What get_safetensors_metadata returns for a one-file repository, built from a real header."""
-    from huggingface_hub.utils import SafetensorsFileMetadata, SafetensorsRepoMetadata, TensorInfo
+@pytest.fixture
+def served(tmp_path, monkeypatch, tiny):
+    """The tiny llama on a local server that answers as the Hub does, and an empty cache."""
+    files, _ = tiny
+    folder = tmp_path / "repo"
+    folder.mkdir()
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    server = FakeHub()
+    server.repos[REPO] = {p.name: p for p in folder.iterdir()}
+    pointed_at(server, monkeypatch, tmp_path / "hub")
+    yield server
+    server.close()
 
-    header = read_header(path)
-    tensors = {t.name: TensorInfo(t.dtype, list(t.shape), (t.begin, t.end)) for t in header.tensors}
-    weight_map = dict.fromkeys(tensors, "model.safetensors")
-    files = {"model.safetensors": SafetensorsFileMetadata(metadata=dict(header.metadata), tensors=tensors)}
-    return SafetensorsRepoMetadata(metadata=None, sharded=False, weight_map=weight_map, files_metadata=files)
 
-
-def test_online_reads_headers_by_range_requests(tmp_path, monkeypatch, tiny):
-    """Only config.json is cached; the weights' headers come from the metadata call."""
+def test_online_reads_headers_by_range_requests(served, tmp_path, tiny):
+    """config.json is fetched (and then cached as huggingface_hub caches it); the weights'
+    header comes by range requests, never the weights."""
     files, expected = tiny
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
-    snapshot = cache_repo(tmp_path / "hub", {"config.json": files["config.json"]})
-    (tmp_path / "model.safetensors").write_bytes(files["model.safetensors"])
-    calls = []
-
-    def download(repo_id, filename, **kwargs):
-        calls.append((repo_id, filename, kwargs.get("local_files_only")))
-        return str(snapshot / filename)
-
-    monkeypatch.setattr(huggingface_hub, "hf_hub_download", download)
-    monkeypatch.setattr(hub, "unreachable", lambda endpoint: None)
-    monkeypatch.setattr(
-        huggingface_hub, "get_safetensors_metadata", lambda repo, **kw: _metadata(tmp_path / "model.safetensors")
-    )
     m = hub.load(REPO)
-    assert calls == [(REPO, "config.json", False)]
     assert m.total == expected and m.checkpoint.differences == ()
     assert m.source.startswith("Hub: model.safetensors (1 file, headers by range requests)")
     assert m.checkpoint.file_bytes is None and m.checkpoint.data_bytes == 2 * expected
+    gets = [(p.rsplit("/", 1)[-1], r) for m_, p, r in served.requests if m_ == "GET"]
+    assert gets == [("config.json", None), ("model.safetensors", "bytes=0-99999")]
+    cached = tmp_path / "hub" / "models--tiny-org--tiny-llama" / "snapshots" / COMMIT / "config.json"
+    assert cached.read_bytes() == files["config.json"] and cached.is_symlink()
+    assert (cached.parent.parent.parent / "refs" / "main").read_text() == COMMIT
 
 
-def test_hub_errors_are_one_line(tmp_path, monkeypatch):
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+def test_a_cached_config_is_read_offline_afterwards(served, monkeypatch, tiny):
+    hub.load(REPO)
+    served.close()
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert "config.json alone" in hub.load(REPO).notes[-1]
 
-    class RepositoryNotFoundError(Exception):
-        pass
 
-    def missing(*args, **kwargs):
-        raise RepositoryNotFoundError("404 Client Error\nmore lines")
+def test_a_sharded_checkpoint_is_read_shard_by_shard(served, tmp_path, tiny):
+    _, expected = tiny
+    from safetensors.torch import load_file, save_file
 
-    monkeypatch.setattr(huggingface_hub, "hf_hub_download", missing)
-    monkeypatch.setattr(hub, "unreachable", lambda endpoint: None)
-    with pytest.raises(ParamcountError, match="no such model on the Hub"):
-        hub.load(REPO)
+    tensors = load_file(str(tmp_path / "repo" / "model.safetensors"))
+    names = sorted(tensors)
+    half = len(names) // 2
+    shards = {"model-00001-of-00002.safetensors": names[:half], "model-00002-of-00002.safetensors": names[half:]}
+    for shard, members in shards.items():
+        save_file({n: tensors[n] for n in members}, str(tmp_path / "repo" / shard))
+    index = {"metadata": {}, "weight_map": {n: s for s, ms in shards.items() for n in ms}}
+    (tmp_path / "repo" / "model.safetensors.index.json").write_text(json.dumps(index))
+    (tmp_path / "repo" / "model.safetensors").unlink()
+    served.repos[REPO] = {p.name: p for p in (tmp_path / "repo").iterdir()}
+    m = hub.load(REPO)
+    assert m.total == expected and m.source.startswith("Hub: model.safetensors.index.json (2 files")
+
+
+def test_hub_errors_are_one_line(served, capsys):
+    assert main(["nobody/nothing"]) == 2
+    err = capsys.readouterr().err
+    assert "nobody/nothing: no such model on the Hub" in err and err.count("\n") == 1
 
 
 def test_custom_code_is_reported_never_run(cache, tiny):
@@ -183,8 +192,8 @@ def closed_port() -> int:
 
 def test_an_unreachable_hub_is_one_quick_line(tmp_path, monkeypatch, capsys):
     """No retry storm: one probe (every socket's connect counted), then the cache, then one line.
-    huggingface_hub itself tries once more, for its user agent's registry (utils/_detect_agent.py
-    _fetch_registry, even with local_files_only): at most two attempts in all, never its retries."""
+    (huggingface_hub's own download functions, not used, would try once more for its user
+    agent's registry, utils/_detect_agent.py _fetch_registry, even with local_files_only.)"""
     import socket
 
     from paramcount.cli import main
@@ -198,7 +207,7 @@ def test_an_unreachable_hub_is_one_quick_line(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
     code = main([REPO])
     err = capsys.readouterr().err
-    assert code == 2 and 1 <= len(attempts) <= 2, attempts
+    assert code == 2 and len(attempts) == 1, attempts
     assert err.count("\n") == 1 and "refused the connection" in err and "Retry" not in err
 
 

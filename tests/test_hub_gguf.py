@@ -14,7 +14,7 @@ from paramcount.errors import ParamcountError
 from paramcount.frontends import hub_gguf
 from paramcount.gguf import reader as pg
 
-from .hub_server import FakeHub
+from .hub_server import FakeHub, pointed_at
 from .test_gguf import LLAMA, META, write, write_split
 from .test_mmproj import MMPROJ
 
@@ -26,13 +26,7 @@ REPO = "tiny-org/Tiny-GGUF"
 @pytest.fixture
 def hub(tmp_path, monkeypatch):
     server = FakeHub()
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", server.url)
-    template = server.url + "/{repo_id}/resolve/{revision}/{filename}"  # as HF_ENDPOINT sets it on import
-    monkeypatch.setattr(huggingface_hub.constants, "HUGGINGFACE_CO_URL_TEMPLATE", template)
-    monkeypatch.setenv("HF_ENDPOINT", server.url)
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "cache"))
+    pointed_at(server, monkeypatch, tmp_path / "cache")
     yield server
     server.close()
 
@@ -101,8 +95,8 @@ def test_listing_reads_each_header_once(repo, hub, capsys):
     assert rows["Tiny-F16.gguf"]["size"] == (repo / "Tiny-F16.gguf").stat().st_size
     split = rows["Q4_0/Tiny-Q4_0-*-of-00003.gguf"]
     assert split["files"] == 3 and split["quant"] == "Q4_0"
-    gets = [p for m, p, _ in hub.requests if m == "GET" and "/resolve/" in p]
-    assert len(gets) == len(set(gets)) == 6  # 3 single files + 3 shards, each once
+    gets = [p for m, p, _ in hub.requests if m == "GET" and "/resolve/" in p and not p.endswith("/config.json")]
+    assert len(gets) == len(set(gets)) == 6  # 3 single files + 3 shards, each once (after config.json's 404)
     assert main([REPO, "--width", "120"]) == 0
     assert "Q8_0" in capsys.readouterr().out
 

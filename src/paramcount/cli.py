@@ -46,6 +46,12 @@ environment: PARAMCOUNT_CACHE_DIR (default $XDG_CACHE_HOME/paramcount or ~/.cach
   the transformers fallback's answers; PARAMCOUNT_NO_CACHE=1 turns that off
 """
 
+HUB_ENVIRONMENT = """
+the Hub (org/name ids not in the catalog; pip install 'paramcount[hub]'):
+  HF_ENDPOINT, HF_TOKEN, HF_HUB_CACHE, HF_HUB_OFFLINE   as huggingface_hub reads them
+  PARAMCOUNT_HUB_TIMEOUT   seconds for all of a command's Hub requests together (default 7)
+"""
+
 
 def _help_columns() -> int:
     """What shutil.get_terminal_size gives argparse (COLUMNS, else the terminal, else 80), less
@@ -138,7 +144,7 @@ def count_parser() -> Parser:
         + ",".join(c for c in COMMANDS if c != "count")
         + "} ... (paramcount COMMAND --help)",
         description="Exact parameter counts of Transformer models, with where they live.",
-        epilog=EXAMPLES,
+        epilog=EXAMPLES + HUB_ENVIRONMENT,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     model_positional(p, MODEL_ANY)

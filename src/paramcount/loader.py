@@ -56,10 +56,10 @@ def _load(source, model_class, num_labels, overrides) -> Model:
         if hub.looks_like_repo_id(str(source)):
             try:
                 return hub.load(str(source), **opts)
-            except hub.NoConfig:  # a repository of GGUF files has no config.json
+            except hub.NoConfig as e:  # a repository of GGUF files has no config.json
                 from .frontends import hub_gguf
 
-                return hub_gguf.load(str(source), None, None)
+                return hub_gguf.load(str(source), None, None, e.deadline)
         if ":" in str(source):
             return _load_store(str(source))
     return catalog.count(catalog.get(str(source)), **opts)

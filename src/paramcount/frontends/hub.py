@@ -1,10 +1,14 @@
-"""Hub ids that are not in the catalog, read through ``huggingface_hub`` (the "hub" extra).
+"""Hub ids that are not in the catalog, read from the Hugging Face Hub (the "hub" extra).
 
-Only config.json is downloaded; the weights are counted from their safetensors headers, read
-from the local cache when a complete set is there, else with the Hub's range requests
-(``get_safetensors_metadata``): kilobytes, not gigabytes. HF_HUB_OFFLINE is honoured (nothing
-is fetched; the cache must hold the model) and remote code is never run: ``auto_map`` in a
-config is reported, not imported.
+Only config.json is downloaded (and written to the HF cache once it passed its limits); the
+weights are counted from their safetensors headers, read from the local cache when a complete
+set is there, else with range requests (:mod:`.hub_weights`): kilobytes, not gigabytes. Every
+request goes through :mod:`.hubhttp`: one deadline for the whole command, a byte limit on every
+answer, redirects only to HF_ENDPOINT. huggingface_hub gives its settings (HF_ENDPOINT, the
+token, the cache's place); its own download functions are not used, since they write a file to
+the cache before any limit could refuse it. HF_HUB_OFFLINE is honoured (nothing is fetched; the
+cache must hold the model) and remote code is never run: ``auto_map`` in a config is reported,
+not imported.
 """
 
 from __future__ import annotations
@@ -17,10 +21,11 @@ from typing import Any
 
 from ..errors import ParamcountError
 from ..model import Model
+from . import hub_cache, hubhttp
 from .checkpoint import count_read, count_set, side_quant
 from .config import from_config
-from .configfile import read_json
-from .safetensors import Header, Read, ShardSet, check_layout, folder_sets, tensor_entry
+from .configfile import MAX_CONFIG_BYTES, loads, read_json
+from .safetensors import folder_sets
 
 REPO_ID = re.compile(r"[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}")  # fullmatch: $ passes a final \n
 _TRUE = {"1", "on", "yes", "true"}
@@ -88,32 +93,42 @@ def cache_dir() -> str | None:
 
 
 def _hub(repo_id: str):
+    """huggingface_hub, imported once HF_ENDPOINT is known to be an address (its constants
+    module parses it on import: ``http://[::1`` would be its ValueError)."""
+    if os.environ.get("HF_ENDPOINT"):
+        hubhttp.endpoint(os.environ["HF_ENDPOINT"])
     try:
         import huggingface_hub
+        from huggingface_hub import constants  # noqa: F401  (a lazy attribute: its errors show here)
     except ImportError:
         raise ParamcountError(
             "not in the catalog; to read it from the Hugging Face Hub install the extra: pip install 'paramcount[hub]'",
             source=repo_id,
         ) from None
+    except Exception as e:  # a setting it refuses on import
+        first = (str(e).strip().splitlines() or [""])[0][:200]
+        raise ParamcountError(f"huggingface_hub cannot start: {type(e).__name__}: {first}", source=repo_id) from None
     return huggingface_hub
 
 
-def _error(repo_id: str, e: Exception, off: bool | str) -> ParamcountError:
-    """One line for whatever huggingface_hub raised; ``off`` is why nothing was fetched, if so."""
-    name = type(e).__name__
-    if name in ("LocalEntryNotFoundError", "OfflineModeIsEnabled") or (off and isinstance(e, FileNotFoundError)):
-        why = off if isinstance(off, str) else "HF_HUB_OFFLINE is set" if off else "the Hub cannot be reached"
-        return ParamcountError(f"not in the local Hugging Face cache and {why}: nothing to count", source=repo_id)
-    if name == "GatedRepoError":
-        return ParamcountError("is gated: accept its licence on the Hub and log in (HF_TOKEN)", source=repo_id)
-    if name == "RepositoryNotFoundError":
-        return ParamcountError("no such model on the Hub (or it is private; log in with HF_TOKEN)", source=repo_id)
-    if name == "RevisionNotFoundError":
-        return ParamcountError("no such revision on the Hub", source=repo_id)
-    if name in ("EntryNotFoundError", "RemoteEntryNotFoundError"):
-        return ParamcountError(_NO_CONFIG, source=repo_id)
-    first = str(e).strip().splitlines()[0] if str(e).strip() else name
-    return ParamcountError(f"the Hub could not be read: {name}: {first}", source=repo_id)
+def client(repo_id: str, deadline: hubhttp.Deadline | None = None) -> hubhttp.Client:
+    """The bounded client for HF_ENDPOINT (checked here), with the user's token if there is one
+    (HF_TOKEN or ``hf auth login``; none when HF_HUB_DISABLE_IMPLICIT_TOKEN is set)."""
+    hub = _hub(repo_id)
+    token = None
+    if not hub.constants.HF_HUB_DISABLE_IMPLICIT_TOKEN:
+        try:
+            token = hub.get_token()
+        except Exception:  # an unreadable token file: go on without one
+            token = None
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        mine = version("paramcount")
+    except PackageNotFoundError:  # run from a source tree
+        mine = "dev"
+    agent = f"paramcount/{mine}; huggingface_hub/{hub.__version__}"
+    return hubhttp.Client(hub.constants.ENDPOINT, deadline or hubhttp.Deadline(), token, agent)
 
 
 _NO_CONFIG = "the repository has no config.json"
@@ -121,21 +136,44 @@ _NO_CONFIG = "the repository has no config.json"
 
 class NoConfig(ParamcountError):
     """A reachable Hub repository without config.json: a repository of GGUF files, say, which
-    :mod:`paramcount.frontends.hub_gguf` reads."""
+    :mod:`paramcount.frontends.hub_gguf` reads (with ``deadline``, what is left of this one)."""
+
+    deadline: hubhttp.Deadline | None = None
 
 
-def _config(hub, repo_id: str, revision: str | None, off: bool | str) -> Path:
-    try:
-        path = hub.hf_hub_download(
-            repo_id, "config.json", revision=revision, cache_dir=cache_dir(), local_files_only=bool(off)
-        )
-    except Exception as e:  # every failure of the library becomes one line
-        raise _error(repo_id, e, off) from None
-    return Path(path)
+def _cached(repo_id: str, revision: str | None, off: str) -> tuple[dict[str, Any], Path]:
+    """config.json from the cache, and its snapshot folder."""
+    folder = hub_cache.snapshot(repo_id, revision)
+    if folder is None or not (folder / "config.json").is_file():
+        raise ParamcountError(f"not in the local Hugging Face cache and {off}: nothing to count", source=repo_id)
+    return read_json(folder / "config.json"), folder
 
 
-def _local(folder: Path, repo_id: str, opts: Mapping[str, Any]) -> Model | None:
+def _fetched(net: hubhttp.Client, repo_id: str, revision: str | None) -> tuple[dict[str, Any], Path | None]:
+    """config.json from the Hub, at most MAX_CONFIG_BYTES and a JSON object before it is written
+    to the cache; its snapshot folder there, if written."""
+    from .hub_weights import resolve_url
+
+    source = f"{repo_id}/config.json"
+    with net.open(resolve_url(net, repo_id, revision, "config.json"), repo_id) as answer:
+        if answer.status == 404 and answer.header("X-Error-Code") in (None, "EntryNotFound"):
+            error = NoConfig(_NO_CONFIG, source=repo_id)
+            error.deadline = net.deadline
+            raise error
+        if answer.status != 200:
+            raise hubhttp.refusal(answer, "config.json")
+        data = answer.read(MAX_CONFIG_BYTES, "config.json")
+        commit, etag = answer.header("X-Repo-Commit") or "", answer.header("X-Linked-Etag") or answer.header("ETag")
+    config = loads(data.decode("utf-8", "replace"), source)
+    if not isinstance(config, dict):
+        raise ParamcountError(f"expected a JSON object, got {type(config).__name__}", source=source)
+    return config, hub_cache.store(repo_id, revision, "config.json", data, commit, etag or "")
+
+
+def _local(folder: Path | None, repo_id: str, opts: Mapping[str, Any]) -> Model | None:
     """The weights as the cache holds them, when a complete set is there."""
+    if folder is None or not folder.is_dir():
+        return None
     try:
         sets, _ = folder_sets(folder)
         return count_set(sets[0], repo_id, folder, (), opts, where="Hub cache") if sets else None
@@ -145,45 +183,16 @@ def _local(folder: Path, repo_id: str, opts: Mapping[str, Any]) -> Model | None:
         raise
 
 
-def _remote(hub, repo_id: str, revision: str | None, folder: Path, config, opts) -> Model | None:
+def _remote(net: hubhttp.Client, repo_id: str, revision: str | None, folder: Path | None, config, opts) -> Model | None:
     """Headers by range requests; None when the repository holds no safetensors weights."""
-    try:
-        meta = hub.get_safetensors_metadata(repo_id, revision=revision)
-    except Exception as e:
-        if type(e).__name__ == "NotASafetensorsRepoError":
-            return None
-        if type(e).__name__ == "SafetensorsParsingError":
-            raise ParamcountError(f"a safetensors header on the Hub is broken: {e}", source=repo_id) from None
-        raise _error(repo_id, e, False) from None
-    read = from_metadata(meta, repo_id)
-    files = [(f, None) for f in sorted(meta.files_metadata)]
-    return count_read(
-        read, repo_id, config, f"{repo_id}/config.json", side_quant(folder), (), files, None, opts, where="Hub"
-    )
+    from .hub_weights import read
 
-
-def from_metadata(meta: Any, source: str) -> Read:
-    """huggingface_hub's SafetensorsRepoMetadata as the headers of a shard set, checked as ours are."""
-    headers, tensors, seen = [], [], set()
-    for file, fm in sorted(meta.files_metadata.items()):
-        mine = [
-            tensor_entry(
-                name, {"dtype": t.dtype, "shape": list(t.shape), "data_offsets": list(t.data_offsets)}, source, file
-            )
-            for name, t in fm.tensors.items()
-        ]
-        check_layout(mine, None, f"{source}/{file}")
-        twice = next((t.name for t in mine if t.name in seen), None)
-        if twice is not None:
-            raise ParamcountError(f"tensor {twice!r} is stored in two files", source=source)
-        seen.update(t.name for t in mine)
-        headers.append(Header(file, 0, 0, tuple(mine), dict(fm.metadata or {})))
-        tensors += mine
-    label = "model.safetensors.index.json" if meta.sharded else "model.safetensors"
-    shard_set = ShardSet(
-        f"{label} ({len(headers)} file{'s' if len(headers) != 1 else ''}, headers by range requests)", ()
-    )
-    return Read(shard_set, tuple(headers), tuple(tensors))
+    found = read(net, repo_id, revision)
+    if found is None:
+        return None
+    files = [(h.file, None) for h in found.headers]
+    quant = side_quant(folder) if folder is not None and folder.is_dir() else None
+    return count_read(found, repo_id, config, f"{repo_id}/config.json", quant, (), files, None, opts, where="Hub")
 
 
 def load(
@@ -192,32 +201,24 @@ def load(
     model_class: str | None = None,
     num_labels: int | None = None,
     overrides: Mapping[str, Any] | None = None,
+    deadline: hubhttp.Deadline | None = None,
 ) -> Model:
-    """Count a Hub model: config.json, then the weights' headers (cached, else range requests)."""
-    hub = _hub(repo_id)
-    from huggingface_hub.utils import logging as hub_logging
-
-    hub_logging.set_verbosity_error()  # its retry messages would flood the terminal
-    off: bool | str = offline()
-    why = None if off else unreachable(hub.constants.ENDPOINT)
-    if why:
-        off = f"the Hub ({hub.constants.ENDPOINT}) {why}"
+    """Count a Hub model: config.json, then the weights' headers (cached, else range requests),
+    every request within one ``deadline`` (a new one when not given)."""
+    _hub(repo_id)
     opts = {"model_class": model_class, "num_labels": num_labels, "overrides": overrides}
-    try:
-        config_file = _config(hub, repo_id, revision, off)
-    except ParamcountError as e:
-        if off or e.message != _NO_CONFIG:
-            raise
-        raise NoConfig(e.message, source=repo_id) from None  # the loader reads its GGUF files
-    folder = config_file.parent
-    config = read_json(config_file)
+    off, net = ("HF_HUB_OFFLINE is set" if offline() else None), None
+    if off is None:
+        net = client(repo_id, deadline)
+        why = unreachable(net.endpoint, max(0.0, min(PROBE_SECONDS, net.deadline.left())))
+        off = f"the Hub ({net.endpoint}) {why}" if why else None
+    config, folder = _cached(repo_id, revision, off) if off or net is None else _fetched(net, repo_id, revision)
     model = _local(folder, repo_id, opts)
-    if model is None and not off:
-        model = _remote(hub, repo_id, revision, folder, config, opts)
+    if model is None and net is not None and not off:
+        model = _remote(net, repo_id, revision, folder, config, opts)
     if model is None:
+        why = f"{off} and the cache holds no complete set" if off else "the repository has none"
         model = from_config(config, f"{repo_id}/config.json", name=repo_id, **opts)
-        why = f"{off if isinstance(off, str) else 'HF_HUB_OFFLINE is set'} and the cache holds no complete set"
-        why = why if off else "the repository has none"
         model = _noted(model, f"no safetensors weights read ({why}); counted from config.json alone")
     if isinstance(config.get("auto_map"), dict):
         model = _noted(model, "config.json points at custom code (auto_map); it is never run, only the config is read")

@@ -3,27 +3,36 @@
 ``org/name`` lists a repository's GGUF models (quant type, bytes, parameters);
 ``org/name:Q4_K_M`` or ``org/name:file.gguf`` counts one, with its other shards
 (``-00002-of-00003``) and the mmproj file beside it. Each header is read with HTTP range
-requests through huggingface_hub's session: a first chunk, then more only while the parser
-needs it, never past MAX_HEADER_BYTES (the bound the web page holds uploads to), and each
-file's header once per command (``Remote`` keeps what it read).
+requests through :mod:`.hubhttp` (one deadline, byte limits, redirects only to HF_ENDPOINT): a
+first chunk, then more only while the parser needs it, never past MAX_HEADER_BYTES (the bound
+the web page holds uploads to), and each file's header once per command (``Remote`` keeps what
+it read). The tree listing is parsed as it arrives, its entries, bytes and pages capped.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from ..errors import ParamcountError
 from ..gguf import reader as gguf
 from ..model import Model
-from .hub import _error, _hub, looks_like_repo_id, offline, reachable
+from . import hubhttp
+from .hub import PROBE_SECONDS, _hub, client, looks_like_repo_id, offline, unreachable
+from .hub_weights import ranged, resolve_url
+from .safetensors import short
 
 FIRST_CHUNK = 1 << 20  # most headers (32k vocabularies) fit in one request; Llama 3's 8 MB in four
 MAX_HEADER_BYTES = gguf.MAX_HEADER_BYTES
 MAX_TREE_ENTRIES = 20_000  # files listed in a repository before we stop walking its tree
+MAX_TREE_BYTES = 16 << 20  # the listing's bytes, inflated, all pages: 20,000 entries are about 6 MB
+MAX_PAGES = 100  # the Hub pages its listing by 1,000 entries
 MAX_LISTED = 64  # models whose headers a listing reads
-TIMEOUT = 30.0  # seconds per request: the session's default is none
+MAX_SHARDS = 1024  # files of one split model (llama.cpp's gguf-split numbers them in 5 digits)
+MAX_FILE_BYTES = 1 << 50  # a listed size past a petabyte is no file
 
 _SHARD = re.compile(r"^(?P<stem>.+)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$", re.I)
 
@@ -74,38 +83,49 @@ def entries(files: dict[str, int]) -> list[Entry]:
 
 
 class Remote:
-    """A repository read through huggingface_hub: its tree once, each header once."""
+    """A repository read through :mod:`.hubhttp` under one deadline: its tree once, each header once."""
 
-    def __init__(self, repo: str, revision: str | None = None):
-        self.hub = _hub(repo)
-        from huggingface_hub.utils import logging as hub_logging
-
-        hub_logging.set_verbosity_error()
-        self.repo, self.revision, self.endpoint = repo, revision, self.hub.constants.ENDPOINT
+    def __init__(self, repo: str, revision: str | None = None, deadline: hubhttp.Deadline | None = None):
+        _hub(repo)
+        self.repo, self.revision = repo, revision
         if offline():
             why = "reading GGUF headers from the Hub needs the network; HF_HUB_OFFLINE is set"
             raise ParamcountError(why, source=repo)
-        if not reachable(self.endpoint):
-            raise ParamcountError(f"the Hub ({self.endpoint}) did not answer", source=repo)
+        self.net = client(repo, deadline)
+        self.endpoint = self.net.endpoint
+        why = unreachable(self.endpoint, max(0.0, min(PROBE_SECONDS, self.net.deadline.left())))
+        if why:
+            raise ParamcountError(f"the Hub ({self.endpoint}) {why}", source=repo)
         self.headers: dict[str, gguf.GGUFFile] = {}
         self.requests = 0  # range requests sent
 
     def files(self) -> dict[str, int]:
-        """Every ``.gguf`` file of the repository and its size in bytes (from the tree API)."""
-        api = self.hub.HfApi(endpoint=self.endpoint)
+        """Every ``.gguf`` file of the repository and its size in bytes (from the tree API),
+        refused past MAX_TREE_ENTRIES entries while the listing arrives."""
         out: dict[str, int] = {}
-        try:
-            for i, item in enumerate(api.list_repo_tree(self.repo, recursive=True, revision=self.revision)):
-                if i >= MAX_TREE_ENTRIES:
-                    raise ParamcountError(f"lists more than {MAX_TREE_ENTRIES:,} files; name one", source=self.repo)
-                size = getattr(item, "size", None)
-                if item.path.lower().endswith(".gguf") and isinstance(size, int):
-                    out[item.path] = size
-        except ParamcountError:
-            raise
-        except Exception as e:  # every failure of the library becomes one line
-            raise _error(self.repo, e, False) from None
+        for i, item in enumerate(self._tree()):
+            if i >= MAX_TREE_ENTRIES:
+                raise ParamcountError(f"lists more than {MAX_TREE_ENTRIES:,} files; name one", source=self.repo)
+            path, size = item.get("path"), item.get("size")
+            if item.get("type") == "file" and isinstance(path, str) and path.lower().endswith(".gguf"):
+                out[path] = _size(path, size, self.repo)
         return out
+
+    def _tree(self) -> Iterator[dict[str, Any]]:
+        """The entries of the tree API's pages (each at most MAX_TREE_BYTES with the pages before it),
+        followed through ``Link: next`` on HF_ENDPOINT only, at most MAX_PAGES."""
+        rev = quote(self.revision or "main", safe="")
+        url: str | None = f"{self.endpoint}/api/models/{self.repo}/tree/{rev}?recursive=true"
+        left = [MAX_TREE_BYTES]
+        for _ in range(MAX_PAGES):
+            with self.net.open(url, self.repo) as answer:
+                if answer.status != 200:
+                    raise hubhttp.refusal(answer, "file listing")
+                yield from hubhttp.json_items(_spent(answer.chunks(left[0], "the file listing"), left), self.repo)
+                url = _next(self.net, answer, url, self.repo)
+            if url is None:
+                return
+        raise ParamcountError(f"the Hub's listing goes on past {MAX_PAGES} pages; name a file", source=self.repo)
 
     def header(self, path: str, size: int) -> gguf.GGUFFile:
         """The header of ``path`` (``size`` bytes on the Hub), read once; a growing buffer fetched
@@ -116,10 +136,7 @@ class Remote:
 
     def _read(self, path: str, size: int) -> gguf.GGUFFile:
         source = f"{self.repo}/{path}"
-        from urllib.parse import quote
-
-        # the Hub's download address (huggingface_hub's HUGGINGFACE_CO_URL_TEMPLATE), on the endpoint read now
-        url = f"{self.endpoint}/{self.repo}/resolve/{quote(self.revision or 'main', safe='')}/{quote(path)}"
+        url = resolve_url(self.net, self.repo, self.revision, path)
         data = b""
         while True:
             want = min(max(FIRST_CHUNK, 2 * len(data)), MAX_HEADER_BYTES, size)
@@ -134,55 +151,67 @@ class Remote:
         raise ParamcountError(f"the GGUF header runs past {MAX_HEADER_BYTES:,} bytes; not read further", source=source)
 
     def _range(self, url: str, start: int, end: int, source: str) -> bytes:
-        """Bytes ``start`` to ``end`` (exclusive): at most that many are read, whatever is sent."""
-        from huggingface_hub.utils import build_hf_headers
-
+        """Bytes ``start`` to ``end`` (exclusive): exactly that many, or one line."""
         self.requests += 1
-        headers = {**build_hf_headers(), "Range": f"bytes={start}-{end - 1}"}
-        try:
-            with self.hub.get_session().stream("GET", url, headers=headers, timeout=TIMEOUT) as r:
-                if r.status_code != 206:
-                    raise ParamcountError(_status(r.status_code), source=source)
-                return _body(r, end - start, source)
-        except ParamcountError:
-            raise
-        except Exception as e:
-            raise ParamcountError(f"the Hub could not be read: {type(e).__name__}: {e}", source=source) from None
+        got = ranged(self.net, url, start, end, source) or b""
+        if len(got) != end - start:
+            raise ParamcountError(f"the Hub sent {len(got):,} bytes of the {end - start:,} asked for", source=source)
+        return got
 
 
-def _status(code: int) -> str:
-    if code == 200:
-        return "the server ignored the range request (HTTP 200, the whole file): not downloaded"
-    if code == 404:
-        return "no such file on the Hub (HTTP 404)"
-    if code in (401, 403):
-        return f"HTTP {code}: gated or private; log in (HF_TOKEN)"
-    return f"the Hub answered HTTP {code} to a range request"
+def _size(path: str, size: Any, repo: str) -> int:
+    """A listed file's size: a whole number of bytes a file can have."""
+    if isinstance(size, int) and not isinstance(size, bool) and 0 <= size <= MAX_FILE_BYTES:
+        return size
+    raise ParamcountError(f"the Hub lists {short(path)} with a size of {repr(size)[:40]}, not a file's", source=repo)
 
 
-def _body(response: Any, n: int, source: str) -> bytes:
-    chunks, got = [], 0
-    for chunk in response.iter_bytes():
-        chunks.append(chunk[: n - got])
-        got += len(chunks[-1])
-        if got >= n:
-            break
-    if got != n:
-        raise ParamcountError(f"the Hub sent {got:,} bytes of the {n:,} asked for", source=source)
-    return b"".join(chunks)
+def _spent(chunks: Iterator[bytes], left: list[int]) -> Iterator[bytes]:
+    """``chunks``, their bytes taken from what the listing has ``left``."""
+    for chunk in chunks:
+        left[0] -= len(chunk)
+        yield chunk
+
+
+def _next(net: hubhttp.Client, answer: Any, url: str, source: str) -> str | None:
+    """The next page's address, when the Hub gives one on HF_ENDPOINT."""
+    from urllib.parse import urljoin
+
+    link = hubhttp.next_page(answer.header("Link"), source)
+    if link is None:
+        return None
+    target = urljoin(url, link)
+    if not net.allowed(target) or hubhttp.origin(target) != net.origin:
+        raise ParamcountError(
+            f"the Hub's next page is at {target[:200]!r}, not on HF_ENDPOINT: not followed", source=source
+        )
+    return target
 
 
 def read_entry(remote: Remote, entry: Entry) -> gguf.GGUFFile:
-    """One model's header, its shards merged as a local split model's are."""
-    infos = [remote.header(path, size) for path, size in entry.files]
-    count = infos[0].metadata.get("split.count")
-    if len(infos) == 1 and not (isinstance(count, int) and count > 1):
-        return infos[0]
-    if count != len(infos):
+    """One model's header, its shards merged as a local split model's are: their number checked
+    against the file names before any is read, and against the first's ``split.count`` before
+    the others are."""
+    source = f"{remote.repo}/{entry.name}"
+    named = _SHARD.match(entry.files[0][0])
+    if len(entry.files) > MAX_SHARDS:
         raise ParamcountError(
-            f"split.count says {count} shards; the repository holds {len(infos)}", source=f"{remote.repo}/{entry.name}"
+            f"is split into {len(entry.files):,} files, more than {MAX_SHARDS:,}; none is read", source=source
         )
-    return gguf._merge(infos, count, f"{remote.repo}/{entry.name}")
+    if named and int(named["count"]) != len(entry.files):
+        raise ParamcountError(
+            f"the file names say {int(named['count'])} shards; the repository holds {len(entry.files)}", source=source
+        )
+    first = remote.header(*entry.files[0])
+    count = first.metadata.get("split.count")
+    if len(entry.files) == 1 and not (isinstance(count, int) and count > 1):
+        return first
+    if count != len(entry.files):
+        raise ParamcountError(
+            f"split.count says {count} shards; the repository holds {len(entry.files)}", source=source
+        )
+    infos = [first, *(remote.header(path, size) for path, size in entry.files[1:])]
+    return gguf._merge(infos, count, source)
 
 
 def pick(found: list[Entry], selector: str, repo: str) -> Entry:
@@ -224,10 +253,13 @@ class ManyModels(ParamcountError):
         super().__init__(f"holds GGUF files; name one as {remote.repo}:QUANT or :FILE ({quants})", source=remote.repo)
 
 
-def load(repo: str, selector: str | None, revision: str | None = None) -> Model:
+def load(
+    repo: str, selector: str | None, revision: str | None = None, deadline: hubhttp.Deadline | None = None
+) -> Model:
     """The model ``repo:selector`` names (with its mmproj), counted from headers alone; without
-    a selector, ManyModels (the command line lists them)."""
-    remote = Remote(repo, revision)
+    a selector, ManyModels (the command line lists them). Every request of it, and of the
+    listing ManyModels leads to, within one ``deadline`` (a new one when not given)."""
+    remote = Remote(repo, revision, deadline)
     found = entries(remote.files())
     if not found:
         raise ParamcountError("holds no .gguf file", source=repo)
