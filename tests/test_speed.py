@@ -39,3 +39,40 @@ def test_positions_are_looked_up_too():
 def test_the_bound_is_memory_bound_for_one_sequence(context):
     p = planner(paramcount.load("meta-llama/Llama-3.1-8B"), "bf16", "vllm")
     assert speed.decode(p, gpu("h100"), context, 1).limit == "memory"
+
+
+# ---- calibration ------------------------------------------------------------------------------
+
+
+def _fit_module():
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "tools" / "speed_calibration" / "fit.py"
+    spec = importlib.util.spec_from_file_location("speed_fit", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_committed_factors_are_what_the_script_fits_from_the_committed_data():
+    from importlib import resources
+
+    fit = _fit_module()
+    rows, left = fit.read()
+    assert len(rows) >= 90 and left > 0  # rows of cards not in the catalog stay in the data, unfitted
+    committed = resources.files("paramcount.memory.speed").joinpath("factors.json").read_text(encoding="utf-8")
+    assert committed == fit.text(fit.factors(rows))
+
+
+def test_every_calibration_row_cites_its_source():
+    import csv
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[1] / "tools" / "speed_calibration"
+    for path in folder.glob("*.csv"):
+        for row in csv.DictReader(path.open(encoding="utf-8")):
+            assert row["source"].startswith("https://github.com/ggml-org/llama.cpp/discussions/"), row
+            assert float(row["tokens_per_s"]) > 0

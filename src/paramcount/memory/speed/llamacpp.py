@@ -1,0 +1,225 @@
+"""llama.cpp's speed: decode, prefill and time to first token over the memory plan's placement.
+
+Decode (``llama_decode`` of one token per stream): the devices run their layers one after another
+(``-sm layer``: ggml_backend_sched's splits, in layer order), so a step's time is the sum over
+devices of ``bytes read / (bandwidth · e) + layers · c`` (each the larger of that and its FLOPs at
+the family's compute share): ``e`` and ``c`` are the family's fitted ``bandwidth`` and ``layer_s``.
+
+Prefill (``llama_decode`` of a prompt in ubatches of ``-ub`` tokens, 512 by default): the matmuls'
+FLOPs at the family's share of its peak dense 16-bit rate, on the device holding each weight. A
+weight left in host memory is still multiplied on the first GPU for a batch of 32 tokens or more
+(ggml-cuda's ``ggml_backend_cuda_device_offload_op``: ``get_op_batch_size >= 32``), and
+``ggml_backend_sched_split_graph`` copies it there once per ubatch, over PCIe. On a CPU alone the
+prompt runs at the CPU's rate (no factor fitted: its bound is left unstated when the catalog has
+no FLOP/s for it).
+
+Time to first token: the prompt's prefill (the first token is sampled from its last logits); with
+``--parallel N`` prompts arriving together, llama-server batches them (``n_batch``), so each waits
+for all N.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ...errors import ParamcountError
+from .factors import Fitted, family, fitted
+from .figures import Figure, Part
+from .work import HOST, Work
+
+RUNTIME = "llama.cpp"
+OFFLOAD_BATCH = 32  # ggml-cuda get_op_batch_size threshold: a host weight's op moves to the GPU
+PEAK_DTYPES = ("fp16", "bf16", "fp32")  # the 16-bit matrix rate, else the vector rate
+Table = Callable[[str, str], "Fitted | None"]
+
+
+@dataclass(frozen=True)
+class Setup:
+    """The hardware a run uses: the GPUs in placement order (-ts, CUDA0 first), and the host CPU
+    (None: not named; needed only when layers stay in host memory)."""
+
+    gpus: tuple[Any, ...]
+    cpu: Any | None = None
+
+    def of(self, device: int | None) -> Any | None:
+        return self.cpu if device is HOST else self.gpus[device]
+
+
+def peak(hw: Any) -> float | None:
+    """The peak FLOP/s of ``hw`` a bound uses: its dense 16-bit matrix rate, else its vector
+    rate; None where the catalog has none (Apple's GPUs past M2, CPUs)."""
+    for dtype in PEAK_DTYPES:
+        if hw.flops.get(dtype):
+            return float(hw.flops[dtype])
+    return None
+
+
+def effective(hw: Any, f: Fitted | None) -> float | None:
+    """The FLOP/s a prompt's matmuls reach: the family's fitted share of the peak, or (Apple,
+    whose GPU FLOP/s are not published past M2) its fitted FLOP/s per byte/s of bandwidth."""
+    if f is None:
+        return None
+    if f.get("flop_per_byte"):
+        return f.get("flop_per_byte") * hw.bandwidth_bytes_per_s
+    top, share = peak(hw), f.get("compute")
+    return top * share if top and share else None
+
+
+def decode(
+    work: Work, setup: Setup, depth: int, streams: int = 1, runtime: str = RUNTIME, table: Table = fitted
+) -> Figure:
+    """One decode step of ``streams`` sequences at ``depth`` cells of context (tokens/s per stream);
+    ``table`` gives the factors (the calibration passes the ones it is trying)."""
+    reads, parts, used = _step_reads(work, depth, streams), [], {}
+    share = _shares(work)
+    flops = work.flops(depth) * streams
+    for dev, read in reads.items():
+        layers = work.layers.get(dev, 0)
+        if dev is HOST and not layers and not work.weights.get(HOST):
+            parts.append(Part("host", read, 0, 0.0, 0.0, "embedding rows"))  # a few KB: GET_ROWS on the CPU
+            continue
+        hw = _hardware(setup, dev)
+        f = table(runtime, family(hw))
+        used[hw.key] = f
+        parts.append(_decode_part(hw, f, read, round(flops * share.get(dev, 0)), layers))
+    return _figure("decode", parts, streams, used, work, depth, streams)
+
+
+def _step_reads(work: Work, depth: int, streams: int) -> dict[int | None, int]:
+    """Bytes one step reads per device: the weights once, each stream's KV and embedding rows."""
+    out = dict(work.weights)
+    for dev, kv in work.kv(depth).items():
+        out[dev] = out.get(dev, 0) + kv * streams
+    out[HOST] = out.get(HOST, 0) + work.lookup * streams
+    return out
+
+
+def _shares(work: Work) -> dict[int | None, float]:
+    """Each device's share of the matmul FLOPs: its share of the weights read."""
+    total = sum(work.weights.values()) or 1
+    return {d: b / total for d, b in work.weights.items()}
+
+
+def _hardware(setup: Setup, dev: int | None) -> Any:
+    hw = setup.of(dev)
+    if hw is None:
+        raise ParamcountError(
+            "layers or tensors stay in host memory: name the host's CPU (--cpu, e.g. 'Ryzen 9 7950X') for their speed",
+            field="--cpu",
+        )
+    return hw
+
+
+def _decode_part(hw: Any, f: Fitted | None, read: int, flops: int, layers: int) -> Part:
+    bw, top, reach = hw.bandwidth_bytes_per_s, peak(hw), effective(hw, f)
+    bound_compute = flops / top if top else 0.0
+    bound = max(read / bw, bound_compute)
+    e, c = (f.get("bandwidth"), f.get("layer_s") or 0.0) if f else (None, 0.0)
+    if not e:
+        return Part(hw.key, read, flops, None, bound, _limit(read / bw, bound_compute, 0.0))
+    memory, compute = read / (bw * e), flops / reach if reach else 0.0
+    return Part(hw.key, read, flops, max(memory, compute) + layers * c, bound, _limit(memory, compute, layers * c))
+
+
+def _limit(memory: float, compute: float, overhead: float) -> str:
+    top = max(memory, compute, overhead)
+    return "memory bandwidth" if top == memory else "compute" if top == compute else "per-layer launch/sync overhead"
+
+
+def prefill(
+    work: Work, setup: Setup, prompt: int, ubatch: int = 512, runtime: str = RUNTIME, table: Table = fitted
+) -> Figure:
+    """A prompt of ``prompt`` tokens in ubatches of ``ubatch``: FLOPs per device at its fitted
+    compute share, host weights copied to the first GPU once per ubatch (prompts of 32 or more)."""
+    flops, parts, used = work.prompt_flops(prompt), [], {}
+    share = _shares(work)
+    moved = setup.gpus and prompt >= OFFLOAD_BATCH
+    if moved and work.weights.get(HOST):
+        share = {**share, 0: share.get(0, 0) + share.pop(HOST)}
+        parts.append(_pcie_part(work.weights[HOST], math.ceil(prompt / ubatch), setup.gpus[0]))
+    for dev, s in share.items():
+        hw = _hardware(setup, dev)
+        f = table(runtime, family(hw))
+        used[hw.key] = f
+        parts.append(_prefill_part(hw, f, round(flops * s)))
+    return _figure("prefill", parts, prompt, used, work, prompt, 1)
+
+
+def _pcie_part(host_bytes: int, ubatches: int, gpu: Any) -> Part:
+    """The host weights copied over the first GPU's PCIe link once per ubatch (at its peak: no
+    measurement of it was fitted)."""
+    link = gpu.pcie_bytes_per_s
+    moved = host_bytes * ubatches
+    if not link:
+        return Part("pcie", moved, 0, None, 0.0, "PCIe (no link rate for this card)")
+    return Part("pcie", moved, 0, moved / link, moved / link, "PCIe/host memory")
+
+
+def _prefill_part(hw: Any, f: Fitted | None, flops: int) -> Part:
+    top, reach = peak(hw), effective(hw, f)
+    bound = flops / top if top else 0.0  # no FLOP/s in the catalog: no bound (a fitted rate is none)
+    limit = "compute" if top or reach else "compute (no FLOP/s figure)"
+    return Part(hw.key, 0, flops, flops / reach if reach else None, bound, limit)
+
+
+def ttft(pre: Figure, streams: int = 1) -> Figure:
+    """Time to the first token: the prompt's prefill; ``streams`` prompts batched together finish
+    together, after all of them."""
+    seconds = None if pre.seconds is None else pre.seconds * streams
+    return Figure("ttft", seconds, pre.bound_seconds * streams, 1, pre.bound_by, pre.parts, pre.terms,
+                  pre.factors, pre.error, pre.why)  # fmt: skip
+
+
+def _figure(phase: str, parts: Sequence[Part], tokens: int, used: dict, work: Work, depth: int, streams: int) -> Figure:
+    """The parts summed: the devices run one after another."""
+    missing = [p.device for p in parts if p.seconds is None and p.bound_seconds]
+    seconds = None if missing or not parts else sum(p.seconds or 0.0 for p in parts)
+    bound = sum(p.bound_seconds for p in parts)
+    worst = max(parts, key=lambda p: p.seconds if p.seconds is not None else p.bound_seconds)
+    binds = worst.limit if worst.device in ("host", "pcie") else f"{worst.limit} ({worst.device})"
+    if worst.device not in ("pcie",) and _is_host(worst, used) and worst.limit == "memory bandwidth":
+        binds = f"host memory ({worst.device})"
+    why = f"no factor fitted for {', '.join(missing)}: only the bound" if missing else ""
+    main = max((p for p in parts if p.device in used), key=lambda p: p.bytes + p.flops, default=None)
+    f = used.get(main.device) if main else None
+    return Figure(phase, seconds, bound, tokens, binds, tuple(parts), _terms(work, depth, streams, phase),
+                  _factors(used, phase), f.expected(phase) if f else None, why)  # fmt: skip
+
+
+def _is_host(part: Part, used: dict) -> bool:
+    f = used.get(part.device)
+    return f is not None and f.family == "cpu"
+
+
+def _terms(work: Work, depth: int, streams: int, phase: str) -> dict[str, Any]:
+    if phase == "prefill":
+        return {"prompt_tokens": depth, "flops": work.prompt_flops(depth), "matmul_params": work.matmul_params}
+    kv = work.kv(depth)
+    return {
+        "context_depth": depth,
+        "streams": streams,
+        "bytes_read_per_step": {
+            "weights": sum(work.weights.values()),
+            "kv_cache": sum(kv.values()) * streams,
+            "embedding_rows": work.lookup * streams,
+        },
+        "flops_per_token": work.flops(depth),
+        "routed_expert_share_read": str(work.active),
+    }
+
+
+def _factors(used: dict, phase: str) -> tuple[dict[str, Any], ...]:
+    names = ("bandwidth", "layer_s", "compute") if phase == "decode" else ("compute", "flop_per_byte")
+    out = []
+    for key, f in used.items():
+        if f is None:
+            continue
+        for n in names:
+            if f.get(n) is not None:
+                src = "factors.json (tools/speed_calibration/fit.py) over " + ", ".join(f.sources)
+                out.append({"device": key, "term": n, "value": f.get(n), "runtime": f.runtime, "family": f.family,
+                            "source": src})  # fmt: skip
+    return tuple(out)

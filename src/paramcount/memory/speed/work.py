@@ -1,0 +1,121 @@
+"""What one token reads and computes under llama.cpp, on each device, from the memory plan's placement.
+
+The rows are the planner's loaded weights (``LlamaCppPlanner.loaded``: GGUF types from the type
+tables, so a Q4_0 row's bytes are its blocks'), placed by the same rules the memory plan uses
+(:func:`..runtimes.llamacpp.offload.build`: ``-ngl``, ``-ot``, ``--n-cpu-moe``, ``-ts``). A decode
+step of one sequence reads:
+
+* every weight of its device's layers once (``ggml_mul_mat`` streams the matrix for a 1-row
+  batch), but of stacked experts only the k of E the router picks (``ggml_mul_mat_id`` reads the
+  rows of the chosen experts, ``llm_graph_context::build_moe_ffn``);
+* of the token embedding one row (``ggml_get_rows`` in ``build_inp_embd``: always on the host,
+  the input layer is never offloaded);
+* the KV cache of each attention layer at the context depth (``build_attn_mha`` /
+  ``ggml_flash_attn_ext`` read the cells in use), on the layer's device (the host with -nkvo);
+  a sliding-window layer reads at most its window.
+
+FLOPs come from :func:`..flops.forward_flops`, the same count ``compute`` reports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from ..flops import forward_flops
+from .lookups import lookups
+
+HOST = None  # the device key of host memory (llama.cpp's CPU buffers)
+
+
+@dataclass(frozen=True)
+class Work:
+    """One token's reads and FLOPs. ``weights`` and ``kv_per_cell`` are by device (an index in
+    the placement's GPUs, or ``HOST``); ``layers`` the repeating layers each device runs."""
+
+    weights: Mapping[int | None, int]
+    lookup: int  # bytes of the embedding rows one token reads (host memory)
+    kv_kinds: tuple[tuple[int, int | None], ...]  # per layer kind: KV bytes per cell, its window
+    kv_shares: Mapping[int | None, Fraction]  # each device's share of the cache (its layers')
+    layers: Mapping[int | None, int]
+    matmul_params: int  # weights a token multiplies by (k of E experts)
+    attention_width: int  # Σ over layers of heads × head dim (QKᵀ and AV per cell)
+    active: Fraction  # the share of routed-expert bytes a token reads
+
+    def kv(self, depth: int) -> dict[int | None, int]:
+        """KV bytes a decode step at ``depth`` cells reads, per device."""
+        whole = sum(b * min(depth, w or depth) for b, w in self.kv_kinds)
+        return {d: round(whole * share) for d, share in self.kv_shares.items()}
+
+    def read(self, depth: int) -> dict[int | None, int]:
+        """Bytes a decode step reads per device: weights touched, KV at depth, embedding rows."""
+        out = dict(self.weights)
+        for d, b in self.kv(depth).items():
+            out[d] = out.get(d, 0) + b
+        out[HOST] = out.get(HOST, 0) + self.lookup
+        return out
+
+    def flops(self, depth: int) -> int:
+        """FLOPs of one token at ``depth``: 2 per weight multiplied, 4·depth·d_attn of attention."""
+        return 2 * self.matmul_params + 4 * depth * self.attention_width
+
+    def prompt_flops(self, tokens: int) -> int:
+        """FLOPs of a prompt of ``tokens`` under a causal mask (token t attends to t + 1 cells)."""
+        return tokens * 2 * self.matmul_params + 2 * tokens * (tokens + 1) * self.attention_width
+
+
+def llamacpp(planner: Any) -> Work:
+    """The work of one token under a llama.cpp planner (``paramcount.memory.runtimes.planner``)."""
+    from ..runtimes.llamacpp import offload
+    from ..runtimes.llamacpp.placement import INPUT_LAYER, Placement
+    from ..runtimes.llamacpp.plan import _output_copy
+
+    p = planner.placement if getattr(planner, "offload", None) is not None else Placement()
+    copy = _output_copy(planner.loaded, planner.arch, planner.gguf)
+    off = offload.build(planner.model, planner.loaded, planner.every, planner.arch, planner.gguf, p, copy)
+    active = _active(planner.model, planner.loaded.rows)
+    weights: dict[int | None, int] = {}
+    for pl in off.placed:
+        if INPUT_LAYER.match(pl.name) or (pl.row.kind == "embeddings" and pl.row.role != "tied"):
+            continue  # looked up, one row a token: Work.lookup
+        share = active if pl.row.kind == "experts" else 1
+        weights[pl.device] = weights.get(pl.device, 0) + round(pl.row.bytes * share)
+    layers = _layers(off.layer_devices())
+    forward = forward_flops(planner.model, 1)
+    rows = [r for r in planner.loaded.rows if r.role != "tied"]
+    n = sum(layers.values()) or 1
+    shares = {d: Fraction(c, n) for d, c in layers.items()} if p.kv_offload else {HOST: Fraction(1)}
+    return Work(weights, lookups(rows).row, _kv_kinds(planner), shares, layers, forward.matmul_params,
+                forward.attention_width, active)  # fmt: skip
+
+
+def _layers(devices: list[int | None]) -> dict[int | None, int]:
+    out: dict[int | None, int] = {}
+    for d in devices:
+        out[d] = out.get(d, 0) + 1
+    return out
+
+
+def _active(model: Any, rows: Any) -> Fraction:
+    """Of the stacked experts' bytes, the share one token reads: k of E (1 for a dense model)."""
+    inactive = model.total - model.active_total
+    routed = sum(r.parameters for r in rows if r.kind == "experts")
+    if inactive <= 0 or not routed:
+        return Fraction(1)
+    return Fraction(max(routed - inactive, 0), routed)
+
+
+def _kv_kinds(planner: Any) -> tuple[tuple[int, int | None], ...]:
+    """Per attention layer kind: the K and V bytes one cell holds over its layers, and its window
+    (llama_kv_cache_iswa: a sliding layer keeps, and reads, at most its window)."""
+    from ..runtimes.llamacpp.plan import _kind_widths, row_bytes
+
+    o, out = planner.options, []
+    for kind in getattr(planner.layout, "kinds", ()) or ():
+        if kind.attention in ("full", "sliding"):
+            k, v = _kind_widths(kind)
+            cell = kind.layers * (row_bytes(o.type_k, k) + (row_bytes(o.type_v, v) if v else 0))
+            out.append((cell, kind.window if kind.attention == "sliding" else None))
+    return tuple(out)
