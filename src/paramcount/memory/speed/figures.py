@@ -20,8 +20,9 @@ class Part:
     bytes: int  # bytes read (decode) or copied over PCIe (prefill's host weights)
     flops: int
     seconds: float | None  # estimate (None: not calibrated)
-    bound_seconds: float  # at the peaks
+    bound_seconds: float | None  # at the peaks (None: the catalog has no such peak)
     limit: str  # the term that binds on this device
+    host: bool = False  # a CPU's part: layers or tensors left in host memory
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -29,7 +30,7 @@ class Part:
             "bytes": self.bytes,
             "flops": self.flops,
             "seconds": None if self.seconds is None else round(self.seconds, 9),
-            "bound_seconds": round(self.bound_seconds, 9),
+            "bound_seconds": None if self.bound_seconds is None else round(self.bound_seconds, 9),
             "bound_by": self.limit,
         }
 
@@ -41,7 +42,7 @@ class Figure:
 
     phase: str
     seconds: float | None  # the step (decode), the prompt (prefill), to the first token (ttft)
-    bound_seconds: float
+    bound_seconds: float | None  # None: a peak the bound needs is not in the catalog
     tokens: int  # tokens the seconds cover: streams (decode), prompt tokens (prefill)
     bound_by: str
     parts: tuple[Part, ...] = ()
@@ -55,13 +56,15 @@ class Figure:
         return None if not self.seconds else self.tokens / self.seconds
 
     @property
-    def bound_tokens_per_s(self) -> float:
-        return self.tokens / self.bound_seconds if self.bound_seconds else float("inf")
+    def bound_tokens_per_s(self) -> float | None:
+        return self.tokens / self.bound_seconds if self.bound_seconds else None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "estimate": None if self.seconds is None else self._estimate(),
-            "upper_bound": {"label": "upper bound", **self._rate(self.bound_seconds)},
+            "upper_bound": None
+            if self.bound_seconds is None
+            else {"label": "upper bound", **self._rate(self.bound_seconds)},
             "bound_by": self.bound_by,
             "terms": self.terms,
             "parts": [p.to_dict() for p in self.parts],

@@ -118,10 +118,12 @@ def _decode_part(hw: Any, f: Fitted | None, read: int, flops: int, layers: int) 
     bound_compute = flops / top if top else 0.0
     bound = max(read / bw, bound_compute)
     e, c = (f.get("bandwidth"), f.get("layer_s") or 0.0) if f else (None, 0.0)
+    cpu = hw.kind == "cpu"
     if not e:
-        return Part(hw.key, read, flops, None, bound, _limit(read / bw, bound_compute, 0.0))
+        return Part(hw.key, read, flops, None, bound, _limit(read / bw, bound_compute, 0.0), cpu)
     memory, compute = read / (bw * e), flops / reach if reach else 0.0
-    return Part(hw.key, read, flops, max(memory, compute) + layers * c, bound, _limit(memory, compute, layers * c))
+    seconds = max(memory, compute) + layers * c
+    return Part(hw.key, read, flops, seconds, bound, _limit(memory, compute, layers * c), cpu)
 
 
 def _limit(memory: float, compute: float, overhead: float) -> str:
@@ -138,7 +140,8 @@ def prefill(
     share = _shares(work)
     moved = setup.gpus and prompt >= OFFLOAD_BATCH
     if moved and work.weights.get(HOST):
-        share = {**share, 0: share.get(0, 0) + share.pop(HOST)}
+        host = share.pop(HOST)
+        share[0] = share.get(0, 0) + host
         parts.append(_pcie_part(work.weights[HOST], math.ceil(prompt / ubatch), setup.gpus[0]))
     for dev, s in share.items():
         hw = _hardware(setup, dev)
@@ -160,38 +163,42 @@ def _pcie_part(host_bytes: int, ubatches: int, gpu: Any) -> Part:
 
 def _prefill_part(hw: Any, f: Fitted | None, flops: int) -> Part:
     top, reach = peak(hw), effective(hw, f)
-    bound = flops / top if top else 0.0  # no FLOP/s in the catalog: no bound (a fitted rate is none)
+    bound = flops / top if top else None  # no FLOP/s in the catalog: no bound (a fitted rate is none)
     limit = "compute" if top or reach else "compute (no FLOP/s figure)"
-    return Part(hw.key, 0, flops, flops / reach if reach else None, bound, limit)
+    return Part(hw.key, 0, flops, flops / reach if reach else None, bound, limit, hw.kind == "cpu")
 
 
 def ttft(pre: Figure, streams: int = 1) -> Figure:
     """Time to the first token: the prompt's prefill; ``streams`` prompts batched together finish
     together, after all of them."""
     seconds = None if pre.seconds is None else pre.seconds * streams
-    return Figure("ttft", seconds, pre.bound_seconds * streams, 1, pre.bound_by, pre.parts, pre.terms,
+    bound = None if pre.bound_seconds is None else pre.bound_seconds * streams
+    return Figure("ttft", seconds, bound, 1, pre.bound_by, pre.parts, pre.terms,
                   pre.factors, pre.error, pre.why)  # fmt: skip
 
 
 def _figure(phase: str, parts: Sequence[Part], tokens: int, used: dict, work: Work, depth: int, streams: int) -> Figure:
-    """The parts summed: the devices run one after another."""
-    missing = [p.device for p in parts if p.seconds is None and p.bound_seconds]
-    seconds = None if missing or not parts else sum(p.seconds or 0.0 for p in parts)
-    bound = sum(p.bound_seconds for p in parts)
-    worst = max(parts, key=lambda p: p.seconds if p.seconds is not None else p.bound_seconds)
+    """The parts summed: the devices run one after another. A host part with no fitted factor is
+    taken at its peak when the GPUs' are fitted (the estimate says so and carries no error)."""
+    missing = [p for p in parts if p.seconds is None]
+    host_only = missing and all(p.host and p.bound_seconds for p in missing) and len(missing) < len(parts)
+    seconds = None if missing and not host_only else sum(p.seconds or p.bound_seconds or 0.0 for p in parts)
+    bound = None if any(p.bound_seconds is None for p in parts) else sum(p.bound_seconds for p in parts)
+    worst = max(parts, key=lambda p: p.seconds if p.seconds is not None else p.bound_seconds or 0.0)
     binds = worst.limit if worst.device in ("host", "pcie") else f"{worst.limit} ({worst.device})"
-    if worst.device not in ("pcie",) and _is_host(worst, used) and worst.limit == "memory bandwidth":
+    if worst.host and worst.limit == "memory bandwidth":
         binds = f"host memory ({worst.device})"
-    why = f"no factor fitted for {', '.join(missing)}: only the bound" if missing else ""
+    names = ", ".join(p.device for p in missing)
+    why = f"no factor fitted for {names}: only the bound" if missing else ""
     main = max((p for p in parts if p.device in used), key=lambda p: p.bytes + p.flops, default=None)
     f = used.get(main.device) if main else None
+    error = f.expected(phase) if f and not missing else None
+    if host_only:
+        why = (
+            f"{names} at its peak (no CPU measurement was fitted): the estimate is optimistic there, its error unknown"
+        )
     return Figure(phase, seconds, bound, tokens, binds, tuple(parts), _terms(work, depth, streams, phase),
-                  _factors(used, phase), f.expected(phase) if f else None, why)  # fmt: skip
-
-
-def _is_host(part: Part, used: dict) -> bool:
-    f = used.get(part.device)
-    return f is not None and f.family == "cpu"
+                  _factors(used, phase), error, why)  # fmt: skip
 
 
 def _terms(work: Work, depth: int, streams: int, phase: str) -> dict[str, Any]:

@@ -119,3 +119,30 @@ def _kv_kinds(planner: Any) -> tuple[tuple[int, int | None], ...]:
             cell = kind.layers * (row_bytes(o.type_k, k) + (row_bytes(o.type_v, v) if v else 0))
             out.append((cell, kind.window if kind.attention == "sliding" else None))
     return tuple(out)
+
+
+def flat(model: Any, rows: Any, kv_element_bytes: int, devices: int = 1) -> Work:
+    """The work of one token when every weight sits on one device, or is split evenly over
+    ``devices`` tensor-parallel ranks (each rank reads its shard at the same time: the work here is
+    one rank's). ``rows``: the weight rows of the scheme (:func:`..weights.schemes.weights`);
+    ``kv_element_bytes``: the cache's bytes per element (2 for bf16, 1 for fp8)."""
+    from ..context.kv_layout import layout_of
+
+    rows = list(rows)
+    active = _active(model, rows)
+    weights = sum(round(r.bytes * (active if r.kind == "experts" else 1)) for r in rows)
+    found = lookups(rows)
+    layout, _ = layout_of(model, "latent")
+    kinds = tuple(
+        (
+            k.layers * k.kv_heads * (k.key_dim + k.value_dim) * kv_element_bytes,
+            k.window if k.attention == "sliding" else None,
+        )
+        for k in (layout.kinds if layout else ())
+        if k.attention in ("full", "sliding")
+    )
+    n = sum(k.layers for k in layout.kinds) if layout else 0
+    forward = forward_flops(model, 1)
+    share = Fraction(1, devices)
+    return Work({0: round((weights - found.table) * share)}, round(found.row * share), kinds, {0: share}, {0: n},
+                round(forward.matmul_params * share), round(forward.attention_width * share), active)  # fmt: skip
