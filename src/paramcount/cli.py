@@ -924,6 +924,54 @@ def run_memory(argv: Sequence[str]) -> int:
     return 0
 
 
+def run_speed(argv: Sequence[str]) -> int:
+    from .memory.speed.estimate import RUNTIMES, speed
+    from .render import speed as render
+    from .render.text import console
+
+    p = Parser(
+        prog="paramcount speed",
+        description="How fast a model runs: decode tokens/s per stream at a context depth, prefill tokens/s of a "
+        "prompt and the time to its first token, under a runtime on named hardware. Each figure is an estimate "
+        "(fitted factors, with the expected error of its runtime and hardware family) beside its upper bound.",
+    )
+    model_positional(p, MODEL_FILES)
+    model_args(p, context=False)
+    p.add_argument(
+        "--gpu", required=True, metavar="NAME[,NAME…]",
+        help="the hardware, as benchmark tables name it ('RTX 3080 12GB', 'Apple M4 Pro 24GB', 'A100 SXM 80GB'); "
+        "several GPUs comma-separated (llama.cpp's layer split, vLLM's tensor parallel); a CPU's name: llama.cpp on it",
+    )  # fmt: skip
+    p.add_argument(
+        "--runtime", metavar="R", help=f"{', '.join(RUNTIMES)} (default: llama.cpp for a GGUF, else transformers)"
+    )
+    p.add_argument("--dtype", metavar="SCHEME", help="weights: bf16, fp8, q4_k_m, q4_0, … (default: the runtime's)")
+    p.add_argument(
+        "--context", type=whole, default=4096, metavar="N", help="KV depth decode is timed at (default 4096)"
+    )
+    p.add_argument(
+        "--prompt", type=whole, default=512, metavar="N", help="prompt tokens for prefill and TTFT (default 512)"
+    )
+    p.add_argument("--concurrency", type=whole, default=1, metavar="N", help="streams decoding at once (default 1)")
+    p.add_argument("--cpu", metavar="NAME", help="the host CPU, for layers or tensors left in host memory")
+    placement_args(p)
+    p.add_argument("--json", action="store_true", help="print JSON instead (schema paramcount.speed/1)")
+    p.add_argument("--width", type=width, help="terminal width for the text (default: the terminal's)")
+    args = p.parse_args(argv)
+    args.model = model_name(args, args.model)
+    options = {k: getattr(args, k) for k in ("gpu_layers", "overrides", "tensor_split", "split_mode", "main_gpu")}
+    options = placement_options({k: v for k, v in options.items() if v is not None} | _nkvo(args))
+    gpus = [g.strip() for g in args.gpu.split(",") if g.strip()]
+    model = load_model(args.model, args)
+    s = speed(model, gpus, args.runtime, args.dtype, args.context, args.prompt, args.concurrency, args.cpu, **options)
+    print_json(render.dumps(s)) if args.json else console(args.width).print(render.render(s))
+    return 0
+
+
+def _nkvo(args: argparse.Namespace) -> dict:
+    return {"no_kv_offload": True} if args.no_kv_offload else {}
+
+
 OLLAMA_FLAGS = ("num_gpu", "free_vram")
 # what --runtime ollama reads: Ollama's num_ctx, OLLAMA_NUM_PARALLEL, flash attention and KV type
 OLLAMA_TAKES = ("runtime", "parallel", "concurrency", "flash_attn", "cache_type_k", "cache_type_v", *OLLAMA_FLAGS)
@@ -1131,6 +1179,7 @@ COMMANDS = {
     "memory": run_memory,
     "fit": run_fit,
     "compute": run_compute,
+    "speed": run_speed,
     "completion": run_completion,
 }
 

@@ -169,7 +169,7 @@ def _llama_figures(model: Model, runtime: str, setup: Any, work: Work, ubatch: i
     pre = lcp.prefill(work, setup, settings["prompt"], ubatch)
     notes = ("prefill: each prompt alone (llama-bench's pp); ttft: the prompts of every stream batched together",)
     hw = setup.gpus or (setup.cpu,)
-    return Speed(model, runtime, hw, setup.cpu, settings, dec, pre, lcp.ttft(pre, streams), notes)
+    return Speed(model, runtime, hw, setup.cpu, settings, dec, pre, lcp.ttft(pre, streams), (*work.notes, *notes))
 
 
 def _ollama(model: Model, rows: tuple, host: Any, dtype: str | None, settings: dict, options: dict) -> Speed:
@@ -250,7 +250,8 @@ def _borrowed(model: Model, runtime: str, rows: tuple, work: Work, settings: dic
     pre = lcp.prefill(work, setup, settings["prompt"], table=table)
     note = f"{runtime} was not calibrated here: llama.cpp's factors for {fam} are borrowed (no expected error)"
     dec, pre = (_unerred(dec, note), _unerred(pre, note)) if not own else (dec, pre)
-    return Speed(model, runtime, rows, None, settings, dec, pre, lcp.ttft(pre), (note,) if not own else ())
+    said = (*work.notes, note) if not own and terms else work.notes
+    return Speed(model, runtime, rows, None, settings, dec, pre, lcp.ttft(pre), said)
 
 
 def _only(f: Fitted | None, terms: tuple[str, ...], runtime: str) -> Fitted | None:

@@ -57,6 +57,13 @@ def peak(hw: Any) -> float | None:
     return None
 
 
+def ceiling(hw: Any) -> float | None:
+    """The FLOP/s no kernel passes on ``hw``, for the bounds: the largest of its 16-bit, int8
+    (llama.cpp's quantised matmuls run on int8 units: ``mul_mat_q``) and fp32 rates."""
+    rates = [hw.flops[d] for d in ("fp16", "bf16", "int8", "fp32") if hw.flops.get(d)]
+    return float(max(rates)) if rates else None
+
+
 def effective(hw: Any, f: Fitted | None) -> float | None:
     """The FLOP/s a prompt's matmuls reach: the family's fitted share of the peak, or (Apple,
     whose GPU FLOP/s are not published past M2) its fitted FLOP/s per byte/s of bandwidth."""
@@ -114,7 +121,7 @@ def _hardware(setup: Setup, dev: int | None) -> Any:
 
 
 def _decode_part(hw: Any, f: Fitted | None, read: int, flops: int, layers: int) -> Part:
-    bw, top, reach = hw.bandwidth_bytes_per_s, peak(hw), effective(hw, f)
+    bw, top, reach = hw.bandwidth_bytes_per_s, ceiling(hw), effective(hw, f)
     bound_compute = flops / top if top else 0.0
     bound = max(read / bw, bound_compute)
     e, c = (f.get("bandwidth"), f.get("layer_s") or 0.0) if f else (None, 0.0)
@@ -162,7 +169,7 @@ def _pcie_part(host_bytes: int, ubatches: int, gpu: Any) -> Part:
 
 
 def _prefill_part(hw: Any, f: Fitted | None, flops: int) -> Part:
-    top, reach = peak(hw), effective(hw, f)
+    top, reach = ceiling(hw), effective(hw, f)
     bound = flops / top if top else None  # no FLOP/s in the catalog: no bound (a fitted rate is none)
     limit = "compute" if top or reach else "compute (no FLOP/s figure)"
     return Part(hw.key, 0, flops, flops / reach if reach else None, bound, limit, hw.kind == "cpu")

@@ -43,6 +43,7 @@ class Work:
     matmul_params: int  # weights a token multiplies by (k of E experts)
     attention_width: int  # Σ over layers of heads × head dim (QKᵀ and AV per cell)
     active: Fraction  # the share of routed-expert bytes a token reads
+    notes: tuple[str, ...] = ()  # what the reads leave out (no KV layout known: the cache's reads)
 
     def kv(self, depth: int) -> dict[int | None, int]:
         """KV bytes a decode step at ``depth`` cells reads, per device."""
@@ -87,8 +88,15 @@ def llamacpp(planner: Any) -> Work:
     rows = [r for r in planner.loaded.rows if r.role != "tied"]
     n = sum(layers.values()) or 1
     shares = {d: Fraction(c, n) for d, c in layers.items()} if p.kv_offload else {HOST: Fraction(1)}
-    return Work(weights, lookups(rows).row, _kv_kinds(planner), shares, layers, forward.matmul_params,
-                forward.attention_width, active)  # fmt: skip
+    kinds = _kv_kinds(planner)
+    return Work(weights, lookups(rows).row, kinds, shares, layers, forward.matmul_params,
+                forward.attention_width, active, _unknown(planner.layout, planner.partial))  # fmt: skip
+
+
+def _unknown(layout: Any, why: Any) -> tuple[str, ...]:
+    if layout is not None and not why:
+        return ()
+    return (f"the KV cache's reads are left out (no attention layout: {why or 'none known'}): decode is overstated",)
 
 
 def _layers(devices: list[int | None]) -> dict[int | None, int]:
@@ -132,7 +140,7 @@ def flat(model: Any, rows: Any, kv_element_bytes: int, devices: int = 1) -> Work
     active = _active(model, rows)
     weights = sum(round(r.bytes * (active if r.kind == "experts" else 1)) for r in rows)
     found = lookups(rows)
-    layout, _ = layout_of(model, "latent")
+    layout, why = layout_of(model, "latent")
     kinds = tuple(
         (
             k.layers * k.kv_heads * (k.key_dim + k.value_dim) * kv_element_bytes,
@@ -145,4 +153,5 @@ def flat(model: Any, rows: Any, kv_element_bytes: int, devices: int = 1) -> Work
     forward = forward_flops(model, 1)
     share = Fraction(1, devices)
     return Work({0: round((weights - found.table) * share)}, round(found.row * share), kinds, {0: share}, {0: n},
-                round(forward.matmul_params * share), round(forward.attention_width * share), active)  # fmt: skip
+                round(forward.matmul_params * share), round(forward.attention_width * share), active,
+                _unknown(layout, why))  # fmt: skip
