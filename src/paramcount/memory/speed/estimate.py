@@ -160,7 +160,10 @@ def lcp_work(p: Any, alone: bool) -> Work:
     if not alone:
         return w
     total = sum(w.weights.values())
-    return replace(w, weights={HOST: total}, kv_shares={HOST: 1}, layers={HOST: sum(w.layers.values())})
+    held = sum((w.resident or w.weights).values())
+    return replace(
+        w, weights={HOST: total}, kv_shares={HOST: 1}, layers={HOST: sum(w.layers.values())}, resident={HOST: held}
+    )
 
 
 def _llama_figures(model: Model, runtime: str, setup: Any, work: Work, ubatch: int, settings: dict) -> Speed:

@@ -146,10 +146,11 @@ def prefill(
     flops, parts, used = work.prompt_flops(prompt), [], {}
     share = _shares(work)
     moved = setup.gpus and prompt >= OFFLOAD_BATCH
-    if moved and work.weights.get(HOST):
+    if moved and work.weights.get(HOST):  # every host tensor is copied whole: a ubatch uses most experts
         host = share.pop(HOST)
         share[0] = share.get(0, 0) + host
-        parts.append(_pcie_part(work.weights[HOST], math.ceil(prompt / ubatch), setup.gpus[0]))
+        whole = (work.resident or work.weights)[HOST]
+        parts.append(_pcie_part(whole, math.ceil(prompt / ubatch), setup.gpus[0]))
     for dev, s in share.items():
         hw = _hardware(setup, dev)
         f = table(runtime, family(hw))
@@ -159,13 +160,13 @@ def prefill(
 
 
 def _pcie_part(host_bytes: int, ubatches: int, gpu: Any) -> Part:
-    """The host weights copied over the first GPU's PCIe link once per ubatch (at its peak: no
-    measurement of it was fitted)."""
+    """The host weights copied over the first GPU's PCIe link once per ubatch: the link at its
+    peak, the bound; no measurement of it was fitted, so the estimate takes the bound."""
     link = gpu.pcie_bytes_per_s
     moved = host_bytes * ubatches
     if not link:
         return Part("pcie", moved, 0, None, 0.0, "PCIe (no link rate for this card)")
-    return Part("pcie", moved, 0, moved / link, moved / link, "PCIe/host memory")
+    return Part("pcie", moved, 0, None, moved / link, "PCIe/host memory", True)
 
 
 def _prefill_part(hw: Any, f: Fitted | None, flops: int) -> Part:
@@ -201,9 +202,7 @@ def _figure(phase: str, parts: Sequence[Part], tokens: int, used: dict, work: Wo
     f = used.get(main.device) if main else None
     error = f.expected(phase) if f and not missing else None
     if host_only:
-        why = (
-            f"{names} at its peak (no CPU measurement was fitted): the estimate is optimistic there, its error unknown"
-        )
+        why = f"{names} at its peak (no measurement of it was fitted): the estimate is optimistic, its error unknown"
     return Figure(phase, seconds, bound, tokens, binds, tuple(parts), _terms(work, depth, streams, phase),
                   _factors(used, phase), error, why)  # fmt: skip
 

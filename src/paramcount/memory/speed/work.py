@@ -43,6 +43,7 @@ class Work:
     matmul_params: int  # weights a token multiplies by (k of E experts)
     attention_width: int  # Σ over layers of heads × head dim (QKᵀ and AV per cell)
     active: Fraction  # the share of routed-expert bytes a token reads
+    resident: Mapping[int | None, int] | None = None  # every weight byte each device holds (None: as read)
     notes: tuple[str, ...] = ()  # what the reads leave out (no KV layout known: the cache's reads)
 
     def kv(self, depth: int) -> dict[int | None, int]:
@@ -78,11 +79,13 @@ def llamacpp(planner: Any) -> Work:
     off = offload.build(planner.model, planner.loaded, planner.every, planner.arch, planner.gguf, p, copy)
     active = _active(planner.model, planner.loaded.rows)
     weights: dict[int | None, int] = {}
+    resident: dict[int | None, int] = {}
     for pl in off.placed:
         if INPUT_LAYER.match(pl.name) or (pl.row.kind == "embeddings" and pl.row.role != "tied"):
             continue  # looked up, one row a token: Work.lookup
         share = active if pl.row.kind == "experts" else 1
         weights[pl.device] = weights.get(pl.device, 0) + round(pl.row.bytes * share)
+        resident[pl.device] = resident.get(pl.device, 0) + pl.row.bytes
     layers = _layers(off.layer_devices())
     forward = forward_flops(planner.model, 1)
     rows = [r for r in planner.loaded.rows if r.role != "tied"]
@@ -90,7 +93,7 @@ def llamacpp(planner: Any) -> Work:
     shares = {d: Fraction(c, n) for d, c in layers.items()} if p.kv_offload else {HOST: Fraction(1)}
     kinds = _kv_kinds(planner)
     return Work(weights, lookups(rows).row, kinds, shares, layers, forward.matmul_params,
-                forward.attention_width, active, _unknown(planner.layout, planner.partial))  # fmt: skip
+                forward.attention_width, active, resident, _unknown(planner.layout, planner.partial))  # fmt: skip
 
 
 def _unknown(layout: Any, why: Any) -> tuple[str, ...]:
@@ -153,5 +156,5 @@ def flat(model: Any, rows: Any, kv_element_bytes: int, devices: int = 1) -> Work
     forward = forward_flops(model, 1)
     share = Fraction(1, devices)
     return Work({0: round((weights - found.table) * share)}, round(found.row * share), kinds, {0: share}, {0: n},
-                round(forward.matmul_params * share), round(forward.attention_width * share), active,
+                round(forward.matmul_params * share), round(forward.attention_width * share), active, None,
                 _unknown(layout, why))  # fmt: skip
