@@ -248,3 +248,14 @@ def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
     assert main(["speed", "meta-llama/Llama-2-7b-hf", *argv]) == 2
     out, err = capsys.readouterr()
     assert not out and err.count("\n") == 1 and err.startswith("paramcount: error: ") and message in err, err
+
+
+def test_more_streams_read_more_experts_of_a_mixture():
+    from paramcount.memory.speed.llamacpp import _step_reads
+    from paramcount.memory.speed.work import llamacpp
+
+    w = llamacpp(planner(paramcount.load("Qwen/Qwen3-30B-A3B"), "q4_0", "llama.cpp"))
+    one, many = _step_reads(w, 0, 1)[0], _step_reads(w, 0, 64)[0]
+    experts = w.resident[0] - w.weights[0]  # (E − k)/E of the experts' bytes
+    assert many == pytest.approx(w.weights[0] + experts * 16 / 15 * ((1 - (15 / 16) ** 64) - 1 / 16), abs=2)
+    assert one < many < w.resident[0]

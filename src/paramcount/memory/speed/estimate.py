@@ -56,6 +56,7 @@ class Speed:
             "cpu": None if self.cpu is None else {"key": self.cpu.key, "name": self.cpu.name},
             "settings": self.settings,
             "decode_tokens_per_s": _round(self.decode.tokens_per_s),
+            "decode_all_streams_tokens_per_s": _round(self.streams(self.decode.tokens_per_s)),
             "prefill_tokens_per_s": _round(self.prefill.tokens_per_s),
             "ttft_s": None if self.ttft.seconds is None else round(self.ttft.seconds, 6),
             "decode": self.decode.to_dict(),
@@ -63,6 +64,10 @@ class Speed:
             "ttft": self.ttft.to_dict(),
             "notes": list(self.notes),
         }
+
+    def streams(self, rate: float | None) -> float | None:
+        """Tokens per second over every stream: each stream's rate times their number."""
+        return None if rate is None else rate * self.settings["concurrency"]
 
 
 def _round(x: float | None) -> float | None:
@@ -260,7 +265,8 @@ def _borrowed(model: Model, runtime: str, rows: tuple, work: Work, settings: dic
 def _only(f: Fitted | None, terms: tuple[str, ...], runtime: str) -> Fitted | None:
     if f is None or not terms:
         return None
-    return Fitted(runtime, f.family, {k: v for k, v in f.terms.items() if k in terms}, f.rows, {}, f.sources)
+    kept = {k: v for k, v in f.terms.items() if k in terms}
+    return Fitted(f"{f.runtime}, borrowed by {runtime}", f.family, kept, f.rows, {}, f.sources)
 
 
 def _unerred(f: Figure, note: str) -> Figure:

@@ -92,16 +92,27 @@ def decode(
         f = table(runtime, family(hw))
         used[hw.key] = f
         parts.append(_decode_part(hw, f, read, round(flops * share.get(dev, 0)), layers))
-    return _figure("decode", parts, streams, used, work, depth, streams)
+    return _figure("decode", parts, 1, used, work, depth, streams)  # a step: one token per stream
 
 
 def _step_reads(work: Work, depth: int, streams: int) -> dict[int | None, int]:
-    """Bytes one step reads per device: the weights once, each stream's KV and embedding rows."""
-    out = dict(work.weights)
+    """Bytes one step reads per device: the weights once (of routed experts, those any of the
+    streams' tokens picks: E·(1 − (1 − k/E)^N) of E for N tokens routed independently), each
+    stream's KV and embedding rows."""
+    out = {d: b + _more_experts(work, d, streams) for d, b in work.weights.items()}
     for dev, kv in work.kv(depth).items():
         out[dev] = out.get(dev, 0) + kv * streams
     out[HOST] = out.get(HOST, 0) + work.lookup * streams
     return out
+
+
+def _more_experts(work: Work, device: int | None, streams: int) -> int:
+    """Routed-expert bytes ``streams`` tokens read beyond one token's k of E."""
+    a = float(work.active)
+    if streams == 1 or a >= 1 or work.resident is None:
+        return 0
+    experts = (work.resident.get(device, 0) - work.weights.get(device, 0)) / (1 - a)
+    return round(experts * ((1 - (1 - a) ** streams) - a))
 
 
 def _shares(work: Work) -> dict[int | None, float]:

@@ -156,5 +156,6 @@ def flat(model: Any, rows: Any, kv_element_bytes: int, devices: int = 1) -> Work
     forward = forward_flops(model, 1)
     share = Fraction(1, devices)
     return Work({0: round((weights - found.table) * share)}, round(found.row * share), kinds, {0: share}, {0: n},
-                round(forward.matmul_params * share), round(forward.attention_width * share), active, None,
+                round(forward.matmul_params * share), round(forward.attention_width * share), active,
+                {0: round((sum(r.bytes for r in rows) - found.table) * share)},
                 _unknown(layout, why))  # fmt: skip
