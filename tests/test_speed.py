@@ -259,3 +259,16 @@ def test_more_streams_read_more_experts_of_a_mixture():
     experts = w.resident[0] - w.weights[0]  # (E − k)/E of the experts' bytes
     assert many == pytest.approx(w.weights[0] + experts * 16 / 15 * ((1 - (15 / 16) ** 64) - 1 / 16), abs=2)
     assert one < many < w.resident[0]
+
+
+def test_a_cache_kept_in_host_memory_is_read_there():
+    on_gpu = _speed("meta-llama/Llama-3.1-8B", dtype="q4_0", context=32768)
+    nkvo = _speed("meta-llama/Llama-3.1-8B", dtype="q4_0", context=32768, kv_offload=False, cpu="EPYC 9124")
+    host = next(p for p in nkvo.decode.parts if p.host)
+    assert host.bytes == 32768 * 32 * 2 * 8 * 128 * 2 + 4096 // 32 * 18  # the cache at depth, and one embedding row
+    assert nkvo.decode.tokens_per_s < on_gpu.decode.tokens_per_s
+
+
+def test_several_gpus_take_one_share_each():
+    with pytest.raises(paramcount.ParamcountError, match="2 shares for 1 GPU"):
+        _speed(tensor_split=(1.0, 1.0))

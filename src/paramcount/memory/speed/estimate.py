@@ -94,8 +94,21 @@ def speed(
     concurrency = _count(concurrency, "--concurrency", MAX_STREAMS)
     rows, host = _hardware(hardware), _cpu(cpu)
     settings = {"dtype": dtype, "context": context, "prompt": prompt, "concurrency": concurrency}
+    _own_options(chosen, options)
     run = {"llama.cpp": _llamacpp, "ollama": _ollama, "vllm": _vllm, "mlx": _mlx, "transformers": _transformers}
     return run[chosen](model, rows, host, dtype, settings, options)
+
+
+def _own_options(runtime: str, options: dict) -> None:
+    """Each runtime takes its own planner's options (llama.cpp's placement and cache flags, vLLM's
+    --tp and batch settings); one given to another runtime is a one-line error naming its flag."""
+    from ..runtimes import LLAMA_OPTIONS, OWN
+
+    takes = OWN.get("llama.cpp" if runtime == "ollama" else runtime, {})
+    for key, value in options.items():
+        if value is not None and key not in takes:
+            flag = {**LLAMA_OPTIONS, **OWN["vllm"]}.get(key, key)
+            raise ParamcountError(f"not a setting of {runtime}", field=flag)
 
 
 def _runtime(name: str | None, model: Model) -> str:
@@ -151,6 +164,12 @@ def _llamacpp(model: Model, rows: tuple, host: Any, dtype: str | None, settings:
         options = {**options, "device": "cpu"}
     elif len(rows) > 1 and not options.get("tensor_split"):  # llama.cpp's default: by each GPU's free memory
         options = {**options, "tensor_split": tuple(h.usable_bytes / 2**30 for h in rows)}
+    shares = len(options.get("tensor_split") or ()) or 1
+    if not alone and shares != len(rows):
+        raise ParamcountError(
+            f"{shares} shares for {len(rows)} GPU{'s' * (len(rows) > 1)} named in --gpu: give one per card",
+            field="--tensor-split",
+        )
     p = planner(model, dtype, "llama.cpp", **options)
     work = lcp_work(p, alone)
     setup = lcp.Setup(rows, host)
@@ -218,7 +237,8 @@ def _vllm(model: Model, rows: tuple, host: Any, dtype: str | None, settings: dic
     tp = options.pop("tp", None) or len(rows)
     p = planner(model, dtype, "vllm", tp=tp, **options)
     work = flat(model, p.weights.rows, p.kv_bytes, tp)
-    s = _borrowed(model, "vllm", rows[:1], work, {**settings, "dtype": p.scheme, "tp": tp}, ("bandwidth", "compute"))
+    slowest = min(rows, key=lambda h: h.bandwidth_bytes_per_s)  # every rank waits for the slowest each step
+    s = _borrowed(model, "vllm", (slowest,), work, {**settings, "dtype": p.scheme, "tp": tp}, ("bandwidth", "compute"))
     return replace(s, ttft=_queued(s.prefill, settings["concurrency"]))
 
 

@@ -85,7 +85,7 @@ def decode(
     flops = work.flops(depth) * streams
     for dev, read in reads.items():
         layers = work.layers.get(dev, 0)
-        if dev is HOST and not layers and not work.weights.get(HOST):
+        if dev is HOST and read <= work.lookup * streams:  # no layer, weight or cache there
             parts.append(Part("host", read, 0, 0.0, 0.0, "embedding rows"))  # a few KB: GET_ROWS on the CPU
             continue
         hw = _hardware(setup, dev)
