@@ -272,3 +272,16 @@ def test_a_cache_kept_in_host_memory_is_read_there():
 def test_several_gpus_take_one_share_each():
     with pytest.raises(paramcount.ParamcountError, match="2 shares for 1 GPU"):
         _speed(tensor_split=(1.0, 1.0))
+
+
+def test_held_out_mixture_of_experts_runs_are_decoded_within_ten_percent():
+    """gpt-oss 20B and 120B (llama.cpp discussion #15396), never fitted: k of E experts read a step."""
+    fit = _fit_module()
+    rows, _ = fit.read(fit.HERE / "validation")
+    decode = [r for r in rows if r.phase == "decode"]
+    assert len(decode) == 2
+    from paramcount.memory.speed.factors import fitted
+
+    for r in decode:
+        predicted = fit.predict(r, fitted(r.runtime, r.family).terms)
+        assert predicted == pytest.approx(r.measured, rel=0.1), r

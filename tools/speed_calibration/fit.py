@@ -11,7 +11,7 @@ a prompt does (:mod:`paramcount.memory.speed.work`, the memory plan's rows and p
 
 Per runtime and family:
 
-* decode (``tg128``: 128 tokens from an empty context, so at a mean depth of 64 cells): the
+* decode (``tgN``: N tokens from an empty context, so at a mean depth of N/2 cells): the
   measured seconds per token ``t = a · bytes/bandwidth + c · layers``, fitted by least squares on
   relative error (a ≥ 1, c ≥ 0); ``bandwidth`` = 1/a and ``layer_s`` = c;
 * prefill (``pp512``): ``compute`` = the geometric mean over rows of (FLOPs / peak) / seconds, or,
@@ -38,8 +38,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 OUT = HERE.parents[1] / "src" / "paramcount" / "memory" / "speed" / "factors.json"
 NATIVE = {"nvidia": "CUDA", "amd": "ROCm", "apple": "Metal", "intel": "SYCL", "cpu": "CPU"}  # by vendor / kind
-TG_DEPTH = 64  # tg128 from an empty context: the mean depth of its 128 steps
-PHASE = {"tg128": "decode", "pp512": "prefill"}
+PHASE = {"tg": "decode", "pp": "prefill"}  # llama-bench's tests: tgN (N tokens generated), ppN (a prompt of N)
 
 
 @dataclass(frozen=True)
@@ -56,7 +55,7 @@ class Row:
 
     @property
     def phase(self) -> str:
-        return PHASE[self.test]
+        return PHASE[self.test[:2]]
 
     @property
     def tokens(self) -> int:
@@ -75,7 +74,7 @@ def read(folder: Path = HERE) -> tuple[list[Row], int]:
             for r in csv.DictReader(f):
                 hw = known.get(r["hardware"])
                 native = NATIVE[hw.vendor if hw.kind == "gpu" else hw.kind] if hw else None
-                if native is None or native != r["backend"] or r["test"] not in PHASE:
+                if native is None or native != r["backend"] or r["test"][:2] not in PHASE:
                     left += 1
                     continue
                 rows.append(Row(r["source"], r["runtime"], family(hw), hw.key, r["model"], r["dtype"], r["test"],
@@ -107,7 +106,7 @@ def decode_features(r: Row) -> tuple[float, float]:
     from paramcount.memory.speed.work import HOST
 
     w, hw = work(r.model, r.dtype), hardware(r.hardware)
-    read = sum(b for d, b in w.read(TG_DEPTH).items() if d is not HOST)
+    read = sum(b for d, b in w.read(r.tokens // 2).items() if d is not HOST)
     return read / hw.bandwidth_bytes_per_s, sum(n for d, n in w.layers.items() if d is not HOST)
 
 
@@ -183,7 +182,7 @@ def predict(r: Row, terms: dict[str, float]) -> float | None:
     setup = llamacpp.Setup((hardware(r.hardware),))
     w = work(r.model, r.dtype)
     if r.phase == "decode":
-        fig = llamacpp.decode(w, setup, TG_DEPTH, table=lambda *_: f)
+        fig = llamacpp.decode(w, setup, r.tokens // 2, table=lambda *_: f)
     else:
         fig = llamacpp.prefill(w, setup, r.tokens, table=lambda *_: f)
     return fig.tokens_per_s
@@ -263,6 +262,23 @@ def report(rows: list[Row], left: int) -> str:
     return "\n".join(lines)
 
 
+def validation(folder: Path = HERE / "validation") -> str:
+    """Markdown: the held-out rows (``validation/*.csv``, never fitted) against the committed factors."""
+    from paramcount.memory.speed.factors import fitted
+
+    rows, left = read(folder)
+    lines = [
+        "| device | model | dtype | test | measured t/s | predicted t/s | error |",
+        "|---|---|---|---|---:|---:|---:|",
+    ]
+    for r in rows:
+        f = fitted(r.runtime, r.family)
+        p = predict(r, f.terms) if f else None
+        err = f"{p / r.measured - 1:+.1%}" if p else "—"
+        lines.append(f"| {r.device} | {r.model} | {r.dtype} | {r.test} | {r.measured:g} | {p or 0:.1f} | {err} |")
+    return "\n".join(lines) + (f"\n\n{left} rows left out (hardware not in the catalog)." if left else "")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--report", action="store_true", help="print the residual tables as Markdown")
@@ -273,6 +289,8 @@ def main() -> None:
     print(f"wrote {args.out} from {len(rows)} rows ({left} left out)")
     if args.report:
         print(report(rows, left))
+        print("\nHeld out (tools/speed_calibration/validation/, never fitted):\n")
+        print(validation())
 
 
 if __name__ == "__main__":
