@@ -351,7 +351,7 @@ def test_gpu_auto_without_a_gpu_plans_llamacpp_on_the_cpu_with_its_features(caps
     assert doc["gpu"]["key"] == "ram" and doc["gpu"]["usable"] == 62914560 * 1024
     assert doc["ram"] == {"bytes": 62914560 * 1024, "host": doc["ram"]["host"], "fits": True}  # MemAvailable
     code, _, err = _cli(capsys, "fit", "Qwen/Qwen2.5-0.5B", "--gpu", "auto")  # transformers needs a GPU
-    assert code == 2 and "no GPU found on this machine" in err
+    assert code == 2 and "no GPU found on this machine: --gpu auto plans llama.cpp on the CPU (--runtime llama.cpp)" in err
 
 
 def test_gpu_auto_with_a_gpu_plans_for_the_detected_card(capsys, monkeypatch):
@@ -363,3 +363,16 @@ def test_gpu_auto_with_a_gpu_plans_for_the_detected_card(capsys, monkeypatch):
     assert code == 0 and doc["gpu"]["name"] == "NVIDIA GeForce RTX 3060 (detected)"
     assert doc["gpu"]["usable"] == 10240 * 2**20  # the free memory nvidia-smi reported
     assert doc["rows"][0]["ram"]["bytes"] == 62914560 * 1024
+
+
+def test_gpu_auto_under_ollama_plans_for_the_detected_card(capsys, monkeypatch, tmp_path):
+    import json
+
+    from .gguf_files import llama_spec, write
+
+    tiny = write(llama_spec("tiny", 4, 256, 8, 2, 512, 1000, context=8192), tmp_path / "tiny.gguf")
+    _machine(monkeypatch, gpus="NVIDIA GeForce RTX 3060, 12288, 10240\n")
+    code, out, _ = _cli(capsys, "memory", str(tiny), "--runtime", "ollama", "--gpu", "auto", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["gpu"]["name"] == "NVIDIA GeForce RTX 3060 (detected)"
+    assert doc["gpu"]["usable"] == 10240 * 2**20

@@ -898,7 +898,8 @@ def this_machine(args: argparse.Namespace, model: object) -> None:
 
     machine = detect()  # RAM: what can be had now without swapping (MemAvailable), as GPUs' free memory
     args.ram_bytes = args.ram_bytes or machine.ram_available_bytes or machine.ram_bytes
-    llama = not args.train and runtime(args.runtime, model) == "llama.cpp"  # type: ignore[arg-type]
+    ollama = args.runtime == "ollama"  # Ollama's plan: the detected GPU, nothing else of the machine
+    llama = not ollama and not args.train and runtime(args.runtime, model) == "llama.cpp"  # type: ignore[arg-type]
     if llama and args.cpu_features is None and machine.cpu.features:
         args.cpu_features = cpu_class(machine.cpu.features)
     if machine.gpus:
@@ -906,8 +907,7 @@ def this_machine(args: argparse.Namespace, model: object) -> None:
         return
     if not llama or not machine.ram_bytes:
         raise ParamcountError(
-            "no GPU found on this machine: --gpu auto plans llama.cpp on the CPU (add --runtime llama.cpp), "
-            "or name a GPU",
+            "no GPU found on this machine: --gpu auto plans llama.cpp on the CPU (--runtime llama.cpp), or name a GPU",
             field="--gpu",
         )
     args.device = args.device or "cpu"
@@ -945,6 +945,7 @@ def run_memory(argv: Sequence[str]) -> int:
     args = p.parse_args(argv)
     args.model = model_name(args, args.model)
     if ollama_runtime(args):
+        this_machine(args, None)
         return run_ollama(args, brief=False)
     ollama_defaults(args)
     options = plan_options(args)
@@ -1066,6 +1067,7 @@ def run_fit(argv: Sequence[str]) -> int:
     args.model = model_name(args, args.model)
     fitting = _fit_settings(args)
     if ollama_runtime(args):
+        this_machine(args, None)
         return run_ollama(args, brief=True)
     ollama_defaults(args)
     options = plan_options(args)
