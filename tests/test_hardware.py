@@ -351,7 +351,7 @@ def test_gpu_auto_without_a_gpu_plans_llamacpp_on_the_cpu_with_its_features(caps
     assert doc["gpu"]["key"] == "ram" and doc["gpu"]["usable"] == 62914560 * 1024
     assert doc["ram"] == {"bytes": 62914560 * 1024, "host": doc["ram"]["host"], "fits": True}  # MemAvailable
     code, _, err = _cli(capsys, "fit", "Qwen/Qwen2.5-0.5B", "--gpu", "auto")  # transformers needs a GPU
-    assert code == 2 and "no GPU found on this machine: --gpu auto plans llama.cpp on the CPU (--runtime llama.cpp)" in err
+    assert code == 2 and "no GPU found on this machine: --gpu auto plans llama.cpp on the CPU" in err
 
 
 def test_gpu_auto_with_a_gpu_plans_for_the_detected_card(capsys, monkeypatch):
