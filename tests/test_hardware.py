@@ -189,7 +189,7 @@ cpu cores\t: 56
 MEMINFO = "MemTotal:       2113464320 kB\nMemFree:         100 kB\nMemAvailable:   2013464320 kB\n"
 SMI = "NVIDIA H100 80GB HBM3, 81559, 81004\nNVIDIA GeForce RTX 3060, 12288, 11950\nSome Future GPU, 4096, [N/A]\n"
 ROCM = (
-    '{"card0": {"Card Series": "AMD Instinct MI300X", "VRAM Total Memory (B)": "206141652992", '
+    '{"card0": {"Card model": "0x74a1", "Card Series": "AMD Instinct MI300X", "VRAM Total Memory (B)": "206141652992", '
     '"VRAM Total Used Memory (B)": "291123200"}}'
 )
 
