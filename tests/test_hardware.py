@@ -170,6 +170,10 @@ def test_rows_are_read_only():
     with pytest.raises(TypeError):
         row.flops["fp32"] = 1.0  # type: ignore[index]
     assert row.as_dict()["flops"]["fp32"] == 8.1e12
+    assert len(set(ROWS)) == len(ROWS) and {row: 1}[lookup("Tesla T4")] == 1  # rows are hashable
+    from dataclasses import replace
+
+    assert replace(row, usable_bytes=1) != row and replace(row, usable_bytes=1).flops == row.flops
 
 
 # --- detection, from recorded outputs (hardware.detect) ---
