@@ -170,3 +170,213 @@ def test_rows_are_read_only():
     with pytest.raises(TypeError):
         row.flops["fp32"] = 1.0  # type: ignore[index]
     assert row.as_dict()["flops"]["fp32"] == 8.1e12
+    assert len(set(ROWS)) == len(ROWS) and {row: 1}[lookup("Tesla T4")] == 1  # rows are hashable
+    from dataclasses import replace
+
+    assert replace(row, usable_bytes=1) != row and replace(row, usable_bytes=1).flops == row.flops
+
+
+# --- detection, from recorded outputs (hardware.detect) ---
+
+from paramcount.hardware.detect import Probes, detect  # noqa: E402
+
+CPUINFO = """processor\t: 0
+model name\t: Intel(R) Xeon(R) Platinum 8480+
+physical id\t: 0
+cpu cores\t: 56
+flags\t\t: fpu sse avx2 avx512f avx512_bf16 avx512_vnni amx_tile amx_bf16 amx_int8
+processor\t: 1
+model name\t: Intel(R) Xeon(R) Platinum 8480+
+physical id\t: 1
+cpu cores\t: 56
+"""
+MEMINFO = "MemTotal:       2113464320 kB\nMemFree:         100 kB\nMemAvailable:   2013464320 kB\n"
+SMI = "NVIDIA H100 80GB HBM3, 81559, 81004\nNVIDIA GeForce RTX 3060, 12288, 11950\nSome Future GPU, 4096, [N/A]\n"
+ROCM = (
+    '{"card0": {"Card model": "0x74a1", "Card Series": "AMD Instinct MI300X", "VRAM Total Memory (B)": "206141652992", '
+    '"VRAM Total Used Memory (B)": "291123200"}}'
+)
+
+
+def _probes(commands: dict[str, str], files: dict[str, str], platform: str = "linux") -> Probes:
+    def run(cmd):
+        return commands.get(cmd[0] if cmd[0] != "sysctl" else cmd[-1])
+
+    return Probes(run=run, read=files.get, nvml=lambda: None, platform=platform)
+
+
+def test_detect_reads_gpus_ram_and_cpu_from_recorded_outputs():
+    m = detect(_probes({"nvidia-smi": SMI, "rocm-smi": ROCM}, {"/proc/meminfo": MEMINFO, "/proc/cpuinfo": CPUINFO}))
+    assert [(g.name, g.row.key if g.row else None, g.source) for g in m.gpus] == [
+        ("NVIDIA H100 80GB HBM3", "h100-sxm", "nvidia-smi"),
+        ("NVIDIA GeForce RTX 3060", "rtx3060-12gb", "nvidia-smi"),
+        ("Some Future GPU", None, "nvidia-smi"),
+        ("AMD Instinct MI300X", "mi300x", "rocm-smi"),
+    ]
+    assert m.gpus[1].memory_bytes == 12288 * 2**20 and m.gpus[1].free_bytes == 11950 * 2**20
+    assert m.gpus[2].free_bytes is None  # "[N/A]" read as unknown, not as 0
+    assert m.gpus[3].free_bytes == 206141652992 - 291123200
+    assert m.ram_bytes == 2113464320 * 1024 and m.ram_available_bytes == 2013464320 * 1024
+    assert m.cpu.name == "Intel(R) Xeon(R) Platinum 8480+" and m.cpu.cores == 112
+    assert m.cpu.features == ("avx2", "avx512", "avx512_bf16", "avx512_vnni", "amx", "amx_bf16", "amx_int8")
+    assert m.cpu.row.key == "xeon-platinum-8480+"
+    assert m.gpus[1].hardware().usable_bytes == 11950 * 2**20  # what is free now, below the catalog's figure
+
+
+def test_detect_on_a_mac_reads_sysctl_and_the_working_set():
+    mac = {"hw.memsize": "68719476736\n", "machdep.cpu.brand_string": "Apple M2 Max\n", "hw.physicalcpu": "12"}
+    m = detect(_probes(mac | {"iogpu.wired_limit_mb": "0"}, {}, platform="darwin"))
+    (g,) = m.gpus
+    assert (g.name, g.row.key, g.usable_bytes, m.ram_bytes) == ("Apple M2 Max 64GB", "m2-max-64gb", 48 * GIB, 64 * GIB)
+    raised = detect(_probes(mac | {"iogpu.wired_limit_mb": "57344"}, {}, platform="darwin"))
+    assert raised.gpus[0].usable_bytes == 56 * GIB and raised.gpus[0].hardware().usable_bytes == 56 * GIB
+
+
+def test_detect_tolerates_missing_and_garbled_tools():
+    m = detect(_probes({"nvidia-smi": "garbage\n\x00", "rocm-smi": "{not json"}, {"/proc/cpuinfo": "x" * 1000}))
+    assert m.gpus == () and m.ram_bytes is None and "no /proc/meminfo: RAM unknown" in m.notes
+    none = detect(_probes({}, {}))
+    assert none.gpus == () and "no NVIDIA GPU read (no nvidia-smi, or it failed)" in none.notes
+
+
+def test_detect_for_real_has_the_documented_shape():
+    doc = detect().as_dict()
+    assert set(doc) == {"gpus", "ram_bytes", "ram_available_bytes", "cpu", "notes"}
+    assert set(doc["cpu"]) == {"name", "cores", "features", "key"}
+
+
+# --- the command ---
+
+
+def test_hardware_json_lists_the_catalog(capsys):
+    import json
+
+    from paramcount.cli import main
+
+    assert main(["hardware", "--json", "--kind", "apple"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == sum(len(s) for s in APPLE_SIZES.values())
+    assert {"name", "aliases", "kind", "memory_bytes", "bandwidth_bytes_per_s", "flops", "sources"} <= set(rows[0])
+    assert main(["hardware", "--detect", "--json"]) == 0
+    assert set(json.loads(capsys.readouterr().out)) >= {"gpus", "ram_bytes", "cpu"}
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["hardware", "--kind", "tpu"], "invalid choice: 'tpu'"),
+        (["memory", "gpt2", "--gpu", "A100"], "'A100' is more than one GPU: say a100-40gb or a100-80gb"),
+        (["memory", "gpt2", "--gpu", "4060 Ti"], "'4060 Ti' is more than one: say rtx4060ti-8gb or rtx4060ti-16gb"),
+        (["memory", "gpt2", "--gpu", "epyc-9654"], "AMD EPYC 9654 is a CPU; --gpu takes a GPU or an Apple chip"),
+    ],
+)
+def test_bad_hardware_names_are_one_line_and_exit_2(argv, message, capsys):
+    from paramcount.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_a_catalog_name_plans_like_the_card():
+    from paramcount.memory import gpu
+
+    assert gpu("NVIDIA GeForce RTX 3060") is gpu("rtx3060")
+    m2 = gpu("Apple M2 Max 64GB")
+    assert (m2.usable, m2.bandwidth, m2.kind) == (48 * GIB, 400.0, "apple")
+
+
+# --- --ram and --gpu auto ---
+
+
+def _cli(capsys, *argv):
+    from paramcount.cli import main
+
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_ram_makes_an_expert_offload_not_fit(capsys):
+    # Qwen3-30B-A3B q8_0 on a 4090 with 30 layers' experts in host memory: ~19.6 GB on the host
+    argv = ("fit", "Qwen/Qwen3-30B-A3B", "--runtime", "llama.cpp", "--dtype", "q8_0", "--gpu", "rtx4090")
+    argv += ("--n-cpu-moe", "30", "--json")
+    import json
+
+    code, out, _ = _cli(capsys, *argv, "--ram", "16GB")
+    (row,) = json.loads(out)["rows"]
+    assert code == 1 and row["fits"] is False and row["ram"]["fits"] is False
+    assert row["ram"]["bytes"] == 16 * 10**9 and row["ram"]["host"]["bytes"] > 16 * 10**9
+    assert row["headroom"]["bytes"] > 0  # the GPU part alone would fit
+    code, out, _ = _cli(capsys, *argv, "--ram", "64GB")
+    assert code == 0 and json.loads(out)["rows"][0]["fits"] is True
+    code, out, _ = _cli(capsys, *argv[:-1], "--ram", "16GB", "--width", "120")
+    assert "host GB / RAM" in out and "/ 16.00" in out
+
+
+def test_memory_shows_the_host_part_beside_ram(capsys):
+    argv = ("memory", "Qwen/Qwen2.5-0.5B", "--runtime", "llama.cpp", "--dtype", "q8_0", "--ram", "1GB")
+    code, out, _ = _cli(capsys, *argv, "--width", "200")
+    assert code == 0 and "host part 0.14 GB fits in 1.00 GB of RAM (--ram)" in out
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["fit", "gpt2", "--gpu", "rtx3060", "--ram", "12XB"], "--ram: expected a size like 24GB or 20GiB, got '12XB'"),
+        (["memory", "gpt2", "--ram", "0GB"], "--ram: a size must be positive, got '0GB'"),
+        (["fit", "gpt2", "--ram", "64GB"], "--ram: --ram checks a plan on a GPU: add --gpu NAME (or --gpu auto)"),
+    ],
+)
+def test_bad_ram_is_one_line_and_exit_2(argv, message, capsys):
+    code, _, err = _cli(capsys, *argv)
+    assert code == 2 and message in err and err.count("\n") == 1
+
+
+def _machine(monkeypatch, gpus: str = "", features: str = "avx2 avx512f amx_tile amx_int8"):
+    import paramcount.hardware.detect as d
+
+    cpuinfo = f"processor\t: 0\nmodel name\t: Test CPU\ncpu cores\t: 8\nflags\t\t: {features}\n"
+    files = {"/proc/meminfo": "MemTotal: 67108864 kB\nMemAvailable: 62914560 kB\n", "/proc/cpuinfo": cpuinfo}
+    probes = _probes({"nvidia-smi": gpus} if gpus else {}, files)
+    real = d.detect
+    monkeypatch.setattr(d, "detect", lambda probes_=None: real(probes))
+
+
+def test_gpu_auto_without_a_gpu_plans_llamacpp_on_the_cpu_with_its_features(capsys, monkeypatch):
+    import json
+
+    _machine(monkeypatch)
+    argv = ("memory", "Qwen/Qwen2.5-0.5B", "--runtime", "llama.cpp", "--dtype", "q8_0", "--gpu", "auto", "--json")
+    code, out, _ = _cli(capsys, *argv)
+    doc = json.loads(out)
+    assert code == 0 and doc["settings"]["device"] == "cpu"
+    assert any("(--cpu-features amx)" in note for note in doc["notes"])  # the detected AMX, not avx2
+    assert doc["gpu"]["key"] == "ram" and doc["gpu"]["usable"] == 62914560 * 1024
+    assert doc["ram"] == {"bytes": 62914560 * 1024, "host": doc["ram"]["host"], "fits": True}  # MemAvailable
+    code, _, err = _cli(capsys, "fit", "Qwen/Qwen2.5-0.5B", "--gpu", "auto")  # transformers needs a GPU
+    assert code == 2 and "no GPU found on this machine: --gpu auto plans llama.cpp on the CPU" in err
+
+
+def test_gpu_auto_with_a_gpu_plans_for_the_detected_card(capsys, monkeypatch):
+    import json
+
+    _machine(monkeypatch, gpus="NVIDIA GeForce RTX 3060, 12288, 10240\n", features="avx2")
+    code, out, _ = _cli(capsys, "fit", "Qwen/Qwen2.5-0.5B", "--gpu", "auto", "--dtype", "bf16", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["gpu"]["name"] == "NVIDIA GeForce RTX 3060 (detected)"
+    assert doc["gpu"]["usable"] == 10240 * 2**20  # the free memory nvidia-smi reported
+    assert doc["rows"][0]["ram"]["bytes"] == 62914560 * 1024
+
+
+def test_gpu_auto_under_ollama_plans_for_the_detected_card(capsys, monkeypatch, tmp_path):
+    import json
+
+    from .gguf_files import llama_spec, write
+
+    tiny = write(llama_spec("tiny", 4, 256, 8, 2, 512, 1000, context=8192), tmp_path / "tiny.gguf")
+    _machine(monkeypatch, gpus="NVIDIA GeForce RTX 3060, 12288, 10240\n")
+    code, out, _ = _cli(capsys, "memory", str(tiny), "--runtime", "ollama", "--gpu", "auto", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["gpu"]["name"] == "NVIDIA GeForce RTX 3060 (detected)"
+    assert doc["gpu"]["usable"] == 10240 * 2**20

@@ -3,9 +3,10 @@
 
 Bandwidth and memory options are Apple's (newsroom announcements and tech specs pages); M3 Max and
 M4 Max come in two bins whose bandwidth differs, and each memory size belongs to one bin. Apple
-stopped giving GPU FLOP/s after M2; where it gave them (M1 family, M2) ``flops`` holds the FP32
-figure for the chip's largest GPU (binned variants have fewer cores: ``notes`` says so); FP16 on
-these GPUs is not stated by Apple and is left out.
+gave GPU FLOP/s only for M1 (2.6 TFLOPS, its newsroom post) and M1 Pro and M1 Max (5.2 and 10.4,
+on the slides of its October 2021 event); there ``flops`` holds that FP32 figure for the chip's
+largest GPU (binned variants have fewer cores: ``notes`` says so). Figures others derive from
+core counts and clocks are left out, and so is FP16, which Apple never states.
 
 ``usable_bytes`` is Metal's ``recommendedMaxWorkingSetSize``, what llama.cpp, MLX and PyTorch's MPS
 backend budget against by default (``sudo sysctl iogpu.wired_limit_mb=N`` overrides it). Seen in
@@ -46,8 +47,8 @@ _CHIPS: dict[str, tuple[dict[float, tuple[int, ...]], float | None, str]] = {
     "M1": ({68.25: (8, 16)}, 2.6, "2020/11/apple-unleashes-m1/"),
     "M1 Pro": ({200: (16, 32)}, 5.2, "2021/10/introducing-m1-pro-and-m1-max-the-most-powerful-chips-apple-has-ever-built/"),
     "M1 Max": ({400: (32, 64)}, 10.4, "2021/10/introducing-m1-pro-and-m1-max-the-most-powerful-chips-apple-has-ever-built/"),
-    "M1 Ultra": ({800: (64, 128)}, 21, "2022/03/apple-unveils-m1-ultra-the-worlds-most-powerful-chip-for-a-personal-computer/"),
-    "M2": ({100: (8, 16, 24)}, 3.6, "2022/06/apple-unveils-m2-with-breakthrough-performance-and-capabilities/"),
+    "M1 Ultra": ({800: (64, 128)}, None, "2022/03/apple-unveils-m1-ultra-the-worlds-most-powerful-chip-for-a-personal-computer/"),
+    "M2": ({100: (8, 16, 24)}, None, "2022/06/apple-unveils-m2-with-breakthrough-performance-and-capabilities/"),
     "M2 Pro": ({200: (16, 32)}, None, "2023/01/apple-unveils-m2-pro-and-m2-max-next-generation-chips-for-next-level-workflows/"),
     "M2 Max": ({400: (32, 64, 96)}, None, "2023/01/apple-unveils-m2-pro-and-m2-max-next-generation-chips-for-next-level-workflows/"),
     "M2 Ultra": ({800: (64, 128, 192)}, None, "2023/06/apple-introduces-m2-ultra/"),
@@ -60,6 +61,7 @@ _CHIPS: dict[str, tuple[dict[float, tuple[int, ...]], float | None, str]] = {
     "M4 Max": ({410: (36,), 546: (48, 64, 128)}, None, "2024/10/apple-introduces-m4-pro-and-m4-max/"),
 }  # fmt: skip
 _SPECS = "Apple tech specifications of the Macs with this chip (https://support.apple.com/specs)"
+_EVENT = "Apple event 'Unleashed', October 18, 2021: GPU TFLOPS on its slides (https://www.apple.com/apple-events/)"
 
 
 def _row(chip: str, gib: int, bandwidth: float, fp32: float | None, news: str) -> Hardware:
@@ -81,7 +83,7 @@ def _row(chip: str, gib: int, bandwidth: float, fp32: float | None, news: str) -
         usable_bytes=use,
         bandwidth_bytes_per_s=int(bandwidth * GB),
         flops=tflops(fp32=fp32),
-        sources=(_NEWS + news, _SPECS),
+        sources=(_NEWS + news, _SPECS, *((_EVENT,) if fp32 and chip != "M1" else ())),
         features=("metal",),
         stated=f"{gib}GB unified memory",
         notes=tuple(notes),

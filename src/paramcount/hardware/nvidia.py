@@ -272,7 +272,7 @@ _H200 = "NVIDIA H200 Tensor Core GPU datasheet (https://www.nvidia.com/en-us/dat
 _GH200 = (
     "NVIDIA GH200 Grace Hopper Superchip datasheet (https://www.nvidia.com/en-us/data-center/grace-hopper-superchip/)"
 )
-_B200 = "NVIDIA HGX B200 datasheet, per GPU: the 8-GPU figures / 8 (https://www.nvidia.com/en-us/data-center/hgx/)"
+_B200 = "NVIDIA HGX B200 datasheet, per GPU: the 8-GPU tensor figures / 8, halved (dense) (https://www.nvidia.com/en-us/data-center/hgx/)"
 _A100_FLOPS = tflops(fp64=9.7, fp32=19.5, tf32=156, fp16=312, bf16=312, int8=624)
 _H100_SXM = tflops(fp64=34, fp32=67, tf32=494.7, fp16=989.4, bf16=989.4, fp8=1978.9, int8=1978.9)
 _H_NVL = tflops(fp64=30, fp32=60, tf32=417.5, fp16=835.5, bf16=835.5, fp8=1670.5, int8=1670.5)
@@ -295,7 +295,7 @@ DATACENTRE = (
           (_V100,), aliases=("Tesla V100-PCIE-32GB",), link=pcie(3)),
     _card("t4", "NVIDIA Tesla T4", 16, "GDDR6", 320, tflops(fp32=8.1, fp16=65, int8=130), (7, 5),
           ("NVIDIA T4 Tensor Core GPU datasheet (https://www.nvidia.com/en-us/data-center/tesla-t4/)",),
-          aliases=("T4", "Tesla T4"), link=pcie(3), notes=("ECC, on by default, takes some of the memory",)),
+          aliases=("T4", "Tesla T4"), link=pcie(3), notes=("ECC on by default takes some of it",)),
     _card("a10", "NVIDIA A10", 24, "GDDR6", 600, tflops(fp32=31.2, tf32=62.5, fp16=125, bf16=125, int8=250), (8, 6),
           ("NVIDIA A10 Tensor Core GPU datasheet (https://www.nvidia.com/en-us/data-center/products/a10-gpu/)",),
           aliases=("A10",), link=pcie(4)),
@@ -314,13 +314,13 @@ DATACENTRE = (
           aliases=("A100-SXM4-80GB", "A100 SXM 80GB", "A100 80GB SXM")),
     _card("l4", "NVIDIA L4", 24, "GDDR6", 300, tflops(fp32=30.3, tf32=60, fp16=121, bf16=121, fp8=242.5, int8=242.5), (8, 9),
           ("NVIDIA L4 Tensor Core GPU datasheet (https://www.nvidia.com/en-us/data-center/l4/)",), aliases=("L4",),
-          link=pcie(4), features=("fp8",), notes=("ECC, on by default, takes some of the memory",)),
+          link=pcie(4), features=("fp8",), notes=("ECC on by default takes some of it",)),
     _card("l40", "NVIDIA L40", 48, "GDDR6 ECC", 864, tflops(fp32=90.5, tf32=90.5, fp16=181.05, bf16=181.05, fp8=362, int8=362),
           (8, 9), ("NVIDIA L40 GPU datasheet (https://www.nvidia.com/en-us/data-center/l40/)",), aliases=("L40",),
           link=pcie(4), features=("fp8",)),
-    _card("l40s", "NVIDIA L40S", 48, "GDDR6 ECC", 864, tflops(fp32=91.6, tf32=183, fp16=362.05, bf16=362.05, fp8=733, int8=733),
+    _card("l40s", "NVIDIA L40S", 48, "GDDR6", 864, tflops(fp32=91.6, tf32=183, fp16=362.05, bf16=362.05, fp8=733, int8=733),
           (8, 9), ("NVIDIA L40S GPU datasheet (https://www.nvidia.com/en-us/data-center/l40s/)",), aliases=("L40S",),
-          link=pcie(4), features=("fp8",), notes=("ECC, on by default, takes some of the memory",)),
+          link=pcie(4), features=("fp8",), notes=("ECC on by default takes some of it",)),
     _card("h100-pcie", "NVIDIA H100 PCIe", 80, "HBM2e", 2000,
           tflops(fp64=26, fp32=51, tf32=378, fp16=756, bf16=756, fp8=1513, int8=1513), (9, 0), (_H100,),
           aliases=("H100 PCIe", "H100 PCIe 80GB"), link=pcie(5), features=_HOPPER),
@@ -340,7 +340,7 @@ DATACENTRE = (
           aliases=("GH200 624GB", "GH200 144GB"), link=450 * GB, features=_HOPPER,
           notes=("pcie_bytes_per_s: NVLink-C2C to the Grace CPU, 900 GB/s both ways",)),
     _card("b200", "NVIDIA B200 180GB", 180, "HBM3e", 8000,
-          tflops(fp64=37, fp32=75, tf32=1125, fp16=2250, bf16=2250, fp8=4500, int8=4500, fp4=9000), (10, 0), (_B200,),
+          tflops(tf32=1125, fp16=2250, bf16=2250, fp8=4500, int8=4500, fp4=9000), (10, 0), (_B200,),
           aliases=("B200", "B200 SXM", "B200-SXM-180GB", "B200 180GB"), link=pcie(5), features=_FEATURES["blackwell"]),
     # B300: memory and bandwidth from the HGX B300 page; no per-dtype figures transcribed (left out, not guessed)
     _card("b300", "NVIDIA B300 288GB", 288, "HBM3e", 8000, {}, (10, 3),
