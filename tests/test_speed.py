@@ -285,3 +285,21 @@ def test_held_out_mixture_of_experts_runs_are_decoded_within_ten_percent():
     for r in decode:
         predicted = fit.predict(r, fitted(r.runtime, r.family).terms)
         assert predicted == pytest.approx(r.measured, rel=0.1), r
+
+
+def test_auto_is_this_machines_hardware(capsys, monkeypatch):
+    import json
+
+    from paramcount.cli import main
+    from paramcount.hardware import detect, lookup
+
+    found = detect.GPUFound("NVIDIA GeForce RTX 3090", 24 * 2**30, 20 * 2**30, "nvidia-smi", lookup("RTX 3090"))
+    cpu = detect.CPUFound("AMD EPYC 9124 16-Core Processor", 16, ("avx2",), lookup("EPYC 9124"))
+    monkeypatch.setattr(detect, "detect", lambda: detect.Machine((found,), None, None, cpu))
+    argv = ["speed", "meta-llama/Llama-2-7b-hf", "--runtime", "llama.cpp", "--dtype", "q4_0", "--json"]
+    assert main([*argv, "--gpu", "auto", "-ngl", "10", "--cpu", "auto"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["hardware"][0]["key"] == "rtx3090-24gb" and d["cpu"]["key"] == "epyc-9124"
+    monkeypatch.setattr(detect, "detect", lambda: detect.Machine((), None, None, detect.CPUFound("Mystery", 4, ())))
+    assert main([*argv, "--gpu", "auto"]) == 2
+    assert "auto: neither this machine's GPUs (none read) nor its CPU (Mystery)" in capsys.readouterr().err

@@ -987,7 +987,8 @@ def run_speed(argv: Sequence[str]) -> int:
     p.add_argument(
         "--gpu", required=True, metavar="NAME[,NAME…]",
         help="the hardware, as benchmark tables name it ('RTX 3080 12GB', 'Apple M4 Pro 24GB', 'A100 SXM 80GB'); "
-        "several GPUs comma-separated (llama.cpp's layer split, vLLM's tensor parallel); a CPU's name: llama.cpp on it",
+        "several GPUs comma-separated (llama.cpp's layer split, vLLM's tensor parallel); a CPU's name: llama.cpp on "
+        "it; auto: this machine's",
     )  # fmt: skip
     p.add_argument(
         "--runtime", metavar="R", help=f"{', '.join(RUNTIMES)} (default: llama.cpp for a GGUF, else transformers)"
@@ -1000,7 +1001,9 @@ def run_speed(argv: Sequence[str]) -> int:
         "--prompt", type=whole, default=512, metavar="N", help="prompt tokens for prefill and TTFT (default 512)"
     )
     p.add_argument("--concurrency", type=whole, default=1, metavar="N", help="streams decoding at once (default 1)")
-    p.add_argument("--cpu", metavar="NAME", help="the host CPU, for layers or tensors left in host memory")
+    p.add_argument(
+        "--cpu", metavar="NAME", help="the host CPU, for layers or tensors left in host memory (auto: this one)"
+    )
     placement_args(p)
     p.add_argument("--json", action="store_true", help="print JSON instead (schema paramcount.speed/1)")
     p.add_argument("--width", type=width, help="terminal width for the text (default: the terminal's)")
@@ -1008,11 +1011,31 @@ def run_speed(argv: Sequence[str]) -> int:
     args.model = model_name(args, args.model)
     options = {k: getattr(args, k) for k in ("gpu_layers", "overrides", "tensor_split", "split_mode", "main_gpu")}
     options = placement_options({k: v for k, v in options.items() if v is not None} | _nkvo(args))
-    gpus = [g.strip() for g in args.gpu.split(",") if g.strip()]
+    gpus = _machine("gpu") if args.gpu.strip() == "auto" else [g.strip() for g in args.gpu.split(",") if g.strip()]
+    cpu = _machine("cpu")[0] if args.cpu and args.cpu.strip() == "auto" else args.cpu
     model = load_model(args.model, args)
-    s = speed(model, gpus, args.runtime, args.dtype, args.context, args.prompt, args.concurrency, args.cpu, **options)
+    s = speed(model, gpus, args.runtime, args.dtype, args.context, args.prompt, args.concurrency, cpu, **options)
     print_json(render.dumps(s)) if args.json else console(args.width).print(render.render(s))
     return 0
+
+
+def _machine(what: str) -> list:
+    """``--gpu auto``: this machine's GPUs as the catalog has them (else its CPU: llama.cpp on it);
+    ``--cpu auto``: its CPU. Read here, at the edge (paramcount.hardware.detect)."""
+    from .hardware.detect import detect
+
+    m = detect()
+    gpus = [h for h in (g.hardware() for g in m.gpus) if h is not None] if what == "gpu" else []
+    if gpus:
+        return gpus
+    if m.cpu.row is not None:
+        return [m.cpu.row]
+    found = ", ".join(g.name for g in m.gpus) or "none read"
+    raise ParamcountError(
+        f"auto: neither this machine's GPUs ({found}) nor its CPU ({m.cpu.name or 'unread'}) are in the catalog; "
+        "name the hardware (`paramcount hardware` lists it)",
+        field=f"--{what}",
+    )
 
 
 def _nkvo(args: argparse.Namespace) -> dict:
