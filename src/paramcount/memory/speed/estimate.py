@@ -294,8 +294,10 @@ def _unerred(f: Figure, note: str) -> Figure:
 
 
 def _queued(pre: Figure, streams: int) -> Figure:
-    """vLLM's TTFT for ``streams`` prompts arriving together: chunked prefill serves them one after
-    another at the compute rate, so the k-th waits for k prompts; the mean is (N + 1)/2 of one."""
+    """vLLM's TTFT for ``streams`` prompts arriving together: the scheduler (vllm/v1/core/sched/
+    scheduler.py ``Scheduler.schedule``) fills each step's token budget (--max-num-batched-tokens)
+    with waiting prompts in arrival order, chunking the one that does not fit, so at the compute
+    rate the k-th finishes after k prompts' prefill: the mean is (N + 1)/2 of one."""
     factor = (streams + 1) / 2
     seconds = None if pre.seconds is None else pre.seconds * factor
     bound = None if pre.bound_seconds is None else pre.bound_seconds * factor
