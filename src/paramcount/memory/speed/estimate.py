@@ -30,7 +30,7 @@ from .work import HOST, Work, flat
 RUNTIMES = ("llama.cpp", "ollama", "vllm", "mlx", "transformers")
 MAX_TOKENS = 1 << 24  # 16M tokens of context or prompt: past any model's positions
 MAX_STREAMS = 1 << 16
-KV_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 1, "f16": 2, "f32": 4, "q8_0": 1}
+MLX_PREFILL_STEP = 2048  # mlx_lm generate.py generate_step: prefill_step_size=2048 tokens a forward pass
 
 
 @dataclass(frozen=True)
@@ -196,7 +196,7 @@ def _llama_figures(model: Model, runtime: str, setup: Any, work: Work, ubatch: i
     pre = lcp.prefill(work, setup, settings["prompt"], ubatch)
     notes = ("prefill: each prompt alone (llama-bench's pp); ttft: the prompts of every stream batched together",)
     hw = setup.gpus or (setup.cpu,)
-    return Speed(model, runtime, hw, setup.cpu, settings, dec, pre, lcp.ttft(pre, streams), (*work.notes, *notes))
+    return Speed(model, runtime, hw, setup.cpu, settings, dec, pre, lcp.ttft(pre, streams), (*_said(work), *notes))
 
 
 def _ollama(model: Model, rows: tuple, host: Any, dtype: str | None, settings: dict, options: dict) -> Speed:
@@ -238,7 +238,9 @@ def _vllm(model: Model, rows: tuple, host: Any, dtype: str | None, settings: dic
     p = planner(model, dtype, "vllm", tp=tp, **options)
     work = flat(model, p.weights.rows, p.kv_bytes, tp)
     slowest = min(rows, key=lambda h: h.bandwidth_bytes_per_s)  # every rank waits for the slowest each step
-    s = _borrowed(model, "vllm", (slowest,), work, {**settings, "dtype": p.scheme, "tp": tp}, ("bandwidth", "compute"))
+    chunk = p.o.tokens(settings["prompt"])  # a step's token budget: chunked prefill's chunk
+    s = _borrowed(model, "vllm", (slowest,), work, {**settings, "dtype": p.scheme, "tp": tp}, ("bandwidth", "compute"),
+                  chunk)  # fmt: skip
     return replace(s, ttft=_queued(s.prefill, settings["concurrency"]))
 
 
@@ -250,7 +252,8 @@ def _mlx(model: Model, rows: tuple, host: Any, dtype: str | None, settings: dict
         raise ParamcountError(f"MLX runs on Apple silicon, not {rows[0].name}", field="--runtime")
     scheme = dtype or "bf16"
     work = flat(model, weights(model, scheme).rows, 2)
-    return _borrowed(model, "mlx", rows, work, {**settings, "dtype": scheme}, ("bandwidth", "layer_s", "flop_per_byte"))
+    terms = ("bandwidth", "layer_s", "flop_per_byte")
+    return _borrowed(model, "mlx", rows, work, {**settings, "dtype": scheme}, terms, MLX_PREFILL_STEP)
 
 
 def _transformers(model: Model, rows: tuple, host: Any, dtype: str | None, settings: dict, options: dict) -> Speed:
@@ -259,13 +262,15 @@ def _transformers(model: Model, rows: tuple, host: Any, dtype: str | None, setti
 
     scheme = dtype or "bf16"
     work = flat(model, weights(model, scheme).rows, 2)
-    s = _borrowed(model, "transformers", rows[:1], work, {**settings, "dtype": scheme}, ())
+    s = _borrowed(model, "transformers", rows[:1], work, {**settings, "dtype": scheme}, (), settings["prompt"])
     why = "transformers was not calibrated (its per-layer launch overhead dominates small models): only the bound"
     figures = {k: replace(getattr(s, k), seconds=None, error=None, why=why) for k in ("decode", "prefill", "ttft")}
     return replace(s, **figures)
 
 
-def _borrowed(model: Model, runtime: str, rows: tuple, work: Work, settings: dict, terms: tuple[str, ...]) -> Speed:
+def _borrowed(
+    model: Model, runtime: str, rows: tuple, work: Work, settings: dict, terms: tuple[str, ...], chunk: int
+) -> Speed:
     """The llama.cpp arithmetic with ``terms`` of the hardware family's llama.cpp factors, said to
     be borrowed (vLLM's CUDA graphs replay a decode step without per-layer launches: it borrows no
     ``layer_s``)."""
@@ -275,10 +280,10 @@ def _borrowed(model: Model, runtime: str, rows: tuple, work: Work, settings: dic
     setup = lcp.Setup(rows[:1])
     streams = settings["concurrency"]
     dec = lcp.decode(work, setup, settings["context"], streams, table=table)
-    pre = lcp.prefill(work, setup, settings["prompt"], table=table)
+    pre = lcp.prefill(work, setup, settings["prompt"], chunk, table=table)
     note = f"{runtime} was not calibrated here: llama.cpp's factors for {fam} are borrowed (no expected error)"
     dec, pre = (_unerred(dec, note), _unerred(pre, note)) if not own else (dec, pre)
-    said = (*work.notes, note) if not own and terms else work.notes
+    said = (*_said(work), note) if not own and terms else _said(work)
     return Speed(model, runtime, rows, None, settings, dec, pre, lcp.ttft(pre), said)
 
 
@@ -287,6 +292,17 @@ def _only(f: Fitted | None, terms: tuple[str, ...], runtime: str) -> Fitted | No
         return None
     kept = {k: v for k, v in f.terms.items() if k in terms}
     return Fitted(f"{f.runtime}, borrowed by {runtime}", f.family, kept, f.rows, {}, f.sources)
+
+
+MOE = (
+    "a mixture of experts: the factors were fitted on dense models' runs; held out, gpt-oss's decode came within 6% "
+    "but its prefill (many experts' small matmuls) 18% to 44% under (benchmarks/README.md, Speed)"
+)
+
+
+def _said(work: Work) -> tuple[str, ...]:
+    """The work's own notes, and what the calibration says of a mixture of experts."""
+    return (*work.notes, MOE) if work.active < 1 else work.notes
 
 
 def _unerred(f: Figure, note: str) -> Figure:

@@ -162,11 +162,12 @@ def prefill(
         share[0] = share.get(0, 0) + host
         whole = (work.resident or work.weights)[HOST]
         parts.append(_pcie_part(whole, math.ceil(prompt / ubatch), setup.gpus[0]))
+    held, ubatches = work.resident or work.weights, math.ceil(prompt / ubatch)
     for dev, s in share.items():
         hw = _hardware(setup, dev)
         f = table(runtime, family(hw))
         used[hw.key] = f
-        parts.append(_prefill_part(hw, f, round(flops * s)))
+        parts.append(_prefill_part(hw, f, round(flops * s), held.get(dev, 0) * ubatches))
     return _figure("prefill", parts, prompt, used, work, prompt, 1)
 
 
@@ -180,11 +181,20 @@ def _pcie_part(host_bytes: int, ubatches: int, gpu: Any) -> Part:
     return Part("pcie", moved, 0, None, moved / link, "PCIe/host memory", True)
 
 
-def _prefill_part(hw: Any, f: Fitted | None, flops: int) -> Part:
-    top, reach = ceiling(hw), effective(hw, f)
-    bound = flops / top if top else None  # no FLOP/s in the catalog: no bound (a fitted rate is none)
-    limit = "compute" if top or reach else "compute (no FLOP/s figure)"
-    return Part(hw.key, 0, flops, flops / reach if reach else None, bound, limit, hw.kind == "cpu")
+def _prefill_part(hw: Any, f: Fitted | None, flops: int, read: int) -> Part:
+    """A device's share of a prompt: its FLOPs at the fitted share of the peak, or, where more,
+    its weights read once per ubatch (all of a mixture's experts: a ubatch's tokens pick most of
+    them) at the fitted share of the bandwidth; the bound takes both at their peaks."""
+    top, reach, bw = ceiling(hw), effective(hw, f), hw.bandwidth_bytes_per_s
+    e = f.get("bandwidth") if f else None
+    memory = read / (bw * e) if e else read / bw
+    compute = flops / reach if reach else None
+    bound = max(flops / top, read / bw) if top else None  # no FLOP/s in the catalog: no bound
+    seconds = None if compute is None else max(compute, memory)
+    limit = "memory bandwidth" if compute is not None and memory > compute else "compute"
+    if not top and not reach:
+        limit = "compute (no FLOP/s figure)"
+    return Part(hw.key, read, flops, seconds, bound, limit, hw.kind == "cpu")
 
 
 def ttft(pre: Figure, streams: int = 1) -> Figure:
