@@ -173,6 +173,7 @@ def test_the_bound_that_binds():
     assert _speed().decode.bound_by.startswith("memory bandwidth")
     assert _speed(concurrency=4096, context=64).decode.bound_by.startswith("compute")
     assert _speed().prefill.bound_by.startswith("compute")
+    assert _speed(prompt=32).prefill.bound_by.startswith("memory bandwidth")  # the weights read for 32 tokens
     tiny = _speed("Qwen/Qwen2.5-0.5B", dtype="q4_0", gpus=("RTX 5090",), context=1)
     assert tiny.decode.bound_by.startswith("per-layer launch/sync overhead")
 
