@@ -207,10 +207,10 @@ def ttft(pre: Figure, streams: int = 1) -> Figure:
 
 
 def _figure(phase: str, parts: Sequence[Part], tokens: int, used: dict, work: Work, depth: int, streams: int) -> Figure:
-    """The parts summed: the devices run one after another. A host part with no fitted factor is
-    taken at its peak when the GPUs' are fitted (the estimate says so and carries no error)."""
+    """The parts summed: the devices run one after another. A host part (a CPU's, the PCIe copies)
+    with no fitted factor is taken at its peak: the estimate says so and carries no error."""
     missing = [p for p in parts if p.seconds is None]
-    host_only = missing and all(p.host and p.bound_seconds for p in missing) and len(missing) < len(parts)
+    host_only = missing and all(p.host and p.bound_seconds for p in missing)
     seconds = None if missing and not host_only else sum(p.seconds or p.bound_seconds or 0.0 for p in parts)
     bound = None if any(p.bound_seconds is None for p in parts) else sum(p.bound_seconds for p in parts)
     worst = max(parts, key=lambda p: p.seconds if p.seconds is not None else p.bound_seconds or 0.0)
@@ -219,6 +219,8 @@ def _figure(phase: str, parts: Sequence[Part], tokens: int, used: dict, work: Wo
         binds = f"host memory ({worst.device})"
     names = ", ".join(p.device for p in missing)
     why = f"no factor fitted for {names}: only the bound" if missing else ""
+    if any(p.bound_seconds is None for p in missing):
+        why = f"no FLOP/s figure for {names} in the catalog and no factor fitted: neither an estimate nor a bound"
     main = max((p for p in parts if p.device in used), key=lambda p: p.bytes + p.flops, default=None)
     f = used.get(main.device) if main else None
     error = f.expected(phase) if f and not missing else None
