@@ -308,3 +308,11 @@ def test_auto_is_this_machines_hardware(capsys, monkeypatch):
     monkeypatch.setattr(detect, "detect", lambda: detect.Machine((), None, None, detect.CPUFound("Mystery", 4, ())))
     assert main([*argv, "--gpu", "auto"]) == 2
     assert "auto: neither this machine's GPUs (none read) nor its CPU (Mystery)" in capsys.readouterr().err
+
+
+def test_without_flash_attention_the_scores_go_through_memory():
+    off = _llama_work("meta-llama/Llama-2-7b-hf", "q4_0", flash_attn="off")
+    assert off.scores_per_cell == 32 * 32 * 4 * 4  # heads × layers × f32 × (KQ, softmax in and out, KQV)
+    assert _llama_work("meta-llama/Llama-2-7b-hf", "q4_0").scores_per_cell == 0  # -fa auto: on
+    on, slow = (_speed(prompt=16384, flash_attn=fa).prefill for fa in ("on", "off"))
+    assert slow.tokens_per_s < on.tokens_per_s / 2  # a long prompt's scores: 16,384² cells a layer

@@ -1004,6 +1004,10 @@ def run_speed(argv: Sequence[str]) -> int:
     p.add_argument(
         "--cpu", metavar="NAME", help="the host CPU, for layers or tensors left in host memory (auto: this one)"
     )
+    p.add_argument(
+        "--flash-attn", "-fa", choices=("auto", "on", "off"),
+        help="llama.cpp's flash attention (default auto: on; Ollama: off); off: the scores go through memory",
+    )  # fmt: skip
     placement_args(p)
     p.add_argument("--json", action="store_true", help="print JSON instead (schema paramcount.speed/1)")
     p.add_argument("--width", type=width, help="terminal width for the text (default: the terminal's)")
@@ -1011,6 +1015,7 @@ def run_speed(argv: Sequence[str]) -> int:
     args.model = model_name(args, args.model)
     options = {k: getattr(args, k) for k in ("gpu_layers", "overrides", "tensor_split", "split_mode", "main_gpu")}
     options = placement_options({k: v for k, v in options.items() if v is not None} | _nkvo(args))
+    options |= {"flash_attn": args.flash_attn} if args.flash_attn else {}
     gpus = _machine("gpu") if args.gpu.strip() == "auto" else [g.strip() for g in args.gpu.split(",") if g.strip()]
     cpu = _machine("cpu")[0] if args.cpu and args.cpu.strip() == "auto" else args.cpu
     model = load_model(args.model, args)

@@ -52,6 +52,7 @@ class Row:
     test: str
     measured: float  # tokens/s
     device: str
+    flash: bool = True  # llama-bench -fa 1
 
     @property
     def phase(self) -> str:
@@ -78,17 +79,18 @@ def read(folder: Path = HERE) -> tuple[list[Row], int]:
                     left += 1
                     continue
                 rows.append(Row(r["source"], r["runtime"], family(hw), hw.key, r["model"], r["dtype"], r["test"],
-                                float(r["tokens_per_s"]), r["device"]))  # fmt: skip
+                                float(r["tokens_per_s"]), r["device"], r["flash_attn"] == "1"))  # fmt: skip
     return rows, left
 
 
 @cache
-def work(model: str, dtype: str):
+def work(model: str, dtype: str, flash: bool = True):
     import paramcount
     from paramcount.memory.runtimes import planner
     from paramcount.memory.speed.work import llamacpp
 
-    return llamacpp(planner(paramcount.load(model), dtype, "llama.cpp"))
+    fa = "on" if flash else "off"
+    return llamacpp(planner(paramcount.load(model), dtype, "llama.cpp", flash_attn=fa))
 
 
 @cache
@@ -102,11 +104,13 @@ def hardware(key: str):
 
 
 def decode_features(r: Row) -> tuple[float, float]:
-    """(bytes read / bandwidth, layers) of one tg row on one GPU (the model's own arithmetic)."""
+    """(bytes read / bandwidth, layers) of one tg row on one GPU: the package's own step reads
+    (``llamacpp._step_reads``: weights touched, KV and scores at depth; the host's rows aside)."""
+    from paramcount.memory.speed.llamacpp import _step_reads
     from paramcount.memory.speed.work import HOST
 
-    w, hw = work(r.model, r.dtype), hardware(r.hardware)
-    read = sum(b for d, b in w.read(r.tokens // 2).items() if d is not HOST)
+    w, hw = work(r.model, r.dtype, r.flash), hardware(r.hardware)
+    read = sum(b for d, b in _step_reads(w, r.tokens // 2, 1).items() if d is not HOST)
     return read / hw.bandwidth_bytes_per_s, sum(n for d, n in w.layers.items() if d is not HOST)
 
 
@@ -138,15 +142,22 @@ def _one(data: list[tuple[float, float, float]], a: float) -> float:
     return max(0.0, sum((1 - a * x / t) * n / t for x, n, t in data) / sum((n / t) ** 2 for _, n, t in data))
 
 
-def fit_prefill(rows: list[Row]) -> dict[str, float]:
-    """The family's compute share (geometric mean), or its FLOP/s per byte/s where some row's
-    hardware has no FLOP/s figure."""
+def fit_prefill(rows: list[Row], bandwidth: float | None) -> dict[str, float]:
+    """The family's compute share (geometric mean), or its FLOP/s per byte/s where the hardware is
+    Apple's: over the seconds each prompt's matmuls take, what the attention scores moved through
+    memory without flash attention leave (at the family's fitted ``bandwidth``)."""
     from paramcount.memory.speed.llamacpp import peak
 
-    flops = [(work(r.model, r.dtype).prompt_flops(r.tokens), r.tokens / r.measured, hardware(r.hardware)) for r in rows]
-    if all(peak(hw) for _, _, hw in flops) and hardware(rows[0].hardware).kind != "apple":
-        return {"compute": _round(_geomean(f / peak(hw) / t for f, t, hw in flops))}
-    return {"flop_per_byte": _round(_geomean(f / hw.bandwidth_bytes_per_s / t for f, t, hw in flops))}
+    data = []
+    for r in rows:
+        w, hw = work(r.model, r.dtype, r.flash), hardware(r.hardware)
+        moved = sum(w.scores(r.tokens * (r.tokens + 1) // 2).values()) / (hw.bandwidth_bytes_per_s * (bandwidth or 1))
+        seconds = r.tokens / r.measured - moved
+        if seconds > 0:
+            data.append((w.prompt_flops(r.tokens), seconds, hw))
+    if all(peak(hw) for _, _, hw in data) and data[0][2].kind != "apple":
+        return {"compute": _round(_geomean(f / peak(hw) / t for f, t, hw in data))}
+    return {"flop_per_byte": _round(_geomean(f / hw.bandwidth_bytes_per_s / t for f, t, hw in data))}
 
 
 def _geomean(values: Iterable[float]) -> float:
@@ -166,7 +177,7 @@ def fit(rows: list[Row]) -> dict[str, float]:
     if len(tg) >= 2:
         out.update(fit_decode(tg))
     if pp:
-        out.update(fit_prefill(pp))
+        out.update(fit_prefill(pp, out.get("bandwidth")))
     return out
 
 
@@ -180,7 +191,7 @@ def predict(r: Row, terms: dict[str, float]) -> float | None:
 
     f = Fitted(r.runtime, r.family, terms, {}, {}, ())
     setup = llamacpp.Setup((hardware(r.hardware),))
-    w = work(r.model, r.dtype)
+    w = work(r.model, r.dtype, r.flash)
     if r.phase == "decode":
         fig = llamacpp.decode(w, setup, r.tokens // 2, table=lambda *_: f)
     else:

@@ -296,7 +296,7 @@ def _only(f: Fitted | None, terms: tuple[str, ...], runtime: str) -> Fitted | No
 
 MOE = (
     "a mixture of experts: the factors were fitted on dense models' runs; held out, gpt-oss's decode came within 6% "
-    "but its prefill (many experts' small matmuls) 18% to 44% under (benchmarks/README.md, Speed)"
+    "but its prefill (many experts' small matmuls) 15% to 42% under (benchmarks/README.md, Speed)"
 )
 
 

@@ -102,6 +102,8 @@ def _step_reads(work: Work, depth: int, streams: int) -> dict[int | None, int]:
     out = {d: b + _more_experts(work, d, streams) for d, b in work.weights.items()}
     for dev, kv in work.kv(depth).items():
         out[dev] = out.get(dev, 0) + kv * streams
+    for dev, scores in work.scores(depth).items():
+        out[dev] = out.get(dev, 0) + scores * streams
     out[HOST] = out.get(HOST, 0) + work.lookup * streams
     return out
 
@@ -163,11 +165,14 @@ def prefill(
         whole = (work.resident or work.weights)[HOST]
         parts.append(_pcie_part(whole, math.ceil(prompt / ubatch), setup.gpus[0]))
     held, ubatches = work.resident or work.weights, math.ceil(prompt / ubatch)
+    scores = work.scores(prompt * (prompt + 1) // 2)  # token t scores t + 1 cells
+    for dev in scores.keys() - share.keys():
+        share[dev] = 0.0  # attention where no weight is (-nkvo: on the CPU)
     for dev, s in share.items():
         hw = _hardware(setup, dev)
         f = table(runtime, family(hw))
         used[hw.key] = f
-        parts.append(_prefill_part(hw, f, round(flops * s), held.get(dev, 0) * ubatches))
+        parts.append(_prefill_part(hw, f, round(flops * s), held.get(dev, 0) * ubatches, scores.get(dev, 0)))
     return _figure("prefill", parts, prompt, used, work, prompt, 1)
 
 
@@ -181,20 +186,22 @@ def _pcie_part(host_bytes: int, ubatches: int, gpu: Any) -> Part:
     return Part("pcie", moved, 0, None, moved / link, "PCIe/host memory", True)
 
 
-def _prefill_part(hw: Any, f: Fitted | None, flops: int, read: int) -> Part:
+def _prefill_part(hw: Any, f: Fitted | None, flops: int, read: int, scores: int = 0) -> Part:
     """A device's share of a prompt: its FLOPs at the fitted share of the peak, or, where more,
     its weights read once per ubatch (all of a mixture's experts: a ubatch's tokens pick most of
-    them) at the fitted share of the bandwidth; the bound takes both at their peaks."""
+    them) at the fitted share of the bandwidth; then, without flash attention, the scores moved
+    through memory (separate kernels: their time adds). The bound takes each at its peak."""
     top, reach, bw = ceiling(hw), effective(hw, f), hw.bandwidth_bytes_per_s
     e = f.get("bandwidth") if f else None
-    memory = read / (bw * e) if e else read / bw
+    share = e or 1.0  # no fitted factor: the peak
+    weights, moved = read / (bw * share), scores / (bw * share)
     compute = flops / reach if reach else None
-    bound = max(flops / top, read / bw) if top else None  # no FLOP/s in the catalog: no bound
-    seconds = None if compute is None else max(compute, memory)
-    limit = "memory bandwidth" if compute is not None and memory > compute else "compute"
+    bound = max(flops / top, read / bw) + scores / bw if top else None  # no FLOP/s in the catalog: no bound
+    seconds = None if compute is None else max(compute, weights) + moved
+    limit = "memory bandwidth" if compute is not None and weights + moved > compute else "compute"
     if not top and not reach:
         limit = "compute (no FLOP/s figure)"
-    return Part(hw.key, read, flops, seconds, bound, limit, hw.kind == "cpu")
+    return Part(hw.key, read + scores, flops, seconds, bound, limit, hw.kind == "cpu")
 
 
 def ttft(pre: Figure, streams: int = 1) -> Figure:

@@ -45,6 +45,13 @@ class Work:
     active: Fraction  # the share of routed-expert bytes a token reads
     resident: Mapping[int | None, int] | None = None  # every weight byte each device holds (None: as read)
     notes: tuple[str, ...] = ()  # what the reads leave out (no KV layout known: the cache's reads)
+    scores_per_cell: int = 0  # flash attention off: bytes the attention scores move per token and cell
+
+    def scores(self, cells: int) -> dict[int | None, int]:
+        """Bytes the attention scores of ``cells`` (token, context cell) pairs move, per device:
+        without flash attention llama.cpp's ``build_attn_mha`` writes KQ (f32, one per query head),
+        reads and writes it in ``ggml_soft_max_ext`` and reads it in the KQV product: 4 passes."""
+        return {d: round(self.scores_per_cell * cells * share) for d, share in self.kv_shares.items()}
 
     def kv(self, depth: int) -> dict[int | None, int]:
         """KV bytes a decode step at ``depth`` cells reads, per device."""
@@ -93,7 +100,19 @@ def llamacpp(planner: Any) -> Work:
     shares = {d: Fraction(c, n) for d, c in layers.items()} if p.kv_offload else {HOST: Fraction(1)}
     kinds = _kv_kinds(planner)
     return Work(weights, lookups(rows).row, kinds, shares, layers, forward.matmul_params,
-                forward.attention_width, active, resident, _unknown(planner.layout, planner.partial))  # fmt: skip
+                forward.attention_width, active, resident, _unknown(planner.layout, planner.partial),
+                _scores_per_cell(planner))  # fmt: skip
+
+
+SCORE_PASSES = 4  # KQ written, read and written by the softmax, read by KQV (f32 each)
+
+
+def _scores_per_cell(planner: Any) -> int:
+    """Without flash attention: query heads × attention layers × 4 B × 4 passes per (token, cell)."""
+    if planner.options.flash or planner.shape is None:
+        return 0
+    layers = sum(k.layers for k in getattr(planner.layout, "kinds", ()) if k.attention in ("full", "sliding"))
+    return planner.shape.heads * layers * 4 * SCORE_PASSES
 
 
 def _unknown(layout: Any, why: Any) -> tuple[str, ...]:
