@@ -7,5 +7,6 @@ what a token reads and computes, from the same tree and placement the memory pla
 """
 
 from .bounds import Bound, decode, prefill, weights_read
+from .estimate import RUNTIMES, Speed, speed
 
-__all__ = ["Bound", "decode", "prefill", "weights_read"]
+__all__ = ["RUNTIMES", "Bound", "Speed", "decode", "prefill", "speed", "weights_read"]
