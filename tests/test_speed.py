@@ -66,7 +66,9 @@ def test_the_committed_factors_are_what_the_script_fits_from_the_committed_data(
     rows, left = fit.read()
     assert len(rows) >= 90 and left > 0  # rows of cards not in the catalog stay in the data, unfitted
     committed = resources.files("paramcount.memory.speed").joinpath("factors.json").read_text(encoding="utf-8")
-    assert committed == fit.text(fit.factors(rows))
+    assert committed == fit.text(fit.factors(rows)), (
+        "factors.json is not what the data fits (a changed hardware figure?): run tools/speed_calibration/fit.py"
+    )
 
 
 def test_every_calibration_row_cites_its_source():
