@@ -19,6 +19,7 @@ COMMANDS = {
     "memory": ["memory"],
     "fit": ["fit"],
     "fit-gpu": ["fit", "--gpu", "rtx4090"],
+    "speed": ["speed", "--gpu", "RTX 4090"],
     "compute": ["compute"],
     "compare": ["compare", "gpt2"],
     "explain": ["explain"],

@@ -170,6 +170,10 @@ def test_rows_are_read_only():
     with pytest.raises(TypeError):
         row.flops["fp32"] = 1.0  # type: ignore[index]
     assert row.as_dict()["flops"]["fp32"] == 8.1e12
+    assert len(set(ROWS)) == len(ROWS) and {row: 1}[lookup("Tesla T4")] == 1  # rows are hashable
+    from dataclasses import replace
+
+    assert replace(row, usable_bytes=1) != row and replace(row, usable_bytes=1).flops == row.flops
 
 
 # --- detection, from recorded outputs (hardware.detect) ---
@@ -189,7 +193,7 @@ cpu cores\t: 56
 MEMINFO = "MemTotal:       2113464320 kB\nMemFree:         100 kB\nMemAvailable:   2013464320 kB\n"
 SMI = "NVIDIA H100 80GB HBM3, 81559, 81004\nNVIDIA GeForce RTX 3060, 12288, 11950\nSome Future GPU, 4096, [N/A]\n"
 ROCM = (
-    '{"card0": {"Card Series": "AMD Instinct MI300X", "VRAM Total Memory (B)": "206141652992", '
+    '{"card0": {"Card model": "0x74a1", "Card Series": "AMD Instinct MI300X", "VRAM Total Memory (B)": "206141652992", '
     '"VRAM Total Used Memory (B)": "291123200"}}'
 )
 
@@ -351,7 +355,7 @@ def test_gpu_auto_without_a_gpu_plans_llamacpp_on_the_cpu_with_its_features(caps
     assert doc["gpu"]["key"] == "ram" and doc["gpu"]["usable"] == 62914560 * 1024
     assert doc["ram"] == {"bytes": 62914560 * 1024, "host": doc["ram"]["host"], "fits": True}  # MemAvailable
     code, _, err = _cli(capsys, "fit", "Qwen/Qwen2.5-0.5B", "--gpu", "auto")  # transformers needs a GPU
-    assert code == 2 and "no GPU found on this machine" in err
+    assert code == 2 and "no GPU found on this machine: --gpu auto plans llama.cpp on the CPU" in err
 
 
 def test_gpu_auto_with_a_gpu_plans_for_the_detected_card(capsys, monkeypatch):
@@ -363,3 +367,16 @@ def test_gpu_auto_with_a_gpu_plans_for_the_detected_card(capsys, monkeypatch):
     assert code == 0 and doc["gpu"]["name"] == "NVIDIA GeForce RTX 3060 (detected)"
     assert doc["gpu"]["usable"] == 10240 * 2**20  # the free memory nvidia-smi reported
     assert doc["rows"][0]["ram"]["bytes"] == 62914560 * 1024
+
+
+def test_gpu_auto_under_ollama_plans_for_the_detected_card(capsys, monkeypatch, tmp_path):
+    import json
+
+    from .gguf_files import llama_spec, write
+
+    tiny = write(llama_spec("tiny", 4, 256, 8, 2, 512, 1000, context=8192), tmp_path / "tiny.gguf")
+    _machine(monkeypatch, gpus="NVIDIA GeForce RTX 3060, 12288, 10240\n")
+    code, out, _ = _cli(capsys, "memory", str(tiny), "--runtime", "ollama", "--gpu", "auto", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["gpu"]["name"] == "NVIDIA GeForce RTX 3060 (detected)"
+    assert doc["gpu"]["usable"] == 10240 * 2**20

@@ -38,6 +38,7 @@ examples:
   paramcount fit Qwen/Qwen3-30B-A3B --runtime llama.cpp --gpu 8GB   llama-fit-params' -c, -ngl and -ot for a card
   paramcount fit Qwen/Qwen3-30B-A3B --runtime llama.cpp --gpu rtx3090,rtx3060   and -ts over several cards
   paramcount compute openai/gpt-3-175b --tokens 300B --gpu a100-80gb --gpus 1024   FLOPs, 6·N·D, time
+  paramcount speed meta-llama/Llama-3.1-8B --gpu "RTX 4090" --runtime llama.cpp --dtype q4_k_m   decode, prefill, TTFT
   paramcount serve                           the local web page on http://127.0.0.1:8000/
   paramcount completion bash                 shell completion (or zsh, fish); how to install: its --help
 
@@ -954,7 +955,8 @@ def this_machine(args: argparse.Namespace, model: object) -> None:
 
     machine = detect()  # RAM: what can be had now without swapping (MemAvailable), as GPUs' free memory
     args.ram_bytes = args.ram_bytes or machine.ram_available_bytes or machine.ram_bytes
-    llama = not args.train and runtime(args.runtime, model) == "llama.cpp"  # type: ignore[arg-type]
+    ollama = args.runtime == "ollama"  # Ollama's plan: the detected GPU, nothing else of the machine
+    llama = not ollama and not args.train and runtime(args.runtime, model) == "llama.cpp"  # type: ignore[arg-type]
     if llama and args.cpu_features is None and machine.cpu.features:
         args.cpu_features = cpu_class(machine.cpu.features)
     if machine.gpus:
@@ -962,8 +964,7 @@ def this_machine(args: argparse.Namespace, model: object) -> None:
         return
     if not llama or not machine.ram_bytes:
         raise ParamcountError(
-            "no GPU found on this machine: --gpu auto plans llama.cpp on the CPU (add --runtime llama.cpp), "
-            "or name a GPU",
+            "no GPU found on this machine: --gpu auto plans llama.cpp on the CPU (--runtime llama.cpp), or name a GPU",
             field="--gpu",
         )
     args.device = args.device or "cpu"
@@ -1005,6 +1006,7 @@ def run_memory(argv: Sequence[str]) -> int:
     args.model = model_name(args, args.model)
     ctx_size(args)
     if ollama_runtime(args):
+        this_machine(args, None)
         return run_ollama(args, brief=False)
     ollama_defaults(args)
     options = plan_options(args)
@@ -1028,6 +1030,82 @@ def run_memory(argv: Sequence[str]) -> int:
         console(args.width).print(render.render_plan(result, card, args.ram_bytes))
     # as fit does, for scripts: `paramcount memory MODEL --gpu rtx4090 --context 32k && ...`
     return 0 if card is None or render.fits(result, card, args.ram_bytes) else 1
+
+
+def run_speed(argv: Sequence[str]) -> int:
+    from .memory.speed.estimate import RUNTIMES, speed
+    from .render import speed as render
+    from .render.text import console
+
+    p = Parser(
+        prog="paramcount speed",
+        description="How fast a model runs: decode tokens/s per stream at a context depth, prefill tokens/s of a "
+        "prompt and the time to its first token, under a runtime on named hardware. Each figure is an estimate "
+        "(fitted factors, with the expected error of its runtime and hardware family) beside its upper bound.",
+    )
+    model_positional(p, MODEL_FILES)
+    model_args(p, context=False)
+    p.add_argument(
+        "--gpu", required=True, metavar="NAME[,NAME…]",
+        help="the hardware, as benchmark tables name it ('RTX 3080 12GB', 'Apple M4 Pro 24GB', 'A100 SXM 80GB'); "
+        "several GPUs comma-separated (llama.cpp's layer split, vLLM's tensor parallel); a CPU's name: llama.cpp on "
+        "it; auto: this machine's",
+    )  # fmt: skip
+    p.add_argument(
+        "--runtime", metavar="R", help=f"{', '.join(RUNTIMES)} (default: llama.cpp for a GGUF, else transformers)"
+    )
+    p.add_argument("--dtype", metavar="SCHEME", help="weights: bf16, fp8, q4_k_m, q4_0, … (default: the runtime's)")
+    p.add_argument(
+        "--context", type=whole, default=4096, metavar="N", help="KV depth decode is timed at (default 4096)"
+    )
+    p.add_argument(
+        "--prompt", type=whole, default=512, metavar="N", help="prompt tokens for prefill and TTFT (default 512)"
+    )
+    p.add_argument("--concurrency", type=whole, default=1, metavar="N", help="streams decoding at once (default 1)")
+    p.add_argument(
+        "--cpu", metavar="NAME", help="the host CPU, for layers or tensors left in host memory (auto: this one)"
+    )
+    p.add_argument(
+        "--flash-attn", "-fa", choices=("auto", "on", "off"),
+        help="llama.cpp's flash attention (default auto: on; Ollama: off); off: the scores go through memory",
+    )  # fmt: skip
+    placement_args(p)
+    p.add_argument("--json", action="store_true", help="print JSON instead (schema paramcount.speed/1)")
+    p.add_argument("--width", type=width, help="terminal width for the text (default: the terminal's)")
+    args = p.parse_args(argv)
+    args.model = model_name(args, args.model)
+    options = {k: getattr(args, k) for k in ("gpu_layers", "overrides", "tensor_split", "split_mode", "main_gpu")}
+    options = placement_options({k: v for k, v in options.items() if v is not None} | _nkvo(args))
+    options |= {"flash_attn": args.flash_attn} if args.flash_attn else {}
+    gpus = _machine("gpu") if args.gpu.strip() == "auto" else [g.strip() for g in args.gpu.split(",") if g.strip()]
+    cpu = _machine("cpu")[0] if args.cpu and args.cpu.strip() == "auto" else args.cpu
+    model = load_model(args.model, args)
+    s = speed(model, gpus, args.runtime, args.dtype, args.context, args.prompt, args.concurrency, cpu, **options)
+    print_json(render.dumps(s)) if args.json else console(args.width).print(render.render(s))
+    return 0
+
+
+def _machine(what: str) -> list:
+    """``--gpu auto``: this machine's GPUs as the catalog has them (else its CPU: llama.cpp on it);
+    ``--cpu auto``: its CPU. Read here, at the edge (paramcount.hardware.detect)."""
+    from .hardware.detect import detect
+
+    m = detect()
+    gpus = [h for h in (g.hardware() for g in m.gpus) if h is not None] if what == "gpu" else []
+    if gpus:
+        return gpus
+    if m.cpu.row is not None:
+        return [m.cpu.row]
+    found = ", ".join(g.name for g in m.gpus) or "none read"
+    raise ParamcountError(
+        f"auto: neither this machine's GPUs ({found}) nor its CPU ({m.cpu.name or 'unread'}) are in the catalog; "
+        "name the hardware (`paramcount hardware` lists it)",
+        field=f"--{what}",
+    )
+
+
+def _nkvo(args: argparse.Namespace) -> dict:
+    return {"no_kv_offload": True} if args.no_kv_offload else {}
 
 
 OLLAMA_FLAGS = ("num_gpu", "free_vram")
@@ -1132,6 +1210,7 @@ def run_fit(argv: Sequence[str]) -> int:
     ctx_size(args)
     fitting = _fit_settings(args)
     if ollama_runtime(args):
+        this_machine(args, None)
         return run_ollama(args, brief=True)
     ollama_defaults(args)
     options = plan_options(args)
@@ -1309,6 +1388,7 @@ COMMANDS = {
     "memory": run_memory,
     "fit": run_fit,
     "compute": run_compute,
+    "speed": run_speed,
     "completion": run_completion,
     "hardware": run_hardware,
 }

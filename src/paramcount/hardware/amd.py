@@ -51,7 +51,7 @@ INSTINCT = (
               "mi200/mi250.html", 208, gen=4),
     _instinct("mi250x", "MI250X", 128, "HBM2e", 3276.8, tflops(fp64=47.9, fp32=47.9, fp16=383, bf16=383, int8=383),
               "mi200/mi250x.html", 220, gen=4),
-    _instinct("mi300x", "MI300X", 192, "HBM3", 5300, _MI300, "mi300/mi300x.html", 304, aliases=("MI300",),
+    _instinct("mi300x", "MI300X", 192, "HBM3", 5300, _MI300, "mi300/mi300x.html", 304, aliases=("MI300", "MI300X OAM"),
               features=("fp8",)),
     _instinct("mi325x", "MI325X", 256, "HBM3E", 6000, _MI300, "mi300/mi325x.html", 304, features=("fp8",)),
     # MI355X: memory and bandwidth from AMD's page; its per-dtype figures are not transcribed (left out)

@@ -18,36 +18,13 @@ from ..errors import ParamcountError
 from . import amd, apple, cpus, nvidia
 from .row import Hardware
 
-_VENDOR_WORDS = {
-    "nvidia",
-    "geforce",
-    "amd",
-    "radeon",
-    "instinct",
-    "tesla",
-    "apple",
-    "intel",
-    "r",
-    "tm",
-    "mac",
-    "rtx",
-    "gtx",
-    "rx",
-}
-_NOISE = {
-    "generation",
-    "edition",
-    "processor",
-    "cpu",
-    "gpu",
-    "hbm2",
-    "hbm2e",
-    "hbm3",
-    "hbm3e",
-    "gddr6",
-    "gddr6x",
-    "gddr7",
-}
+# words that name no product: vendors and brands, "(R)" and "(TM)", editions, memory types
+_VENDOR_WORDS = frozenset((
+    "nvidia", "geforce", "amd", "radeon", "instinct", "tesla", "apple", "intel", "r", "tm", "mac", "rtx", "gtx", "rx",
+))  # fmt: skip
+_NOISE = frozenset((
+    "generation", "edition", "processor", "cpu", "gpu", "hbm2", "hbm2e", "hbm3", "hbm3e", "gddr6", "gddr6x", "gddr7",
+))  # fmt: skip
 _MAX_NAME = 200
 
 
@@ -58,10 +35,7 @@ def catalog() -> tuple[Hardware, ...]:
 
 @cache
 def _rows() -> tuple[Hardware, ...]:
-    rows = (*nvidia.ALL, *amd.ALL, *apple.ALL, *cpus.ALL)
-    keys = [r.key for r in rows]
-    assert len(set(keys)) == len(keys), "duplicate catalog keys"
-    return rows
+    return (*nvidia.ALL, *amd.ALL, *apple.ALL, *cpus.ALL)  # keys unique: tests/test_hardware.py
 
 
 def words(name: str) -> frozenset[str]:

@@ -196,9 +196,11 @@ def parse_rocm_smi(text: str) -> list[GPUFound]:
     for card in cards.values() if isinstance(cards, dict) else ():
         if not isinstance(card, dict):
             continue
-        name = next((str(v) for k, v in card.items() if k.lower() in ("card series", "card sku", "card model")), None)
-        total = next((_int(str(v)) for k, v in card.items() if "total memory (b)" in k.lower()), None)
-        used = next((_int(str(v)) for k, v in card.items() if "total used memory (b)" in k.lower()), None)
+        fields = {str(k).lower(): str(v) for k, v in card.items()}
+        # "Card series" names the product ("AMD Instinct MI300X"); "Card model" is often a PCI id
+        name = next((fields[k] for k in ("card series", "card sku", "card model") if fields.get(k)), None)
+        total = _int(fields.get("vram total memory (b)", ""))
+        used = _int(fields.get("vram total used memory (b)", ""))
         if name and total:
             free = total - used if used is not None else None
             out.append(GPUFound(name, total, free, "rocm-smi", match(name, total)))

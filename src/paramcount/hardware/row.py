@@ -58,6 +58,9 @@ class Hardware:
         # a read-only view: the rows are shared by every caller
         object.__setattr__(self, "flops", MappingProxyType(dict(self.flops)))
 
+    def __hash__(self) -> int:  # the mapping of FLOP/s is not hashable; a row is its key
+        return hash(self.key)
+
     @property
     def unit(self) -> str:
         """The unit the vendor's memory figure is in: GiB when it is a whole number of them."""

@@ -1,10 +1,11 @@
 """How fast a served model can go at best: decode bounded by memory bandwidth, prefill by compute.
 
 Each decode step reads every weight a token uses once (for a mixture of experts, the shared
-weights and k of the E routed experts: the fewest bytes any step can read) and each running
-sequence's KV cache; it also does 2 FLOPs per weight per token plus the attention over the
-context. Pipeline stages run one after another for a token, so their times add; tensor-parallel
-ranks read their shards at the same time. So, for B sequences of T tokens,
+weights and k of the E routed experts: the fewest bytes any step can read; of an untied input
+embedding, only the rows its tokens look up, :mod:`.lookups`) and each running sequence's KV
+cache; it also does 2 FLOPs per weight per token plus the attention over the context. Pipeline
+stages run one after another for a token, so their times add; tensor-parallel ranks read their
+shards at the same time. So, for B sequences of T tokens,
 
     step ≥ max( Σ_stages (W_active + B·KV(T)) / bandwidth ,  B·F(T) / (TP·peak) )
 
@@ -19,8 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .core.gpus import GPU
-from .flops import forward_flops
+from ..core.gpus import GPU
+from ..flops import forward_flops
+from .lookups import lookups
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,7 @@ def decode(planner: Any, gpu: GPU, context: int, batch: int) -> Bound | None:
     if not gpu.bandwidth or not gpu.tflops:
         return None
     o, bw, peak = planner.o, gpu.bandwidth * 1e9, gpu.tflops * 1e12
-    weights = round(sum(s.share.bytes - s.share.experts * (1 - planner.active) for s in planner.stages))
+    weights = weights_read(planner, batch)
     kv = sum(s.pages.decode_bytes(batch, context, o.in_flight(context)) for s in planner.stages)
     flops = forward_flops(planner.model, context).per_token * batch
     memory_s, compute_s = (weights + kv) / bw, flops / (o.tp * peak)
@@ -59,6 +61,15 @@ def decode(planner: Any, gpu: GPU, context: int, batch: int) -> Bound | None:
         f"{compute_s * 1e3:.3f}) ms; {batch} / step = {batch / step:,.0f} tokens/s"
     )
     return Bound(batch / step, step, limit, formula)
+
+
+def weights_read(planner: Any, batch: int) -> int:
+    """Weight bytes one decode step of ``batch`` sequences reads on the busiest rank of each stage:
+    k of E routed experts, and of each untied embedding table the rows looked up (vLLM's
+    VocabParallelEmbedding holds 1/TP of the rows on each rank; a row is on one of them)."""
+    whole = sum(s.share.bytes - s.share.experts * (1 - planner.active) for s in planner.stages)
+    found = lookups(planner.weights.rows)
+    return round(whole - found.table / planner.o.tp + found.read(batch))
 
 
 def prefill(planner: Any, gpu: GPU, context: int) -> Bound | None:

@@ -1,0 +1,268 @@
+"""llama.cpp's speed: decode, prefill and time to first token over the memory plan's placement.
+
+Decode (``llama_decode`` of one token per stream): the devices run their layers one after another
+(``-sm layer``: ggml_backend_sched's splits, in layer order), so a step's time is the sum over
+devices of ``bytes read / (bandwidth · e) + layers · c`` (each the larger of that and its FLOPs at
+the family's compute share): ``e`` and ``c`` are the family's fitted ``bandwidth`` and ``layer_s``.
+
+Prefill (``llama_decode`` of a prompt in ubatches of ``-ub`` tokens, 512 by default): the matmuls'
+FLOPs at the family's share of its peak dense 16-bit rate, on the device holding each weight. A
+weight left in host memory is still multiplied on the first GPU for a batch of 32 tokens or more
+(ggml-cuda's ``ggml_backend_cuda_device_offload_op``: ``get_op_batch_size >= 32``), and
+``ggml_backend_sched_split_graph`` copies it there once per ubatch, over PCIe. On a CPU alone the
+prompt runs at the CPU's rate (no factor fitted: its bound is left unstated when the catalog has
+no FLOP/s for it).
+
+Time to first token: the prompt's prefill (the first token is sampled from its last logits); with
+``--parallel N`` prompts arriving together, llama-server batches them (``n_batch``), so each waits
+for all N.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ...errors import ParamcountError
+from .factors import Fitted, family, fitted
+from .figures import Figure, Part
+from .work import HOST, Work
+
+RUNTIME = "llama.cpp"
+OFFLOAD_BATCH = 32  # ggml-cuda get_op_batch_size threshold: a host weight's op moves to the GPU
+PEAK_DTYPES = ("fp16", "bf16", "fp32")  # the 16-bit matrix rate, else the vector rate
+Table = Callable[[str, str], "Fitted | None"]
+
+
+@dataclass(frozen=True)
+class Setup:
+    """The hardware a run uses: the GPUs in placement order (-ts, CUDA0 first), and the host CPU
+    (None: not named; needed only when layers stay in host memory)."""
+
+    gpus: tuple[Any, ...]
+    cpu: Any | None = None
+
+    def of(self, device: int | None) -> Any | None:
+        return self.cpu if device is HOST else self.gpus[device]
+
+
+def peak(hw: Any) -> float | None:
+    """The peak FLOP/s of ``hw`` a bound uses: its dense 16-bit matrix rate, else its vector
+    rate; None where the catalog has none (Apple's GPUs past M2, CPUs)."""
+    for dtype in PEAK_DTYPES:
+        if hw.flops.get(dtype):
+            return float(hw.flops[dtype])
+    return None
+
+
+def ceiling(hw: Any) -> float | None:
+    """The FLOP/s no kernel passes on ``hw``, for the bounds: the largest of its 16-bit, int8
+    (llama.cpp's quantised matmuls run on int8 units: ``mul_mat_q``) and fp32 rates."""
+    rates = [hw.flops[d] for d in ("fp16", "bf16", "int8", "fp32") if hw.flops.get(d)]
+    return float(max(rates)) if rates else None
+
+
+def effective(hw: Any, f: Fitted | None) -> float | None:
+    """The FLOP/s a prompt's matmuls reach: the family's fitted share of the peak, or (Apple,
+    whose GPU FLOP/s are not published past M2) its fitted FLOP/s per byte/s of bandwidth."""
+    if f is None:
+        return None
+    if f.get("flop_per_byte"):
+        return f.get("flop_per_byte") * hw.bandwidth_bytes_per_s
+    top, share = peak(hw), f.get("compute")
+    return top * share if top and share else None
+
+
+def decode(
+    work: Work, setup: Setup, depth: int, streams: int = 1, runtime: str = RUNTIME, table: Table = fitted
+) -> Figure:
+    """One decode step of ``streams`` sequences at ``depth`` cells of context (tokens/s per stream);
+    ``table`` gives the factors (the calibration passes the ones it is trying)."""
+    reads, parts, used = _step_reads(work, depth, streams), [], {}
+    share = _shares(work)
+    flops = work.flops(depth) * streams
+    for dev, read in reads.items():
+        layers = work.layers.get(dev, 0)
+        if dev is HOST and read <= work.lookup * streams:  # no layer, weight or cache there
+            parts.append(Part("host", read, 0, 0.0, 0.0, "embedding rows"))  # a few KB: GET_ROWS on the CPU
+            continue
+        hw = _hardware(setup, dev)
+        f = table(runtime, family(hw))
+        used[hw.key] = f
+        parts.append(_decode_part(hw, f, read, round(flops * share.get(dev, 0)), layers))
+    return _figure("decode", parts, 1, used, work, depth, streams)  # a step: one token per stream
+
+
+def _step_reads(work: Work, depth: int, streams: int) -> dict[int | None, int]:
+    """Bytes one step reads per device: the weights once (of routed experts, those any of the
+    streams' tokens picks: E·(1 − (1 − k/E)^N) of E for N tokens routed independently), each
+    stream's KV and embedding rows."""
+    out = {d: b + _more_experts(work, d, streams) for d, b in work.weights.items()}
+    for dev, kv in work.kv(depth).items():
+        out[dev] = out.get(dev, 0) + kv * streams
+    for dev, scores in work.scores(depth).items():
+        out[dev] = out.get(dev, 0) + scores * streams
+    out[HOST] = out.get(HOST, 0) + work.lookup * streams
+    return out
+
+
+def _more_experts(work: Work, device: int | None, streams: int) -> int:
+    """Routed-expert bytes ``streams`` tokens read beyond one token's k of E."""
+    a = float(work.active)
+    if streams == 1 or a >= 1 or work.resident is None:
+        return 0
+    experts = (work.resident.get(device, 0) - work.weights.get(device, 0)) / (1 - a)
+    return round(experts * ((1 - (1 - a) ** streams) - a))
+
+
+def _shares(work: Work) -> dict[int | None, float]:
+    """Each device's share of the matmul FLOPs: its share of the weights read."""
+    total = sum(work.weights.values()) or 1
+    return {d: b / total for d, b in work.weights.items()}
+
+
+def _hardware(setup: Setup, dev: int | None) -> Any:
+    hw = setup.of(dev)
+    if hw is None:
+        raise ParamcountError(
+            "layers or tensors stay in host memory: name the host's CPU (--cpu, e.g. 'Ryzen 9 7950X') for their speed",
+            field="--cpu",
+        )
+    return hw
+
+
+def _decode_part(hw: Any, f: Fitted | None, read: int, flops: int, layers: int) -> Part:
+    bw, top, reach = hw.bandwidth_bytes_per_s, ceiling(hw), effective(hw, f)
+    bound_compute = flops / top if top else 0.0
+    bound = max(read / bw, bound_compute)
+    e, c = (f.get("bandwidth"), f.get("layer_s") or 0.0) if f else (None, 0.0)
+    cpu = hw.kind == "cpu"
+    if not e:
+        return Part(hw.key, read, flops, None, bound, _limit(read / bw, bound_compute, 0.0), cpu)
+    memory, compute = read / (bw * e), flops / reach if reach else 0.0
+    seconds = max(memory, compute) + layers * c
+    return Part(hw.key, read, flops, seconds, bound, _limit(memory, compute, layers * c), cpu)
+
+
+def _limit(memory: float, compute: float, overhead: float) -> str:
+    top = max(memory, compute, overhead)
+    return "memory bandwidth" if top == memory else "compute" if top == compute else "per-layer launch/sync overhead"
+
+
+def prefill(
+    work: Work, setup: Setup, prompt: int, ubatch: int = 512, runtime: str = RUNTIME, table: Table = fitted
+) -> Figure:
+    """A prompt of ``prompt`` tokens in ubatches of ``ubatch``: FLOPs per device at its fitted
+    compute share, host weights copied to the first GPU once per ubatch (prompts of 32 or more)."""
+    flops, parts, used = work.prompt_flops(prompt), [], {}
+    share = _shares(work)
+    moved = setup.gpus and prompt >= OFFLOAD_BATCH
+    if moved and work.weights.get(HOST):  # every host tensor is copied whole: a ubatch uses most experts
+        host = share.pop(HOST)
+        share[0] = share.get(0, 0) + host
+        whole = (work.resident or work.weights)[HOST]
+        parts.append(_pcie_part(whole, math.ceil(prompt / ubatch), setup.gpus[0]))
+    held, ubatches = work.resident or work.weights, math.ceil(prompt / ubatch)
+    scores = work.scores(prompt * (prompt + 1) // 2)  # token t scores t + 1 cells
+    for dev in scores.keys() - share.keys():
+        share[dev] = 0.0  # attention where no weight is (-nkvo: on the CPU)
+    for dev, s in share.items():
+        hw = _hardware(setup, dev)
+        f = table(runtime, family(hw))
+        used[hw.key] = f
+        parts.append(_prefill_part(hw, f, round(flops * s), held.get(dev, 0) * ubatches, scores.get(dev, 0)))
+    return _figure("prefill", parts, prompt, used, work, prompt, 1)
+
+
+def _pcie_part(host_bytes: int, ubatches: int, gpu: Any) -> Part:
+    """The host weights copied over the first GPU's PCIe link once per ubatch: the link at its
+    peak, the bound; no measurement of it was fitted, so the estimate takes the bound."""
+    link = gpu.pcie_bytes_per_s
+    moved = host_bytes * ubatches
+    if not link:
+        return Part("pcie", moved, 0, None, 0.0, "PCIe (no link rate for this card)")
+    return Part("pcie", moved, 0, None, moved / link, "PCIe/host memory", True)
+
+
+def _prefill_part(hw: Any, f: Fitted | None, flops: int, read: int, scores: int = 0) -> Part:
+    """A device's share of a prompt: its FLOPs at the fitted share of the peak, or, where more,
+    its weights read once per ubatch (all of a mixture's experts: a ubatch's tokens pick most of
+    them) at the fitted share of the bandwidth; then, without flash attention, the scores moved
+    through memory (separate kernels: their time adds). The bound takes each at its peak."""
+    top, reach, bw = ceiling(hw), effective(hw, f), hw.bandwidth_bytes_per_s
+    e = f.get("bandwidth") if f else None
+    share = e or 1.0  # no fitted factor: the peak
+    weights, moved = read / (bw * share), scores / (bw * share)
+    compute = flops / reach if reach else None
+    bound = max(flops / top, read / bw) + scores / bw if top else None  # no FLOP/s in the catalog: no bound
+    seconds = None if compute is None else max(compute, weights) + moved
+    limit = "memory bandwidth" if compute is not None and weights + moved > compute else "compute"
+    if not top and not reach:
+        limit = "compute (no FLOP/s figure)"
+    return Part(hw.key, read + scores, flops, seconds, bound, limit, hw.kind == "cpu")
+
+
+def ttft(pre: Figure, streams: int = 1) -> Figure:
+    """Time to the first token: the prompt's prefill; ``streams`` prompts batched together finish
+    together, after all of them."""
+    seconds = None if pre.seconds is None else pre.seconds * streams
+    bound = None if pre.bound_seconds is None else pre.bound_seconds * streams
+    return Figure("ttft", seconds, bound, 1, pre.bound_by, pre.parts, pre.terms,
+                  pre.factors, pre.error, pre.why)  # fmt: skip
+
+
+def _figure(phase: str, parts: Sequence[Part], tokens: int, used: dict, work: Work, depth: int, streams: int) -> Figure:
+    """The parts summed: the devices run one after another. A host part (a CPU's, the PCIe copies)
+    with no fitted factor is taken at its peak: the estimate says so and carries no error."""
+    missing = [p for p in parts if p.seconds is None]
+    host_only = missing and all(p.host and p.bound_seconds for p in missing)
+    seconds = None if missing and not host_only else sum(p.seconds or p.bound_seconds or 0.0 for p in parts)
+    bound = None if any(p.bound_seconds is None for p in parts) else sum(p.bound_seconds for p in parts)
+    worst = max(parts, key=lambda p: p.seconds if p.seconds is not None else p.bound_seconds or 0.0)
+    binds = worst.limit if worst.device in ("host", "pcie") else f"{worst.limit} ({worst.device})"
+    if worst.host and worst.limit == "memory bandwidth":
+        binds = f"host memory ({worst.device})"
+    names = ", ".join(p.device for p in missing)
+    why = f"no factor fitted for {names}: only the bound" if missing else ""
+    if any(p.bound_seconds is None for p in missing):
+        why = f"no FLOP/s figure for {names} in the catalog and no factor fitted: neither an estimate nor a bound"
+    main = max((p for p in parts if p.device in used), key=lambda p: p.bytes + p.flops, default=None)
+    f = used.get(main.device) if main else None
+    error = f.expected(phase) if f and not missing else None
+    if host_only:
+        why = f"{names} at its peak (no measurement of it was fitted): the estimate is optimistic, its error unknown"
+    return Figure(phase, seconds, bound, tokens, binds, tuple(parts), _terms(work, depth, streams, phase),
+                  _factors(used, phase), error, why)  # fmt: skip
+
+
+def _terms(work: Work, depth: int, streams: int, phase: str) -> dict[str, Any]:
+    if phase == "prefill":
+        return {"prompt_tokens": depth, "flops": work.prompt_flops(depth), "matmul_params": work.matmul_params}
+    kv = work.kv(depth)
+    return {
+        "context_depth": depth,
+        "streams": streams,
+        "bytes_read_per_step": {
+            "weights": sum(work.weights.values()),
+            "kv_cache": sum(kv.values()) * streams,
+            "embedding_rows": work.lookup * streams,
+        },
+        "flops_per_token": work.flops(depth),
+        "routed_expert_share_read": str(work.active),
+    }
+
+
+def _factors(used: dict, phase: str) -> tuple[dict[str, Any], ...]:
+    names = ("bandwidth", "layer_s", "compute") if phase == "decode" else ("compute", "flop_per_byte")
+    out = []
+    for key, f in used.items():
+        if f is None:
+            continue
+        for n in names:
+            if f.get(n) is not None:
+                src = "factors.json (tools/speed_calibration/fit.py) over " + ", ".join(f.sources)
+                out.append({"device": key, "term": n, "value": f.get(n), "runtime": f.runtime, "family": f.family,
+                            "source": src})  # fmt: skip
+    return tuple(out)

@@ -1,0 +1,320 @@
+"""Speed: what a token reads and computes, the bounds, the estimates and their calibration."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+import paramcount
+from paramcount.memory import speed
+from paramcount.memory.core.gpus import gpu
+from paramcount.memory.runtimes import planner
+from paramcount.memory.speed.lookups import lookups
+
+BF16 = 2
+
+
+def test_decode_bound_reads_the_embedding_rows_looked_up_not_the_table():
+    p = planner(paramcount.load("meta-llama/Llama-3.1-8B"), "bf16", "vllm")
+    table, row = 128256 * 4096 * BF16, 4096 * BF16
+    assert lookups(p.weights.rows).table == table and lookups(p.weights.rows).row == row
+    assert speed.weights_read(p, 1) == p.stages[0].share.bytes - table + row
+    assert speed.weights_read(p, 3) == p.stages[0].share.bytes - table + 3 * row
+    d = speed.decode(p, gpu("h100"), 1, 1)
+    assert 221 <= d.tokens_per_s <= 224  # 15.01 GB a step at 3.35 TB/s; 207 when it read the whole table
+
+
+def test_a_tied_table_is_read_whole_by_the_head():
+    p = planner(paramcount.load("meta-llama/Llama-3.2-1B"), "bf16", "vllm")
+    assert lookups(p.weights.rows).table == 0
+    assert speed.weights_read(p, 1) == p.stages[0].share.bytes
+
+
+def test_positions_are_looked_up_too():
+    found = lookups(planner(paramcount.load("gpt2"), "bf16", "vllm").weights.rows)  # wte tied, wpe not
+    assert (found.table, found.row) == (1024 * 768 * BF16, 768 * BF16)
+    assert found.read(5000) == found.table  # no more than the table
+
+
+@pytest.mark.parametrize("context", [1, 4096])
+def test_the_bound_is_memory_bound_for_one_sequence(context):
+    p = planner(paramcount.load("meta-llama/Llama-3.1-8B"), "bf16", "vllm")
+    assert speed.decode(p, gpu("h100"), context, 1).limit == "memory"
+
+
+# ---- calibration ------------------------------------------------------------------------------
+
+
+def _fit_module():
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "tools" / "speed_calibration" / "fit.py"
+    spec = importlib.util.spec_from_file_location("speed_fit", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_committed_factors_are_what_the_script_fits_from_the_committed_data():
+    from importlib import resources
+
+    fit = _fit_module()
+    rows, left = fit.read()
+    assert len(rows) >= 90 and left > 0  # rows of cards not in the catalog stay in the data, unfitted
+    committed = resources.files("paramcount.memory.speed").joinpath("factors.json").read_text(encoding="utf-8")
+    assert committed == fit.text(fit.factors(rows)), (
+        "factors.json is not what the data fits (a changed hardware figure?): run tools/speed_calibration/fit.py"
+    )
+
+
+def test_every_calibration_row_cites_its_source():
+    import csv
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[1] / "tools" / "speed_calibration"
+    for path in folder.glob("*.csv"):
+        for row in csv.DictReader(path.open(encoding="utf-8")):
+            assert row["source"].startswith("https://github.com/ggml-org/llama.cpp/discussions/"), row
+            assert float(row["tokens_per_s"]) > 0
+
+
+# ---- what a token reads and computes ------------------------------------------------------------
+
+Q4_0 = (32, 18)  # values and bytes per block
+Q6_K = (256, 210)
+
+
+def _q(n: int, fmt: tuple[int, int]) -> int:
+    return n // fmt[0] * fmt[1]
+
+
+def _llama_work(name: str, dtype: str, **given):
+    from paramcount.memory.speed.work import llamacpp
+
+    return llamacpp(planner(paramcount.load(name), dtype, "llama.cpp", **given))
+
+
+def test_a_dense_token_reads_every_weight_but_the_embedding_table():
+    w = _llama_work("meta-llama/Llama-2-7b-hf", "q4_0")
+    h, f, layers, vocab = 4096, 11008, 32, 32000
+    per_layer = _q(4 * h * h, Q4_0) + _q(3 * h * f, Q4_0) + 2 * h * 4  # q k v o, gate up down, two f32 norms
+    head = _q(vocab * h, Q6_K) + h * 4  # llama.cpp keeps the output in Q6_K; the final norm in f32
+    assert dict(w.weights) == {0: layers * per_layer + head}
+    assert w.lookup == _q(h, Q4_0)  # one row of token_embd, not its 73,728,000 B
+    assert w.matmul_params == layers * (4 * h * h + 3 * h * f) + vocab * h
+
+
+def test_a_mixture_of_experts_token_reads_k_of_e_experts_and_the_shared_parts():
+    p = planner(paramcount.load("Qwen/Qwen3-30B-A3B"), "q4_0", "llama.cpp")
+    from paramcount.memory.speed.work import llamacpp
+
+    w = llamacpp(p)
+    h, layers, experts, k, inter = 2048, 48, 128, 8, 768
+    routed = sum(r.bytes for r in p.loaded.rows if r.kind == "experts")
+    assert routed == layers * _q(experts * 3 * inter * h, Q4_0)  # gate, up and down of 128 experts a layer
+    shared = sum(r.bytes for r in p.loaded.rows if r.kind not in ("experts", "embeddings"))
+    assert w.active == Fraction(k, experts)
+    assert w.weights[0] == shared + routed * k // experts
+    table = next(r for r in p.loaded.rows if r.kind == "embeddings")
+    assert w.lookup == table.bytes // table.shape[0]  # one row of the token embedding
+
+
+def test_kv_is_read_at_the_context_depth():
+    w = _llama_work("meta-llama/Llama-2-7b-hf", "q4_0")
+    cell = 32 * 2 * 4096 * 2  # layers × (K + V) × width × f16
+    assert w.kv(1000) == {0: 1000 * cell}
+    q8 = _llama_work("meta-llama/Llama-2-7b-hf", "q4_0", type_k="q8_0", type_v="q8_0")
+    assert q8.kv(1000) == {0: 1000 * 32 * 2 * _q(4096, (32, 34))}
+
+
+def test_a_sliding_window_layer_reads_at_most_its_window():
+    w = _llama_work("google/gemma-2-2b", "q8_0")
+    assert w.kv(100_000)[0] < w.kv(4096)[0] * 100_000 / 4096  # the local layers stop at 4,096
+
+
+def test_offloaded_layers_are_read_from_host_memory():
+    w = _llama_work("meta-llama/Llama-2-7b-hf", "q4_0", gpu_layers=20)
+    assert dict(w.layers) == {None: 13, 0: 19}  # -ngl 20: the output layer and the last 19
+    assert w.weights[None] + w.weights[0] == _llama_work("meta-llama/Llama-2-7b-hf", "q4_0").weights[0]
+
+
+# ---- the estimates ------------------------------------------------------------------------------
+
+
+def _speed(name: str = "meta-llama/Llama-2-7b-hf", gpus=("RTX 4090",), runtime="llama.cpp", dtype="q4_0", **kw):
+    from paramcount.memory.speed.estimate import speed as run
+
+    return run(paramcount.load(name), list(gpus), runtime, dtype, **kw)
+
+
+def test_llama_bench_on_a_4090_is_predicted_within_its_expected_error():
+    s = _speed(context=64, prompt=512)  # tg128 from an empty context, pp512: #15013's run of this card
+    assert s.decode.tokens_per_s == pytest.approx(186.21, rel=0.1)
+    assert s.prefill.tokens_per_s == pytest.approx(11992.70, rel=0.15)
+    assert s.decode.error["median"] < 0.1 and s.decode.error["rows"] >= 10
+    assert s.decode.bound_tokens_per_s > s.decode.tokens_per_s  # an estimate under its bound
+
+
+def test_decode_slows_as_the_context_fills():
+    rates = [_speed(context=c).decode.tokens_per_s for c in (1, 4096, 32768, 131072)]
+    assert rates == sorted(rates, reverse=True) and rates[-1] < rates[0] / 2
+
+
+def test_offloading_more_layers_to_the_host_slows_decode():
+    rates = [_speed(gpu_layers=n, cpu="EPYC 9124").decode for n in (33, 24, 16, 8)]
+    assert [f.tokens_per_s for f in rates] == sorted((f.tokens_per_s for f in rates), reverse=True)
+    assert rates[-1].bound_by.startswith("host memory") and rates[-1].error is None  # no CPU row was fitted
+    assert "optimistic" in rates[-1].why
+
+
+def test_the_bound_that_binds():
+    assert _speed().decode.bound_by.startswith("memory bandwidth")
+    assert _speed(concurrency=4096, context=64).decode.bound_by.startswith("compute")
+    assert _speed().prefill.bound_by.startswith("compute")
+    assert _speed(prompt=32).prefill.bound_by.startswith("memory bandwidth")  # the weights read for 32 tokens
+    tiny = _speed("Qwen/Qwen2.5-0.5B", dtype="q4_0", gpus=("RTX 5090",), context=1)
+    assert tiny.decode.bound_by.startswith("per-layer launch/sync overhead")
+
+
+@pytest.mark.parametrize(
+    ("runtime", "gpus", "dtype", "calibrated"),
+    [("llama.cpp", ("RTX 3090",), "q4_k_m", True), ("ollama", ("RTX 3090",), "q4_k_m", True),
+     ("vllm", ("H100 SXM",), "bf16", False), ("mlx", ("Apple M4 Max 128GB",), "bf16", False),
+     ("transformers", ("A100 SXM 80GB",), "bf16", None), ("llama.cpp", ("EPYC 9124",), "q4_0", False)],
+)  # fmt: skip
+def test_every_runtime_answers_for_a_catalog_model(runtime, gpus, dtype, calibrated):
+    s = _speed("Qwen/Qwen2.5-7B", gpus, runtime, dtype).to_dict()
+    assert s["decode"]["upper_bound"]["label"] == "upper bound" and s["decode"]["upper_bound"]["tokens_per_s"] > 0
+    if calibrated is None:  # bounds only: the estimate is absent, and the figure says why
+        assert s["decode_tokens_per_s"] is None and s["decode"]["note"]
+        return
+    assert s["decode"]["estimate"]["label"] == "estimate" and s["decode_tokens_per_s"] > 0
+    assert (s["decode"]["estimate"]["expected_error"] is not None) == calibrated
+    if gpus == ("EPYC 9124",):  # a CPU alone: decode at its peak, said so; no FLOP/s figure for a prompt
+        assert "optimistic" in s["decode"]["note"] and s["prefill_tokens_per_s"] is None
+        assert s["prefill"]["upper_bound"] is None and "neither an estimate nor a bound" in s["prefill"]["note"]
+        return
+    assert s["prefill_tokens_per_s"] > 0 and s["ttft_s"] > 0
+
+
+def test_vllm_splits_over_tensor_parallel_ranks_and_queues_prompts():
+    one = _speed("meta-llama/Llama-3.1-70B", ("H100 SXM",) * 4, "vllm", "bf16")
+    two = _speed("meta-llama/Llama-3.1-70B", ("H100 SXM",) * 8, "vllm", "bf16")
+    assert two.decode.tokens_per_s > one.decode.tokens_per_s and one.settings["tp"] == 4
+    busy = _speed("meta-llama/Llama-3.1-8B", ("H100 SXM",), "vllm", "bf16", concurrency=8)
+    alone = _speed("meta-llama/Llama-3.1-8B", ("H100 SXM",), "vllm", "bf16")
+    assert busy.ttft.seconds == pytest.approx(alone.ttft.seconds * 4.5)  # the mean wait of 8 queued prompts
+
+
+def test_llama_cpp_splits_layers_over_several_gpus():
+    s = _speed("meta-llama/Llama-3.1-8B", ("RTX 3090", "RTX 3060 12GB"), dtype="q8_0")
+    assert {p.device for p in s.decode.parts} >= {"rtx3090-24gb", "rtx3060-12gb"}
+
+
+# ---- the command ------------------------------------------------------------------------------
+
+
+def test_the_command_prints_the_figures_and_their_json(capsys):
+    import json
+
+    from paramcount.cli import main
+
+    argv = ["speed", "meta-llama/Llama-3.1-8B", "--gpu", "RTX 4090", "--runtime", "llama.cpp", "--dtype", "q4_k_m"]
+    assert main([*argv, "--width", "120"]) == 0
+    out = capsys.readouterr().out
+    assert "decode (per stream)" in out and "tok/s" in out and "upper bound" in out
+    assert main([*argv, "--json", "--context", "8192", "-ngl", "8", "--cpu", "EPYC 9124"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["schema"] == "paramcount.speed/1" and d["settings"]["context"] == 8192
+    assert {"decode_tokens_per_s", "prefill_tokens_per_s", "ttft_s"} <= set(d)
+    assert set(d["decode"]["terms"]["bytes_read_per_step"]) == {"weights", "kv_cache", "embedding_rows"}
+    assert d["decode"]["estimate"]["label"] == "estimate" and d["decode"]["bound_by"].startswith("host memory")
+    assert any(f["term"] == "bandwidth" for f in d["decode"]["factors"])
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--gpu", "RTX 9999"], "--gpu: unknown hardware 'RTX 9999'"),
+        (["--gpu", "RTX 4090", "--concurrency", "0"], "--concurrency"),
+        (["--gpu", "RTX 4090", "--runtime", "mlx"], "MLX runs on Apple silicon"),
+        (["--gpu", "RTX 4090", "--runtime", "tgi"], "--runtime: unknown runtime 'tgi'"),
+        (["--gpu", "RTX 4090", "--runtime", "llama.cpp", "-ngl", "10"], "--cpu: layers or tensors stay in host memory"),
+        (["--gpu", "RTX 4090", "--cpu", "RTX 3090", "--runtime", "llama.cpp", "-ngl", "10"], "--cpu: "),
+        (["--gpu", "Apple M4 Max 128GB,RTX 4090"], "--gpu: several devices are GPUs only"),
+        (["--gpu", "RTX 4090", "--runtime", "vllm", "--dtype", "q4_k_m"], "--dtype: q4_k_m is not a format vLLM"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
+    from paramcount.cli import main
+
+    assert main(["speed", "meta-llama/Llama-2-7b-hf", *argv]) == 2
+    out, err = capsys.readouterr()
+    assert not out and err.count("\n") == 1 and err.startswith("paramcount: error: ") and message in err, err
+
+
+def test_more_streams_read_more_experts_of_a_mixture():
+    from paramcount.memory.speed.llamacpp import _step_reads
+    from paramcount.memory.speed.work import llamacpp
+
+    w = llamacpp(planner(paramcount.load("Qwen/Qwen3-30B-A3B"), "q4_0", "llama.cpp"))
+    one, many = _step_reads(w, 0, 1)[0], _step_reads(w, 0, 64)[0]
+    experts = w.resident[0] - w.weights[0]  # (E − k)/E of the experts' bytes
+    assert many == pytest.approx(w.weights[0] + experts * 16 / 15 * ((1 - (15 / 16) ** 64) - 1 / 16), abs=2)
+    assert one < many < w.resident[0]
+
+
+def test_a_cache_kept_in_host_memory_is_read_there():
+    on_gpu = _speed("meta-llama/Llama-3.1-8B", dtype="q4_0", context=32768)
+    nkvo = _speed("meta-llama/Llama-3.1-8B", dtype="q4_0", context=32768, kv_offload=False, cpu="EPYC 9124")
+    host = next(p for p in nkvo.decode.parts if p.host)
+    assert host.bytes == 32768 * 32 * 2 * 8 * 128 * 2 + 4096 // 32 * 18  # the cache at depth, and one embedding row
+    assert nkvo.decode.tokens_per_s < on_gpu.decode.tokens_per_s
+
+
+def test_several_gpus_take_one_share_each():
+    with pytest.raises(paramcount.ParamcountError, match="2 shares for 1 GPU"):
+        _speed(tensor_split=(1.0, 1.0))
+
+
+def test_held_out_mixture_of_experts_runs_are_decoded_within_ten_percent():
+    """gpt-oss 20B and 120B (llama.cpp discussion #15396), never fitted: k of E experts read a step."""
+    fit = _fit_module()
+    rows, _ = fit.read(fit.HERE / "validation")
+    decode = [r for r in rows if r.phase == "decode"]
+    assert len(decode) == 2
+    from paramcount.memory.speed.factors import fitted
+
+    for r in decode:
+        predicted = fit.predict(r, fitted(r.runtime, r.family).terms)
+        assert predicted == pytest.approx(r.measured, rel=0.1), r
+
+
+def test_auto_is_this_machines_hardware(capsys, monkeypatch):
+    import json
+
+    from paramcount.cli import main
+    from paramcount.hardware import detect, lookup
+
+    found = detect.GPUFound("NVIDIA GeForce RTX 3090", 24 * 2**30, 20 * 2**30, "nvidia-smi", lookup("RTX 3090"))
+    cpu = detect.CPUFound("AMD EPYC 9124 16-Core Processor", 16, ("avx2",), lookup("EPYC 9124"))
+    monkeypatch.setattr(detect, "detect", lambda: detect.Machine((found,), None, None, cpu))
+    argv = ["speed", "meta-llama/Llama-2-7b-hf", "--runtime", "llama.cpp", "--dtype", "q4_0", "--json"]
+    assert main([*argv, "--gpu", "auto", "-ngl", "10", "--cpu", "auto"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["hardware"][0]["key"] == "rtx3090-24gb" and d["cpu"]["key"] == "epyc-9124"
+    monkeypatch.setattr(detect, "detect", lambda: detect.Machine((), None, None, detect.CPUFound("Mystery", 4, ())))
+    assert main([*argv, "--gpu", "auto"]) == 2
+    assert "auto: neither this machine's GPUs (none read) nor its CPU (Mystery)" in capsys.readouterr().err
+
+
+def test_without_flash_attention_the_scores_go_through_memory():
+    off = _llama_work("meta-llama/Llama-2-7b-hf", "q4_0", flash_attn="off")
+    assert off.scores_per_cell == 32 * 32 * 4 * 4  # heads × layers × f32 × (KQ, softmax in and out, KQV)
+    assert _llama_work("meta-llama/Llama-2-7b-hf", "q4_0").scores_per_cell == 0  # -fa auto: on
+    on, slow = (_speed(prompt=16384, flash_attn=fa).prefill for fa in ("on", "off"))
+    assert slow.tokens_per_s < on.tokens_per_s / 2  # a long prompt's scores: 16,384² cells a layer

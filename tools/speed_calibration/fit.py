@@ -1,0 +1,308 @@
+"""Fit paramcount's speed factors on the measurements in this folder and write them as package data.
+
+    python tools/speed_calibration/fit.py            # writes src/paramcount/memory/speed/factors.json
+    python tools/speed_calibration/fit.py --report   # and prints the residual tables (benchmarks/README.md)
+
+Each CSV row is one published measurement with its source (``source``: the thread, ``via``: what
+was transcribed). A row is fitted when its ``hardware`` names a row of ``paramcount.hardware`` and
+its backend is its vendor's own (CUDA on NVIDIA, ROCm on AMD, Metal on Apple); the others stay in
+the data, unfitted. The features come from paramcount itself: the bytes a step reads and the FLOPs
+a prompt does (:mod:`paramcount.memory.speed.work`, the memory plan's rows and placement).
+
+Per runtime and family:
+
+* decode (``tgN``: N tokens from an empty context, so at a mean depth of N/2 cells): the
+  measured seconds per token ``t = a · bytes/bandwidth + c · layers``, fitted by least squares on
+  relative error (a ≥ 1, c ≥ 0); ``bandwidth`` = 1/a and ``layer_s`` = c;
+* prefill (``pp512``): ``compute`` = the geometric mean over rows of (FLOPs / peak) / seconds, or,
+  where the catalog gives no FLOP/s (Apple past M2), ``flop_per_byte`` = the geometric mean of
+  FLOPs / (bandwidth · seconds) over every row of the family.
+
+The expected error of each figure is the leave-one-out error: each row predicted (by the
+package's own ``llamacpp.decode``/``prefill``) from the factors fitted on the other rows.
+tests/test_speed.py refits the committed data and checks factors.json is what this script writes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE.parents[1] / "src" / "paramcount" / "memory" / "speed" / "factors.json"
+NATIVE = {"nvidia": "CUDA", "amd": "ROCm", "apple": "Metal", "intel": "SYCL", "cpu": "CPU"}  # by vendor / kind
+PHASE = {"tg": "decode", "pp": "prefill"}  # llama-bench's tests: tgN (N tokens generated), ppN (a prompt of N)
+
+
+@dataclass(frozen=True)
+class Row:
+    source: str
+    runtime: str
+    family: str
+    hardware: str
+    model: str
+    dtype: str
+    test: str
+    measured: float  # tokens/s
+    device: str
+    flash: bool = True  # llama-bench -fa 1
+
+    @property
+    def phase(self) -> str:
+        return PHASE[self.test[:2]]
+
+    @property
+    def tokens(self) -> int:
+        return int(self.test.removeprefix("pp").removeprefix("tg"))
+
+
+def read(folder: Path = HERE) -> tuple[list[Row], int]:
+    """The fitted rows of every CSV in ``folder``, and how many rows were left out."""
+    from paramcount.hardware import catalog
+    from paramcount.memory.speed.factors import family
+
+    known = {h.key: h for h in catalog()}
+    rows, left = [], 0
+    for path in sorted(folder.glob("*.csv")):
+        with path.open(newline="", encoding="utf-8") as f:
+            for r in csv.DictReader(f):
+                hw = known.get(r["hardware"])
+                native = NATIVE[hw.vendor if hw.kind == "gpu" else hw.kind] if hw else None
+                if native is None or native != r["backend"] or r["test"][:2] not in PHASE:
+                    left += 1
+                    continue
+                rows.append(Row(r["source"], r["runtime"], family(hw), hw.key, r["model"], r["dtype"], r["test"],
+                                float(r["tokens_per_s"]), r["device"], r["flash_attn"] == "1"))  # fmt: skip
+    return rows, left
+
+
+@cache
+def work(model: str, dtype: str, flash: bool = True):
+    import paramcount
+    from paramcount.memory.runtimes import planner
+    from paramcount.memory.speed.work import llamacpp
+
+    fa = "on" if flash else "off"
+    return llamacpp(planner(paramcount.load(model), dtype, "llama.cpp", flash_attn=fa))
+
+
+@cache
+def hardware(key: str):
+    from paramcount.hardware import catalog
+
+    return next(h for h in catalog() if h.key == key)
+
+
+# ---- the fits ---------------------------------------------------------------------------------
+
+
+def decode_features(r: Row) -> tuple[float, float]:
+    """(bytes read / bandwidth, layers) of one tg row on one GPU: the package's own step reads
+    (``llamacpp._step_reads``: weights touched, KV and scores at depth; the host's rows aside)."""
+    from paramcount.memory.speed.llamacpp import _step_reads
+    from paramcount.memory.speed.work import HOST
+
+    w, hw = work(r.model, r.dtype, r.flash), hardware(r.hardware)
+    read = sum(b for d, b in _step_reads(w, r.tokens // 2, 1).items() if d is not HOST)
+    return read / hw.bandwidth_bytes_per_s, sum(n for d, n in w.layers.items() if d is not HOST)
+
+
+def fit_decode(rows: list[Row]) -> dict[str, float]:
+    """``t = a·x + c·L`` by least squares on relative error, a ≥ 1, c ≥ 0."""
+    data = [(*decode_features(r), 1 / r.measured) for r in rows]
+    a, c = _least_squares(data)
+    if a < 1:
+        a, c = 1.0, _one(data, 1.0)
+    if c < 0:
+        a, c = max(1.0, sum(x / t for x, _, t in data) / sum((x / t) ** 2 for x, _, t in data)), 0.0
+    return {"bandwidth": _round(1 / a), "layer_s": _round(c)}
+
+
+def _least_squares(data: list[tuple[float, float, float]]) -> tuple[float, float]:
+    """Minimise Σ((a·x + c·L)/t − 1)²: the 2×2 normal equations."""
+    sxx = sum((x / t) ** 2 for x, _, t in data)
+    sll = sum((n / t) ** 2 for _, n, t in data)
+    sxl = sum(x * n / t**2 for x, n, t in data)
+    sx, sl = sum(x / t for x, _, t in data), sum(n / t for _, n, t in data)
+    det = sxx * sll - sxl * sxl
+    if abs(det) < 1e-30 * max(sxx * sll, 1e-300):  # one layer count and one size: c is not identified
+        return max(1.0, sx / sxx), 0.0
+    return (sx * sll - sl * sxl) / det, (sxx * sl - sxl * sx) / det
+
+
+def _one(data: list[tuple[float, float, float]], a: float) -> float:
+    """c for a fixed a."""
+    return max(0.0, sum((1 - a * x / t) * n / t for x, n, t in data) / sum((n / t) ** 2 for _, n, t in data))
+
+
+def fit_prefill(rows: list[Row], bandwidth: float | None) -> dict[str, float]:
+    """The family's compute share (geometric mean), or its FLOP/s per byte/s where the hardware is
+    Apple's: over the seconds each prompt's matmuls take, what the attention scores moved through
+    memory without flash attention leave (at the family's fitted ``bandwidth``)."""
+    from paramcount.memory.speed.llamacpp import peak
+
+    data = []
+    for r in rows:
+        w, hw = work(r.model, r.dtype, r.flash), hardware(r.hardware)
+        moved = sum(w.scores(r.tokens * (r.tokens + 1) // 2).values()) / (hw.bandwidth_bytes_per_s * (bandwidth or 1))
+        seconds = r.tokens / r.measured - moved
+        if seconds > 0:
+            data.append((w.prompt_flops(r.tokens), seconds, hw))
+    if all(peak(hw) for _, _, hw in data) and data[0][2].kind != "apple":
+        return {"compute": _round(_geomean(f / peak(hw) / t for f, t, hw in data))}
+    return {"flop_per_byte": _round(_geomean(f / hw.bandwidth_bytes_per_s / t for f, t, hw in data))}
+
+
+def _geomean(values: Iterable[float]) -> float:
+    v = list(values)
+    return math.exp(sum(math.log(x) for x in v) / len(v))
+
+
+def _round(x: float) -> float:
+    return float(f"{x:.6g}")
+
+
+def fit(rows: list[Row]) -> dict[str, float]:
+    """Every term for one runtime and family."""
+    out: dict[str, float] = {}
+    tg = [r for r in rows if r.phase == "decode"]
+    pp = [r for r in rows if r.phase == "prefill"]
+    if len(tg) >= 2:
+        out.update(fit_decode(tg))
+    if pp:
+        out.update(fit_prefill(pp, out.get("bandwidth")))
+    return out
+
+
+# ---- predictions and residuals ----------------------------------------------------------------
+
+
+def predict(r: Row, terms: dict[str, float]) -> float | None:
+    """The package's own estimate of row ``r`` with these factors (tokens/s), or None."""
+    from paramcount.memory.speed import llamacpp
+    from paramcount.memory.speed.factors import Fitted
+
+    f = Fitted(r.runtime, r.family, terms, {}, {}, ())
+    setup = llamacpp.Setup((hardware(r.hardware),))
+    w = work(r.model, r.dtype, r.flash)
+    if r.phase == "decode":
+        fig = llamacpp.decode(w, setup, r.tokens // 2, table=lambda *_: f)
+    else:
+        fig = llamacpp.prefill(w, setup, r.tokens, table=lambda *_: f)
+    return fig.tokens_per_s
+
+
+def leave_one_out(rows: list[Row]) -> list[tuple[Row, float | None]]:
+    """Each row's prediction from the factors fitted without it."""
+    out = []
+    for i, r in enumerate(rows):
+        others = [o for j, o in enumerate(rows) if j != i]
+        out.append((r, predict(r, fit(others))))
+    return out
+
+
+def summary(errors: list[float]) -> dict[str, float]:
+    """Median and 90th percentile of |error| (nearest rank)."""
+    a = sorted(abs(e) for e in errors)
+    return {"median": round(statistics.median(a), 4), "p90": round(a[min(len(a) - 1, math.ceil(0.9 * len(a)) - 1)], 4)}
+
+
+def groups(rows: list[Row]) -> dict[tuple[str, str], list[Row]]:
+    out: dict[tuple[str, str], list[Row]] = {}
+    for r in rows:
+        out.setdefault((r.runtime, r.family), []).append(r)
+    return dict(sorted(out.items()))
+
+
+def factors(rows: list[Row]) -> dict:
+    """The document factors.json holds."""
+    out = []
+    for (runtime, fam), rs in groups(rows).items():
+        terms = fit(rs)
+        loo = leave_one_out(rs)
+        error, count = {}, {}
+        for phase in ("decode", "prefill"):
+            errs = [p / r.measured - 1 for r, p in loo if r.phase == phase and p]
+            count[phase] = sum(r.phase == phase for r in rs)
+            if errs:
+                error[phase] = summary(errs)
+        out.append({"runtime": runtime, "family": fam, "terms": terms, "rows": count, "error": error,
+                    "sources": sorted({r.source for r in rs})})  # fmt: skip
+    return {
+        "schema": "paramcount.speed-factors/1",
+        "fitted_by": "tools/speed_calibration/fit.py",
+        "data": "tools/speed_calibration/*.csv",
+        "error": "leave-one-out |predicted/measured - 1|: median and 90th percentile",
+        "factors": out,
+    }
+
+
+def text(doc: dict) -> str:
+    return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
+
+
+def report(rows: list[Row], left: int) -> str:
+    """Markdown: residuals per runtime and family (leave-one-out), then every row."""
+    lines = [
+        f"{len(rows)} rows fitted, {left} left out (hardware not in the catalog, another backend).",
+        "",
+        "| runtime | family | phase | rows | median abs error | p90 abs error |",
+        "|---|---|---|---:|---:|---:|",
+    ]
+    every = []
+    for (runtime, fam), rs in groups(rows).items():
+        loo = leave_one_out(rs)
+        every += loo
+        for phase in ("decode", "prefill"):
+            errs = [p / r.measured - 1 for r, p in loo if r.phase == phase and p]
+            if errs:
+                s = summary(errs)
+                lines.append(f"| {runtime} | {fam} | {phase} | {len(errs)} | {s['median']:.1%} | {s['p90']:.1%} |")
+    lines += ["", "| device | model | dtype | test | measured t/s | predicted t/s (leave-one-out) | error |",
+              "|---|---|---|---|---:|---:|---:|"]  # fmt: skip
+    for r, p in every:
+        err = f"{p / r.measured - 1:+.1%}" if p else "—"
+        lines.append(f"| {r.device} | {r.model} | {r.dtype} | {r.test} | {r.measured:g} | {p or 0:.1f} | {err} |")
+    return "\n".join(lines)
+
+
+def validation(folder: Path = HERE / "validation") -> str:
+    """Markdown: the held-out rows (``validation/*.csv``, never fitted) against the committed factors."""
+    from paramcount.memory.speed.factors import fitted
+
+    rows, left = read(folder)
+    lines = [
+        "| device | model | dtype | test | measured t/s | predicted t/s | error |",
+        "|---|---|---|---|---:|---:|---:|",
+    ]
+    for r in rows:
+        f = fitted(r.runtime, r.family)
+        p = predict(r, f.terms) if f else None
+        err = f"{p / r.measured - 1:+.1%}" if p else "—"
+        lines.append(f"| {r.device} | {r.model} | {r.dtype} | {r.test} | {r.measured:g} | {p or 0:.1f} | {err} |")
+    return "\n".join(lines) + (f"\n\n{left} rows left out (hardware not in the catalog)." if left else "")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--report", action="store_true", help="print the residual tables as Markdown")
+    ap.add_argument("--out", type=Path, default=OUT)
+    args = ap.parse_args()
+    rows, left = read()
+    args.out.write_text(text(factors(rows)), encoding="utf-8")
+    print(f"wrote {args.out} from {len(rows)} rows ({left} left out)")
+    if args.report:
+        print(report(rows, left))
+        print("\nHeld out (tools/speed_calibration/validation/, never fitted):\n")
+        print(validation())
+
+
+if __name__ == "__main__":
+    main()
