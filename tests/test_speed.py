@@ -246,7 +246,10 @@ def test_the_command_prints_the_figures_and_their_json(capsys):
         (["--gpu", "RTX 4090", "--runtime", "llama.cpp", "-ngl", "10"], "--cpu: layers or tensors stay in host memory"),
         (["--gpu", "RTX 4090", "--cpu", "RTX 3090", "--runtime", "llama.cpp", "-ngl", "10"], "--cpu: "),
         (["--gpu", "Apple M4 Max 128GB,RTX 4090"], "--gpu: several devices are GPUs only"),
-        (["--gpu", "RTX 4090", "--runtime", "vllm", "--dtype", "q4_k_m"], "--dtype: q4_k_m is not a format vLLM"),
+        (
+            ["--gpu", "RTX 4090", "--runtime", "vllm", "--dtype", "q4_k_m"],
+            "--dtype: q4_k_m is a GGUF type: llama.cpp and Ollama load it",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
@@ -308,8 +311,11 @@ def test_auto_is_this_machines_hardware(capsys, monkeypatch):
     d = json.loads(capsys.readouterr().out)
     assert d["hardware"][0]["key"] == "rtx3090-24gb" and d["cpu"]["key"] == "epyc-9124"
     monkeypatch.setattr(detect, "detect", lambda: detect.Machine((), None, None, detect.CPUFound("Mystery", 4, ())))
-    assert main([*argv, "--gpu", "auto"]) == 2
-    assert "auto: neither this machine's GPUs (none read) nor its CPU (Mystery)" in capsys.readouterr().err
+    assert main([*argv, "--gpu", "auto"]) == 2  # under --json, the error is a JSON object on stdout
+    assert (
+        "auto: neither this machine's GPUs (none read) nor its CPU (Mystery)"
+        in json.loads(capsys.readouterr().out)["error"]
+    )
 
 
 def test_without_flash_attention_the_scores_go_through_memory():
