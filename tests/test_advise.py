@@ -172,3 +172,26 @@ def load_gpu(name: str):
     from paramcount.memory.core.gpus import gpu
 
     return gpu(name)
+
+
+def test_recommendations_carry_the_speed_model_s_figures():
+    """Decode, prefill and TTFT from paramcount.memory.speed for the chosen settings: an estimate
+    with its expected error where llama.cpp's factors were fitted, a labelled bound for
+    transformers, and why there is none for a bare size or weights in RAM on an unnamed CPU."""
+    from paramcount.memory.speed import speed
+
+    model = load("meta-llama/Llama-3.1-8B")
+    llama, _, hf = recommend(model, "rtx3060", ram=32 * GIB)
+    same = speed(model, ["rtx3060"], "llama.cpp", "q8_0", 4096, 512, flash_attn="on", gpu_layers=33).to_dict()
+    assert llama.speed["decode"]["value"] == same["decode_tokens_per_s"]
+    assert llama.speed["decode"]["label"] == "estimate" and llama.speed["decode"]["expected_error"]["p90"] > 0
+    assert hf.speed["decode"]["label"] == "upper bound"
+    (sized,) = recommend(model, "12GiB", ram=32 * GIB, runtimes=["llama.cpp"])
+    assert "not a card of the catalog" in sized.speed["unavailable"]
+    moe = load("Qwen/Qwen3-30B-A3B")
+    kw = {"ram": 64 * 10**9, "runtimes": ["llama.cpp"], "schemes": {"llama.cpp": ["q8_0"]}}
+    (blind,) = recommend(moe, "rtx4090", **kw)
+    assert "name the host's CPU" in blind.speed["unavailable"]
+    (seen,) = recommend(moe, "rtx4090", cpu="Ryzen 9 7950X", **kw)
+    assert seen.speed["decode"]["value"] < llama.speed["decode"]["value"] * 10  # a figure, from the host's bandwidth
+    assert seen.speed["decode"]["label"] == "estimate"

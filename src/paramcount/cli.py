@@ -1195,6 +1195,12 @@ def run_fit(argv: Sequence[str]) -> int:
         help="inference precisions to show, comma-separated (default: fp32,bf16,int8,int4,nf4,q8_0,q4_k_m; "
         "a checkpoint adds stored first)",
     )
+    p.add_argument(
+        "--cpu",
+        metavar="NAME",
+        help="the host CPU, for the speed of what a recommendation leaves in RAM (auto: this one; the default"
+        " with --gpu auto)",
+    )
     f = p.add_argument_group("llama-fit-params (--runtime llama.cpp with --gpu)")
     f.add_argument(
         "--fit-target",
@@ -1217,7 +1223,10 @@ def run_fit(argv: Sequence[str]) -> int:
     only = options.pop("precision", None) if args.train else args.dtype
     mode, shown = ("training" if args.train else "inference"), tuple(only.split(",")) if only else None
     model = load_model(args.model, args)
+    auto = (args.gpu or "").strip().lower() == "auto"
     this_machine(args, model)
+    if args.cpu is None and auto:
+        args.cpu = "auto"  # the recommendations' speed: this machine's CPU for what stays in RAM
     options = plan_options(args)  # again: --gpu auto may have set the device and CPU features
     options.pop("precision", None)
     if args.ram_bytes and not args.gpu:
@@ -1253,7 +1262,20 @@ def recommendations(args: argparse.Namespace, model: object, result: object, sho
     chosen = runtime(args.runtime, model) if args.runtime else None  # type: ignore[arg-type]
     schemes = {chosen: shown} if chosen and shown else None
     runtimes = (chosen,) if chosen else None
-    return recommend(model, result.gpu, ram=args.ram_bytes, context=args.context, runtimes=runtimes, schemes=schemes)  # type: ignore[attr-defined]
+    cpu = _host_cpu(args.cpu)
+    return recommend(
+        model, result.gpu, ram=args.ram_bytes, context=args.context, runtimes=runtimes, schemes=schemes, cpu=cpu
+    )  # type: ignore[attr-defined]
+
+
+def _host_cpu(name: str | None) -> object:
+    """--cpu for the recommendations' speed: a catalog name, ``auto`` (this machine's, or none
+    where its CPU is not in the catalog: the speed then says what it lacks)."""
+    if name is None or name.strip().lower() != "auto":
+        return name
+    from .hardware.detect import detect
+
+    return detect().cpu.row
 
 
 def _fit_settings(args: argparse.Namespace) -> dict:

@@ -33,11 +33,13 @@ def recommend(
     context: int | None = None,
     runtimes: Sequence[str] | None = None,
     schemes: Mapping[str, Sequence[str]] | None = None,
+    cpu: Any = None,
 ) -> tuple[Recommendation, ...]:
     """The best scheme and the largest context that fit ``gpu`` under each runtime, with the
     command to run it. ``ram``: host memory free for the model (None: not checked, said so);
     ``context``: the least context a recommendation must hold (default: the model's, ≤ 4,096);
-    ``schemes``: the schemes a runtime may use (the user's --dtype), by runtime, best first."""
+    ``schemes``: the schemes a runtime may use (the user's --dtype), by runtime, best first;
+    ``cpu``: the host CPU (a hardware row or name), whose speed counts for weights left in RAM."""
     from . import llamacpp, ollama, transformers, vllm
 
     model = as_model(model)
@@ -51,8 +53,49 @@ def recommend(
             raise ParamcountError(
                 f"no recommendation for runtime {name!r}; one of {', '.join(RUNTIMES)}", field="--runtime"
             )
-        out.append(makers[name](model, gpu, ram, least, tuple((schemes or {}).get(name) or ())))
+        found = makers[name](model, gpu, ram, least, tuple((schemes or {}).get(name) or ()))
+        out.append(with_speed(model, found, gpu, cpu) if found.fits else found)
     return tuple(out)
+
+
+SPEED_DEPTH = 4096  # decode is said at this many tokens of context (or the whole context, if shorter)
+SPEED_PROMPT = 512  # prefill and TTFT of a prompt this long (llama-bench's pp512)
+
+
+def with_speed(model: Any, rec: Recommendation, gpu: Any, cpu: Any = None) -> Recommendation:
+    """``rec`` with its decode, prefill and TTFT as :func:`paramcount.memory.speed.speed` predicts
+    them on this card (and ``cpu``, the host, for weights left there), or why there are none."""
+    from dataclasses import replace
+
+    from ..memory.core.gpus import gpu as find_gpu
+    from ..memory.core.gpus import hardware_row
+    from ..memory.speed import speed
+
+    row = hardware_row(find_gpu(gpu))
+    if row is None:
+        return replace(rec, speed={"unavailable": "a size, not a card of the catalog: name the card for its speed"})
+    depth = min(rec.context or SPEED_DEPTH, SPEED_DEPTH)
+    options = {k: v for k, v in rec.options.items() if v is not None}
+    dtype = None if rec.scheme == "stored" else rec.scheme
+    try:
+        s = speed(model, [row], rec.runtime, dtype, depth, SPEED_PROMPT, 1, cpu, **options)
+    except ParamcountError as e:
+        return replace(rec, speed={"unavailable": e.message})
+    return replace(rec, speed=_speed_dict(s.to_dict(), depth))
+
+
+def _speed_dict(d: dict[str, Any], depth: int) -> dict[str, Any]:
+    """The three figures, each an estimate (with its expected error) or, without one, a bound."""
+    out: dict[str, Any] = {"context_depth": depth, "prompt_tokens": SPEED_PROMPT}
+    for phase in ("decode", "prefill", "ttft"):
+        f = d[phase]
+        shown = f["estimate"] or f["upper_bound"]
+        if shown is None:
+            out[phase] = None
+            continue
+        value = shown.get("seconds") if phase == "ttft" else shown.get("tokens_per_s")
+        out[phase] = {"value": value, "label": shown["label"], "expected_error": shown.get("expected_error")}
+    return out
 
 
 def _default_runtimes(model: Any) -> tuple[str, ...]:

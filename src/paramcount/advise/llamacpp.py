@@ -69,7 +69,8 @@ def _whole(model: Any, scheme: str, card: Any, ram: int | None, least: int) -> R
     why = "every layer on the GPU" + ("; the context is the model's limit" if longest == limit else "")
     why += "; text only (--mmproj FILE adds the vision tower)" if p.options.text_only else ""
     command = server_command(_file(model, scheme), longest, placed.placement.arguments(), FLASH, p.options.text_only)
-    return Recommendation("llama.cpp", scheme, longest, True, plan.total, plan.host, command, why, "gpu", plan)
+    options = _options(p, placed)
+    return Recommendation("llama.cpp", scheme, longest, True, plan.total, plan.host, command, why, "gpu", plan, options)
 
 
 def _offloaded(model: Any, scheme: str, card: Any, ram: int | None, least: int) -> Recommendation | None:
@@ -96,7 +97,17 @@ def _offloaded(model: Any, scheme: str, card: Any, ram: int | None, least: int) 
     why = f"{where} in host memory ({ram_words(ram)})"
     why += "; text only (--mmproj FILE adds the vision tower)" if p.options.text_only else ""
     command = server_command(_file(model, scheme), least, placed.placement.arguments(), FLASH, p.options.text_only)
-    return Recommendation("llama.cpp", scheme, least, True, plan.total, plan.host, command, why, "offload", plan)
+    options = _options(p, placed)
+    return Recommendation(
+        "llama.cpp", scheme, least, True, plan.total, plan.host, command, why, "offload", plan, options
+    )
+
+
+def _options(p: Any, placed: Any) -> dict[str, Any]:
+    """The planner options the command sets, as the speed model takes them."""
+    where = placed.placement
+    return {"flash_attn": FLASH, "text_only": p.options.text_only or None, "gpu_layers": where.gpu_layers,
+            "overrides": where.overrides or None}  # fmt: skip
 
 
 def _file(model: Any, scheme: str) -> str:

@@ -24,6 +24,8 @@ class Recommendation:
     why: str
     placement: str = "gpu"  # gpu | offload (layers or experts in host memory) | none
     plan: Plan | None = field(default=None, repr=False, compare=False)
+    options: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # the runtime's, for speed
+    speed: dict[str, Any] | None = None  # decode, prefill and TTFT as paramcount.memory.speed predicts them
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -36,6 +38,7 @@ class Recommendation:
             "placement": self.placement,
             "command": self.command,
             "why": self.why,
+            "speed": self.speed,
         }
 
 

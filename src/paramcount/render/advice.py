@@ -32,8 +32,37 @@ def lines(recs: Sequence[Recommendation]) -> list[Text]:
         scheme = f"{r.scheme} at " if r.scheme else ""
         said = f"  {name}  {scheme}{r.context:,} tokens: {_gib(r.gpu_bytes)} GiB GPU{host}; {r.why}"
         out.append(Text(said))
+        if r.speed:
+            out.append(Text(f"    {speed_words(r.speed)}", style="dim"))
         out.append(Text(f"    {r.command}", no_wrap=True, overflow="ignore", style="cyan"))
     return out
+
+
+def speed_words(s: dict[str, Any]) -> str:
+    """``decode ≈35 tokens/s at 4,096 deep (estimate, 90% within ±9%), a 512-token prompt in ≈0.28 s``;
+    a bound says ``≤``; an estimate fitted on no held-out rows says it has no expected error."""
+    if "unavailable" in s:
+        return f"speed: {s['unavailable']}"
+    parts = []
+    d, t = s.get("decode"), s.get("ttft")
+    if d:
+        parts.append(f"decode {_approx(d)}{d['value']:,.0f} tokens/s at {s['context_depth']:,} deep ({_said(d)})")
+    if t:
+        parts.append(f"a {s['prompt_tokens']}-token prompt's first token in {_approx(t)}{t['value']:.2f} s")
+    return "; ".join(parts)
+
+
+def _approx(f: dict[str, Any]) -> str:
+    return "≤" if f["label"] == "upper bound" else "≈"
+
+
+def _said(f: dict[str, Any]) -> str:
+    if f["label"] == "upper bound":
+        return "an upper bound: no factor fitted for this runtime"
+    err = f.get("expected_error")
+    if not err:
+        return "estimate, no expected error: factors borrowed or fitted without held-out rows"
+    return f"estimate, 90% within ±{err['p90']:.0%} on {err['rows']} measured runs"
 
 
 def to_json(recs: Sequence[Recommendation]) -> list[dict[str, Any]]:

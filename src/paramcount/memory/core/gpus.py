@@ -24,7 +24,7 @@ from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING
 
 from ...errors import ParamcountError, bounded_number
-from ...hardware import Hardware, candidates, nvidia
+from ...hardware import Hardware, candidates, catalog, nvidia
 from ...hardware import lookup as hardware_lookup
 from ...hardware.apple import working_set
 
@@ -203,6 +203,13 @@ def _as_gpu(row: Hardware) -> GPU:
     """A catalog row: its short-list GPU where it has one (the same key and label), else its own."""
     legacy = {v[0]: k for k, v in _LEGACY.items()}
     return GPUS[legacy[row.key]] if row.key in legacy else from_hardware(row)
+
+
+def hardware_row(card: GPU) -> Hardware | None:
+    """The catalog row a planner's GPU stands for (its speed figures), or None for a custom size,
+    a generic Apple size or RAM, which name no chip."""
+    key = _LEGACY[card.key][0] if card.key in _LEGACY else card.key
+    return next((h for h in catalog() if h.key == key), None)
 
 
 def custom(text: str) -> GPU:
