@@ -116,6 +116,11 @@ def run(argv: list[str], capsys) -> tuple[int, str, str]:
 
 
 def one_line(code: int, out: str, err: str) -> bool:
+    """Refused: one line on stderr, or under --json the error document on stdout and nothing else."""
+    if code == 2 and not err and out.startswith("{"):
+        import json
+
+        return set(json.loads(out)) == {"schema", "error", "field", "source"} and "\n" not in json.loads(out)["error"]
     return code == 2 and err.count("\n") == 1 and err.startswith("paramcount: error: ") and "Traceback" not in out
 
 
