@@ -38,6 +38,8 @@ examples:
   paramcount fit Qwen/Qwen3-30B-A3B --runtime llama.cpp --gpu 8GB   llama-fit-params' -c, -ngl and -ot for a card
   paramcount fit Qwen/Qwen3-30B-A3B --runtime llama.cpp --gpu rtx3090,rtx3060   and -ts over several cards
   paramcount compute openai/gpt-3-175b --tokens 300B --gpu a100-80gb --gpus 1024   FLOPs, 6·N·D, time
+  paramcount hardware --detect               this machine: GPUs with free memory, RAM, CPU features
+  paramcount fit Qwen/Qwen3-8B --gpu auto    planned for this machine (catalog: paramcount hardware)
   paramcount serve                           the local web page on http://127.0.0.1:8000/
   paramcount completion bash                 shell completion (or zsh, fish); how to install: its --help
 """
