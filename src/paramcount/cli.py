@@ -1193,7 +1193,7 @@ def run_hardware(argv: Sequence[str]) -> int:
     p.add_argument("--kind", choices=KINDS, help="only GPUs, Apple chips or CPUs")
     p.add_argument("--detect", action="store_true", help="read this machine: GPUs with free memory, RAM, CPU")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.add_argument("--width", type=width)
+    p.add_argument("--width", type=width, help="terminal width for the table")
     args = p.parse_args(argv)
     if args.detect:
         from .hardware.detect import detect
