@@ -217,4 +217,5 @@ def test_random_placement_patterns_end_in_a_plan_or_one_line(capsys, pattern, sh
     assert "Traceback" not in out + err and "\x1b" not in out + err, err[-600:]
     assert code == 0 or one_line(code, out, err), (pattern, shares, err[-600:])
     if code == 2:
-        assert "--override-tensor" in err or "--tensor-split" in err or "--main-gpu" in err, err
+        said = err or out  # under --json the error document is on stdout
+        assert "--override-tensor" in said or "--tensor-split" in said or "--main-gpu" in said, said
