@@ -311,7 +311,7 @@ def test_ram_makes_an_expert_offload_not_fit(capsys):
     code, out, _ = _cli(capsys, *argv, "--ram", "64GB")
     assert code == 0 and json.loads(out)["rows"][0]["fits"] is True
     code, out, _ = _cli(capsys, *argv[:-1], "--ram", "16GB", "--width", "120")
-    assert "host GB / RAM" in out and "/ 16.00" in out
+    assert "host GiB / RAM" in out and "/ 14.90" in out  # the card's unit: 16 GB is 14.90 GiB
 
 
 def test_memory_shows_the_host_part_beside_ram(capsys):
