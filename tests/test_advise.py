@@ -195,3 +195,15 @@ def test_recommendations_carry_the_speed_model_s_figures():
     (seen,) = recommend(moe, "rtx4090", cpu="Ryzen 9 7950X", **kw)
     assert seen.speed["decode"]["value"] < llama.speed["decode"]["value"] * 10  # a figure, from the host's bandwidth
     assert seen.speed["decode"]["label"] == "estimate"
+
+
+def test_host_ram_limits_a_70b_offload():
+    """Llama-3.1-70B on a 4090: q4_k_m with 36 of 81 layers in RAM needs ~19.7 GB of host memory;
+    with 16 GB the recommendation drops to a smaller type whose host part fits, with 4 GB to none."""
+    model = load("meta-llama/Llama-3.1-70B")
+    (roomy,) = recommend(model, "rtx4090", ram=32 * 10**9, runtimes=["llama.cpp"])
+    assert roomy.scheme == "q4_k_m" and roomy.placement == "offload" and 16 * 10**9 < roomy.host_bytes <= 32 * 10**9
+    (tight,) = recommend(model, "rtx4090", ram=16 * 10**9, runtimes=["llama.cpp"])
+    assert tight.fits and tight.scheme != "q4_k_m" and tight.host_bytes <= 16 * 10**9
+    (none,) = recommend(model, "rtx4090", ram=4 * 10**9, runtimes=["llama.cpp"])
+    assert not none.fits and none.command is None
