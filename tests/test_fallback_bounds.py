@@ -46,6 +46,8 @@ HOSTILE = {
     "negative_size": ({"model_type": "codegen", "n_embd": -64}, "n_embd: -64 is negative"),
     "float_layers": ({"model_type": "codegen", "n_layer": 1e9}, "n_layer: 1,000,000,000.0 is over 1,024"),
     "nan": ({"model_type": "codegen", "n_embd": float("nan")}, "n_embd: nan is not a finite number"),
+    "inf_count": ({"model_type": "codegen", "n_layer": float("inf")}, "n_layer: inf is not a finite number"),
+    "nan_bound": ({"model_type": "mamba2", "time_step_limit": [0.0, float("nan")]}, r"time_step_limit\[1\]: nan is"),
     "work": (
         {"model_type": "switch_transformers", "num_experts": 30_000, "num_layers": 40, "num_decoder_layers": 40},
         "layers × experts of 2,400,000 is over 1,048,576",
@@ -72,6 +74,12 @@ def test_the_bounds_themselves_pass():
     check({"model_type": "switch_transformers", "num_experts": MAX_EXPERTS, "num_layers": 16}, "c")
     assert 16 * MAX_EXPERTS <= MAX_WORK and 4 * MAX_LAYERS <= MAX_ALL_LAYERS
     check({"model_type": "whisper", "suppress_tokens": list(range(MAX_LIST))}, "c")
+
+
+def test_an_infinite_bound_that_sizes_nothing_passes():
+    """Mamba-2's time_step_limit is (0.0, inf) by default and config.json files save it as Infinity
+    (NVIDIA-Nemotron-Nano-12B-v2's does): it counts nothing, so it is no reason to refuse."""
+    check({"model_type": "mamba2", "time_step_limit": [0.0, float("inf")]}, "c")
 
 
 def test_indices_and_ids_may_be_negative():

@@ -123,10 +123,12 @@ def _list(walk: _Walk, tally: _Tally, name: str, value: list, here: str, depth: 
 
 def _number(walk: _Walk, name: str, value: int | float, here: str) -> int:
     """The value as a whole number where the field counts something (0 where it need not)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        raise walk.fail(here, f"{value} is not a finite number")
     layers = bool(_LAYERS.search(name) or _STAGES.search(name))
     counts = layers or bool(_EXPERTS.search(name) or _COUNT.search(name))
+    # An infinite bound that sizes nothing is real: Mamba-2's time_step_limit is (0.0, inf) by
+    # default (transformers' Mamba2Config, NemotronHConfig) and saved as Infinity in config.json.
+    if isinstance(value, float) and (math.isnan(value) or (counts and math.isinf(value))):
+        raise walk.fail(here, f"{value} is not a finite number")
     if counts and value < 0:
         raise walk.fail(here, f"{value:,} is negative; a count or size is at least 0")
     high = MAX_LAYERS if layers else MAX_EXPERTS if _EXPERTS.search(name) else MAX_INT

@@ -192,6 +192,7 @@ PEFT_TARGETS: dict[str, tuple[str, ...] | str] = {
         ("q_proj", "v_proj"),
     ),
     "nemotron_h": ("q_proj", "k_proj", "v_proj", "o_proj"),
+    "llama4": ("q_proj", "v_proj"),  # Llama4ForConditionalGeneration: its vision tower's too
     "deberta-v2": ("query_proj", "value_proj"),
     # a regular expression: the language model's projections, not the vision or audio tower's
     "gemma4": r".*language_model\..*\.(q_proj|v_proj)",
@@ -260,7 +261,6 @@ OWN_TARGETS = {
     **dict.fromkeys(
         (
             "gemma4_text",
-            "llama4",
             "llava_onevision",
             "mllama",
             "qwen3_vl",
