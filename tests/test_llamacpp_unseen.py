@@ -70,7 +70,13 @@ def test_open_rows_stay_where_they_are(case):
     is more than inp_embd, the hidden state, the last input and the shared expert's input),
     LFM2 at 512 cells with one sequence (−11.1%: the 0.5 MiB f16 mask's freed block is too small
     for what the larger masks' blocks take in), Llama at 512 cells × 4 sequences without flash
-    attention (−11.8%). The plan stays an estimate, under by the error recorded here."""
+    attention (−11.8%). The plan stays an estimate, under by the error recorded here.
+
+    What the logged figures decompose into (arithmetic on the fixture, not yet a rule): Llama's
+    is, to the byte, the logits, every graph input (token ids, positions and out_ids, 2,048 B
+    each; k_idxs 4,096; the f32 mask 1,048,576; the transposed V's v_idxs 524,288) and five
+    n_embd-wide blocks; Granite's the logits, its f16 mask and three n_embd blocks plus 12,320 B;
+    LFM2's at 512 × 1 the logits, its mask and four n_embd blocks plus 14,368 B."""
     low, high = OPEN[key(case)]
     term = compute(case)
     assert low <= term.bytes / case["compute_bytes"] - 1 <= high
