@@ -390,32 +390,44 @@ def output(shape: Shape, cells: Cells, o: Options) -> Term:
 # ---- shapes -----------------------------------------------------------------------------------
 
 
-def shape_of(model: Model, layout: Layout, widths: Any) -> Shape:
+def shape_of(model: Model, layout: Layout, widths: Any, recurrent: Any = None) -> Shape:
     """The graph's widths: heads and head sizes from the GGUF metadata or the config, K and V
     from the cache layout, the feed-forward and vocabulary from the weight shapes
-    (:mod:`paramcount.memory.runtimes.transformers.working_set`)."""
+    (:mod:`paramcount.memory.runtimes.transformers.working_set`); ``recurrent``: the hybrid's
+    :class:`paramcount.memory.runtimes.llamacpp.recurrent.Hparams`, which says what the last
+    layer is."""
     h = widths.hidden
     heads = attention_heads(model) or max(1, h // max(_head_dim(layout), 1))
     d_k, d_v = _head_dims(model, layout, h, heads)
     k, v = max((_kind_widths(kind) for kind in layout.kinds if kind.attention in ("full", "sliding")), default=(0, 0))
-    tail = _tail(model, layout, widths)
+    tail = _tail(model, widths, _last_recurrent(recurrent))
     return Shape(h, heads, heads * d_k, k, v, heads * d_v, widths.graph_ffn, widths.logits, tail)
 
 
-def _tail(model: Model, layout: Layout, widths: Any) -> int:
+def _last_recurrent(h: Any) -> bool:
+    """Whether the last trunk layer's input lies under the logits: in a recurrent or hybrid
+    graph, unless that layer is one of LFM2's attention blocks (``n_layer() - 1`` not in
+    :attr:`Hparams.recurrent`)."""
+    if h is None or not h.recurrent:
+        return False
+    return h.arch != "lfm2" or (h.n_layer - 1) in h.recurrent
+
+
+def _tail(model: Model, widths: Any, last_recurrent: bool) -> int:
     """What else lies under the logits, one n_embd-wide tensor each (ggml-alloc places the logits
     above the highest block in use; measured with ggml-alloc's GGML_ALLOCATOR_DEBUG on
     tests/fixtures/llamacpp_buffers.json's and llamacpp_hybrid.json's files):
 
-    * with a recurrent mixer, the last layer's input: its output is allocated while the input
-      waits for the residual add, and no freed block under it fits (in attention-only graphs the
-      last attention's freed tensors leave one, and the output lands there);
+    * where the last layer runs a recurrent mixer, its input: its output is allocated while the
+      input waits for the residual add, and no freed block under it fits (where the last layer
+      attends, as in attention-only graphs and LFM2's and Granite 4.0-H's hybrids, the attention's
+      freed tensors leave one, and the output lands there: LFM2 at 4,096 cells, 37,750,784 B
+      logged, tests/fixtures/llamacpp_unseen.json);
     * with a shared expert after the routed ones, the layer's normed input, which the shared
       expert still reads when the routed experts' sum is allocated;
     * in graphs that pick the output rows after the final norm (:data:`ROWS_AFTER_NORM`), the
       picked copy beside the normed state."""
-    recurrent = any(k.attention == "state" for k in layout.kinds)
-    return recurrent + widths.shared + (_arch(model) in ROWS_AFTER_NORM)
+    return last_recurrent + widths.shared + (_arch(model) in ROWS_AFTER_NORM)
 
 
 # src/models/*.cpp: graphs that pick the output rows after the final norm
@@ -506,7 +518,7 @@ class LlamaCppPlanner:
         self.stored_as = w.options if self.scheme == "stored" else None
         default = CPU_OVERHEAD if self.options.device == "cpu" else GPU_DEFAULT
         self.overhead = _overhead.parse(overhead) if overhead is not None else default
-        self.shape = None if self.partial else shape_of(model, self.layout, shape_widths(model))
+        self.shape = None if self.partial else shape_of(model, self.layout, shape_widths(model), self.recurrent)
         self.limit = Limit.of(model)
 
     def plan(self, context: int, batch: int = 1, why: str = "--context") -> Any:
