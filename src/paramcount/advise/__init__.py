@@ -53,7 +53,10 @@ def recommend(
             raise ParamcountError(
                 f"no recommendation for runtime {name!r}; one of {', '.join(RUNTIMES)}", field="--runtime"
             )
-        found = makers[name](model, gpu, ram, least, tuple((schemes or {}).get(name) or ()))
+        try:
+            found = makers[name](model, gpu, ram, least, tuple((schemes or {}).get(name) or ()))
+        except ParamcountError as e:  # a model this runtime cannot plan: said on its line, never a failed fit
+            found = Recommendation(name, None, None, False, None, None, None, e.message, "none")
         out.append(with_speed(model, found, gpu, cpu) if found.fits else found)
     return tuple(out)
 
@@ -71,6 +74,8 @@ def with_speed(model: Any, rec: Recommendation, gpu: Any, cpu: Any = None) -> Re
     from ..memory.core.gpus import hardware_row
     from ..memory.speed import speed
 
+    if rec.context is None:
+        return replace(rec, speed={"unavailable": "weights only: without a context, no decode figure"})
     row = hardware_row(find_gpu(gpu))
     if row is None:
         return replace(rec, speed={"unavailable": "a size, not a card of the catalog: name the card for its speed"})

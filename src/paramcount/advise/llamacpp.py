@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import ParamcountError
 from ..gguf.meta import is_gguf
 from ..memory.core.gpus import gpu as find_gpu
 from ..memory.core.limits import max_positions
@@ -21,7 +22,7 @@ from ..memory.runtimes.llamacpp.command import gguf_file, server_command
 from ..memory.runtimes.llamacpp.offload import layers_of
 from ..memory.runtimes.llamacpp.placement import n_cpu_moe, placement
 from ..memory.runtimes.llamacpp.plan import has_towers
-from .recommendation import Recommendation, host_ok, ram_words
+from .recommendation import Recommendation, host_ok, model_ref, ram_words
 
 WHOLE = ("q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0", "q3_k_m", "q2_k")
 OFFLOADED = ("q4_k_m", "q3_k_m", "q2_k")
@@ -32,14 +33,18 @@ def advise(model: Any, gpu: Any, ram: int | None, least: int, asked: tuple[str, 
     card = find_gpu(gpu)
     if is_gguf(model):  # a file is run as it is: its own types
         asked = ("stored",)
-    for s in asked or WHOLE:
-        found = _whole(model, s, card, ram, least)
-        if found:
-            return found
-    for s in asked or OFFLOADED:
-        found = _offloaded(model, s, card, ram, least)
-        if found:
-            return found
+    refused: list[str] = []
+    for search, schemes in ((_whole, asked or WHOLE), (_offloaded, asked or OFFLOADED)):
+        for s in schemes:
+            try:
+                found = search(model, s, card, ram, least)
+            except ParamcountError as e:  # a type llama.cpp's converter does not state for this family
+                refused.append(e.message)
+                continue
+            if found:
+                return found
+    if refused and len(refused) == len(asked or WHOLE) + len(asked or OFFLOADED):
+        return Recommendation("llama.cpp", None, None, False, None, None, None, refused[0], "none")
     what = ", ".join(asked or WHOLE)
     return Recommendation(
         "llama.cpp", None, None, False, None, None, None,
@@ -57,6 +62,8 @@ def _planner(model: Any, scheme: str, **placed: Any) -> Any:
 def _whole(model: Any, scheme: str, card: Any, ram: int | None, least: int) -> Recommendation | None:
     """Every layer on the GPU at the largest context that fits (``fit``'s max context)."""
     p = _planner(model, scheme)
+    if p.partial:  # weights alone: no cache layout, so no context figure
+        raise ParamcountError(f"weights only, no context figure: {p.partial}", field="--runtime")
     limit = max_positions(model)
     longest = largest_under(lambda t: p.total(t, 1), card.usable, 1, limit or NO_LIMIT_CONTEXT)
     if longest is None or longest < least:
@@ -118,4 +125,4 @@ def _file(model: Any, scheme: str) -> str:
         from ..frontends.stores import MODEL, ollama_manifest
 
         return str(ollama_manifest(source[len("ollama:") :]).of(MODEL)[0])
-    return gguf_file(model, scheme)
+    return gguf_file(model, scheme, model_ref(model))

@@ -53,3 +53,16 @@ def ram_words(ram: int | None) -> str:
 
 def gib(n: int) -> str:
     return f"{n / 2**30:,.2f} GiB"
+
+
+def model_ref(model: Any) -> str:
+    """What a runtime's command names: a catalog or Hub id as it is, a local config or checkpoint by
+    its folder (``from_pretrained`` and ``vllm serve`` take the folder, not config.json)."""
+    from pathlib import Path
+
+    name = str(model.name)
+    source = str(getattr(model, "source", ""))
+    if source.startswith(("catalog:", "hub:", "ollama:")) or not Path(source).exists():
+        return name
+    path = Path(source)
+    return str(path if path.is_dir() else path.parent)

@@ -12,7 +12,7 @@ from ..memory.core.limits import max_positions
 from ..memory.fit import NO_LIMIT_CONTEXT, largest_under
 from ..memory.runtimes import planner as make_planner
 from ..memory.runtimes.transformers.command import load_command
-from .recommendation import Recommendation
+from .recommendation import Recommendation, model_ref
 
 SCHEMES = ("bf16", "bnb-int8", "nf4")
 
@@ -24,11 +24,17 @@ def advise(model: Any, gpu: Any, ram: int | None, least: int, asked: tuple[str, 
             p = make_planner(model, s, "transformers", gpu=card)
         except ParamcountError:
             continue
+        if getattr(p, "partial", None):  # weights alone: no cache layout, so no context figure
+            plan = p.plan(least, 1)
+            if plan.total <= card.usable:
+                command, why = load_command(model_ref(model), s, model.class_name), f"weights only: {p.partial}"
+                return Recommendation("transformers", s, None, True, plan.total, 0, command, why, "gpu", plan)
+            continue
         longest = largest_under(lambda t, p=p: p.total(t, 1), card.usable, 1, max_positions(model) or NO_LIMIT_CONTEXT)
         if longest is not None and longest >= least:
             plan = p.plan(longest, 1)
             why = "every weight on the GPU"
-            command = load_command(model, s, model.class_name)
+            command = load_command(model_ref(model), s, model.class_name)
             return Recommendation("transformers", s, longest, True, plan.total, 0, command, why, "gpu", plan)
     why = f"no scheme ({', '.join(asked or SCHEMES)}) fits {card.name} at {least:,} tokens"
     return Recommendation("transformers", None, None, False, None, None, None, why, "none")

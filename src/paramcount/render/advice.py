@@ -29,8 +29,9 @@ def lines(recs: Sequence[Recommendation]) -> list[Text]:
             out.append(Text(f"  {name}  no: {r.why}", style="yellow"))
             continue
         host = f" + {_gib(r.host_bytes)} GiB host" if r.host_bytes else ""
-        scheme = f"{r.scheme} at " if r.scheme else ""
-        said = f"  {name}  {scheme}{r.context:,} tokens: {_gib(r.gpu_bytes)} GiB GPU{host}; {r.why}"
+        at = f"at {r.context:,} tokens" if r.context else ", weights only"
+        what = f"{r.scheme or ''} {at}".strip() if r.context else f"{r.scheme or ''}{at}".lstrip(", ")
+        said = f"  {name}  {what}: {_gib(r.gpu_bytes)} GiB GPU{host}; {r.why}"
         out.append(Text(said))
         if r.speed:
             out.append(Text(f"    {speed_words(r.speed)}", style="dim"))

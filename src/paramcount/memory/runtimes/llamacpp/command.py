@@ -18,13 +18,13 @@ from ....gguf.meta import is_gguf
 _FILE_TYPE = {"fp16": "F16", "bf16": "BF16", "fp32": "F32"}
 
 
-def gguf_file(model: Any, scheme: str) -> str:
+def gguf_file(model: Any, scheme: str, ref: str) -> str:
     """The GGUF file ``-m`` names: the file itself for a GGUF source, else the name llama.cpp's
-    convert_hf_to_gguf.py + llama-quantize give it (``{name}-{TYPE}.gguf``)."""
+    convert_hf_to_gguf.py + llama-quantize give the model ``ref`` names (``{name}-{TYPE}.gguf``)."""
     source = str(getattr(model, "source", ""))
     if is_gguf(model) and source.endswith(".gguf"):
         return source
-    base = str(model.name).rstrip("/").split("/")[-1] or "model"
+    base = ref.rstrip("/").split("/")[-1] or "model"
     return f"{base}-{_FILE_TYPE.get(scheme, scheme.upper())}.gguf"
 
 

@@ -5,8 +5,6 @@ the dtype, the device and, for bitsandbytes, the ``BitsAndBytesConfig`` the weig
 
 from __future__ import annotations
 
-from typing import Any
-
 _BNB = {
     "nf4": "BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type='nf4', bnb_4bit_use_double_quant=True,"
     " bnb_4bit_compute_dtype='bfloat16')",
@@ -17,10 +15,11 @@ _BNB = {
 _DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 
 
-def load_command(model: Any, scheme: str, cls: str = "AutoModelForCausalLM") -> str:
-    """``python -c "from transformers import …; m = AutoModelForCausalLM.from_pretrained(…)"``."""
+def load_command(ref: str, scheme: str, cls: str = "AutoModelForCausalLM") -> str:
+    """``python -c "from transformers import …; m = AutoModelForCausalLM.from_pretrained(…)"``
+    (``ref``: a Hub id or a local folder)."""
     names = [cls] + (["BitsAndBytesConfig"] if scheme in _BNB else [])
-    args = [repr(str(model.name)), "device_map='cuda'"]
+    args = [repr(ref), "device_map='cuda'"]
     args.append(f"quantization_config={_BNB[scheme]}" if scheme in _BNB else f"dtype='{_DTYPE.get(scheme, 'auto')}'")
     code = f"from transformers import {', '.join(names)}; m = {cls}.from_pretrained({', '.join(args)})"
     return f'python -c "{code}"'

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import shlex
 from fractions import Fraction
-from typing import Any
 
 ONLINE = {"fp8": "fp8"}  # schemes vLLM makes from a 16-bit checkpoint at load time, and the flag's value
 
 
-def serve_command(model: Any, scheme: str, stored: str, context: int, utilization: Fraction, tp: int = 1) -> str:
-    """``vllm serve ID --max-model-len N --gpu-memory-utilization U [--quantization Q] [-tp N]``;
-    ``stored`` is the scheme the checkpoint holds (no flag when it is ``scheme``)."""
-    words = ["vllm", "serve", shlex.quote(str(model.name)), "--max-model-len", str(context)]
+def serve_command(ref: str, scheme: str, stored: str, context: int, utilization: Fraction, tp: int = 1) -> str:
+    """``vllm serve REF --max-model-len N --gpu-memory-utilization U [--quantization Q] [-tp N]``
+    (``ref``: a Hub id or a local folder); ``stored`` is the scheme the checkpoint holds (no flag
+    when it is ``scheme``)."""
+    words = ["vllm", "serve", shlex.quote(ref), "--max-model-len", str(context)]
     words += ["--gpu-memory-utilization", f"{float(utilization):g}"]
     if scheme != stored and scheme in ONLINE:
         words += ["--quantization", ONLINE[scheme]]
