@@ -218,7 +218,7 @@ def test_parse_tokens_refuses(text):
         (["gpt2", "--gpu", "h100", "--utilisation", "nan"], "got nan"),
         (["gpt2", "--gpu", "h100", "--utilisation", "-0.4"], "got -0.4"),
         (["gpt2", "--gpu", "h100", "--utilisation", "most"], "argument --utilisation: invalid float value: 'most'"),
-        (["gpt2", "--gpu", "rtx4080"], "unknown GPU 'rtx4080'; did you mean rtx4090"),
+        (["gpt2", "--gpu", "rtx4095"], "unknown GPU 'rtx4095'; did you mean rtx4090"),
         (["gpt2", "--gpu", "a100"], "'a100' is more than one GPU"),
         (["gpt2", "--gpu", "apple-64gb"], "--gpu: no peak FLOPS stated for Apple M-series 64 GB"),
         (["gpt2", "--gpu", "24GB"], "--gpu: no peak FLOPS stated for custom 24GB"),

@@ -1,6 +1,8 @@
 """Fit: the GPU table's bytes, custom sizes, and that every "largest" or "fewest" is a boundary
 of the plan's own figures (one more token, sequence, or one GPU fewer, does not fit)."""
 
+from fractions import Fraction
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -52,7 +54,10 @@ def test_vendor_gb_on_gpus_is_binary(name, gib):
 def test_apple_unified_memory_gpu_share(gb):
     g = gpu(f"apple-{gb}gb")
     assert g.memory == gb * GIB
-    assert g.usable == (gb * GIB * 2 // 3 if gb <= 36 else gb * GIB * 3 // 4)
+    # Metal's recommendedMaxWorkingSetSize: 2/3 up to 36 GB, 3/4 above, but 107.52 GiB (84%) as
+    # logged on 128 GB Macs under macOS 26 (antirez/ds4#890, #893; paramcount.hardware.apple)
+    share = Fraction(84, 100) if gb == 128 else Fraction(2, 3) if gb <= 36 else Fraction(3, 4)
+    assert g.usable == int(gb * GIB * share)
     assert "macOS" in g.note
 
 
@@ -70,7 +75,7 @@ def test_every_data_centre_and_consumer_gpu_has_a_peak():
 @pytest.mark.parametrize(
     "name, message",
     [
-        ("rtx4080", "unknown GPU 'rtx4080'; did you mean rtx4090"),
+        ("rtx4095", "unknown GPU 'rtx4095'; did you mean rtx4090"),
         ("H10", "did you mean h100"),
         ("a100", "'a100' is more than one GPU: say a100-40gb or a100-80gb"),
         ("0GB", "a size must be positive"),

@@ -154,7 +154,7 @@ def test_plot_without_matplotlib(capsys, tmp_path, monkeypatch):
         (["memory", "gpt2", "--dtype", "int3"], "unknown scheme 'int3'"),
         (["memory", "gpt2", "--kv-dtype", "int2"], "unknown KV-cache dtype 'int2'"),
         (["memory", "gpt2", "--overhead", "lots"], "--overhead: expected a size like 24GB or 20GiB, got 'lots'"),
-        (["memory", "gpt2", "--gpu", "rtx4080"], "unknown GPU 'rtx4080'; did you mean rtx4090"),
+        (["memory", "gpt2", "--gpu", "rtx4095"], "unknown GPU 'rtx4095'; did you mean rtx4090"),
         (["memory", "gpt2", "--plot", "m.jpg"], "--plot: a plot is .png or .svg, not 'm.jpg'"),
         (["memory", "gpt2", "--zero", "3"], "--zero: only for training: add --train"),
         (["memory", "gpt2", "--train", "--kv-dtype", "fp8"], "--kv-dtype: only for inference"),

@@ -632,6 +632,12 @@ def plan_args(p: Parser) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the versioned JSON document instead of tables")
     p.add_argument("--width", type=width, help="terminal width for the tables")
+    p.add_argument(
+        "--ram",
+        metavar="SIZE",
+        help="host memory, like 64GB: a plan fits only if what the runtime keeps in host memory (llama.cpp's "
+        "input layer, experts on the CPU) fits too (default with --gpu auto: this machine's available RAM)",
+    )
     i = p.add_argument_group("inference")
     i.add_argument(
         "--kv-dtype", metavar="DTYPE", help="KV cache: fp32, fp16, bf16, fp8, int8, int4 (default: compute dtype)"
@@ -903,6 +909,40 @@ def plan_options(args: argparse.Namespace) -> dict:
     return {**placement_options(options), "overhead": args.overhead}
 
 
+AUTO_HELP = "auto: this machine's GPU (detected; none: llama.cpp on the CPU), its RAM and CPU features"
+
+
+def this_machine(args: argparse.Namespace, model: object) -> None:
+    """--ram read, and --gpu auto made this machine: its first GPU as detected (none: llama.cpp
+    on the CPU, in RAM), its RAM as --ram and, under llama.cpp, its CPU's features."""
+    from .memory.core.gpus import parse_size
+
+    args.ram_bytes = parse_size(args.ram, "--ram") if args.ram else None
+    if (args.gpu or "").strip().lower() != "auto":
+        return
+    from .hardware.detect import detect
+    from .memory.core.gpus import detected, ram_device
+    from .memory.runtimes import runtime
+    from .memory.runtimes.llamacpp.plan import cpu_class
+
+    machine = detect()  # RAM: what can be had now without swapping (MemAvailable), as GPUs' free memory
+    args.ram_bytes = args.ram_bytes or machine.ram_available_bytes or machine.ram_bytes
+    ollama = args.runtime == "ollama"  # Ollama's plan: the detected GPU, nothing else of the machine
+    llama = not ollama and not args.train and runtime(args.runtime, model) == "llama.cpp"  # type: ignore[arg-type]
+    if llama and args.cpu_features is None and machine.cpu.features:
+        args.cpu_features = cpu_class(machine.cpu.features)
+    if machine.gpus:
+        args.gpu = detected(machine.gpus[0])
+        return
+    if not llama or not machine.ram_bytes:
+        raise ParamcountError(
+            "no GPU found on this machine: --gpu auto plans llama.cpp on the CPU (--runtime llama.cpp), or name a GPU",
+            field="--gpu",
+        )
+    args.device = args.device or "cpu"
+    args.gpu = ram_device(machine)
+
+
 def run_memory(argv: Sequence[str]) -> int:
     from .memory.core.gpus import gpu
     from .memory.runtimes import inference, runtime
@@ -923,7 +963,10 @@ def run_memory(argv: Sequence[str]) -> int:
         "(default: stored for a .gguf/.safetensors checkpoint, else bf16)",
     )
     p.add_argument(
-        "--gpu", metavar="NAME", help="say whether it fits on this GPU (a name, or a size like 24GB or 20GiB)"
+        "--gpu",
+        metavar="NAME",
+        help="say whether it fits on this GPU (a name as vendors print it: NVIDIA GeForce RTX 3060, "
+        f"Apple M2 Max 64GB; or a size like 24GB or 20GiB); {AUTO_HELP}",
     )
     p.add_argument(
         "--plot", metavar="FILE", help="draw memory against context and batch, stacked by term (.png or .svg)"
@@ -931,11 +974,14 @@ def run_memory(argv: Sequence[str]) -> int:
     args = p.parse_args(argv)
     args.model = model_name(args, args.model)
     if ollama_runtime(args):
+        this_machine(args, None)
         return run_ollama(args, brief=False)
     ollama_defaults(args)
     mlx_community(args)
     options = plan_options(args)
     model = load_model(args.model, args)
+    this_machine(args, model)
+    options = plan_options(args)  # again: --gpu auto may have set the device and CPU features
     card = gpu(args.gpu) if args.gpu else None
     if args.train:
         result = train(model, batch=args.batch, context=args.context, **options)
@@ -948,9 +994,9 @@ def run_memory(argv: Sequence[str]) -> int:
 
         plot(result, args.plot, card)
     if args.json:
-        print_json(render.dumps(result, card))
+        print_json(render.dumps(result, card, args.ram_bytes))
     else:
-        console(args.width).print(render.render_plan(result, card))
+        console(args.width).print(render.render_plan(result, card, args.ram_bytes))
     return 0
 
 
@@ -1044,9 +1090,10 @@ def run_fit(argv: Sequence[str]) -> int:
     p.add_argument(
         "--gpu",
         metavar="NAME",
-        help="rtx3060, rtx4090, a100-80gb, h100, h200, mi300x, apple-64gb, … or a "
+        help="rtx3060, rtx4090, a100-80gb, h100, h200, mi300x, apple-64gb, any name `paramcount hardware` "
+        "lists (NVIDIA GeForce RTX 3060, Apple M2 Max 64GB), … or a "
         "size (24GB, 20GiB); with --runtime llama.cpp several, comma-separated (rtx3090,rtx3060): "
-        "llama-fit-params' split over them (-ts); without it, every GPU in the table",
+        f"llama-fit-params' split over them (-ts); without it, every GPU in the table; {AUTO_HELP}",
     )
     p.add_argument(
         "--dtype",
@@ -1068,14 +1115,21 @@ def run_fit(argv: Sequence[str]) -> int:
     args.model = model_name(args, args.model)
     fitting = _fit_settings(args)
     if ollama_runtime(args):
+        this_machine(args, None)
         return run_ollama(args, brief=True)
     ollama_defaults(args)
     options = plan_options(args)
     only = options.pop("precision", None) if args.train else args.dtype
     mode, shown = ("training" if args.train else "inference"), tuple(only.split(",")) if only else None
     model = load_model(args.model, args)
+    this_machine(args, model)
+    options = plan_options(args)  # again: --gpu auto may have set the device and CPU features
+    options.pop("precision", None)
+    if args.ram_bytes and not args.gpu:
+        raise ParamcountError("--ram checks a plan on a GPU: add --gpu NAME (or --gpu auto)", field="--ram")
     if args.gpu:
-        result = fit(model, args.gpu, args.context, parallel(args), mode, only=shown, **fitting, **options)
+        ram = {"ram": args.ram_bytes} if args.ram_bytes else {}
+        result = fit(model, args.gpu, args.context, parallel(args), mode, only=shown, **fitting, **options, **ram)
         out = render.render_fit(result)
     else:
         result = overview(model, args.context, parallel(args), mode, only=shown, **options)
@@ -1168,6 +1222,44 @@ def run_completion(argv: Sequence[str]) -> int:
     return 0
 
 
+def run_hardware(argv: Sequence[str]) -> int:
+    """``paramcount hardware``: the catalog (GPUs, Apple chips, CPUs), or this machine (--detect)."""
+    import json
+
+    from .hardware import KINDS, catalog
+    from .render import hardware as render
+    from .render import text
+
+    p = Parser(
+        prog="paramcount hardware",
+        description="The hardware catalog (memory, usable memory, bandwidth, peak FLOP/s, each citing its "
+        "datasheet), or this machine's GPUs, RAM and CPU with --detect.",
+    )
+    p.add_argument("filter", nargs="?", metavar="TEXT", help="only rows whose key or name contains TEXT")
+    p.add_argument("--kind", choices=KINDS, help="only GPUs, Apple chips or CPUs")
+    p.add_argument("--detect", action="store_true", help="read this machine: GPUs with free memory, RAM, CPU")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--width", type=width)
+    args = p.parse_args(argv)
+    if args.detect:
+        from .hardware.detect import detect
+
+        machine = detect()
+        if args.json:
+            print_json(json.dumps(machine.as_dict(), indent=2))
+        else:
+            print("\n".join(render.machine_lines(machine)))
+        return 0
+    needle = (args.filter or "").lower()[:200]
+    rows = [r for r in catalog() if (not args.kind or r.kind == args.kind) and (needle in f"{r.key} {r.name}".lower())]
+    if args.json:
+        print_json(json.dumps([r.as_dict() for r in rows], indent=2))
+        return 0
+    con = text.console(args.width)
+    con.print(render.catalog_table(rows))
+    return 0
+
+
 COMMANDS = {
     "count": run_count,
     "list": run_list,
@@ -1180,6 +1272,7 @@ COMMANDS = {
     "fit": run_fit,
     "compute": run_compute,
     "completion": run_completion,
+    "hardware": run_hardware,
 }
 
 

@@ -48,10 +48,17 @@ class Row:
     gpus: int | None = None  # training: fewest GPUs (ZeRO-3 data parallel); vLLM: TP × PP; None: no count fits
     serving: Mapping[str, Any] | None = None  # vLLM: the KV capacity and speed bounds at the chosen split
     fit_params: Any = None  # llama.cpp: what llama-fit-params would choose (runtimes/llamacpp/fit.py)
+    ram: int | None = None  # --ram: host memory the host part must fit in (None: not checked)
 
     @property
     def fits(self) -> bool:
-        return self.plan.total <= self.capacity
+        """On the GPU, and (with ``ram``) the host part in RAM too."""
+        return self.plan.total <= self.capacity and self.host_fits is not False
+
+    @property
+    def host_fits(self) -> bool | None:
+        """Whether the host part fits in ``ram``; None when no RAM was given."""
+        return None if self.ram is None else host_bytes(self.plan) <= self.ram
 
     @property
     def headroom(self) -> int:
@@ -71,10 +78,21 @@ class Row:
             "settings": dict(self.plan.settings),
             "terms": {t.key: t.bytes for t in self.plan.device_terms},  # they sum to total
             **_host_dict(self.plan),
+            **(_ram_dict(self.plan, self.ram) if self.ram is not None else {}),
             **({"partial": self.plan.partial} if self.plan.partial else {}),
             **({"serving": dict(self.serving)} if self.serving is not None else {}),
             **({"fit_params": self.fit_params.to_dict()} if self.fit_params is not None else {}),
         }
+
+
+def host_bytes(plan: Plan) -> int:
+    """What a plan holds in host RAM: its host terms (llama.cpp's input layer, experts kept on
+    the CPU by -ot/--n-cpu-moe, -nkvo's cache), and all of it on llama.cpp's ``--device cpu``."""
+    return plan.host + (plan.total if plan.settings.get("device") == "cpu" else 0)
+
+
+def _ram_dict(plan: Plan, ram: int) -> dict[str, Any]:
+    return {"ram": {**size_dict(ram), "host": size_dict(host_bytes(plan)), "fits": host_bytes(plan) <= ram}}
 
 
 def _host_dict(plan: Plan) -> dict[str, Any]:
@@ -243,6 +261,7 @@ def fit(
     only: tuple[str, ...] | None = None,
     margins: tuple[int, ...] | None = None,
     min_ctx: int | None = None,
+    ram: int | None = None,
     **options: Any,
 ) -> Fit:
     """Whether ``model`` fits on ``gpu`` at each precision, at ``context`` tokens × ``batch``,
@@ -256,7 +275,19 @@ def fit(
     alone: the rows compare the plan with their summed memory (flagged in the card's note), and
     llama-fit-params' answer splits the model over them (``runtimes/llamacpp/fit_multi.py``).
     ``margins`` (bytes; -fitt: one for all, or per GPU) and ``min_ctx`` (-fitc) are its settings.
+    ``ram`` (bytes): a row fits only if its host part (:func:`host_bytes`) fits in it too.
     """
+    found = _fit(model, gpu, context, batch, mode, only, margins, min_ctx, options)
+    if ram is None:
+        return found
+    from dataclasses import replace as swap
+
+    ram = positive(ram, "--ram")
+    return swap(found, rows=tuple(swap(r, ram=ram) for r in found.rows))
+
+
+def _fit(model: Any, gpu: Any, context: Any, batch: int, mode: str, only: Any, margins: Any, min_ctx: Any,
+         options: Mapping[str, Any]) -> Fit:  # fmt: skip
     model, mode = as_model(model), _mode(mode, options)
     cards = _cards(gpu)
     card = cards[0] if len(cards) == 1 else _several(cards, model, mode, options)

@@ -13,7 +13,7 @@ from rich.text import Text
 from ..memory.core.gpus import CUDA_TOTAL, GPU
 from ..memory.core.plan import Plan
 from ..memory.core.terms import GB, GIB, Term
-from ..memory.fit import Fit, Overview, Row, gpu_dict
+from ..memory.fit import Fit, Overview, Row, gpu_dict, host_bytes
 from .text import LABELS, n
 
 
@@ -136,7 +136,7 @@ def how(plan: Plan) -> list[Any]:
     return out
 
 
-def render_plan(plan: Plan, gpu: GPU | None = None) -> Group:
+def render_plan(plan: Plan, gpu: GPU | None = None, ram: int | None = None) -> Group:
     parts: list[Any] = [heading(plan), Text(""), terms_table(plan), Text("")]
     share = plan.estimated / plan.total if plan.total else 0
     estimated = ", ".join(t.key for t in plan.device_terms if t.estimate)
@@ -147,6 +147,8 @@ def render_plan(plan: Plan, gpu: GPU | None = None) -> Group:
         parts += [Text(""), fits_line(plan.total, gpu)]
         if plan.settings.get("runtime") == "vllm":
             parts.append(_vllm_line(plan, gpu))
+    if ram is not None:
+        parts.append(ram_line(plan, ram))
     return Group(*parts)
 
 
@@ -196,14 +198,36 @@ def fit_table(fit: Fit) -> Table:
     t.add_column("max batch", justify="right")
     if fit.mode == "training":
         t.add_column("min GPUs", justify="right")
+    ram = any(r.ram is not None for r in fit.rows)
+    if ram:
+        t.add_column("host GB / RAM", justify="right")
     for r in fit.rows:
         cells = [r.precision, gb(r.plan.total), Text("yes" if r.fits else "no", "green" if r.fits else "red")]
         batch = "n/a" if r.plan.partial else n(r.max_batch) if r.max_batch else "none"
         cells += [gb(r.headroom), _context_cell(r), batch]
         if fit.mode == "training":
             cells.append(n(r.gpus) if r.gpus else "none")
+        if ram:
+            cells.append(_ram_cell(r.plan, r.ram))
         t.add_row(*cells)
     return t
+
+
+def _ram_cell(plan: Plan, ram: int | None) -> Text:
+    """``9.30 / 64.00``: the host part beside RAM, red when it does not fit."""
+    if ram is None:
+        return Text("")
+    held = host_bytes(plan)
+    return Text(f"{gb(held)} / {gb(ram)}", "green" if held <= ram else "red")
+
+
+def ram_line(plan: Plan, ram: int) -> Text:
+    """--ram: the host part (what the runtime keeps in host memory) against RAM."""
+    held = host_bytes(plan)
+    verdict = "fits in" if held <= ram else "does not fit in"
+    return Text(
+        f"host part {gb(held)} GB {verdict} {gb(ram)} GB of RAM (--ram)", style="green" if held <= ram else "red"
+    )
 
 
 def serving_table(fit: Fit) -> Table:
@@ -353,6 +377,11 @@ def render_fit(fit: Fit) -> Group:
     partial = _partial(r.plan for r in fit.rows)
     estimated = _listed(dict.fromkeys(t.key for r in fit.rows for t in r.plan.device_terms if t.estimate))
     parts += partial or [Text(f"every figure includes the estimated {estimated}; `paramcount memory` itemises them")]
+    ram = next((r.ram for r in fit.rows if r.ram is not None), None)
+    if ram is not None:
+        said = "what the runtime keeps in host memory (llama.cpp's input layer, tensors overridden to the CPU; all of"
+        parts.append(Text(f"host GB: {said} it on --device cpu) against {gb(ram)} GB of RAM; a row fits when both do"))
+        return Group(*parts)
     return Group(*parts, *_host_note(r.plan for r in fit.rows))
 
 
@@ -364,9 +393,13 @@ def _options_of(settings: Mapping[str, Any]) -> str:
 # ---- JSON -----------------------------------------------------------------------------------------
 
 
-def dumps(obj: Plan | Fit | Overview, gpu: GPU | None = None) -> str:
-    """The JSON document; a plan with ``gpu`` also says whether it fits there (``"gpu"``)."""
+def dumps(obj: Plan | Fit | Overview, gpu: GPU | None = None, ram: int | None = None) -> str:
+    """The JSON document; a plan with ``gpu`` also says whether it fits there (``"gpu"``), and
+    with ``ram`` whether its host part fits in RAM (``"ram"``)."""
     data = obj.to_dict()
+    if ram is not None and isinstance(obj, Plan):
+        held = host_bytes(obj)
+        data["ram"] = {"bytes": ram, "host": held, "fits": held <= ram}
     if gpu is not None and isinstance(obj, Plan):
         data["gpu"] = {**gpu_dict(gpu), "fits": obj.total <= gpu.usable, "headroom": gpu.usable - obj.total}
         if obj.settings.get("runtime") == "vllm":

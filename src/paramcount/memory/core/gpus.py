@@ -5,29 +5,31 @@ binary: the chips hold 2^30-byte gigabytes, so a "24 GB" RTX 4090 has 24·2^30 b
 says which unit its figure is in. A custom size is read as written: ``24GB`` is 24·10^9 bytes,
 ``20GiB`` is 20·2^30.
 
-``usable`` is what one program may use by default. On an NVIDIA card it is the total CUDA
-reports (``cudaMemGetInfo``, what ``torch.cuda.mem_get_info`` and llama.cpp read), which is less
-than the stated memory by what the driver keeps back: measured on an H100 SXM (85,017,493,504 B
-of 80 GiB, 1.03% kept back) and an H200 (150,109,880,320 B of 141 GiB, 0.85%), both driver
-580.159.04 (tests/fixtures/gpu_h100.json, gpu_h200.json); an RTX 4090 reports 23.55 to 23.58 GiB
-of 24 (vLLM's logs of ``total_gpu_memory``, vllm-project/vllm#11550 and #14447: 1.9% kept
-back). Other NVIDIA cards are held to the largest of those shares, an estimate. The plan's
-overhead covers the CUDA context on top of that. On AMD cards it
-is the stated memory (not measured here); on a Mac, macOS lets the GPU wire only part of
-unified memory (about 2/3 up to 36 GB, 3/4 above, as Metal's ``recommendedMaxWorkingSetSize``
-reports; ``sudo sysctl iogpu.wired_limit_mb=N`` raises it).
+``usable`` is what one program may use by default: on an NVIDIA card the total CUDA reports
+(``cudaMemGetInfo``), measured on an H100 SXM, an H200 and (in vLLM's logs) an RTX 4090 and
+estimated for other cards from the largest share those keep back; the stated memory on AMD; on
+a Mac, Metal's ``recommendedMaxWorkingSetSize`` (2/3 of memory up to 36 GB, 3/4 above, 107.52
+GiB of 128 on macOS 26; ``sudo sysctl iogpu.wired_limit_mb=N`` raises it). The figures and their
+sources live in :mod:`paramcount.hardware` (nvidia.py, apple.py); this module keeps the short
+list ``fit`` compares by default and reads every other name through that catalog. The plan's
+overhead covers the CUDA context on top of ``usable``.
 """
 
 from __future__ import annotations
 
 import difflib
-import math
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from ...errors import ParamcountError, bounded_number
+from ...hardware import Hardware, candidates, nvidia
+from ...hardware import lookup as hardware_lookup
+from ...hardware.apple import working_set
+
+if TYPE_CHECKING:  # detect.py (subprocess, json) is imported only when a machine is read
+    from ...hardware.detect import GPUFound, Machine
 
 GB = 10**9
 GIB = 2**30
@@ -65,64 +67,86 @@ class GPU:
         return "GiB" if self.memory % GIB == 0 else "GB"
 
 
-# cudaMemGetInfo's total: measured (H100, H200: driver 580.159.04) or as vLLM logs it (RTX 4090,
-# the lower of 23.55 and 23.58 GiB); other NVIDIA cards keep back the largest share of these.
-CUDA_TOTAL = {"h100": 85_017_493_504, "h200": 150_109_880_320, "rtx4090": int(Fraction("23.55") * GIB)}
-_STATED = {"h100": 80 * GIB, "h200": 141 * GIB, "rtx4090": 24 * GIB}
-KEPT_BACK = max(Fraction(_STATED[k] - t, _STATED[k]) for k, t in CUDA_TOTAL.items())
+# The short list `fit` compares by default: each row is the hardware catalog's (memory, usable
+# bytes, bandwidth, capability, the dense bf16 figure or fp16 where a card has no bf16), under
+# the key and name it had before the catalog existed, so plans and snapshots keep their labels.
+_LEGACY = {
+    "rtx3060": ("rtx3060-12gb", "GeForce RTX 3060", "consumer"),
+    "rtx3090": ("rtx3090-24gb", "GeForce RTX 3090", "consumer"),
+    "rtx4090": ("rtx4090-24gb", "GeForce RTX 4090", "consumer"),
+    "rtx5090": ("rtx5090-32gb", "GeForce RTX 5090", "consumer"),
+    "t4": ("t4", "Tesla T4", "data-centre"),
+    "v100-16gb": ("v100-sxm2-16gb", "Tesla V100 16GB", "data-centre"),
+    "v100-32gb": ("v100-sxm2-32gb", "Tesla V100 32GB", "data-centre"),
+    "l4": ("l4", "L4", "data-centre"),
+    "l40s": ("l40s", "L40S", "data-centre"),
+    "a100-40gb": ("a100-sxm-40gb", "A100 40GB", "data-centre"),
+    "a100-80gb": ("a100-sxm-80gb", "A100 80GB", "data-centre"),
+    "h100": ("h100-sxm", "H100 SXM 80GB", "data-centre"),
+    "h100-pcie": ("h100-pcie", "H100 PCIe 80GB", "data-centre"),
+    "h200": ("h200", "H200 141GB", "data-centre"),
+    "mi300x": ("mi300x", "AMD Instinct MI300X", "data-centre"),
+}
+_APPLE_SIZES = (8, 16, 24, 32, 36, 48, 64, 96, 128, 192)
+# measured CUDA totals by key: the catalog's keys and the short list's
+CUDA_TOTAL = dict(nvidia.CUDA_TOTAL)
+CUDA_TOTAL.update({k: nvidia.CUDA_TOTAL[v[0]] for k, v in _LEGACY.items() if v[0] in nvidia.CUDA_TOTAL})
+KEPT_BACK = nvidia.KEPT_BACK
+_DATA_CENTRE = ("data centre", "Instinct")
 
 
-def _usable(key: str, memory: int, nvidia: bool) -> int:
-    if key in CUDA_TOTAL:
-        return CUDA_TOTAL[key]
-    return memory - math.ceil(memory * KEPT_BACK) if nvidia else memory
+def from_hardware(row: Hardware, key: str | None = None, name: str | None = None, kind: str | None = None) -> GPU:
+    """A catalog row as the planners' GPU: bytes as the catalog has them, the dense 16-bit figure
+    in TFLOPS (bf16, else fp16), bandwidth in GB/s."""
+    if row.kind == "cpu":
+        raise ParamcountError(f"{row.name} is a CPU; --gpu takes a GPU or an Apple chip", field="--gpu")
+    peak = row.flops.get("bf16") or row.flops.get("fp16")
+    kind = kind or ("apple" if row.kind == "apple" else "data-centre" if row.family in _DATA_CENTRE else "consumer")
+    note = " ".join(n for n in row.notes if n.startswith("ECC"))
+    return GPU(
+        key or row.key,
+        name or row.name,
+        row.memory_bytes,
+        row.stated,
+        row.usable_bytes,
+        round(peak / 1e12, 2) if peak else None,
+        kind,
+        note,
+        row.bandwidth_bytes_per_s / 1e9,
+        row.capability,
+    )
 
 
-def _card(
-    key: str,
-    name: str,
-    gib: int,
-    stated: str,
-    tflops: float | None,
-    bandwidth: float,
-    kind: str,
-    capability: tuple[int, int] | None,
-    note: str = "",
-) -> GPU:
-    usable = _usable(key, gib * GIB, capability is not None)
-    return GPU(key, name, gib * GIB, stated, usable, tflops, kind, note, bandwidth, capability)
+def detected(found: GPUFound) -> GPU:
+    """A GPU as this machine's driver reports it: its catalog row with the memory usable now
+    (:meth:`GPUFound.hardware`), else a GPU of the size reported."""
+    row = found.hardware()
+    if row is not None:
+        return from_hardware(row, name=f"{row.name} (detected)")
+    usable = min(found.usable_bytes or found.memory_bytes, found.free_bytes or found.memory_bytes)
+    return GPU("detected", f"{found.name} (detected)", found.memory_bytes, "detected", usable, None, "custom")
+
+
+def ram_device(machine: Machine) -> GPU:
+    """No GPU: llama.cpp's ``--device cpu`` plan, held to the RAM available now (MemAvailable;
+    all of it where that is unknown)."""
+    ram = machine.ram_bytes or 0
+    name = f"RAM of this machine ({machine.cpu.name or 'CPU'})"
+    note = "no GPU found: llama.cpp on the CPU; usable is the RAM available now (MemAvailable)"
+    return GPU("ram", name, ram, "RAM", machine.ram_available_bytes or ram, None, "custom", note)
 
 
 def _apple(gb: int) -> GPU:
-    # macOS wires about 2/3 of unified memory for the GPU up to 36 GB, 3/4 above (see module doc)
-    usable = gb * GIB * 2 // 3 if gb <= 36 else gb * GIB * 3 // 4
-    share = "2/3" if gb <= 36 else "3/4"
+    # any M-series Mac of this size: Metal's recommended working set (hardware.apple.working_set)
+    usable, _ = working_set(gb)
+    share = f"{usable / (gb * GIB):.0%}"
     note = f"unified memory; macOS lets the GPU use about {share} by default (iogpu.wired_limit_mb raises it)"
     return GPU(f"apple-{gb}gb", f"Apple M-series {gb} GB", gb * GIB, f"{gb} GB unified", usable, None, "apple", note)
 
 
 _TABLE = (
-    # Compute capability (after the kind): NVIDIA's CUDA GPUs table (developer.nvidia.com/cuda-gpus).
-    # GeForce: bf16 tensor TFLOPS with fp32 accumulate from NVIDIA's GA102, Ada and Blackwell
-    # whitepapers; the RTX 3060 (not in them) as 28 SMs × 1.777 GHz × 512 FLOP per clock.
-    _card("rtx3060", "GeForce RTX 3060", 12, "12 GB GDDR6", 25.5, 360, "consumer", (8, 6)),
-    _card("rtx3090", "GeForce RTX 3090", 24, "24 GB GDDR6X", 71.0, 936, "consumer", (8, 6)),
-    _card("rtx4090", "GeForce RTX 4090", 24, "24 GB GDDR6X", 165.2, 1008, "consumer", (8, 9)),
-    _card("rtx5090", "GeForce RTX 5090", 32, "32 GB GDDR7", 209.5, 1792, "consumer", (12, 0)),
-    # Data centre: the vendors' datasheets (dense figures: half the "with sparsity" ones; A100 80GB
-    # and H100 as SXM modules). Bandwidth (GB/s) from the same datasheets and whitepapers.
-    _card("t4", "Tesla T4", 16, "16 GB GDDR6", 65.0, 320, "data-centre", (7, 5), "ECC on by default takes some of it"),
-    _card("v100-16gb", "Tesla V100 16GB", 16, "16 GB HBM2", 125.0, 900, "data-centre", (7, 0)),
-    _card("v100-32gb", "Tesla V100 32GB", 32, "32 GB HBM2", 125.0, 900, "data-centre", (7, 0)),
-    _card("l4", "L4", 24, "24 GB GDDR6", 121.0, 300, "data-centre", (8, 9), "ECC on by default takes some of it"),
-    _card("l40s", "L40S", 48, "48 GB GDDR6", 362.05, 864, "data-centre", (8, 9), "ECC on by default takes some of it"),
-    _card("a100-40gb", "A100 40GB", 40, "40 GB HBM2", 312.0, 1555, "data-centre", (8, 0)),
-    _card("a100-80gb", "A100 80GB", 80, "80 GB HBM2e", 312.0, 2039, "data-centre", (8, 0)),
-    _card("h100", "H100 SXM 80GB", 80, "80 GB HBM3", 989.4, 3350, "data-centre", (9, 0)),
-    _card("h100-pcie", "H100 PCIe 80GB", 80, "80 GB HBM2e", 756.0, 2000, "data-centre", (9, 0)),
-    _card("h200", "H200 141GB", 141, "141 GB HBM3e", 989.4, 4800, "data-centre", (9, 0)),
-    _card("mi300x", "AMD Instinct MI300X", 192, "192 GB HBM3", 1307.4, 5300, "data-centre", None),
-    *(_apple(gb) for gb in (8, 16, 24, 32, 36, 48, 64, 96, 128, 192)),
+    *(from_hardware(hardware_lookup(v[0]), k, v[1], v[2]) for k, v in _LEGACY.items()),
+    *(_apple(gb) for gb in _APPLE_SIZES),
 )
 
 GPUS: dict[str, GPU] = {g.key: g for g in _TABLE}
@@ -175,6 +199,12 @@ def _size_hint(number: float, unit: str) -> str:
     return f"; {unit!r} is not a unit: a size is {g}GB or {g}GiB (or MB, MiB, TB, TiB){cards}"
 
 
+def _as_gpu(row: Hardware) -> GPU:
+    """A catalog row: its short-list GPU where it has one (the same key and label), else its own."""
+    legacy = {v[0]: k for k, v in _LEGACY.items()}
+    return GPUS[legacy[row.key]] if row.key in legacy else from_hardware(row)
+
+
 def custom(text: str) -> GPU:
     """A GPU of a given size, read as written (``24GB`` is decimal, ``24GiB`` binary)."""
     size = parse_size(text)
@@ -183,7 +213,9 @@ def custom(text: str) -> GPU:
 
 
 def gpu(name: str | GPU) -> GPU:
-    """A GPU by name (``RTX 4090``, ``h100``, ``apple-64gb``) or a custom size (``24GB``, ``20GiB``)."""
+    """A GPU by name (``RTX 4090``, ``h100``, ``apple-64gb``, or any name the hardware catalog takes:
+    ``NVIDIA GeForce RTX 3060``, ``A100 SXM 80GB``, ``Apple M2 Max 64GB``) or a custom size (``24GB``,
+    ``20GiB``)."""
     if isinstance(name, GPU):
         return name
     if "," in name:  # fit.py splits a list first; anywhere else one card is meant
@@ -199,10 +231,17 @@ def gpu(name: str | GPU) -> GPU:
     index = _index()
     if key in index:
         return GPUS[index[key]]
+    bare = re.fullmatch(r"\s*\d+(\.\d+)?\s*", name) is not None
+    found = candidates(name)
+    if len(found) == 1:
+        return _as_gpu(found[0])
+    if found and not bare:  # several rows: the catalog's one line, naming them
+        hardware_lookup(name)
     close = difflib.get_close_matches(key, list(index), n=3, cutoff=0.6)
     hint = f"; did you mean {', '.join(dict.fromkeys(index[c] for c in close))}?" if close else ""
-    if re.fullmatch(r"\s*\d+(\.\d+)?\s*", name):  # a bare number: the unit is missing
+    if bare:  # a bare number: the unit is missing, or it is several cards' number
         hint = f"; a size needs its unit: {name.strip()}GB or {name.strip()}GiB"
+        hint += f"; cards of that number: {', '.join(r.key for r in found[:8])}" if found else ""
     elif size:  # 24G, 24gigs: a size whose unit is unclear, never a card's name
         hint = _size_hint(float(size.group(1)), size.group(2))
     raise ParamcountError(

@@ -28,7 +28,7 @@ ggml-org/llama.cpp as vendored by llama-cpp-python 0.3.36; each term cites its f
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -53,6 +53,20 @@ FLASH = ("auto", "on", "off")
 DEVICES = ("gpu", "cpu")
 # --cpu-features: what decides ggml-cpu's extra buffer types (ggml_backend_cpu_get_extra_buffer_types)
 CPU_FEATURES = ("avx2", "avx512", "amx", "neon", "none")
+
+
+def cpu_class(features: Iterable[str]) -> str:
+    """The --cpu-features a CPU with these instruction sets gets (paramcount.hardware's names, as
+    /proc/cpuinfo's flags give them): ggml-cpu's extra buffers go to AMX first, then the AVX-512
+    repack, then AVX2's (``ggml_backend_cpu_get_extra_buffer_types``); AMX needs a build with it
+    (GGML_NATIVE on such a CPU makes one)."""
+    have = set(features)
+    for flag, cls in (("amx_int8", "amx"), ("avx512", "avx512"), ("avx2", "avx2"), ("neon", "neon")):
+        if flag in have:
+            return cls
+    return "none"
+
+
 _CPU_SAID = {
     "avx2": "an x86 CPU with AVX2, without AVX-512",
     "avx512": "an x86 CPU with AVX-512, without AMX",

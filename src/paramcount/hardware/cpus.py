@@ -1,0 +1,110 @@
+# ruff: noqa: E501  (data tables: one product a line)
+"""Server and desktop CPUs: cores, memory channels, the DDR speed the vendor supports, bandwidth.
+
+A CPU row has no memory of its own (``memory_bytes`` 0): its bandwidth is what the socket's
+channels move at the supported DDR5 speed, channels × MT/s × 8 bytes (a 64-bit channel), which
+is the "per socket memory bandwidth" AMD prints (EPYC 9654: 12 × 4800 × 8 = 460.8 GB/s).
+``features`` are the instruction sets llama.cpp's CPU backend chooses kernels by (ggml-cpu:
+AVX2, AVX-512 with its BF16/VNNI extensions, AMX on Intel Xeon from Sapphire Rapids). Peak
+FLOP/s are left out: neither vendor prints them for these parts.
+"""
+
+from __future__ import annotations
+
+from .row import Hardware
+
+ZEN4 = ("avx2", "avx512", "avx512_bf16", "avx512_vnni")
+ZEN5 = ("avx2", "avx512", "avx512_bf16", "avx512_vnni", "avx_vnni")
+XEON_AMX = ("avx2", "avx512", "avx512_bf16", "avx512_fp16", "avx512_vnni", "avx_vnni", "amx", "amx_bf16", "amx_int8")
+XEON6_AMX = (*XEON_AMX, "amx_fp16")
+CORE = ("avx2", "avx_vnni")
+
+_AMD = "https://www.amd.com/en/products/processors/"
+_INTEL = "https://www.intel.com/content/www/us/en/ark/products/"
+
+# family: (vendor, channels, MT/s, features, source page)
+_FAMILIES = {
+    "EPYC 9004": ("amd", 12, 4800, ZEN4, _AMD + "server/epyc/4th-generation-9004-and-8004-series.html"),
+    "EPYC 9005": ("amd", 12, 6000, ZEN5, _AMD + "server/epyc/9005-series.html"),
+    "Threadripper 7000": ("amd", 4, 5200, ZEN4, _AMD + "workstations/ryzen-threadripper.html"),
+    "Threadripper PRO 7000": ("amd", 8, 5200, ZEN4, _AMD + "workstations/ryzen-threadripper.html"),
+    "Threadripper 9000": ("amd", 4, 6400, ZEN5, _AMD + "workstations/ryzen-threadripper.html"),
+    "Threadripper PRO 9000": ("amd", 8, 6400, ZEN5, _AMD + "workstations/ryzen-threadripper.html"),
+    "Ryzen 7000": ("amd", 2, 5200, ZEN4, _AMD + "desktops/ryzen/7000-series.html"),
+    "Ryzen 9000": ("amd", 2, 5600, ZEN5, _AMD + "desktops/ryzen/9000-series.html"),
+    "Xeon 4th gen (Sapphire Rapids)": ("intel", 8, 4800, XEON_AMX, _INTEL + "series/228622/4th-generation-intel-xeon-scalable-processors.html"),
+    "Xeon 5th gen (Emerald Rapids)": ("intel", 8, 5600, XEON_AMX, _INTEL + "series/236644/5th-generation-intel-xeon-scalable-processors.html"),
+    "Xeon 6 (Granite Rapids AP)": ("intel", 12, 6400, XEON6_AMX, _INTEL + "series/240357/intel-xeon-6.html"),
+    "Xeon 6 (Granite Rapids SP)": ("intel", 8, 6400, XEON6_AMX, _INTEL + "series/240357/intel-xeon-6.html"),
+    "Core 13th/14th gen": ("intel", 2, 5600, CORE, _INTEL + "series/230485/14th-generation-intel-core-i9-processors.html"),
+    "Core Ultra 200S": ("intel", 2, 6400, CORE, _INTEL + "series/241071/intel-core-ultra-processors-series-2.html"),
+}  # fmt: skip
+
+
+def _cpu(key: str, name: str, family: str, cores: int, aliases: tuple[str, ...] = ()) -> Hardware:
+    vendor, channels, mts, features, page = _FAMILIES[family]
+    short = name.removeprefix("AMD ").removeprefix("Intel ")
+    return Hardware(
+        key=key,
+        name=name,
+        aliases=(short, *aliases),
+        kind="cpu",
+        vendor=vendor,
+        memory_bytes=0,
+        usable_bytes=0,
+        bandwidth_bytes_per_s=channels * mts * 10**6 * 8,
+        flops={},
+        sources=(page,),
+        cores=cores,
+        features=features,
+        stated=f"{channels} channels DDR5-{mts}",
+        notes=("bandwidth: channels × MT/s × 8 bytes, one socket",),
+        memory_channels=channels,
+        memory_speed_mts=mts,
+        family=family,
+    )
+
+
+ALL = (
+    _cpu("epyc-9124", "AMD EPYC 9124", "EPYC 9004", 16),
+    _cpu("epyc-9354", "AMD EPYC 9354", "EPYC 9004", 32),
+    _cpu("epyc-9454", "AMD EPYC 9454", "EPYC 9004", 48),
+    _cpu("epyc-9554", "AMD EPYC 9554", "EPYC 9004", 64),
+    _cpu("epyc-9654", "AMD EPYC 9654", "EPYC 9004", 96, ("EPYC 9654 96-Core Processor",)),
+    _cpu("epyc-9684x", "AMD EPYC 9684X", "EPYC 9004", 96),
+    _cpu("epyc-9754", "AMD EPYC 9754", "EPYC 9004", 128),
+    _cpu("epyc-9355", "AMD EPYC 9355", "EPYC 9005", 32),
+    _cpu("epyc-9555", "AMD EPYC 9555", "EPYC 9005", 64),
+    _cpu("epyc-9575f", "AMD EPYC 9575F", "EPYC 9005", 64),
+    _cpu("epyc-9655", "AMD EPYC 9655", "EPYC 9005", 96),
+    _cpu("epyc-9755", "AMD EPYC 9755", "EPYC 9005", 128),
+    _cpu("epyc-9965", "AMD EPYC 9965", "EPYC 9005", 192),
+    _cpu("threadripper-7960x", "AMD Ryzen Threadripper 7960X", "Threadripper 7000", 24, ("Threadripper 7960X",)),
+    _cpu("threadripper-7970x", "AMD Ryzen Threadripper 7970X", "Threadripper 7000", 32, ("Threadripper 7970X",)),
+    _cpu("threadripper-7980x", "AMD Ryzen Threadripper 7980X", "Threadripper 7000", 64, ("Threadripper 7980X",)),
+    _cpu("threadripper-pro-7995wx", "AMD Ryzen Threadripper PRO 7995WX", "Threadripper PRO 7000", 96, ("Threadripper PRO 7995WX", "7995WX")),
+    _cpu("threadripper-9980x", "AMD Ryzen Threadripper 9980X", "Threadripper 9000", 64, ("Threadripper 9980X",)),
+    _cpu("threadripper-pro-9995wx", "AMD Ryzen Threadripper PRO 9995WX", "Threadripper PRO 9000", 96, ("Threadripper PRO 9995WX", "9995WX")),
+    _cpu("ryzen-5-7600x", "AMD Ryzen 5 7600X", "Ryzen 7000", 6),
+    _cpu("ryzen-7-7700x", "AMD Ryzen 7 7700X", "Ryzen 7000", 8),
+    _cpu("ryzen-7-7800x3d", "AMD Ryzen 7 7800X3D", "Ryzen 7000", 8),
+    _cpu("ryzen-9-7900x", "AMD Ryzen 9 7900X", "Ryzen 7000", 12),
+    _cpu("ryzen-9-7950x", "AMD Ryzen 9 7950X", "Ryzen 7000", 16, ("Ryzen 9 7950X 16-Core Processor",)),
+    _cpu("ryzen-5-9600x", "AMD Ryzen 5 9600X", "Ryzen 9000", 6),
+    _cpu("ryzen-7-9700x", "AMD Ryzen 7 9700X", "Ryzen 9000", 8),
+    _cpu("ryzen-7-9800x3d", "AMD Ryzen 7 9800X3D", "Ryzen 9000", 8),
+    _cpu("ryzen-9-9900x", "AMD Ryzen 9 9900X", "Ryzen 9000", 12),
+    _cpu("ryzen-9-9950x", "AMD Ryzen 9 9950X", "Ryzen 9000", 16, ("Ryzen 9 9950X 16-Core Processor",)),
+    _cpu("xeon-platinum-8462y+", "Intel Xeon Platinum 8462Y+", "Xeon 4th gen (Sapphire Rapids)", 32),
+    _cpu("xeon-platinum-8468", "Intel Xeon Platinum 8468", "Xeon 4th gen (Sapphire Rapids)", 48),
+    _cpu("xeon-platinum-8480+", "Intel Xeon Platinum 8480+", "Xeon 4th gen (Sapphire Rapids)", 56, ("Xeon Platinum 8480C",)),
+    _cpu("xeon-platinum-8580", "Intel Xeon Platinum 8580", "Xeon 5th gen (Emerald Rapids)", 60),
+    _cpu("xeon-platinum-8592+", "Intel Xeon Platinum 8592+", "Xeon 5th gen (Emerald Rapids)", 64),
+    _cpu("xeon-6787p", "Intel Xeon 6787P", "Xeon 6 (Granite Rapids SP)", 86),
+    _cpu("xeon-6960p", "Intel Xeon 6960P", "Xeon 6 (Granite Rapids AP)", 72),
+    _cpu("xeon-6972p", "Intel Xeon 6972P", "Xeon 6 (Granite Rapids AP)", 96),
+    _cpu("xeon-6980p", "Intel Xeon 6980P", "Xeon 6 (Granite Rapids AP)", 128),
+    _cpu("core-i9-13900k", "Intel Core i9-13900K", "Core 13th/14th gen", 24, ("i9-13900K", "13900K")),
+    _cpu("core-i9-14900k", "Intel Core i9-14900K", "Core 13th/14th gen", 24, ("i9-14900K", "14900K")),
+    _cpu("core-ultra-9-285k", "Intel Core Ultra 9 285K", "Core Ultra 200S", 24, ("Ultra 9 285K", "285K")),
+)  # fmt: skip
