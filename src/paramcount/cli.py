@@ -1118,6 +1118,7 @@ def run_fit(argv: Sequence[str]) -> int:
         this_machine(args, None)
         return run_ollama(args, brief=True)
     ollama_defaults(args)
+    mlx_community(args)
     options = plan_options(args)
     only = options.pop("precision", None) if args.train else args.dtype
     mode, shown = ("training" if args.train else "inference"), tuple(only.split(",")) if only else None

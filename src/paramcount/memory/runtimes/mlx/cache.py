@@ -71,15 +71,19 @@ def slot_bytes(kind: Kind, s: KvSettings, quantised: bool) -> int:
     return kind.kv_heads * sum(d * bits // 8 + 2 * (d // g) * b for d in (kind.key_dim, kind.value_dim))
 
 
+MAX_CHUNKS = 1 << 16  # our bound, not mlx-lm's: a plan steps through at most this many prefill chunks
+
+
 def calls(prompt: int, context: int, step: int) -> Iterator[tuple[int, int]]:
-    """The model calls ``generate_step`` makes, as (tokens per call, calls): the prefill chunks,
-    the last prompt token, then one call per generated token until the sequence holds ``context``."""
-    done = 0
-    while prompt - done > 1:
-        n = min(step, prompt - done - 1)
-        yield n, 1
-        done += n
-    yield prompt - done, 1
+    """The model calls ``generate_step`` makes, as (tokens per call, calls): the prefill chunks of
+    ``step`` (min(step, remaining − 1)), what is left of the prompt but its last token, that token,
+    then one call per generated token until the sequence holds ``context``."""
+    full = (prompt - 1) // step
+    if full:
+        yield step, full
+    if (prompt - 1) % step:
+        yield (prompt - 1) % step, 1
+    yield 1, 1
     if context > prompt:
         yield 1, context - prompt
 

@@ -18,9 +18,10 @@ min(size, M − 1) + C), one layer's working set is live at a time:
   still C × K bools.
 - per token, the chunk's other intermediates: measured on mlx 0.32's CPU backend (tools/record_mlx.py,
   and probes varying one width at a time) as 32 B per unit of the hidden width (8 float32 arrays,
-  whatever the model's dtype), and in the activation dtype 5 arrays of the query projection's (q, its rotation, its scaling, the attention output and its transpose), 3 of the
-  key/value projection's, 2 of the MLP's (gate and up; SwitchGLU: the routed experts' k × width),
-  and one more of q's and k's where the model normalises them (Qwen3, Gemma 3).
+  whatever the model's dtype), and in the activation dtype 5 arrays of the query projection's (q,
+  its rotation, its scaling, the attention output and its transpose), 3 of the key/value
+  projection's, 2 of the MLP's (gate and up; SwitchGLU: the routed experts' k × width), and one
+  more of q's and k's where the model normalises them (Qwen3, Gemma 3).
 - the cache's old buffer, where the chunk grows it, until the concatenation is done
   (mlx_lm/models/cache.py ``KVCache.update_and_fetch``).
 

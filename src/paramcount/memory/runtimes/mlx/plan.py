@@ -88,6 +88,7 @@ class MlxPlanner:
     """Plans of one model under mlx-lm for any context (``fit`` searches over these)."""
 
     runtime = "mlx"
+    one_sequence = True  # mlx_lm.generate runs one; fit searches no batch
 
     def __init__(
         self,
@@ -259,11 +260,20 @@ class MlxPlanner:
         if batch != 1:
             raise ParamcountError("mlx_lm.generate runs one sequence: --batch 1", field="--batch")
         prompt = self.o.prompt or context
+        if (prompt - 1) // self.o.prefill_step_size > kv.MAX_CHUNKS:
+            raise ParamcountError(
+                f"{prompt:,} prompt tokens in chunks of {self.o.prefill_step_size:,} are more than the "
+                f"{kv.MAX_CHUNKS:,} chunks planned here: raise --prefill-step-size",
+                field="--prefill-step-size",
+            )
         if prompt > context:
             raise ParamcountError(
                 f"--prompt ({prompt:,}) is longer than --context ({context:,}), the length the sequence reaches",
                 field="--prompt",
             )
+        from ...core.limits import Limit
+
+        warned = Limit.of(self.model).check(context, "mlx")
         weights, cache = self.weights_term(), self.kv_term(context, prompt)
         above, where = self.peak(context, prompt)
         rest = above - cache.bytes
@@ -277,7 +287,8 @@ class MlxPlanner:
             pk.SRC_PEAK,
         )
         settings = self._settings(context, prompt, why)
-        return Plan(self.model, "inference", (weights, cache, work), settings, self._notes(), planner=self)
+        notes = (*warned, *self._notes())
+        return Plan(self.model, "inference", (weights, cache, work), settings, notes, planner=self)
 
     def total(self, context: int, batch: int = 1) -> int:
         return self.plan(context, batch).total
