@@ -45,6 +45,7 @@ SRC_PEAK = (
 # model's dtype (8 × 4 B: bf16, fp16 and fp32 models alike measured 30-33 B per token per unit of
 # width), the others in the activation dtype.
 HIDDEN_BYTES, QUERY, KEYVALUE, MLP = 32, 5, 3, 2
+NORM_BYTES = 4  # one more float32 array of the hidden width per norm past two (Gemma 3's four: 15.7-16.1 kB/token)
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class Widths:
     and k are normalised, the query heads and the vocabulary."""
 
     hidden: int
+    norms: int  # norms a layer applies to the hidden width (2; Gemma 3: 4)
     query: int
     keyvalue: int
     mlp: int
@@ -64,8 +66,9 @@ class Widths:
 
     def per_token(self, b: int) -> int:
         """Bytes per token of a chunk's intermediates beside the scores, at ``b`` bytes a value."""
-        norms = (self.query + self.keyvalue) if self.qk_norm else 0
-        return HIDDEN_BYTES * self.hidden + b * (QUERY * self.query + KEYVALUE * self.keyvalue + MLP * self.mlp + norms)
+        qk = (self.query + self.keyvalue) if self.qk_norm else 0
+        hidden = (HIDDEN_BYTES + NORM_BYTES * (self.norms - 2)) * self.hidden
+        return hidden + b * (QUERY * self.query + KEYVALUE * self.keyvalue + MLP * self.mlp + qk)
 
 
 def chunk_bytes(w: Widths, chunk: int, keys: int, b: int, fused: bool, windowed: bool) -> tuple[int, int, int]:

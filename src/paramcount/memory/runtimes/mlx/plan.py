@@ -225,17 +225,17 @@ class MlxPlanner:
         states = [kv.State() for _ in self.kinds]
         best, where = 0, ""
         for n, times in kv.calls(prompt, context, self.o.prefill_step_size):
-            old = 0
+            old = during = 0
             for k, st in zip(self.kinds, states, strict=True):
-                grown = kv.run(k, st, self.s, n, times)
-                old = max(old, grown * kv.slot_bytes(k, self.s, st.quantised))
-            cache = kv.kv_bytes(self.kinds, self.s, states)
-            work = self._work(n, states)
-            if cache + old + work > best:
-                best, where = (
-                    cache + old + work,
-                    f"{'a chunk of' if n > 1 else 'a call of'} {n:,} tokens at {states[0].offset:,}",
-                )
+                kv.run(k, st, self.s, n, times - 1)  # the run's last call holds the most
+                was = st.quantised  # a call attends over the cache as it was; quantised after it
+                grown = kv.run(k, st, self.s, n, 1)
+                old = max(old, grown * kv.slot_bytes(k, self.s, was))
+                during += k.layers * st.size * kv.slot_bytes(k, self.s, was)
+            total = during + old + self._work(n, states)
+            if total > best:
+                at = f"{'a chunk of' if n > 1 else 'a call of'} {n:,} tokens at {states[0].offset:,}"
+                best, where = total, at
         return best, where
 
     def _work(self, n: int, states: list[kv.State]) -> int:
@@ -345,7 +345,8 @@ def _widths(c: Mapping[str, Any], model_type: str) -> pk.Widths:
         mlp = _int(c, "num_experts_per_tok") * _int(c, "moe_intermediate_size")
     qk_norm = model_type in ("qwen3", "qwen3_moe", "gemma3_text")
     layers = _int(c, "num_hidden_layers")
-    return pk.Widths(hidden, heads * d, n_kv * d, mlp, qk_norm, heads, _int(c, "vocab_size"), layers)
+    norms = 4 if model_type == "gemma3_text" else 2  # gemma3_text.py TransformerBlock: pre/post attention and MLP
+    return pk.Widths(hidden, norms, heads * d, n_kv * d, mlp, qk_norm, heads, _int(c, "vocab_size"), layers)
 
 
 def _sliding_layers(c: Mapping[str, Any], model_type: str, layers: int) -> set[int]:
