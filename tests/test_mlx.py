@@ -242,3 +242,23 @@ def test_random_mlx_flags_end_in_a_plan_or_one_line(capsys, model, dtype, flags)
         assert doc["total"]["bytes"] == sum(t["bytes"] for t in doc["terms"])
     else:
         assert code == 2 and err.count("\n") == 1 and err.startswith("paramcount: error: "), err
+
+
+def test_a_folders_safetensors_are_the_weights_mlx_loads(tmp_path):
+    """An MLX folder's files hold packed uint32 words, scales and biases: their bytes are the
+    weights (here one layer's q_proj); another scheme is planned over its config.json."""
+    np = pytest.importorskip("numpy")
+    from safetensors.numpy import save_file
+
+    run = RUNS["llama-4bit-g64-1000"]
+    folder(tmp_path, run)
+    q = "model.layers.0.self_attn.q_proj"
+    tensors = {f"{q}.weight": np.zeros((256, 32), np.uint32)}
+    tensors |= {f"{q}.{k}": np.zeros((256, 4), np.float16) for k in ("scales", "biases")}
+    save_file(tensors, str(tmp_path / "model.safetensors"))
+    model = paramcount.load(str(tmp_path))
+    stored = inference(model, None, 1000, runtime="mlx", prompt=990, device="cpu")
+    assert stored.term("weights").bytes == 256 * 32 * 4 + 2 * 256 * 4 * 2
+    assert "safetensors" in stored.term("weights").assumption
+    eight = RUNS["llama-8bit-g64-600-kv8"]
+    assert inference(model, "mlx-8bit", 1000, runtime="mlx").term("weights").bytes == eight["weights"]

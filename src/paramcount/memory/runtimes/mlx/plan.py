@@ -110,10 +110,16 @@ class MlxPlanner:
             raise ParamcountError(
                 f"the MLX plan covers {', '.join(FAMILIES)}; not {model.model_type!r}", field="--runtime"
             )
+        from ...weights.stored import is_checkpoint
+
         self.model = model
         self.config = dict(model.config or {})
         self.o = options(**given)
         self.q: Quant = scheme(scheme_name, self.config, group_size)
+        # a folder's safetensors hold the weights as MLX loads them (packed words, scales, biases);
+        # another scheme is planned over the config's tree
+        self.files = is_checkpoint(model) and (scheme_name or "stored").strip().lower() == "stored"
+        self.tree = _config_model(model) if is_checkpoint(model) else model
         self.b = FLOATS[self.q.base]
         self.widths = _widths(self.config, model.model_type)
         self.kinds = self._kinds()
@@ -127,9 +133,14 @@ class MlxPlanner:
 
     def _weights(self) -> tuple[int, int]:
         """(all weights, the quantised modules' share) in bytes, tensor by tensor (a layer's
-        settings may differ: the config's per-module entries)."""
+        settings may differ: the config's per-module entries); a folder's as its files hold them."""
+        if self.files:
+            from ...weights.stored import stored_weights
+
+            rows = stored_weights(self.model).rows
+            return sum(r.bytes for r in rows), sum(r.bytes for r in rows if _packed(r))
         total = quantised = 0
-        for s in slots(self.model.tree, self.model.model_type):
+        for s in slots(self.tree.tree, self.model.model_type):
             layers = list(s.layers) if s.layers is not None else [None]
             for layer in layers:
                 paths = mlx_paths(s, layer)
@@ -149,7 +160,9 @@ class MlxPlanner:
             if q.bits
             else f"every tensor in {q.base}; a tied head once"
         )
-        if q.stored:
+        if self.files:
+            how = f"as the folder's safetensors hold them ({self.model.source}): every tensor's stored bytes"
+        elif q.stored:
             how += "; as the folder's config.json quantization block states (its per-module entries included)"
         if q.bits and self.model.model_type == "qwen3_moe" and not q.stored:
             how += "; the router (mlp.gate) at 8 bits, group 64 (Qwen3-MoE's quant_predicate)"
@@ -333,6 +346,18 @@ class MlxPlanner:
         if self.o.device == "gpu":
             notes.append("Apple GPU: the fused attention is modelled from MLX's Metal kernels, not measured here")
         return tuple(notes)
+
+
+def _config_model(model: Model) -> Model:
+    """The model its config.json describes (a folder's safetensors may hold MLX's packed tensors)."""
+    from ....frontends.config import from_config
+
+    return from_config(model.config, model.source, model_class=model.class_name)
+
+
+def _packed(row: Any) -> bool:
+    """A stored row of MLX's quantised layout: uint32 words, or their scales and biases."""
+    return any(p.dtype in ("uint32", "U32") or p.what in ("scales", "biases") for p in getattr(row, "parts", ()))
 
 
 def _widths(c: Mapping[str, Any], model_type: str) -> pk.Widths:
