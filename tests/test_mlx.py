@@ -262,3 +262,11 @@ def test_a_folders_safetensors_are_the_weights_mlx_loads(tmp_path):
     assert "safetensors" in stored.term("weights").assumption
     eight = RUNS["llama-8bit-g64-600-kv8"]
     assert inference(model, "mlx-8bit", 1000, runtime="mlx").term("weights").bytes == eight["weights"]
+
+
+def test_fit_without_a_gpu_sets_mlx_against_apple_silicon_only():
+    from paramcount.memory.fit import overview
+
+    o = overview(paramcount.load("Qwen/Qwen3-0.6B"), 8192, runtime="mlx")
+    assert o.gpus and {g.kind for g in o.gpus} == {"apple"}
+    assert set(o.plans) == {"bf16", "mlx-8bit", "mlx-6bit", "mlx-4bit", "mlx-3bit"}

@@ -536,6 +536,8 @@ def overview(
     context, _ = context_for(model, context)
     batch = positive(batch, "--batch")
     cards = tuple(find_gpu(g) for g in gpus) if gpus else tuple(GPUS.values())
+    if not gpus and mode == "inference" and runtime(options.get("runtime"), model) == "mlx":
+        cards = tuple(c for c in cards if c.kind == "apple") or cards  # MLX runs on Apple silicon
     planners, skipped = _planners(model, mode, only, options)
     plans = {p: planner.plan(context=context, batch=batch) for p, planner in planners.items()}
     return Overview(model, mode, context, batch, plans, cards, _shown(options), skipped)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ....errors import ParamcountError
@@ -44,7 +44,7 @@ class Quant:
     base: str
     bits: int | None = None
     group: int = DEFAULT_GROUP
-    modules: Mapping[str, tuple[int, int] | None] = None  # type: ignore[assignment]
+    modules: Mapping[str, tuple[int, int] | None] = field(default_factory=dict)
     stored: bool = False  # read from the folder's config.json
 
     @property
@@ -75,7 +75,7 @@ def scheme(name: str | None, config: Mapping[str, Any], group: int | None) -> Qu
             f"not {name!r}",
             field="--dtype",
         )
-    return Quant(base, int(m.group(1)), _group(group if group is not None else DEFAULT_GROUP, "--group-size"), {})
+    return Quant(base, int(m.group(1)), _group(group if group is not None else DEFAULT_GROUP, "--group-size"))
 
 
 def _group(value: Any, field: str) -> int:
