@@ -37,6 +37,7 @@ examples:
   paramcount memory Qwen/Qwen3-30B-A3B --runtime llama.cpp -ngl 30 --n-cpu-moe 10   llama.cpp per GPU and host
   paramcount fit Qwen/Qwen3-30B-A3B --runtime llama.cpp --gpu 8GB   llama-fit-params' -c, -ngl and -ot for a card
   paramcount fit Qwen/Qwen3-30B-A3B --runtime llama.cpp --gpu rtx3090,rtx3060   and -ts over several cards
+  paramcount fit mlx-community/Qwen3-8B-4bit --gpu "M2 Max 64GB"   mlx-lm on a Mac, held to its working set
   paramcount compute openai/gpt-3-175b --tokens 300B --gpu a100-80gb --gpus 1024   FLOPs, 6·N·D, time
   paramcount serve                           the local web page on http://127.0.0.1:8000/
   paramcount completion bash                 shell completion (or zsh, fish); how to install: its --help
