@@ -39,6 +39,8 @@ examples:
   paramcount fit Qwen/Qwen3-30B-A3B --runtime llama.cpp --gpu rtx3090,rtx3060   and -ts over several cards
   paramcount fit mlx-community/Qwen3-8B-4bit --gpu "M2 Max 64GB"   mlx-lm on a Mac, held to its working set
   paramcount compute openai/gpt-3-175b --tokens 300B --gpu a100-80gb --gpus 1024   FLOPs, 6·N·D, time
+  paramcount hardware --detect               this machine: GPUs with free memory, RAM, CPU features
+  paramcount fit Qwen/Qwen3-8B --gpu auto    planned for this machine (catalog: paramcount hardware)
   paramcount serve                           the local web page on http://127.0.0.1:8000/
   paramcount completion bash                 shell completion (or zsh, fish); how to install: its --help
 """
@@ -1241,7 +1243,7 @@ def run_hardware(argv: Sequence[str]) -> int:
     p.add_argument("--kind", choices=KINDS, help="only GPUs, Apple chips or CPUs")
     p.add_argument("--detect", action="store_true", help="read this machine: GPUs with free memory, RAM, CPU")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.add_argument("--width", type=width)
+    p.add_argument("--width", type=width, help="terminal width for the table")
     args = p.parse_args(argv)
     if args.detect:
         from .hardware.detect import detect

@@ -33,12 +33,19 @@ WORKING_SET_MEASURED = {
 }
 
 
-def working_set(gib: int) -> tuple[int, str]:
-    """Metal's recommended working set on a Mac with ``gib`` GiB: as logged, else the rule (an estimate)."""
+def working_share(gib: int) -> Fraction:
+    """The share of a ``gib`` GiB Mac's memory Metal recommends: as logged, else the rule."""
     if gib in WORKING_SET_MEASURED:
-        share, seen = WORKING_SET_MEASURED[gib]
+        return WORKING_SET_MEASURED[gib][0]
+    return Fraction(2, 3) if gib <= 36 else Fraction(3, 4)
+
+
+def working_set(gib: int) -> tuple[int, str]:
+    """Metal's recommended working set on a Mac with ``gib`` GiB, and where the figure comes from."""
+    share = working_share(gib)
+    if gib in WORKING_SET_MEASURED:
+        seen = WORKING_SET_MEASURED[gib][1]
         return int(gib * GIB * share), f"usable_bytes: Metal's recommendedMaxWorkingSetSize as logged ({seen})"
-    share = Fraction(2, 3) if gib <= 36 else Fraction(3, 4)
     return int(gib * GIB * share), f"usable_bytes: estimated, {share} of memory (the rule the logged sizes follow)"
 
 

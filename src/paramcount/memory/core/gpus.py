@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from ...errors import ParamcountError, bounded_number
 from ...hardware import Hardware, candidates, nvidia
 from ...hardware import lookup as hardware_lookup
-from ...hardware.apple import working_set
+from ...hardware.apple import working_set, working_share
 
 if TYPE_CHECKING:  # detect.py (subprocess, json) is imported only when a machine is read
     from ...hardware.detect import GPUFound, Machine
@@ -97,7 +97,8 @@ _DATA_CENTRE = ("data centre", "Instinct")
 
 def from_hardware(row: Hardware, key: str | None = None, name: str | None = None, kind: str | None = None) -> GPU:
     """A catalog row as the planners' GPU: bytes as the catalog has them, the dense 16-bit figure
-    in TFLOPS (bf16, else fp16), bandwidth in GB/s."""
+    in TFLOPS (bf16, else fp16; a GeForce card's to one decimal, as NVIDIA's whitepapers print
+    it), bandwidth in GB/s."""
     if row.kind == "cpu":
         raise ParamcountError(f"{row.name} is a CPU; --gpu takes a GPU or an Apple chip", field="--gpu")
     peak = row.flops.get("bf16") or row.flops.get("fp16")
@@ -109,10 +110,10 @@ def from_hardware(row: Hardware, key: str | None = None, name: str | None = None
         row.memory_bytes,
         row.stated,
         row.usable_bytes,
-        round(peak / 1e12, 2) if peak else None,
+        round(peak / 1e12, 1 if row.family.startswith("GeForce") else 2) if peak else None,
         kind,
         note,
-        row.bandwidth_bytes_per_s / 1e9,
+        _gb_s(row.bandwidth_bytes_per_s),
         row.capability,
     )
 
@@ -136,10 +137,16 @@ def ram_device(machine: Machine) -> GPU:
     return GPU("ram", name, ram, "RAM", machine.ram_available_bytes or ram, None, "custom", note)
 
 
+def _gb_s(bandwidth: int) -> float:
+    """Bytes per second as GB/s, a whole number where it is one (as the datasheets print it)."""
+    return bandwidth // GB if bandwidth % GB == 0 else bandwidth / GB
+
+
 def _apple(gb: int) -> GPU:
     # any M-series Mac of this size: Metal's recommended working set (hardware.apple.working_set)
     usable, _ = working_set(gb)
-    share = f"{usable / (gb * GIB):.0%}"
+    fraction = working_share(gb)
+    share = f"{fraction.numerator}/{fraction.denominator}" if fraction.denominator < 10 else f"{float(fraction):.0%}"
     note = f"unified memory; macOS lets the GPU use about {share} by default (iogpu.wired_limit_mb raises it)"
     return GPU(f"apple-{gb}gb", f"Apple M-series {gb} GB", gb * GIB, f"{gb} GB unified", usable, None, "apple", note)
 
