@@ -270,3 +270,9 @@ def test_fit_without_a_gpu_sets_mlx_against_apple_silicon_only():
     o = overview(paramcount.load("Qwen/Qwen3-0.6B"), 8192, runtime="mlx")
     assert o.gpus and {g.kind for g in o.gpus} == {"apple"}
     assert set(o.plans) == {"bf16", "mlx-8bit", "mlx-6bit", "mlx-4bit", "mlx-3bit"}
+
+
+def test_a_gguf_file_is_refused(capsys):
+    gguf = str(Path(__file__).parent / "fixtures" / "tiny-llama.gguf")
+    assert main(["memory", gguf, "--runtime", "mlx"]) == 2
+    assert "not a GGUF file" in capsys.readouterr().err

@@ -106,6 +106,8 @@ class MlxPlanner:
             )
         if kv_dtype is not None:
             raise ParamcountError("MLX's cache is in the activation dtype, or --kv-bits", field="--kv-dtype")
+        if model.class_name == "GGUF":
+            raise ParamcountError("mlx-lm loads a safetensors folder, not a GGUF file", field="--runtime")
         if model.model_type not in FAMILIES:
             raise ParamcountError(
                 f"the MLX plan covers {', '.join(FAMILIES)}; not {model.model_type!r}", field="--runtime"
