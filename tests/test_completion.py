@@ -48,14 +48,15 @@ def test_bash_completes_commands_flags_models_gpus(scripts):
     bash = scripts["bash"]
     assert bash_complete(bash, "mem") == ["memory"]
     assert bash_complete(bash, "comp") == ["compare", "compute", "completion"]
-    kv = {"--kv-dtype", "--kv-cache", "--kv-unified", "--kv-heads"}
+    kv = {"--kv-dtype", "--kv-cache", "--kv-unified", "--kv-heads", "--kv-bits", "--kv-group-size"}
     assert set(bash_complete(bash, "memory", "gpt2", "--kv")) == kv
     assert set(bash_complete(bash, "memory", "--gp")) == {"--gpu", "--gpus", "--gpu-memory-utilization"}
     assert "Qwen/Qwen2.5-7B" in bash_complete(bash, "Qwen/Qwen2.5-7")  # the bare count
     assert "meta-llama/Llama-3.1-8B" in bash_complete(bash, "memory", "meta-llama/Llama-3.1-8")
     assert bash_complete(bash, "fit", "gpt2", "--gpu", "rtx40") == ["rtx4090"]
     assert bash_complete(bash, "fit", "gpt2", "--gpu", "=", "rtx40") == ["rtx4090"]  # --gpu=rtx40
-    assert bash_complete(bash, "memory", "gpt2", "--runtime", "") == ["transformers", "llama.cpp", "vllm", "ollama"]
+    runtimes = ["transformers", "llama.cpp", "vllm", "mlx", "ollama"]
+    assert bash_complete(bash, "memory", "gpt2", "--runtime", "") == runtimes
     assert "q4_k_m" in bash_complete(bash, "memory", "gpt2", "--dtype", "q4")
     assert bash_complete(bash, "memory", "gpt2", "-ctk", "q8") == ["q8_0"]
     assert bash_complete(bash, "completion", "") == ["bash", "zsh", "fish"]

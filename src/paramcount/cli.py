@@ -37,6 +37,7 @@ examples:
   paramcount memory Qwen/Qwen3-30B-A3B --runtime llama.cpp -ngl 30 --n-cpu-moe 10   llama.cpp per GPU and host
   paramcount fit Qwen/Qwen3-30B-A3B --runtime llama.cpp --gpu 8GB   llama-fit-params' -c, -ngl and -ot for a card
   paramcount fit Qwen/Qwen3-30B-A3B --runtime llama.cpp --gpu rtx3090,rtx3060   and -ts over several cards
+  paramcount fit mlx-community/Qwen3-8B-4bit --gpu "M2 Max 64GB"   mlx-lm on a Mac, held to its working set
   paramcount compute openai/gpt-3-175b --tokens 300B --gpu a100-80gb --gpus 1024   FLOPs, 6·N·D, time
   paramcount speed meta-llama/Llama-3.1-8B --gpu "RTX 4090" --runtime llama.cpp --dtype q4_k_m   decode, prefill, TTFT
   paramcount hardware --detect               this machine: GPUs with free memory, RAM, CPU features
@@ -606,7 +607,9 @@ INFERENCE_FLAGS = ("kv_dtype", "keep", "kv_cache", "encoder_length", "mla", "run
 INFERENCE_FLAGS += ("audio", "attn")
 VLLM_FLAGS = ("tp", "pp", "ep", "gpu_memory_utilization", "block_size", "max_num_seqs", "max_num_batched_tokens")
 VLLM_FLAGS += ("enforce_eager",)
-INFERENCE_FLAGS += LLAMA_FLAGS + VLLM_FLAGS
+MLX_FLAGS = ("group_size", "prompt", "kv_bits", "kv_group_size", "quantized_kv_start", "max_kv_size")
+MLX_FLAGS += ("prefill_step_size",)
+INFERENCE_FLAGS += LLAMA_FLAGS + VLLM_FLAGS + MLX_FLAGS
 
 
 MODEL_ANY = (
@@ -758,7 +761,10 @@ def runtime_args(p: Parser) -> None:
     r.add_argument("--cache-type-k", "-ctk", choices=CACHE_TYPES, help="llama.cpp: K cache type (default f16)")
     r.add_argument("--cache-type-v", "-ctv", choices=CACHE_TYPES, help="llama.cpp: V cache type (default f16)")
     r.add_argument(
-        "--device", choices=DEVICES, help="llama.cpp: where the buffers live; a CPU adds no overhead (default gpu)"
+        "--device",
+        choices=DEVICES,
+        help="llama.cpp: where the buffers live, a CPU adds no overhead; mlx: the cpu backend or the Apple GPU "
+        "(default gpu)",
     )
     r.add_argument(
         "--cpu-features",
@@ -797,6 +803,7 @@ def runtime_args(p: Parser) -> None:
         help="tokens per step, and the profiled pass (default: vllm serve's for the GPU, 8192 on H100)",
     )
     v.add_argument("--enforce-eager", action="store_true", help="no CUDA graphs (their memory is left out)")
+    mlx_args(p)
     o = p.add_argument_group(
         "Ollama (--runtime ollama, with --gpu; OLLAMA_* variables are read as its server reads them)"
     )
@@ -806,6 +813,29 @@ def runtime_args(p: Parser) -> None:
     o.add_argument(
         "--free-vram", metavar="SIZE", help="free memory on the GPU, as its driver reports it (default: all)"
     )
+
+
+def mlx_args(p: Parser) -> None:
+    """mlx-lm's own settings (mlx_lm.generate's flag names), for --runtime mlx."""
+    m = p.add_argument_group("MLX (--runtime mlx: mlx-lm on Apple Silicon; --device cpu for MLX's CPU backend)")
+    m.add_argument(
+        "--group-size", type=whole, metavar="G", help="mlx-Nbit weights: the quantisation group, 32, 64 or 128 (64)"
+    )
+    m.add_argument(
+        "--prompt", type=tokens, metavar="P", help="prompt tokens, prefilled in chunks (default: the whole --context)"
+    )
+    m.add_argument("--kv-bits", type=whole, metavar="B", help="quantise the KV cache to B bits (default: not)")
+    m.add_argument("--kv-group-size", type=whole, metavar="G", help="the KV cache's quantisation group (default 64)")
+    m.add_argument(
+        "--quantized-kv-start",
+        type=depth,
+        metavar="S",
+        help="with --kv-bits: quantise once the cache holds S tokens (default 5000)",
+    )
+    m.add_argument(
+        "--max-kv-size", type=tokens, metavar="M", help="a rotating cache of M tokens, where the model honours it"
+    )
+    m.add_argument("--prefill-step-size", type=whole, metavar="C", help="prompt tokens per prefill chunk (2048)")
 
 
 class _Overrides(argparse.Action):
@@ -1011,6 +1041,7 @@ def run_memory(argv: Sequence[str]) -> int:
         this_machine(args, None)
         return run_ollama(args, brief=False)
     ollama_defaults(args)
+    mlx_community(args)
     options = plan_options(args)
     model = load_model(args.model, args)
     this_machine(args, model)
@@ -1108,6 +1139,24 @@ def _machine(what: str) -> list:
 
 def _nkvo(args: argparse.Namespace) -> dict:
     return {"no_kv_offload": True} if args.no_kv_offload else {}
+
+
+def mlx_community(args: argparse.Namespace) -> None:
+    """An ``mlx-community/NAME-4bit`` model read as the catalog model it converts, at its scheme
+    (:func:`paramcount.memory.runtimes.mlx.names.from_name`), planned under mlx-lm."""
+    from .memory.runtimes.mlx.names import ORG, from_name
+
+    if not str(args.model).lower().startswith(ORG) or args.train:
+        return
+    found = from_name(args.model)
+    if found is None:
+        raise ParamcountError(
+            "an mlx-community name whose base model is not in the catalog: give its folder (config.json)",
+            source=args.model,
+        )
+    args.model, scheme = found
+    args.dtype = args.dtype or scheme
+    args.runtime = args.runtime or "mlx"
 
 
 OLLAMA_FLAGS = ("num_gpu", "free_vram")
@@ -1221,6 +1270,7 @@ def run_fit(argv: Sequence[str]) -> int:
         this_machine(args, None)
         return run_ollama(args, brief=True)
     ollama_defaults(args)
+    mlx_community(args)
     options = plan_options(args)
     only = options.pop("precision", None) if args.train else args.dtype
     mode, shown = ("training" if args.train else "inference"), tuple(only.split(",")) if only else None

@@ -43,8 +43,8 @@ def _memory_settings():
     from paramcount.frontends import catalog
     from paramcount.memory.context.kv_cache import CACHE_DTYPES
     from paramcount.memory.core.gpus import GPUS
-    from paramcount.memory.runtimes import RUNTIMES
     from paramcount.memory.weights.base import SCHEMES
+    from paramcount.web.planner import PAGE_RUNTIMES as RUNTIMES  # the page's: MLX is not on it yet
 
     junk = st.text(max_size=6)
     return st.fixed_dictionaries(

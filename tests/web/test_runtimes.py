@@ -11,7 +11,8 @@ import pytest
 import paramcount
 from paramcount.memory.core.gpus import gpu
 from paramcount.memory.fit import LLAMA_INFERENCE, VLLM_INFERENCE, fit
-from paramcount.memory.runtimes import RUNTIMES, inference, planner
+from paramcount.memory.runtimes import inference, planner
+from paramcount.web.planner import PAGE_RUNTIMES as RUNTIMES  # the page's: MLX is not on it yet
 
 from .conftest import gguf_header, upload_body
 

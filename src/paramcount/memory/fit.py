@@ -22,7 +22,7 @@ from .core.gpus import GPU, GPUS
 from .core.gpus import gpu as find_gpu
 from .core.limits import max_positions
 from .core.plan import Plan, as_model, context_for, model_dict, positive, size_dict
-from .runtimes import LLAMA_OPTIONS, VLLM_OPTIONS, runtime
+from .runtimes import LLAMA_OPTIONS, MLX_OPTIONS, VLLM_OPTIONS, runtime
 from .weights.stored import is_checkpoint
 
 SCHEMA = "paramcount.fit/1"
@@ -31,6 +31,7 @@ SCHEMA = "paramcount.fit/1"
 INFERENCE = ("fp32", "bf16", "bnb-int8", "nf4")
 LLAMA_INFERENCE = ("fp16", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0", "q3_k_m", "q2_k")  # llama.cpp file types
 VLLM_INFERENCE = ("bf16", "fp8", "awq-int4")  # what vLLM serves most: checkpoints or --quantization fp8
+MLX_INFERENCE = ("bf16", "mlx-8bit", "mlx-6bit", "mlx-4bit", "mlx-3bit")  # mlx_lm.convert -q --q-bits N
 TP_SIZES = (1, 2, 4, 8, 16, 32, 64)  # the tensor-parallel sizes a vLLM fit tries, smallest first
 MAX_BATCH = 1 << 20
 MAX_GPUS = 1 << 16
@@ -237,6 +238,7 @@ _OPTIONS = {
             "pure",
             *LLAMA_OPTIONS,
             *VLLM_OPTIONS,
+            *MLX_OPTIONS,
         ),
         *("images", "image_size", "audio"),
     ),
@@ -439,11 +441,18 @@ def _row(planner: Any, precision: str, card: GPU, model: Model, context: int, ba
         return planner.plan(**settings).total
 
     max_context = largest_under(lambda t: total(context=t), cap, 1, limit or NO_LIMIT_CONTEXT)
-    max_batch = largest_under(lambda b: total(batch=b), cap, 1, MAX_BATCH)
+    max_batch = _max_batch(planner, lambda b: total(batch=b), cap)
     gpus = None
     if mode == "training":
         gpus = smallest(lambda g: total(gpus=g, zero=3) <= cap, 1, MAX_GPUS)
     return Row(precision, planner.plan(context=context, batch=batch), cap, max_context, max_batch, limit, gpus)
+
+
+def _max_batch(planner: Any, total: Any, cap: int) -> int | None:
+    """The most sequences that fit; a runtime that runs one (mlx_lm.generate) has no batch to search."""
+    if getattr(planner, "one_sequence", False):
+        return 1 if total(1) <= cap else None
+    return largest_under(total, cap, 1, MAX_BATCH)
 
 
 def _planners(model: Model, mode: str, only: Any, options: Mapping[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
@@ -453,6 +462,8 @@ def _planners(model: Model, mode: str, only: Any, options: Mapping[str, Any]) ->
     rows = _default_rows(mode, options)
     if mode == "inference" and runtime(options.get("runtime"), model) == "llama.cpp":
         rows = LLAMA_INFERENCE  # what llama.cpp runs: GGUF types
+    if mode == "inference" and runtime(options.get("runtime"), model) == "mlx":
+        rows = MLX_INFERENCE
     if mode == "inference" and is_checkpoint(model):
         rows = ("stored", *rows)
     for p in only or rows:
@@ -527,6 +538,8 @@ def overview(
     context, _ = context_for(model, context)
     batch = positive(batch, "--batch")
     cards = tuple(find_gpu(g) for g in gpus) if gpus else tuple(GPUS.values())
+    if not gpus and mode == "inference" and runtime(options.get("runtime"), model) == "mlx":
+        cards = tuple(c for c in cards if c.kind == "apple") or cards  # MLX runs on Apple silicon
     planners, skipped = _planners(model, mode, only, options)
     plans = {p: planner.plan(context=context, batch=batch) for p, planner in planners.items()}
     return Overview(model, mode, context, batch, plans, cards, _shown(options), skipped)

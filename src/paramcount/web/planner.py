@@ -22,6 +22,7 @@ MIN_CONTEXT_EXP, MAX_CONTEXT_EXP = 7, 20  # the curve and the slider: 128 to 1,0
 GROUPS = {"consumer": "GeForce", "data-centre": "Data centre", "apple": "Apple silicon", "custom": "Custom"}
 TRAINING_LABELS = {"mixed": "mixed (bf16 + fp32 master)", "qlora": "qlora (NF4 base)"}
 RUNTIME_LABELS = {"transformers": "transformers", "llama.cpp": "llama.cpp", "vllm": "vLLM", "ollama": "Ollama"}
+PAGE_RUNTIMES = ("transformers", "llama.cpp", "vllm")  # the request's choices (schemas.py): MLX not yet
 OLLAMA_KV = ("f16", "q8_0", "q4_0")  # Ollama's KV cache types (fs/ggml GGML.SupportsKVCacheType)
 # What runtime ollama takes besides the model, context, batch (num_parallel) and GPU: the CLI's OLLAMA_TAKES.
 OLLAMA_FIELDS = ("kv_dtype", "flash_attn", "num_gpu", "free_vram")
@@ -56,7 +57,6 @@ FLAG_FIELDS = {
 def options() -> dict[str, Any]:
     """What the planner's controls offer: schemes, training precisions, cache dtypes, GPUs."""
     from ..memory.core.gpus import GPUS
-    from ..memory.runtimes import RUNTIMES
     from ..memory.runtimes.llamacpp.plan import FLASH
     from ..memory.runtimes.vllm.plan import UTILIZATION
     from ..memory.training.optimizer import OPTIMIZERS
@@ -76,8 +76,8 @@ def options() -> dict[str, Any]:
         "default_lora_rank": DEFAULT_LORA_RANK,
         "context_range": [2**MIN_CONTEXT_EXP, 2**MAX_CONTEXT_EXP],
         "context_bounds": [1, MAX_CONTEXT],
-        "runtimes": [{"value": r, "label": RUNTIME_LABELS[r]} for r in (*RUNTIMES, "ollama")],
-        "runtime_kv_dtypes": {**{r: _kv_dtypes(r) for r in RUNTIMES}, "ollama": list(OLLAMA_KV)},
+        "runtimes": [{"value": r, "label": RUNTIME_LABELS[r]} for r in (*PAGE_RUNTIMES, "ollama")],
+        "runtime_kv_dtypes": {**{r: _kv_dtypes(r) for r in PAGE_RUNTIMES}, "ollama": list(OLLAMA_KV)},
         "tp_sizes": list(TP_SIZES),
         "default_utilization": float(UTILIZATION),
         "flash_attn": list(FLASH),

@@ -69,6 +69,11 @@ class Limit:
                 "vllm/config/model.py) unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 is set; --hf-overrides with "
                 f"rope_scaling (yarn, factor {ratio}) extends the trained context"
             )
+        elif runtime == "mlx":
+            how = (
+                "mlx_lm.generate runs it (it checks no position limit; RoPE has no table); "
+                f'rope_scaling {{"type": "yarn", "factor": {ratio}}} in config.json extends the trained context'
+            )
         else:
             how = (
                 "transformers runs it (its positions have no table); "

@@ -1,8 +1,9 @@
 """Which runtime an inference plan models, chosen in one place.
 
 ``transformers`` (PyTorch, today's plan: :class:`paramcount.memory.runtimes.transformers.plan.InferencePlanner`),
-``llama.cpp`` (:class:`paramcount.memory.runtimes.llamacpp.plan.LlamaCppPlanner`) and ``vllm``
-(:class:`paramcount.memory.runtimes.vllm.plan.VllmPlanner`). The default
+``llama.cpp`` (:class:`paramcount.memory.runtimes.llamacpp.plan.LlamaCppPlanner`), ``vllm``
+(:class:`paramcount.memory.runtimes.vllm.plan.VllmPlanner`) and ``mlx`` (mlx-lm on Apple Silicon:
+:class:`paramcount.memory.runtimes.mlx.plan.MlxPlanner`). The default
 is llama.cpp for a GGUF file (the runtime that reads it) and transformers for anything else.
 Each runtime takes its own options; one given to a runtime that has no such setting is a
 one-line error naming the flag.
@@ -18,9 +19,10 @@ from ...model import Model
 from ..core.plan import Plan, as_model, context_for
 from .llamacpp.placement import PLACEMENT_OPTIONS
 
-RUNTIMES = ("transformers", "llama.cpp", "vllm")
+RUNTIMES = ("transformers", "llama.cpp", "vllm", "mlx")
 # Names as people write them, compared without case or punctuation: vLLM, llamacpp, llama_cpp, HF.
 _ALIASES = {"llamacpp": "llama.cpp", "hf": "transformers", "pytorch": "transformers", "torch": "transformers"}
+_ALIASES |= {"mlxlm": "mlx"}
 
 
 def canonical(name: str) -> str:
@@ -63,6 +65,16 @@ VLLM_OPTIONS = {
     "enforce_eager": "--enforce-eager",
     "gpu": "--gpu",  # the GPU served on: vllm serve's batch defaults follow it
 }
+MLX_OPTIONS = {
+    "group_size": "--group-size",
+    "prompt": "--prompt",
+    "kv_bits": "--kv-bits",
+    "kv_group_size": "--kv-group-size",
+    "quantized_kv_start": "--quantized-kv-start",
+    "max_kv_size": "--max-kv-size",
+    "prefill_step_size": "--prefill-step-size",
+    "device": "--device",  # mlx on the cpu (the attention fallback) or an Apple GPU
+}
 TRANSFORMERS_OPTIONS = {
     "cache": "--kv-cache",
     "encoder_length": "--encoder-length",
@@ -99,12 +111,16 @@ def planner(model: Model, scheme: str | None, name: str | None = None, **options
         from .vllm.plan import VllmPlanner
 
         return VllmPlanner(model, scheme, **_own(options, "vllm"))
+    if chosen == "mlx":
+        from .mlx.plan import MlxPlanner
+
+        return MlxPlanner(model, scheme, **_own(options, "mlx"))
     from .transformers.plan import InferencePlanner
 
     return InferencePlanner(model, scheme, **_own(options, "transformers"))
 
 
-OWN = {"transformers": TRANSFORMERS_OPTIONS, "llama.cpp": LLAMA_OPTIONS, "vllm": VLLM_OPTIONS}
+OWN = {"transformers": TRANSFORMERS_OPTIONS, "llama.cpp": LLAMA_OPTIONS, "vllm": VLLM_OPTIONS, "mlx": MLX_OPTIONS}
 
 
 def _own(options: Mapping[str, Any], chosen: str) -> dict[str, Any]:
