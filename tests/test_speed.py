@@ -353,3 +353,20 @@ def test_without_flash_attention_the_scores_go_through_memory():
     assert _llama_work("meta-llama/Llama-2-7b-hf", "q4_0").scores_per_cell == 0  # -fa auto: on
     on, slow = (_speed(prompt=16384, flash_attn=fa).prefill for fa in ("on", "off"))
     assert slow.tokens_per_s < on.tokens_per_s / 2  # a long prompt's scores: 16,384² cells a layer
+
+
+def test_decode_at_100k_tokens_is_several_times_slower_on_a_24gb_card():
+    """Users report 50 → 6 tok/s at 100k tokens: each step reads the KV cache at its depth and does
+    the attention FLOPs over it, so an 8B q4_k_m on a 24 GB card decodes several times slower at 100k."""
+    m = paramcount.load("meta-llama/Llama-3.1-8B")
+    near = speed.speed(m, ["RTX 4090"], "llama.cpp", "q4_k_m", context=1024)
+    deep = speed.speed(m, ["RTX 4090"], "llama.cpp", "q4_k_m", context=100_000)
+    cell = 32 * 8 * 128 * 2 * 2  # layers × KV heads × head dim × (K, V) × f16 bytes
+    assert deep.decode.terms["bytes_read_per_step"]["kv_cache"] == 100_000 * cell
+    assert near.decode.terms["bytes_read_per_step"]["kv_cache"] == 1024 * cell
+    width = 32 * 32 * 128  # layers × query heads × head dim: QKᵀ and AV, 2 FLOPs each, per cell
+    assert deep.decode.terms["flops_per_token"] - near.decode.terms["flops_per_token"] == 4 * (100_000 - 1024) * width
+    weights = deep.decode.terms["bytes_read_per_step"]["weights"]
+    assert weights + 100_000 * cell < 24 * 10**9  # weights and cache fit the card: no offload behind the slowdown
+    assert near.decode.tokens_per_s > 3 * deep.decode.tokens_per_s
+    assert deep.decode.bound_by.startswith("memory bandwidth")  # the cache's reads, 2.8 times the weights
