@@ -370,3 +370,11 @@ def test_decode_at_100k_tokens_is_several_times_slower_on_a_24gb_card():
     assert weights + 100_000 * cell < 24 * 10**9  # weights and cache fit the card: no offload behind the slowdown
     assert near.decode.tokens_per_s > 3 * deep.decode.tokens_per_s
     assert deep.decode.bound_by.startswith("memory bandwidth")  # the cache's reads, 2.8 times the weights
+
+
+def test_vllm_says_when_the_streams_overflow_its_kv_cache():
+    """Past serving()'s max_concurrency vLLM queues streams: the wait is not modelled, and said so."""
+    fits = _speed("meta-llama/Llama-3.1-8B", ("H100 SXM",), "vllm", "bf16", concurrency=8)
+    over = _speed("meta-llama/Llama-3.1-8B", ("H100 SXM",), "vllm", "bf16", concurrency=4096, context=32768)
+    assert not any("queues" in n for n in fits.notes)
+    assert any(n.startswith("4096 streams of 32,768 tokens: the KV cache holds ") for n in over.notes)

@@ -242,10 +242,24 @@ def _vllm(model: Model, rows: tuple, host: Any, dtype: str | None, settings: dic
     chunk = p.o.tokens(settings["prompt"])  # a step's token budget: chunked prefill's chunk
     own = fitted("vllm", family(slowest))
     if own is not None:
-        return _vllm_fitted(model, slowest, work, {**settings, "dtype": p.scheme, "tp": tp}, chunk, own)
-    s = _borrowed(model, "vllm", (slowest,), work, {**settings, "dtype": p.scheme, "tp": tp}, ("bandwidth", "compute"),
-                  chunk)  # fmt: skip
-    return replace(s, ttft=_queued(s.prefill, settings["concurrency"]))
+        s = _vllm_fitted(model, slowest, work, {**settings, "dtype": p.scheme, "tp": tp}, chunk, own)
+    else:
+        s = _borrowed(model, "vllm", (slowest,), work, {**settings, "dtype": p.scheme, "tp": tp},
+                      ("bandwidth", "compute"), chunk)  # fmt: skip
+        s = replace(s, ttft=_queued(s.prefill, settings["concurrency"]))
+    return replace(s, notes=(*s.notes, *_overflow(p, slowest, settings)))
+
+
+def _overflow(p: Any, hw: Any, settings: dict) -> tuple[str, ...]:
+    """More streams than vLLM's KV cache holds at this depth (``serving``'s max_concurrency, on the
+    card's stated memory): the scheduler runs what fits and queues the rest, whose wait no figure
+    here includes (the calibration left such runs out)."""
+    tokens = max(settings["context"], settings["prompt"])
+    most = p.serving(hw.memory_bytes, tokens)["max_concurrency"]
+    if settings["concurrency"] <= most:
+        return ()
+    return (f"{settings['concurrency']} streams of {tokens:,} tokens: the KV cache holds {most}; vLLM queues the "
+            "rest, and their wait is not in these figures",)  # fmt: skip
 
 
 def _vllm_fitted(model: Model, hw: Any, work: Work, settings: dict, chunk: int, own: Fitted) -> Speed:
