@@ -20,6 +20,10 @@ Per runtime and family:
 
 The expected error of each figure is the leave-one-out error: each row predicted (by the
 package's own ``llamacpp.decode``/``prefill``) from the factors fitted on the other rows.
+
+vLLM (``vllm.csv``: AIConfigurator's measured serving runs, TTFT and TPOT at a concurrency) is
+fitted per family on its own terms (:mod:`paramcount.memory.speed.vllm`), by least absolute
+relative error, and held out ten-fold (one fit per fold).
 tests/test_speed.py refits the committed data and checks factors.json is what this script writes.
 """
 
@@ -38,6 +42,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 OUT = HERE.parents[1] / "src" / "paramcount" / "memory" / "speed" / "factors.json"
 NATIVE = {"nvidia": "CUDA", "amd": "ROCm", "apple": "Metal", "intel": "SYCL", "cpu": "CPU"}  # by vendor / kind
+VLLM = HERE / "vllm.csv"  # AIConfigurator's measured vLLM runs (TTFT, TPOT at a concurrency)
 PHASE = {"tg": "decode", "pp": "prefill"}  # llama-bench's tests: tgN (N tokens generated), ppN (a prompt of N)
 
 
@@ -71,6 +76,8 @@ def read(folder: Path = HERE) -> tuple[list[Row], int]:
     known = {h.key: h for h in catalog()}
     rows, left = [], 0
     for path in sorted(folder.glob("*.csv")):
+        if path.name == VLLM.name:  # vLLM's serving runs: read_vllm
+            continue
         with path.open(newline="", encoding="utf-8") as f:
             for r in csv.DictReader(f):
                 hw = known.get(r["hardware"])
@@ -239,9 +246,224 @@ def factors(rows: list[Row]) -> dict:
         "schema": "paramcount.speed-factors/1",
         "fitted_by": "tools/speed_calibration/fit.py",
         "data": "tools/speed_calibration/*.csv",
-        "error": "leave-one-out |predicted/measured - 1|: median and 90th percentile",
-        "factors": out,
+        "error": "held-out |predicted/measured - 1| (leave-one-out, or as held_out says): median and 90th percentile",
+        "factors": out + vllm_factors(read_vllm()[0]),
     }
+
+
+# ---- vLLM: serving runs (vllm.csv) -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Serve:
+    """One measured vLLM run: ``streams`` concurrent requests of ``isl`` prompt and ``osl`` output
+    tokens, tensor parallel over ``tp`` GPUs; its mean time to first token and per output token (s)."""
+
+    source: str
+    hardware: str
+    family: str
+    model: str
+    dtype: str
+    tp: int
+    isl: int
+    osl: int
+    streams: int
+    ttft: float
+    tpot: float
+    runtime: str = "vllm"
+
+
+def read_vllm(path: Path = VLLM) -> tuple[list[Serve], int]:
+    """The fitted vLLM rows, and how many were left out: hardware not in the catalog, or more
+    streams than the KV cache paramcount plans for them holds (vLLM queues the rest: their TTFT
+    counts whole requests waiting, which no prefill model predicts)."""
+    from paramcount.hardware import catalog
+    from paramcount.memory.speed.factors import family
+
+    known = {h.key: h for h in catalog()}
+    rows, left = [], 0
+    with path.open(newline="", encoding="utf-8") as f:
+        for r in csv.DictReader(f):
+            hw = known.get(r["hardware"])
+            row = Serve(r["source"], r["hardware"], family(hw) if hw else "", r["model"], r["dtype"], int(r["tp"]),
+                        int(r["isl"]), int(r["osl"]), int(r["concurrency"]), float(r["ttft_ms"]) / 1e3,
+                        float(r["tpot_ms"]) / 1e3)  # fmt: skip
+            if hw is None or queued(row):
+                left += 1
+                continue
+            rows.append(row)
+    return rows, left
+
+
+@cache
+def vllm_plan(model: str, dtype: str, tp: int):
+    """vLLM's planner and one rank's work for a model in a scheme over ``tp`` ranks."""
+    import paramcount
+    from paramcount.memory.runtimes import planner
+    from paramcount.memory.speed.work import flat
+
+    m = paramcount.load(model)
+    p = planner(m, dtype, "vllm", tp=tp)
+    return p, flat(m, p.weights.rows, p.kv_bytes, tp)
+
+
+def queued(r: Serve) -> bool:
+    """More streams than fit the KV cache at ``isl + osl`` tokens each (``serving``'s max_concurrency)."""
+    p, _ = vllm_plan(r.model, r.dtype, r.tp)
+    return r.streams > p.serving(hardware(r.hardware).memory_bytes, r.isl + r.osl)["max_concurrency"]
+
+
+@cache
+def serve_features(r: Serve):
+    """(decode step at the mean depth isl + osl/2, the prompt's seconds at the peak): the package's own."""
+    from paramcount.memory.speed import vllm
+
+    _, w = vllm_plan(r.model, r.dtype, r.tp)
+    hw = hardware(r.hardware)
+    s = vllm.step(w, hw, r.dtype, r.isl + r.osl // 2, r.streams, r.tp)
+    return s, vllm.prompt_seconds(w, hw, r.dtype, r.isl)
+
+
+def _ttft_system(r: Serve) -> tuple[list[float], float]:
+    """One row of the TTFT fit on relative error: [1, P, (N − 1)·P] / ttft against 1."""
+    _, pre = serve_features(r)
+    return [1 / r.ttft, pre / r.ttft, (r.streams - 1) * pre / r.ttft], 1.0
+
+
+def _tpot_system(r: Serve) -> tuple[list[float], float]:
+    """[memory, compute, layers, layers over several ranks, (N/osl)·P] / tpot against 1."""
+    s, pre = serve_features(r)
+    x = [s.memory, s.compute, s.layers, s.layers * (r.tp > 1), pre * r.streams / r.osl]
+    return [v / r.tpot for v in x], 1.0
+
+
+def _normal(systems: list[tuple[list[float], float]]) -> tuple[list[list[float]], list[float]]:
+    k = len(systems[0][0])
+    ata = [[sum(a[i] * a[j] for a, _ in systems) for j in range(k)] for i in range(k)]
+    return ata, [sum(a[i] * b for a, b in systems) for i in range(k)]
+
+
+def _nnls(ata: list[list[float]], atb: list[float]) -> list[float]:
+    """Least squares with every coefficient ≥ 0: the best of the subsets' unconstrained solutions
+    that are feasible (three coefficients: seven subsets)."""
+    k, best, value = len(atb), [0.0] * len(atb), 0.0
+    for mask in range(1, 1 << k):
+        idx = [i for i in range(k) if mask >> i & 1]
+        sol = _solve([[ata[i][j] for j in idx] for i in idx], [atb[i] for i in idx])
+        if sol is None or min(sol) < 0:
+            continue
+        beta = [0.0] * k
+        for i, v in zip(idx, sol, strict=True):
+            beta[i] = v
+        obj = sum(beta[i] * ata[i][j] * beta[j] for i in range(k) for j in range(k)) - 2 * sum(
+            b * t for b, t in zip(beta, atb, strict=True)
+        )
+        if obj < value:
+            best, value = beta, obj
+    return best
+
+
+def _solve(m: list[list[float]], v: list[float]) -> list[float] | None:
+    """Gaussian elimination with partial pivoting; None when singular."""
+    n = len(v)
+    a = [[*row, v[i]] for i, row in enumerate(m)]
+    for c in range(n):
+        p = max(range(c, n), key=lambda r: abs(a[r][c]))
+        if abs(a[p][c]) < 1e-300:
+            return None
+        a[c], a[p] = a[p], a[c]
+        for r in range(n):
+            if r != c:
+                f = a[r][c] / a[c][c]
+                a[r] = [x - f * y for x, y in zip(a[r], a[c], strict=True)]
+    return [a[i][n] / a[i][i] for i in range(n)]
+
+
+def fit_vllm(rows: list[Serve]) -> dict[str, float]:
+    """TTFT (``request_s``, ``compute``, ``queue``) and TPOT (``bandwidth``, ``decode_compute``,
+    ``layer_s``, ``allreduce_s``, ``steady``), each minimising the sum of |relative error| (the
+    median the expected error reports; a few runs that disagree with the rest do not drag it),
+    every coefficient ≥ 0 and the bandwidth's at least 1 (no step reads faster than the
+    datasheet's bandwidth); a share whose coefficient is 0 is left out (that term adds nothing)."""
+    t0, g, gq = _least_absolute([_ttft_system(r) for r in rows])
+    tpot = [_tpot_system(r) for r in rows]
+    a, b, c, d, h = _least_absolute(tpot)
+    if a < 1:  # hold a at 1, fit the others on what is left
+        a = 1.0
+        b, c, d, h = _least_absolute([(x[1:], 1 - x[0]) for x, _ in tpot])
+    terms = {"layer_s": c, "allreduce_s": d, "steady": h, "request_s": t0, "queue": gq / g if g else 0.0}
+    terms.update({k: 1 / v for k, v in (("bandwidth", a), ("decode_compute", b), ("compute", g)) if v > 0})
+    return {k: _round(v) for k, v in sorted(terms.items())}
+
+
+IRLS_STEPS = 12  # iteratively reweighted least squares: enough for the median to settle here
+
+
+def _least_absolute(systems: list[tuple[list[float], float]]) -> list[float]:
+    """Non-negative least absolute deviations by iteratively reweighted least squares (weights
+    1/|residual|, floored at 0.1% so a row fitted exactly does not take over)."""
+    weights = [1.0] * len(systems)
+    beta: list[float] = []
+    for _ in range(IRLS_STEPS):
+        scaled = [([v * w**0.5 for v in a], b * w**0.5) for (a, b), w in zip(systems, weights, strict=True)]
+        beta = _nnls(*_normal(scaled))
+        weights = [1 / max(abs(sum(c * v for c, v in zip(beta, a, strict=True)) - b), 1e-3) for a, b in systems]
+    return beta
+
+
+def predict_vllm(r: Serve, terms: dict[str, float]) -> tuple[float, float]:
+    """(TPOT, TTFT) in seconds of a row from the package's own arithmetic (:mod:`paramcount.memory.speed.vllm`)."""
+    from paramcount.memory.speed import vllm
+
+    s, pre = serve_features(r)
+    steady = vllm.steady_seconds(pre, r.streams, r.osl, terms)  # the others' prompts, per output token
+    return vllm.step_seconds(s, terms) + steady, vllm.ttft_seconds(pre, r.streams, terms)
+
+
+FOLDS = 10
+
+
+def leave_one_out_vllm(rows: list[Serve]) -> list[tuple[Serve, float, float]]:
+    """Each row's (TPOT, TTFT) predicted from the factors fitted without it: ten-fold (every tenth
+    row held out together; one fit per fold, where a fit per row would take minutes)."""
+    out: list[tuple[Serve, float, float]] = []
+    for k in range(FOLDS):
+        terms = fit_vllm([r for i, r in enumerate(rows) if i % FOLDS != k])
+        out += [(r, *predict_vllm(r, terms)) for i, r in enumerate(rows) if i % FOLDS == k]
+    return out
+
+
+def vllm_factors(rows: list[Serve]) -> list[dict]:
+    out = []
+    for fam in sorted({r.family for r in rows}):
+        rs = [r for r in rows if r.family == fam]
+        loo = leave_one_out_vllm(rs)
+        error = {"decode": summary([p / r.tpot - 1 for r, p, _ in loo]),
+                 "ttft": summary([t / r.ttft - 1 for r, _, t in loo])}  # fmt: skip
+        count = {"decode": len(rs), "ttft": len(rs)}
+        out.append({"runtime": "vllm", "family": fam, "terms": fit_vllm(rs), "rows": count, "error": error,
+                    "held_out": f"{FOLDS}-fold: every {FOLDS}th row predicted from a fit without it",
+                    "sources": sorted({r.source for r in rs})})  # fmt: skip
+    return out
+
+
+def vllm_report(rows: list[Serve], left: int) -> str:
+    """Markdown: the held-out (ten-fold) residuals of vLLM's TPOT and TTFT per family, card and model."""
+    lines = [
+        f"{len(rows)} vLLM rows fitted, {left} left out (more streams than the planned KV cache holds: queued).",
+        "",
+        "| family | GPU | model | dtype | rows | TPOT median | TPOT p90 | TTFT median | TTFT p90 |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for fam in sorted({r.family for r in rows}):
+        loo = leave_one_out_vllm([r for r in rows if r.family == fam])
+        keys = [("all", "", ""), *sorted({(r.hardware, r.model, r.dtype) for r, _, _ in loo})]
+        for hw, model, dtype in keys:
+            sel = [(r, p, t) for r, p, t in loo if hw == "all" or (r.hardware, r.model, r.dtype) == (hw, model, dtype)]
+            d, t = summary([p / r.tpot - 1 for r, p, _ in sel]), summary([t / r.ttft - 1 for r, _, t in sel])
+            lines.append(f"| {fam} | {hw} | {model} | {dtype} | {len(sel)} | {d['median']:.1%} | {d['p90']:.1%} | "
+                         f"{t['median']:.1%} | {t['p90']:.1%} |")  # fmt: skip
+    return "\n".join(lines)
 
 
 def text(doc: dict) -> str:
@@ -300,6 +522,8 @@ def main() -> None:
     print(f"wrote {args.out} from {len(rows)} rows ({left} left out)")
     if args.report:
         print(report(rows, left))
+        print(f"\nvLLM (tools/speed_calibration/vllm.csv), {FOLDS}-fold held out:\n")
+        print(vllm_report(*read_vllm()))
         print("\nHeld out (tools/speed_calibration/validation/, never fitted):\n")
         print(validation())
 

@@ -8,9 +8,10 @@ uses), reads what a token touches from it (:mod:`.work`) and times it on the har
   Ollama's settings: its ``num_gpu`` where its estimate can be made, flash attention off, f16 KV):
   :mod:`.llamacpp`, calibrated on llama-bench runs;
 * ``vllm`` (tensor parallel over the GPUs named, continuous batching of ``concurrency`` streams):
-  each rank's share of the same arithmetic; ``mlx`` (Apple unified memory) likewise on one chip.
-  No measurement of either was fitted here: their estimates borrow llama.cpp's factors for the same
-  hardware family and carry no expected error (``factors`` says so);
+  :mod:`.vllm`, calibrated on AIConfigurator's measured runs on NVIDIA's data-centre cards; on
+  another family, and ``mlx`` (Apple unified memory, one chip), each rank's share of llama.cpp's
+  arithmetic with llama.cpp's factors for the same hardware family, said to be borrowed and
+  carrying no expected error (no measurement of either was fitted);
 * ``transformers``: only the bounds (its per-layer Python and launch overhead was not measured).
 """
 
@@ -239,9 +240,37 @@ def _vllm(model: Model, rows: tuple, host: Any, dtype: str | None, settings: dic
     work = flat(model, p.weights.rows, p.kv_bytes, tp)
     slowest = min(rows, key=lambda h: h.bandwidth_bytes_per_s)  # every rank waits for the slowest each step
     chunk = p.o.tokens(settings["prompt"])  # a step's token budget: chunked prefill's chunk
-    s = _borrowed(model, "vllm", (slowest,), work, {**settings, "dtype": p.scheme, "tp": tp}, ("bandwidth", "compute"),
-                  chunk)  # fmt: skip
-    return replace(s, ttft=_queued(s.prefill, settings["concurrency"]))
+    own = fitted("vllm", family(slowest))
+    if own is not None:
+        s = _vllm_fitted(model, slowest, work, {**settings, "dtype": p.scheme, "tp": tp}, chunk, own)
+    else:
+        s = _borrowed(model, "vllm", (slowest,), work, {**settings, "dtype": p.scheme, "tp": tp},
+                      ("bandwidth", "compute"), chunk)  # fmt: skip
+        s = replace(s, ttft=_queued(s.prefill, settings["concurrency"]))
+    return replace(s, notes=(*s.notes, *_overflow(p, slowest, settings)))
+
+
+def _overflow(p: Any, hw: Any, settings: dict) -> tuple[str, ...]:
+    """More streams than vLLM's KV cache holds at this depth (``serving``'s max_concurrency, on the
+    card's stated memory): the scheduler runs what fits and queues the rest, whose wait no figure
+    here includes (the calibration left such runs out)."""
+    tokens = max(settings["context"], settings["prompt"])
+    most = p.serving(hw.memory_bytes, tokens)["max_concurrency"]
+    if settings["concurrency"] <= most:
+        return ()
+    return (f"{settings['concurrency']} streams of {tokens:,} tokens: the KV cache holds {most}; vLLM queues the "
+            "rest, and their wait is not in these figures",)  # fmt: skip
+
+
+def _vllm_fitted(model: Model, hw: Any, work: Work, settings: dict, chunk: int, own: Fitted) -> Speed:
+    """vLLM with its own fitted factors (:mod:`.vllm`): the decode step, the prompt, and the time
+    to first token at ``concurrency`` streams under a steady load."""
+    from . import vllm
+
+    streams = settings["concurrency"]
+    dec = vllm.decode(work, hw, settings["dtype"], settings["context"], streams, own, settings["tp"])
+    pre = vllm.prefill(work, hw, settings["dtype"], settings["prompt"], chunk, own)
+    return Speed(model, "vllm", (hw,), None, settings, dec, pre, vllm.ttft(pre, streams, own), _said(work))
 
 
 def _mlx(model: Model, rows: tuple, host: Any, dtype: str | None, settings: dict, options: dict) -> Speed:

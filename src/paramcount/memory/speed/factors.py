@@ -17,6 +17,9 @@ quantised kernels do not need) apart from NVIDIA's workstation and data-centre c
 * ``flop_per_byte``: where the catalog has no FLOP/s (Apple's GPUs past M2), the prompt FLOP/s
   per byte/s of memory bandwidth (an Apple chip's GPU cores grow with its memory bus).
 
+vLLM's own terms (``decode_compute``, ``allreduce_s``, ``steady``, ``request_s``, ``queue``) are
+described in :mod:`.vllm`.
+
 Each family's ``error`` gives the leave-one-out |error| of decode and prefill over its rows
 (median and 90th percentile): the expected error a figure from it carries.
 """
