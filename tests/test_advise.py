@@ -208,3 +208,16 @@ def test_host_ram_limits_a_70b_offload():
     assert tight.fits and tight.scheme != "q4_k_m" and tight.host_bytes <= 16 * 10**9
     (none,) = recommend(model, "rtx4090", ram=10**8, runtimes=["llama.cpp"])
     assert not none.fits and none.command is None
+
+
+def test_an_apple_chip_gets_llamacpp_and_mlx(capsys):
+    """On a Mac: llama.cpp and mlx-lm (vLLM and CUDA's transformers do not run there); MLX's line
+    names the mlx-community conversion and its context is the MLX plan's longest within the working set."""
+    from paramcount.memory.runtimes import planner
+
+    model = load("Qwen/Qwen3-8B")
+    llama, mlx = recommend(model, "M2 Max 64GB")
+    assert (llama.runtime, mlx.runtime) == ("llama.cpp", "mlx") and mlx.fits
+    assert mlx.command == f"mlx_lm.chat --model mlx-community/Qwen3-8B-8bit --max-kv-size {mlx.context}"
+    assert mlx.gpu_bytes == planner(model, "mlx-8bit", "mlx").plan(mlx.context, 1).total
+    assert mlx.speed["decode"]["label"] == "estimate"

@@ -22,7 +22,7 @@ from .recommendation import Recommendation
 
 __all__ = ["RUNTIMES", "Recommendation", "recommend"]
 
-RUNTIMES = ("llama.cpp", "vllm", "transformers", "ollama")
+RUNTIMES = ("llama.cpp", "vllm", "transformers", "ollama", "mlx")
 
 
 def recommend(
@@ -40,13 +40,13 @@ def recommend(
     ``context``: the least context a recommendation must hold (default: the model's, ≤ 4,096);
     ``schemes``: the schemes a runtime may use (the user's --dtype), by runtime, best first;
     ``cpu``: the host CPU (a hardware row or name), whose speed counts for weights left in RAM."""
-    from . import llamacpp, ollama, transformers, vllm
+    from . import llamacpp, mlx, ollama, transformers, vllm
 
     model = as_model(model)
     least, _ = context_for(model, context)
-    chosen = tuple(runtimes or _default_runtimes(model))
+    chosen = tuple(runtimes or _default_runtimes(model, gpu))
     makers = {"llama.cpp": llamacpp.advise, "vllm": vllm.advise, "transformers": transformers.advise}
-    makers["ollama"] = ollama.advise
+    makers.update(ollama=ollama.advise, mlx=mlx.advise)
     out = []
     for name in chosen:
         if name not in makers:
@@ -103,13 +103,17 @@ def _speed_dict(d: dict[str, Any], depth: int) -> dict[str, Any]:
     return out
 
 
-def _default_runtimes(model: Any) -> tuple[str, ...]:
-    """Every runtime that loads this source: a model in Ollama's store Ollama and llama.cpp (its
-    blob is a GGUF file), another GGUF file llama.cpp alone."""
+def _default_runtimes(model: Any, gpu: Any) -> tuple[str, ...]:
+    """Every runtime that loads this source on this hardware: a model in Ollama's store Ollama and
+    llama.cpp (its blob is a GGUF file), another GGUF file llama.cpp alone; on an Apple chip
+    llama.cpp and MLX (vLLM and CUDA's transformers do not run there)."""
     from ..gguf.meta import is_gguf
+    from ..memory.core.gpus import gpu as find_gpu
 
     if str(getattr(model, "source", "")).startswith("ollama:"):
         return ("ollama", "llama.cpp")
     if is_gguf(model):
         return ("llama.cpp",)
+    if find_gpu(gpu).kind == "apple":
+        return ("llama.cpp", "mlx")
     return ("llama.cpp", "vllm", "transformers")

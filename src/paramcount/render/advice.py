@@ -11,7 +11,7 @@ from rich.text import Text
 from ..advise import Recommendation
 from ..memory.core.terms import GIB
 
-NAMES = {"llama.cpp": "llama.cpp", "vllm": "vLLM", "transformers": "transformers", "ollama": "Ollama"}
+NAMES = {"llama.cpp": "llama.cpp", "vllm": "vLLM", "transformers": "transformers", "ollama": "Ollama", "mlx": "MLX"}
 
 
 def lines(recs: Sequence[Recommendation]) -> list[Text]:

@@ -134,9 +134,9 @@ def _loads(chosen: str, name: str | None) -> None:
     (transformers' gguf loading dequantises to 16 bits, so its plan would not be the file's)."""
     if name is None or chosen == "llama.cpp":
         return
-    from ..weights.base import scheme
+    from ..weights.base import SCHEMES, scheme
 
-    if scheme(name).method == "gguf":
+    if name.strip().lower() in SCHEMES and scheme(name).method == "gguf":  # mlx-Nbit & co.: their runtime's own
         raise ParamcountError(
             f"{name} is a GGUF type: llama.cpp and Ollama load it (--runtime llama.cpp or ollama), not {chosen}",
             field="--dtype",
