@@ -240,8 +240,9 @@ def test_random_mlx_flags_end_in_a_plan_or_one_line(capsys, model, dtype, flags)
     if code == 0:
         doc = json.loads(out)
         assert doc["total"]["bytes"] == sum(t["bytes"] for t in doc["terms"])
-    else:
-        assert code == 2 and err.count("\n") == 1 and err.startswith("paramcount: error: "), err
+    else:  # under --json the error is one document on stdout (schema paramcount.error/1)
+        assert code == 2 and not err and json.loads(out)["schema"] == "paramcount.error/1", (out, err)
+        assert "\n" not in json.loads(out)["error"]
 
 
 def test_a_folders_safetensors_are_the_weights_mlx_loads(tmp_path):

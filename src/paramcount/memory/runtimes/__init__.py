@@ -132,7 +132,7 @@ def _own(options: Mapping[str, Any], chosen: str) -> dict[str, Any]:
 def _loads(chosen: str, name: str | None) -> None:
     """A GGUF type under a runtime that does not load GGUF files is refused, naming those that do
     (transformers' gguf loading dequantises to 16 bits, so its plan would not be the file's)."""
-    if name is None or chosen == "llama.cpp":
+    if name is None or chosen in ("llama.cpp", "mlx"):  # mlx's planner names its own schemes when it refuses
         return
     from ..weights.base import SCHEMES, scheme
 
