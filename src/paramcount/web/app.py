@@ -167,7 +167,9 @@ def plain(err: dict[str, Any]) -> str:
     if kind in BOUNDS:
         words, key = BOUNDS[kind]
         value = ctx.get(key)
-        number = f"{value:,}" if isinstance(value, int) else str(value)
+        number = f"{value:,}" if isinstance(value, int) else f"{value:g}" if isinstance(value, float) else str(value)
+        if kind == "string_too_short" and value == 1:
+            return "empty"
         return words.format(number) if "{}" in words else f"{words} {number}"
     if kind in ("literal_error", "union_tag_invalid"):
         expected = str(ctx.get("expected", "")).replace("'", "")

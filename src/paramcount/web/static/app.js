@@ -343,11 +343,18 @@
     return node;
   }
 
+  // The parameter column (the last right-aligned one) is marked: on a phone it stays in view,
+  // pinned to the right edge, while the wider columns before it wrap or scroll under it.
+  function docClass(b, i) {
+    const count = b.right.length && i === Math.max(...b.right) ? " count" : "";
+    return (b.right.includes(i) ? "r" : "") + count;
+  }
+
   function docTable(b) {
     const table = document.createElement("table");
     const head = document.createElement("tr");
     b.cells.forEach((c, i) => {
-      const th = text("th", b.right.includes(i) ? "r" : "");
+      const th = text("th", docClass(b, i));
       pieces(th, c);
       head.appendChild(th);
     });
@@ -356,7 +363,7 @@
     b.rows.forEach((row, r) => {
       const tr = text("tr", b.strong.includes(r) ? "strong" : "");
       for (let i = 0; i < b.cells.length; i++) {
-        const td = text("td", b.right.includes(i) ? "r" : "");
+        const td = text("td", docClass(b, i));
         pieces(td, row[i] || []);
         tr.appendChild(td);
       }
@@ -1270,7 +1277,9 @@
       if (t.host) name.appendChild(text("span", "host", "host memory, not in the total"));
       const how = text("td");
       how.append(text("div", "formula", t.formula), text("div", "assume", t.assumption + (t.source ? ` — ${t.source}` : "")));
-      tr.append(name, text("td", "r", size(t.bytes)), how);
+      const bytes = Object.assign(text("td", "r", size(t.bytes)), { title: `${fmt(t.bytes)} bytes` });
+      bytes.dataset.unit = unit(); // the header's unit, said beside each figure where the header is hidden (phones)
+      tr.append(name, bytes, how);
       body.appendChild(tr);
       for (const sub of t.parts || []) add(sub, true, i);
     };
