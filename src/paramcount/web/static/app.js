@@ -25,7 +25,7 @@
     catalog: [],
     options: null,
     mem: {
-      mode: "inference", scheme: "bf16", kv_dtype: "", optimizer: "adamw", recompute: "none",
+      mode: "inference", scheme: "bf16", kv_dtype: "", optimizer: "adamw", recompute: "", // "": the library's default (full for LoRA, as peft/TRL recipes)
       lora_rank: 8, lora_targets: "", context: null, batch: 1, gpu: "rtx4090",
       schemes: { inference: "bf16", training: "mixed", lora: "qlora" }, // each mode keeps its own choice
       // null: the model's default runtime (llama.cpp for a GGUF file), which the plan names
@@ -755,7 +755,8 @@
     $("utilization").value = String(state.mem.utilization);
     [$("context-num").min, $("context-num").max] = o.context_bounds.map(String);
     fillSelect($("optimizer"), o.optimizers.map((d) => ({ value: d, label: d })), state.mem.optimizer);
-    fillSelect($("recompute"), o.recompute.map((d) => ({ value: d, label: d })), state.mem.recompute);
+    const recompute = [{ value: "", label: "default" }, ...o.recompute.map((d) => ({ value: d, label: d }))];
+    fillSelect($("recompute"), recompute, state.mem.recompute);
     fillSelect($("gpu"), o.gpus.map((g) => ({ value: g.key, label: `${g.name} · ${g.stated}`, group: g.group })), state.mem.gpu);
   }
 
@@ -1057,7 +1058,7 @@
     const model = state.model;
     const body = {
       ...modelQuery(), mode: m.mode, scheme: m.scheme, kv_dtype: m.kv_dtype || null,
-      optimizer: m.optimizer, recompute: m.recompute, lora_rank: m.lora_rank, lora_targets: m.lora_targets || null,
+      optimizer: m.optimizer, recompute: m.recompute || null, lora_rank: m.lora_rank, lora_targets: m.lora_targets || null,
       context: m.context, batch: m.batch, gpu: m.gpu, ...runtimeQuery(),
     };
     try {
@@ -1093,6 +1094,8 @@
 
   function renderMemory(p) {
     state.plan = p;
+    // the default recomputation, named as the plan resolved it (full for LoRA: peft's and TRL's recipes)
+    if (p.settings.recompute) $("recompute").options[0].textContent = `default: ${p.settings.recompute}`;
     if (p.runtime && showRuntime(p.runtime)) planMemory();
     const g = p.gpu;
     const ctx = p.settings.context;
