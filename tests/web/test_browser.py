@@ -856,6 +856,9 @@ def test_ollama_fills_or_hides_each_section_at_the_modelfiles_context(sized, hom
     for part in ("#verdict", "#ollama", "#terms tbody", "#advice-list"):
         assert text_of(pg, part), part  # what is shown is filled
     assert pg.locator('#advice-list li[data-runtime="ollama"]').count() == 1
+    pg.goto(pg.url)  # the address alone: Ollama's plan of the stored file, no scheme note
+    pg.wait_for_selector('#memory[data-runtime="ollama"][data-scheme="stored"]')
+    assert pg.locator("#scheme-note").is_hidden() and pg.input_value("#scheme") == "stored"
 
 
 X_TICKS = """() => [...document.querySelectorAll('#memplot text.xtick')].map((t) => {

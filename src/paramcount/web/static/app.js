@@ -802,10 +802,11 @@
     if (m.mode !== "inference") {
       items = o.training_precisions.filter((p) => m.mode === "lora" || p.value !== "qlora");
     } else {
-      const loads = (o.runtime_schemes[m.shown] || []).filter((v) => v !== "stored" || state.stored);
+      const stored = state.stored || m.shown === "ollama"; // a file's own types (Ollama runs nothing else)
+      const loads = (o.runtime_schemes[m.shown] || []).filter((v) => v !== "stored" || stored);
       items = o.schemes.filter((c) => loads.includes(c.value));
       const was = m.schemes.inference;
-      if (!loads.includes(was)) {
+      if (state.model && loads.length && !loads.includes(was)) { // the model, once read, says whether "stored" applies
         const fallback = state.stored && loads.includes("stored") ? "stored" : o.runtime_default_scheme[m.shown];
         m.schemes.inference = loads.includes(fallback) ? fallback : loads[0];
         replaced = true;
