@@ -110,12 +110,71 @@ def _handlers(api: FastAPI) -> None:
     @api.exception_handler(RequestValidationError)
     async def invalid(request: Request, e: RequestValidationError):
         first = e.errors()[0] if e.errors() else {}
-        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
-        return _error(422, f"{where or 'request'}: {first.get('msg', 'invalid request')}", where or None)
+        where = field_path(first.get("loc", ()))
+        return _error(422, f"{where or 'request'}: {plain(first)}", where or None)
 
     @api.exception_handler(HTTPException)
     async def http(request: Request, e: HTTPException):
         return _error(e.status_code, str(e.detail), headers=getattr(e, "headers", None))  # 405 keeps Allow
+
+
+# pydantic's error types in the words the CLI uses for a bad flag value (never pydantic's own text,
+# which names Python types and URLs): one line, the field first.
+PLAIN = {
+    "missing": "missing",
+    "extra_forbidden": "not a field this request takes",
+    "int_parsing": "not a whole number",
+    "int_type": "not a whole number",
+    "int_from_float": "not a whole number",
+    "float_parsing": "not a number",
+    "float_type": "not a number",
+    "bool_parsing": "not true or false",
+    "bool_type": "not true or false",
+    "string_type": "not text",
+    "dict_type": "not a JSON object",
+    "list_type": "not a list",
+    "model_type": "not a JSON object",
+    "model_attributes_type": "not a JSON object",
+    "string_pattern_mismatch": "not in the form this field takes",
+    "json_invalid": "not valid JSON",
+    "union_tag_not_found": "no kind given",
+}
+BOUNDS = {
+    "greater_than_equal": ("at least", "ge"),
+    "greater_than": ("more than", "gt"),
+    "less_than_equal": ("at most", "le"),
+    "less_than": ("less than", "lt"),
+    "string_too_short": ("at least {} characters", "min_length"),
+    "string_too_long": ("at most {} characters", "max_length"),
+    "too_short": ("at least {} items", "min_length"),
+    "too_long": ("at most {} items", "max_length"),
+}
+
+
+def field_path(loc: Sequence[Any]) -> str:
+    """The field as the request names it (``source.name``, ``overrides.3``), without pydantic's
+    ``body`` prefix or the tags it adds for a union's member (``catalog``, ``int``, ``str``)."""
+    tags = {"catalog", "config", "printout", "upload", "store", "int", "str", "float", "bool"}
+    kept = [str(p) for p in loc if p != "body" and not (isinstance(p, str) and (p in tags or "[" in p))]
+    return ".".join(kept)
+
+
+def plain(err: dict[str, Any]) -> str:
+    """One pydantic error in plain words: what the value must be, never pydantic's message."""
+    kind, ctx = err.get("type", ""), err.get("ctx") or {}
+    if kind in PLAIN:
+        return PLAIN[kind]
+    if kind in BOUNDS:
+        words, key = BOUNDS[kind]
+        value = ctx.get(key)
+        number = f"{value:,}" if isinstance(value, int) else f"{value:g}" if isinstance(value, float) else str(value)
+        if kind == "string_too_short" and value == 1:
+            return "empty"
+        return words.format(number) if "{}" in words else f"{words} {number}"
+    if kind in ("literal_error", "union_tag_invalid"):
+        expected = str(ctx.get("expected", "")).replace("'", "")
+        return f"one of {expected}" if expected else "not a value this field takes"
+    return "not a value this field takes"
 
 
 @cache
@@ -156,6 +215,12 @@ def memory_plan(q: schemas.MemoryRequest, uploads: sources.Uploads | None) -> di
     with counting():
         model, _ = sources.load(q.source, q.model_class, q.num_labels, q.overrides, uploads)
         return planner.plan(model, q, sources.gguf_header(q.source, uploads))
+
+
+def recommend_plan(q: schemas.RecommendRequest, uploads: sources.Uploads | None) -> dict[str, Any]:
+    with counting():
+        model, _ = sources.load(q.source, q.model_class, q.num_labels, q.overrides, uploads)
+        return planner.recommendations(model, q)
 
 
 def parse_upload(*args: Any) -> sources.Upload:
@@ -264,6 +329,12 @@ def _routes(api: FastAPI) -> None:
     async def memory(q: schemas.MemoryRequest, request: Request) -> dict[str, Any]:
         """A memory plan: its terms, memory against context, and the fit on the GPU at each precision."""
         return await watched(request, answer, request, memory_plan, q)
+
+    @api.post("/api/recommend", response_model=schemas.RecommendResponse, responses=ERRORS)
+    async def recommend(q: schemas.RecommendRequest, request: Request) -> dict[str, Any]:
+        """One recommendation per runtime: the scheme, context and command to paste, as
+        `paramcount fit MODEL --gpu GPU --json` gives them under ``recommendations``."""
+        return await watched(request, answer, request, recommend_plan, q)
 
 
 def hold_upload(u: schemas.UploadRequest, request: Request) -> dict[str, Any]:

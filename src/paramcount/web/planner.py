@@ -78,9 +78,33 @@ def options() -> dict[str, Any]:
         "context_bounds": [1, MAX_CONTEXT],
         "runtimes": [{"value": r, "label": RUNTIME_LABELS[r]} for r in (*PAGE_RUNTIMES, "ollama")],
         "runtime_kv_dtypes": {**{r: _kv_dtypes(r) for r in PAGE_RUNTIMES}, "ollama": list(OLLAMA_KV)},
+        "runtime_schemes": runtime_schemes(),
+        "runtime_default_scheme": dict(DEFAULT_SCHEME),
         "tp_sizes": list(TP_SIZES),
         "default_utilization": float(UTILIZATION),
         "flash_attn": list(FLASH),
+    }
+
+
+# What each runtime loads, as the page offers it (the API plans any scheme a runtime's planner takes):
+# transformers bitsandbytes and plain casts (GPTQ/AWQ/FP8 as a checkpoint's quantization_config
+# says: "stored"); vLLM its served dtypes and quantised checkpoints; llama.cpp the GGUF types.
+TRANSFORMERS_SCHEMES = ("fp32", "fp16", "bf16", "bnb-int8", "nf4", "fp4", "stored")
+VLLM_SCHEMES = ("bf16", "fp16", "fp8", "gptq-int4", "gptq-int8", "awq-int4", "stored")
+DEFAULT_SCHEME = {"transformers": "bf16", "vllm": "bf16", "llama.cpp": "q4_k_m", "ollama": "stored"}
+
+
+def runtime_schemes() -> dict[str, list[str]]:
+    """The schemes the page offers under each runtime: llama.cpp the GGUF file types (and the
+    16/32-bit ones a GGUF file stores), Ollama the file as stored."""
+    from ..memory.weights.base import SCHEMES, scheme
+
+    gguf = [s for s in SCHEMES if scheme(s).method == "gguf"]
+    return {
+        "transformers": list(TRANSFORMERS_SCHEMES),
+        "vllm": list(VLLM_SCHEMES),
+        "llama.cpp": ["stored", "fp32", "fp16", "bf16", *gguf],
+        "ollama": ["stored"],
     }
 
 
@@ -102,7 +126,8 @@ def _kv_dtypes(runtime: str) -> list[str]:
 
 def _gpu_option(g: Any) -> dict[str, Any]:
     group = GROUPS.get(g.kind, g.kind)
-    return {"key": g.key, "name": g.name, "stated": g.stated, "memory": g.memory, "usable": g.usable, "group": group}
+    return {"key": g.key, "name": g.name, "stated": g.stated, "unit": g.unit, "memory": g.memory, "usable": g.usable,
+            "group": group}  # fmt: skip
 
 
 def plan(model: Model, q: Any, header: Any = None) -> dict[str, Any]:
@@ -120,10 +145,40 @@ def plan(model: Model, q: Any, header: Any = None) -> dict[str, Any]:
     if q.runtime == "ollama":
         return ollama(model, q, card, header)
     _not_ollama(q)
+    q = q.model_copy(update={"context": modelfile_context(model, q.context)})
     runtime, planner = _runtime_planner(model, q, card)
     if planner.partial:
         return _weights_only(model, q, card, planner, runtime)
     return _full(model, q, card, planner, runtime)
+
+
+def modelfile_context(model: Model, context: int | None) -> int | None:
+    """A model in Ollama's store is planned at its modelfile's num_ctx where no context is given,
+    as the CLI plans it (cli.ollama_defaults) and as Ollama loads it."""
+    source = str(model.source)
+    if context is not None or not source.startswith("ollama:"):
+        return context
+    from ..frontends.stores import ollama_context, ollama_manifest
+
+    return ollama_context(ollama_manifest(source.removeprefix("ollama:")))
+
+
+def recommendations(model: Model, q: Any) -> dict[str, Any]:
+    """One recommendation per runtime on the GPU (:func:`paramcount.advise.recommend`, the call
+    ``paramcount fit MODEL --gpu GPU --json`` makes), at the least context asked."""
+    from ..advise import recommend
+    from ..memory.core.gpus import gpu, parse_size
+    from ..render.advice import to_json
+
+    card = gpu(q.gpu)
+    ram = parse_size(q.ram, "ram") if q.ram else None
+    context = modelfile_context(model, q.context)
+    try:
+        recs = recommend(model, card, ram=ram, context=context, runtimes=q.runtimes or None)
+    except ParamcountError as e:
+        e.field = FLAG_FIELDS.get(e.field, e.field)
+        raise
+    return {"gpu": gpu_dict(card), "context": context, "recommendations": to_json(recs)}
 
 
 def _inference_only(q: Any) -> None:

@@ -299,6 +299,7 @@ class GPUInfo(BaseModel):
     key: str
     name: str
     stated: str
+    unit: str = Field("GB", description="the card's unit (GiB for GDDR, HBM, unified memory): the page's")
     memory: int
     usable: int
     note: str = ""
@@ -377,6 +378,7 @@ class GPUOption(BaseModel):
     key: str
     name: str
     stated: str
+    unit: str = "GB"
     memory: int
     usable: int
     group: str
@@ -395,9 +397,53 @@ class MemoryOptions(BaseModel):
     context_bounds: list[int] = Field(description="the least and most tokens a memory request takes as context")
     runtimes: list[Choice]
     runtime_kv_dtypes: dict[str, list[str]] = Field(description="the KV cache dtypes each runtime takes")
+    runtime_schemes: dict[str, list[str]] = Field(
+        description="inference: the schemes each runtime loads (stored: as a file or its quantization_config has them)"
+    )
+    runtime_default_scheme: dict[str, str] = Field(
+        description="what a runtime plans when the chosen scheme is not one it loads"
+    )
     tp_sizes: list[int]
     default_utilization: float
     flash_attn: list[str]
+
+
+RUNTIME_NAMES = Literal["llama.cpp", "vllm", "transformers", "ollama"]
+
+
+class RecommendRequest(ModelQuery):
+    gpu: str = Field("rtx4090", min_length=1, max_length=100, description="a GPU name or a size like 24GB")
+    ram: str | None = Field(
+        None, min_length=1, max_length=40, description="host RAM free for the model, like 64GB (default: not checked)"
+    )
+    context: int | None = Field(
+        None, ge=1, le=MAX_CONTEXT, description="the least context each recommendation holds (default: the model's)"
+    )
+    runtimes: list[RUNTIME_NAMES] | None = Field(
+        None, max_length=4, description="the runtimes to recommend for (default: every one that loads the model)"
+    )
+
+
+class RecommendationOut(BaseModel):
+    """One runtime's line, as ``paramcount fit MODEL --gpu GPU --json`` gives it under ``recommendations``."""
+
+    model_config = ConfigDict(extra="allow")  # fields a later version adds (a speed) pass through
+
+    runtime: str
+    scheme: str | None
+    context: int | None
+    fits: bool
+    gpu_bytes: int | None
+    host_bytes: int | None
+    placement: str
+    command: str | None = Field(description="one line to paste; null where nothing fits")
+    why: str
+
+
+class RecommendResponse(BaseModel):
+    gpu: GPUInfo
+    context: int | None = Field(description="the least context asked (the modelfile's num_ctx for an ollama: model)")
+    recommendations: list[RecommendationOut]
 
 
 class Info(BaseModel):

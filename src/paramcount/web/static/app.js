@@ -25,7 +25,7 @@
     catalog: [],
     options: null,
     mem: {
-      mode: "inference", scheme: "bf16", kv_dtype: "", optimizer: "adamw", recompute: "none",
+      mode: "inference", scheme: "bf16", kv_dtype: "", optimizer: "adamw", recompute: "", // "": the library's default (full for LoRA, as peft/TRL recipes)
       lora_rank: 8, lora_targets: "", context: null, batch: 1, gpu: "rtx4090",
       schemes: { inference: "bf16", training: "mixed", lora: "qlora" }, // each mode keeps its own choice
       // null: the model's default runtime (llama.cpp for a GGUF file), which the plan names
@@ -79,6 +79,25 @@
 
   function gib(bytes) {
     return (bytes / 2 ** 30).toFixed(2);
+  }
+
+  // The card's unit (GiB for GDDR, HBM and unified memory; GB for a size given in GB): every
+  // figure of a plan is stated in it, one unit per table, as the command line states them.
+  function unit() {
+    const g = state.plan ? state.plan.gpu : gpuOption(state.mem.gpu);
+    return (g && g.unit) || "GB";
+  }
+
+  function size(bytes, u) {
+    return (u || unit()) === "GiB" ? gib(bytes) : gb(bytes);
+  }
+
+  function sized(bytes, u) {
+    return `${size(bytes, u)} ${u || unit()}`;
+  }
+
+  function gpuOption(key) {
+    return state.options ? state.options.gpus.find((g) => g.key === key) : null;
   }
 
   function text(tag, cls, content) {
@@ -324,11 +343,18 @@
     return node;
   }
 
+  // The parameter column (the last right-aligned one) is marked: on a phone it stays in view,
+  // pinned to the right edge, while the wider columns before it wrap or scroll under it.
+  function docClass(b, i) {
+    const count = b.right.length && i === Math.max(...b.right) ? " count" : "";
+    return (b.right.includes(i) ? "r" : "") + count;
+  }
+
   function docTable(b) {
     const table = document.createElement("table");
     const head = document.createElement("tr");
     b.cells.forEach((c, i) => {
-      const th = text("th", b.right.includes(i) ? "r" : "");
+      const th = text("th", docClass(b, i));
       pieces(th, c);
       head.appendChild(th);
     });
@@ -337,7 +363,7 @@
     b.rows.forEach((row, r) => {
       const tr = text("tr", b.strong.includes(r) ? "strong" : "");
       for (let i = 0; i < b.cells.length; i++) {
-        const td = text("td", b.right.includes(i) ? "r" : "");
+        const td = text("td", docClass(b, i));
         pieces(td, row[i] || []);
         tr.appendChild(td);
       }
@@ -729,13 +755,15 @@
     $("utilization").value = String(state.mem.utilization);
     [$("context-num").min, $("context-num").max] = o.context_bounds.map(String);
     fillSelect($("optimizer"), o.optimizers.map((d) => ({ value: d, label: d })), state.mem.optimizer);
-    fillSelect($("recompute"), o.recompute.map((d) => ({ value: d, label: d })), state.mem.recompute);
+    const recompute = [{ value: "", label: "default" }, ...o.recompute.map((d) => ({ value: d, label: d }))];
+    fillSelect($("recompute"), recompute, state.mem.recompute);
     fillSelect($("gpu"), o.gpus.map((g) => ({ value: g.key, label: `${g.name} · ${g.stated}`, group: g.group })), state.mem.gpu);
   }
 
   // A file's weights are planned as it stores them; a config's at bf16 unless the user chose.
   function pickStored(isFile) {
     const m = state.mem;
+    state.stored = isFile;
     if (isFile) m.schemes.inference = "stored";
     else if (m.schemes.inference === "stored") m.schemes.inference = "bf16";
     if (m.mode === "inference" && state.options) fillSchemes();
@@ -758,19 +786,46 @@
     m.shown = runtime;
     $("runtime").value = runtime;
     fillKvDtypes();
+    const scheme = m.mode === "inference" && fillSchemes();
     showModeControls();
-    return m.kv_dtype !== kv;
+    return m.kv_dtype !== kv || scheme;
   }
 
+  // At inference, the schemes the runtime shown loads (stored: a file's own, or its
+  // quantization_config's); a choice it does not load goes to its default, and the page says so.
+  // True when the scheme changed that way.
   function fillSchemes() {
     const o = state.options;
     const m = state.mem;
     let items = o.schemes;
+    let replaced = false;
     if (m.mode !== "inference") {
       items = o.training_precisions.filter((p) => m.mode === "lora" || p.value !== "qlora");
+    } else {
+      const stored = state.stored || m.shown === "ollama"; // a file's own types (Ollama runs nothing else)
+      const loads = (o.runtime_schemes[m.shown] || []).filter((v) => v !== "stored" || stored);
+      items = o.schemes.filter((c) => loads.includes(c.value));
+      const was = m.schemes.inference;
+      if (state.model && loads.length && !loads.includes(was)) { // the model, once read, says whether "stored" applies
+        const fallback = state.stored && loads.includes("stored") ? "stored" : o.runtime_default_scheme[m.shown];
+        m.schemes.inference = loads.includes(fallback) ? fallback : loads[0];
+        replaced = true;
+        schemeNote(`${was} is not a scheme ${runtimeLabel(m.shown)} loads: planned at ${m.schemes.inference}, its default`);
+      }
     }
     m.scheme = m.schemes[m.mode];
     fillSelect($("scheme"), items, m.scheme);
+    return replaced;
+  }
+
+  function schemeNote(said) {
+    $("scheme-note").hidden = !said;
+    $("scheme-note").textContent = said;
+  }
+
+  function runtimeLabel(r) {
+    const found = state.options && state.options.runtimes.find((c) => c.value === r);
+    return found ? found.label : r;
   }
 
   function bindMemory() {
@@ -781,11 +836,13 @@
     };
     segmented($("mode"), (v) => {
       state.mem.mode = v;
+      schemeNote("");
       fillSchemes();
       showModeControls();
       planMemory();
     });
     $("scheme").addEventListener("change", () => {
+      schemeNote("");
       state.mem.scheme = state.mem.schemes[state.mem.mode] = $("scheme").value;
       planMemory();
     });
@@ -797,7 +854,7 @@
     $("lora-targets").addEventListener("change", () => { state.mem.lora_targets = $("lora-targets").value.trim(); planMemory(); });
     $("kv-dtype").addEventListener("change", () => { state.mem.kv_dtype = $("kv-dtype").value; planMemory(); });
     $("optimizer").addEventListener("change", () => { state.mem.optimizer = $("optimizer").value; planMemory(); });
-    $("gpu").addEventListener("change", () => { state.mem.gpu = $("gpu").value; planMemory(); });
+    $("gpu").addEventListener("change", () => { state.mem.gpu = $("gpu").value; headings(); planMemory(); });
     bindRuntime(later);
     $("batch").addEventListener("input", () => {
       const b = Number($("batch").value);
@@ -910,15 +967,99 @@
     if (!state.gguf && m.runtime === "ollama") m.runtime = null;
   }
 
+  /* ---- the recommendation: one line per runtime, its command to copy ------------------------- */
+
+  let adviceSeq = 0;
+  let adviceKey = "";
+
+  // /api/recommend for the model, the GPU and the context asked: the call `paramcount fit --gpu` makes.
+  async function recommend() {
+    const m = state.mem;
+    const body = { ...modelQuery(), gpu: m.gpu, context: m.context };
+    const key = JSON.stringify(body);
+    if (key === adviceKey) return;
+    adviceKey = key;
+    const seq = ++adviceSeq;
+    const list = $("advice-list");
+    try {
+      const a = await api("/api/recommend", body);
+      if (seq !== adviceSeq) return;
+      list.innerHTML = "";
+      for (const r of a.recommendations) list.appendChild(adviceLine(r, a.gpu.unit));
+      Object.assign($("advice").dataset, { model: state.model.name, gpu: a.gpu.key });
+    } catch (err) {
+      if (seq !== adviceSeq) return;
+      adviceKey = "";
+      list.innerHTML = "";
+      list.appendChild(text("li", "muted", `no recommendation: ${err.message}`));
+      Object.assign($("advice").dataset, { model: state.model.name, gpu: m.gpu });
+    }
+  }
+
+  const RUNTIME_NAMES = { "llama.cpp": "llama.cpp", vllm: "vLLM", transformers: "transformers", ollama: "Ollama" };
+
+  function adviceLine(r, u) {
+    const li = text("li", r.fits ? "" : "no");
+    li.dataset.runtime = r.runtime;
+    const said = text("div", "said");
+    said.appendChild(text("b", "", RUNTIME_NAMES[r.runtime] || r.runtime));
+    if (!r.fits) {
+      said.append(` no: ${r.why}`);
+      li.appendChild(said);
+      return li;
+    }
+    const host = r.host_bytes ? ` + ${sized(r.host_bytes, u)} host` : "";
+    const scheme = r.scheme ? `${r.scheme} at ` : "";
+    said.append(` ${scheme}${fmt(r.context)} tokens: ${sized(r.gpu_bytes, u)} GPU${host}; ${r.why}`);
+    const row = text("div", "cmd-row");
+    const cmd = text("code", "cmd", r.command);
+    const button = text("button", "small copy", "copy");
+    button.type = "button";
+    button.title = "copy this command";
+    button.addEventListener("click", async () => {
+      const ok = await copyText(r.command);
+      button.textContent = ok ? "copied" : "select and copy";
+      setTimeout(() => (button.textContent = "copy"), 1500);
+    });
+    row.append(cmd, button);
+    li.append(said, row);
+    return li;
+  }
+
+  // The clipboard where the page may write it (a secure context: localhost, 127.0.0.1); else the
+  // hidden textarea, selected and copied as browsers did before the Clipboard API (a page served
+  // on another address over http). The textarea keeps what was copied last.
+  async function copyText(value) {
+    const clip = $("clip");
+    clip.value = value;
+    if (navigator.clipboard && window.isSecureContext) {
+      try {
+        await navigator.clipboard.writeText(value);
+        return true;
+      } catch (e) {
+        // refused (no permission, no focus): the textarea below
+      }
+    }
+    clip.select();
+    try {
+      return document.execCommand("copy");
+    } catch (e) {
+      return false;
+    } finally {
+      clip.blur();
+    }
+  }
+
   async function planMemory() {
     if (!state.model || !state.options) return;
+    recommend();
     offerOllama();
     const seq = ++memorySeq;
     const m = state.mem;
     const model = state.model;
     const body = {
       ...modelQuery(), mode: m.mode, scheme: m.scheme, kv_dtype: m.kv_dtype || null,
-      optimizer: m.optimizer, recompute: m.recompute, lora_rank: m.lora_rank, lora_targets: m.lora_targets || null,
+      optimizer: m.optimizer, recompute: m.recompute || null, lora_rank: m.lora_rank, lora_targets: m.lora_targets || null,
       context: m.context, batch: m.batch, gpu: m.gpu, ...runtimeQuery(),
     };
     try {
@@ -942,6 +1083,7 @@
   }
 
   function clearMemory() {
+    headings();
     $("verdict").innerHTML = "";
     $("serving").hidden = true;
     $("ollama").hidden = true;
@@ -953,6 +1095,8 @@
 
   function renderMemory(p) {
     state.plan = p;
+    // the default recomputation, named as the plan resolved it (full for LoRA: peft's and TRL's recipes)
+    if (p.settings.recompute) $("recompute").options[0].textContent = `default: ${p.settings.recompute}`;
     if (p.runtime && showRuntime(p.runtime)) planMemory();
     const g = p.gpu;
     const ctx = p.settings.context;
@@ -963,33 +1107,36 @@
     // Ollama's verdict is against the memory free on the card (its --free-vram), not the card's size
     const free = p.ollama ? p.ollama.free : null;
     const usable = free !== null
-      ? `${gb(free)} GB free on ${g.name} (${gib(p.total)} of ${gib(free)} GiB): every layer on the GPU or not`
-      : `${gb(g.usable)} GB usable on ${g.name} (${gib(p.total)} of ${gib(g.usable)} GiB)`;
+      ? `${sized(free)} free on ${g.name}: every layer on the GPU or not`
+      : `${sized(g.usable)} usable on ${g.name}`;
     if (p.partial) {
-      v.append(text("span", "tag part", "weights only"), text("span", "big", `${gb(p.total)} GB`),
+      v.append(text("span", "tag part", "weights only"), text("span", "big", sized(p.total)),
         text("span", "muted", `of weights at ${p.settings.scheme}, against ${usable}`));
     } else {
       const tag = text("span", "tag " + (p.fits ? "yes" : "no"), p.fits ? "fits" : "does not fit");
-      v.append(tag, text("span", "big", `${gb(p.total)} GB`), text("span", "muted", `needed of ${usable}`));
+      v.append(tag, text("span", "big", sized(p.total)), text("span", "muted", `needed of ${usable}`));
     }
     // what the runtime holds in host memory beside the GPU (llama.cpp's input layer): not in the total
-    if (p.host) v.append(text("span", "muted", `+ ${gb(p.host)} GB in host memory, not on the GPU`));
+    if (p.host) v.append(text("span", "muted", `+ ${sized(p.host)} in host memory, not on the GPU`));
     // llama.cpp's buffers on each device (-ngl, -ot, -ts), as `paramcount memory` lists them
     const devices = p.settings.devices;
     if (devices && Object.keys(devices).length > 1) {
-      const each = Object.entries(devices).map(([d, b]) => `${d} ${gb(b)} GB`).join(" · ");
+      const each = Object.entries(devices).map(([d, b]) => `${d} ${sized(b)}`).join(" · ");
       v.append(Object.assign(text("span", "muted", `${each} (${p.settings.arguments})`), { id: "devices" }));
     }
     renderServing(p);
     renderOllama(p);
-    const label = `${g.name}: ${gb(g.usable)} GB`;
+    const label = `${g.name}: ${sized(g.usable)}`;
+    C.setUnit(unit());
     C.memoryBar($("membar"), p.terms.filter((t) => !t.host), g.usable, label);
     C.memoryPlot($("memplot"), p.curve, g.usable, label, ctx);
     // an SVG element has no hidden property: the attribute (Ollama estimates at its num_ctx alone)
     $("memplot").toggleAttribute("hidden", p.partial || !p.curve.contexts.length);
     $("plot-empty").hidden = !p.partial;
+    $("plot-part").hidden = !p.partial && !p.curve.contexts.length; // Ollama estimates at its num_ctx alone
     renderPlotLegend(p.curve);
     renderPrecisions(p);
+    $("memory-grid").hidden = $("plot-part").hidden && $("precisions-part").hidden;
     renderTerms(p.terms);
     const notes = $("memory-notes");
     notes.innerHTML = "";
@@ -1044,11 +1191,21 @@
     box.append(line, t);
   }
 
+  // The headings name the GPU chosen now (before its plan answers, and when it fails), never the last one.
+  function headings() {
+    const m = state.mem;
+    const g = gpuOption(m.gpu);
+    const name = g ? g.name : m.gpu;
+    const tp = m.mode === "inference" && m.runtime === "vllm" && m.tp > 1 ? `${m.tp} × ` : "";
+    const p = state.plan && state.plan.gpu.key === m.gpu ? state.plan : null;
+    const at = p && p.settings.context ? `, ${fmt(p.settings.context)} tokens × ${p.settings.batch}` : "";
+    $("precisions-title").textContent = p && p.partial ? "Weights at each precision" : `At each precision on ${tp}${name}${at}`;
+    $("advice-title").textContent = `Recommended on ${name}`;
+  }
+
   function renderPrecisions(p) {
-    $("precisions-title").textContent = p.partial
-      ? `Weights at each precision`
-      : p.runtime === "ollama" ? "Ollama runs the GGUF file as it is stored"
-        : `At each precision on ${p.gpu.name}, ${fmt(p.settings.context)} tokens × ${p.settings.batch}`;
+    headings();
+    $("precisions-part").hidden = !p.precisions.length; // Ollama runs the file as stored: no table
     const body = $("precisions").tBodies[0];
     body.innerHTML = "";
     for (const r of p.precisions) {
@@ -1065,7 +1222,7 @@
         continue;
       }
       if (p.partial) {
-        tr.append(text("td", "", r.label), text("td", "", `${gb(r.weights)} GB`), text("td", "muted", "–"), text("td", "muted", "–"), text("td", "muted", "–"));
+        tr.append(text("td", "", r.label), text("td", "", sized(r.weights)), text("td", "muted", "–"), text("td", "muted", "–"), text("td", "muted", "–"));
         tr.addEventListener("click", () => {
           state.mem.scheme = state.mem.schemes[state.mem.mode] = r.scheme;
           $("scheme").value = r.scheme;
@@ -1077,7 +1234,7 @@
       const fits = text("td", r.fits ? "fit-yes" : "fit-no", r.fits ? "✓ fits" : "✗ no");
       let longest = r.max_context === null ? "none" : fmt(r.max_context);
       if (r.max_context !== null && r.max_context === r.context_limit) longest += " (limit)";
-      tr.append(text("td", "", r.label), text("td", "", `${gb(r.weights)} GB`), text("td", "", `${gb(r.total)} GB`), fits, text("td", "", longest));
+      tr.append(text("td", "", r.label), text("td", "", sized(r.weights)), text("td", "", sized(r.total)), fits, text("td", "", longest));
       // no count of GPUs fits (the search stops at 65,536): "none", as `paramcount fit` says it
       if (state.mem.mode !== "inference") tr.appendChild(text("td", "", r.gpus === null ? "none" : fmt(r.gpus)));
       if (p.serving) tr.appendChild(text("td", "", r.max_sequences ? fmt(r.max_sequences) : "none"));
@@ -1107,6 +1264,7 @@
   }
 
   function renderTerms(terms) {
+    $("terms-unit").textContent = unit();
     const body = $("terms").tBodies[0];
     body.innerHTML = "";
     const add = (t, part, i) => {
@@ -1123,7 +1281,9 @@
       if (t.host) name.appendChild(text("span", "host", "host memory, not in the total"));
       const how = text("td");
       how.append(text("div", "formula", t.formula), text("div", "assume", t.assumption + (t.source ? ` — ${t.source}` : "")));
-      tr.append(name, text("td", "r", gb(t.bytes)), text("td", "r", gib(t.bytes)), how);
+      const bytes = Object.assign(text("td", "r", size(t.bytes)), { title: `${fmt(t.bytes)} bytes` });
+      bytes.dataset.unit = unit(); // the header's unit, said beside each figure where the header is hidden (phones)
+      tr.append(name, bytes, how);
       body.appendChild(tr);
       for (const sub of t.parts || []) add(sub, true, i);
     };
@@ -1237,7 +1397,7 @@
   /* ---- export: the plan as JSON and CSV, the charts as SVG and PNG --------------------------- */
 
   function bindExport() {
-    $("copy-link").addEventListener("click", () => navigator.clipboard && navigator.clipboard.writeText(location.href));
+    $("copy-link").addEventListener("click", () => copyText(location.href));
     $("dl-json").addEventListener("click", () => state.plan && download(fileName("json"), "application/json", planJson()));
     $("dl-csv").addEventListener("click", () => state.plan && download(fileName("csv"), "text/csv", planCsv(state.plan)));
     $("dl-svg").addEventListener("click", () => state.plan && download(fileName("svg"), "image/svg+xml", chartSvg()));

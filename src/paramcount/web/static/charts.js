@@ -56,8 +56,37 @@
     return String(n);
   }
 
+  // The unit the charts state bytes in: the card's (setUnit), one per page as in its tables.
+  let UNIT = "GB";
+  const SCALE = { GB: 1e9, GiB: 2 ** 30 };
+  function setUnit(u) {
+    UNIT = u in SCALE ? u : "GB";
+  }
+
   function gb(bytes, digits) {
-    return (bytes / 1e9).toFixed(digits === undefined ? 2 : digits);
+    return (bytes / SCALE[UNIT]).toFixed(digits === undefined ? 2 : digits);
+  }
+
+  // Tick labels kept only where they clear every label kept before them by ``gap`` pixels, the
+  // last (the model's limit) first and then from the left: "32K" and "40K" never run together.
+  function thin(labels, gap) {
+    const kept = [];
+    const span = (t) => {
+      const w = t.getComputedTextLength() || t.textContent.length * 7;
+      const x = Number(t.getAttribute("x"));
+      const anchor = t.getAttribute("text-anchor");
+      const x0 = anchor === "end" ? x - w : anchor === "middle" ? x - w / 2 : x;
+      return [x0, x0 + w];
+    };
+    for (const t of [...labels.slice(-1), ...labels.slice(0, -1)]) {
+      const [a, b] = span(t);
+      if (kept.some(([c, d]) => a < d + gap && b > c - gap)) {
+        if (t.tick) t.tick.remove();
+        t.remove();
+      } else {
+        kept.push([a, b]);
+      }
+    }
   }
 
   let tip = null;
@@ -342,7 +371,7 @@
       if (t.estimate) el("rect", { x: x0, y, width: Math.max(0, x1 - x0 - 1), height: h, fill: "url(#est)" }, svg);
       const hover = el("rect", { x: x0, y, width: Math.max(0, x1 - x0), height: h, fill: "transparent" }, svg);
       hover.addEventListener("mousemove", (ev) =>
-        tooltip(`<b>${esc(t.label)}</b><br>${gb(t.bytes)} GB · ${(t.bytes / 2 ** 30).toFixed(2)} GiB${t.estimate ? "<br>estimate" : ""}`, ev));
+        tooltip(`<b>${esc(t.label)}</b><br>${gb(t.bytes)} ${UNIT}${t.estimate ? "<br>estimate" : ""}`, ev));
       hover.addEventListener("mouseleave", () => tooltip(null));
       const size = gb(t.bytes, 1);
       segmentLabel(svg, t.key, [`${t.key.replace(/_/g, " ")} ${size}`, size], [x0, x1 - x0 - 1], y + 17);
@@ -355,13 +384,17 @@
       text.textContent = capacityLabel;
       keepInside(text, cx, W);
     }
-    const step = niceStep(max / 1e9, 6);
-    for (let v = 0; v * 1e9 <= max; v += step) {
-      const tx = x(v * 1e9);
-      el("line", { x1: tx, x2: tx, y1: y + h, y2: y + h + 4, stroke: "#cfd4dc" }, svg);
+    const one = SCALE[UNIT];
+    const step = niceStep(max / one, 6);
+    const labels = [];
+    for (let v = 0; v * one <= max; v += step) {
+      const tx = x(v * one);
+      const tick = el("line", { x1: tx, x2: tx, y1: y + h, y2: y + h + 4, stroke: "#cfd4dc" }, svg);
       const text = el("text", { x: tx, y: y + h + 17, "font-size": 11, fill: "#8a94a3", "text-anchor": v === 0 ? "start" : "middle" }, svg);
-      text.textContent = `${+v.toFixed(2)} GB`;
+      text.textContent = `${+v.toFixed(2)} ${UNIT}`;
+      labels.push(Object.assign(text, { tick }));
     }
+    thin([...labels.slice(1), labels[0]], 8); // the zero kept first
   }
 
   /* ---- memory against context ------------------------------------------------------------ */
@@ -388,19 +421,20 @@
     const y = (b) => H - m.b - ((H - m.t - m.b) * b) / ymax;
     const grid = el("g", { class: "grid" }, svg);
     const axis = el("g", { class: "axis" }, svg);
-    const step = niceStep(ymax / 1e9, 5);
-    for (let v = 0; v * 1e9 <= ymax; v += step) {
-      el("line", { x1: m.l, x2: W - m.r, y1: y(v * 1e9), y2: y(v * 1e9) }, grid);
-      const t = el("text", { x: m.l - 6, y: y(v * 1e9) + 4, "text-anchor": "end" }, axis);
-      t.textContent = `${+v.toFixed(2)} GB`;
+    const one = SCALE[UNIT];
+    const step = niceStep(ymax / one, 5);
+    for (let v = 0; v * one <= ymax; v += step) {
+      el("line", { x1: m.l, x2: W - m.r, y1: y(v * one), y2: y(v * one) }, grid);
+      const t = el("text", { x: m.l - 6, y: y(v * one) + 4, "text-anchor": "end" }, axis);
+      t.textContent = `${+v.toFixed(2)} ${UNIT}`;
     }
-    const every = Math.max(1, Math.ceil(xs.length / 8));
-    xs.forEach((c, i) => {
-      if (i % every && i !== xs.length - 1) return;
-      el("line", { x1: x(c), x2: x(c), y1: H - m.b, y2: H - m.b + 4 }, axis);
-      const t = el("text", { x: x(c), y: H - m.b + 17, "text-anchor": "middle" }, axis);
+    const labels = xs.map((c) => {
+      const tick = el("line", { x1: x(c), x2: x(c), y1: H - m.b, y2: H - m.b + 4 }, axis);
+      const t = el("text", { x: x(c), y: H - m.b + 17, "text-anchor": "middle", class: "xtick" }, axis);
       t.textContent = tokens(c);
+      return Object.assign(t, { tick });
     });
+    thin(labels, 6);
     el("line", { x1: m.l, x2: W - m.r, y1: H - m.b, y2: H - m.b }, axis);
     const label = el("text", { x: W - m.r, y: H - 4, "text-anchor": "end" }, axis);
     label.textContent = "context (tokens, log scale)";
@@ -432,11 +466,11 @@
       xs.forEach((c, i) => {
         if (Math.abs(x(c) - px) < Math.abs(x(xs[best]) - px)) best = i;
       });
-      const rows = curve.series.map((s) => `${esc(s.label)}: ${gb(s.bytes[best])} GB`).join("<br>");
-      tooltip(`<b>${fmtInt(xs[best])} tokens</b>: ${gb(totals[best])} GB<br>${rows}`, ev);
+      const rows = curve.series.map((s) => `${esc(s.label)}: ${gb(s.bytes[best])} ${UNIT}`).join("<br>");
+      tooltip(`<b>${fmtInt(xs[best])} tokens</b>: ${gb(totals[best])} ${UNIT}<br>${rows}`, ev);
     });
     hover.addEventListener("mouseleave", () => tooltip(null));
   }
 
-  window.Charts = { sunburst, legend, memoryBar, memoryPlot, termColor, KIND_COLORS, fmtInt, short, esc };
+  window.Charts = { sunburst, legend, memoryBar, memoryPlot, setUnit, termColor, KIND_COLORS, fmtInt, short, esc };
 })();
