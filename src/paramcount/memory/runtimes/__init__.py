@@ -62,6 +62,9 @@ VLLM_OPTIONS = {
     "max_batched_tokens": "--max-num-batched-tokens",
     "enforce_eager": "--enforce-eager",
     "gpu": "--gpu",  # the GPU served on: vllm serve's batch defaults follow it
+    "device": "--device",  # shared with llama.cpp: --device cpu is vLLM's CPU platform
+    "kv_cache_space": "--kv-cache-space",  # VLLM_CPU_KVCACHE_SPACE, with --device cpu
+    "ram": "--ram",  # the CPU's memory, with --device cpu
 }
 TRANSFORMERS_OPTIONS = {
     "cache": "--kv-cache",
