@@ -140,7 +140,8 @@ def _check(chosen: str, options: Mapping[str, Any]) -> None:
             if key in OWN[chosen] or (key == "cache" and value == "llama.cpp" and chosen == "llama.cpp"):
                 continue
             if value is not None and value is not False:
-                raise ParamcountError(f"{flag} is a {owner} setting; this plan's runtime is {chosen}", field=flag)
+                owners = " and ".join(name for name, keys in OWN.items() if key in keys)  # --device: two
+                raise ParamcountError(f"{flag} is a {owners} setting; this plan's runtime is {chosen}", field=flag)
 
 
 def inference(

@@ -203,6 +203,12 @@ def options(**given: Any) -> Options:
         from .cpu import cpu_options
 
         o = cpu_options(o, given)
+    elif given.get("kv_cache_space") is not None:
+        raise ParamcountError(
+            "--kv-cache-space is VLLM_CPU_KVCACHE_SPACE, for vLLM's CPU platform: add --device cpu "
+            "(on a GPU, vLLM's KV cache is what --gpu-memory-utilization leaves)",
+            field="--kv-cache-space",
+        )
     if given.get("kv_dtype") is not None:
         key = str(given["kv_dtype"]).lower()
         if key not in KV_BYTES:
