@@ -67,7 +67,21 @@ GEMMA3 = {
     "rope_local_base_freq": 10000.0,
     "torch_dtype": "bfloat16",
 }
-MODELS = {"tiny-llama": LLAMA, "tiny-qwen3": QWEN3, "tiny-gemma3": GEMMA3}
+CATALOG = Path(__file__).parent.parent / "src" / "paramcount" / "catalog"
+
+
+def catalog(name: str) -> dict:
+    """A bundled catalog model's config.json (random weights from it: no files downloaded)."""
+    return json.loads((CATALOG / (name.replace("/", "--") + ".json")).read_text())["config"]
+
+
+MODELS = {
+    "tiny-llama": LLAMA,
+    "tiny-qwen3": QWEN3,
+    "tiny-gemma3": GEMMA3,
+    "google/gemma-3-1b-pt": catalog("google/gemma-3-1b-pt"),
+    "Qwen/Qwen3-0.6B": catalog("Qwen/Qwen3-0.6B"),
+}
 
 # EngineArgs.get_batch_defaults on a CPU: vllm serve's max_num_batched_tokens (the LLM class's is
 # 4,096), given to LLM explicitly so that the runs are what `vllm serve` would log
@@ -82,11 +96,22 @@ CASES = [
     ("tiny-gemma3", 1, {"max_model_len": 8192}),
     ("tiny-gemma3", 1, {"max_model_len": 8192, "max_num_batched_tokens": 1024}),
     ("tiny-gemma3", 2, {"max_model_len": 32768, "block_size": 32}),
+    ("google/gemma-3-1b-pt", 4, {"max_model_len": 32768}),
+    ("Qwen/Qwen3-0.6B", 2, {"max_model_len": 16384}),
+    # no VLLM_CPU_KVCACHE_SPACE: ⌈RAM × 0.3⌉ less the worker's RSS (the plan's figure is an upper bound)
+    ("tiny-llama", None, {"max_model_len": 4096, "gpu_memory_utilization": 0.3}),
+]
+
+# What vllm-cpu refuses: the settings, and the error's last line recorded beside them
+REFUSED = [
+    ("tiny-llama", 1, {"max_model_len": 4096, "block_size": 16}),
+    ("tiny-llama", 1, {"max_model_len": 4096, "kv_cache_dtype": "bfloat16"}),
 ]
 
 RUN = """
 import json, sys
 from vllm import LLM
+from vllm.utils.cpu_resource_utils import get_memory_node_info
 kw = json.loads(sys.argv[2])
 llm = LLM(model=sys.argv[1], load_format="dummy", skip_tokenizer_init=True, enforce_eager=True,
           dtype="bfloat16", **kw)
@@ -95,8 +120,9 @@ s = llm.llm_engine.vllm_config.scheduler_config
 print("RESULT " + json.dumps({"num_blocks": c.num_gpu_blocks, "kv_tokens": c.kv_cache_size_tokens,
       "max_concurrency": c.kv_cache_max_concurrency, "block_size": c.block_size,
       "max_num_batched_tokens": s.max_num_batched_tokens, "max_num_seqs": s.max_num_seqs,
-      "async_scheduling": s.async_scheduling}))
+      "async_scheduling": s.async_scheduling, "ram_total_bytes": get_memory_node_info(0).total_memory}))
 """
+BUDGET = re.compile(r"(?:Auto|Explicitly) set \(.*?GiB for KV cache[^\n]*")
 LOGGED = re.compile(
     r"CPU KV cache size: ([\d,]+) tokens, Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x"
 )
@@ -115,8 +141,18 @@ def run(folder: Path, space: int | None, kw: dict) -> dict:
     logged = LOGGED.search(text)
     if done.returncode or not found or not logged:
         raise SystemExit(f"vLLM failed ({done.returncode}):\n{text[-4000:]}")
-    line = logged.group(0)
-    return {**found[0], "logged": line}
+    budget = BUDGET.search(text)  # CPUWorker.determine_available_memory's own line
+    return {**found[0], "logged": logged.group(0), "logged_budget": budget.group(0) if budget else None}
+
+
+def refusal(folder: Path, space: int | None, kw: dict) -> str:
+    """The last line of what vLLM prints when it refuses to start."""
+    try:
+        run(folder, space, kw)
+    except SystemExit as e:
+        lines = [line for line in str(e).splitlines() if "Error" in line]
+        return lines[-1].strip() if lines else str(e).splitlines()[-1]
+    raise SystemExit(f"vLLM started with {kw}")
 
 
 def main(out: str) -> None:
@@ -125,13 +161,20 @@ def main(out: str) -> None:
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, space, kw in CASES:
-            folder = Path(tmp) / name
+            folder = Path(tmp) / name.replace("/", "--")
             folder.mkdir(exist_ok=True)
             (folder / "config.json").write_text(json.dumps(MODELS[name]))
             got = run(folder, space, kw)
             print(name, space, kw, got["logged"], flush=True)
             runs.append({"model": name, "config": MODELS[name], "kv_cache_space_gib": space, "llm": kw, **got})
+        refused = []
+        for name, space, kw in REFUSED:
+            folder = Path(tmp) / name.replace("/", "--")
+            got = refusal(folder, space, kw)
+            print(name, space, kw, "refused:", got, flush=True)
+            refused.append({"model": name, "kv_cache_space_gib": space, "llm": kw, "error": got})
     doc = {"vllm": vllm.__version__, "platform": "cpu", "tool": "tools/record_vllm_cpu.py", "runs": runs}
+    doc["refused"] = refused
     Path(out).write_text(json.dumps(doc, indent=1) + "\n")
 
 
