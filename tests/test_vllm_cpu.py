@@ -129,6 +129,12 @@ def test_the_budget_is_the_kv_cache_space_in_128_token_blocks(tmp_path):
     assert plan.settings["device"] == "cpu" and plan.settings["block_size"] == 128
 
 
+def test_a_load_the_budget_cannot_hold_is_said(tmp_path):
+    p = cpu(load(LLAMA, tmp_path), kv_cache_space=1)
+    assert not any("at once, not" in n for n in p.plan(4096, 128).notes)
+    assert any("holds 128 sequences of 4,096 tokens at once, not 129" in n for n in p.plan(4096, 129).notes)
+
+
 def test_a_sliding_window_holds_one_batch_not_two(tmp_path):
     # async scheduling off on CPUs: max_in_flight_tokens = PP × max_num_batched_tokens (2,048 by default)
     p = cpu(load(GEMMA3, tmp_path), kv_cache_space=1)

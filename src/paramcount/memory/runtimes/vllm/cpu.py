@@ -204,9 +204,12 @@ def weights_term(planner: Any) -> Term:
     )
 
 
-def cpu_notes(planner: Any, context: int) -> tuple[str, ...]:
-    """Where the budget and the batch settings come from, and what the plan leaves out."""
+def cpu_notes(planner: Any, context: int, batch: int = 1) -> tuple[str, ...]:
+    """Where the budget and the batch settings come from, what the plan leaves out, and whether
+    the budget holds ``batch`` sequences of ``context`` tokens at once."""
     o = planner.o
+    s = serving(planner, context)
+    short = s is not None and s["max_sequences"] < batch
     notes = [
         f"vLLM's CPU platform ({VLLM_CPU_VERSION}): blocks of {planner.stages[0].pages.block} tokens, max_num_seqs "
         f"{o.seqs:,} and max_num_batched_tokens {o.tokens(context):,} (vllm serve's CPU defaults: 128 and 2,048 "
@@ -221,6 +224,11 @@ def cpu_notes(planner: Any, context: int) -> tuple[str, ...]:
         notes.append(
             "KV budget from --ram: ⌈RAM × --gpu-memory-utilization⌉ less the worker's RSS after warm-up, of which only "
             "the weights are counted here, so the blocks are an upper bound; --kv-cache-space gives vLLM's exact figure"
+        )
+    if short:
+        notes.append(
+            f"the KV cache holds {s['max_sequences']:,} sequences of {context:,} tokens at once, not {batch:,}: "
+            "vLLM would queue the rest (raise --kv-cache-space)"
         )
     if o.kv_dtype.startswith("fp8"):
         notes.append("an fp8 KV cache on CPUs needs x86 with AVX-512 or AMX (cpu_attn.py _get_attn_isa)")

@@ -829,7 +829,7 @@ class VllmPlanner:
         kv, blocks = kv_term(self, context, batch)
         settings = {**self._settings(context, why, batch, blocks), "device": "cpu"}
         settings.update(kv_cache_space_gib=self.o.kv_cache_space, gpu_memory_utilization=float(self.o.utilization))
-        notes = (*warned, *cpu_notes(self, context))
+        notes = (*warned, *cpu_notes(self, context, batch))
         return Plan(self.model, "inference", (weights_term(self), kv), settings, notes, planner=self)
 
     def total(self, context: int, batch: int = 1) -> int:
