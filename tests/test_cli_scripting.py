@@ -25,7 +25,7 @@ def run(argv: list[str], capsys) -> tuple[int, str, str]:
     "argv, code",
     [
         (["memory", "meta-llama/Llama-3.1-8B", "--gpu", "rtx3060"], 1),  # bf16: 16 GB on a 12 GiB card
-        (["memory", "meta-llama/Llama-3.1-8B", "--gpu", "rtx3060", "--dtype", "q4_k_m"], 0),
+        (["memory", "meta-llama/Llama-3.1-8B", "--gpu", "rtx3060", "--dtype", "q4_k_m", "--runtime", "llama.cpp"], 0),
         (["memory", "meta-llama/Llama-3.1-8B", "--gpu", "rtx3060", "--json"], 1),
         (["memory", "meta-llama/Llama-3.1-8B"], 0),  # no GPU: nothing to fit
         (["memory", "meta-llama/Llama-3.1-8B", "--gpu", "h100", "--runtime", "vllm"], 0),

@@ -106,7 +106,7 @@ def test_kv_blocks_on_a_gpu_follow_get_num_blocks():
     blocks = (claim(memory) - fixed(p, 32768)) // page // 32
     assert s["kv_blocks"] == blocks
     assert s["kv_tokens"] == blocks * 16
-    assert s["max_concurrency"] == blocks // (32768 // 16)
+    assert s["max_sequences"] == blocks // (32768 // 16) and s["max_concurrency"] == blocks / (32768 // 16)
 
 
 def test_mla_caches_one_latent_replicated_on_every_rank():
@@ -133,7 +133,7 @@ def test_sliding_and_full_layers_share_a_pool_in_groups():
     # being num_blocks over the blocks a request takes across the groups
     per_request = 6 * sliding + context // 16
     assert s["kv_tokens"] == int(s["kv_blocks"] / per_request * context)
-    assert s["max_concurrency"] == s["kv_blocks"] // per_request
+    assert s["max_sequences"] == s["kv_blocks"] // per_request
 
 
 def test_fp8_kv_halves_the_pages():
@@ -403,10 +403,14 @@ def test_the_token_budget_defaults_to_at_most_max_num_seqs_times_the_context():
 
 
 def test_fewer_batched_tokens_than_sequences_is_refused_as_vllm_does(capsys):
-    # SchedulerConfig.verify_max_model_len: max_num_batched_tokens ≥ max_num_seqs
-    code = main(["memory", "meta-llama/Llama-3.1-8B", "--runtime", "vllm", "--max-num-batched-tokens", "512"])
+    # SchedulerConfig.verify_max_model_len: max_num_batched_tokens ≥ max_num_seqs, both given
+    argv = ["memory", "meta-llama/Llama-3.1-8B", "--runtime", "vllm", "--max-num-batched-tokens", "512"]
+    code = main([*argv, "--max-num-seqs", "1024"])
     err = capsys.readouterr().err
     assert code == 2 and "--max-num-batched-tokens" in err and "1,024" in err
+    # not given, max_num_seqs defaults to at most the tokens
+    # (EngineArgs._set_default_max_num_seqs_and_batched_tokens_args: min(max_num_seqs, max_num_batched_tokens))
+    assert vllm("meta-llama/Llama-3.1-8B", max_batched_tokens=512).o.seqs == 512
     assert vllm("meta-llama/Llama-3.1-8B", max_batched_tokens=512, gpu="l4").o.seqs == 256
 
 

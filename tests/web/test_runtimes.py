@@ -78,7 +78,7 @@ def test_each_precision_is_fitted_under_the_same_runtime(client, llama, runtime)
     for row in got["precisions"]:
         lib = fit(llama, "h100", 8192, 1, only=(row["scheme"],), runtime=runtime, **served).rows[0]
         assert (row["total"], row["fits"], row["max_context"]) == (lib.plan.total, lib.fits, lib.max_context)
-        assert row["max_sequences"] == (lib.serving["max_concurrency"] if runtime == "vllm" else None)
+        assert row["max_sequences"] == (lib.serving["max_sequences"] if runtime == "vllm" else None)
 
 
 def test_llama_cpp_host_memory_is_marked_and_left_out_of_the_gpu(client, llama):
@@ -97,7 +97,7 @@ def test_vllm_says_what_it_would_log_on_the_gpu(client, llama):
     got = memory(client, runtime="vllm", tp=2, context=16384, batch=4, gpu="h100").json()
     vllm = planner(llama, "bf16", "vllm", tp=2, gpu="h100")
     assert got["serving"] == vllm.serving(gpu("h100").memory, 16384)
-    assert got["serving"]["starts"] and got["serving"]["max_concurrency"] > 4
+    assert got["serving"]["starts"] and got["serving"]["max_sequences"] > 4
     outside = next(t for t in got["terms"] if t["key"] == "outside")
     assert outside["bytes"] == sum(p["bytes"] for p in outside["parts"])  # CUDA context, cuBLAS, NCCL, left free
     small = memory(client, runtime="vllm", gpu="16GB").json()  # 0.92 of it is less than the 16 GB of weights

@@ -420,7 +420,7 @@ def _served_row(model: Model, precision: str, card: GPU, context: int, batch: in
         "prefill": prefill.to_dict() if prefill and fits else None,
     }
     max_context = largest_under(lambda t: chosen.total(t, 1), cap, 1, limit or NO_LIMIT_CONTEXT)
-    max_batch = serving["max_concurrency"] or None
+    max_batch = serving["max_sequences"] or None
     gpus = chosen.o.tp * chosen.o.pp if fits else None
     return Row(precision, plan, cap, max_context, max_batch, limit, gpus, serving)
 

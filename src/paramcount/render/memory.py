@@ -164,9 +164,26 @@ def render_plan(plan: Plan, gpu: GPU | None = None, ram: int | None = None) -> G
         parts += [Text(""), fits_line(plan.total, gpu)]
         if plan.settings.get("runtime") == "vllm":
             parts.append(_vllm_line(plan, gpu))
+    if plan.settings.get("runtime") == "vllm" and plan.settings.get("device") == "cpu":
+        parts.append(_vllm_cpu_line(plan))
     if ram is not None:
         parts.append(ram_line(plan, ram))
     return Group(*parts)
+
+
+def _vllm_cpu_line(plan: Plan) -> Text:
+    """What vLLM-CPU logs: its KV cache in tokens and blocks, and the concurrency as it prints it."""
+    s = plan.planner.serving(0, plan.settings["context"])
+    if s is None:
+        return Text("vLLM on CPUs: give --kv-cache-space or --ram for the KV cache it logs", "yellow")
+    at = n(plan.settings["context"])
+    bound = "" if s["exact"] else " (upper bound: the worker's memory beyond its weights not counted)"
+    if not s["starts"]:
+        return Text(f"vLLM would not start: its KV cache holds less than one sequence of {at} tokens{bound}", "red")
+    return Text(
+        f"vLLM on CPUs logs: CPU KV cache size: {n(s['kv_tokens'])} tokens ({n(s['kv_blocks'])} blocks of "
+        f"{s['block_size']}), Maximum concurrency for {at} tokens per request: {s['max_concurrency']:.2f}x{bound}"
+    )
 
 
 def _vllm_line(plan: Plan, g: GPU) -> Text:
@@ -183,7 +200,7 @@ def _vllm_line(plan: Plan, g: GPU) -> Text:
         )
     return Text(
         f"vLLM on it: KV cache {gib(s['kv_cache_bytes'])} GiB = {n(s['kv_tokens'])} tokens ({n(s['kv_blocks'])} "
-        f"blocks); at {n(plan.settings['context'])} tokens, {_many(s['max_concurrency'], 'sequence')} at once"
+        f"blocks); at {n(plan.settings['context'])} tokens, {_many(s['max_sequences'], 'sequence')} at once"
     )
 
 
@@ -281,7 +298,7 @@ def serving_table(fit: Fit) -> Table:
             Text(split, "green"),
             sized(r.plan.total, fit.gpu),
             n(s["kv_tokens"]),
-            n(s["max_concurrency"]),
+            n(s["max_sequences"]),
             f"{d['tokens_per_s']:,.0f} ({d['bound_by']})" if d else "n/a",
             f"{p['seconds']:,.2f} s" if p else "n/a",
         )
@@ -455,6 +472,8 @@ def dumps(
     if ram is not None and isinstance(obj, Plan):
         held = host_bytes(obj)
         data["ram"] = {"bytes": ram, "host": held, "fits": held <= ram}
+    if isinstance(obj, Plan) and obj.settings.get("device") == "cpu" and obj.settings.get("runtime") == "vllm":
+        data["serving"] = obj.planner.serving(0, obj.settings["context"])  # vLLM-CPU: its budget, no GPU
     if gpu is not None and isinstance(obj, Plan):
         data["gpu"] = {**gpu_dict(gpu), "fits": obj.total <= gpu.usable, "headroom": gpu.usable - obj.total}
         if obj.settings.get("runtime") == "vllm":

@@ -452,5 +452,5 @@ def _fit_row(model: Model, card: Any, context: int, batch: int, mode: str, name:
         "max_context": row.max_context,
         "context_limit": row.context_limit,
         "gpus": row.gpus if mode == "training" else None,
-        "max_sequences": row.serving["max_concurrency"] if row.serving else None,
+        "max_sequences": row.serving["max_sequences"] if row.serving else None,
     }

@@ -337,7 +337,8 @@ class Serving(BaseModel):
     kv_blocks: int
     kv_tokens: int
     blocks_per_sequence: int
-    max_concurrency: int | None = Field(description="sequences of the planned context at once (0: not one)")
+    max_concurrency: float = Field(description="vLLM's logged figure: KV blocks ÷ blocks per sequence (42.67x)")
+    max_sequences: int = Field(description="whole sequences of the planned context at once (0: not one)")
     starts: bool = Field(
         description="whether vLLM starts: its claim holds one sequence, the rest the CUDA context, cuBLAS and NCCL"
     )

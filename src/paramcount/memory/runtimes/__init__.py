@@ -64,6 +64,9 @@ VLLM_OPTIONS = {
     "max_batched_tokens": "--max-num-batched-tokens",
     "enforce_eager": "--enforce-eager",
     "gpu": "--gpu",  # the GPU served on: vllm serve's batch defaults follow it
+    "device": "--device",  # shared with llama.cpp: --device cpu is vLLM's CPU platform
+    "kv_cache_space": "--kv-cache-space",  # VLLM_CPU_KVCACHE_SPACE, with --device cpu
+    "ram": "--ram",  # the CPU's memory, with --device cpu
 }
 MLX_OPTIONS = {
     "group_size": "--group-size",
@@ -153,7 +156,8 @@ def _check(chosen: str, options: Mapping[str, Any]) -> None:
             if key in OWN[chosen] or (key == "cache" and value == "llama.cpp" and chosen == "llama.cpp"):
                 continue
             if value is not None and value is not False:
-                raise ParamcountError(f"{flag} is a {owner} setting; this plan's runtime is {chosen}", field=flag)
+                owners = " and ".join(name for name, keys in OWN.items() if key in keys)  # --device: two
+                raise ParamcountError(f"{flag} is a {owners} setting; this plan's runtime is {chosen}", field=flag)
 
 
 def inference(

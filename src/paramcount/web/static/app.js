@@ -1161,7 +1161,7 @@
     }
     const num = (id, n) => Object.assign(text("b", "", fmt(n)), { id });
     box.append(`${on}: KV cache ${gib(s.kv_cache_bytes)} GiB = `, num("kv-tokens", s.kv_tokens), " tokens per GPU (",
-      num("kv-blocks", s.kv_blocks), " blocks); at ", ctx, " tokens, ", num("max-seqs", s.max_concurrency), s.max_concurrency === 1 ? " sequence at once" : " sequences at once");
+      num("kv-blocks", s.kv_blocks), " blocks); at ", ctx, " tokens, ", num("max-seqs", s.max_sequences), s.max_sequences === 1 ? " sequence at once" : " sequences at once");
   }
 
   // Ollama's num_gpu on this GPU and its estimate beside llama.cpp's plan, as `paramcount memory --runtime ollama` says it.

@@ -26,6 +26,9 @@ in tokens and blocks and the largest number of such sequences at once.
 Layers that keep a Mamba-style state (Mamba, gated DeltaNet, short convolutions, Kimi delta
 attention) are paged, and their weights split, as vLLM 0.33.0 does: :mod:`paramcount.memory.runtimes.vllm.state`.
 
+vLLM's CPU platform (``--device cpu``: its own KV budget, block size, batch defaults and sync
+scheduling over the same pages) is :mod:`paramcount.memory.runtimes.vllm.cpu`.
+
 Exact: the KV page sizes and block counts (identities of the shapes and vLLM's arithmetic),
 and the weights of one rank as vLLM shards the projections it knows. Estimated, and marked so:
 the profiled activation peak, the CUDA graphs, the CUDA context, cuBLAS and NCCL.
@@ -128,15 +131,24 @@ class Options:
     kv_dtype: str = "auto"  # --kv-cache-dtype
     enforce_eager: bool = False  # --enforce-eager: no CUDA graphs
     gpu: Any = None  # the GPU served on (its memory and name pick the batch defaults)
+    device: str = "gpu"  # --device cpu: vLLM's CPU platform (paramcount.memory.runtimes.vllm.cpu)
+    kv_cache_space: int | None = None  # --kv-cache-space: VLLM_CPU_KVCACHE_SPACE, whole GiB
+    ram: int | None = None  # --ram: the CPU's memory, which --gpu-memory-utilization claims a share of
 
     @property
     def defaults(self) -> tuple[int, int]:
-        """``vllm serve``'s (max_num_seqs, max_num_batched_tokens) for the GPU."""
+        """``vllm serve``'s (max_num_seqs, max_num_batched_tokens) for the GPU (or the CPUs)."""
+        if self.device == "cpu":
+            from .cpu import batch_defaults as cpu_defaults
+
+            return cpu_defaults(self.tp * self.pp)
         return batch_defaults(self.gpu)
 
     @property
     def seqs(self) -> int:
-        return self.max_num_seqs or self.defaults[0]
+        """max_num_seqs: as given, else the default at most max_num_batched_tokens
+        (EngineArgs._set_default_max_num_seqs_and_batched_tokens_args)."""
+        return self.max_num_seqs or min(self.defaults[0], self.max_batched_tokens or self.defaults[1])
 
     def tokens(self, context: int) -> int:
         """max_num_batched_tokens at --max-model-len ``context``: as given, else the GPU's default
@@ -146,8 +158,9 @@ class Options:
 
     def in_flight(self, context: int) -> int:
         """VllmConfig.max_in_flight_tokens: a full batch per concurrent step. Async scheduling and
-        Model Runner V2 are 0.33's defaults, so max_concurrent_batches is PP + 1."""
-        return (self.pp + 1) * self.tokens(context)
+        Model Runner V2 are 0.33's defaults, so max_concurrent_batches is PP + 1; the CPU platform
+        turns async scheduling off (CpuPlatform.check_and_update_config), leaving PP."""
+        return (self.pp + (self.device != "cpu")) * self.tokens(context)
 
 
 def batch_defaults(gpu: Any) -> tuple[int, int]:
@@ -189,6 +202,16 @@ def options(**given: Any) -> Options:
         o = replace(o, gpu=find(given["gpu"]))
     if given.get("utilization") is not None:
         o = replace(o, utilization=_utilization(given["utilization"]))
+    if given.get("device") not in (None, "gpu"):
+        from .cpu import cpu_options
+
+        o = cpu_options(o, given)
+    elif given.get("kv_cache_space") is not None:
+        raise ParamcountError(
+            "--kv-cache-space is VLLM_CPU_KVCACHE_SPACE, for vLLM's CPU platform: add --device cpu "
+            "(on a GPU, vLLM's KV cache is what --gpu-memory-utilization leaves)",
+            field="--kv-cache-space",
+        )
     if given.get("kv_dtype") is not None:
         key = str(given["kv_dtype"]).lower()
         if key not in KV_BYTES:
@@ -746,6 +769,10 @@ class VllmPlanner:
         tied = any(r.role == "tied" for r in self.weights.rows)
         self.stages = self._stages(tied)
         self.active = _active_share(model, self.weights.rows)
+        if self.o.device == "cpu":
+            from .cpu import check_model
+
+            check_model(self)
 
     def _stages(self, tied: bool) -> list[Stage]:
         o = self.o
@@ -786,6 +813,8 @@ class VllmPlanner:
 
         context, batch = positive(context, "--context"), positive(batch, "--concurrency")
         warned = self.limit.check(context, "vllm")
+        if self.o.device == "cpu":
+            return self._cpu_plan(context, batch, why, warned)
         stage = self.busiest(context, batch)
         blocks = stage.pages.needed(batch, context, self.o.in_flight(context))
         kv = self._kv_term(stage, blocks, context, batch)
@@ -795,7 +824,20 @@ class VllmPlanner:
         notes = (*warned, *self._notes(stage, context))
         return Plan(self.model, "inference", terms, self._settings(context, why, batch, blocks), notes, planner=self)
 
+    def _cpu_plan(self, context: int, batch: int, why: str, warned: tuple[str, ...]) -> Any:
+        """vLLM's CPU platform: the weights and the KV cache it allocates (paramcount.memory.runtimes.vllm.cpu)."""
+        from ...core.plan import Plan
+        from .cpu import cpu_notes, kv_term, weights_term
+
+        kv, blocks = kv_term(self, context, batch)
+        settings = {**self._settings(context, why, batch, blocks), "device": "cpu"}
+        settings.update(kv_cache_space_gib=self.o.kv_cache_space, gpu_memory_utilization=float(self.o.utilization))
+        notes = (*warned, *cpu_notes(self, context, batch))
+        return Plan(self.model, "inference", (weights_term(self), kv), settings, notes, planner=self)
+
     def total(self, context: int, batch: int = 1) -> int:
+        if self.o.device == "cpu":
+            return self.plan(context, batch).total
         stage = self.busiest(context, batch)
         return self._gpu(self._need(stage, context, batch))
 
@@ -806,7 +848,12 @@ class VllmPlanner:
 
     def serving(self, memory: int, context: int) -> dict[str, Any]:
         """What vLLM logs on a GPU of ``memory`` bytes at --max-model-len ``context``: KV blocks and
-        tokens per GPU, and the largest number of such sequences at once."""
+        tokens per GPU, and the largest number of such sequences at once (on CPUs: from
+        --kv-cache-space or --ram, ``memory`` unused; :func:`paramcount.memory.runtimes.vllm.cpu.serving`)."""
+        if self.o.device == "cpu":
+            from .cpu import serving
+
+            return serving(self, context)
         claim = math.ceil(memory * self.o.utilization)  # request_memory
         blocks = min(s.pages.blocks(claim - self._fixed(s, context)) for s in self.stages)
         per_seq = self.stages[0].pages.per_sequence(context, self.o.in_flight(context))
@@ -821,7 +868,9 @@ class VllmPlanner:
             # concurrency get_max_concurrency_for_kv_cache_config's num_blocks / Σ blocks per request
             "kv_tokens": int(blocks / per_seq * context),
             "blocks_per_sequence": per_seq,
-            "max_concurrency": blocks // per_seq,
+            # vLLM's own figure, a float ("Maximum concurrency …: 42.67x"); whole sequences beside it
+            "max_concurrency": blocks / per_seq,
+            "max_sequences": blocks // per_seq,
             # request_memory: the free memory at the snapshot holds the claim; get_kv_cache_configs:
             # the blocks less the null block hold one sequence of max_model_len
             "starts": outside >= self.beside and blocks >= per_seq + 1,
