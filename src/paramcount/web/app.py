@@ -169,16 +169,17 @@ def check_upload(*args: Any) -> sources.Upload:
 
 
 def answer(request: Request, job: Any, q: Any) -> Answer:
-    """``job(q, uploads)`` here, or for a heavy source (a long printout, a large safetensors
-    header) in a worker process with a time limit."""
+    """``job(q, uploads)`` in a worker process with a time limit (web/work.py), whatever the
+    source: no count or plan runs in the server's threads, where it could hold them. A config
+    only transformers can count comes back to run here, its build in the fallback's worker."""
     workers, uploads = request.app.state.workers, request.app.state.uploads
     if q.source.kind == "store" and request.app.state.exposed:  # the server's own files and network, not a visitor's
         raise ParamcountError("Ollama's store and the Hub are read only on a page served to this machine", field="name")
-    if work.heavy(q.source):
-        return Answer(workers.run(job, q, None))
-    if q.source.kind == "upload" and uploads.get(q.source.id).parsed is None:
-        return Answer(workers.run(job, q, sources.Held(q.source.id, uploads.get(q.source.id))))
-    return Answer(job(q, uploads))
+    held = work.Ref(q.source.id, uploads.get(q.source.id)) if q.source.kind == "upload" else None
+    try:
+        return Answer(workers.run(job, q, held))
+    except work.InThread:
+        return Answer(job(q, uploads))
 
 
 async def watched(request: Request, job: Any, *args: Any) -> Any:
@@ -187,6 +188,9 @@ async def watched(request: Request, job: Any, *args: Any) -> Any:
     transformers fallback's) is killed instead of working on for no one."""
     import anyio
 
+    limiter = anyio.to_thread.current_default_thread_limiter()
+    if limiter.total_tokens < work.THREADS:  # requests wait in threads: more of them than anyio's 40
+        limiter.total_tokens = work.THREADS
     stop = threading.Event()
 
     def run() -> Any:
