@@ -63,7 +63,9 @@ def create_app(
 ) -> Any:
     """The ASGI app; ``hosts`` are the Host names it answers to (None: any, for a public bind);
     ``workers`` read heavy inputs in child processes with a time limit (web/work.py)."""
+    workers = workers or work.Workers()
     api = FastAPI(
+        lifespan=_closing(workers),
         title="paramcount",
         version=__version__,
         description="Exact parameter counts, derivations and memory plans of Transformer models.",
@@ -72,13 +74,24 @@ def create_app(
     )
     api.state.exposed = hosts is None  # bound beyond loopback: the page says it is reachable from elsewhere
     api.state.uploads = sources.Uploads()
-    api.state.workers = workers or work.Workers()
+    api.state.workers = workers
     _handlers(api)
     _routes(api)
     api.mount("/static", StaticFiles(directory=STATIC), name="static")
     return Guard(
         api, None if hosts is None else [*hosts, *LOOPBACK], limits={"/api/upload": UPLOAD_BODY}, timeout=body_timeout
     )
+
+
+def _closing(workers: work.Workers) -> Any:
+    """The app's lifespan: its workers killed when it stops (a test's app, or the server)."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any) -> Any:
+        yield
+        workers.close()
+
+    return lifespan
 
 
 def _error(

@@ -291,7 +291,10 @@ class Workers:
         return worker
 
     def _start(self) -> _Worker:
-        worker = _Worker(self.context())
+        try:
+            worker = _Worker(self.context())
+        except OSError as e:  # out of processes or descriptors: the request's failure, not a 500
+            raise TooSlow(f"the server could not start a worker ({e.strerror or e}); try again") from None
         self.started += 1
         return worker
 
