@@ -453,3 +453,12 @@ def test_a_freed_slot_goes_to_the_newest_waiter_and_the_oldest_past_the_queue_is
     slots.give_up(b)  # b stops waiting: nothing handed to it
     slots.release()  # c's slot: no one waits
     assert slots.free == 1 and not slots.waiting
+
+
+def test_a_fallback_config_is_planned_in_a_pool_worker(server_of, fallback_worker, workers):
+    """Built by transformers (its worker, from the server's thread), then planned in a pool
+    worker: an -ot pattern on it never runs in the server's threads."""
+    before = workers.runs
+    status, data = post(server_of, "/api/memory", {"source": {"kind": "config", "config": CODEGEN}})
+    assert status == 200 and data["total"] > 0
+    assert workers.runs == before + 2  # sent, sent back for the build, then planned there

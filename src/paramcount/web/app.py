@@ -154,21 +154,25 @@ def catalog() -> list[dict[str, Any]]:
     return rows
 
 
-def describe(q: schemas.ModelRequest, uploads: sources.Uploads | None) -> dict[str, Any]:
-    """Everything the page shows of a model but its memory plan (a heavy source: in a worker,
-    which holds no uploads and needs none)."""
+def describe(q: schemas.ModelRequest, uploads: Any, loaded: tuple | None = None) -> dict[str, Any]:
+    """Everything the page shows of a model but its memory plan; ``loaded``: the model and its
+    classes, already built (by transformers, in the server's thread)."""
     with counting():
-        model, classes = sources.load(q.source, q.model_class, q.num_labels, q.overrides, uploads)
+        model, classes = loaded or load(q, uploads)
         data = {**views.summary(model), "classes": classes, "tree": views.root(model)}
         data["derivation"], data["derivation_error"] = _derivation(model, q)
         data["storage"] = _storage(model, q, uploads)
     return data
 
 
-def memory_plan(q: schemas.MemoryRequest, uploads: sources.Uploads | None) -> dict[str, Any]:
+def memory_plan(q: schemas.MemoryRequest, uploads: Any, loaded: tuple | None = None) -> dict[str, Any]:
     with counting():
-        model, _ = sources.load(q.source, q.model_class, q.num_labels, q.overrides, uploads)
+        model, _ = loaded or load(q, uploads)
         return planner.plan(model, q, sources.gguf_header(q.source, uploads))
+
+
+def load(q: Any, uploads: Any) -> tuple:
+    return sources.load(q.source, q.model_class, q.num_labels, q.overrides, uploads)
 
 
 def parse_upload(*args: Any) -> sources.Upload:
@@ -184,15 +188,21 @@ def check_upload(*args: Any) -> sources.Upload:
 def answer(request: Request, job: Any, q: Any) -> Answer:
     """``job(q, uploads)`` in a worker process with a time limit (web/work.py), whatever the
     source: no count or plan runs in the server's threads, where it could hold them. A config
-    only transformers can count comes back to run here, its build in the fallback's worker."""
+    only transformers can count is built here (by the fallback's own worker, with its limits)
+    and sent to a worker to be counted and planned."""
     workers, uploads = request.app.state.workers, request.app.state.uploads
     if q.source.kind == "store" and request.app.state.exposed:  # the server's own files and network, not a visitor's
         raise ParamcountError("Ollama's store and the Hub are read only on a page served to this machine", field="name")
     held = work.Ref(q.source.id, uploads.get(q.source.id)) if q.source.kind == "upload" else None
     try:
         return Answer(workers.run(job, q, held))
+    except work.InThread:  # transformers builds it here (in its own worker), a worker counts and plans it
+        with counting():
+            loaded = load(q, uploads)
+    try:
+        return Answer(workers.run(job, q, held, loaded))
     except work.InThread:
-        return Answer(job(q, uploads))
+        return Answer(job(q, uploads, loaded))
 
 
 async def watched(request: Request, job: Any, *args: Any) -> Any:

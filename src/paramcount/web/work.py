@@ -12,8 +12,14 @@ preloaded with the planner, and serve request after request; ``keep`` of them wa
 up to ``slots`` run at once: one more request waits for a slot within its own time limit.
 A worker keeps the last few uploads it was sent (by id), so asking again about a dropped file
 sends only its id. What stays in the server's threads is bounded without a deadline: the
-catalog, the planner's options, an upload's header parsed up to HEAVY_BYTES, and a config only
-transformers can count (built in the fallback's own worker, which has its deadline).
+catalog, the planner's options, an upload's header parsed up to HEAVY_BYTES, and the build of
+a config only transformers can count (in the fallback's own worker, with its deadline; the
+model built is then counted and planned in a worker like any other).
+
+Under a flood (requests that spin until their deadline, more than there are slots): a job past
+LOWER_AFTER runs at nice 19, a freed slot goes to the request that came last (LIFO), a job past
+CUT_AFTER is stopped when a request waits for its slot, and past WAITING waiters the one
+waiting longest is refused: the requests that keep arriving are answered, the flood's are not.
 """
 
 from __future__ import annotations
