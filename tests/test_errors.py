@@ -52,7 +52,7 @@ def test_huge_file_is_refused_unread(tmp_path, capsys):
     with open(path, "wb") as f:
         f.truncate(64 << 20)  # a sparse 64 MiB file: refused by size before reading
     assert main([str(path)]) == 2
-    assert "a config is at most" in capsys.readouterr().err
+    assert "a config is 67,108,864 bytes; at most 16,777,216 are read" in capsys.readouterr().err
 
 
 def test_folder_reads_config_json(tmp_path):

@@ -65,7 +65,23 @@ def files(tmp_path_factory) -> dict[str, str]:
         "one-tensor": safetensors(base / "one", ["w"]),
         "printout": str(ROOT / "fixtures" / "bloom-1b4-zh.txt"),
         "nested-printout": _nested_printout(base / "nested.txt", depth=31),
+        **_not_regular(base),
     }
+
+
+def _not_regular(base: Path) -> dict[str, str]:
+    """Names that lead to a FIFO or a device (which would block, or never end), and a config
+    nested deeper than anything that walks it expects."""
+    for name in ("fifo", "zero", "deep"):
+        (base / name).mkdir()
+    os.mkfifo(base / "fifo" / "config.json")
+    (base / "zero" / "config.json").symlink_to("/dev/zero")
+    (base / "deep" / "config.json").write_text('{"model_type": "llama", "x": ' + "[" * 100 + "]" * 100 + "}")
+    os.mkfifo(base / "fifo.txt")
+    (base / "zero.gguf").symlink_to("/dev/zero")
+    (base / "random.txt").symlink_to("/dev/urandom")
+    names = ("fifo", "zero", "deep", "fifo.txt", "zero.gguf", "random.txt")
+    return {f"not-regular-{n.replace('.', '-')}": str(base / n) for n in names}
 
 
 def _nested_printout(path: Path, depth: int) -> str:
@@ -123,6 +139,13 @@ REFUSED = [  # argv (file keys in {braces}), what the one line must say
     (["memory", MOE, "--runtime", "llama.cpp", "-ngl", "9", "-ts", "3e38,3e38"], "add up past a C float's 3.4e38"),
     (["memory", "gpt2", "--train", "--lora-targets", r"(\w+)\.\1"], "--lora-targets: targets"),
     (["ollama:qwen3\n"], "'qwen3\\n' is not a part of an Ollama model name"),
+    (["{not-regular-fifo}"], "config.json: is a FIFO (named pipe), not a regular file"),
+    (["memory", "{not-regular-zero}"], "config.json: is a character device, not a regular file"),
+    (["{not-regular-deep}"], "config.json: nested too deeply: arrays and objects more than 64 levels deep"),
+    (["{not-regular-fifo-txt}"], "fifo.txt: is a FIFO (named pipe), not a regular file"),
+    (["{not-regular-zero-gguf}"], "zero.gguf: is a character device, not a regular file"),
+    (["explain", "{not-regular-random-txt}"], "random.txt: is a character device, not a regular file"),
+    (["gpt2", "--set", "n_layer=" + "[" * 100 + "]" * 100], "--set: n_layer: nested too deeply"),
 ]
 
 

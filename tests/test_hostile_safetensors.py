@@ -221,5 +221,5 @@ def test_a_pipe_is_refused_without_blocking(tmp_path):
 
     fifo = tmp_path / "model.safetensors"
     os.mkfifo(fifo)
-    with pytest.raises(ParamcountError, match=r"model\.safetensors: is not a regular file"):
+    with pytest.raises(ParamcountError, match=r"model\.safetensors: is a FIFO \(named pipe\), not a regular file"):
         load_path(fifo)

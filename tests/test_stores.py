@@ -107,7 +107,7 @@ def test_a_manifest_that_is_not_json(home, capsys):
     (folder / "1b").write_text("{not json")
     assert main(["memory", "ollama:bad:1b"]) == 2
     err = capsys.readouterr().err
-    assert "the manifest is unreadable: JSONDecodeError" in err and err.count("\n") == 1
+    assert "the manifest is unreadable: not valid JSON (line 1, column 2)" in err and err.count("\n") == 1
 
 
 def test_list_local_finds_all_three_stores(home, capsys, tmp_path):
@@ -175,3 +175,168 @@ def test_nothing_found_says_where_it_looked(home, capsys):
     assert main(["list", "--local"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("no models found in Ollama's store (") and str(home / "ollama") in out
+
+
+# --- hostile stores: device files, FIFOs, links out of the store, deep JSON -----------------
+
+HANG = 60  # seconds: a FIFO waited on or /dev/zero read to the end fails the test instead of hanging it
+
+
+@pytest.fixture
+def bounded():
+    """SIGALRM raises after HANG seconds (an open() waiting on a FIFO is interrupted too)."""
+    import signal
+
+    def hung(*_):
+        raise TimeoutError(f"still running after {HANG} s")
+
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(HANG)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)
+
+
+def one_line(argv, capsys) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("paramcount: error: ") and "Traceback" not in err, err
+    return err
+
+
+def layer_path(home, media: str):
+    """The blob of the tiny model's layer of ``media`` (its manifest names it), replaced by the test."""
+    m = stores.ollama_manifest("tiny:1b")
+    path = m.of(media)[0]
+    path.unlink()
+    return path
+
+
+def replace_with(path, what: str, home) -> None:
+    """``path`` becomes a FIFO, a link to a device, a link out of the store, or a device node."""
+    import os
+
+    if what == "fifo":
+        os.mkfifo(path)
+    elif what.startswith("/dev/"):
+        path.symlink_to(what)
+    elif what == "outside":
+        outside = home / "outside"
+        outside.write_bytes(b'{"num_ctx": 8}' if "params" in str(path) else (home / "src" / "model.gguf").read_bytes())
+        path.symlink_to(outside)
+    else:  # a character device node inside the store, /dev/zero's numbers (as root only)
+        os.mknod(path, 0o600 | __import__("stat").S_IFCHR, os.makedev(1, 5))
+
+
+KINDS = {
+    "fifo": "is a FIFO (named pipe), not a regular file",
+    "/dev/zero": "links out of the store",
+    "/dev/urandom": "links out of the store",
+    "outside": "links out of the store",
+    "node": "is a character device, not a regular file",
+}
+
+
+@pytest.mark.parametrize("media", [stores.MODEL, stores.PARAMS, stores.PROJECTOR, "manifest"])
+@pytest.mark.parametrize("what", list(KINDS))
+def test_a_layer_that_is_no_regular_file_in_the_store_is_one_line(home, capsys, bounded, media, what):
+    """A manifest, model blob, projector or params layer that is a FIFO, a device, or a link out
+    of the store: one line naming it, for counting and for Ollama's plan alike, never read."""
+    import os
+
+    if what == "node" and os.geteuid() != 0:
+        pytest.skip("making a device node needs root")
+    ollama(home, params={"num_ctx": 2048})
+    if media == "manifest":
+        path = home / "ollama" / "manifests" / "registry.ollama.ai" / "library" / "tiny" / "1b"
+        path.unlink()
+    else:
+        path = layer_path(home, media)
+    replace_with(path, what, home)
+    for argv in (["ollama:tiny:1b"], ["memory", "ollama:tiny:1b", "--runtime", "ollama", "--gpu", "8GB"]):
+        err = one_line(argv, capsys)
+        assert KINDS[what] in err and path.name in err, err
+
+
+def test_a_link_inside_the_store_is_followed(home, monkeypatch):
+    """Links that stay in the store are read (a store may also live behind a link)."""
+    ollama(home, projector=False)
+    blob_path = stores.ollama_manifest("tiny:1b").of(stores.MODEL)[0]
+    moved = blob_path.with_name("moved")
+    blob_path.rename(moved)
+    blob_path.symlink_to(moved)
+    (home / "elsewhere").symlink_to(home / "ollama")
+    monkeypatch.setenv("OLLAMA_MODELS", str(home / "elsewhere"))
+    assert paramcount.load("ollama:tiny:1b").total > 0
+
+
+@pytest.mark.parametrize("media", ["manifest", stores.PARAMS])
+def test_json_nested_a_million_deep_is_one_line(home, capsys, media):
+    ollama(home, params={"num_ctx": 2048})
+    if media == "manifest":
+        path = home / "ollama" / "manifests" / "registry.ollama.ai" / "library" / "tiny" / "1b"
+    else:
+        path = layer_path(home, media)
+    path.write_text("[" * 1_000_000)
+    err = one_line(["ollama:tiny:1b"], capsys)
+    assert "is unreadable: not valid JSON: nested too deeply" in err, err
+    path.write_text("[" * 100 + "]" * 100)  # parsed, but deeper than anything that walks it expects
+    err = one_line(["ollama:tiny:1b"], capsys)
+    assert "is unreadable: nested too deeply: arrays and objects more than 64 levels deep" in err, err
+
+
+def test_a_self_linked_manifest_is_one_line_and_one_row(home, capsys, bounded):
+    ollama(home)
+    loop = home / "ollama" / "manifests" / "registry.ollama.ai" / "library" / "loop"
+    loop.mkdir()
+    (loop / "1b").symlink_to(loop / "1b")
+    err = one_line(["ollama:loop:1b"], capsys)
+    assert "loop/1b: is a link, which is not followed here (or a loop of links)" in err
+    assert main(["list", "--local", "--json"]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)["models"]}
+    assert rows["ollama:tiny:1b"]["parameters"] and "is a link" in rows["ollama:loop:1b"]["note"]
+
+
+def test_a_store_path_too_long_for_the_system_is_one_line(home, capsys, monkeypatch):
+    monkeypatch.setenv("OLLAMA_MODELS", str(home / ("x" * 5000)))
+    err = one_line(["ollama:tiny:1b"], capsys)
+    assert "cannot read Ollama's store" in err and "File name too long" in err and len(err) < 500, err
+    assert main(["list", "--local"]) == 0  # nothing found there, and said so
+    assert "no models found" in capsys.readouterr().out
+
+
+def test_an_unreadable_lm_studio_folder_is_skipped(home, capsys, monkeypatch):
+    """A folder without permission (chmod 000 as another user: PermissionError from every look
+    inside it; root reads any folder, so the denial is injected) is left out of the listing."""
+    import os
+
+    lms = home / "home" / ".lmstudio" / "models" / "pub"
+    for repo in ("open", "closed"):
+        (lms / repo).mkdir(parents=True)
+        (lms / repo / "m.gguf").write_bytes(b"GGUF")
+        (lms / repo / "config.json").write_text("{}")
+    closed = str(lms / "closed")
+    real_stat, real_scandir = os.stat, os.scandir
+
+    def denied(real):
+        def call(path, *args, **kwargs):
+            if str(path).startswith(closed + "/") or (real is real_scandir and str(path) == closed):
+                raise PermissionError(13, "Permission denied", str(path))
+            return real(path, *args, **kwargs)
+
+        return call
+
+    monkeypatch.setattr(os, "stat", denied(real_stat))
+    monkeypatch.setattr(os, "scandir", denied(real_scandir))
+    assert main(["list", "--local", "--json"]) == 0
+    names = [r["name"] for r in json.loads(capsys.readouterr().out)["models"]]
+    assert names == ["pub/open/m.gguf"]
+
+
+@pytest.mark.parametrize("what", ["fifo", "/dev/zero"])
+def test_list_local_reports_a_device_or_fifo_per_row(home, capsys, bounded, what):
+    ollama(home, params={"num_ctx": 2048})
+    replace_with(layer_path(home, stores.PARAMS), what, home)
+    assert main(["list", "--local", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["models"]
+    assert row["parameters"] is None and KINDS[what] in row["note"]

@@ -71,7 +71,10 @@ FILE_SUFFIXES = (".json", ".gguf", ".safetensors", ".txt")
 def looks_like_path(source: str) -> bool:
     """Whether ``source`` is written as a path rather than a name: ``./x``, ``/x``, ``~/x``,
     ``a\\b``, ``a/b/c`` (a Hub id has one slash) or a file's suffix (``x.json``, ``org/x.gguf``);
-    ``org/name:file.gguf`` names a file of a Hub repository, not a path."""
+    ``org/name:file.gguf`` names a file of a Hub repository and ``ollama:NAME`` a model in Ollama's
+    store, not paths."""
+    if source.startswith("ollama:"):
+        return False
     if source.startswith(("/", "./", "../", "~", ".\\")) or "\\" in source or source.count("/") > 1:
         return True
     return ":" not in source and source.lower().endswith(FILE_SUFFIXES)

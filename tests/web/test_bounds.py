@@ -189,3 +189,24 @@ def test_kept_alive_answers_do_not_wait_on_nagle(served):
 def _length(data: bytes) -> int:
     head = data.split(b"\r\n\r\n", 1)[0].decode().lower()
     return int(head.split("content-length:")[1].split("\r\n")[0])
+
+
+@pytest.mark.parametrize(
+    "body, status, said",
+    [
+        (b"[" * 1_000_000, 400, "There was an error parsing the body"),  # past the parser's recursion limit
+        (
+            json.dumps({"source": {"kind": "config", "config": {**LLAMA, "x": json.loads("[" * 100 + "]" * 100)}}}),
+            422,
+            "nested too deeply: arrays and objects more than 64 levels deep",
+        ),
+        (
+            json.dumps({"source": {"kind": "catalog", "name": "gpt2"}, "overrides": ["x=" + "[" * 100 + "]" * 100]}),
+            400,
+            "--set: x: nested too deeply to read",
+        ),
+    ],
+)
+def test_json_nested_too_deeply_is_refused_not_a_bug(lenient, body, status, said):
+    r = lenient.post("/api/model", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == status and said in r.json()["error"] and r.json()["bug"] is False, r.text[:300]

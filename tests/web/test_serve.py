@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import signal
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import httpx
 import pytest
@@ -104,3 +106,57 @@ def test_without_the_web_extra_it_says_what_to_install(monkeypatch, capsys):
         capsys.readouterr().err.strip()
         == "paramcount: error: serve: the web page needs uvicorn: pip install 'paramcount[web]'"
     )
+
+
+SERVE_SPINNING = """
+import sys
+from paramcount.web.server import serve
+from tests.web.test_work import Spinning
+serve("127.0.0.1", 0, workers=Spinning(limit=600))
+"""
+
+
+def test_sigterm_stops_the_server_with_a_request_busy(tmp_path):
+    """``paramcount serve``'s serve() in a process of its own, whose plans with ``-ot spin=CPU``
+    spin in one C call that holds their worker's GIL (a regex that backtracks for ever, as a
+    hostile -ot did): while one spins the server answers, and SIGTERM ends it within 5 s (a
+    bound on the wait, generous: past it the process is killed and the test fails)."""
+    import os
+    import threading
+    import time
+
+    from .test_work import SPIN, hostile_plan
+
+    mark = tmp_path / "spinning"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SERVE_SPINNING],
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).parents[2],
+        env={**os.environ, SPIN: str(mark)},
+        preexec_fn=_ctrl_c_as_in_a_terminal,
+    )
+    try:
+        url = re.search(r"serving on (http://\S+)", proc.stderr.readline())[1]
+        threading.Thread(target=lambda: _quietly(url + "api/memory", hostile_plan()), daemon=True).start()
+        for _ in range(HANG * 20):
+            if mark.exists():
+                break
+            time.sleep(0.05)
+        assert mark.exists(), "the hostile plan never reached its worker"
+        assert get(url + "api/info").status_code == 200  # the server answers beside it
+        proc.send_signal(signal.SIGTERM)
+        start = time.monotonic()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"still running {time.monotonic() - start:.1f} s after SIGTERM")
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stderr.close()
+
+
+def _quietly(url: str, body: dict) -> None:
+    with contextlib.suppress(httpx.HTTPError):
+        httpx.post(url, json=body, timeout=HANG)

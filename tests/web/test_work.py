@@ -32,12 +32,13 @@ HANG = 600  # seconds: a limit no loaded machine reaches, and how long a test wa
 
 class Held(work.Workers):
     """Workers whose children, while ``gate`` names a file, touch ``gate.started`` and then wait
-    for that file before doing their work: a slow request the test controls."""
+    for that file before doing a printout's work: a slow request the test controls."""
 
     gate: str | None = None
 
     def run(self, fn, *args, what: str = "source"):
-        return super().run(_held, self.gate, fn, *args, what=what)
+        printout = any(getattr(getattr(a, "source", None), "kind", None) == "printout" for a in args)
+        return super().run(_held, self.gate if printout else None, fn, *args, what=what)
 
 
 def _held(gate: str | None, fn, *args):
@@ -47,6 +48,31 @@ def _held(gate: str | None, fn, *args):
         while not os.path.exists(gate):
             time.sleep(0.01)
     return fn(*args)
+
+
+SPIN = "PARAMCOUNT_TEST_SPIN"  # the file a spinning worker touches first (the test's environment names it)
+
+
+class Spinning(work.Workers):
+    """Workers whose children, for a plan with ``-ot spin=CPU``, spin in one C call that holds
+    the GIL for ever (a regex that backtracks: what a hostile -ot pattern did in the server)."""
+
+    def run(self, fn, *args, what: str = "source"):
+        return super().run(_spin_if_asked, fn, *args, what=what)
+
+
+def _spin_if_asked(fn, q, *rest):
+    import re
+
+    if getattr(q, "override_tensor", None) == ["spin=CPU"]:
+        if os.environ.get(SPIN):
+            Path(os.environ[SPIN]).touch()
+        re.match(r"(a+)+$", "a" * 64 + "b")  # 2^64 steps in C, the GIL held throughout
+    return fn(q, *rest)
+
+
+def hostile_plan() -> dict:
+    return {"source": {"kind": "catalog", "name": "gpt2"}, "override_tensor": ["spin=CPU"], "runtime": "llama.cpp"}
 
 
 def _wait_for(path: Path) -> None:
@@ -321,7 +347,18 @@ def test_a_large_safetensors_header_is_answered_in_a_worker(monkeypatch, tmp_pat
     assert workers.runs == 3 and not workers.pids  # the upload's check, the count, the plan
 
 
-def test_a_derivation_of_too_many_distinct_tensors_is_not_written(client, monkeypatch, tmp_path):
+@pytest.fixture
+def inline():
+    """An app whose jobs run in this process, where the test patches the library."""
+    from fastapi.testclient import TestClient
+
+    from paramcount.web.app import create_app
+
+    with TestClient(create_app(hosts=["testserver"], workers=work.Inline())) as client:
+        yield client
+
+
+def test_a_derivation_of_too_many_distinct_tensors_is_not_written(inline, monkeypatch, tmp_path):
     """A line per tensor for a header of 100k unrepeated tensors took minutes and tens of MB:
     past MAX_DERIVED distinct tensors the page gets the count and a one-line reason instead."""
     import importlib
@@ -333,9 +370,95 @@ def test_a_derivation_of_too_many_distinct_tensors_is_not_written(client, monkey
     path = tmp_path / "many.safetensors"
     header = many_tensors(path, 300)
     monkeypatch.setattr(derive, "MAX_DERIVED", 100)
-    key = client.post("/api/upload", json=upload_body("safetensors", path, header)).json()["id"]
-    data = client.post("/api/model", json={"source": {"kind": "upload", "id": key}}).json()
+    key = inline.post("/api/upload", json=upload_body("safetensors", path, header)).json()["id"]
+    data = inline.post("/api/model", json={"source": {"kind": "upload", "id": key}}).json()
     assert data["total"] == 300 and data["derivation"] is None
     assert "more than 100 distinct tensors: too many lines to derive" in data["derivation_error"]
     monkeypatch.setattr(derive, "MAX_DERIVED", 300)
-    assert client.post("/api/model", json={"source": {"kind": "upload", "id": key}}).json()["derivation"]
+    assert inline.post("/api/model", json={"source": {"kind": "upload", "id": key}}).json()["derivation"]
+
+
+# --- every plan in a worker: a hostile one spins there, never in the server ------------------
+
+
+def test_normal_requests_are_answered_while_hostile_plans_spin(tmp_path):
+    """Two plans spin in their workers, each in one C call holding its GIL for ever: counts and
+    plans of other models are answered meanwhile, the spinning ones still unanswered; their
+    clients leave and their workers are killed; the pool serves on."""
+    workers = Spinning(limit=HANG)
+    sock = server.bind("127.0.0.1", 0)
+    srv = server.server(sock, "127.0.0.1", workers=workers)
+    thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not srv.started:
+        time.sleep(0.01)
+    port = sock.getsockname()[1]
+    try:
+        held = []
+        for _ in range(2):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=HANG)
+            conn.request("POST", "/api/memory", json.dumps(hostile_plan()), {"content-type": "application/json"})
+            held.append(conn)
+        for _ in range(HANG * 100):
+            if len(workers.pids) == 2:
+                break
+            time.sleep(0.01)
+        spinning = workers.pids
+        assert len(spinning) == 2
+        normal = {"source": {"kind": "catalog", "name": "gpt2"}}
+        for path in ("/api/model", "/api/memory", "/api/model", "/api/memory"):
+            status, _ = post(port, path, normal)
+            assert status == 200
+        assert spinning <= workers.pids  # still spinning: nothing the server did waited on them
+        for conn in held:
+            conn.sock.close()
+        assert all(gone(pid) for pid in spinning)
+        assert post(port, "/api/memory", normal)[0] == 200
+    finally:
+        srv.should_exit = True
+        thread.join(HANG)
+        workers.close()
+
+
+def test_a_plan_past_its_deadline_is_a_one_line_503():
+    """A plan spinning with the GIL held, under a short injected limit: its worker is killed at
+    the deadline and the page gets a 503 naming the field, never a 500; the next plan is answered."""
+    from fastapi.testclient import TestClient
+
+    from paramcount.web.app import create_app
+
+    workers = Spinning(limit=1)
+    with TestClient(create_app(hosts=["testserver"], workers=workers)) as client:
+        r = client.post("/api/memory", json=hostile_plan())
+        assert r.status_code == 503 and not r.json()["bug"], r.text
+        assert r.json()["error"] == "source: took longer than 1 s reading it; the server stopped it"
+        workers.limit = HANG
+        assert client.post("/api/memory", json={"source": {"kind": "catalog", "name": "gpt2"}}).status_code == 200
+    assert not workers.pids
+    workers.close()
+
+
+def test_a_freed_slot_goes_to_the_newest_waiter_and_the_oldest_past_the_queue_is_refused(monkeypatch):
+    """After a burst, the requests that come next are served first (LIFO), and past WAITING
+    waiters the one waiting longest is refused (its ticket set, and marked dropped)."""
+    monkeypatch.setattr(work, "WAITING", 2)
+    slots = work._Slots(1)
+    first = slots.ticket()
+    a, b = slots.ticket(), slots.ticket()
+    assert first.is_set() and not a.is_set() and not b.is_set()
+    c = slots.ticket()  # a third waiter: the oldest (a) is refused
+    assert a.is_set() and slots.was_dropped(a) and not slots.was_dropped(b)
+    slots.release()  # first's slot: to c, the newest
+    assert c.is_set() and not b.is_set()
+    slots.give_up(b)  # b stops waiting: nothing handed to it
+    slots.release()  # c's slot: no one waits
+    assert slots.free == 1 and not slots.waiting
+
+
+def test_a_fallback_config_is_planned_in_a_pool_worker(server_of, fallback_worker, workers):
+    """Built by transformers (its worker, from the server's thread), then planned in a pool
+    worker: an -ot pattern on it never runs in the server's threads."""
+    before = workers.runs
+    status, data = post(server_of, "/api/memory", {"source": {"kind": "config", "config": CODEGEN}})
+    assert status == 200 and data["total"] > 0
+    assert workers.runs == before + 2  # sent, sent back for the build, then planned there

@@ -6,6 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 
 from ..errors import ParamcountError
+from .configfile import MAX_DEPTH, depth
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is a twentieth of start-up
 if TYPE_CHECKING:
@@ -33,6 +34,8 @@ def parse_set(items: Sequence[str]) -> dict[str, Any]:
             raise ParamcountError(f"expected name=value, got {item!r}", field="--set")
         try:
             fields[name.strip()] = json.loads(text, parse_constant=_infinite, parse_float=_finite)
+            if depth(fields[name.strip()]) > MAX_DEPTH:  # parsed, but too deep for what walks it
+                raise RecursionError
         except _NotFinite:
             why = f"{name.strip()}: {text[:40]!r} holds NaN or infinity, not a finite number"
             raise ParamcountError(why, field="--set") from None

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ParamcountError
+from ..files import open_regular
 from ..flat import kind_of
 from ..ir import Block, Node, Tensor, Tie, join
 from ..model import Model
@@ -930,7 +931,7 @@ def read(source: str | Path, overrides: Any = None) -> Model | None:
         return None
     src = str(path)
     try:
-        with open(path, "rb") as f:
+        with open_regular(path, src) as f:  # is_file() said so a moment ago: fstat says so of what is read
             head = f.read(4096)
             text = head.decode("utf-8", "ignore").lstrip("\ufeff \t\r\n")
             if text.startswith(("{", "[")) or (path.suffix.lower() != ".txt" and not looks_like(text)):

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ParamcountError
-from .configfile import read_json
+from ..files import open_regular, read_regular
+from .configfile import loads, read_json
 
 MAX_HEADER_BYTES = 100_000_000  # the safetensors library refuses larger headers too
 MAX_RANK = 64  # real tensors have a handful of dimensions
@@ -229,9 +230,7 @@ def read_header(path: str | Path) -> Header:
     """The header of one .safetensors file, reading 8 + N bytes and nothing more."""
     source = str(path)
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):  # a pipe or device would block or never end
-            raise _fail(source, "is not a regular file")
-        with open(path, "rb") as f:
+        with open_regular(path, source) as f:  # a pipe or device would block or never end
             size = os.fstat(f.fileno()).st_size
             if size < 8:
                 raise _fail(source, f"not a safetensors file: {size} bytes, shorter than the 8-byte header length")
@@ -338,10 +337,7 @@ def read_index(path: Path) -> ShardSet:
 
 
 def _read_big_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_bytes())
-    except (ValueError, RecursionError):  # also integers past 4,300 digits
-        raise _fail(str(path), "not valid JSON") from None
+    data = loads(read_regular(path, MAX_INDEX_BYTES, str(path), "the index"), str(path))
     if not isinstance(data, dict):
         raise _fail(str(path), f"expected a JSON object, got {type(data).__name__}")
     return data

@@ -7,21 +7,24 @@
 ``application/vnd.ollama.image.model`` blob, each ``…image.projector`` an mmproj, and the
 ``…image.params`` blob JSON options (``server/images.go`` ``GetModel``), at
 ``blobs/sha256-<hex>`` (``manifest.BlobsPath``). Every walk is bounded, never follows a link
-out of its store, and reads headers only.
+out of its store, and reads headers only; a manifest, blob or params layer is read only when it
+is a regular file inside the store (paramcount.files: no FIFO, device or link out of it).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import files
 from ..errors import ParamcountError
 from ..gguf import reader as gguf
 from ..model import Model
+from .configfile import loads
 
 MODEL = "application/vnd.ollama.image.model"
 PROJECTOR = "application/vnd.ollama.image.projector"
@@ -58,6 +61,7 @@ class Manifest:
     name: str
     path: Path
     layers: tuple[tuple[str, Path, int], ...]  # media type, blob, bytes
+    root: Path  # the store: nothing outside it is read
 
     @property
     def size(self) -> int:
@@ -67,19 +71,20 @@ class Manifest:
         return [p for m, p, _ in self.layers if m == media]
 
 
-def _json(path: Path, limit: int, what: str) -> Any:
+def _json(path: Path, root: Path, limit: int, what: str) -> Any:
+    """A manifest's or params layer's JSON: a regular file inside the store, within ``limit``
+    bytes and configfile.MAX_DEPTH levels of nesting."""
+    src = str(path)
+    raw = files.read_regular(files.inside(path, root, src), limit, src, what, links=False)
     try:
-        size = path.stat().st_size
-        if size > limit:
-            raise ParamcountError(f"{what} of {size:,} bytes; at most {limit:,} read", source=str(path))
-        return json.loads(path.read_bytes())
-    except (OSError, ValueError) as e:
-        raise ParamcountError(f"{what} is unreadable: {type(e).__name__}: {e}", source=str(path)) from None
+        return loads(raw, src)
+    except ParamcountError as e:
+        raise ParamcountError(f"{what} is unreadable: {e.message}", source=src) from None
 
 
 def manifest(root: Path, path: Path, name: str) -> Manifest:
     """The manifest at ``path``: its layers' media types, blobs and sizes, each checked."""
-    doc = _json(path, MAX_MANIFEST_BYTES, "the manifest")
+    doc = _json(path, root, MAX_MANIFEST_BYTES, "the manifest")
     layers = doc.get("layers") if isinstance(doc, dict) else None
     if not isinstance(layers, list):
         raise ParamcountError("the manifest has no list of layers", source=str(path), field="layers")
@@ -92,21 +97,37 @@ def manifest(root: Path, path: Path, name: str) -> Manifest:
                 "expected a mediaType, a sha256 digest and a size", source=str(path), field=f"layers[{i}]"
             )
         out.append((str(layer.get("mediaType")), root / "blobs" / f"sha256-{d[1]}", size))
-    return Manifest(name, path, tuple(out))
+    return Manifest(name, path, tuple(out), root)
 
 
 def ollama_manifest(name: str) -> Manifest:
     root = ollama_root()
     path = root / "manifests" / Path(*ollama_parts(name))
-    if not path.is_file():
-        raise ParamcountError(f"no such model in Ollama's store ({root}): ollama pull {name}", source=f"ollama:{name}")
+    if not _present(path, root, f"ollama:{name}"):
+        shown = files.shown(str(root))
+        raise ParamcountError(f"no such model in Ollama's store ({shown}): ollama pull {name}", source=f"ollama:{name}")
     return manifest(root, path, name)
 
 
-def _blob(path: Path, source: str) -> gguf.GGUFFile:
-    if not path.is_file():
+def _present(path: Path, root: Path, source: str) -> bool:
+    """Whether ``path`` is there (a link or a FIFO too: reading it says what it is); a name the
+    system cannot look up (a part over 255 bytes, a folder without permission) is one line."""
+    try:
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError as e:
+        why = e.strerror or type(e).__name__
+        raise ParamcountError(f"cannot read Ollama's store ({files.shown(str(root))}): {why}", source=source) from None
+    return True
+
+
+def read_blob(m: Manifest, path: Path) -> gguf.GGUFFile:
+    """A blob's GGUF header: a regular file inside the store, its links never followed out of it."""
+    source = f"ollama:{m.name}"
+    if not _present(path, m.root, source):
         raise ParamcountError(f"the blob {path.name} is missing from the store", source=source)
-    return gguf.read_header(path)
+    return gguf.read_header(files.inside(path, m.root, str(path)), links=False)
 
 
 def ollama_model(m: Manifest) -> Model:
@@ -117,9 +138,9 @@ def ollama_model(m: Manifest) -> Model:
         raise ParamcountError(f"the manifest lists {len(blobs)} model layers; one expected", source=source)
     from ..records import replace
 
-    model = replace(gguf.to_model(_blob(blobs[0], source)), name=source, source=source)
+    model = replace(gguf.to_model(read_blob(m, blobs[0])), name=source, source=source)
     for proj in m.of(PROJECTOR)[:1]:
-        mm = gguf.with_towers(gguf.to_model(_blob(proj, source)))
+        mm = gguf.with_towers(gguf.to_model(read_blob(m, proj)))
         model = gguf.with_mmproj(model, mm, source)
     options = ollama_options(m)
     if options:
@@ -138,7 +159,7 @@ def ollama_options(m: Manifest) -> dict[str, int]:
     """The load-time options the params layer sets (``api.Runner``'s json names), whole numbers."""
     out: dict[str, int] = {}
     for path in m.of(PARAMS)[:1]:
-        doc = _json(path, MAX_PARAMS_BYTES, "the params layer")
+        doc = _json(path, m.root, MAX_PARAMS_BYTES, "the params layer")
         if not isinstance(doc, dict):
             raise ParamcountError("the params layer is not a JSON object", source=str(path))
         for key in RUNNER_OPTIONS:
@@ -157,7 +178,7 @@ def ollama_context(m: Manifest) -> int | None:
     if asked <= 0:
         return None
     blobs = m.of(MODEL)
-    info = _blob(blobs[0], f"ollama:{m.name}") if len(blobs) == 1 else None
+    info = read_blob(m, blobs[0]) if len(blobs) == 1 else None
     trained = info.arch_metadata().get("context_length") if info else None
     return min(asked, trained) if isinstance(trained, int) and trained > 0 else asked
 
@@ -200,11 +221,32 @@ def _walk(root: Path, depth: int, budget: list[int]):
 
 
 def _inside(path: Path, root: Path) -> bool:
-    """Whether a link resolves inside the store (a Hub snapshot's links point at ../../blobs)."""
+    """Whether a link resolves inside the store (a Hub snapshot's links point at ../../blobs);
+    a loop of links resolves nowhere else, and is said so when read."""
+    return len(root.parents) > 1 and files.is_inside(path, root.parents[1])
+
+
+def _mode(path: Path) -> int:
+    """``path``'s file type, links followed (0: absent, unreadable, or a loop: nothing to list)."""
     try:
-        return path.resolve().is_relative_to(root.parents[1].resolve())
-    except (OSError, IndexError):
-        return False
+        return os.stat(path).st_mode
+    except (OSError, ValueError):
+        return 0
+
+
+def _is_file(path: Path) -> bool:
+    return stat.S_ISREG(_mode(path))
+
+
+def _is_dir(path: Path) -> bool:
+    return stat.S_ISDIR(_mode(path))
+
+
+def _size(path: Path) -> int:
+    try:
+        return os.stat(path).st_size
+    except (OSError, ValueError):
+        return 0
 
 
 def _row(store: str, name: str, path: str, size: int, count) -> Found:
@@ -218,7 +260,7 @@ def ollama_found(budget: list[int]) -> list[Found]:
     root = ollama_root()
     rows = []
     for path in _walk(root / "manifests", 4, budget):
-        if not path.is_file():
+        if _is_dir(path):  # anything else is read as a manifest, and says what is wrong with it
             continue
         host, ns, model, tag = path.relative_to(root / "manifests").parts
         name = f"{model}:{tag}" if (host, ns) == ("registry.ollama.ai", "library") else f"{host}/{ns}/{model}:{tag}"
@@ -242,11 +284,11 @@ def hub_found(budget: list[int]) -> list[Found]:
     rows = []
     for snap in _walk(hub_cache_root(), 3, budget):
         parts = snap.parts[-3:]
-        if len(parts) < 3 or not parts[0].startswith("models--") or parts[1] != "snapshots" or not snap.is_dir():
+        if len(parts) < 3 or not parts[0].startswith("models--") or parts[1] != "snapshots" or not _is_dir(snap):
             continue
-        files = [p for p in _walk(snap, 1, budget) if p.is_file()]
+        found = [p for p in _walk(snap, 1, budget) if _is_file(p)]
         repo = parts[0].removeprefix("models--").replace("--", "/", 1)
-        rows += _folder_rows("hf-cache", repo, snap, files)
+        rows += _folder_rows("hf-cache", repo, snap, found)
     return rows
 
 
@@ -255,22 +297,19 @@ def lmstudio_found(budget: list[int]) -> list[Found]:
     rows = []
     for root in lmstudio_roots():
         for folder in _walk(root, 2, budget):
-            if folder.is_dir():
-                files = [p for p in _walk(folder, 1, budget) if p.is_file()]
-                rows += _folder_rows("lm-studio", "/".join(folder.parts[-2:]), folder, files)
+            if _is_dir(folder):
+                found = [p for p in _walk(folder, 1, budget) if _is_file(p)]
+                rows += _folder_rows("lm-studio", "/".join(folder.parts[-2:]), folder, found)
     return rows
 
 
-def _folder_rows(store: str, label: str, folder: Path, files: list[Path]) -> list[Found]:
-    size = sum(p.stat().st_size for p in files)
-    ggufs = [p for p in files if p.suffix.lower() == ".gguf"]
+def _folder_rows(store: str, label: str, folder: Path, found: list[Path]) -> list[Found]:
+    size = sum(_size(p) for p in found)
+    ggufs = [p for p in found if p.suffix.lower() == ".gguf"]
     if ggufs:
         models = [p for p in ggufs if "mmproj" not in p.name.lower() and not _later_shard(p.name)]
-        return [
-            _row(store, f"{label}/{p.name}", str(p), p.stat().st_size, lambda p=p: gguf.from_file(p).total)
-            for p in models
-        ]
-    if (folder / "config.json").is_file() and any(p.suffix == ".safetensors" for p in files):
+        return [_row(store, f"{label}/{p.name}", str(p), _size(p), lambda p=p: gguf.from_file(p).total) for p in models]
+    if _is_file(folder / "config.json") and any(p.suffix == ".safetensors" for p in found):
         from .checkpoint import load_path
 
         return [_row(store, label, str(folder), size, lambda: load_path(folder).total)]

@@ -22,6 +22,7 @@ from typing import Any
 
 from ..dtypes import DTYPES, GGML_IDS
 from ..errors import ParamcountError, brief
+from ..files import open_regular
 from ..flat import kind_of, tree
 from ..model import Model
 
@@ -422,11 +423,12 @@ def parse(buf: mmap.mmap | bytes, source: str) -> GGUFFile:
     return GGUFFile(source, version, r.order, alignment, data_offset, r.size, meta, tuple(tensors))
 
 
-def read_header(path: str | Path) -> GGUFFile:
-    """Parse ``path``'s GGUF header through a read-only memory map; tensor data stays unread."""
+def read_header(path: str | Path, *, links: bool = True) -> GGUFFile:
+    """Parse ``path``'s GGUF header through a read-only memory map; tensor data stays unread.
+    ``links=False``: a link as its last part is refused (a store's blob, already resolved)."""
     src = str(path)
     try:
-        with open(path, "rb") as f:
+        with open_regular(path, src, links=links) as f:  # a FIFO or a device: refused, never waited on
             size = f.seek(0, 2)
             if size < 24:  # magic, version and the two counts
                 f.seek(0)

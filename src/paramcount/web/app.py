@@ -63,7 +63,9 @@ def create_app(
 ) -> Any:
     """The ASGI app; ``hosts`` are the Host names it answers to (None: any, for a public bind);
     ``workers`` read heavy inputs in child processes with a time limit (web/work.py)."""
+    workers = workers or work.Workers()
     api = FastAPI(
+        lifespan=_closing(workers),
         title="paramcount",
         version=__version__,
         description="Exact parameter counts, derivations and memory plans of Transformer models.",
@@ -72,13 +74,24 @@ def create_app(
     )
     api.state.exposed = hosts is None  # bound beyond loopback: the page says it is reachable from elsewhere
     api.state.uploads = sources.Uploads()
-    api.state.workers = workers or work.Workers()
+    api.state.workers = workers
     _handlers(api)
     _routes(api)
     api.mount("/static", StaticFiles(directory=STATIC), name="static")
     return Guard(
         api, None if hosts is None else [*hosts, *LOOPBACK], limits={"/api/upload": UPLOAD_BODY}, timeout=body_timeout
     )
+
+
+def _closing(workers: work.Workers) -> Any:
+    """The app's lifespan: its workers killed when it stops (a test's app, or the server)."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any) -> Any:
+        yield
+        workers.close()
+
+    return lifespan
 
 
 def _error(
@@ -200,27 +213,31 @@ def catalog() -> list[dict[str, Any]]:
     return rows
 
 
-def describe(q: schemas.ModelRequest, uploads: sources.Uploads | None) -> dict[str, Any]:
-    """Everything the page shows of a model but its memory plan (a heavy source: in a worker,
-    which holds no uploads and needs none)."""
+def describe(q: schemas.ModelRequest, uploads: Any, loaded: tuple | None = None) -> dict[str, Any]:
+    """Everything the page shows of a model but its memory plan; ``loaded``: the model and its
+    classes, already built (by transformers, in the server's thread)."""
     with counting():
-        model, classes = sources.load(q.source, q.model_class, q.num_labels, q.overrides, uploads)
+        model, classes = loaded or load(q, uploads)
         data = {**views.summary(model), "classes": classes, "tree": views.root(model)}
         data["derivation"], data["derivation_error"] = _derivation(model, q)
         data["storage"] = _storage(model, q, uploads)
     return data
 
 
-def memory_plan(q: schemas.MemoryRequest, uploads: sources.Uploads | None) -> dict[str, Any]:
+def memory_plan(q: schemas.MemoryRequest, uploads: Any, loaded: tuple | None = None) -> dict[str, Any]:
     with counting():
-        model, _ = sources.load(q.source, q.model_class, q.num_labels, q.overrides, uploads)
+        model, _ = loaded or load(q, uploads)
         return planner.plan(model, q, sources.gguf_header(q.source, uploads))
 
 
-def recommend_plan(q: schemas.RecommendRequest, uploads: sources.Uploads | None) -> dict[str, Any]:
+def recommend_plan(q: schemas.RecommendRequest, uploads: Any, loaded: tuple | None = None) -> dict[str, Any]:
     with counting():
-        model, _ = sources.load(q.source, q.model_class, q.num_labels, q.overrides, uploads)
+        model, _ = loaded or load(q, uploads)
         return planner.recommendations(model, q)
+
+
+def load(q: Any, uploads: Any) -> tuple:
+    return sources.load(q.source, q.model_class, q.num_labels, q.overrides, uploads)
 
 
 def parse_upload(*args: Any) -> sources.Upload:
@@ -234,16 +251,23 @@ def check_upload(*args: Any) -> sources.Upload:
 
 
 def answer(request: Request, job: Any, q: Any) -> Answer:
-    """``job(q, uploads)`` here, or for a heavy source (a long printout, a large safetensors
-    header) in a worker process with a time limit."""
+    """``job(q, uploads)`` in a worker process with a time limit (web/work.py), whatever the
+    source: no count or plan runs in the server's threads, where it could hold them. A config
+    only transformers can count is built here (by the fallback's own worker, with its limits)
+    and sent to a worker to be counted and planned."""
     workers, uploads = request.app.state.workers, request.app.state.uploads
     if q.source.kind == "store" and request.app.state.exposed:  # the server's own files and network, not a visitor's
         raise ParamcountError("Ollama's store and the Hub are read only on a page served to this machine", field="name")
-    if work.heavy(q.source):
-        return Answer(workers.run(job, q, None))
-    if q.source.kind == "upload" and uploads.get(q.source.id).parsed is None:
-        return Answer(workers.run(job, q, sources.Held(q.source.id, uploads.get(q.source.id))))
-    return Answer(job(q, uploads))
+    held = work.Ref(q.source.id, uploads.get(q.source.id)) if q.source.kind == "upload" else None
+    try:
+        return Answer(workers.run(job, q, held))
+    except work.InThread:  # transformers builds it here (in its own worker), a worker counts and plans it
+        with counting():
+            loaded = load(q, uploads)
+    try:
+        return Answer(workers.run(job, q, held, loaded))
+    except work.InThread:
+        return Answer(job(q, uploads, loaded))
 
 
 async def watched(request: Request, job: Any, *args: Any) -> Any:
@@ -252,6 +276,9 @@ async def watched(request: Request, job: Any, *args: Any) -> Any:
     transformers fallback's) is killed instead of working on for no one."""
     import anyio
 
+    limiter = anyio.to_thread.current_default_thread_limiter()
+    if limiter.total_tokens < work.THREADS:  # requests wait in threads: more of them than anyio's 40
+        limiter.total_tokens = work.THREADS
     stop = threading.Event()
 
     def run() -> Any:

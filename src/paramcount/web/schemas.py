@@ -8,13 +8,25 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt
 
+from ..frontends.configfile import MAX_DEPTH, depth
 from ..frontends.printout import MAX_TEXT_CHARS
 
 NAME = Annotated[str, Field(min_length=1, max_length=200)]
 Count = Annotated[int, Field(ge=0)]
 MAX_CONTEXT = 1 << 30  # tokens a memory request may plan: the page's number input takes up to this
+
+
+def _shallow(config: dict[str, Any]) -> dict[str, Any]:
+    """A config nested as a config.json file may be (configfile.MAX_DEPTH): a value a thousand
+    deep would fail whatever walks, copies or pickles it for a worker."""
+    if depth(config) > MAX_DEPTH:
+        raise ValueError(f"nested too deeply: arrays and objects more than {MAX_DEPTH} levels deep")
+    return config
+
+
+Config = Annotated[dict[str, Any], AfterValidator(_shallow)]
 
 
 class Strict(BaseModel):
@@ -28,7 +40,7 @@ class CatalogSource(Strict):
 
 class ConfigSource(Strict):
     kind: Literal["config"]
-    config: dict[str, Any] = Field(description="a Hugging Face config.json, as a JSON object")
+    config: Config = Field(description="a Hugging Face config.json, as a JSON object")
 
 
 class PrintoutSource(Strict):
@@ -78,7 +90,7 @@ class UploadRequest(Strict):
     name: str = Field(max_length=1000, description="the file's name, shown as its label")
     size: int = Field(ge=0, le=2**63, description="the whole file's length in bytes")
     header: str = Field(description="base64 of the header bytes: safetensors 8 + N bytes, GGUF up to its data")
-    config: dict[str, Any] | None = Field(None, description="a config.json beside a safetensors file")
+    config: Config | None = Field(None, description="a config.json beside a safetensors file")
 
 
 class UploadResponse(BaseModel):

@@ -7,8 +7,10 @@ then anyone who can reach the machine can use the page.
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
 import sys
+import threading
 from typing import Any
 
 from ..errors import ParamcountError
@@ -120,24 +122,60 @@ def server(
     workers: Any = None,
 ) -> Any:
     """A uvicorn server for the app, answering to loopback names only when bound to loopback;
-    ``workers`` (a web.work.Workers) for heavy inputs' time limit."""
+    ``workers`` (a web.work.Workers) run its counts and plans with a time limit."""
     import uvicorn
 
     from .app import LOOPBACK, create_app
+    from .work import Workers
 
+    workers = workers or Workers()
     app = create_app(LOOPBACK if is_loopback(host) else None, body_timeout=body_timeout, workers=workers)
     config = uvicorn.Config(
         app,
         http=protocol(header_timeout),
         log_level=log_level,
-        timeout_graceful_shutdown=2,
+        timeout_graceful_shutdown=GRACE,
         server_header=False,
     )
-    return uvicorn.Server(config)
+    return stopping(uvicorn.Server)(config, workers)
 
 
-def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, open_browser: bool = False) -> None:
-    """Serve the page until interrupted."""
+GRACE = 2  # seconds uvicorn gives open requests once told to stop
+STOP_WITHIN = 4.5  # seconds from SIGTERM or Ctrl+C to the process's end, whatever is running
+
+
+def stopping(base: type) -> type:
+    """uvicorn's Server that, told to stop, stops the work too: every worker is killed (a request
+    waiting on one is answered at once), the transformers fallback's child with them, and should
+    the process still run STOP_WITHIN seconds later, it exits there (uvicorn alone waited for
+    every request's thread, and a request's thread for its worker's deadline)."""
+
+    class Server(base):  # type: ignore[misc, valid-type]
+        def __init__(self, config: Any, workers: Any):
+            super().__init__(config)
+            self.workers = workers
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            if not self.should_exit:
+                _deadline(128 + sig)
+                self.workers.close()
+                from ..frontends import fallback_worker
+
+                threading.Thread(target=fallback_worker.WORKER.close, daemon=True).start()
+            super().handle_exit(sig, frame)
+
+    return Server
+
+
+def _deadline(code: int) -> None:
+    """Exit with ``code`` STOP_WITHIN seconds from now unless the process has ended by then."""
+    timer = threading.Timer(STOP_WITHIN, os._exit, (code,))
+    timer.daemon = True
+    timer.start()
+
+
+def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, open_browser: bool = False, workers: Any = None) -> None:
+    """Serve the page until interrupted; ``workers`` (a web.work.Workers) run its counts and plans."""
     if not host.strip():  # bind("") listens on every interface: an unset variable in a script says --host ""
         raise ParamcountError(
             f"an empty address would listen on every interface; leave --host out for {DEFAULT_HOST} (this machine "
@@ -158,7 +196,8 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, open_browser: bool
         import webbrowser
 
         webbrowser.open(address)
-    running = server(sock, host)
+    running = server(sock, host, workers=workers)
+    running.workers.warm()
     running.run(sockets=[sock])
     if running.should_exit:  # Ctrl+C, which uvicorn's handler took: said as a shell says it (130),
         raise KeyboardInterrupt  # whether or not asyncio gave uvicorn's re-raised signal back

@@ -49,8 +49,8 @@ def inputs(source: str) -> Inputs:
         blobs = m.of(stores.MODEL)
         if len(blobs) != 1:
             raise ParamcountError(f"the manifest lists {len(blobs)} model layers; one expected", source=source)
-        projectors = tuple(OllamaGGUF(gguf.read_header(p)) for p in m.of(stores.PROJECTOR)[:1])
-        return Inputs(OllamaGGUF(gguf.read_header(blobs[0])), projectors, stores.ollama_options(m))
+        projectors = tuple(OllamaGGUF(stores.read_blob(m, p)) for p in m.of(stores.PROJECTOR)[:1])
+        return Inputs(OllamaGGUF(stores.read_blob(m, blobs[0])), projectors, stores.ollama_options(m))
     if not Path(source).is_file():  # a Hub repository's file: Ollama loads files on disk
         raise ParamcountError("Ollama's plan reads a GGUF file on disk or ollama:NAME", source=source)
     info = gguf.read_header(source)
