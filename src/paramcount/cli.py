@@ -605,7 +605,7 @@ LLAMA_FLAGS += ("cpu_features", "gpu_layers", "overrides", "tensor_split", "spli
 INFERENCE_FLAGS = ("kv_dtype", "keep", "kv_cache", "encoder_length", "mla", "runtime", "pure", "images", "image_size")
 INFERENCE_FLAGS += ("audio", "attn")
 VLLM_FLAGS = ("tp", "pp", "ep", "gpu_memory_utilization", "block_size", "max_num_seqs", "max_num_batched_tokens")
-VLLM_FLAGS += ("enforce_eager",)
+VLLM_FLAGS += ("enforce_eager", "vllm_version")
 INFERENCE_FLAGS += LLAMA_FLAGS + VLLM_FLAGS
 
 
@@ -797,6 +797,12 @@ def runtime_args(p: Parser) -> None:
         help="tokens per step, and the profiled pass (default: vllm serve's for the GPU, 8192 on H100)",
     )
     v.add_argument("--enforce-eager", action="store_true", help="no CUDA graphs (their memory is left out)")
+    v.add_argument(
+        "--vllm-version",
+        metavar="V",
+        help="the release whose memory accounting is planned: 0.6, 0.8, 0.10 or latest (default latest); up to "
+        "0.10 cuBLAS and NCCL are in the claim and the CUDA graphs beyond it",
+    )
     o = p.add_argument_group(
         "Ollama (--runtime ollama, with --gpu; OLLAMA_* variables are read as its server reads them)"
     )

@@ -65,6 +65,53 @@ DEFAULTS_GPU = "h100"
 # none of which the GPU table holds
 MAX_GRAPH_SIZE = 512
 
+LATEST = "latest"
+
+
+@dataclass(frozen=True)
+class Accounting:
+    """Where a vLLM release line books the memory made outside PyTorch and the CUDA graphs."""
+
+    non_torch_in_claim: bool  # cuBLAS and NCCL measured after the baseline snapshot: in the budget
+    graphs_in_claim: bool  # graphs profiled before the KV cache is sized: in the budget
+    start_check: bool  # refuses to start unless the free memory holds the claim
+    source: str
+
+
+# vllm/worker/worker.py Worker.determine_num_available_blocks (V0, 0.6): init_gpu_memory is read in
+# init_device before init_worker_distributed_environment, so NCCL and cuBLAS count in peak_memory
+# (total × utilization − peak_memory is the KV cache; from 0.6.5 memory_profiling logs it as
+# non_torch_memory); capture_model runs in _warm_up_model after _init_cache_engine, beyond the budget.
+V0 = Accounting(
+    True,
+    False,
+    False,
+    "vllm/worker/worker.py Worker.init_device (init_gpu_memory before the distributed init), "
+    "determine_num_available_blocks (total × utilization − peak), initialize_cache → _warm_up_model → capture_model "
+    "(after the KV cache)",
+)
+# vllm/v1/worker/gpu_worker.py (0.8 to 0.10): determine_available_memory under memory_profiling, its
+# non_kv_cache_memory = weights + torch peak + non_torch_increase; compile_or_warm_up_model captures the
+# graphs after initialize_from_config has allocated the KV cache. 0.8 reads the baseline with
+# mem_get_info and never compares it with the claim; 0.10's init_device refuses a GPU whose free memory
+# is under the requested share ("Free memory on device ... is less than desired GPU memory utilization").
+V1_EARLY = Accounting(
+    True,
+    False,
+    False,
+    "vllm/v1/worker/gpu_worker.py Worker.determine_available_memory (memory_profiling: non_kv_cache_memory = "
+    "weights + torch peak + non_torch_increase), compile_or_warm_up_model (capture_model after the KV cache)",
+)
+V1_CHECKED = replace(V1_EARLY, start_check=True)
+V1_LATEST = Accounting(
+    False,
+    True,
+    True,
+    "vllm/v1/worker/gpu_worker.py Worker.init_device (request_memory), determine_available_memory "
+    "(cudagraph_memory_estimate_applied)",
+)
+VERSIONS = {"0.6": V0, "0.8": V1_EARLY, "0.10": V1_CHECKED, LATEST: V1_LATEST}
+
 SRC_CLAIM = (
     "vllm/v1/worker/utils.py request_memory (requested_memory = ⌈total × gpu_memory_utilization⌉); "
     "vllm/v1/worker/gpu_worker.py Worker.determine_available_memory (the KV cache: requested_memory − "
@@ -128,6 +175,12 @@ class Options:
     kv_dtype: str = "auto"  # --kv-cache-dtype
     enforce_eager: bool = False  # --enforce-eager: no CUDA graphs
     gpu: Any = None  # the GPU served on (its memory and name pick the batch defaults)
+    version: str = LATEST  # --vllm-version: the release line whose memory accounting is planned
+
+    @property
+    def accounting(self) -> Accounting:
+        """What the named release takes out of its claim, and whether it checks the GPU at start."""
+        return VERSIONS[self.version]
 
     @property
     def defaults(self) -> tuple[int, int]:
@@ -189,6 +242,8 @@ def options(**given: Any) -> Options:
         o = replace(o, gpu=find(given["gpu"]))
     if given.get("utilization") is not None:
         o = replace(o, utilization=_utilization(given["utilization"]))
+    if given.get("vllm_version") is not None:
+        o = replace(o, version=_version(given["vllm_version"]))
     if given.get("kv_dtype") is not None:
         key = str(given["kv_dtype"]).lower()
         if key not in KV_BYTES:
@@ -216,6 +271,19 @@ def _check_batch(o: Options) -> None:
             "--max-num-batched-tokens or lower --max-num-seqs",
             field=flag,
         )
+
+
+def _version(value: Any) -> str:
+    """The release line named by --vllm-version: one whose accounting is planned here."""
+    key = str(value).strip().lower()[:20]
+    key = {"0.6.x": "0.6", "0.8.x": "0.8", "0.10.x": "0.10"}.get(key, key)
+    if key not in VERSIONS:
+        raise ParamcountError(
+            f"vLLM version {brief(value)} is not planned; give one of {', '.join(VERSIONS)} "
+            "(0.6: V0; 0.8 and 0.10: V1 before the CUDA-graph estimate; latest: vLLM " + VLLM_VERSION + ")",
+            field="--vllm-version",
+        )
+    return key
 
 
 def _utilization(value: Any) -> Fraction:
@@ -621,15 +689,18 @@ def cuda_context() -> Term:
 
 
 def non_torch(o: Options) -> Term:
-    """cuBLAS and NCCL memory: made before vLLM's snapshot, so beside its claim, not in it."""
+    """cuBLAS and NCCL memory: made before the latest vLLM's snapshot, so beside its claim; up to
+    0.10 made after the baseline snapshot and measured as non_torch_memory, so in the claim."""
     peers = o.tp - 1 + (o.pp > 1)
     n = NON_TORCH + peers * NON_TORCH_PER_PEER
     formula = f"0.25 GiB + {peers} × 0.125 GiB = {n:,} B"
-    said = (
-        "cuBLAS handles and workspaces, and NCCL and custom all-reduce buffers per peer rank: vLLM makes them "
-        "before its memory snapshot, so they must fit beside the claim"
+    said = "cuBLAS handles and workspaces, and NCCL and custom all-reduce buffers per peer rank: " + (
+        f"vLLM {o.version} makes them after its baseline snapshot and takes them out of the claim (non_torch_memory)"
+        if o.accounting.non_torch_in_claim
+        else "vLLM makes them before its memory snapshot, so they must fit beside the claim"
     )
-    return Term("non_torch", "cuBLAS and NCCL", n, formula, said, True, SRC_NON_TORCH)
+    source = o.accounting.source if o.accounting.non_torch_in_claim else SRC_NON_TORCH
+    return Term("non_torch", "cuBLAS and NCCL", n, formula, said, True, source)
 
 
 def capture_sizes(o: Options, context: int) -> list[int]:
@@ -666,10 +737,15 @@ def cuda_graphs(widths: Any, o: Options, dtype_bytes: int, context: int) -> Term
     )
     said = (
         f"{len(sizes)} piecewise graphs (sizes 1 … {sizes[-1]}) and {len(full)} full decode graphs, each keeping "
-        "about one layer's tensors at its size; vLLM measures it before sizing the KV cache and logs "
-        "'Estimated CUDA graph memory'"
+        "about one layer's tensors at its size; "
+        + (
+            "vLLM measures it before sizing the KV cache and logs 'Estimated CUDA graph memory'"
+            if o.accounting.graphs_in_claim
+            else f"vLLM {o.version} captures them after the KV cache is allocated, beyond its claim"
+        )
     )
-    return Term("cuda_graphs", "CUDA graphs", n, formula, said, True, SRC_GRAPHS)
+    source = SRC_GRAPHS if o.accounting.graphs_in_claim else o.accounting.source
+    return Term("cuda_graphs", "CUDA graphs", n, formula, said, True, source)
 
 
 # ---- the planner -----------------------------------------------------------------------------------
@@ -761,7 +837,25 @@ class VllmPlanner:
 
     # one stage's memory in the claim before the KV cache: weights + profiled peak + CUDA graphs
     def _fixed(self, stage: Stage, context: int) -> int:
-        return stage.share.bytes + self.peak(context).bytes + self.graphs(context).bytes
+        return stage.share.bytes + sum(t.bytes for t in self._claimed(context))
+
+    def _claimed(self, context: int) -> tuple[Term, ...]:
+        """The terms besides weights and KV that the named release takes out of its claim."""
+        a = self.o.accounting
+        return (
+            self.peak(context),
+            *((non_torch(self.o),) if a.non_torch_in_claim else ()),
+            *((self.graphs(context),) if a.graphs_in_claim else ()),
+        )
+
+    def _beside_terms(self, context: int) -> tuple[Term, ...]:
+        """What must fit beside the claim: the CUDA context, and what the release books outside it."""
+        a = self.o.accounting
+        return (
+            cuda_context(),
+            *(() if a.non_torch_in_claim else (non_torch(self.o),)),
+            *(() if a.graphs_in_claim else (self.graphs(context),)),
+        )
 
     def peak(self, context: int) -> Term:
         return profile_peak(self.widths, self.o, self.act_bytes, context)
@@ -769,10 +863,10 @@ class VllmPlanner:
     def graphs(self, context: int) -> Term:
         return cuda_graphs(self.widths, self.o, self.act_bytes, context)
 
-    @property
-    def beside(self) -> int:
-        """What must be free beside the claim: the CUDA context, cuBLAS and NCCL (estimates)."""
-        return CUDA_CONTEXT + non_torch(self.o).bytes
+    def beside(self, context: int) -> int:
+        """What must be free beside the claim: the CUDA context, and cuBLAS, NCCL and the CUDA
+        graphs where the named release books them outside it (estimates)."""
+        return sum(t.bytes for t in self._beside_terms(context))
 
     def _need(self, stage: Stage, context: int, batch: int) -> int:
         blocks = stage.pages.needed(batch, context, self.o.in_flight(context))
@@ -789,20 +883,20 @@ class VllmPlanner:
         stage = self.busiest(context, batch)
         blocks = stage.pages.needed(batch, context, self.o.in_flight(context))
         kv = self._kv_term(stage, blocks, context, batch)
-        base = (self._weights_term(stage), self.peak(context), self.graphs(context), kv)
+        base = (self._weights_term(stage), *self._claimed(context), kv)
         claimed = sum(t.bytes for t in base)
-        terms = (*base, self._outside(claimed))
+        terms = (*base, self._outside(claimed, context))
         notes = (*warned, *self._notes(stage, context))
         return Plan(self.model, "inference", terms, self._settings(context, why, batch, blocks), notes, planner=self)
 
     def total(self, context: int, batch: int = 1) -> int:
         stage = self.busiest(context, batch)
-        return self._gpu(self._need(stage, context, batch))
+        return self._gpu(self._need(stage, context, batch), context)
 
-    def _gpu(self, claimed: int) -> int:
+    def _gpu(self, claimed: int, context: int) -> int:
         """The least GPU memory vLLM starts on holding ``claimed`` bytes in its claim: ⌈M × u⌉ ≥
         claimed, and M − ⌈M × u⌉ ≥ what must be free beside it (request_memory)."""
-        return max(_claim(claimed, self.o.utilization), _beside(self.beside, self.o.utilization))
+        return max(_claim(claimed, self.o.utilization), _beside(self.beside(context), self.o.utilization))
 
     def serving(self, memory: int, context: int) -> dict[str, Any]:
         """What vLLM logs on a GPU of ``memory`` bytes at --max-model-len ``context``: KV blocks and
@@ -824,7 +918,8 @@ class VllmPlanner:
             "max_concurrency": blocks // per_seq,
             # request_memory: the free memory at the snapshot holds the claim; get_kv_cache_configs:
             # the blocks less the null block hold one sequence of max_model_len
-            "starts": outside >= self.beside and blocks >= per_seq + 1,
+            "starts": (outside >= self.beside(context) or not self.o.accounting.start_check) and blocks >= per_seq + 1,
+            "vllm_version": self.o.version,
             "outside_claim_bytes": outside,
             "cuda_context_bytes": CUDA_CONTEXT,
             "non_torch_bytes": non_torch(self.o).bytes,
@@ -899,14 +994,16 @@ class VllmPlanner:
         )
         return f"{p.state_layers} state layers of {spec.describe()}{padded}; {held}"
 
-    def _outside(self, claimed: int) -> Term:
+    def _outside(self, claimed: int, context: int) -> Term:
         """The GPU beyond the claimed bytes: the CUDA context, cuBLAS and NCCL, which must be free
         beside the claim when vLLM starts, and what is left (beside the claim, or in it as more
         KV blocks where the memory beside it sets the GPU's size)."""
         u = self.o.utilization
-        total = self._gpu(claimed)
-        parts = (cuda_context(), non_torch(self.o))
-        free = total - claimed - sum(t.bytes for t in parts)
+        total = self._gpu(claimed, context)
+        parts = self._beside_terms(context)
+        beside = sum(t.bytes for t in parts)
+        names = ", ".join(t.label for t in parts)
+        free = total - claimed - beside
         if free:
             parts += (Term("free", "left free", free, f"{free:,} B", "unused, or more KV blocks", False, SRC_CLAIM),)
         by_claim = total == _claim(claimed, u)
@@ -914,13 +1011,13 @@ class VllmPlanner:
             formula = f"(the least M with ⌈M × {_num(u)}⌉ ≥ {claimed:,}) − {claimed:,} = {total - claimed:,} B"
             said = (
                 f"vLLM claims ⌈{_num(u)} × the GPU⌉ (--gpu-memory-utilization); the rest must be free when it starts "
-                "and holds the CUDA context, cuBLAS and NCCL"
+                f"and holds {names}"
             )
         else:
-            formula = f"⌈{self.beside:,} / {_num(1 - u)}⌉ − {claimed:,} = {total - claimed:,} B"
+            formula = f"⌈{beside:,} / {_num(1 - u)}⌉ − {claimed:,} = {total - claimed:,} B"
             said = (
-                f"the CUDA context, cuBLAS and NCCL outgrow the {_num(1 - u)} share a GPU holding the claim leaves: "
-                f"the GPU must be {self.beside:,} / {_num(1 - u)} B at least, and its larger claim holds more KV blocks"
+                f"{names} outgrow the {_num(1 - u)} share a GPU holding the claim leaves: "
+                f"the GPU must be {beside:,} / {_num(1 - u)} B at least, and its larger claim holds more KV blocks"
             )
         label = f"outside the claim ({_num(1 - u)})"
         return Term("outside", label, total - claimed, formula, said, not by_claim, SRC_CONTEXT, parts)
@@ -948,6 +1045,7 @@ class VllmPlanner:
             "max_num_batched_tokens": o.tokens(context),
             "defaults_for": o.gpu.key if o.gpu is not None else None,
             "kv_blocks": blocks,
+            "vllm_version": o.version,
         }
 
     def _notes(self, stage: Stage, context: int) -> tuple[str, ...]:

@@ -1,0 +1,134 @@
+"""--vllm-version: where each vLLM release line books cuBLAS/NCCL and the CUDA graphs, held to
+vLLM's own memory-profiling logs (tests/fixtures/vllm_logs_versions.json, each row citing its thread).
+
+Up to 0.10 the memory made outside PyTorch after the baseline snapshot is in the claim
+(V0 Worker.determine_num_available_blocks; V1 Worker.determine_available_memory under
+memory_profiling) and the CUDA graphs are captured after the KV cache, beyond the claim; the
+latest release takes its graph estimate out of the claim and keeps cuBLAS/NCCL beside it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import paramcount
+from paramcount import ParamcountError
+from paramcount.cli import main
+from paramcount.memory.core.gpus import GIB
+from paramcount.memory.runtimes import planner
+
+LOGS = json.loads((Path(__file__).parent / "fixtures" / "vllm_logs_versions.json").read_text())["logs"]
+SMALL = 64 * 2**20  # the issue's tolerance for small terms
+
+
+def plan_for(row):
+    f = row["flags"]
+    # V0's defaults for vllm serve on this model: max_model_len 8192, no chunked prefill
+    return planner(
+        paramcount.load(row["model"]),
+        "bf16",
+        "vllm",
+        tp=f["tp"],
+        utilization=f["gpu_memory_utilization"],
+        vllm_version=row["version"],
+        max_num_seqs=256,
+        max_batched_tokens=8192,
+    )
+
+
+def gib(x: float) -> int:
+    return int(x * GIB)
+
+
+@pytest.mark.parametrize("row", LOGS, ids=lambda r: f"{r['model']}-tp{r['flags']['tp']}")
+def test_weights_as_logged(row):
+    p = plan_for(row)
+    assert p.stages[0].share.bytes == pytest.approx(gib(row["logged"]["weights_gib"]), rel=0.02)
+
+
+def test_activation_peak_tp1_as_logged():
+    row = LOGS[0]
+    assert abs(plan_for(row).peak(8192).bytes - gib(row["logged"]["activation_peak_gib"])) <= SMALL
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="TP 2: vLLM 0.6.5-dev logs the same 1.26 GiB peak as TP 1; the plan splits the projections' "
+    "outputs over TP (0.95 GiB); what keeps vLLM's peak unsplit is not explained here",
+)
+def test_activation_peak_tp2_as_logged():
+    row = LOGS[1]
+    assert abs(plan_for(row).peak(8192).bytes - gib(row["logged"]["activation_peak_gib"])) <= SMALL
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="non_torch_memory logged 1.79 GiB (TP 1) / 3.58 GiB (TP 2) by the 0.6.5 development build; the plan's "
+    "cuBLAS + NCCL estimate is 0.25 / 0.375 GiB. Later builds log 0.16-0.20 GiB (vllm#12126, #14447) after "
+    "the baseline was moved (vllm#12059): what the dev build's figure held is not explained here",
+)
+@pytest.mark.parametrize("row", LOGS, ids=lambda r: f"tp{r['flags']['tp']}")
+def test_non_torch_as_logged(row):
+    p = plan_for(row)
+    term = next(t for t in p.plan(8192).terms if t.key == "non_torch")
+    assert abs(term.bytes - gib(row["logged"]["non_torch_gib"])) <= SMALL
+
+
+@pytest.mark.xfail(strict=True, reason="the non-torch miss above (1.54 GiB) carries into the KV cache (+2.9%)")
+def test_kv_cache_tp1_as_logged():
+    row = LOGS[0]
+    p = plan_for(row)
+    kv = p.serving(gib(row["logged"]["total_gpu_memory_gib"]), 8192)["kv_cache_bytes"]
+    assert kv == pytest.approx(gib(row["logged"]["kv_cache_gib"]), rel=0.02)
+
+
+def test_claim_as_logged():
+    """request_memory / V0's total × utilization: 79.22 GiB × 0.90 = 71.29 GiB, as logged."""
+    row = LOGS[0]
+    p = plan_for(row)
+    s = p.serving(gib(row["logged"]["total_gpu_memory_gib"]), 8192)
+    fixed = s["kv_cache_bytes"] + p.stages[0].share.bytes + p.peak(8192).bytes + s["non_torch_bytes"]
+    assert fixed / GIB == pytest.approx(row["logged"]["instance_can_use_gib"], abs=0.01)
+
+
+def _keys(terms):
+    return [t.key for t in terms]
+
+
+def test_up_to_0_10_non_torch_in_claim_and_graphs_beyond():
+    m = paramcount.load("meta-llama/Meta-Llama-3-8B")
+    for version in ("0.6", "0.8", "0.10"):
+        p = planner(m, "bf16", "vllm", vllm_version=version).plan(8192)
+        outside = next(t for t in p.terms if t.key == "outside")
+        assert "non_torch" in _keys(p.terms) and "cuda_graphs" not in _keys(p.terms)
+        assert "cuda_graphs" in _keys(outside.parts) and "non_torch" not in _keys(outside.parts)
+    latest = planner(m, "bf16", "vllm").plan(8192)
+    outside = next(t for t in latest.terms if t.key == "outside")
+    assert "cuda_graphs" in _keys(latest.terms) and "non_torch" in _keys(outside.parts)
+    assert latest.settings["vllm_version"] == "latest"
+
+
+def test_no_start_check_before_0_10():
+    """A 0.9764 run on a 24 GiB GPU (issue 35's case; its log not transcribed here): 0.6 and 0.8
+    never compare the free memory with the claim, so the CUDA context beyond the 0.57 GiB margin
+    does not stop them; 0.10 and the latest refuse (the free memory must hold the claim)."""
+    m = paramcount.load("meta-llama/Meta-Llama-3-8B")
+    starts = {
+        v: planner(m, "bf16", "vllm", vllm_version=v, utilization="0.9764").serving(24 * GIB, 8192)["starts"]
+        for v in ("0.6", "0.8", "0.10", "latest")
+    }
+    assert starts == {"0.6": True, "0.8": True, "0.10": False, "latest": False}
+
+
+def test_unknown_version_refused():
+    with pytest.raises(ParamcountError, match=r"vLLM version '0\.7' is not planned; give one of 0\.6, 0\.8"):
+        planner(paramcount.load("meta-llama/Meta-Llama-3-8B"), "bf16", "vllm", vllm_version="0.7")
+
+
+def test_cli_unknown_version_one_line(capsys):
+    rc = main(["memory", "meta-llama/Meta-Llama-3-8B", "--runtime", "vllm", "--vllm-version", "9"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and "--vllm-version" in err and "is not planned" in err and "\n" not in err
