@@ -800,8 +800,8 @@ def runtime_args(p: Parser) -> None:
     v.add_argument(
         "--vllm-version",
         metavar="V",
-        help="the release whose memory accounting is planned: 0.6, 0.8, 0.10 or latest (default latest); up to "
-        "0.10 cuBLAS and NCCL are in the claim and the CUDA graphs beyond it",
+        help="the release whose memory accounting is planned: 0.6, 0.8, 0.10, 0.20 or latest (default latest); up "
+        "to 0.10 cuBLAS and NCCL are in the claim, up to 0.20 the CUDA graphs are beyond it",
     )
     o = p.add_argument_group(
         "Ollama (--runtime ollama, with --gpu; OLLAMA_* variables are read as its server reads them)"

@@ -64,6 +64,8 @@ DEFAULTS_GPU = "h100"
 # VllmConfig._set_cudagraph_sizes: default_max_graph_size, 1024 on data-centre Blackwell (SM100),
 # none of which the GPU table holds
 MAX_GRAPH_SIZE = 512
+# vllm/worker/model_runner.py (V0): _BATCH_SIZES_TO_CAPTURE = [1, 2, 4] + 8 × (1 … 32), decode only
+V0_MAX_GRAPH = 256
 
 LATEST = "latest"
 
@@ -76,6 +78,7 @@ class Accounting:
     graphs_in_claim: bool  # graphs profiled before the KV cache is sized: in the budget
     start_check: bool  # refuses to start unless the free memory holds the claim
     source: str
+    graphs: str = "full_and_piecewise"  # which CUDA graphs it captures: "decode" (V0), "piecewise", or both
 
 
 # vllm/worker/worker.py Worker.determine_num_available_blocks (V0, 0.6): init_gpu_memory is read in
@@ -89,6 +92,7 @@ V0 = Accounting(
     "vllm/worker/worker.py Worker.init_device (init_gpu_memory before the distributed init), "
     "determine_num_available_blocks (total × utilization − peak), initialize_cache → _warm_up_model → capture_model "
     "(after the KV cache)",
+    "decode",
 )
 # vllm/v1/worker/gpu_worker.py (0.8 to 0.10): determine_available_memory under memory_profiling, its
 # non_kv_cache_memory = weights + torch peak + non_torch_increase; compile_or_warm_up_model captures the
@@ -101,6 +105,7 @@ V1_EARLY = Accounting(
     False,
     "vllm/v1/worker/gpu_worker.py Worker.determine_available_memory (memory_profiling: non_kv_cache_memory = "
     "weights + torch peak + non_torch_increase), compile_or_warm_up_model (capture_model after the KV cache)",
+    "piecewise",
 )
 V1_CHECKED = replace(V1_EARLY, start_check=True)
 V1_LATEST = Accounting(
@@ -110,7 +115,9 @@ V1_LATEST = Accounting(
     "vllm/v1/worker/gpu_worker.py Worker.init_device (request_memory), determine_available_memory "
     "(cudagraph_memory_estimate_applied)",
 )
-VERSIONS = {"0.6": V0, "0.8": V1_EARLY, "0.10": V1_CHECKED, LATEST: V1_LATEST}
+# 0.11 to 0.20 book as 0.10 does; 0.21 made the CUDA-graph estimate in the claim the default ("CUDA graph
+# memory profiling is enabled (default since v0.21.0)", gpu_worker.py, VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS).
+VERSIONS = {"0.6": V0, "0.8": V1_EARLY, "0.10": V1_CHECKED, "0.20": V1_CHECKED, LATEST: V1_LATEST}
 
 SRC_CLAIM = (
     "vllm/v1/worker/utils.py request_memory (requested_memory = ⌈total × gpu_memory_utilization⌉); "
@@ -139,6 +146,10 @@ SRC_GRAPHS = (
     "vllm/config/vllm.py VllmConfig._set_cudagraph_sizes (capture sizes); vllm/v1/worker/gpu/cudagraph_utils.py "
     "ModelCudaGraphManager._init_candidates (FULL decode graphs up to max_num_seqs tokens), "
     "profile_cudagraph_memory; gpu_worker.py Worker.determine_available_memory (cudagraph_memory_estimate_applied)"
+)
+SRC_UNCHECKED = (
+    "vllm/worker/worker.py Worker.init_device (V0) and vllm/v1/worker/gpu_worker.py Worker.init_device (0.8): the "
+    "free memory is read, never compared with the claim; what is captured after the KV cache must still fit beside it"
 )
 SRC_CONTEXT = (
     "vllm/v1/worker/utils.py request_memory, run from Worker.init_device: the free memory at the snapshot "
@@ -276,11 +287,11 @@ def _check_batch(o: Options) -> None:
 def _version(value: Any) -> str:
     """The release line named by --vllm-version: one whose accounting is planned here."""
     key = str(value).strip().lower()[:20]
-    key = {"0.6.x": "0.6", "0.8.x": "0.8", "0.10.x": "0.10"}.get(key, key)
+    key = key.removesuffix(".x")
     if key not in VERSIONS:
         raise ParamcountError(
             f"vLLM version {brief(value)} is not planned; give one of {', '.join(VERSIONS)} "
-            "(0.6: V0; 0.8 and 0.10: V1 before the CUDA-graph estimate; latest: vLLM " + VLLM_VERSION + ")",
+            "(0.6: V0; 0.8 to 0.20: V1 before the CUDA-graph estimate; latest: vLLM " + VLLM_VERSION + ")",
             field="--vllm-version",
         )
     return key
@@ -711,6 +722,10 @@ def capture_sizes(o: Options, context: int) -> list[int]:
     if o.enforce_eager:
         return []
     seqs, tokens = o.seqs, o.tokens(context)
+    if o.accounting.graphs == "decode":  # V0 model_runner.py _BATCH_SIZES_TO_CAPTURE, up to max_num_seqs
+        return [s for s in (1, 2, 4, *range(8, V0_MAX_GRAPH + 1, 8)) if s <= max(seqs, 1)]
+    if o.accounting.graphs == "piecewise":  # 0.8's list, every 8 to 512, within the token budget
+        return [s for s in (1, 2, 4, *range(8, MAX_GRAPH_SIZE + 1, 8)) if s <= tokens]
     ceiling = min(2 * seqs, MAX_GRAPH_SIZE)
     top = min(tokens, ceiling)
     sizes = [s for s in (1, 2, 4) if s <= top] + list(range(8, min(top + 1, 256), 8)) + list(range(256, top + 1, 16))
@@ -728,7 +743,7 @@ def cuda_graphs(widths: Any, o: Options, dtype_bytes: int, context: int) -> Term
     sizes = capture_sizes(o, context)
     if not sizes:
         return Term("cuda_graphs", "CUDA graphs", 0, "--enforce-eager: none", "no CUDA graphs", False, SRC_GRAPHS)
-    full = [s for s in sizes if s <= o.seqs]
+    full = [s for s in sizes if s <= o.seqs] if o.accounting.graphs == "full_and_piecewise" else []
     per_token = layer_width(widths, o.tp) * dtype_bytes
     n = (sum(sizes) + sum(full)) * per_token
     formula = (
@@ -736,8 +751,8 @@ def cuda_graphs(widths: Any, o: Options, dtype_bytes: int, context: int) -> Term
         f"{per_token:,} B = {n:,} B"
     )
     said = (
-        f"{len(sizes)} piecewise graphs (sizes 1 … {sizes[-1]}) and {len(full)} full decode graphs, each keeping "
-        "about one layer's tensors at its size; "
+        _graph_kinds(o, sizes, full)
+        + ", each keeping about one layer's tensors at its size; "
         + (
             "vLLM measures it before sizing the KV cache and logs 'Estimated CUDA graph memory'"
             if o.accounting.graphs_in_claim
@@ -746,6 +761,15 @@ def cuda_graphs(widths: Any, o: Options, dtype_bytes: int, context: int) -> Term
     )
     source = SRC_GRAPHS if o.accounting.graphs_in_claim else o.accounting.source
     return Term("cuda_graphs", "CUDA graphs", n, formula, said, True, source)
+
+
+def _graph_kinds(o: Options, sizes: list[int], full: list[int]) -> str:
+    """The graphs the named release captures, in words."""
+    if o.accounting.graphs == "decode":
+        return f"{len(sizes)} full decode graphs (batch sizes 1 … {sizes[-1]}, V0's _BATCH_SIZES_TO_CAPTURE)"
+    if o.accounting.graphs == "piecewise":
+        return f"{len(sizes)} piecewise graphs (sizes 1 … {sizes[-1]}; vLLM {o.version} captures no full graphs)"
+    return f"{len(sizes)} piecewise graphs (sizes 1 … {sizes[-1]}) and {len(full)} full decode graphs"
 
 
 # ---- the planner -----------------------------------------------------------------------------------
@@ -1020,7 +1044,8 @@ class VllmPlanner:
                 f"the GPU must be {beside:,} / {_num(1 - u)} B at least, and its larger claim holds more KV blocks"
             )
         label = f"outside the claim ({_num(1 - u)})"
-        return Term("outside", label, total - claimed, formula, said, not by_claim, SRC_CONTEXT, parts)
+        source = SRC_CONTEXT if self.o.accounting.start_check else SRC_UNCHECKED
+        return Term("outside", label, total - claimed, formula, said, not by_claim, source, parts)
 
     def _settings(self, context: int, why: str, batch: int, blocks: int) -> dict[str, Any]:
         o = self.o
