@@ -61,6 +61,7 @@ VLLM_OPTIONS = {
     "max_num_seqs": "--max-num-seqs",
     "max_batched_tokens": "--max-num-batched-tokens",
     "enforce_eager": "--enforce-eager",
+    "vllm_version": "--vllm-version",
     "gpu": "--gpu",  # the GPU served on: vllm serve's batch defaults follow it
 }
 TRANSFORMERS_OPTIONS = {

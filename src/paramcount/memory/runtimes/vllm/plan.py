@@ -138,6 +138,13 @@ SRC_PROFILE = (
     "vllm/v1/worker/gpu/model_runner.py GPUModelRunner.profile_run (Model Runner V2, 0.33's default: "
     "_dummy_run over max_num_batched_tokens, _dummy_sampler_run over min(tokens, max_num_seqs) rows)"
 )
+SRC_PROFILE_OLD = {
+    "0.6": "vllm/worker/model_runner.py GPUModelRunnerBase.profile_run (max_num_batched_tokens over max_num_seqs "
+    "dummy sequences, sampled)",
+    "0.8": "vllm/v1/worker/gpu_model_runner.py GPUModelRunner.profile_run (_dummy_run over max_num_tokens, "
+    "_dummy_sampler_run)",
+}
+SRC_PROFILE_OLD["0.10"] = SRC_PROFILE_OLD["0.20"] = SRC_PROFILE_OLD["0.8"]
 SRC_NON_TORCH = (
     "vllm/v1/worker/gpu_worker.py Worker.init_device (init_worker_distributed_environment and the cuBLAS handles "
     "come before the memory snapshot, so NCCL and cuBLAS memory is not taken from the claim)"
@@ -684,7 +691,8 @@ def profile_peak(widths: Any, o: Options, dtype_bytes: int, context: int) -> Ter
         f"the profiling pass over max_num_batched_tokens {tokens:,} (one layer's tensors at a time) and the "
         f"sampler's over {rows:,} rows (max_num_seqs) of fp32 logits (logits, probabilities, log-probabilities)"
     )
-    return Term("activations", "activations (profiled peak)", layer + logits, formula, said, True, SRC_PROFILE)
+    source = SRC_PROFILE_OLD.get(o.version, SRC_PROFILE)
+    return Term("activations", "activations (profiled peak)", layer + logits, formula, said, True, source)
 
 
 SAMPLER_COPIES = 3
@@ -1033,9 +1041,10 @@ class VllmPlanner:
         by_claim = total == _claim(claimed, u)
         if by_claim:
             formula = f"(the least M with ⌈M × {_num(u)}⌉ ≥ {claimed:,}) − {claimed:,} = {total - claimed:,} B"
-            said = (
-                f"vLLM claims ⌈{_num(u)} × the GPU⌉ (--gpu-memory-utilization); the rest must be free when it starts "
-                f"and holds {names}"
+            said = f"vLLM claims ⌈{_num(u)} × the GPU⌉ (--gpu-memory-utilization); the rest " + (
+                f"must be free when it starts and holds {names}"
+                if self.o.accounting.start_check
+                else f"holds {names} (vLLM {self.o.version} does not check it at start: what does not fit fails later)"
             )
         else:
             formula = f"⌈{beside:,} / {_num(1 - u)}⌉ − {claimed:,} = {total - claimed:,} B"
