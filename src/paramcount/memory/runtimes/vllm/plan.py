@@ -44,6 +44,7 @@ from ....errors import ParamcountError, brief
 from ....model import Model
 from ....records import replace
 from ...core.terms import GIB, Term
+from .mxfp4 import SRC_MXFP4
 from .state import SRC_ALIGN, SRC_STATE, SRC_STATE_SHARD, VLLM_VERSION, StateSpec, attention_block, state_spec
 
 # vLLM 0.33.0's defaults: vllm/config/cache.py CacheConfig (gpu_memory_utilization = 0.92,
@@ -831,6 +832,7 @@ class VllmPlanner:
         if keep is None and self.scheme in ("fp8", "int8"):
             keep = "embeddings,output_head,norms,router"  # vLLM's fp8/int8 methods quantise linear layers only
         self.weights = weights(model, self.scheme, keep=keep, pure=pure)
+        self.rows, self.mxfp4_note = self._held_rows()
         self.dtype = compute_dtype(self.scheme, model)
         self.act_bytes = activation_bytes(self.dtype)
         self.kv_bytes = KV_BYTES[self.o.kv_dtype] or self.act_bytes
@@ -855,10 +857,19 @@ class VllmPlanner:
         self.stages = self._stages(tied)
         self.active = _active_share(model, self.weights.rows)
 
+    def _held_rows(self) -> tuple[list[Any], str | None]:
+        """The weights' rows as vLLM holds them on the GPU named (MXFP4 experts padded by its backend)."""
+        from .mxfp4 import held_rows
+
+        card = self.o.gpu
+        capability = card.capability if card is not None else None
+        experts_tp = self.o.tp if self.o.ep == 1 else 1
+        return held_rows(self.weights.rows, capability, self.o.version, experts_tp)
+
     def _stages(self, tied: bool) -> list[Stage]:
         o = self.o
         heads_tp = self.heads.kv_per_rank(o.tp)
-        split = shares(self.weights.rows, self.heads, self.layers, o, tied, self.state)
+        split = shares(self.rows, self.heads, self.layers, o, tied, self.state)
         if o.pp == 1:
             return [Stage(split[0], pages(self.layout, heads_tp, o.block_size, self.kv_bytes, state=self.state))]
         ranges = pp_layers(self.layers, o.pp)
@@ -976,6 +987,8 @@ class VllmPlanner:
             said += f"; counted whole on every rank, their split not known here: {', '.join(unknown[:6])}"
         if self.scheme == "fp8":
             said += "; fp8 per-tensor scales (4 B per linear layer) not counted"
+        if self.mxfp4_note:
+            said += f"; {self.mxfp4_note}"
         label = f"weights ({self.scheme}, {split})"
         return Term(
             "weights",
@@ -984,7 +997,9 @@ class VllmPlanner:
             f"Σ tensors × their share on one GPU = {stage.share.bytes:,} B",
             said,
             bool(unknown),
-            SRC_SHARD + (f"; {SRC_STATE_SHARD}" if self.state is not None else ""),
+            SRC_SHARD
+            + (f"; {SRC_STATE_SHARD}" if self.state is not None else "")
+            + (f"; {SRC_MXFP4}" if self.mxfp4_note else ""),
         )
 
     def _kv_term(self, stage: Stage, blocks: int, context: int, batch: int) -> Term:
