@@ -111,7 +111,7 @@ def test_up_to_0_10_non_torch_in_claim_and_graphs_beyond():
     latest = planner(m, "bf16", "vllm").plan(8192)
     outside = next(t for t in latest.terms if t.key == "outside")
     assert "cuda_graphs" in _keys(latest.terms) and "non_torch" in _keys(outside.parts)
-    assert latest.settings["vllm_version"] == "latest"
+    assert "vllm_version" not in latest.settings and p.settings["vllm_version"] == "0.10"
 
 
 def test_no_start_check_before_0_10():

@@ -822,7 +822,10 @@ class VllmPlanner:
             )
         self.model = model
         self.o = options(kv_dtype=kv_dtype, **given)
-        self.scheme = find(scheme or default_scheme(model)).name
+        from .quant_config import fp8_ignored
+
+        ignored = fp8_ignored(model)
+        self.scheme = find(scheme or ("fp8" if ignored is not None else default_scheme(model))).name
         if self.scheme.startswith(("q", "iq", "nf4", "fp4", "bnb")) and self.scheme not in ("stored",):
             raise ParamcountError(
                 f"{self.scheme} is not a format vLLM serves from a config; use bf16, fp16, fp8, int8, "
@@ -831,8 +834,15 @@ class VllmPlanner:
             )
         if keep is None and self.scheme in ("fp8", "int8"):
             keep = "embeddings,output_head,norms,router"  # vLLM's fp8/int8 methods quantise linear layers only
+        some: list[tuple[int, str]] = []
+        if ignored and self.scheme == "fp8" and keep == "embeddings,output_head,norms,router":
+            from .quant_config import kept_suffixes
+
+            every, some = kept_suffixes(ignored, int((model.config or {}).get("num_hidden_layers") or 0))
+            keep = ",".join([keep, *every])
         self.weights = weights(model, self.scheme, keep=keep, pure=pure)
         self.rows, self.mxfp4_note = self._held_rows()
+        self.ignored_note = self._kept_layers(some) if some or ignored else None
         self.dtype = compute_dtype(self.scheme, model)
         self.act_bytes = activation_bytes(self.dtype)
         self.kv_bytes = KV_BYTES[self.o.kv_dtype] or self.act_bytes
@@ -856,6 +866,20 @@ class VllmPlanner:
         tied = any(r.role == "tied" for r in self.weights.rows)
         self.stages = self._stages(tied)
         self.active = _active_share(model, self.weights.rows)
+
+    def _kept_layers(self, some: list[tuple[int, str]]) -> str:
+        """Rows for the layers the checkpoint's quantization_config keeps 16-bit in some layers only."""
+        from ...core.plan import activation_bytes
+        from ...weights.dtype import compute_dtype
+        from .quant_config import kept_rows
+
+        extra = kept_rows(self.rows, some, activation_bytes(compute_dtype(self.scheme, self.model)))
+        self.rows = [*self.rows, *extra]
+        return (
+            "the checkpoint's quantization_config keeps "
+            + (f"{len(extra)} linear layers of some decoder layers" if extra else "the layers it names")
+            + " in 16-bit (vLLM skips them: is_layer_skipped)"
+        )
 
     def _held_rows(self) -> tuple[list[Any], str | None]:
         """The weights' rows as vLLM holds them on the GPU named (MXFP4 experts padded by its backend)."""
@@ -962,7 +986,7 @@ class VllmPlanner:
             # request_memory: the free memory at the snapshot holds the claim; get_kv_cache_configs:
             # the blocks less the null block hold one sequence of max_model_len
             "starts": (outside >= self.beside(context) or not self.o.accounting.start_check) and blocks >= per_seq + 1,
-            "vllm_version": self.o.version,
+            **({"vllm_version": self.o.version} if self.o.version != LATEST else {}),
             "outside_claim_bytes": outside,
             "cuda_context_bytes": CUDA_CONTEXT,
             "non_torch_bytes": non_torch(self.o).bytes,
@@ -989,6 +1013,8 @@ class VllmPlanner:
             said += "; fp8 per-tensor scales (4 B per linear layer) not counted"
         if self.mxfp4_note:
             said += f"; {self.mxfp4_note}"
+        if self.ignored_note:
+            said += f"; {self.ignored_note}"
         label = f"weights ({self.scheme}, {split})"
         return Term(
             "weights",
@@ -1049,7 +1075,7 @@ class VllmPlanner:
         total = self._gpu(claimed, context)
         parts = self._beside_terms(context)
         beside = sum(t.bytes for t in parts)
-        names = ", ".join(t.label for t in parts)
+        names = "the " + ", ".join(t.label for t in parts)
         free = total - claimed - beside
         if free:
             parts += (Term("free", "left free", free, f"{free:,} B", "unused, or more KV blocks", False, SRC_CLAIM),)
@@ -1094,7 +1120,7 @@ class VllmPlanner:
             "max_num_batched_tokens": o.tokens(context),
             "defaults_for": o.gpu.key if o.gpu is not None else None,
             "kv_blocks": blocks,
-            "vllm_version": o.version,
+            **({"vllm_version": o.version} if o.version != LATEST else {}),
         }
 
     def _notes(self, stage: Stage, context: int) -> tuple[str, ...]:

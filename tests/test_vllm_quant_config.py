@@ -1,0 +1,63 @@
+"""An FP8 checkpoint's quantization_config followed as vLLM follows it (FBGEMMFp8Config's
+modules_to_not_convert, Fp8Config's ignored_layers: is_layer_skipped keeps those linear layers
+16-bit), worked out by hand on a tiny Llama config."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import paramcount
+from paramcount.memory.runtimes import planner
+
+LAYER0 = [f"model.layers.0.{m}" for m in ("mlp.gate_proj", "mlp.up_proj", "mlp.down_proj")]
+ATTENTION = [f"model.layers.{i}.self_attn.{p}_proj" for i in (0, 1) for p in "qkvo"]
+TINY = {
+    "model_type": "llama",
+    "architectures": ["LlamaForCausalLM"],
+    "vocab_size": 128,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "max_position_embeddings": 256,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+}
+
+
+def model(tmp_path, method: str, key: str):
+    q = {"quant_method": method, key: [*ATTENTION, *LAYER0, "lm_head"]}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**TINY, "quantization_config": q}))
+    return paramcount.load(str(path))
+
+
+@pytest.mark.parametrize(("method", "key"), [("fbgemm_fp8", "modules_to_not_convert"), ("fp8", "ignored_layers")])
+def test_listed_layers_stay_16_bit(tmp_path, method, key):
+    """bf16 everywhere (180,864 B) but layer 1's three MLP projections in fp8 (3 × 8,192 B saved)."""
+    p = planner(model(tmp_path, method, key), None, "vllm")
+    layer = (64 * 64 + 32 * 64 + 32 * 64 + 64 * 64 + 3 * 128 * 64 + 2 * 64) * 2  # attention, MLP, norms
+    bf16 = 2 * 128 * 64 * 2 + 2 * layer + 64 * 2  # embeddings and head, two layers, the final norm
+    assert p.scheme == "fp8" and bf16 == 180_864
+    assert p.stages[0].share.bytes == bf16 - 3 * 128 * 64
+    assert "quantization_config keeps 3 linear layers" in p.plan(64).term("weights").assumption
+
+
+def test_listed_layers_split_over_tp(tmp_path):
+    """TP 2: embeddings, head, attention and MLPs halve (one KV head a rank); norms whole."""
+    p = planner(model(tmp_path, "fbgemm_fp8", "modules_to_not_convert"), None, "vllm", tp=2)
+    attention_bf16 = 2 * (64 * 64 + 32 * 64 + 32 * 64 + 64 * 64) * 2 // 2
+    mlp = (3 * 128 * 64 * 2 + 3 * 128 * 64 * 1) // 2  # layer 0 bf16, layer 1 fp8
+    head = 2 * 128 * 64 * 2 // 2
+    assert p.stages[0].share.bytes == attention_bf16 + mlp + head + 2 * 2 * 64 * 2 + 64 * 2
+
+
+def test_no_list_quantises_every_linear_layer(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**TINY, "quantization_config": {"quant_method": "fbgemm_fp8"}}))
+    p = planner(paramcount.load(str(path)), None, "vllm")
+    linear = 2 * (64 * 64 * 2 + 32 * 64 * 2 + 3 * 128 * 64)  # parameters: one byte each saved in fp8
+    assert p.stages[0].share.bytes == 180_864 - linear
