@@ -43,7 +43,9 @@ def test_listed_layers_stay_16_bit(tmp_path, method, key):
     bf16 = 2 * 128 * 64 * 2 + 2 * layer + 64 * 2  # embeddings and head, two layers, the final norm
     assert p.scheme == "fp8" and bf16 == 180_864
     assert p.stages[0].share.bytes == bf16 - 3 * 128 * 64
-    assert "quantization_config keeps 3 linear layers" in p.plan(64).term("weights").assumption
+    said = p.plan(64).term("weights").assumption
+    kept = "lm_head, self_attn.q_proj, self_attn.k_proj, self_attn.v_proj, self_attn.o_proj, 3 layers' own"
+    assert f"quantization_config keeps {kept} in 16-bit" in said
 
 
 def test_listed_layers_split_over_tp(tmp_path):

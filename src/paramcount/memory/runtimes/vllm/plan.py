@@ -835,14 +835,16 @@ class VllmPlanner:
         if keep is None and self.scheme in ("fp8", "int8"):
             keep = "embeddings,output_head,norms,router"  # vLLM's fp8/int8 methods quantise linear layers only
         some: list[tuple[int, str]] = []
+        listed: list[str] = []
         if ignored and self.scheme == "fp8" and keep == "embeddings,output_head,norms,router":
-            from .quant_config import kept_suffixes
+            from .quant_config import kept_suffixes, matching
 
             every, some = kept_suffixes(ignored, int((model.config or {}).get("num_hidden_layers") or 0))
-            keep = ",".join([keep, *every])
+            listed = matching(every, weights(model, self.scheme, keep=keep, pure=pure).rows)
+            keep = ",".join([keep, *listed])
         self.weights = weights(model, self.scheme, keep=keep, pure=pure)
         self.rows, self.mxfp4_note = self._held_rows()
-        self.ignored_note = self._kept_layers(some) if some or ignored else None
+        self.ignored_note = self._kept_layers(some, listed) if some or ignored else None
         self.dtype = compute_dtype(self.scheme, model)
         self.act_bytes = activation_bytes(self.dtype)
         self.kv_bytes = KV_BYTES[self.o.kv_dtype] or self.act_bytes
@@ -867,7 +869,7 @@ class VllmPlanner:
         self.stages = self._stages(tied)
         self.active = _active_share(model, self.weights.rows)
 
-    def _kept_layers(self, some: list[tuple[int, str]]) -> str:
+    def _kept_layers(self, some: list[tuple[int, str]], listed: list[str]) -> str:
         """Rows for the layers the checkpoint's quantization_config keeps 16-bit in some layers only."""
         from ...core.plan import activation_bytes
         from ...weights.dtype import compute_dtype
@@ -875,10 +877,10 @@ class VllmPlanner:
 
         extra = kept_rows(self.rows, some, activation_bytes(compute_dtype(self.scheme, self.model)))
         self.rows = [*self.rows, *extra]
+        kept = [*listed[:6], *(["…"] if len(listed) > 6 else []), *([f"{len(extra)} layers' own"] if extra else [])]
         return (
-            "the checkpoint's quantization_config keeps "
-            + (f"{len(extra)} linear layers of some decoder layers" if extra else "the layers it names")
-            + " in 16-bit (vLLM skips them: is_layer_skipped)"
+            f"the checkpoint's quantization_config keeps {', '.join(kept) or 'nothing this plan holds'} in 16-bit "
+            "(vLLM skips them: is_layer_skipped)"
         )
 
     def _held_rows(self) -> tuple[list[Any], str | None]:

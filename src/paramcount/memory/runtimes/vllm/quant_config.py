@@ -10,6 +10,7 @@ in that list (vllm/model_executor/layers/quantization/fbgemm_fp8.py, fp8.py, uti
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from typing import Any
 
@@ -36,14 +37,17 @@ def fp8_ignored(model: Any) -> list[str] | None:
 
 
 def kept_suffixes(names: list[str], layers: int) -> tuple[list[str], list[tuple[int, str]]]:
-    """Module suffixes kept in every decoder layer (a --keep item each), and the (layer, suffix)
-    pairs kept in some layers only."""
+    """Keep items: module suffixes kept in every decoder layer and the names outside the layers;
+    and the (layer, suffix) pairs kept in some layers only."""
     by_suffix: dict[str, set[int]] = {}
+    outside = []
     for n in names:
         m = _LAYER_NAME.match(n)
         if m:
             by_suffix.setdefault(m.group("suffix"), set()).add(int(m.group("i")))
-    every = [s for s, ls in by_suffix.items() if len(ls) >= layers]
+        else:
+            outside.append(n)
+    every = [*dict.fromkeys(outside), *(s for s, ls in by_suffix.items() if len(ls) >= layers)]
     some = sorted((i, s) for s, ls in by_suffix.items() if len(ls) < layers for i in ls)
     return every, some
 
@@ -64,6 +68,13 @@ def kept_rows(rows: list[Any], some: list[tuple[int, str]], act_bytes: int) -> l
         name = f"{m.group('stack')}.{layer}.{suffix}.weight"
         out.append(Row(name, 1, row.shape, "16-bit (quantization_config)", "bookkeeping", (part,), row.kind))
     return out
+
+
+def matching(items: list[str], rows: list[Any]) -> list[str]:
+    """The items that name a tensor of ``rows`` (as --keep matches them: the name, or a module of it)."""
+    names = [r.name for r in rows]
+    pats = [(i, (i, f"{i}.*", f"*.{i}", f"*.{i}.*")) for i in items]
+    return [i for i, ps in pats if any(fnmatch.fnmatchcase(n, p) for n in names for p in ps)]
 
 
 def _holds(r: Any, layer: int, suffix: str) -> bool:
