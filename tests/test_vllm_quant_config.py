@@ -63,3 +63,20 @@ def test_no_list_quantises_every_linear_layer(tmp_path):
     p = planner(paramcount.load(str(path)), None, "vllm")
     linear = 2 * (64 * 64 * 2 + 32 * 64 * 2 + 3 * 128 * 64)  # parameters: one byte each saved in fp8
     assert p.stages[0].share.bytes == 180_864 - linear
+
+
+def test_llama_405b_fp8_per_rank_as_logged(tmp_path):
+    """Meta's Llama-3.1-405B-Instruct-FP8 on 8 H100s (vllm-project/vllm#6746: 57.752 GiB a rank): its
+    attention, first and last MLPs and head stay bf16 (56.72 GiB planned; every linear layer in fp8
+    would be 47.74, −17%)."""
+    from pathlib import Path
+
+    logs = json.loads((Path(__file__).parent / "fixtures" / "vllm_logs_versions.json").read_text())["logs"]
+    row = next(r for r in logs if r["source"].endswith("/issues/6746"))
+    config = dict(paramcount.load("meta-llama/Llama-3.1-405B").config)
+    names = [f"model.layers.{i}.self_attn.{p}_proj" for i in range(126) for p in "qkvo"]
+    names += [f"model.layers.{i}.mlp.{p}_proj" for i in (0, 125) for p in ("gate", "up", "down")] + ["lm_head"]
+    config["quantization_config"] = {"quant_method": "fbgemm_fp8", "modules_to_not_convert": names}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    p = planner(paramcount.load(str(tmp_path / "config.json")), None, "vllm", tp=row["flags"]["tp"], gpu="h100")
+    assert p.stages[0].share.bytes == pytest.approx(row["logged"]["weights_gib"] * 2**30, rel=0.02)
