@@ -80,3 +80,33 @@ def test_llama_405b_fp8_per_rank_as_logged(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(config))
     p = planner(paramcount.load(str(tmp_path / "config.json")), None, "vllm", tp=row["flags"]["tp"], gpu="h100")
     assert p.stages[0].share.bytes == pytest.approx(row["logged"]["weights_gib"] * 2**30, rel=0.02)
+
+
+def test_bnb_4bit_served_with_fp32_absmax():
+    """vLLM serves bitsandbytes 4-bit (BitsAndBytesLinearMethod) and dequantises a double-quantised
+    checkpoint's absmax to fp32 at load (bitsandbytes_loader.py _dequantize_dq): a projection holds
+    its 4-bit values, one fp32 absmax per 64 and the 16-value fp32 code; embeddings, norms and the
+    head stay bf16."""
+    m = paramcount.load("meta-llama/Llama-3.1-8B")
+    p = planner(m, "nf4", "vllm", gpu="h100")
+    h, kv, inter, v, layers = 4096, 1024, 14336, 128256, 32
+
+    def q4(n):
+        return n // 2 + n // 64 * 4 + 64
+
+    linear = q4(h * h) * 2 + q4(kv * h) * 2 + q4(inter * h) * 3
+    assert p.stages[0].share.bytes == 2 * v * h * 2 + layers * (linear + 2 * h * 2) + h * 2
+
+
+def test_bnb_8bit_still_refused():
+    with pytest.raises(paramcount.ParamcountError, match="bnb-int8 is not a format vLLM serves from a config"):
+        planner(paramcount.load("meta-llama/Llama-3.1-8B"), "bnb-int8", "vllm")
+
+
+@pytest.mark.parametrize("kind", ["nf4", "fp4"])
+def test_bnb_4bit_config_plans_4bit(tmp_path, kind):
+    """A bitsandbytes load_in_4bit checkpoint's config is planned in its 4-bit type, as vLLM loads it."""
+    q = {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": kind}
+    (tmp_path / "config.json").write_text(json.dumps({**TINY, "quantization_config": q}))
+    p = planner(paramcount.load(str(tmp_path / "config.json")), None, "vllm")
+    assert p.scheme == kind and p.stages[0].share.bytes < 180_864 // 2

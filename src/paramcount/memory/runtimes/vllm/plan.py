@@ -822,14 +822,15 @@ class VllmPlanner:
             )
         self.model = model
         self.o = options(kv_dtype=kv_dtype, **given)
-        from .quant_config import fp8_ignored
+        from .quant_config import config_scheme, fp8_ignored
 
         ignored = fp8_ignored(model)
-        self.scheme = find(scheme or ("fp8" if ignored is not None else default_scheme(model))).name
-        if self.scheme.startswith(("q", "iq", "nf4", "fp4", "bnb")) and self.scheme not in ("stored",):
+        self.scheme = find(scheme or config_scheme(model) or default_scheme(model)).name
+        # bitsandbytes 4-bit is served (vllm/model_executor/layers/quantization/bitsandbytes.py); 8-bit is not planned
+        if self.scheme.startswith(("q", "iq", "bnb")) and self.scheme not in ("stored",):
             raise ParamcountError(
                 f"{self.scheme} is not a format vLLM serves from a config; use bf16, fp16, fp8, int8, "
-                "gptq-int4, gptq-int8, awq-int4 or a checkpoint's stored weights",
+                "gptq-int4, gptq-int8, awq-int4, nf4, fp4 or a checkpoint's stored weights",
                 field="--dtype",
             )
         if keep is None and self.scheme in ("fp8", "int8"):

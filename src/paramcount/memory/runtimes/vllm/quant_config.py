@@ -36,6 +36,19 @@ def fp8_ignored(model: Any) -> list[str] | None:
     return [n for n in names if isinstance(n, str)][:100_000]
 
 
+def config_scheme(model: Any) -> str | None:
+    """The scheme vLLM loads a checkpoint's quantization_config as, where planned here: fp8 for
+    FP8 methods, nf4 or fp4 for bitsandbytes 4-bit (BitsAndBytesConfig, bnb_4bit_quant_type)."""
+    q = (getattr(model, "config", None) or {}).get("quantization_config")
+    if not isinstance(q, dict):
+        return None
+    if q.get("quant_method") in IGNORE_KEY:
+        return "fp8"
+    if q.get("quant_method") == "bitsandbytes" and q.get("load_in_4bit"):
+        return "fp4" if q.get("bnb_4bit_quant_type") == "fp4" else "nf4"
+    return None
+
+
 def kept_suffixes(names: list[str], layers: int) -> tuple[list[str], list[tuple[int, str]]]:
     """Keep items: module suffixes kept in every decoder layer and the names outside the layers;
     and the (layer, suffix) pairs kept in some layers only."""
