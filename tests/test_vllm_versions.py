@@ -29,7 +29,7 @@ SMALL = 64 * 2**20  # the issue's tolerance for small terms
 
 def plan_for(row):
     f = row["flags"]
-    # V0's defaults for vllm serve on this model: max_model_len 8192, no chunked prefill
+    # V0's defaults (max_num_seqs 256; max_num_batched_tokens = max_model_len 8,192, no chunked prefill)
     return planner(
         paramcount.load(row["model"]),
         "bf16",
@@ -37,8 +37,6 @@ def plan_for(row):
         tp=f["tp"],
         utilization=f["gpu_memory_utilization"],
         vllm_version=row["version"],
-        max_num_seqs=256,
-        max_batched_tokens=8192,
     )
 
 
@@ -190,3 +188,13 @@ def test_qwen_cuda_graphs_as_logged():
 )
 def test_qwen_starts_as_logged():
     assert qwen_plan().serving(gib(23.55), 16384)["starts"] is QWEN["logged"]["started"]
+
+
+def test_v0_batch_defaults():
+    """V0 (0.6): 256 sequences; the profile over max(max_model_len, 2,048) tokens up to 32K, where
+    chunked prefill takes over with 2,048; V1 lines keep vllm serve's GPU defaults."""
+    from paramcount.memory.runtimes.vllm.plan import options
+
+    o = options(vllm_version="0.6")
+    assert o.seqs == 256 and [o.tokens(c) for c in (1024, 8192, 32768, 32769)] == [2048, 8192, 32768, 2048]
+    assert options(vllm_version="0.8").tokens(32768) == 8192

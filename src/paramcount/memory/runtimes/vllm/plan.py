@@ -65,6 +65,12 @@ DEFAULTS_GPU = "h100"
 # VllmConfig._set_cudagraph_sizes: default_max_graph_size, 1024 on data-centre Blackwell (SM100),
 # none of which the GPU table holds
 MAX_GRAPH_SIZE = 512
+# V0 (0.6) defaults: vllm/config.py SchedulerConfig (max_num_seqs 256; max_num_batched_tokens
+# max(max_model_len, 2048), or 2048 with chunked prefill), vllm/engine/arg_utils.py EngineArgs
+# (chunked prefill on by default past a 32K max_model_len)
+V0_SEQS = 256
+V0_TOKENS = 2048
+V0_CHUNKED_FROM = 32 * 1024
 # vllm/worker/model_runner.py (V0): _BATCH_SIZES_TO_CAPTURE = [1, 2, 4] + 8 × (1 … 32), decode only
 V0_MAX_GRAPH = 256
 
@@ -208,13 +214,18 @@ class Options:
 
     @property
     def seqs(self) -> int:
-        return self.max_num_seqs or self.defaults[0]
+        return self.max_num_seqs or (V0_SEQS if self.version == "0.6" else self.defaults[0])
 
     def tokens(self, context: int) -> int:
         """max_num_batched_tokens at --max-model-len ``context``: as given, else the GPU's default
         capped at max_num_seqs × max_model_len (EngineArgs._set_default_max_num_seqs_and_batched_tokens_args;
-        chunked prefill is on for decoder models, so nothing raises it to max_model_len)."""
-        return self.max_batched_tokens or min(self.seqs * context, self.defaults[1])
+        chunked prefill is on for decoder models, so nothing raises it to max_model_len). V0 (0.6)
+        turns chunked prefill on only past 32K tokens, and without it takes max(max_model_len, 2,048)."""
+        if self.max_batched_tokens:
+            return self.max_batched_tokens
+        if self.version == "0.6":
+            return max(context, V0_TOKENS) if context <= V0_CHUNKED_FROM else V0_TOKENS
+        return min(self.seqs * context, self.defaults[1])
 
     def in_flight(self, context: int) -> int:
         """VllmConfig.max_in_flight_tokens: a full batch per concurrent step. Async scheduling and
@@ -1155,6 +1166,12 @@ class VllmPlanner:
     def _defaults_note(self, context: int) -> str:
         """Where max_num_seqs and max_num_batched_tokens come from when not given."""
         o = self.o
+        if o.version == "0.6":
+            return (
+                f"max_num_seqs {o.seqs:,} and max_num_batched_tokens {o.tokens(context):,}: vLLM 0.6's defaults "
+                "(SchedulerConfig: 256 sequences; max(max_model_len, 2,048) tokens without chunked prefill, "
+                "2,048 with it, which EngineArgs turns on past 32,768 tokens)"
+            )
         where = f"on the {o.gpu.name}" if o.gpu is not None else "on an H100 or H200 (no --gpu named)"
         capped = f", capped at max_num_seqs × {context:,} tokens" if o.tokens(context) < o.defaults[1] else ""
         return (
