@@ -198,3 +198,13 @@ def test_v0_batch_defaults():
     o = options(vllm_version="0.6")
     assert o.seqs == 256 and [o.tokens(c) for c in (1024, 8192, 32768, 32769)] == [2048, 8192, 32768, 2048]
     assert options(vllm_version="0.8").tokens(32768) == 8192
+
+
+def test_0_20_captures_full_graphs_beyond_the_claim():
+    """0.11 to 0.20: FULL_AND_PIECEWISE graphs, as the latest captures them, but after the KV cache."""
+    m = paramcount.load("meta-llama/Meta-Llama-3-8B")
+    old = planner(m, "bf16", "vllm", vllm_version="0.20")
+    new = planner(m, "bf16", "vllm")
+    assert old.graphs(8192).bytes == new.graphs(8192).bytes > 0
+    outside = next(t for t in old.plan(8192).terms if t.key == "outside")
+    assert "cuda_graphs" in _keys(outside.parts)

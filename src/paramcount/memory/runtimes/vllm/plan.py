@@ -124,7 +124,9 @@ V1_LATEST = Accounting(
 )
 # 0.11 to 0.20 book as 0.10 does; 0.21 made the CUDA-graph estimate in the claim the default ("CUDA graph
 # memory profiling is enabled (default since v0.21.0)", gpu_worker.py, VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS).
-VERSIONS = {"0.6": V0, "0.8": V1_EARLY, "0.10": V1_CHECKED, "0.20": V1_CHECKED, LATEST: V1_LATEST}
+# 0.11 made FULL_AND_PIECEWISE the default cudagraph_mode (0.8 to 0.10: PIECEWISE only).
+V1_GRAPHS_BEYOND = replace(V1_CHECKED, graphs="full_and_piecewise")
+VERSIONS = {"0.6": V0, "0.8": V1_EARLY, "0.10": V1_CHECKED, "0.20": V1_GRAPHS_BEYOND, LATEST: V1_LATEST}
 
 SRC_CLAIM = (
     "vllm/v1/worker/utils.py request_memory (requested_memory = ⌈total × gpu_memory_utilization⌉); "
