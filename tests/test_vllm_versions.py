@@ -208,3 +208,9 @@ def test_0_20_captures_full_graphs_beyond_the_claim():
     assert old.graphs(8192).bytes == new.graphs(8192).bytes > 0
     outside = next(t for t in old.plan(8192).terms if t.key == "outside")
     assert "cuda_graphs" in _keys(outside.parts)
+
+
+def test_cli_version_under_another_runtime_one_line(capsys):
+    rc = main(["memory", "gpt2", "--runtime", "llama.cpp", "--vllm-version", "0.6"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and err.endswith("--vllm-version is a vllm setting; this plan's runtime is llama.cpp")
