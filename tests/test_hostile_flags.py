@@ -158,7 +158,7 @@ ODD = ["nan", "NaN", "inf", "-inf", "1e308", "-1e308", "1e-320", "5e-324", "1e99
 ODD += ["9" * 40, "1_000", "32k", "0x10", "١", "²", "1.5", "-0", "+3", "\x1b[2J"]
 VALUE = st.sampled_from(ODD) | st.integers(-(2**70), 2**70).map(str) | st.floats().map(repr) | st.text(max_size=6)
 FLAGS = ["context", "batch", "gpu-memory-utilization", "tp", "pp", "ep", "max-num-seqs", "max-num-batched-tokens"]
-FLAGS += ["block-size", "ubatch", "parallel", "concurrency", "overhead", "kv-dtype", "images"]
+FLAGS += ["block-size", "ubatch", "parallel", "concurrency", "overhead", "kv-dtype", "images", "vllm-version"]
 FLAGS += ["tensor-split", "n-gpu-layers", "main-gpu", "n-cpu-moe"]  # llama.cpp's placement (issue 32 item 5)
 FIELDS = ["hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim"]
 FIELDS += ["intermediate_size", "max_position_embeddings", "sliding_window", "full_attention_interval", "vocab_size"]

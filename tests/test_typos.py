@@ -43,7 +43,7 @@ def test_token_counts(text, value):
 def test_usage_names_the_commands(capsys):
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
-    assert "paramcount {list,explain,check,compare,diff,serve,memory,fit,compute,completion}" in out
+    assert "paramcount {list,explain,check,compare,diff,serve,memory,fit,compute,speed,completion,hardware}" in out
 
 
 def test_arch_says_which_fields_came_from_defaults(capsys):

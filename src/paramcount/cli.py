@@ -606,7 +606,7 @@ LLAMA_FLAGS += ("cpu_features", "gpu_layers", "overrides", "tensor_split", "spli
 INFERENCE_FLAGS = ("kv_dtype", "keep", "kv_cache", "encoder_length", "mla", "runtime", "pure", "images", "image_size")
 INFERENCE_FLAGS += ("audio", "attn")
 VLLM_FLAGS = ("tp", "pp", "ep", "gpu_memory_utilization", "block_size", "max_num_seqs", "max_num_batched_tokens")
-VLLM_FLAGS += ("enforce_eager", "kv_cache_space")
+VLLM_FLAGS += ("enforce_eager", "kv_cache_space", "vllm_version")
 MLX_FLAGS = ("group_size", "prompt", "kv_bits", "kv_group_size", "quantized_kv_start", "max_kv_size")
 MLX_FLAGS += ("prefill_step_size",)
 INFERENCE_FLAGS += LLAMA_FLAGS + VLLM_FLAGS + MLX_FLAGS
@@ -808,6 +808,12 @@ def runtime_args(p: Parser) -> None:
         metavar="GiB",
         help="with --device cpu: VLLM_CPU_KVCACHE_SPACE, the KV cache in whole GiB (default: --ram × "
         "--gpu-memory-utilization less the worker's memory)",
+    )
+    v.add_argument(
+        "--vllm-version",
+        metavar="V",
+        help="the release whose memory accounting is planned: 0.6, 0.8, 0.10, 0.20 or latest (default latest); up "
+        "to 0.10 cuBLAS and NCCL are in the claim, up to 0.20 the CUDA graphs are beyond it",
     )
     mlx_args(p)
     o = p.add_argument_group(

@@ -63,6 +63,7 @@ VLLM_OPTIONS = {
     "max_num_seqs": "--max-num-seqs",
     "max_batched_tokens": "--max-num-batched-tokens",
     "enforce_eager": "--enforce-eager",
+    "vllm_version": "--vllm-version",
     "gpu": "--gpu",  # the GPU served on: vllm serve's batch defaults follow it
     "device": "--device",  # shared with llama.cpp: --device cpu is vLLM's CPU platform
     "kv_cache_space": "--kv-cache-space",  # VLLM_CPU_KVCACHE_SPACE, with --device cpu

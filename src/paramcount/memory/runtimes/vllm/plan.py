@@ -47,6 +47,7 @@ from ....errors import ParamcountError, brief
 from ....model import Model
 from ....records import replace
 from ...core.terms import GIB, Term
+from .mxfp4 import SRC_MXFP4
 from .state import SRC_ALIGN, SRC_STATE, SRC_STATE_SHARD, VLLM_VERSION, StateSpec, attention_block, state_spec
 
 # vLLM 0.33.0's defaults: vllm/config/cache.py CacheConfig (gpu_memory_utilization = 0.92,
@@ -67,6 +68,68 @@ DEFAULTS_GPU = "h100"
 # VllmConfig._set_cudagraph_sizes: default_max_graph_size, 1024 on data-centre Blackwell (SM100),
 # none of which the GPU table holds
 MAX_GRAPH_SIZE = 512
+# V0 (0.6) defaults: vllm/config.py SchedulerConfig (max_num_seqs 256; max_num_batched_tokens
+# max(max_model_len, 2048), or 2048 with chunked prefill), vllm/engine/arg_utils.py EngineArgs
+# (chunked prefill on by default past a 32K max_model_len)
+V0_SEQS = 256
+V0_TOKENS = 2048
+V0_CHUNKED_FROM = 32 * 1024
+# vllm/worker/model_runner.py (V0): _BATCH_SIZES_TO_CAPTURE = [1, 2, 4] + 8 × (1 … 32), decode only
+V0_MAX_GRAPH = 256
+
+LATEST = "latest"
+
+
+@dataclass(frozen=True)
+class Accounting:
+    """Where a vLLM release line books the memory made outside PyTorch and the CUDA graphs."""
+
+    non_torch_in_claim: bool  # cuBLAS and NCCL measured after the baseline snapshot: in the budget
+    graphs_in_claim: bool  # graphs profiled before the KV cache is sized: in the budget
+    start_check: bool  # refuses to start unless the free memory holds the claim
+    source: str
+    graphs: str = "full_and_piecewise"  # which CUDA graphs it captures: "decode" (V0), "piecewise", or both
+
+
+# vllm/worker/worker.py Worker.determine_num_available_blocks (V0, 0.6): init_gpu_memory is read in
+# init_device before init_worker_distributed_environment, so NCCL and cuBLAS count in peak_memory
+# (total × utilization − peak_memory is the KV cache; from 0.6.5 memory_profiling logs it as
+# non_torch_memory); capture_model runs in _warm_up_model after _init_cache_engine, beyond the budget.
+V0 = Accounting(
+    True,
+    False,
+    False,
+    "vllm/worker/worker.py Worker.init_device (init_gpu_memory before the distributed init), "
+    "determine_num_available_blocks (total × utilization − peak), initialize_cache → _warm_up_model → capture_model "
+    "(after the KV cache)",
+    "decode",
+)
+# vllm/v1/worker/gpu_worker.py (0.8 to 0.10): determine_available_memory under memory_profiling, its
+# non_kv_cache_memory = weights + torch peak + non_torch_increase; compile_or_warm_up_model captures the
+# graphs after initialize_from_config has allocated the KV cache. 0.8 reads the baseline with
+# mem_get_info and never compares it with the claim; 0.10's init_device refuses a GPU whose free memory
+# is under the requested share ("Free memory on device ... is less than desired GPU memory utilization").
+V1_EARLY = Accounting(
+    True,
+    False,
+    False,
+    "vllm/v1/worker/gpu_worker.py Worker.determine_available_memory (memory_profiling: non_kv_cache_memory = "
+    "weights + torch peak + non_torch_increase), compile_or_warm_up_model (capture_model after the KV cache)",
+    "piecewise",
+)
+V1_CHECKED = replace(V1_EARLY, start_check=True)
+V1_LATEST = Accounting(
+    False,
+    True,
+    True,
+    "vllm/v1/worker/gpu_worker.py Worker.init_device (request_memory), determine_available_memory "
+    "(cudagraph_memory_estimate_applied)",
+)
+# 0.11 to 0.20 book as 0.10 does; 0.21 made the CUDA-graph estimate in the claim the default ("CUDA graph
+# memory profiling is enabled (default since v0.21.0)", gpu_worker.py, VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS).
+# 0.11 made FULL_AND_PIECEWISE the default cudagraph_mode (0.8 to 0.10: PIECEWISE only).
+V1_GRAPHS_BEYOND = replace(V1_CHECKED, graphs="full_and_piecewise")
+VERSIONS = {"0.6": V0, "0.8": V1_EARLY, "0.10": V1_CHECKED, "0.20": V1_GRAPHS_BEYOND, LATEST: V1_LATEST}
 
 SRC_CLAIM = (
     "vllm/v1/worker/utils.py request_memory (requested_memory = ⌈total × gpu_memory_utilization⌉); "
@@ -87,6 +150,13 @@ SRC_PROFILE = (
     "vllm/v1/worker/gpu/model_runner.py GPUModelRunner.profile_run (Model Runner V2, 0.33's default: "
     "_dummy_run over max_num_batched_tokens, _dummy_sampler_run over min(tokens, max_num_seqs) rows)"
 )
+SRC_PROFILE_OLD = {
+    "0.6": "vllm/worker/model_runner.py GPUModelRunnerBase.profile_run (max_num_batched_tokens over max_num_seqs "
+    "dummy sequences, sampled)",
+    "0.8": "vllm/v1/worker/gpu_model_runner.py GPUModelRunner.profile_run (_dummy_run over max_num_tokens, "
+    "_dummy_sampler_run)",
+}
+SRC_PROFILE_OLD["0.10"] = SRC_PROFILE_OLD["0.20"] = SRC_PROFILE_OLD["0.8"]
 SRC_NON_TORCH = (
     "vllm/v1/worker/gpu_worker.py Worker.init_device (init_worker_distributed_environment and the cuBLAS handles "
     "come before the memory snapshot, so NCCL and cuBLAS memory is not taken from the claim)"
@@ -95,6 +165,10 @@ SRC_GRAPHS = (
     "vllm/config/vllm.py VllmConfig._set_cudagraph_sizes (capture sizes); vllm/v1/worker/gpu/cudagraph_utils.py "
     "ModelCudaGraphManager._init_candidates (FULL decode graphs up to max_num_seqs tokens), "
     "profile_cudagraph_memory; gpu_worker.py Worker.determine_available_memory (cudagraph_memory_estimate_applied)"
+)
+SRC_UNCHECKED = (
+    "vllm/worker/worker.py Worker.init_device (V0) and vllm/v1/worker/gpu_worker.py Worker.init_device (0.8): the "
+    "free memory is read, never compared with the claim; what is captured after the KV cache must still fit beside it"
 )
 SRC_CONTEXT = (
     "vllm/v1/worker/utils.py request_memory, run from Worker.init_device: the free memory at the snapshot "
@@ -134,6 +208,12 @@ class Options:
     device: str = "gpu"  # --device cpu: vLLM's CPU platform (paramcount.memory.runtimes.vllm.cpu)
     kv_cache_space: int | None = None  # --kv-cache-space: VLLM_CPU_KVCACHE_SPACE, whole GiB
     ram: int | None = None  # --ram: the CPU's memory, which --gpu-memory-utilization claims a share of
+    version: str = LATEST  # --vllm-version: the release line whose memory accounting is planned
+
+    @property
+    def accounting(self) -> Accounting:
+        """What the named release takes out of its claim, and whether it checks the GPU at start."""
+        return VERSIONS[self.version]
 
     @property
     def defaults(self) -> tuple[int, int]:
@@ -147,14 +227,21 @@ class Options:
     @property
     def seqs(self) -> int:
         """max_num_seqs: as given, else the default at most max_num_batched_tokens
-        (EngineArgs._set_default_max_num_seqs_and_batched_tokens_args)."""
-        return self.max_num_seqs or min(self.defaults[0], self.max_batched_tokens or self.defaults[1])
+        (EngineArgs._set_default_max_num_seqs_and_batched_tokens_args); V0 (0.6) defaulted to 256."""
+        if self.max_num_seqs:
+            return self.max_num_seqs
+        return V0_SEQS if self.version == "0.6" else min(self.defaults[0], self.max_batched_tokens or self.defaults[1])
 
     def tokens(self, context: int) -> int:
         """max_num_batched_tokens at --max-model-len ``context``: as given, else the GPU's default
         capped at max_num_seqs × max_model_len (EngineArgs._set_default_max_num_seqs_and_batched_tokens_args;
-        chunked prefill is on for decoder models, so nothing raises it to max_model_len)."""
-        return self.max_batched_tokens or min(self.seqs * context, self.defaults[1])
+        chunked prefill is on for decoder models, so nothing raises it to max_model_len). V0 (0.6)
+        turns chunked prefill on only past 32K tokens, and without it takes max(max_model_len, 2,048)."""
+        if self.max_batched_tokens:
+            return self.max_batched_tokens
+        if self.version == "0.6":
+            return max(context, V0_TOKENS) if context <= V0_CHUNKED_FROM else V0_TOKENS
+        return min(self.seqs * context, self.defaults[1])
 
     def in_flight(self, context: int) -> int:
         """VllmConfig.max_in_flight_tokens: a full batch per concurrent step. Async scheduling and
@@ -212,6 +299,8 @@ def options(**given: Any) -> Options:
             "(on a GPU, vLLM's KV cache is what --gpu-memory-utilization leaves)",
             field="--kv-cache-space",
         )
+    if given.get("vllm_version") is not None:
+        o = replace(o, version=_version(given["vllm_version"]))
     if given.get("kv_dtype") is not None:
         key = str(given["kv_dtype"]).lower()
         if key not in KV_BYTES:
@@ -239,6 +328,19 @@ def _check_batch(o: Options) -> None:
             "--max-num-batched-tokens or lower --max-num-seqs",
             field=flag,
         )
+
+
+def _version(value: Any) -> str:
+    """The release line named by --vllm-version: one whose accounting is planned here."""
+    key = str(value).strip().lower()[:20]
+    key = key.removesuffix(".x")
+    if key not in VERSIONS:
+        raise ParamcountError(
+            f"vLLM version {brief(value)} is not planned; give one of {', '.join(VERSIONS)} "
+            "(0.6: V0; 0.8 to 0.20: V1 before the CUDA-graph estimate; latest: vLLM " + VLLM_VERSION + ")",
+            field="--vllm-version",
+        )
+    return key
 
 
 def _utilization(value: Any) -> Fraction:
@@ -628,7 +730,8 @@ def profile_peak(widths: Any, o: Options, dtype_bytes: int, context: int) -> Ter
         f"the profiling pass over max_num_batched_tokens {tokens:,} (one layer's tensors at a time) and the "
         f"sampler's over {rows:,} rows (max_num_seqs) of fp32 logits (logits, probabilities, log-probabilities)"
     )
-    return Term("activations", "activations (profiled peak)", layer + logits, formula, said, True, SRC_PROFILE)
+    source = SRC_PROFILE_OLD.get(o.version, SRC_PROFILE)
+    return Term("activations", "activations (profiled peak)", layer + logits, formula, said, True, source)
 
 
 SAMPLER_COPIES = 3
@@ -644,15 +747,18 @@ def cuda_context() -> Term:
 
 
 def non_torch(o: Options) -> Term:
-    """cuBLAS and NCCL memory: made before vLLM's snapshot, so beside its claim, not in it."""
+    """cuBLAS and NCCL memory: made before the latest vLLM's snapshot, so beside its claim; up to
+    0.10 made after the baseline snapshot and measured as non_torch_memory, so in the claim."""
     peers = o.tp - 1 + (o.pp > 1)
     n = NON_TORCH + peers * NON_TORCH_PER_PEER
     formula = f"0.25 GiB + {peers} × 0.125 GiB = {n:,} B"
-    said = (
-        "cuBLAS handles and workspaces, and NCCL and custom all-reduce buffers per peer rank: vLLM makes them "
-        "before its memory snapshot, so they must fit beside the claim"
+    said = "cuBLAS handles and workspaces, and NCCL and custom all-reduce buffers per peer rank: " + (
+        f"vLLM {o.version} makes them after its baseline snapshot and takes them out of the claim (non_torch_memory)"
+        if o.accounting.non_torch_in_claim
+        else "vLLM makes them before its memory snapshot, so they must fit beside the claim"
     )
-    return Term("non_torch", "cuBLAS and NCCL", n, formula, said, True, SRC_NON_TORCH)
+    source = o.accounting.source if o.accounting.non_torch_in_claim else SRC_NON_TORCH
+    return Term("non_torch", "cuBLAS and NCCL", n, formula, said, True, source)
 
 
 def capture_sizes(o: Options, context: int) -> list[int]:
@@ -663,6 +769,10 @@ def capture_sizes(o: Options, context: int) -> list[int]:
     if o.enforce_eager:
         return []
     seqs, tokens = o.seqs, o.tokens(context)
+    if o.accounting.graphs == "decode":  # V0 model_runner.py _BATCH_SIZES_TO_CAPTURE, up to max_num_seqs
+        return [s for s in (1, 2, 4, *range(8, V0_MAX_GRAPH + 1, 8)) if s <= max(seqs, 1)]
+    if o.accounting.graphs == "piecewise":  # 0.8's list, every 8 to 512, within the token budget
+        return [s for s in (1, 2, 4, *range(8, MAX_GRAPH_SIZE + 1, 8)) if s <= tokens]
     ceiling = min(2 * seqs, MAX_GRAPH_SIZE)
     top = min(tokens, ceiling)
     sizes = [s for s in (1, 2, 4) if s <= top] + list(range(8, min(top + 1, 256), 8)) + list(range(256, top + 1, 16))
@@ -680,7 +790,7 @@ def cuda_graphs(widths: Any, o: Options, dtype_bytes: int, context: int) -> Term
     sizes = capture_sizes(o, context)
     if not sizes:
         return Term("cuda_graphs", "CUDA graphs", 0, "--enforce-eager: none", "no CUDA graphs", False, SRC_GRAPHS)
-    full = [s for s in sizes if s <= o.seqs]
+    full = [s for s in sizes if s <= o.seqs] if o.accounting.graphs == "full_and_piecewise" else []
     per_token = layer_width(widths, o.tp) * dtype_bytes
     n = (sum(sizes) + sum(full)) * per_token
     formula = (
@@ -688,11 +798,25 @@ def cuda_graphs(widths: Any, o: Options, dtype_bytes: int, context: int) -> Term
         f"{per_token:,} B = {n:,} B"
     )
     said = (
-        f"{len(sizes)} piecewise graphs (sizes 1 … {sizes[-1]}) and {len(full)} full decode graphs, each keeping "
-        "about one layer's tensors at its size; vLLM measures it before sizing the KV cache and logs "
-        "'Estimated CUDA graph memory'"
+        _graph_kinds(o, sizes, full)
+        + ", each keeping about one layer's tensors at its size; "
+        + (
+            "vLLM measures it before sizing the KV cache and logs 'Estimated CUDA graph memory'"
+            if o.accounting.graphs_in_claim
+            else f"vLLM {o.version} captures them after the KV cache is allocated, beyond its claim"
+        )
     )
-    return Term("cuda_graphs", "CUDA graphs", n, formula, said, True, SRC_GRAPHS)
+    source = SRC_GRAPHS if o.accounting.graphs_in_claim else o.accounting.source
+    return Term("cuda_graphs", "CUDA graphs", n, formula, said, True, source)
+
+
+def _graph_kinds(o: Options, sizes: list[int], full: list[int]) -> str:
+    """The graphs the named release captures, in words."""
+    if o.accounting.graphs == "decode":
+        return f"{len(sizes)} full decode graphs (batch sizes 1 … {sizes[-1]}, V0's _BATCH_SIZES_TO_CAPTURE)"
+    if o.accounting.graphs == "piecewise":
+        return f"{len(sizes)} piecewise graphs (sizes 1 … {sizes[-1]}; vLLM {o.version} captures no full graphs)"
+    return f"{len(sizes)} piecewise graphs (sizes 1 … {sizes[-1]}) and {len(full)} full decode graphs"
 
 
 # ---- the planner -----------------------------------------------------------------------------------
@@ -736,16 +860,30 @@ class VllmPlanner:
             )
         self.model = model
         self.o = options(kv_dtype=kv_dtype, **given)
-        self.scheme = find(scheme or default_scheme(model)).name
-        if self.scheme.startswith(("q", "iq", "nf4", "fp4", "bnb")) and self.scheme not in ("stored",):
+        from .quant_config import config_scheme, fp8_ignored
+
+        ignored = fp8_ignored(model)
+        self.scheme = find(scheme or config_scheme(model) or default_scheme(model)).name
+        # bitsandbytes 4-bit is served (vllm/model_executor/layers/quantization/bitsandbytes.py); 8-bit is not planned
+        if self.scheme.startswith(("q", "iq", "bnb")) and self.scheme not in ("stored",):
             raise ParamcountError(
                 f"{self.scheme} is not a format vLLM serves from a config; use bf16, fp16, fp8, int8, "
-                "gptq-int4, gptq-int8, awq-int4 or a checkpoint's stored weights",
+                "gptq-int4, gptq-int8, awq-int4, nf4, fp4 or a checkpoint's stored weights",
                 field="--dtype",
             )
         if keep is None and self.scheme in ("fp8", "int8"):
             keep = "embeddings,output_head,norms,router"  # vLLM's fp8/int8 methods quantise linear layers only
+        some: list[tuple[int, str]] = []
+        listed: list[str] = []
+        if ignored and self.scheme == "fp8" and keep == "embeddings,output_head,norms,router":
+            from .quant_config import kept_suffixes, matching
+
+            every, some = kept_suffixes(ignored, int((model.config or {}).get("num_hidden_layers") or 0))
+            listed = matching(every, weights(model, self.scheme, keep=keep, pure=pure).rows)
+            keep = ",".join([keep, *listed])
         self.weights = weights(model, self.scheme, keep=keep, pure=pure)
+        self.rows, self.mxfp4_note = self._held_rows()
+        self.ignored_note = self._kept_layers(some, listed) if some or ignored else None
         self.dtype = compute_dtype(self.scheme, model)
         self.act_bytes = activation_bytes(self.dtype)
         self.kv_bytes = KV_BYTES[self.o.kv_dtype] or self.act_bytes
@@ -774,10 +912,33 @@ class VllmPlanner:
 
             check_model(self)
 
+    def _kept_layers(self, some: list[tuple[int, str]], listed: list[str]) -> str:
+        """Rows for the layers the checkpoint's quantization_config keeps 16-bit in some layers only."""
+        from ...core.plan import activation_bytes
+        from ...weights.dtype import compute_dtype
+        from .quant_config import kept_rows
+
+        extra = kept_rows(self.rows, some, activation_bytes(compute_dtype(self.scheme, self.model)))
+        self.rows = [*self.rows, *extra]
+        kept = [*listed[:6], *(["…"] if len(listed) > 6 else []), *([f"{len(extra)} layers' own"] if extra else [])]
+        return (
+            f"the checkpoint's quantization_config keeps {', '.join(kept) or 'nothing this plan holds'} in 16-bit "
+            "(vLLM skips them: is_layer_skipped)"
+        )
+
+    def _held_rows(self) -> tuple[list[Any], str | None]:
+        """The weights' rows as vLLM holds them on the GPU named (MXFP4 experts padded by its backend)."""
+        from .mxfp4 import held_rows
+
+        card = self.o.gpu
+        capability = card.capability if card is not None else None
+        experts_tp = self.o.tp if self.o.ep == 1 else 1
+        return held_rows(self.weights.rows, capability, self.o.version, experts_tp)
+
     def _stages(self, tied: bool) -> list[Stage]:
         o = self.o
         heads_tp = self.heads.kv_per_rank(o.tp)
-        split = shares(self.weights.rows, self.heads, self.layers, o, tied, self.state)
+        split = shares(self.rows, self.heads, self.layers, o, tied, self.state)
         if o.pp == 1:
             return [Stage(split[0], pages(self.layout, heads_tp, o.block_size, self.kv_bytes, state=self.state))]
         ranges = pp_layers(self.layers, o.pp)
@@ -788,7 +949,25 @@ class VllmPlanner:
 
     # one stage's memory in the claim before the KV cache: weights + profiled peak + CUDA graphs
     def _fixed(self, stage: Stage, context: int) -> int:
-        return stage.share.bytes + self.peak(context).bytes + self.graphs(context).bytes
+        return stage.share.bytes + sum(t.bytes for t in self._claimed(context))
+
+    def _claimed(self, context: int) -> tuple[Term, ...]:
+        """The terms besides weights and KV that the named release takes out of its claim."""
+        a = self.o.accounting
+        return (
+            self.peak(context),
+            *((non_torch(self.o),) if a.non_torch_in_claim else ()),
+            *((self.graphs(context),) if a.graphs_in_claim else ()),
+        )
+
+    def _beside_terms(self, context: int) -> tuple[Term, ...]:
+        """What must fit beside the claim: the CUDA context, and what the release books outside it."""
+        a = self.o.accounting
+        return (
+            cuda_context(),
+            *(() if a.non_torch_in_claim else (non_torch(self.o),)),
+            *(() if a.graphs_in_claim else (self.graphs(context),)),
+        )
 
     def peak(self, context: int) -> Term:
         return profile_peak(self.widths, self.o, self.act_bytes, context)
@@ -796,10 +975,10 @@ class VllmPlanner:
     def graphs(self, context: int) -> Term:
         return cuda_graphs(self.widths, self.o, self.act_bytes, context)
 
-    @property
-    def beside(self) -> int:
-        """What must be free beside the claim: the CUDA context, cuBLAS and NCCL (estimates)."""
-        return CUDA_CONTEXT + non_torch(self.o).bytes
+    def beside(self, context: int) -> int:
+        """What must be free beside the claim: the CUDA context, and cuBLAS, NCCL and the CUDA
+        graphs where the named release books them outside it (estimates)."""
+        return sum(t.bytes for t in self._beside_terms(context))
 
     def _need(self, stage: Stage, context: int, batch: int) -> int:
         blocks = stage.pages.needed(batch, context, self.o.in_flight(context))
@@ -818,9 +997,9 @@ class VllmPlanner:
         stage = self.busiest(context, batch)
         blocks = stage.pages.needed(batch, context, self.o.in_flight(context))
         kv = self._kv_term(stage, blocks, context, batch)
-        base = (self._weights_term(stage), self.peak(context), self.graphs(context), kv)
+        base = (self._weights_term(stage), *self._claimed(context), kv)
         claimed = sum(t.bytes for t in base)
-        terms = (*base, self._outside(claimed))
+        terms = (*base, self._outside(claimed, context))
         notes = (*warned, *self._notes(stage, context))
         return Plan(self.model, "inference", terms, self._settings(context, why, batch, blocks), notes, planner=self)
 
@@ -839,12 +1018,12 @@ class VllmPlanner:
         if self.o.device == "cpu":
             return self.plan(context, batch).total
         stage = self.busiest(context, batch)
-        return self._gpu(self._need(stage, context, batch))
+        return self._gpu(self._need(stage, context, batch), context)
 
-    def _gpu(self, claimed: int) -> int:
+    def _gpu(self, claimed: int, context: int) -> int:
         """The least GPU memory vLLM starts on holding ``claimed`` bytes in its claim: ⌈M × u⌉ ≥
         claimed, and M − ⌈M × u⌉ ≥ what must be free beside it (request_memory)."""
-        return max(_claim(claimed, self.o.utilization), _beside(self.beside, self.o.utilization))
+        return max(_claim(claimed, self.o.utilization), _beside(self.beside(context), self.o.utilization))
 
     def serving(self, memory: int, context: int) -> dict[str, Any]:
         """What vLLM logs on a GPU of ``memory`` bytes at --max-model-len ``context``: KV blocks and
@@ -873,7 +1052,8 @@ class VllmPlanner:
             "max_sequences": blocks // per_seq,
             # request_memory: the free memory at the snapshot holds the claim; get_kv_cache_configs:
             # the blocks less the null block hold one sequence of max_model_len
-            "starts": outside >= self.beside and blocks >= per_seq + 1,
+            "starts": (outside >= self.beside(context) or not self.o.accounting.start_check) and blocks >= per_seq + 1,
+            **({"vllm_version": self.o.version} if self.o.version != LATEST else {}),
             "outside_claim_bytes": outside,
             "cuda_context_bytes": CUDA_CONTEXT,
             "non_torch_bytes": non_torch(self.o).bytes,
@@ -898,6 +1078,10 @@ class VllmPlanner:
             said += f"; counted whole on every rank, their split not known here: {', '.join(unknown[:6])}"
         if self.scheme == "fp8":
             said += "; fp8 per-tensor scales (4 B per linear layer) not counted"
+        if self.mxfp4_note:
+            said += f"; {self.mxfp4_note}"
+        if self.ignored_note:
+            said += f"; {self.ignored_note}"
         label = f"weights ({self.scheme}, {split})"
         return Term(
             "weights",
@@ -906,7 +1090,9 @@ class VllmPlanner:
             f"Σ tensors × their share on one GPU = {stage.share.bytes:,} B",
             said,
             bool(unknown),
-            SRC_SHARD + (f"; {SRC_STATE_SHARD}" if self.state is not None else ""),
+            SRC_SHARD
+            + (f"; {SRC_STATE_SHARD}" if self.state is not None else "")
+            + (f"; {SRC_MXFP4}" if self.mxfp4_note else ""),
         )
 
     def _kv_term(self, stage: Stage, blocks: int, context: int, batch: int) -> Term:
@@ -948,31 +1134,35 @@ class VllmPlanner:
         )
         return f"{p.state_layers} state layers of {spec.describe()}{padded}; {held}"
 
-    def _outside(self, claimed: int) -> Term:
+    def _outside(self, claimed: int, context: int) -> Term:
         """The GPU beyond the claimed bytes: the CUDA context, cuBLAS and NCCL, which must be free
         beside the claim when vLLM starts, and what is left (beside the claim, or in it as more
         KV blocks where the memory beside it sets the GPU's size)."""
         u = self.o.utilization
-        total = self._gpu(claimed)
-        parts = (cuda_context(), non_torch(self.o))
-        free = total - claimed - sum(t.bytes for t in parts)
+        total = self._gpu(claimed, context)
+        parts = self._beside_terms(context)
+        beside = sum(t.bytes for t in parts)
+        names = "the " + ", ".join(t.label for t in parts)
+        free = total - claimed - beside
         if free:
             parts += (Term("free", "left free", free, f"{free:,} B", "unused, or more KV blocks", False, SRC_CLAIM),)
         by_claim = total == _claim(claimed, u)
         if by_claim:
             formula = f"(the least M with ⌈M × {_num(u)}⌉ ≥ {claimed:,}) − {claimed:,} = {total - claimed:,} B"
-            said = (
-                f"vLLM claims ⌈{_num(u)} × the GPU⌉ (--gpu-memory-utilization); the rest must be free when it starts "
-                "and holds the CUDA context, cuBLAS and NCCL"
+            said = f"vLLM claims ⌈{_num(u)} × the GPU⌉ (--gpu-memory-utilization); the rest " + (
+                f"must be free when it starts and holds {names}"
+                if self.o.accounting.start_check
+                else f"holds {names} (vLLM {self.o.version} does not check it at start: what does not fit fails later)"
             )
         else:
-            formula = f"⌈{self.beside:,} / {_num(1 - u)}⌉ − {claimed:,} = {total - claimed:,} B"
+            formula = f"⌈{beside:,} / {_num(1 - u)}⌉ − {claimed:,} = {total - claimed:,} B"
             said = (
-                f"the CUDA context, cuBLAS and NCCL outgrow the {_num(1 - u)} share a GPU holding the claim leaves: "
-                f"the GPU must be {self.beside:,} / {_num(1 - u)} B at least, and its larger claim holds more KV blocks"
+                f"{names} outgrow the {_num(1 - u)} share a GPU holding the claim leaves: "
+                f"the GPU must be {beside:,} / {_num(1 - u)} B at least, and its larger claim holds more KV blocks"
             )
         label = f"outside the claim ({_num(1 - u)})"
-        return Term("outside", label, total - claimed, formula, said, not by_claim, SRC_CONTEXT, parts)
+        source = SRC_CONTEXT if self.o.accounting.start_check else SRC_UNCHECKED
+        return Term("outside", label, total - claimed, formula, said, not by_claim, source, parts)
 
     def _settings(self, context: int, why: str, batch: int, blocks: int) -> dict[str, Any]:
         o = self.o
@@ -997,6 +1187,7 @@ class VllmPlanner:
             "max_num_batched_tokens": o.tokens(context),
             "defaults_for": o.gpu.key if o.gpu is not None else None,
             "kv_blocks": blocks,
+            **({"vllm_version": o.version} if o.version != LATEST else {}),
         }
 
     def _notes(self, stage: Stage, context: int) -> tuple[str, ...]:
@@ -1028,6 +1219,12 @@ class VllmPlanner:
     def _defaults_note(self, context: int) -> str:
         """Where max_num_seqs and max_num_batched_tokens come from when not given."""
         o = self.o
+        if o.version == "0.6":
+            return (
+                f"max_num_seqs {o.seqs:,} and max_num_batched_tokens {o.tokens(context):,}: vLLM 0.6's defaults "
+                "(SchedulerConfig: 256 sequences; max(max_model_len, 2,048) tokens without chunked prefill, "
+                "2,048 with it, which EngineArgs turns on past 32,768 tokens)"
+            )
         where = f"on the {o.gpu.name}" if o.gpu is not None else "on an H100 or H200 (no --gpu named)"
         capped = f", capped at max_num_seqs × {context:,} tokens" if o.tokens(context) < o.defaults[1] else ""
         return (

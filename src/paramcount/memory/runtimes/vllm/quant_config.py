@@ -1,0 +1,99 @@
+"""A checkpoint's ``quantization_config`` as vLLM follows it: the linear layers it names stay in
+the model's 16-bit dtype.
+
+vLLM's FP8 methods quantise linear layers only and skip those the config lists:
+``FBGEMMFp8Config`` (quant_method ``fbgemm_fp8``, Meta's Llama 3.1 FP8 checkpoints) reads
+``modules_to_not_convert``, ``Fp8Config`` reads ``ignored_layers`` (else ``modules_to_not_convert``);
+``get_quant_method`` returns ``UnquantizedLinearMethod`` where ``is_layer_skipped`` finds the layer's prefix
+in that list (vllm/model_executor/layers/quantization/fbgemm_fp8.py, fp8.py, utils/quant_utils.py).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from typing import Any
+
+from ...weights.base import Row
+from ...weights.layouts import Part
+
+SRC_IGNORED = (
+    "vllm/model_executor/layers/quantization/fbgemm_fp8.py FBGEMMFp8Config (modules_to_not_convert), fp8.py "
+    "Fp8Config (ignored_layers), utils/quant_utils.py is_layer_skipped"
+)
+IGNORE_KEY = {"fbgemm_fp8": "modules_to_not_convert", "fp8": "ignored_layers"}
+_LAYER_NAME = re.compile(r"^(?P<stack>.*\.layers)\.(?P<i>\d+)\.(?P<suffix>.+)$")
+_RANGE = re.compile(r"^(?P<stack>.*\.layers)\.(?P<a>\d+)(?:–(?P<b>\d+))?\.(?P<suffix>.+)\.weight$")
+
+
+def fp8_ignored(model: Any) -> list[str] | None:
+    """The linear layers an FP8 checkpoint's quantization_config keeps unquantised (None: no such config)."""
+    q = (getattr(model, "config", None) or {}).get("quantization_config")
+    if not isinstance(q, dict) or q.get("quant_method") not in IGNORE_KEY:
+        return None
+    # Fp8Config.from_config falls back to modules_to_not_convert where ignored_layers is absent
+    names = q.get(IGNORE_KEY[q["quant_method"]]) or q.get("modules_to_not_convert") or []
+    return [n for n in names if isinstance(n, str)][:100_000]
+
+
+def config_scheme(model: Any) -> str | None:
+    """The scheme vLLM loads a checkpoint's quantization_config as, where planned here: fp8 for
+    FP8 methods, nf4 or fp4 for bitsandbytes 4-bit (BitsAndBytesConfig, bnb_4bit_quant_type)."""
+    q = (getattr(model, "config", None) or {}).get("quantization_config")
+    if not isinstance(q, dict):
+        return None
+    if q.get("quant_method") in IGNORE_KEY:
+        return "fp8"
+    if q.get("quant_method") == "bitsandbytes" and q.get("load_in_4bit"):
+        return "fp4" if q.get("bnb_4bit_quant_type") == "fp4" else "nf4"
+    return None
+
+
+def kept_suffixes(names: list[str], layers: int) -> tuple[list[str], list[tuple[int, str]]]:
+    """Keep items: module suffixes kept in every decoder layer and the names outside the layers;
+    and the (layer, suffix) pairs kept in some layers only."""
+    by_suffix: dict[str, set[int]] = {}
+    outside = []
+    for n in names:
+        m = _LAYER_NAME.match(n)
+        if m:
+            by_suffix.setdefault(m.group("suffix"), set()).add(int(m.group("i")))
+        else:
+            outside.append(n)
+    every = [*dict.fromkeys(outside), *(s for s, ls in by_suffix.items() if len(ls) >= layers)]
+    some = sorted((i, s) for s, ls in by_suffix.items() if len(ls) < layers for i in ls)
+    return every, some
+
+
+def kept_rows(rows: list[Any], some: list[tuple[int, str]], act_bytes: int) -> list[Any]:
+    """A row per linear layer kept 16-bit in some layers only: the bytes it holds beyond its fp8 copy,
+    counted in that layer (so pipeline stages and TP shares find it)."""
+    out = []
+    for layer, suffix in some:
+        row = next((r for r in rows if _holds(r, layer, suffix)), None)
+        if row is None:
+            continue
+        elements = sum(p.elements for p in row.parts if p.dtype.startswith("fp8"))
+        m = _RANGE.match(row.name)
+        assert m is not None
+        extra = elements * (act_bytes - 1)
+        part = Part("kept 16-bit by the checkpoint's quantization_config, beyond its fp8 copy", "bf16", 0, extra)
+        name = f"{m.group('stack')}.{layer}.{suffix}.weight"
+        out.append(Row(name, 1, row.shape, "16-bit (quantization_config)", "bookkeeping", (part,), row.kind))
+    return out
+
+
+def matching(items: list[str], rows: list[Any]) -> list[str]:
+    """The items that name a tensor of ``rows`` (as --keep matches them: the name, or a module of it)."""
+    names = [r.name for r in rows]
+    pats = [(i, (i, f"{i}.*", f"*.{i}", f"*.{i}.*")) for i in items]
+    return [i for i, ps in pats if any(fnmatch.fnmatchcase(n, p) for n in names for p in ps)]
+
+
+def _holds(r: Any, layer: int, suffix: str) -> bool:
+    """Whether ``r`` is the fp8 row of ``suffix`` covering ``layer``."""
+    m = _RANGE.match(r.name)
+    if m is None or m.group("suffix") != suffix or r.role != "quantised":
+        return False
+    a = int(m.group("a"))
+    return a <= layer <= int(m.group("b") or a)

@@ -1,0 +1,237 @@
+"""--vllm-version: where each vLLM release line books cuBLAS/NCCL and the CUDA graphs, held to
+vLLM's own memory-profiling logs (tests/fixtures/vllm_logs_versions.json, each row citing its thread).
+
+Up to 0.10 the memory made outside PyTorch after the baseline snapshot is in the claim
+(V0 Worker.determine_num_available_blocks; V1 Worker.determine_available_memory under
+memory_profiling) and the CUDA graphs are captured after the KV cache, beyond the claim; the
+latest release takes its graph estimate out of the claim and keeps cuBLAS/NCCL beside it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import paramcount
+from paramcount import ParamcountError
+from paramcount.cli import main
+from paramcount.memory.core.gpus import GIB
+from paramcount.memory.runtimes import planner
+
+ALL = json.loads((Path(__file__).parent / "fixtures" / "vllm_logs_versions.json").read_text())["logs"]
+LOGS = [r for r in ALL if r["source"].endswith("/pull/10511")]  # vLLM 0.6.5-dev, Meta-Llama-3-8B, TP 1 and 2
+QWEN = next(r for r in ALL if r["source"].endswith("LMCache/issues/3430"))  # 0.21+, Qwen3-8B, 24 GB GPU
+V1_LIST = next(r for r in ALL if r["source"].endswith("/issues/12529"))
+SMALL = 64 * 2**20  # the issue's tolerance for small terms
+
+
+def plan_for(row):
+    f = row["flags"]
+    # V0's defaults (max_num_seqs 256; max_num_batched_tokens = max_model_len 8,192, no chunked prefill)
+    return planner(
+        paramcount.load(row["model"]),
+        "bf16",
+        "vllm",
+        tp=f["tp"],
+        utilization=f["gpu_memory_utilization"],
+        vllm_version=row["version"],
+    )
+
+
+def gib(x: float) -> int:
+    return int(x * GIB)
+
+
+@pytest.mark.parametrize("row", LOGS, ids=lambda r: f"{r['model']}-tp{r['flags']['tp']}")
+def test_weights_as_logged(row):
+    p = plan_for(row)
+    assert p.stages[0].share.bytes == pytest.approx(gib(row["logged"]["weights_gib"]), rel=0.02)
+
+
+def test_activation_peak_tp1_as_logged():
+    row = LOGS[0]
+    assert abs(plan_for(row).peak(8192).bytes - gib(row["logged"]["activation_peak_gib"])) <= SMALL
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="TP 2: vLLM 0.6.5-dev logs the same 1.26 GiB peak as TP 1; the plan splits the projections' "
+    "outputs over TP (0.95 GiB); what keeps vLLM's peak unsplit is not explained here",
+)
+def test_activation_peak_tp2_as_logged():
+    row = LOGS[1]
+    assert abs(plan_for(row).peak(8192).bytes - gib(row["logged"]["activation_peak_gib"])) <= SMALL
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="non_torch_memory logged 1.79 GiB (TP 1) / 3.58 GiB (TP 2) by the 0.6.5 development build; the plan's "
+    "cuBLAS + NCCL estimate is 0.25 / 0.375 GiB. Later builds log 0.16-0.20 GiB (vllm#12126, #14447) after "
+    "the baseline was moved (vllm#12059): what the dev build's figure held is not explained here",
+)
+@pytest.mark.parametrize("row", LOGS, ids=lambda r: f"tp{r['flags']['tp']}")
+def test_non_torch_as_logged(row):
+    p = plan_for(row)
+    term = next(t for t in p.plan(8192).terms if t.key == "non_torch")
+    assert abs(term.bytes - gib(row["logged"]["non_torch_gib"])) <= SMALL
+
+
+@pytest.mark.xfail(strict=True, reason="the non-torch miss above (1.54 GiB) carries into the KV cache (+2.9%)")
+def test_kv_cache_tp1_as_logged():
+    row = LOGS[0]
+    p = plan_for(row)
+    kv = p.serving(gib(row["logged"]["total_gpu_memory_gib"]), 8192)["kv_cache_bytes"]
+    assert kv == pytest.approx(gib(row["logged"]["kv_cache_gib"]), rel=0.02)
+
+
+def test_claim_as_logged():
+    """request_memory / V0's total × utilization: 79.22 GiB × 0.90 = 71.29 GiB, as logged."""
+    row = LOGS[0]
+    p = plan_for(row)
+    s = p.serving(gib(row["logged"]["total_gpu_memory_gib"]), 8192)
+    fixed = s["kv_cache_bytes"] + p.stages[0].share.bytes + p.peak(8192).bytes + s["non_torch_bytes"]
+    assert fixed / GIB == pytest.approx(row["logged"]["instance_can_use_gib"], abs=0.01)
+
+
+def _keys(terms):
+    return [t.key for t in terms]
+
+
+def test_up_to_0_10_non_torch_in_claim_and_graphs_beyond():
+    m = paramcount.load("meta-llama/Meta-Llama-3-8B")
+    for version in ("0.6", "0.8", "0.10"):
+        p = planner(m, "bf16", "vllm", vllm_version=version).plan(8192)
+        outside = next(t for t in p.terms if t.key == "outside")
+        assert "non_torch" in _keys(p.terms) and "cuda_graphs" not in _keys(p.terms)
+        assert "cuda_graphs" in _keys(outside.parts) and "non_torch" not in _keys(outside.parts)
+    latest = planner(m, "bf16", "vllm").plan(8192)
+    outside = next(t for t in latest.terms if t.key == "outside")
+    assert "cuda_graphs" in _keys(latest.terms) and "non_torch" in _keys(outside.parts)
+    assert "vllm_version" not in latest.settings and p.settings["vllm_version"] == "0.10"
+
+
+def test_no_start_check_before_0_10():
+    """A 0.9764 run on a 24 GiB GPU (issue 35's case; its log not transcribed here): 0.6 and 0.8
+    never compare the free memory with the claim, so the CUDA context beyond the 0.57 GiB margin
+    does not stop them; 0.10 and the latest refuse (the free memory must hold the claim)."""
+    m = paramcount.load("meta-llama/Meta-Llama-3-8B")
+    starts = {
+        v: planner(m, "bf16", "vllm", vllm_version=v, utilization="0.9764").serving(24 * GIB, 8192)["starts"]
+        for v in ("0.6", "0.8", "0.10", "latest")
+    }
+    assert starts == {"0.6": True, "0.8": True, "0.10": False, "latest": False}
+
+
+def test_unknown_version_refused():
+    with pytest.raises(ParamcountError, match=r"vLLM version '0\.7' is not planned; give one of 0\.6, 0\.8"):
+        planner(paramcount.load("meta-llama/Meta-Llama-3-8B"), "bf16", "vllm", vllm_version="0.7")
+
+
+def test_cli_unknown_version_one_line(capsys):
+    rc = main(["memory", "meta-llama/Meta-Llama-3-8B", "--runtime", "vllm", "--vllm-version", "9"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and "--vllm-version" in err and "is not planned" in err and "\n" not in err
+
+
+def test_capture_sizes_by_version():
+    """V0 captures decode graphs at 1, 2, 4, 8 … 256 up to max_num_seqs; 0.8's V1 piecewise graphs
+    at 1, 2, 4, 8 … 512 (67 sizes, as vllm#12529's config logs them); the latest 51 piecewise and
+    35 full graphs with 256 sequences (as LMCache#3430 logs them)."""
+    from paramcount.memory.runtimes.vllm.plan import capture_sizes, options
+
+    v0 = capture_sizes(options(vllm_version="0.6", max_num_seqs=256, max_batched_tokens=8192), 8192)
+    assert v0 == [1, 2, 4, *range(8, 257, 8)]
+    v1 = capture_sizes(options(vllm_version="0.8", max_num_seqs=256, max_batched_tokens=8192), 8192)
+    assert len(v1) == 67 and v1[-1] == V1_LIST["logged"]["max_capture_size"]
+    latest = options(max_num_seqs=256, max_batched_tokens=2048)
+    sizes = capture_sizes(latest, 16384)
+    logged = QWEN["logged"]["cuda_graph_sizes"]
+    assert (len(sizes), sizes[-1]) == (logged["piecewise"], logged["piecewise_largest"])
+    full = [s for s in sizes if s <= latest.seqs]
+    assert (len(full), full[-1]) == (logged["full"], logged["full_largest"])
+
+
+def qwen_plan():
+    f = QWEN["flags"]
+    return planner(
+        paramcount.load(QWEN["model"]), "bf16", "vllm", utilization=f["gpu_memory_utilization"], gpu="rtx4090"
+    )
+
+
+def test_qwen_kv_tokens_from_logged_bytes():
+    """The logged 6.37 GiB of KV cache is 46,368 tokens (2,898 blocks of 16) at Qwen3-8B's page."""
+    p = qwen_plan()
+    page = p.stages[0].pages
+    lo, hi = (page.blocks(gib(QWEN["logged"]["kv_cache_gib"] + d)) for d in (-0.005, 0.005))
+    assert lo * 16 <= QWEN["logged"]["kv_tokens"] <= hi * 16
+    assert round(QWEN["logged"]["kv_tokens"] // 16 / 1024, 2) == QWEN["logged"]["max_concurrency"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="CUDA graphs: the plan keeps one layer's tensors per captured size, 1.46 GiB for Qwen3-8B's 51 "
+    "piecewise and 35 full graphs; vLLM 0.21+ estimates 0.52 GiB (LMCache#3430); the pool's sharing between "
+    "sizes is not modelled",
+)
+def test_qwen_cuda_graphs_as_logged():
+    p = qwen_plan()
+    logged = gib(QWEN["logged"]["cuda_graphs_estimated_gib"])
+    assert abs(p.graphs(16384).bytes - logged) <= max(SMALL, logged * 0.02)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the run started at 0.9764 on a 24 GB GPU: 2.36% of it (0.56 GiB) held the CUDA context and what "
+    "vLLM 0.21+ makes before its snapshot; the plan's 0.5 GiB context + 0.25 GiB cuBLAS does not fit there",
+)
+def test_qwen_starts_as_logged():
+    assert qwen_plan().serving(gib(23.55), 16384)["starts"] is QWEN["logged"]["started"]
+
+
+def test_v0_batch_defaults():
+    """V0 (0.6): 256 sequences; the profile over max(max_model_len, 2,048) tokens up to 32K, where
+    chunked prefill takes over with 2,048; V1 lines keep vllm serve's GPU defaults."""
+    from paramcount.memory.runtimes.vllm.plan import options
+
+    o = options(vllm_version="0.6")
+    assert o.seqs == 256 and [o.tokens(c) for c in (1024, 8192, 32768, 32769)] == [2048, 8192, 32768, 2048]
+    assert options(vllm_version="0.8").tokens(32768) == 8192
+
+
+def test_0_20_captures_full_graphs_beyond_the_claim():
+    """0.11 to 0.20: FULL_AND_PIECEWISE graphs, as the latest captures them, but after the KV cache."""
+    m = paramcount.load("meta-llama/Meta-Llama-3-8B")
+    old = planner(m, "bf16", "vllm", vllm_version="0.20")
+    new = planner(m, "bf16", "vllm")
+    assert old.graphs(8192).bytes == new.graphs(8192).bytes > 0
+    outside = next(t for t in old.plan(8192).terms if t.key == "outside")
+    assert "cuda_graphs" in _keys(outside.parts)
+
+
+def test_cli_version_under_another_runtime_one_line(capsys):
+    rc = main(["memory", "gpt2", "--runtime", "llama.cpp", "--vllm-version", "0.6"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and err.endswith("--vllm-version is a vllm setting; this plan's runtime is llama.cpp")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="Qwen3-235B-A22B-FP8 on 4 H100s (vllm#21348): 8.11 GiB of KV cache logged, 13.08 GiB planned "
+    "(+61%); the fused-MoE workspace of the profiling pass, the FP8 block scales and the LMCache connector "
+    "the run used are not modelled",
+)
+def test_qwen3_235b_fp8_kv_as_logged():
+    row = next(r for r in ALL if r["source"].endswith("/issues/21348"))
+    f = row["flags"]
+    p = planner(
+        paramcount.load("Qwen/Qwen3-235B-A22B"),
+        "fp8",
+        "vllm",
+        tp=f["tp"],
+        utilization=f["gpu_memory_utilization"],
+        vllm_version=row["version"],
+    )
+    kv = p.serving(gib(79.22), f["max_model_len"])["kv_cache_bytes"]
+    assert kv == pytest.approx(gib(row["logged"]["kv_cache_gib"]), rel=0.02)
