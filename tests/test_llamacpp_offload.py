@@ -340,8 +340,8 @@ def test_the_mapped_span_holds_gpu_tensors_between_host_ones(tmp_path):
     every = sum(-(-b // 32) * 32 for b in list(sizes.values())[:-1]) + list(sizes.values())[-1]
     layer1 = sum(b for n, b in sizes.items() if n.startswith("blk.1."))
     host = plan.term("host_weights")
-    assert host.bytes == sum(sizes.values()) - layer1
-    assert f"llama.cpp logs {every:,} B" in host.assumption
+    assert host.bytes == every > sum(sizes.values()) - layer1  # as llama.cpp logs it
+    assert sum(p.bytes for p in host.parts) == sum(sizes.values()) - layer1
 
 
 def test_which_layers_cache_decides_where_the_cache_goes():

@@ -51,6 +51,7 @@ class Layers:
 
 _RANGE = re.compile(r"(?<=\.)(\d+)(?:–(\d+))?(?=\.)")
 _EXPERTS_ONLY = re.compile(r"_\(ch\|\)exps$")  # LLM_FFN_EXPS_REGEX's and fit.cpp's expert patterns end so
+_COPY = "token_embd.weight as the output head"
 _EXPERT = {"gate_up_proj": "gate_up", "down_proj": "down", "up_proj": "up", "gate_proj": "gate", "w1": "gate"}
 
 
@@ -183,7 +184,7 @@ def build(model: Any, w: Any, every: Any, arch: str | None, gguf: bool, p: Place
         dev = p.layer_gpu(layers.n_layer_all, layers.n_layer_all, p.splits()) if buft is None else None
         if buft not in (None, CPU):
             dev = p.names().index(buft)
-        placed.append(Placed(copy, dev, "token_embd.weight as the output head"))
+        placed.append(Placed(copy, dev, _COPY))
     return Offload(p, layers, tuple(placed), tuple(unnamed), gguf)
 
 
@@ -241,23 +242,26 @@ def weight_terms(off: Offload, w: Any, model: Any = None, every: Any = None) -> 
 
 
 def _host_weights(off: Offload, w: Any, model: Any, every: Any) -> Term | None:
-    rows = off.on(None)
+    """The host's model buffer: with mmap, what llama.cpp maps and logs, the file's span from the
+    first host tensor to the end of the last (:func:`mapped_span`; the tensors' sum where the
+    file's order is not known). A token_embd loaded again as the output head is the same file
+    data (``create_tensor`` TENSOR_DUPLICATED: one mapping), counted once."""
+    rows = [pl.row for pl in off.placed if pl.device is None and pl.name != _COPY]
     if not rows:
         return None
     t = replace(w, rows=tuple(rows)).term()
     span = mapped_span(model, every.rows, rows) if model is not None else None
-    logged = (
-        f"llama.cpp logs {span:,} B, the file's span from the first of them to the end of the last"
-        if span is not None
-        else "llama.cpp logs the file's span from the first of them to the end of the last"
-    )
+    size, formula = t.bytes, t.formula
+    if span is not None:
+        size, formula = span, f"the file's span over them, each tensor padded to general.alignment = {span:,} B"
     said = (
         "the input layer, the layers -ngl leaves on the CPU and the tensors -ot sends there; with mmap (the"
-        f" default) the file's own pages, CPU_Mapped ({logged}, which may hold GPU tensors between them: mapped,"
-        " never read); host RAM, not in the GPU total"
+        " default) the file's own pages, CPU_Mapped: llama.cpp logs the file's span from the first of them to the"
+        " end of the last, which may hold GPU tensors between them (mapped, never read); host RAM, not in the GPU"
+        " total" + ("" if span is not None else "; the file's order is not known here: the tensors' sum")
     )
     label = "host model buffer (CPU_Mapped)"
-    return Term("host_weights", label, t.bytes, t.formula, said, t.estimate, _HOST_SRC, t.parts, host=True)
+    return Term("host_weights", label, size, formula, said, t.estimate, _HOST_SRC, t.parts, host=True)
 
 
 def mapped_span(model: Any, every: Any, rows: list[Any]) -> int | None:
