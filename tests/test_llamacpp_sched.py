@@ -20,6 +20,7 @@ from paramcount.memory.runtimes.llamacpp.placement import n_cpu_moe, overrides
 
 CONTEXT = 4096
 T = 512  # the reserved micro-batch: min(n_ctx, n_ubatch)
+NOOP = overrides("token_embd=CPU")  # where llama.cpp puts it anyway: an override all the same
 
 
 def plan(model, scheme="q4_k_m", **given):
@@ -68,12 +69,19 @@ def test_no_pipeline_copies_where_llama_cpp_keeps_one():
     -ngl 20 or an override on two GPUs each buffer is its own largest moment."""
     model = paramcount.load("meta-llama/Llama-3.1-8B")
     one = plan(model, gpu_layers=33)
-    for given in ({"gpu_layers": 20}, {"overrides": overrides("token_embd=CPU")}):
+    for given in ({"gpu_layers": 20}, {"overrides": NOOP}):
         two = plan(model, tensor_split=(3.0, 1.0), **given)
         parts = {p.key: p.bytes for p in two.term("compute").parts}
         assert parts["compute.CUDA1"] == one.term("compute").bytes, given
         assert two.term("host_compute").bytes == one.term("host_compute").bytes, given
         assert "GGML_SCHED_MAX_COPIES" not in two.term("compute").assumption
-    piped = plan(model, tensor_split=(1.0, 1.0))
+    # the same layers with an override that moves nothing: pipeline parallelism off, one copy each
+    piped, plain = plan(model, tensor_split=(1.0, 1.0)), plan(model, tensor_split=(1.0, 1.0), overrides=NOOP)
     assert "GGML_SCHED_MAX_COPIES = 4" in piped.term("compute").assumption
-    assert piped.term("host_compute").bytes > one.term("host_compute").bytes
+    embd, masks, positions = 4096 * T * 4, CONTEXT * T * 2, T * 4
+    split = {p.key: p.bytes for p in piped.term("compute").parts}
+    plain_split = {p.key: p.bytes for p in plain.term("compute").parts}
+    assert split["compute.CUDA0"] == plain_split["compute.CUDA0"]  # issue 35 names the later GPUs
+    assert split["compute.CUDA1"] - plain_split["compute.CUDA1"] == 4 * (embd + masks + positions)
+    inputs = 2 * T * 4 + masks + embd  # token ids, positions, masks, inp_embd
+    assert piped.term("host_compute").bytes - plain.term("host_compute").bytes == 3 * inputs

@@ -469,7 +469,9 @@ def _per_gpu(off: Offload, moments: dict[str, int], g: Graph) -> list[Term]:
     inputs are ordinary graph nodes to ggml-alloc), so they add nothing, but where no layer and
     no output is on a GPU: the peak is then the output op, reading the logits, the output weight
     and one n_embd block. With pipeline parallelism each later GPU keeps 4 copies of its split
-    inputs (the hidden state, the masks, the positions: set input and output, never freed)."""
+    inputs (the hidden state, the masks, the positions: set input and output, never freed), as
+    issue 35 measured; the first GPU's copies of the CPU's inputs are not added (the measurement
+    names the later GPUs only, though the source reads as if it made them too)."""
     p, devs, out = off.placement, off.layer_devices(), off.output_device()
     on_host = None in devs
     layer_keys = [k for k in moments if k != "compute.output" and (p.kv_offload or k != "compute.attention")]
