@@ -317,7 +317,7 @@ def test_ram_makes_an_expert_offload_not_fit(capsys):
 def test_memory_shows_the_host_part_beside_ram(capsys):
     argv = ("memory", "Qwen/Qwen2.5-0.5B", "--runtime", "llama.cpp", "--dtype", "q8_0", "--ram", "1GB")
     code, out, _ = _cli(capsys, *argv, "--width", "200")
-    assert code == 0 and "host part 0.14 GB fits in 1.00 GB of RAM (--ram)" in out
+    assert code == 0 and "host part 0.15 GB fits in 1.00 GB of RAM (--ram)" in out
 
 
 @pytest.mark.parametrize(

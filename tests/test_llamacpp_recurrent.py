@@ -355,7 +355,7 @@ def test_cli_plans_a_hybrid_in_full(capsys):
     )
     doc = json.loads(capsys.readouterr().out)
     assert "partial" not in doc
-    keys = ["weights", "kv_cache", "state", "compute", "output", "overhead", "host_weights"]
+    keys = ["weights", "kv_cache", "state", "compute", "output", "overhead", "host_weights", "host_compute"]
     assert [t["key"] for t in doc["terms"]] == keys
     state = next(t for t in doc["terms"] if t["key"] == "state")
     assert state["estimate"] is False and "create_memory" in state["source"]

@@ -414,7 +414,8 @@ def test_cli_memory_and_fit_of_a_gguf_file(capsys):
     data = json.loads(out)
     assert data["settings"]["scheme"] == "bf16" and data["settings"]["kv_cache"] == "llama.cpp"
     padding = sum(p["bytes"] for p in data["terms"][0]["parts"] if p["key"] == "weights.padding")  # ggml-cuda's
-    every = data["terms"][0]["bytes"] - padding + data["host"]["bytes"]  # the GPU's weights, token_embd on the host
+    host = next(t["bytes"] for t in data["terms"] if t["key"] == "host_weights")  # token_embd, on the host
+    every = data["terms"][0]["bytes"] - padding + host
     assert every == paramcount.load(FIXTURE).total * 2
 
 

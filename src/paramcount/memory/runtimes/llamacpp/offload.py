@@ -13,14 +13,17 @@ What each GPU holds and what stays in host memory, by the placement rules of
   CPU``); -ot moves no cache;
 * compute buffers, one per backend (``llama_context::sched_reserve``), estimates:
   the GPUs' follow the whole-graph model of :func:`.plan.compute`, each over the layers it
-  runs; the first GPU also runs the layers left in host memory on a prompt
+  runs, without ``inp_embd`` (``build_inp_embd`` makes it a graph input: the CPU's); the first
+  GPU also runs the layers left in host memory on a prompt
   (``ggml_backend_sched_backend_id_from_cur`` offloads an op on a host weight to the first backend
-  whose ``offload_op`` takes it: ggml-cuda's takes batches of 32 or more), and each such weight is
-  copied into its compute buffer for its split (``ggml_backend_sched_split_graph``: one split per
-  offloaded weight, so the largest is what it holds at once). The CPU backend's buffer is the
-  first GPU's host buffer type, CUDA_Host (``llama_context::llama_context``): the graph inputs
-  (``GGML_TENSOR_FLAG_INPUT`` tensors go to the last backend, the CPU) and ``inp_embd``, the
-  input layer's rows (GET_ROWS, never offloaded);
+  whose ``offload_op`` takes it: ggml-cuda's takes batches of 32 or more); the weights copied in
+  for a split are freed after it (``ggml_backend_sched_split_graph``: with one copy a split's
+  inputs are ordinary nodes to ggml-alloc), so with no layer on a GPU its peak is the output op.
+  With pipeline parallelism (``llama_context::llama_context``'s ``pipeline_parallel``) the
+  scheduler keeps ``GGML_SCHED_MAX_COPIES`` = 4 copies of every input, never freed. The CPU
+  backend's buffer is the first GPU's host buffer type, CUDA_Host (``llama_context::llama_context``),
+  on one GPU too: the graph inputs (``GGML_TENSOR_FLAG_INPUT`` tensors go to the last backend, the
+  CPU), ``inp_embd`` and the input layer's rows (GET_ROWS, never offloaded);
 * the output buffer: the host buffer of the output layer's device (``output_reserve``), host
   memory.
 """
@@ -51,6 +54,8 @@ class Layers:
 
 _RANGE = re.compile(r"(?<=\.)(\d+)(?:–(\d+))?(?=\.)")
 _EXPERTS_ONLY = re.compile(r"_\(ch\|\)exps$")  # LLM_FFN_EXPS_REGEX's and fit.cpp's expert patterns end so
+_COPY = "token_embd.weight as the output head"
+_HEAD = re.compile(r"^output\.weight$|^token_embd\.weight as the output head$")
 _EXPERT = {"gate_up_proj": "gate_up", "down_proj": "down", "up_proj": "up", "gate_proj": "gate", "w1": "gate"}
 
 
@@ -141,11 +146,11 @@ class Offload:
         p, splits, n_all = self.placement, self.placement.splits(), self.layers.n_layer_all
         return [p.layer_gpu(il, n_all, splits) for il in range(self.layers.n_layer)]
 
-    def offloaded_weight(self) -> int:
-        """The largest tensor in host memory a prompt's ops read on the first GPU: any weight
-        but the input layer's (GET_ROWS, which ggml-cuda never takes: get_op_batch_size 0)."""
-        host = [pl for pl in self.placed if pl.device is None and not INPUT_LAYER.match(pl.name)]
-        return max((pl.row.bytes // pl.row.count // self._halves(pl) for pl in host if pl.row.count), default=0)
+    def output_weight(self) -> int:
+        """The bytes of the output head in host memory (output.weight, or token_embd loaded
+        again as the head), which the output op reads when no layer is on a GPU."""
+        heads = [pl for pl in self.placed if pl.device is None and _HEAD.match(pl.name)]
+        return sum(pl.row.bytes // max(pl.row.count, 1) for pl in heads[:1])
 
     def unsure(self) -> bool:
         """Whether an -ot pattern meets a config tensor whose GGUF name is not known here: any
@@ -183,7 +188,7 @@ def build(model: Any, w: Any, every: Any, arch: str | None, gguf: bool, p: Place
         dev = p.layer_gpu(layers.n_layer_all, layers.n_layer_all, p.splits()) if buft is None else None
         if buft not in (None, CPU):
             dev = p.names().index(buft)
-        placed.append(Placed(copy, dev, "token_embd.weight as the output head"))
+        placed.append(Placed(copy, dev, _COPY))
     return Offload(p, layers, tuple(placed), tuple(unnamed), gguf)
 
 
@@ -241,23 +246,26 @@ def weight_terms(off: Offload, w: Any, model: Any = None, every: Any = None) -> 
 
 
 def _host_weights(off: Offload, w: Any, model: Any, every: Any) -> Term | None:
-    rows = off.on(None)
+    """The host's model buffer: with mmap, what llama.cpp maps and logs, the file's span from the
+    first host tensor to the end of the last (:func:`mapped_span`; the tensors' sum where the
+    file's order is not known). A token_embd loaded again as the output head is the same file
+    data (``create_tensor`` TENSOR_DUPLICATED: one mapping), counted once."""
+    rows = [pl.row for pl in off.placed if pl.device is None and pl.name != _COPY]
     if not rows:
         return None
     t = replace(w, rows=tuple(rows)).term()
     span = mapped_span(model, every.rows, rows) if model is not None else None
-    logged = (
-        f"llama.cpp logs {span:,} B, the file's span from the first of them to the end of the last"
-        if span is not None
-        else "llama.cpp logs the file's span from the first of them to the end of the last"
-    )
+    size, formula = t.bytes, t.formula
+    if span is not None:
+        size, formula = span, f"the file's span over them, each tensor padded to general.alignment = {span:,} B"
     said = (
         "the input layer, the layers -ngl leaves on the CPU and the tensors -ot sends there; with mmap (the"
-        f" default) the file's own pages, CPU_Mapped ({logged}, which may hold GPU tensors between them: mapped,"
-        " never read); host RAM, not in the GPU total"
+        " default) the file's own pages, CPU_Mapped: llama.cpp logs the file's span from the first of them to the"
+        " end of the last, which may hold GPU tensors between them (mapped, never read); host RAM, not in the GPU"
+        " total" + ("" if span is not None else "; the file's order is not known here: the tensors' sum")
     )
     label = "host model buffer (CPU_Mapped)"
-    return Term("host_weights", label, t.bytes, t.formula, said, t.estimate, _HOST_SRC, t.parts, host=True)
+    return Term("host_weights", label, size, formula, said, t.estimate, _HOST_SRC, t.parts, host=True)
 
 
 def mapped_span(model: Any, every: Any, rows: list[Any]) -> int | None:
@@ -378,11 +386,31 @@ def split_term(off: Offload, t: Term, pieces: list[tuple[int, int]], host_key: s
     return on_gpu, off_gpu
 
 
-def compute_terms(off: Offload, base: Term, cells: Any, hidden: int, masks: int, kv_layer: int) -> tuple[Term, Term]:
+# the moments of :func:`.plan.compute` that count ``inp_embd`` (its feed-forward's 3 · n_embd, the
+# output's ``below_logits``): on a GPU it is not there (it is a graph input, on the CPU)
+_EMBD_MOMENTS = ("compute.feed_forward", "compute.output")
+# ggml/src/ggml-backend.cpp: the copies the scheduler keeps of each input with pipeline parallelism
+SCHED_MAX_COPIES = 4
+
+
+@dataclass(frozen=True)
+class Graph:
+    """What the reserved graph's scheduler moves between backends, in bytes: ``inputs`` (token
+    ids and positions), ``masks`` (the KQ masks), ``embd`` (one n_embd × n_tokens F32 block),
+    ``logits`` (n_vocab × n_tokens F32) and ``positions`` (n_tokens I32)."""
+
+    inputs: int
+    masks: int
+    embd: int
+    logits: int
+    positions: int
+
+
+def compute_terms(off: Offload, base: Term, g: Graph) -> tuple[Term, Term]:
     """The GPUs' compute buffers and the CPU backend's (CUDA_Host), estimates."""
-    moments = {p.key: p.bytes for p in base.parts}
-    inputs = base.bytes - max(moments.values())  # token ids and positions, in every buffer
-    per = _per_gpu(off, moments, inputs, kv_layer)
+    parts = on_gpu(base, g)
+    moments = {p.key: p.bytes for p in parts}
+    per = _per_gpu(off, moments, g)
     total = sum(t.bytes for t in per)
     many = len(per) > 1
     formula = " + ".join(f"{t.bytes:,} B ({t.label})" for t in per) + f" = {total:,} B" if many else per[0].formula
@@ -391,68 +419,134 @@ def compute_terms(off: Offload, base: Term, cells: Any, hidden: int, masks: int,
         + "; ggml/src/ggml-backend.cpp ggml_backend_sched_backend_id_from_cur, ggml_backend_sched_split_graph"
     )
     gpu = replace(base, bytes=total, formula=formula, assumption=base.assumption + _compute_said(off), source=src,
-                  parts=tuple(per) if many else base.parts)  # fmt: skip
-    attention = 0 if off.placement.kv_offload else moments.get("compute.attention", 0)
-    return gpu, _host_compute(inputs, masks, hidden, cells.n_tokens, attention)
+                  parts=tuple(per) if many else parts)  # fmt: skip
+    return gpu, host_compute(g, pipeline(off))
 
 
-def _per_gpu(off: Offload, moments: dict[str, int], inputs: int, kv_layer: int) -> list[Term]:
+def on_gpu(base: Term, g: Graph) -> tuple[Term, ...]:
+    """:func:`.plan.compute`'s moments as a GPU holds them: without ``inp_embd``, which
+    ``build_inp_embd`` makes a graph input (``ggml_set_input``), so the scheduler places it on
+    the CPU (``ggml_backend_sched_backend_id_from_cur``); the GPU's copy of it is a split input,
+    freed after the first layer."""
+    out = []
+    for p in base.parts:
+        if p.key in _EMBD_MOMENTS:
+            p = replace(p, bytes=p.bytes - g.embd, formula=p.formula + f" − inp_embd {g.embd:,} B (on the CPU)")
+        out.append(p)
+    return tuple(out)
+
+
+def one_gpu(planner: Any, found: tuple[Term, ...], cells: Any, attention: Any, comp: Term | None) -> tuple[Term, ...]:
+    """Every layer on one GPU (no placement given): its compute buffer without ``inp_embd``
+    (:func:`on_gpu`) and the CPU backend's, CUDA_Host (:func:`host_compute`), which
+    ``llama_context::sched_reserve`` allocates beside it."""
+    if comp is None or planner.options.device != "gpu":
+        return found
+    g = graph(planner, cells, attention)
+    parts = on_gpu(comp, g)
+    peak = max(p.bytes for p in parts)
+    size = g.inputs + peak
+    formula = f"token ids and positions {g.inputs:,} B + the largest moment on the GPU {peak:,} B = {size:,} B"
+    said = comp.assumption + "; inp_embd, a graph input, is on the CPU (ggml_backend_sched_backend_id_from_cur)"
+    device = replace(comp, bytes=size, formula=formula, assumption=said, parts=parts)
+    return (*(device if t is comp else t for t in found), host_compute(g))
+
+
+def pipeline(off: Offload) -> bool:
+    """Whether the scheduler runs with pipeline parallelism (``llama_context::llama_context``:
+    several devices, n_gpu_layers past n_layer, -sm layer, offload_kqv, no tensor overrides),
+    so keeping ``GGML_SCHED_MAX_COPIES`` copies of its inputs (``ggml_backend_sched_new``:
+    n_copies)."""
+    p = off.placement
+    every = None not in off.layer_devices() and off.output_device() is not None
+    return p.devices > 1 and every and p.split_mode == "layer" and p.kv_offload and not p.overrides
+
+
+def _per_gpu(off: Offload, moments: dict[str, int], g: Graph) -> list[Term]:
     """Each GPU's buffer: the largest moment among the layers it runs (the first GPU also those
-    in host memory, on a prompt) and, on the first, what it copies in for them."""
+    in host memory, on a prompt). The copies of host weights and K/V it makes for those splits
+    are freed after their split (``ggml_backend_sched_split_graph``: with one copy the split
+    inputs are ordinary graph nodes to ggml-alloc), so they add nothing, but where no layer and
+    no output is on a GPU: the peak is then the output op, reading the logits, the output weight
+    and one n_embd block. With pipeline parallelism each later GPU keeps 4 copies of its split
+    inputs (the hidden state, the masks, the positions: set input and output, never freed), as
+    issue 35 measured; the first GPU's copies of the CPU's inputs are not added (the measurement
+    names the later GPUs only, though the source reads as if it made them too)."""
     p, devs, out = off.placement, off.layer_devices(), off.output_device()
     on_host = None in devs
     layer_keys = [k for k in moments if k != "compute.output" and (p.kv_offload or k != "compute.attention")]
+    split = SCHED_MAX_COPIES * (g.embd + g.masks + g.positions) if pipeline(off) else 0
     per = []
     for d, name in enumerate(p.names()):
         keys = (layer_keys if d in devs or (d == 0 and on_host) else []) + (
             ["compute.output"] if out == d or (d == 0 and out is None) else []
         )
         peak = max((moments[k] for k in keys if k in moments), default=0)
-        copied = (off.offloaded_weight() + (kv_layer if on_host and p.kv_offload else 0)) if d == 0 else 0
-        size = inputs + peak + copied if peak or copied else 0
-        formula = f"inputs {inputs:,} B + peak {peak:,} B" + (f" + copied in {copied:,} B" if copied else "")
+        formula = f"inputs {g.inputs:,} B + peak {peak:,} B"
+        size = g.inputs + peak if peak else 0
+        if d == 0 and out is None and not any(x is not None for x in devs):
+            weight = off.output_weight()
+            size = g.logits + weight + g.embd
+            formula = f"logits {g.logits:,} B + output weight {weight:,} B + n_embd block {g.embd:,} B"
+        elif d > 0 and split:
+            size += split
+            formula += f" + {SCHED_MAX_COPIES} copies of its split inputs {split:,} B"
         per.append(Term(f"compute.{name}", f"{name} compute buffer", size, formula + f" = {size:,} B", "", True))
     return per
 
 
 def _compute_said(off: Offload) -> str:
     p, devs = off.placement, off.layer_devices()
-    said = "; each GPU's largest moment among the layers it runs (the output moment where the output layer runs)"
-    if off.offloaded_weight():
+    said = (
+        "; each GPU's largest moment among the layers it runs (the output moment where the output layer runs),"
+        " without inp_embd (a graph input: on the CPU)"
+    )
+    if None in devs:
         said += (
             "; the first GPU also runs a prompt's ops on weights left in host memory (ggml-cuda's offload_op: batches"
-            " of 32 or more) and holds the largest such weight, copied in for its split, and one CPU layer's K and V"
+            " of 32 or more); the weights and K/V copied in for a split are freed after it"
         )
+    if not any(x is not None for x in devs) and off.output_device() is None:
+        said += "; no layer on a GPU: its peak is the output op (logits, the output weight, one n_embd block)"
     if not p.kv_offload:
         said += "; attention on the CPU (--no-kv-offload)"
-    if p.devices > 1 and None not in devs and off.output_device() is not None and not p.overrides and p.kv_offload:
+    if pipeline(off):
         said += (
-            "; pipeline parallelism is on here (llama_context: several GPUs, every layer, -sm layer, no -ot): the"
-            " scheduler keeps GGML_SCHED_MAX_COPIES = 4 copies of each split's inputs, not counted"
+            "; pipeline parallelism is on (llama_context: several GPUs, every layer, -sm layer, no -ot): the"
+            " scheduler keeps GGML_SCHED_MAX_COPIES = 4 copies of each later GPU's split inputs"
         )
     return said
 
 
 _HOST_COMPUTE_SRC = (
     "llama.cpp src/llama-context.cpp llama_context::llama_context (backend_buft: the CPU backend's is the first"
-    " GPU's host buffer type), sched_reserve; ggml/src/ggml-backend.cpp ggml_backend_sched_backend_id_from_cur"
+    " GPU's host buffer type; pipeline_parallel), sched_reserve; src/llama-graph.cpp build_inp_embd (inp_tokens and"
+    " inp_embd, both ggml_set_input); ggml/src/ggml-backend.cpp ggml_backend_sched_backend_id_from_cur (inputs on"
+    " the last backend, the CPU), ggml_backend_sched_split_graph (n_copies > 1: each graph input kept n_copies times)"
 )
 
 
-def _host_compute(inputs: int, masks: int, hidden: int, t: int, attention: int) -> Term:
-    """The CPU backend's compute buffer: the graph's inputs and inp_embd (and with
-    --no-kv-offload the attention)."""
-    size = inputs + masks + hidden * t * 4 + attention
+def host_compute(g: Graph, parallel: bool = False) -> Term:
+    """The CPU backend's compute buffer (the host-side split's): the graph's inputs, token ids
+    and positions, the KQ masks, ``inp_embd`` (F32, n_embd × n_tokens, an input) and the input
+    layer's GET_ROWS rows beside it. With --no-kv-offload no more (the attention's ops on a
+    prompt are offloaded). With pipeline parallelism 3 more copies of every graph input."""
+    inputs = g.inputs + g.masks + g.embd
+    size = inputs + g.embd
     formula = (
-        f"token ids and positions {inputs:,} B + KQ masks {masks:,} B + inp_embd n_embd · n_tokens · 4 B ="
-        f" {hidden:,} · {t:,} · 4 B" + (f" + attention {attention:,} B" if attention else "") + f" = {size:,} B"
+        f"token ids and positions {g.inputs:,} B + KQ masks {g.masks:,} B + inp_embd {g.embd:,} B + the input"
+        f" layer's rows {g.embd:,} B"
     )
+    if parallel:
+        size += (SCHED_MAX_COPIES - 1) * inputs
+        formula += f" + {SCHED_MAX_COPIES - 1} more copies of the graph inputs {(SCHED_MAX_COPIES - 1) * inputs:,} B"
     said = (
         "the CPU backend's buffer: the graph's inputs (ggml_backend_sched_backend_id_from_cur: GGML_TENSOR_FLAG_INPUT"
-        " on the last backend, the CPU) and inp_embd, the input layer's GET_ROWS; per-layer embedding inputs"
-        " (Gemma 3n, 4) and the one-token graph's CPU work are not counted"
+        " on the last backend, the CPU), inp_embd and the input layer's GET_ROWS; per-layer embedding inputs"
+        " (Gemma 3n, 4) and the one-token graph's CPU work are not counted; from the scheduler's source, not measured"
     )
-    return Term("host_compute", "CUDA_Host compute buffer", size, formula, said, True, _HOST_COMPUTE_SRC, host=True)
+    label = "CUDA_Host compute buffer"
+    return Term("host_compute", label, size, formula + f" = {size:,} B", said, True, _HOST_COMPUTE_SRC, host=True)
 
 
 def output_term(off: Offload, out: Term) -> Term:
@@ -474,11 +568,9 @@ def terms(planner: Any, cells: Any, attention: Any, kv: Term | None, state: Term
     weights, host_weights = planner.placed_weights
     gpu: list[Term | None] = [weights]
     host: list[Term | None] = [host_weights]
-    kv_layer = 0
     if kv is not None:
         pieces = [(lcp.kv_term(replace(attention, kinds=(replace(k, layers=1),)), cells, o).bytes, k.layers, k.where)
                   for k in attention.kinds]  # fmt: skip
-        kv_layer = max(b for b, _, _ in pieces)
         on, off_gpu = split_term(off, kv, pieces, "host_kv", "KV cache, CPU buffer")
         gpu.append(on)
         host.append(off_gpu)
@@ -488,13 +580,20 @@ def terms(planner: Any, cells: Any, attention: Any, kv: Term | None, state: Term
         gpu.append(on)
         host.append(off_gpu)
     if comp is not None:
-        on, host_c = compute_terms(off, comp, cells, planner.shape.hidden, _masks(attention, cells, o), kv_layer)
+        on, host_c = compute_terms(off, comp, graph(planner, cells, attention))
         gpu.append(on)
         host.append(host_c)
     if out is not None:
         host.append(output_term(off, out))
     kept = [t for t in gpu if t is not None]
     return (*kept, *_overheads(planner, kept), *(t for t in host if t is not None))
+
+
+def graph(planner: Any, cells: Any, attention: Any) -> Graph:
+    """The sizes the scheduler moves, for ``cells``' reserved micro-batch."""
+    t, shape = cells.n_tokens, planner.shape
+    masks = _masks(attention, cells, planner.options) if attention.kinds else 0
+    return Graph(2 * t * 4, masks, shape.hidden * t * 4, shape.vocab * t * 4, t * 4)
 
 
 def _masks(attention: Any, cells: Any, o: Any) -> int:
@@ -562,7 +661,10 @@ class PlacedPlanner(lcp.LlamaCppPlanner):
         return other
 
     def _arranged(self, found: tuple[Term, ...], *whole: Any) -> tuple[Term, ...]:
-        return found if self.offload is None else terms(self, *whole)
+        if self.offload is None:
+            cells, attention, _, _, comp, _ = whole
+            return one_gpu(self, found, cells, attention, comp)
+        return terms(self, *whole)
 
     def _placement_settings(self, found: Any) -> dict[str, Any]:
         """-ngl, -ot, -ts as placed, and the bytes on each GPU and in host memory."""

@@ -277,6 +277,12 @@ def _shares(values: tuple[float, ...], text: Any) -> tuple[float, ...]:
     return values
 
 
+# ggml/include/ggml-cuda.h: the most devices ggml-cuda takes. -sm none -mg N without -ts names one of
+# the devices llama.cpp finds (common/arg.cpp --main-gpu; llama_model_load checks it against them):
+# without -ts their number is not known here, so any of these is taken
+CUDA_MAX_DEVICES = 16
+
+
 def placement(**given: Any) -> Placement:
     """A checked :class:`Placement` from keyword arguments (None: the default)."""
     p = Placement(**{k: v for k, v in given.items() if v is not None})
@@ -291,8 +297,9 @@ def placement(**given: Any) -> Placement:
     if p.gpu_layers is not None and (isinstance(p.gpu_layers, bool) or not -(1 << 20) <= p.gpu_layers <= 1 << 20):
         raise ParamcountError(f"expected at most 1,048,576 layers, got {p.gpu_layers!r}", field="--n-gpu-layers")
     _shares(tuple(p.tensor_split), p.tensor_split)
-    if not 0 <= p.main_gpu < (len(p.tensor_split) or 1) or isinstance(p.main_gpu, bool):
-        raise ParamcountError(f"no GPU {p.main_gpu!r} among {len(p.tensor_split) or 1}", field="--main-gpu")
+    gpus = len(p.tensor_split) or (CUDA_MAX_DEVICES if p.split_mode == "none" else 1)
+    if isinstance(p.main_gpu, bool) or not isinstance(p.main_gpu, int) or not 0 <= p.main_gpu < gpus:
+        raise ParamcountError(f"no GPU {p.main_gpu!r} among {gpus}", field="--main-gpu")
     if len(p.overrides) > MAX_OVERRIDES:
         raise ParamcountError(
             f"{len(p.overrides):,} tensor overrides; at most {MAX_OVERRIDES:,} (llama_max_tensor_buft_overrides)",
