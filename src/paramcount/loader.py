@@ -73,8 +73,9 @@ def looks_like_path(source: str) -> bool:
     ``a\\b``, ``a/b/c`` (a Hub id has one slash) or a file's suffix (``x.json``, ``org/x.gguf``);
     ``org/name:file.gguf`` names a file of a Hub repository and ``ollama:NAME`` a model in Ollama's
     store, not paths."""
-    if source.startswith("ollama:"):
-        return False
+    repo, colon, _ = source.partition(":")
+    if source.startswith("ollama:") or (colon and repo.count("/") == 1 and not repo.startswith((".", "~", "/"))):
+        return False  # ollama:NAME, or org/name:FILE of a Hub repository (the file may sit in a folder)
     if source.startswith(("/", "./", "../", "~", ".\\")) or "\\" in source or source.count("/") > 1:
         return True
     return ":" not in source and source.lower().endswith(FILE_SUFFIXES)

@@ -99,7 +99,10 @@ def _speed_dict(d: dict[str, Any], depth: int) -> dict[str, Any]:
             out[phase] = None
             continue
         value = shown.get("seconds") if phase == "ttft" else shown.get("tokens_per_s")
-        out[phase] = {"value": value, "label": shown["label"], "expected_error": shown.get("expected_error")}
+        good = value is not None and value > 0
+        out[phase] = (
+            {"value": value, "label": shown["label"], "expected_error": shown.get("expected_error")} if good else None
+        )
     return out
 
 

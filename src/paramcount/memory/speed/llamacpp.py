@@ -216,6 +216,8 @@ def ttft(pre: Figure, streams: int = 1) -> Figure:
 def _figure(phase: str, parts: Sequence[Part], tokens: int, used: dict, work: Work, depth: int, streams: int) -> Figure:
     """The parts summed: the devices run one after another. A host part (a CPU's, the PCIe copies)
     with no fitted factor is taken at its peak: the estimate says so and carries no error."""
+    if not parts:  # nothing placed to run (a plan of weights alone): no figure, and why
+        return Figure(phase, None, None, tokens, "nothing", why="no layer is placed on any device to run")
     missing = [p for p in parts if p.seconds is None]
     host_only = missing and all(p.host and p.bound_seconds for p in missing)
     seconds = None if missing and not host_only else sum(p.seconds or p.bound_seconds or 0.0 for p in parts)
