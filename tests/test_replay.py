@@ -76,8 +76,10 @@ def test_the_json_is_the_childs_replay_of_the_step(tiny, capsys):
 
 def test_the_text_names_the_peak_op_and_what_the_replay_is(tiny, capsys):
     pytest.importorskip("torch")
-    assert main(["memory", tiny, "--context", "256", "--train", "--precision", "bf16", "--replay"]) == 0
+    argv = ["memory", tiny, "--context", "256", "--train", "--precision", "bf16", "--replay", "--gpu", "0.5GB"]
+    assert main(argv) == 1  # as memory --gpu does: exit 1 where it does not fit
     out = capsys.readouterr().out
+    assert "does not fit on" in out
     assert "training replayed" in out and "op that set the peak reserved" in out
     assert "a model of the allocator, not a GPU run" in out
 
@@ -100,6 +102,8 @@ def test_without_torch_one_line_names_the_extra(tiny, capsys, monkeypatch):
         (["--train", "--lora-rank", "8", "--precision", "fp32"], "--replay runs LoRA on bf16 weights"),
         (["--train", "--zero", "2"], "--zero: --replay does not model --zero"),
         (["--overhead", "1GiB"], "--overhead: --replay does not model this flag"),
+        (["--ram", "64GB"], "--ram: --replay does not model this flag"),
+        (["--gpu", "auto"], "--gpu: --replay takes a GPU by name or size, not auto"),
     ],
 )
 def test_what_the_replay_cannot_model_is_refused(tiny, capsys, flags, said):

@@ -1040,7 +1040,7 @@ def run_memory(argv: Sequence[str]) -> int:
 
 
 # what --replay reads beside the step's own flags (memory/runtimes/transformers/replay.case)
-REPLAY_READS = ("model", "context", "batch", "json", "width", "gpu", "ram", "replay", "model_class", "set")
+REPLAY_READS = ("model", "context", "batch", "json", "width", "gpu", "replay", "model_class", "set")
 REPLAY_STEP = ("train", "dtype", "attn", *TRAIN_FLAGS)
 
 
@@ -1060,7 +1060,9 @@ def run_replay(args: argparse.Namespace, p: Parser) -> int:
             )
     model = load_model(args.model, args)
     step = replay.case(model, args.context, args.batch, **{f: getattr(args, f) for f in REPLAY_STEP})
-    card = gpu(args.gpu) if args.gpu and args.gpu.strip().lower() != "auto" else None
+    if (args.gpu or "").strip().lower() == "auto":
+        raise ParamcountError("--replay takes a GPU by name or size, not auto", field="--gpu")
+    card = gpu(args.gpu) if args.gpu else None
     result = replay.run(model, step)
     if args.json:
         print_json(render.dumps_replay(result, card))
