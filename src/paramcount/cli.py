@@ -1046,8 +1046,17 @@ def run_memory(argv: Sequence[str]) -> int:
     p.add_argument(
         "--plot", metavar="FILE", help="draw memory against context and batch, stacked by term (.png or .svg)"
     )
+    p.add_argument(
+        "--replay",
+        action="store_true",
+        help="transformers: run the step on the meta device and replay PyTorch's CUDA caching allocator on its "
+        "allocations: peak allocated, peak reserved + CUDA context, the op that set the peak "
+        "(pip install 'paramcount[replay]')",
+    )
     args = p.parse_args(argv)
     args.model = model_name(args, args.model)
+    if args.replay:
+        return run_replay(args, p)
     ctx_size(args)
     if ollama_runtime(args):
         this_machine(args, None)
@@ -1178,6 +1187,38 @@ def vllm_cpu(args: argparse.Namespace, model: object, options: dict) -> None:
 
     if args.device == "cpu" and args.ram_bytes and runtime(args.runtime, model) == "vllm":  # type: ignore[arg-type]
         options["ram"] = args.ram_bytes
+
+
+# what --replay reads beside the step's own flags (memory/runtimes/transformers/replay.case)
+REPLAY_READS = ("model", "context", "batch", "json", "width", "gpu", "replay", "model_class", "set")
+REPLAY_STEP = ("train", "dtype", "attn", *TRAIN_FLAGS)
+
+
+def run_replay(args: argparse.Namespace, p: Parser) -> int:
+    """``memory --replay``: the transformers step replayed (exit 1 when it does not fit --gpu)."""
+    from .memory.core.gpus import gpu
+    from .memory.runtimes.transformers import replay
+    from .render import memory as render
+    from .render.text import console
+
+    if args.runtime not in (None, "transformers"):
+        raise ParamcountError("--replay models the transformers runtime only", field="--runtime")
+    for flag, value in vars(args).items():
+        if flag not in (*REPLAY_READS, *REPLAY_STEP, "runtime") and value != p.get_default(flag):
+            raise ParamcountError(
+                "--replay does not model this flag; leave it out", field="--" + flag.replace("_", "-")
+            )
+    model = load_model(args.model, args)
+    step = replay.case(model, args.context, args.batch, **{f: getattr(args, f) for f in REPLAY_STEP})
+    if (args.gpu or "").strip().lower() == "auto":
+        raise ParamcountError("--replay takes a GPU by name or size, not auto", field="--gpu")
+    card = gpu(args.gpu) if args.gpu else None
+    result = replay.run(model, step)
+    if args.json:
+        print_json(render.dumps_replay(result, card))
+    else:
+        console(args.width).print(render.render_replay(result, card))
+    return 0 if card is None or result.total <= card.usable else 1
 
 
 OLLAMA_FLAGS = ("num_gpu", "free_vram")

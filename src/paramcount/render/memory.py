@@ -137,8 +137,12 @@ def _kind(t: Term) -> Text:
 
 def how(plan: Plan) -> list[Any]:
     """Each term's formula, assumption and, for an estimate, where its formula comes from."""
+    return how_terms(plan.terms)
+
+
+def how_terms(terms: Iterable[Term]) -> list[Any]:
     out: list[Any] = []
-    for t in plan.terms:
+    for t in terms:
         marks = (" [estimate]" if t.estimate else "") + (" [host memory, not in the total]" if t.host else "")
         out.append(Text(t.label + marks, style="bold"))
         g = Table.grid(padding=(0, 1))
@@ -218,6 +222,41 @@ def fits_line(total: int, g: GPU) -> Text:
     verdict = "fits" if left >= 0 else "does not fit"
     room = f"{sized(left, g)} {u} to spare" if left >= 0 else f"{sized(-left, g)} {u} short"
     return Text(f"{verdict} on {capacity(g)}: {room}", style="green" if left >= 0 else "red")
+
+
+# ---- --replay ------------------------------------------------------------------------------------
+
+
+def render_replay(r: Any, gpu: GPU | None = None) -> Group:
+    """``memory --replay`` (a :class:`~paramcount.memory.runtimes.transformers.replay.Replay`): the
+    total's terms, the peak allocated and the peak's op beside it, each term's figure, and what
+    the replay is (a model of the allocator, and how close it held the measured runs)."""
+    s = r.step.settings()
+    shown = ", ".join(f"{k} {v}" for k, v in s.items() if k not in ("runtime", "replay", "step") and v is not None)
+    title = Text(f"{r.model.name} · transformers, {s['step']} replayed · {shown}", style="bold")
+    units = tuple((u, gib if u == "GiB" else gb) for u in ((unit(gpu),) if gpu else ("GB", "GiB")))
+    t = Table(show_edge=False)
+    for name, justify in (("term", "left"), ("bytes", "right"), *((u, "right") for u, _ in units), ("figure", "left")):
+        t.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for term in r.terms():
+        t.add_row(term.label, n(term.bytes), *(f(term.bytes) for _, f in units), term.formula)
+    t.add_row(Text("total", "bold"), Text(n(r.total), "bold"), *(Text(f(r.total), "bold") for _, f in units), "")
+    for term in r.beside():  # below the total, which leaves them out
+        t.add_row(Text(term.label, "dim"), n(term.bytes), *(f(term.bytes) for _, f in units), term.formula)
+    parts: list[Any] = [title, Text(""), t, Text("")]
+    parts += [Text(f"note: {note}", style="yellow") for note in (*r.notes(), r.held)]
+    if gpu is not None:
+        parts += [Text(""), fits_line(r.total, gpu)]
+    return Group(*parts)
+
+
+def dumps_replay(r: Any, gpu: GPU | None = None) -> str:
+    """``memory --replay --json``: schema paramcount.memory/1 with ``exact: false``; with ``gpu``,
+    whether the total fits it."""
+    data = r.to_dict()
+    if gpu is not None:
+        data["gpu"] = {**gpu_dict(gpu), "fits": r.total <= gpu.usable, "headroom": gpu.usable - r.total}
+    return json.dumps(data, indent=2, ensure_ascii=False)
 
 
 # ---- fit ----------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from ....model import Model
 from ...context.kv_layout import layout_of
 from ...core import overhead as _overhead
 from ...core.limits import Limit
-from ...core.plan import Plan, activation_bytes, positive
+from ...core.plan import DTYPE_BYTES, Plan, activation_bytes, positive
 from ...core.terms import Term
 from ...tree.widths import shape_widths
 from ...weights.dtype import compute_dtype, default_scheme
@@ -103,6 +103,7 @@ class InferencePlanner:
         base = (self.weights, kv, act, *self._encoders(batch))
         rest = sum(t.bytes for t in base) - self.weights.bytes
         again, scores = self._cached_again(seen, batch)
+        again += self._tied_again(rest)
         covered = "KV cache + activations"
         extra = self.overhead.split_term(self.weights.bytes, rest - scores, covered, again)
         settings = self._settings(cache.dtype, cache.cache, context, why, batch)
@@ -128,6 +129,15 @@ class InferencePlanner:
         if again is None:
             return (), 0
         return (again,), per_call(k, batch, seen, a.heads, b, a.sinks, self.dtype)
+
+    def _tied_again(self, rest: int) -> tuple[Term, ...]:
+        """The tied output layer's freed block under the measured overhead, for unquantised weights
+        (:func:`~paramcount.memory.core.overhead.tied_output_cached`); none without a tie."""
+        if not isinstance(self.overhead, _overhead.Measured) or self.scheme not in DTYPE_BYTES:
+            return ()
+        if not hasattr(self, "_tied"):  # once per planner: a fit's searches ask for hundreds of totals
+            self._tied = sum(n for name, _, n in self.model.ties() if name.split(".")[-2:-1] == ["lm_head"])
+        return (_overhead.tied_output_cached(self._tied * DTYPE_BYTES[self.scheme], rest),) if self._tied else ()
 
     def _sliding_storage(self, context: int, batch: int) -> int:
         """Bytes the sliding-window layers hold beyond their window after a prefill of ``context``
@@ -208,5 +218,6 @@ class InferencePlanner:
         act = self._activations(seen, batch).bytes
         rest = kv + act + sum(t.bytes for t in self._encoders(batch))
         again, scores = self._cached_again(seen, batch)
+        again += self._tied_again(rest)
         extra = self.overhead.split(self.weights.bytes, rest - scores) + sum(t.bytes for t in again)
         return self.weights.bytes + rest + extra

@@ -1,0 +1,120 @@
+"""The closed-form plan held to the replay over a sweep of (model, context, batch, precision, mode).
+
+tests/fixtures/replay_sweep.jsonl is what ``python tools/replay_sweep.py`` wrote: for each case,
+the step traced on the meta device and replayed through the CUDA caching allocator's rules as
+``paramcount memory --replay`` does it (its peak allocated, and its peak reserved under eight
+placements of the segments). The plan's total must be within −3% and +20% of the most the
+replay reserved plus the CUDA context, as tests/test_gpu_measured.py holds it to the GPU runs;
+the replay came within −1.2% to +3.3% of the 15 H100 runs whose peaks were kept. Two cases are
+traced again here, so a fixture made by another tracer fails.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from paramcount.memory.core.overhead import CUDA_CONTEXT
+
+from .gpu_cases import Case, ratio
+
+FIXTURE = Path(__file__).parent / "fixtures" / "replay_sweep.jsonl"
+ROWS = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
+# The plan outside the goal, with its figures (plan against the replay): an xfail that passes fails.
+# Under, on the unsafe side: training without checkpointing on a large tied vocabulary (Gemma 3
+# 1B, Qwen2.5 1.5B at 2,048 tokens: the loss's fp32 N×V blocks left cached, not yet modelled;
+# issue 36's two held-out misses are two of these), eager SmolLM3 and one LoRA. Over: the reserve's
+# share on fp32 inference and checkpointed steps, eager attention's three blocks, pythia's.
+KNOWN: dict[str, str] = {
+    "H100: Qwen/Qwen2.5-0.5B, 4,096 × 2, dtype bf16, attn eager": "plan 9.74 GB against the replay's 7.74 GB (+26%)",
+    "H100: Qwen/Qwen3-0.6B, train, 512 × 1, precision bf16, recompute full": (
+        "plan 8.95 GB against the replay's 7.17 GB (+25%)"
+    ),
+    "H100: Qwen/Qwen2.5-1.5B, lora, 512 × 1, r 16, recompute full": "plan 5.26 GB against the replay's 5.51 GB (-4%)",
+    "H100: HuggingFaceTB/SmolLM3-3B, 2,048 × 1, dtype bf16, attn eager": (
+        "plan 8.38 GB against the replay's 8.66 GB (-3%)"
+    ),
+    "H100: google/gemma-3-1b-pt, train, 2,048 × 1, precision mixed, recompute none": (
+        "plan 30.00 GB against the replay's 33.95 GB (-12%)"
+    ),
+    "H100: Qwen/Qwen2.5-1.5B, train, 2,048 × 1, precision mixed, recompute none": (
+        "plan 36.95 GB against the replay's 40.32 GB (-8%)"
+    ),
+    "H100: google/gemma-3-1b-pt, train, 2,048 × 1, precision bf16, recompute none": (
+        "plan 20.39 GB against the replay's 21.27 GB (-4%)"
+    ),
+    "H100: Qwen/Qwen2.5-1.5B, train, 2,048 × 1, precision bf16, recompute none": (
+        "plan 22.19 GB against the replay's 25.17 GB (-12%)"
+    ),
+    "H100: Qwen/Qwen2.5-0.5B, train, 2,048 × 1, precision bf16, recompute full": (
+        "plan 11.02 GB against the replay's 9.00 GB (+22%)"
+    ),
+    "H100: Qwen/Qwen2.5-1.5B, train, 2,048 × 2, precision mixed, recompute none": (
+        "plan 49.11 GB against the replay's 54.95 GB (-11%)"
+    ),
+    "H100: google/gemma-3-1b-pt, train, 2,048 × 2, precision bf16, recompute none": (
+        "plan 33.34 GB against the replay's 34.81 GB (-4%)"
+    ),
+    "H100: EleutherAI/pythia-410m, train, 2,048 × 2, precision bf16, recompute full": (
+        "plan 8.29 GB against the replay's 6.54 GB (+27%)"
+    ),
+    "H100: EleutherAI/pythia-410m, train, 4,096 × 2, precision mixed, recompute none": (
+        "plan 24.38 GB against the replay's 20.11 GB (+21%)"
+    ),
+    "H100: Qwen/Qwen2.5-0.5B, train, 4,096 × 2, precision bf16, recompute full": (
+        "plan 27.67 GB against the replay's 19.97 GB (+39%)"
+    ),
+    "H100: Qwen/Qwen2.5-0.5B, 8,192 × 1, dtype fp32": "plan 14.93 GB against the replay's 12.16 GB (+23%)",
+    "H100: Qwen/Qwen3-0.6B, 8,192 × 1, dtype fp32": "plan 19.38 GB against the replay's 15.88 GB (+22%)",
+    "H100: EleutherAI/pythia-410m, train, 8,192 × 1, precision mixed, recompute none": (
+        "plan 24.38 GB against the replay's 20.11 GB (+21%)"
+    ),
+    "H100: Qwen/Qwen2.5-0.5B, train, 8,192 × 1, precision bf16, recompute full": (
+        "plan 27.67 GB against the replay's 19.97 GB (+39%)"
+    ),
+}
+
+
+def case(row: dict) -> Case:
+    kind, model_id, T, B, options = row["case"]
+    options = {k: v for k, v in options.items() if v is not None}  # targets None: peft's default
+    raw = {"kind": kind, "id": model_id, "T": T, "B": B, "options": options, "measured": {}}
+    return Case({**raw, "from": "tools/replay_sweep.py (H100)", "context_used": CUDA_CONTEXT})
+
+
+def _param(row: dict):
+    c = case(row)
+    marks = [pytest.mark.xfail(reason=KNOWN[c.name], strict=True)] if c.name in KNOWN else []
+    return pytest.param(row, id=c.name, marks=marks)
+
+
+def test_the_sweep_is_hundreds_of_cases():
+    models = {r["case"][1] for r in ROWS}
+    modes = {(r["case"][0], json.dumps(r["case"][4], sort_keys=True)) for r in ROWS}
+    assert len(ROWS) >= 250 and len(models) >= 8 and len(modes) >= 7, (len(ROWS), len(models), len(modes))
+
+
+@pytest.mark.parametrize("row", [_param(r) for r in ROWS])
+def test_plan_within_the_goal_of_the_replay(row):
+    plan = case(row).plan()
+    replayed = max(row["reserved"].values()) + CUDA_CONTEXT
+    assert -0.03 <= ratio(plan.total, replayed) <= 0.20, (plan.total, replayed)
+
+
+LIVE = [0, len(ROWS) - 1]  # the first (inference) and the last case the tool wrote
+
+
+@pytest.mark.parametrize("index", LIVE)
+def test_the_fixture_is_the_tracer_of_today(index):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from tools.alloc_trace import config
+
+    from paramcount.memory.runtimes.transformers.replay.worker import replay_case
+
+    row = ROWS[index]
+    kind, model_id, T, B, options = row["case"]
+    now = replay_case({"kind": kind, "config": config(model_id), "T": T, "B": B, "options": options})
+    assert (now["allocated_peak"], now["reserved"]) == (row["allocated_peak"], row["reserved"])
