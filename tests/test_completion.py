@@ -48,7 +48,7 @@ def test_bash_completes_commands_flags_models_gpus(scripts):
     bash = scripts["bash"]
     assert bash_complete(bash, "mem") == ["memory"]
     assert bash_complete(bash, "comp") == ["compare", "compute", "completion"]
-    kv = {"--kv-dtype", "--kv-cache", "--kv-unified", "--kv-heads", "--kv-bits", "--kv-group-size"}
+    kv = {"--kv-dtype", "--kv-cache", "--kv-unified", "--kv-heads", "--kv-bits", "--kv-group-size", "--kv-cache-space"}
     assert set(bash_complete(bash, "memory", "gpt2", "--kv")) == kv
     assert set(bash_complete(bash, "memory", "--gp")) == {"--gpu", "--gpus", "--gpu-memory-utilization"}
     assert "Qwen/Qwen2.5-7B" in bash_complete(bash, "Qwen/Qwen2.5-7")  # the bare count

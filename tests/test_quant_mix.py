@@ -283,7 +283,7 @@ def test_mix_for_the_converter_mapped_families(model_id, ftype):
 
 
 def test_a_family_not_mapped_still_refuses_in_one_line(capsys):
-    assert main(["memory", "google-t5/t5-small", "--dtype", "q4_k_m"]) == 2
+    assert main(["memory", "google-t5/t5-small", "--dtype", "q4_k_m", "--runtime", "llama.cpp"]) == 2
     err = capsys.readouterr().err.strip()
     assert "not 't5'" in err and "\n" not in err
     with pytest.raises(ParamcountError, match="not 'bert'"):

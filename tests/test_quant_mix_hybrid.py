@@ -355,7 +355,7 @@ def test_mtp_layers_are_in_the_file_and_said():
 
 
 def test_refused_hybrids_say_why(capsys):
-    assert main(["memory", "MiniMaxAI/MiniMax-Text-01", "--dtype", "q4_k_m"]) == 2
+    assert main(["memory", "MiniMaxAI/MiniMax-Text-01", "--dtype", "q4_k_m", "--runtime", "llama.cpp"]) == 2
     assert "not 'minimax'" in capsys.readouterr().err
 
 

@@ -567,7 +567,7 @@ def test_families_refused_with_the_converters_reason(source, words):
 
 
 def test_a_refusal_is_one_line_at_the_cli(capsys):
-    assert main(["memory", "EleutherAI/gpt-neo-1.3B", "--dtype", "q4_k_m"]) == 2
+    assert main(["memory", "EleutherAI/gpt-neo-1.3B", "--dtype", "q4_k_m", "--runtime", "llama.cpp"]) == 2
     err = capsys.readouterr().err.strip()
     assert "no class for GPTNeoForCausalLM" in err and "\n" not in err
 

@@ -18,9 +18,11 @@ from rich.table import Table
 
 from paramcount.cli import main
 from paramcount.frontends import catalog
-from paramcount.render import text
+from paramcount.render import advice, text
 
 FULL = bool(os.environ.get("PARAMCOUNT_FULL_TABLES"))
+PASTED = advice.COMMANDS  # a command to paste: one line, however wide
+
 MODELS = [e.id for e in catalog.entries()]
 WIDTHS = (60, 80, 120)
 COMMANDS = {
@@ -75,7 +77,8 @@ def broken(wide: str, narrow: str, width: int) -> list[str]:
     )
     if lost or made:
         problems.append(f"numbers lost {sorted(lost)[:5]}, pieces {sorted(made)[:5]}")
-    problems += [f"over {width}: {line!r}" for line in narrow.splitlines() if len(line) > width][:2]
+    over = [line for line in narrow.splitlines() if len(line) > width and not line.strip().startswith(PASTED)]
+    problems += [f"over {width}: {line!r}" for line in over][:2]  # a command to paste stays one line
     words = {w.rstrip(":") for w in BOX.sub(" ", wide).split()}  # a stacked row says "header: value"
     cut = [
         w

@@ -44,7 +44,7 @@ def test_fit_overview_numbers_whole(capsys, width):
 
 
 def _needs(overview: dict) -> list[str]:
-    return [f"{n['bytes'] / 1e9:.2f}" for n in overview["needs"].values()]
+    return [f"{n['bytes'] / 2**30:.2f}" for n in overview["needs"].values()]  # the cards' unit: GiB
 
 
 @pytest.mark.parametrize("model", ["meta-llama/Llama-2-13b-hf", "mixtral-8x7b", "bert-base-chinese", "t5-base"])

@@ -1279,7 +1279,6 @@ def _ollama_given(args: argparse.Namespace) -> dict:
 
 
 def run_fit(argv: Sequence[str]) -> int:
-    from rich.console import Group
 
     from .memory.fit import fit, overview
     from .render import advice
@@ -1358,8 +1357,7 @@ def run_fit(argv: Sequence[str]) -> int:
         print_json(render.dumps(result, extra={"recommendations": advice.to_json(recs)} if args.gpu else None))
     else:
         console(args.width).print(out)
-        # soft wrap: a command stays one line however wide the terminal (it folds it, not us)
-        console(args.width).print(Group(*advice.lines(recs)), soft_wrap=True)
+        advice.show(console(args.width), recs)
     # scripts branch on it: `paramcount fit MODEL --gpu rtx4090 --dtype q4_k_m && ...`
     return 1 if args.gpu and not any(r.fits for r in result.rows) else 0
 

@@ -87,7 +87,9 @@ def test_llama_cpp_host_memory_is_marked_and_left_out_of_the_gpu(client, llama):
     got = memory(client, runtime="llama.cpp", scheme="q4_k_m", gpu="h100").json()
     lib = inference(llama, "q4_k_m", 4096, runtime="llama.cpp")
     host = [t for t in got["terms"] if t.get("host")]  # present, and true, on host terms only
-    assert [t["key"] for t in host] == ["host_weights"] and got["host"] == lib.host == host[0]["bytes"] > 0
+    # the input layer's weights and, on one GPU, the scheduler's CUDA_Host compute buffer
+    assert [t["key"] for t in host] == ["host_weights", "host_compute"]
+    assert got["host"] == lib.host == sum(t["bytes"] for t in host) and host[0]["bytes"] > 0
     assert got["total"] == lib.total == sum(t["bytes"] for t in got["terms"] if not t.get("host"))
     assert "host_weights" not in {s["key"] for s in got["curve"]["series"]}
     assert memory(client).json()["host"] == 0  # transformers: everything on the GPU
@@ -340,7 +342,7 @@ def test_placement_goes_to_the_planner_options_the_cli_builds(client, fields, fl
         ({"override_tensor": ["[=CPU"]}, 400, "override_tensor", "bad tensor pattern '['"),
         ({"override_tensor": ["x=CUDA3"]}, 400, "override_tensor", "unknown buffer type 'CUDA3'"),
         ({"n_cpu_moe": -1}, 422, "n_cpu_moe", "n_cpu_moe: at least 0"),
-        ({"split_mode": "none", "main_gpu": 2}, 400, "main_gpu", "no GPU 2"),
+        ({"split_mode": "none", "main_gpu": 16}, 422, "main_gpu", "main_gpu: at most 15"),  # ggml-cuda's 16 devices
         ({"split_mode": "diagonal"}, 422, "split_mode", "split_mode: one of none, layer or row"),
         ({"runtime": "transformers", "n_gpu_layers": 3}, 400, "n_gpu_layers", "a llama.cpp setting"),
         ({"runtime": "vllm", "tensor_split": "1,1"}, 400, "tensor_split", "a llama.cpp setting"),

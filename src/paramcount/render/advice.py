@@ -66,6 +66,17 @@ def _said(f: dict[str, Any]) -> str:
     return f"estimate, 90% within ±{err['p90']:.0%} on {err['rows']} measured runs"
 
 
+COMMANDS = ("llama-server ", "vllm serve ", "python -c ", "curl ", "mlx_lm.chat ")  # what a command line starts with
+
+
+def show(console: Any, recs: Sequence[Recommendation]) -> None:
+    """Print the lines: words wrapped to the console's width, each command on one line the
+    terminal may fold but never we (soft wrap: pasted, it stays one command)."""
+    for line in lines(recs):
+        command = line.plain.strip().startswith(COMMANDS)
+        console.print(line, soft_wrap=command)
+
+
 def to_json(recs: Sequence[Recommendation]) -> list[dict[str, Any]]:
     return [r.to_dict() for r in recs]
 

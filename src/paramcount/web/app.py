@@ -84,10 +84,12 @@ def create_app(
 
 
 def _closing(workers: work.Workers) -> Any:
-    """The app's lifespan: its workers killed when it stops (a test's app, or the server)."""
+    """The app's lifespan: its workers killed when it stops (a test's app, or the server), and
+    taking jobs again if it starts again (a test harness runs one lifespan per client)."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> Any:
+        workers.open()
         yield
         workers.close()
 
@@ -184,6 +186,8 @@ def plain(err: dict[str, Any]) -> str:
         if kind == "string_too_short" and value == 1:
             return "empty"
         return words.format(number) if "{}" in words else f"{words} {number}"
+    if kind == "value_error" and ctx.get("error") is not None:  # our own validators' words (schemas.py)
+        return str(ctx["error"]).splitlines()[0][:300]
     if kind in ("literal_error", "union_tag_invalid"):
         expected = str(ctx.get("expected", "")).replace("'", "")
         return f"one of {expected}" if expected else "not a value this field takes"

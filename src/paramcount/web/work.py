@@ -342,6 +342,10 @@ class Workers:
             if time.monotonic() >= lower:
                 worker.lower()
 
+    def open(self) -> None:
+        """Take jobs (again, after a close: a new lifespan of the same app)."""
+        self.closing.clear()
+
     def close(self) -> None:
         """Stop: every worker killed (a request waiting on one is answered 503), none started."""
         self.closing.set()
@@ -365,6 +369,12 @@ class Inline(Workers):
     def __init__(self) -> None:
         super().__init__(keep=0)
         self._held: OrderedDict[str, Any] = OrderedDict()
+
+    def open(self) -> None:  # nothing to start or stop: jobs run in the caller's thread
+        pass
+
+    def close(self) -> None:
+        pass
 
     def run(self, fn: Callable[..., Any], *args: Any, what: str = "source") -> Any:
         self.runs += 1
