@@ -93,10 +93,10 @@ def test_every_command_and_flag_is_completed(scripts):
 
 
 def _fish_flag(flag: str) -> str:
-    """How the fish script names a flag: -l json, -o np (one dash, several letters), -s h."""
+    """How the fish script names a flag: -l json, -o np and -o c (llama.cpp's single-dash flags), -s h."""
     if flag.startswith("--"):
         return f"-l {flag[2:]} "
-    return f"-o {flag[1:]} " if len(flag) > 2 else f"-s {flag[1:]} "
+    return f"-s {flag[1:]} " if flag == "-h" else f"-o {flag[1:]} "
 
 
 def test_parser_leaves_the_command_line_as_it_was():

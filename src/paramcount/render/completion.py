@@ -186,8 +186,9 @@ def _fish_quote(text: str) -> str:
 def _fish_option(condition: str, string: str, o: Option) -> str:
     if string.startswith("--"):
         name = f"-l {string[2:]}"
-    else:  # -np, -fa: fish's old-style single-dash long options; -h: a short one
-        name = f"-o {string[1:]}" if len(string) > 2 else f"-s {string[1:]}"
+    else:  # -np, -fa, llama.cpp's -c: fish's old-style single-dash options (llama.cpp's parser groups
+        # no short flags, and a short -c would make fish read -ctk as -c -t -k); -h: a short one
+        name = f"-s {string[1:]}" if string == "-h" else f"-o {string[1:]}"
     line = f"complete -c paramcount -n {condition} {name}"
     if o.takes:
         line += " -r" if o.files else f" -x -a {_fish_quote(' '.join(o.words))}" if o.words else " -x"
