@@ -380,3 +380,10 @@ def test_gpu_auto_under_ollama_plans_for_the_detected_card(capsys, monkeypatch, 
     doc = json.loads(out)
     assert code == 0 and doc["gpu"]["name"] == "NVIDIA GeForce RTX 3060 (detected)"
     assert doc["gpu"]["usable"] == 10240 * 2**20
+
+
+def test_quadro_rtx_6000_is_not_the_rtx_a6000():
+    """Turing's Quadro RTX 6000 (24 GB) is not in the catalog: refused, never read as Ampere's RTX A6000."""
+    with pytest.raises(ParamcountError, match="unknown hardware"):
+        lookup("NVIDIA Quadro RTX 6000")
+    assert lookup("NVIDIA RTX A6000").key == "rtx-a6000-48gb"

@@ -224,7 +224,8 @@ def _pro_ampere(key: str, model: str, sms: int, boost_mhz: int, gib: int, bandwi
     note = (f"FLOP/s: {sms} SMs × {boost_mhz} MHz boost × rates per SM (datasheet's sparse tensor figure halved)",)
     return _card(
         key, f"NVIDIA RTX {model}", gib, "GDDR6 ECC", bandwidth, flops, (8, 6), (url, _ARCH["ampere"][3]),
-        aliases=(f"RTX {model}", model, f"Quadro RTX {model}"), link=pcie(4), family="RTX workstation", notes=note, cores=sms,
+        # no "Quadro" alias: Ampere's RTX A-series never bore it, and "Quadro RTX 6000" is Turing's card
+        aliases=(f"RTX {model}", model), link=pcie(4), family="RTX workstation", notes=note, cores=sms,
     )  # fmt: skip
 
 
