@@ -21,6 +21,7 @@ from paramcount.memory.runtimes.llamacpp.placement import (
     Placement,
     gpu_layers,
     n_cpu_moe,
+    override_flags,
     overrides,
     placement,
     tensor_split,
@@ -226,3 +227,21 @@ def test_rope_factors_go_with_layer_zero_and_norms_with_the_output():
     assert found == {"rope_freqs.weight": None, "output_norm.weight": 0, "token_embd.weight": None}
     found = {pl.name: pl.device for pl in place(rows, lambda r: (r.name, -1, -1), N_LAYER, Placement())}
     assert found == {"rope_freqs.weight": 0, "output_norm.weight": 0, "token_embd.weight": None}
+
+
+@pytest.mark.parametrize(
+    "found, flags",
+    [
+        (((EXPS, "CPU"),), "--cpu-moe"),
+        (n_cpu_moe(20), "--n-cpu-moe 20"),
+        (n_cpu_moe(1), "--n-cpu-moe 1"),
+        # not what --n-cpu-moe gives (a layer skipped, another buffer): the patterns as -ot reads them
+        (n_cpu_moe(3)[1:], "-ot " + ",".join(f"{p}=CPU" for p, _ in n_cpu_moe(3)[1:])),
+        (((r"blk\.1\.ffn", "CUDA1"), (r"exps", "CPU")), r"-ot blk\.1\.ffn=CUDA1,exps=CPU"),
+    ],
+)
+def test_override_flags_are_the_shortest_flags_that_read_back(found, flags):
+    """fit's settings line shows the flags, never the tuple (it printed 20 patterns for --n-cpu-moe 20)."""
+    assert override_flags(found) == flags
+    if flags.startswith("-ot "):
+        assert overrides(flags[4:]) == found

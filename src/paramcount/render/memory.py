@@ -494,8 +494,14 @@ def _recipe_note(settings: Iterable[Mapping[str, Any]]) -> list[Text]:
 
 
 def _options_of(settings: Mapping[str, Any]) -> str:
-    shown = {k.replace("_", "-"): v for k, v in settings.items() if v is not None}
-    return " · " + ", ".join(f"{k} {v}" for k, v in shown.items()) if shown else ""
+    from ..memory.runtimes.llamacpp.placement import override_flags
+
+    shown = [
+        override_flags(v) if k == "overrides" else f"{k.replace('_', '-')} {v}"
+        for k, v in settings.items()
+        if v is not None
+    ]
+    return " · " + ", ".join(shown) if shown else ""
 
 
 # ---- JSON -----------------------------------------------------------------------------------------

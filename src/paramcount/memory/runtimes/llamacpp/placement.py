@@ -241,6 +241,16 @@ def n_cpu_moe(n: int) -> tuple[tuple[str, str], ...]:
     return tuple((f"blk\\.{i}{EXPS}", CPU) for i in range(n))
 
 
+def override_flags(found: tuple[tuple[str, str], ...]) -> str:
+    """The shortest llama.cpp flags that give these overrides: ``--cpu-moe``, ``--n-cpu-moe N``
+    (what the flag expands to, read back), else ``-ot PATTERN=BUFFER,...`` as common/arg.cpp reads it."""
+    if found == ((EXPS, CPU),):
+        return "--cpu-moe"
+    if found and found == n_cpu_moe(len(found)):
+        return f"--n-cpu-moe {len(found)}"
+    return "-ot " + ",".join(f"{pattern}={buft}" for pattern, buft in found)
+
+
 def tensor_split(text: str) -> tuple[float, ...]:
     """``-ts 3,1`` (or ``3/1``): proportions per GPU (common/arg.cpp splits at , and /)."""
     parts = [p for p in re.split(r"[,/]+", text.strip()) if p != ""]
