@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import fcntl
 import gzip
 import hashlib
 import io
@@ -88,7 +89,13 @@ def _load(path: Path, opener=open) -> dict:
 
 def _store(records: dict[str, dict]) -> None:
     """Replace these entries in both files (each test writes its own share), dropping those of a
-    command or model no longer run."""
+    command or model no longer run; under a lock, as the suite's workers (pytest-xdist) write at once."""
+    with open(HASHES, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _replace(records)
+
+
+def _replace(records: dict[str, dict]) -> None:
     wanted = {_key(c, m) for c in COMMANDS for m in MODELS}
     outputs = {k: v for k, v in _load(OUTPUTS, gzip.open).items() if k in wanted}
     outputs.update(records)
