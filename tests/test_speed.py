@@ -222,6 +222,18 @@ def test_vllm_splits_over_tensor_parallel_ranks_and_queues_prompts():
     assert geforce.ttft.seconds == pytest.approx(geforce.prefill.seconds * 4.5)  # the mean wait of 8 queued prompts
 
 
+def test_the_headline_names_every_tensor_parallel_card_and_each_bound_its_side(capsys):
+    from paramcount.cli import main
+
+    argv = ["speed", "meta-llama/Llama-3.1-70B", "--gpu", "H100 SXM,H100 SXM", "--runtime", "vllm", "--width", "200"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "on 2 × NVIDIA H100 SXM5 80GB (tensor parallel 2)" in out
+    ttft = next(line for line in out.splitlines() if line.startswith(" time to first token"))
+    assert "≥ " in ttft and "≤ " not in ttft  # a time's bound is the shortest it can take
+    assert _speed().ttft.to_dict()["upper_bound"]["label"] == "upper bound on speed: the shortest time"
+
+
 def test_vllm_decode_step_is_the_fitted_sum_of_its_terms():
     """a·bytes/bandwidth + b·FLOPs/peak + (c + d)·layers on each rank; d (the all-reduces) only over several."""
     t = fitted("vllm", "nvidia-pro").terms
@@ -255,7 +267,7 @@ def test_the_command_prints_the_figures_and_their_json(capsys):
     argv = ["speed", "meta-llama/Llama-3.1-8B", "--gpu", "RTX 4090", "--runtime", "llama.cpp", "--dtype", "q4_k_m"]
     assert main([*argv, "--width", "120"]) == 0
     out = capsys.readouterr().out
-    assert "decode (per stream)" in out and "tok/s" in out and "upper bound" in out
+    assert "decode (per stream)" in out and "tok/s" in out and "bound" in out and "≤ " in out and "≥ " in out
     assert main([*argv, "--json", "--context", "8192", "-ngl", "8", "--cpu", "EPYC 9124"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["schema"] == "paramcount.speed/1" and d["settings"]["context"] == 8192

@@ -21,6 +21,8 @@ def render(s: Speed) -> Group:
     """A headline, a table of the three figures (estimate, expected error, bound, what binds), the
     terms behind decode, the factors used and the notes."""
     hw = " + ".join(h.name for h in s.hardware)
+    tp = s.settings.get("tp") or 1
+    hw = f"{tp} × {hw} (tensor parallel {tp})" if tp > 1 else hw  # vLLM's -tp: one card's figures, N of them
     host = f", host CPU {s.cpu.name}" if s.cpu is not None and s.cpu not in s.hardware else ""
     st = s.settings
     head = Text(f"{s.model.name} under {s.runtime} on {hw}{host}", style="bold")
@@ -34,11 +36,17 @@ def render(s: Speed) -> Group:
 
 def _table(s: Speed) -> Table:
     t = Table(show_edge=False)
-    for name in ("", "estimate", "expected error", "upper bound", "bound by"):
+    for name in ("", "estimate", "expected error", "bound", "bound by"):
         t.add_column(name, justify="left" if name in ("", "bound by") else "right")
     for label, f in (("decode (per stream)", s.decode), ("prefill", s.prefill), ("time to first token", s.ttft)):
-        t.add_row(label, _value(f, f.seconds), _error(f), _value(f, f.bound_seconds), f.bound_by)
+        t.add_row(label, _value(f, f.seconds), _error(f), _bound(f), f.bound_by)
     return t
+
+
+def _bound(f: Figure) -> str:
+    """``≤ 69.8 tok/s`` for a rate, ``≥ 76 ms`` for a time: the side each bound is on."""
+    shown = _value(f, f.bound_seconds)
+    return shown if shown == "—" else ("≥ " if f.phase == "ttft" else "≤ ") + shown
 
 
 def _value(f: Figure, seconds: float | None) -> str:

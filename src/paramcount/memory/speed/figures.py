@@ -64,7 +64,7 @@ class Figure:
             "estimate": None if self.seconds is None else self._estimate(),
             "upper_bound": None
             if self.bound_seconds is None
-            else {"label": "upper bound", **self._rate(self.bound_seconds)},
+            else {"label": self._bound_label(), **self._rate(self.bound_seconds)},
             "bound_by": self.bound_by,
             "terms": self.terms,
             "parts": [p.to_dict() for p in self.parts],
@@ -73,6 +73,10 @@ class Figure:
         if self.why:
             out["note"] = self.why
         return out
+
+    def _bound_label(self) -> str:
+        """The bound on speed is, for a time (TTFT), the shortest it can take: say which way it bounds."""
+        return "upper bound on speed: the shortest time" if self.phase == "ttft" else "upper bound"
 
     def _estimate(self) -> dict[str, Any]:
         return {"label": "estimate", **self._rate(self.seconds), "expected_error": self.error}
