@@ -383,7 +383,41 @@ def test_gpu_auto_under_ollama_plans_for_the_detected_card(capsys, monkeypatch, 
 
 
 def test_quadro_rtx_6000_is_not_the_rtx_a6000():
-    """Turing's Quadro RTX 6000 (24 GB) is not in the catalog: refused, never read as Ampere's RTX A6000."""
-    with pytest.raises(ParamcountError, match="unknown hardware"):
-        lookup("NVIDIA Quadro RTX 6000")
+    """Turing's Quadro RTX 6000 (24 GB) is its own card, never read as Ampere's RTX A6000 (48 GB)."""
+    turing = lookup("NVIDIA Quadro RTX 6000")
+    assert turing.key == "quadro-rtx6000-24gb" and turing.capability == (7, 5) and turing.memory_bytes == 24 * 2**30
     assert lookup("NVIDIA RTX A6000").key == "rtx-a6000-48gb"
+
+
+@pytest.mark.parametrize(
+    "name, key, bandwidth, fp32_tflops",
+    [
+        # as llama.cpp's benchmark threads and vendors name them; each figure the datasheet's
+        ("Tesla P40", "p40-24gb", 346e9, 12.0),
+        ("TITAN RTX", "titan-rtx-24gb", 672e9, 16.3),  # NVIDIA: 16.3 TFLOPS FP32, 130 tensor
+        ("Quadro RTX 8000", "quadro-rtx8000-48gb", 672e9, 16.3),
+        ("Radeon RX 6800 XT", "rx6800xt-16gb", 512e9, 20.74),  # AMD: Peak Single Precision 20.74 TFLOPs
+        ("RX 6900 XT", "rx6900xt-16gb", 512e9, 23.04),
+        ("RX 6700 XT 12GB", "rx6700xt-12gb", 384e9, 13.21),
+        ("AMD Radeon VII", "radeonvii-16gb", 1024e9, 13.8),  # AMD: 13.8 TFLOPs, 1 TB/s HBM2
+    ],
+)
+def test_older_and_popular_gpus_are_in_the_catalog(name, key, bandwidth, fp32_tflops):
+    hw = lookup(name)
+    assert hw.key == key and hw.bandwidth_bytes_per_s == bandwidth
+    assert hw.flops["fp32"] / 1e12 == pytest.approx(fp32_tflops, abs=0.06)
+
+
+@pytest.mark.parametrize(
+    "name, key, stated, gbs",
+    [
+        ("AMD EPYC 7763 64-Core Processor", "epyc-7763", "8 channels DDR4-3200", 204.8),
+        ("Ryzen 9 5950X", "ryzen-9-5950x", "2 channels DDR4-3200", 51.2),
+        ("Ryzen 9 7950X3D", "ryzen-9-7950x3d", "2 channels DDR5-5200", 83.2),
+        ("Intel Xeon Platinum 8380", "xeon-platinum-8380", "8 channels DDR4-3200", 204.8),
+        ("i9-12900K", "core-i9-12900k", "2 channels DDR5-4800", 76.8),
+    ],
+)
+def test_cpus_of_the_ddr4_generation_too(name, key, stated, gbs):
+    cpu = lookup(name)
+    assert cpu.key == key and cpu.stated == stated and cpu.bandwidth_bytes_per_s == gbs * 1e9

@@ -59,16 +59,22 @@ INSTINCT = (
               features=("fp8", "fp6", "fp4", "mxfp4")),
 )  # fmt: skip
 
-_RDNA = {3: (256, 512), 4: (256, 512)}
+# FP32 and packed FP16 FLOP per CU per clock: RDNA 3/4 dual-issue (256, 512); RDNA 2 and GCN 5
+# (Radeon VII) issue 64 lanes × FMA (128, 256), as AMD's "Peak Single Precision" figures give
+# (RX 6800 XT: 72 × 2.25 GHz × 128 = 20.74 TFLOPS; Radeon VII: 60 × 1.8 GHz × 128 = 13.8)
+_RDNA = {1: (128, 256), 2: (128, 256), 3: (256, 512), 4: (256, 512)}
+_FAMILY = {1: "Radeon VII", 2: "Radeon RX 6000", 3: "Radeon RX 7000", 4: "Radeon RX 9000"}
 
 
 def _radeon(
     model: str, rdna: int, cus: int, boost_mhz: int, gib: int, gbps: float, bus: int, url: str, gen: int = 4,
-    lanes: int = 16, pro: bool = False, aliases: tuple[str, ...] = (),
+    lanes: int = 16, pro: bool = False, aliases: tuple[str, ...] = (), memory: str = "GDDR6", clock: str = "boost",
 ) -> Hardware:  # fmt: skip
+    """``rdna`` 2-4, or 1 for GCN 5's Radeon VII (the same rates per CU as RDNA 2)."""
     fp32, fp16 = (cus * r * boost_mhz * 10**6 for r in _RDNA[rdna])
-    short = model.lower().replace(" ", "").removeprefix("pro")
-    notes = [f"FLOP/s: {cus} CUs × {boost_mhz} MHz boost × 256 FP32 / 512 FP16 per CU per clock"]
+    short = ("radeon" if rdna == 1 else "") + model.lower().replace(" ", "").removeprefix("pro")
+    per = _RDNA[rdna]
+    notes = [f"FLOP/s: {cus} CUs × {boost_mhz} MHz {clock} × {per[0]} FP32 / {per[1]} FP16 per CU per clock"]
     if rdna == 4:
         notes.append("fp16: the packed vector rate; RDNA 4's matrix (WMMA) rate may be higher")
     notes.append("usable_bytes: the stated memory (ROCm's total not measured)")
@@ -85,13 +91,38 @@ def _radeon(
         sources=(f"https://www.amd.com/en/products/graphics/{url} (specifications)",),
         cores=cus,
         pcie_bytes_per_s=pcie(gen, lanes),
-        stated=f"{gib} GB GDDR6" + (" ECC" if pro else ""),
+        stated=f"{gib} GB {memory}" + (" ECC" if pro else ""),
         notes=tuple(notes),
-        family="Radeon PRO" if pro else f"Radeon RX {7000 if rdna == 3 else 9000}",
+        family="Radeon PRO" if pro else _FAMILY[rdna],
     )
 
 
+_RX6 = "desktops/radeon/6000-series/amd-radeon-rx-"
 RADEON = (
+    # RDNA 2: RX 6000 (PCIe 4.0; the 6600s x8)
+    _radeon("RX 6600", 2, 28, 2491, 8, 14, 128, _RX6 + "6600.html", lanes=8),
+    _radeon("RX 6600 XT", 2, 32, 2589, 8, 16, 128, _RX6 + "6600-xt.html", lanes=8),
+    _radeon("RX 6700 XT", 2, 40, 2581, 12, 16, 192, _RX6 + "6700-xt.html"),
+    _radeon("RX 6750 XT", 2, 40, 2600, 12, 18, 192, _RX6 + "6750-xt.html"),
+    _radeon("RX 6800", 2, 60, 2105, 16, 16, 256, _RX6 + "6800.html"),
+    _radeon("RX 6800 XT", 2, 72, 2250, 16, 16, 256, _RX6 + "6800-xt.html"),
+    _radeon("RX 6900 XT", 2, 80, 2250, 16, 16, 256, _RX6 + "6900-xt.html"),
+    _radeon("RX 6950 XT", 2, 80, 2310, 16, 18, 256, _RX6 + "6950-xt.html"),
+    # GCN 5 (Vega 20): 16 GB HBM2 on a 4,096-bit bus at 2 Gbps, PCIe 3.0; AMD's peak engine clock
+    _radeon(
+        "VII",
+        1,
+        60,
+        1800,
+        16,
+        2,
+        4096,
+        "desktops/radeon/amd-radeon-vii.html",
+        gen=3,
+        memory="HBM2",
+        clock="peak",
+        aliases=("Radeon 7",),
+    ),
     _radeon("RX 7600", 3, 32, 2655, 8, 18, 128, "desktops/radeon/7000-series/amd-radeon-rx-7600.html", lanes=8),
     _radeon("RX 7600 XT", 3, 32, 2755, 16, 18, 128, "desktops/radeon/7000-series/amd-radeon-rx-7600-xt.html", lanes=8),
     _radeon("RX 7700 XT", 3, 54, 2544, 12, 18, 192, "desktops/radeon/7000-series/amd-radeon-rx-7700-xt.html"),

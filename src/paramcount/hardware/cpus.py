@@ -13,6 +13,9 @@ from __future__ import annotations
 
 from .row import Hardware
 
+ZEN3 = ("avx2",)
+ICELAKE = ("avx2", "avx512", "avx512_vnni")
+ALDERLAKE = ("avx2", "avx_vnni")
 ZEN4 = ("avx2", "avx512", "avx512_bf16", "avx512_vnni")
 ZEN5 = ("avx2", "avx512", "avx512_bf16", "avx512_vnni", "avx_vnni")
 XEON_AMX = ("avx2", "avx512", "avx512_bf16", "avx512_fp16", "avx512_vnni", "avx_vnni", "amx", "amx_bf16", "amx_int8")
@@ -22,8 +25,13 @@ CORE = ("avx2", "avx_vnni")
 _AMD = "https://www.amd.com/en/products/processors/"
 _INTEL = "https://www.intel.com/content/www/us/en/ark/products/"
 
-# family: (vendor, channels, MT/s, features, source page)
+# family: (vendor, channels, MT/s, features, source page); DDR5 unless the family is in _DDR4
 _FAMILIES = {
+    "EPYC 7003": ("amd", 8, 3200, ZEN3, _AMD + "server/epyc/3rd-generation-7003-series.html"),
+    "Threadripper PRO 5000": ("amd", 8, 3200, ZEN3, _AMD + "workstations/ryzen-threadripper.html"),
+    "Ryzen 5000": ("amd", 2, 3200, ZEN3, _AMD + "desktops/ryzen/5000-series.html"),
+    "Xeon 3rd gen (Ice Lake)": ("intel", 8, 3200, ICELAKE, _INTEL + "series/204098/3rd-generation-intel-xeon-scalable-processors.html"),
+    "Core 12th gen": ("intel", 2, 4800, ALDERLAKE, _INTEL + "series/217839/12th-generation-intel-core-i9-processors.html"),
     "EPYC 9004": ("amd", 12, 4800, ZEN4, _AMD + "server/epyc/4th-generation-9004-and-8004-series.html"),
     "EPYC 9005": ("amd", 12, 6000, ZEN5, _AMD + "server/epyc/9005-series.html"),
     "Threadripper 7000": ("amd", 4, 5200, ZEN4, _AMD + "workstations/ryzen-threadripper.html"),
@@ -39,6 +47,7 @@ _FAMILIES = {
     "Core 13th/14th gen": ("intel", 2, 5600, CORE, _INTEL + "series/230485/14th-generation-intel-core-i9-processors.html"),
     "Core Ultra 200S": ("intel", 2, 6400, CORE, _INTEL + "series/241071/intel-core-ultra-processors-series-2.html"),
 }  # fmt: skip
+_DDR4 = {"EPYC 7003", "Threadripper PRO 5000", "Ryzen 5000", "Xeon 3rd gen (Ice Lake)"}
 
 
 def _cpu(key: str, name: str, family: str, cores: int, aliases: tuple[str, ...] = ()) -> Hardware:
@@ -57,7 +66,7 @@ def _cpu(key: str, name: str, family: str, cores: int, aliases: tuple[str, ...] 
         sources=(page,),
         cores=cores,
         features=features,
-        stated=f"{channels} channels DDR5-{mts}",
+        stated=f"{channels} channels DDR{4 if family in _DDR4 else 5}-{mts}",
         notes=("bandwidth: channels × MT/s × 8 bytes, one socket",),
         memory_channels=channels,
         memory_speed_mts=mts,
@@ -66,6 +75,11 @@ def _cpu(key: str, name: str, family: str, cores: int, aliases: tuple[str, ...] 
 
 
 ALL = (
+    _cpu("epyc-7313", "AMD EPYC 7313", "EPYC 7003", 16),
+    _cpu("epyc-7443", "AMD EPYC 7443", "EPYC 7003", 24),
+    _cpu("epyc-7543", "AMD EPYC 7543", "EPYC 7003", 32),
+    _cpu("epyc-7713", "AMD EPYC 7713", "EPYC 7003", 64),
+    _cpu("epyc-7763", "AMD EPYC 7763", "EPYC 7003", 64, ("EPYC 7763 64-Core Processor",)),
     _cpu("epyc-9124", "AMD EPYC 9124", "EPYC 9004", 16),
     _cpu("epyc-9354", "AMD EPYC 9354", "EPYC 9004", 32),
     _cpu("epyc-9454", "AMD EPYC 9454", "EPYC 9004", 48),
@@ -85,16 +99,29 @@ ALL = (
     _cpu("threadripper-pro-7995wx", "AMD Ryzen Threadripper PRO 7995WX", "Threadripper PRO 7000", 96, ("Threadripper PRO 7995WX", "7995WX")),
     _cpu("threadripper-9980x", "AMD Ryzen Threadripper 9980X", "Threadripper 9000", 64, ("Threadripper 9980X",)),
     _cpu("threadripper-pro-9995wx", "AMD Ryzen Threadripper PRO 9995WX", "Threadripper PRO 9000", 96, ("Threadripper PRO 9995WX", "9995WX")),
+    _cpu("threadripper-pro-5965wx", "AMD Ryzen Threadripper PRO 5965WX", "Threadripper PRO 5000", 24, ("Threadripper PRO 5965WX", "5965WX")),
+    _cpu("threadripper-pro-5975wx", "AMD Ryzen Threadripper PRO 5975WX", "Threadripper PRO 5000", 32, ("Threadripper PRO 5975WX", "5975WX")),
+    _cpu("threadripper-pro-5995wx", "AMD Ryzen Threadripper PRO 5995WX", "Threadripper PRO 5000", 64, ("Threadripper PRO 5995WX", "5995WX")),
+    _cpu("ryzen-5-5600x", "AMD Ryzen 5 5600X", "Ryzen 5000", 6),
+    _cpu("ryzen-7-5700x", "AMD Ryzen 7 5700X", "Ryzen 5000", 8),
+    _cpu("ryzen-7-5800x", "AMD Ryzen 7 5800X", "Ryzen 5000", 8),
+    _cpu("ryzen-7-5800x3d", "AMD Ryzen 7 5800X3D", "Ryzen 5000", 8),
+    _cpu("ryzen-9-5900x", "AMD Ryzen 9 5900X", "Ryzen 5000", 12, ("Ryzen 9 5900X 12-Core Processor",)),
+    _cpu("ryzen-9-5950x", "AMD Ryzen 9 5950X", "Ryzen 5000", 16, ("Ryzen 9 5950X 16-Core Processor",)),
     _cpu("ryzen-5-7600x", "AMD Ryzen 5 7600X", "Ryzen 7000", 6),
     _cpu("ryzen-7-7700x", "AMD Ryzen 7 7700X", "Ryzen 7000", 8),
     _cpu("ryzen-7-7800x3d", "AMD Ryzen 7 7800X3D", "Ryzen 7000", 8),
     _cpu("ryzen-9-7900x", "AMD Ryzen 9 7900X", "Ryzen 7000", 12),
     _cpu("ryzen-9-7950x", "AMD Ryzen 9 7950X", "Ryzen 7000", 16, ("Ryzen 9 7950X 16-Core Processor",)),
+    _cpu("ryzen-9-7900x3d", "AMD Ryzen 9 7900X3D", "Ryzen 7000", 12),
+    _cpu("ryzen-9-7950x3d", "AMD Ryzen 9 7950X3D", "Ryzen 7000", 16),
     _cpu("ryzen-5-9600x", "AMD Ryzen 5 9600X", "Ryzen 9000", 6),
     _cpu("ryzen-7-9700x", "AMD Ryzen 7 9700X", "Ryzen 9000", 8),
     _cpu("ryzen-7-9800x3d", "AMD Ryzen 7 9800X3D", "Ryzen 9000", 8),
     _cpu("ryzen-9-9900x", "AMD Ryzen 9 9900X", "Ryzen 9000", 12),
     _cpu("ryzen-9-9950x", "AMD Ryzen 9 9950X", "Ryzen 9000", 16, ("Ryzen 9 9950X 16-Core Processor",)),
+    _cpu("xeon-platinum-8358", "Intel Xeon Platinum 8358", "Xeon 3rd gen (Ice Lake)", 32),
+    _cpu("xeon-platinum-8380", "Intel Xeon Platinum 8380", "Xeon 3rd gen (Ice Lake)", 40),
     _cpu("xeon-platinum-8462y+", "Intel Xeon Platinum 8462Y+", "Xeon 4th gen (Sapphire Rapids)", 32),
     _cpu("xeon-platinum-8468", "Intel Xeon Platinum 8468", "Xeon 4th gen (Sapphire Rapids)", 48),
     _cpu("xeon-platinum-8480+", "Intel Xeon Platinum 8480+", "Xeon 4th gen (Sapphire Rapids)", 56, ("Xeon Platinum 8480C",)),
@@ -104,6 +131,7 @@ ALL = (
     _cpu("xeon-6960p", "Intel Xeon 6960P", "Xeon 6 (Granite Rapids AP)", 72),
     _cpu("xeon-6972p", "Intel Xeon 6972P", "Xeon 6 (Granite Rapids AP)", 96),
     _cpu("xeon-6980p", "Intel Xeon 6980P", "Xeon 6 (Granite Rapids AP)", 128),
+    _cpu("core-i9-12900k", "Intel Core i9-12900K", "Core 12th gen", 16, ("i9-12900K", "12900K")),
     _cpu("core-i9-13900k", "Intel Core i9-13900K", "Core 13th/14th gen", 24, ("i9-13900K", "13900K")),
     _cpu("core-i9-14900k", "Intel Core i9-14900K", "Core 13th/14th gen", 24, ("i9-14900K", "14900K")),
     _cpu("core-ultra-9-285k", "Intel Core Ultra 9 285K", "Core Ultra 200S", 24, ("Ultra 9 285K", "285K")),

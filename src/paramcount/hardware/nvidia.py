@@ -236,6 +236,23 @@ WORKSTATION = (
     _pro_ampere("rtx-a5000-24gb", "A5000", 64, 1695, 24, 768, _DC.replace("data-center/", "design-visualization/rtx-a5000/")),
     _pro_ampere("rtx-a5500-24gb", "A5500", 80, 1665, 24, 768, _DC.replace("data-center/", "design-visualization/rtx-a5500/")),
     _pro_ampere("rtx-a6000-48gb", "A6000", 84, 1800, 48, 768, _DC.replace("data-center/", "design-visualization/rtx-a6000/")),
+    # Turing's TITAN and Quadro RTX: TU102 with 72 SMs at 1770 MHz; their datasheets print 16.3 FP32
+    # and 130.5 tensor TFLOPS (FP16, FP32 accumulate at full rate: 1,024 per SM per clock)
+    *(
+        _card(
+            key, name, gib, memory, 672, {"fp32": 72 * 128 * 1.77e9, "fp16": 72 * 1024 * 1.77e9}, (7, 5),
+            (url, _ARCH["turing"][3]), aliases=aliases, link=pcie(3), family=family, cores=72,
+            notes=("FLOP/s: 72 SMs × 1770 MHz boost × rates per SM; the datasheet's 16.3 FP32 and 130.5 tensor TFLOPS agree",),
+        )
+        for key, name, gib, memory, url, aliases, family in (
+            ("titan-rtx-24gb", "NVIDIA TITAN RTX", 24, "GDDR6", "https://www.nvidia.com/en-us/deep-learning-ai/products/titan-rtx/ (specs)",
+             ("TITAN RTX", "Titan RTX"), "TITAN"),
+            ("quadro-rtx6000-24gb", "NVIDIA Quadro RTX 6000", 24, "GDDR6 ECC", "https://www.nvidia.com/en-us/design-visualization/quadro/rtx-6000/ (datasheet)",
+             ("Quadro RTX 6000", "RTX 6000 Turing"), "RTX workstation"),
+            ("quadro-rtx8000-48gb", "NVIDIA Quadro RTX 8000", 48, "GDDR6 ECC", "https://www.nvidia.com/en-us/design-visualization/quadro/rtx-8000/ (datasheet)",
+             ("Quadro RTX 8000", "RTX 8000"), "RTX workstation"),
+        )
+    ),
     _card(
         "rtx4000-ada-20gb", "NVIDIA RTX 4000 Ada Generation", 20, "GDDR6 ECC", 360, tflops(fp32=26.7), (8, 9),
         ("https://www.nvidia.com/en-us/design-visualization/rtx-4000/ (datasheet)",),
@@ -286,6 +303,10 @@ DATACENTRE = (
           (_P100,), aliases=("Tesla P100-PCIE-16GB",), link=pcie(3)),
     _card("p100-pcie-12gb", "NVIDIA Tesla P100 PCIe 12GB", 12, "HBM2", 549, tflops(fp64=4.7, fp32=9.3, fp16=18.7), (6, 0),
           (_P100,), aliases=("Tesla P100-PCIE-12GB",), link=pcie(3)),
+    # Pascal's inference card: FP16 at 1/64 rate (left out), INT8 by DP4A
+    _card("p40-24gb", "NVIDIA Tesla P40", 24, "GDDR5", 346, tflops(fp32=12, int8=47), (6, 1),
+          ("NVIDIA Tesla P40 datasheet (https://www.nvidia.com/en-us/data-center/tesla-p40/)",),
+          aliases=("Tesla P40", "P40", "Tesla P40 24GB", "P40 24GB"), link=pcie(3), cores=30),
     _card("v100-sxm2-16gb", "NVIDIA Tesla V100 SXM2 16GB", 16, "HBM2", 900, tflops(fp64=7.8, fp32=15.7, fp16=125), (7, 0),
           (_V100,), aliases=("Tesla V100-SXM2-16GB", "V100 16GB", "V100 SXM2 16GB", "Tesla V100 16GB")),
     _card("v100-sxm2-32gb", "NVIDIA Tesla V100 SXM2 32GB", 32, "HBM2", 900, tflops(fp64=7.8, fp32=15.7, fp16=125), (7, 0),
