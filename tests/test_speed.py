@@ -239,6 +239,33 @@ def test_vllm_decode_step_is_the_fitted_sum_of_its_terms():
     assert 1 / four.decode.tokens_per_s == pytest.approx(10.94e-3, rel=p90)
 
 
+def test_vllm_an_fp8_kv_cache_halves_what_a_step_reads_of_it():
+    bf16 = _speed("meta-llama/Llama-3.1-8B", ("H200",), "vllm", "fp8", concurrency=64, context=4096)
+    fp8 = _speed("meta-llama/Llama-3.1-8B", ("H200",), "vllm", "fp8", concurrency=64, context=4096, kv_dtype="fp8")
+    a, b = bf16.decode.terms["bytes_read_per_step"], fp8.decode.terms["bytes_read_per_step"]
+    assert a["kv_cache"] == 2 * b["kv_cache"] == 64 * 4096 * 32 * 8 * 128 * 2 * 2  # layers, KV heads, dim, K and V
+    assert a["weights"] == b["weights"] and fp8.decode.tokens_per_s > bf16.decode.tokens_per_s
+
+
+def test_aiconfigurator_fp8_runs_are_fitted_with_an_fp8_kv_cache():
+    """AIConfigurator's fp8 profile serves an fp8 KV cache; its Qwen3-32B fp8 runs at tensor parallel 1
+    and 2 say so themselves: each measured TPOT is under what the H100's datasheet bandwidth takes
+    to read the fp8 weights and a bf16 cache at the run's mean depth (a bound, no fitted factor)."""
+    from paramcount.hardware import lookup
+
+    fit = _fit_module()
+    rows, _ = fit.read_vllm()
+    assert {r.kv for r in rows if r.dtype == "fp8"} == {"fp8"} and {r.kv for r in rows if r.dtype != "fp8"} == {"auto"}
+    qwen = [r for r in rows if r.model == "Qwen/Qwen3-32B" and r.dtype == "fp8" and r.tp <= 2]
+    assert len(qwen) == 2
+    for r in qwen:
+        assert fit.vllm_plan(r.model, r.dtype, r.tp, r.kv)[0].kv_bytes == 1
+        _, bf16 = fit.vllm_plan(r.model, r.dtype, r.tp)
+        depth = r.isl + r.osl // 2
+        read = sum(bf16.weights.values()) + r.streams * sum(bf16.kv(depth).values())
+        assert r.tpot < read / lookup("H100 SXM").bandwidth_bytes_per_s
+
+
 def test_llama_cpp_splits_layers_over_several_gpus():
     s = _speed("meta-llama/Llama-3.1-8B", ("RTX 3090", "RTX 3060 12GB"), dtype="q8_0")
     assert {p.device for p in s.decode.parts} >= {"rtx3090-24gb", "rtx3060-12gb"}
@@ -279,6 +306,8 @@ def test_the_command_prints_the_figures_and_their_json(capsys):
             ["--gpu", "RTX 4090", "--runtime", "vllm", "--dtype", "q4_k_m"],
             "--dtype: q4_k_m is a GGUF type: llama.cpp and Ollama load it",
         ),
+        (["--gpu", "RTX 4090", "--runtime", "llama.cpp", "--kv-dtype", "fp8"], "--kv-dtype: not a setting of"),
+        (["--gpu", "H100 SXM", "--runtime", "vllm", "--kv-dtype", "fp9"], "--kv-dtype: vLLM's --kv-cache-dtype is one"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):

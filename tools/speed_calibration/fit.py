@@ -271,12 +271,20 @@ class Serve:
     ttft: float
     tpot: float
     runtime: str = "vllm"
+    kv: str = "auto"  # --kv-cache-dtype the run was served with (see read_vllm)
 
 
 def read_vllm(path: Path = VLLM) -> tuple[list[Serve], int]:
     """The fitted vLLM rows, and how many were left out: hardware not in the catalog, or more
     streams than the KV cache paramcount plans for them holds (vLLM queues the rest: their TTFT
-    counts whole requests waiting, which no prefill model predicts)."""
+    counts whole requests waiting, which no prefill model predicts).
+
+    ``kv_cache_dtype``: the runs' KV cache. AIConfigurator's ``fp8`` precision is its fp8 profile,
+    fp8 GEMMs and an fp8 KV cache and attention (``sdk/task_v1_compat.py``, ``_PROFILE_TO_QUANT``),
+    launched with ``--kv-cache-dtype fp8_e4m3`` (``generator/config/backend_config_mapping.yaml``);
+    the bf16 rows keep vLLM's ``auto``. The Qwen3-32B fp8 runs could not have read a bf16 cache: at
+    tensor parallel 1 and 2 their measured TPOT (16.85 and 11.63 ms) is under the time the H100's
+    datasheet bandwidth takes for the fp8 weights and a bf16 cache alone (18.2 and 13.3 ms)."""
     from paramcount.hardware import catalog
     from paramcount.memory.speed.factors import family
 
@@ -287,7 +295,7 @@ def read_vllm(path: Path = VLLM) -> tuple[list[Serve], int]:
             hw = known.get(r["hardware"])
             row = Serve(r["source"], r["hardware"], family(hw) if hw else "", r["model"], r["dtype"], int(r["tp"]),
                         int(r["isl"]), int(r["osl"]), int(r["concurrency"]), float(r["ttft_ms"]) / 1e3,
-                        float(r["tpot_ms"]) / 1e3)  # fmt: skip
+                        float(r["tpot_ms"]) / 1e3, kv=r["kv_cache_dtype"])  # fmt: skip
             if hw is None or queued(row):
                 left += 1
                 continue
@@ -296,20 +304,21 @@ def read_vllm(path: Path = VLLM) -> tuple[list[Serve], int]:
 
 
 @cache
-def vllm_plan(model: str, dtype: str, tp: int):
-    """vLLM's planner and one rank's work for a model in a scheme over ``tp`` ranks."""
+def vllm_plan(model: str, dtype: str, tp: int, kv: str = "auto"):
+    """vLLM's planner and one rank's work for a model in a scheme over ``tp`` ranks, its KV cache
+    in ``kv`` (``--kv-cache-dtype``: the cache's bytes per value are what a decode step reads)."""
     import paramcount
     from paramcount.memory.runtimes import planner
     from paramcount.memory.speed.work import flat
 
     m = paramcount.load(model)
-    p = planner(m, dtype, "vllm", tp=tp)
+    p = planner(m, dtype, "vllm", tp=tp, kv_dtype=kv)
     return p, flat(m, p.weights.rows, p.kv_bytes, tp)
 
 
 def queued(r: Serve) -> bool:
     """More streams than fit the KV cache at ``isl + osl`` tokens each (``serving``'s max_concurrency)."""
-    p, _ = vllm_plan(r.model, r.dtype, r.tp)
+    p, _ = vllm_plan(r.model, r.dtype, r.tp, r.kv)
     return r.streams > p.serving(hardware(r.hardware).memory_bytes, r.isl + r.osl)["max_concurrency"]
 
 
@@ -318,7 +327,7 @@ def serve_features(r: Serve):
     """(decode step at the mean depth isl + osl/2, the prompt's seconds at the peak): the package's own."""
     from paramcount.memory.speed import vllm
 
-    _, w = vllm_plan(r.model, r.dtype, r.tp)
+    _, w = vllm_plan(r.model, r.dtype, r.tp, r.kv)
     hw = hardware(r.hardware)
     s = vllm.step(w, hw, r.dtype, r.isl + r.osl // 2, r.streams, r.tp)
     return s, vllm.prompt_seconds(w, hw, r.dtype, r.isl)
