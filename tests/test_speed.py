@@ -84,7 +84,9 @@ def test_every_calibration_row_cites_its_source():
                 assert row["commit"] in row["source"] and row["row_id"], row
                 assert float(row["ttft_ms"]) > 0 and float(row["tpot_ms"]) > 0
                 continue
-            assert row["source"].startswith("https://github.com/ggml-org/llama.cpp/discussions/"), row
+            assert row["source"].startswith(("https://github.com/ggml-org/llama.cpp/discussions/",
+                                             "https://github.com/ggml-org/llama.cpp/pull/")), row  # fmt: skip
+            assert row["via"], row  # what was transcribed: a scoreboard's copy, or whose comment in a PR
             assert float(row["tokens_per_s"]) > 0
 
 
@@ -264,6 +266,18 @@ def test_aiconfigurator_fp8_runs_are_fitted_with_an_fp8_kv_cache():
         depth = r.isl + r.osl // 2
         read = sum(bf16.weights.values()) + r.streams * sum(bf16.kv(depth).values())
         assert r.tpot < read / lookup("H100 SXM").bandwidth_bytes_per_s
+
+
+def test_vulkan_rows_are_fitted_apart_from_the_vendors_backends():
+    """llama.cpp's Vulkan rows never enter the CUDA/ROCm fits (factors.json); they are read on their
+    own (fit.py's report), each on a card of the catalog."""
+    fit = _fit_module()
+    native, _ = fit.read()
+    vulkan, _ = fit.read(backend="Vulkan")
+    key = lambda r: (r.hardware, r.model, r.test, r.measured)  # noqa: E731
+    assert len(vulkan) >= 10 and not {key(r) for r in vulkan} & {key(r) for r in native}
+    assert {r.hardware for r in vulkan} >= {"rtx3090-24gb", "rtx4070-12gb", "rx9070xt-16gb"}
+    assert all(r.source.endswith(("/10879", "/13506")) for r in vulkan)
 
 
 def test_llama_cpp_splits_layers_over_several_gpus():

@@ -68,8 +68,9 @@ class Row:
         return int(self.test.removeprefix("pp").removeprefix("tg"))
 
 
-def read(folder: Path = HERE) -> tuple[list[Row], int]:
-    """The fitted rows of every CSV in ``folder``, and how many rows were left out."""
+def read(folder: Path = HERE, backend: str | None = None) -> tuple[list[Row], int]:
+    """The fitted rows of every CSV in ``folder``, and how many rows were left out; with
+    ``backend`` (``Vulkan``), that backend's rows on cards of the catalog instead of the vendor's own."""
     from paramcount.hardware import catalog
     from paramcount.memory.speed.factors import family
 
@@ -82,6 +83,7 @@ def read(folder: Path = HERE) -> tuple[list[Row], int]:
             for r in csv.DictReader(f):
                 hw = known.get(r["hardware"])
                 native = NATIVE[hw.vendor if hw.kind == "gpu" else hw.kind] if hw else None
+                native = backend if hw and backend else native
                 if native is None or native != r["backend"] or r["test"][:2] not in PHASE:
                     left += 1
                     continue
@@ -504,6 +506,31 @@ def report(rows: list[Row], left: int) -> str:
     return "\n".join(lines)
 
 
+def vulkan_report() -> str:
+    """Markdown: llama.cpp's Vulkan rows on cards of the catalog, fitted per family on their own
+    and held out one at a time; a family with one card is listed, not fitted. Report only:
+    ``paramcount speed`` takes the vendor's backend's factors (factors.json holds no Vulkan fit)."""
+    rows, _ = read(backend="Vulkan")
+    lines = ["| family | phase | cards | median abs error | p90 abs error |", "|---|---|---:|---:|---:|"]
+    every = []
+    for (_, fam), rs in groups(rows).items():
+        loo = leave_one_out(rs) if len({r.hardware for r in rs}) > 1 else [(r, None) for r in rs]
+        every += loo
+        for phase in ("decode", "prefill"):
+            errs = [p / r.measured - 1 for r, p in loo if r.phase == phase and p]
+            cards = len({r.hardware for r in rs if r.phase == phase})
+            s = summary(errs) if errs else None
+            cells = f"{s['median']:.1%} | {s['p90']:.1%}" if s else "— | — (one card: nothing to hold out)"
+            lines.append(f"| {fam} | {phase} | {cards} | {cells} |")
+    lines += ["", "| device | model | dtype | fa | test | measured t/s | predicted t/s (leave-one-out) | error |",
+              "|---|---|---|---:|---|---:|---:|---:|"]  # fmt: skip
+    for r, p in every:
+        err = f"{p / r.measured - 1:+.1%}" if p else "—"
+        lines.append(f"| {r.device} | {r.model} | {r.dtype} | {int(r.flash)} | {r.test} | {r.measured:g} | "
+                     f"{p or 0:.1f} | {err} |")  # fmt: skip
+    return "\n".join(lines)
+
+
 def validation(folder: Path = HERE / "validation") -> str:
     """Markdown: the held-out rows (``validation/*.csv``, never fitted) against the committed factors."""
     from paramcount.memory.speed.factors import fitted
@@ -533,6 +560,8 @@ def main() -> None:
         print(report(rows, left))
         print(f"\nvLLM (tools/speed_calibration/vllm.csv), {FOLDS}-fold held out:\n")
         print(vllm_report(*read_vllm()))
+        print("\nllama.cpp's Vulkan backend (fitted on its own rows, report only):\n")
+        print(vulkan_report())
         print("\nHeld out (tools/speed_calibration/validation/, never fitted):\n")
         print(validation())
 
