@@ -531,6 +531,28 @@ def vulkan_report() -> str:
     return "\n".join(lines)
 
 
+def type_report(rows: list[Row]) -> str:
+    """Markdown: would a prefill factor per GGUF type hold? In each family whose prompts ran in
+    more than one type (Apple's F16 and Q4_0), every prompt held out one at a time, predicted from
+    one factor fitted on the family's other prompts, then from a factor fitted only on its own type's."""
+    lines = ["| family | types | prompts | one factor: median | p90 | a factor per type: median | p90 |",
+             "|---|---|---:|---:|---:|---:|---:|"]  # fmt: skip
+    for (_, fam), rs in groups(rows).items():
+        tg, pp = [r for r in rs if r.phase == "decode"], [r for r in rs if r.phase == "prefill"]
+        if len({r.dtype for r in pp}) < 2:
+            continue
+        cells = []
+        for split in (False, True):
+            errs = []
+            for i, r in enumerate(pp):
+                others = [o for j, o in enumerate(pp) if j != i and (not split or o.dtype == r.dtype)]
+                errs.append(predict(r, fit(tg + others)) / r.measured - 1)
+            s = summary(errs)
+            cells += [f"{s['median']:.1%}", f"{s['p90']:.1%}"]
+        lines.append(f"| {fam} | {', '.join(sorted({r.dtype for r in pp}))} | {len(pp)} | {' | '.join(cells)} |")
+    return "\n".join(lines)
+
+
 def validation(folder: Path = HERE / "validation") -> str:
     """Markdown: the held-out rows (``validation/*.csv``, never fitted) against the committed factors."""
     from paramcount.memory.speed.factors import fitted
@@ -560,6 +582,8 @@ def main() -> None:
         print(report(rows, left))
         print(f"\nvLLM (tools/speed_calibration/vllm.csv), {FOLDS}-fold held out:\n")
         print(vllm_report(*read_vllm()))
+        print("\nA prefill factor per GGUF type, held out one prompt at a time:\n")
+        print(type_report(rows))
         print("\nllama.cpp's Vulkan backend (fitted on its own rows, report only):\n")
         print(vulkan_report())
         print("\nHeld out (tools/speed_calibration/validation/, never fitted):\n")
