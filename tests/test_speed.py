@@ -225,14 +225,17 @@ def test_vllm_splits_over_tensor_parallel_ranks_and_queues_prompts():
 
 
 def test_vllm_decode_step_is_the_fitted_sum_of_its_terms():
-    """a·bytes/bandwidth + b·FLOPs/peak + (c + d)·layers on each rank; d (the all-reduces) only over several."""
+    """a·bytes/bandwidth + b·FLOPs/peak + (c + d)·layers on each rank; d (the all-reduces) only over
+    several. fp8 weights multiply at the fp8 rate; attention over a bf16 cache at the bf16 rate."""
     t = fitted("vllm", "nvidia-pro").terms
     one = _speed("meta-llama/Llama-3.1-8B", ("H200",), "vllm", "fp8", concurrency=16, context=1536)
     four = _speed("meta-llama/Llama-3.1-70B", ("H200",) * 4, "vllm", "fp8", concurrency=16, context=1536)
-    for s, ranks in ((one, 1), (four, 4)):
+    for s, ranks, width in ((one, 1, 32 * 32 * 128), (four, 4, 80 * 64 * 128 // 4)):  # layers × heads × dim
         read, flops = s.decode.terms["bytes_read_per_step"], s.decode.parts[0].flops
         memory = sum(read.values()) / s.hardware[0].bandwidth_bytes_per_s / t["bandwidth"]
-        compute = flops / s.hardware[0].flops["fp8"] / t["decode_compute"]
+        attention = 16 * 4 * 1536 * width  # QKᵀ and AV of 16 streams at 1,536 cells, on one rank
+        rates = s.hardware[0].flops
+        compute = ((flops - attention) / rates["fp8"] + attention / rates["bf16"]) / t["decode_compute"]
         layers = s.decode.terms["layers"] * (t["layer_s"] + (t["allreduce_s"] if ranks > 1 else 0))
         assert s.decode.seconds == pytest.approx(memory + compute + layers) and s.settings["tp"] == ranks
     # AIConfigurator measured 10.94 ms a token for Llama-3.1-70B fp8 on 4 H200s, 16 streams of 1,024 + 1,024
@@ -247,6 +250,23 @@ def test_vllm_an_fp8_kv_cache_halves_what_a_step_reads_of_it():
     a, b = bf16.decode.terms["bytes_read_per_step"], fp8.decode.terms["bytes_read_per_step"]
     assert a["kv_cache"] == 2 * b["kv_cache"] == 64 * 4096 * 32 * 8 * 128 * 2 * 2  # layers, KV heads, dim, K and V
     assert a["weights"] == b["weights"] and fp8.decode.tokens_per_s > bf16.decode.tokens_per_s
+
+
+def test_vllm_attention_runs_at_the_caches_rate():
+    """A prompt's matmuls at the weights' rate, its attention at the cache's: FlashAttention 3 over an
+    fp8 cache computes in fp8; over a bf16 cache in bf16, whatever the weights."""
+    from paramcount.hardware import lookup
+    from paramcount.memory.speed import vllm
+    from paramcount.memory.speed.work import flat
+
+    m, h200 = paramcount.load("meta-llama/Llama-3.1-8B"), lookup("H200")
+    prompt, width = 8192, 32 * 32 * 128  # layers × query heads × head dim
+    attention = 2 * prompt * (prompt + 1) * width
+    for kv, rate in ((2, h200.flops["bf16"]), (1, h200.flops["fp8"])):
+        w = flat(m, planner(m, "fp8", "vllm").weights.rows, kv)
+        matmuls = w.prompt_flops(prompt) - attention
+        expected = matmuls / h200.flops["fp8"] + attention / rate
+        assert vllm.prompt_seconds(w, h200, "fp8", prompt) == pytest.approx(expected)
 
 
 def test_aiconfigurator_fp8_runs_are_fitted_with_an_fp8_kv_cache():
