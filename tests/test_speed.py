@@ -84,7 +84,9 @@ def test_every_calibration_row_cites_its_source():
                 assert row["commit"] in row["source"] and row["row_id"], row
                 assert float(row["ttft_ms"]) > 0 and float(row["tpot_ms"]) > 0
                 continue
-            assert row["source"].startswith("https://github.com/ggml-org/llama.cpp/discussions/"), row
+            assert row["source"].startswith(("https://github.com/ggml-org/llama.cpp/discussions/",
+                                             "https://github.com/ggml-org/llama.cpp/pull/")), row  # fmt: skip
+            assert row["via"], row  # what was transcribed: a scoreboard's copy, or whose comment in a PR
             assert float(row["tokens_per_s"]) > 0
 
 
@@ -235,20 +237,79 @@ def test_the_headline_names_every_tensor_parallel_card_and_each_bound_its_side(c
 
 
 def test_vllm_decode_step_is_the_fitted_sum_of_its_terms():
-    """a·bytes/bandwidth + b·FLOPs/peak + (c + d)·layers on each rank; d (the all-reduces) only over several."""
+    """a·bytes/bandwidth + b·FLOPs/peak + (c + d)·layers on each rank; d (the all-reduces) only over
+    several. fp8 weights multiply at the fp8 rate; attention over a bf16 cache at the bf16 rate."""
     t = fitted("vllm", "nvidia-pro").terms
     one = _speed("meta-llama/Llama-3.1-8B", ("H200",), "vllm", "fp8", concurrency=16, context=1536)
     four = _speed("meta-llama/Llama-3.1-70B", ("H200",) * 4, "vllm", "fp8", concurrency=16, context=1536)
-    for s, ranks in ((one, 1), (four, 4)):
+    for s, ranks, width in ((one, 1, 32 * 32 * 128), (four, 4, 80 * 64 * 128 // 4)):  # layers × heads × dim
         read, flops = s.decode.terms["bytes_read_per_step"], s.decode.parts[0].flops
         memory = sum(read.values()) / s.hardware[0].bandwidth_bytes_per_s / t["bandwidth"]
-        compute = flops / s.hardware[0].flops["fp8"] / t["decode_compute"]
+        attention = 16 * 4 * 1536 * width  # QKᵀ and AV of 16 streams at 1,536 cells, on one rank
+        rates = s.hardware[0].flops
+        compute = ((flops - attention) / rates["fp8"] + attention / rates["bf16"]) / t["decode_compute"]
         layers = s.decode.terms["layers"] * (t["layer_s"] + (t["allreduce_s"] if ranks > 1 else 0))
         assert s.decode.seconds == pytest.approx(memory + compute + layers) and s.settings["tp"] == ranks
     # AIConfigurator measured 10.94 ms a token for Llama-3.1-70B fp8 on 4 H200s, 16 streams of 1,024 + 1,024
     # (the step alone: the others' prompts add 16/1,024 of a prefill a token, under 1%), within its expected p90
     p90 = fitted("vllm", "nvidia-pro").error["decode"]["p90"]
     assert 1 / four.decode.tokens_per_s == pytest.approx(10.94e-3, rel=p90)
+
+
+def test_vllm_an_fp8_kv_cache_halves_what_a_step_reads_of_it():
+    bf16 = _speed("meta-llama/Llama-3.1-8B", ("H200",), "vllm", "fp8", concurrency=64, context=4096)
+    fp8 = _speed("meta-llama/Llama-3.1-8B", ("H200",), "vllm", "fp8", concurrency=64, context=4096, kv_dtype="fp8")
+    a, b = bf16.decode.terms["bytes_read_per_step"], fp8.decode.terms["bytes_read_per_step"]
+    assert a["kv_cache"] == 2 * b["kv_cache"] == 64 * 4096 * 32 * 8 * 128 * 2 * 2  # layers, KV heads, dim, K and V
+    assert a["weights"] == b["weights"] and fp8.decode.tokens_per_s > bf16.decode.tokens_per_s
+
+
+def test_vllm_attention_runs_at_the_caches_rate():
+    """A prompt's matmuls at the weights' rate, its attention at the cache's: FlashAttention 3 over an
+    fp8 cache computes in fp8; over a bf16 cache in bf16, whatever the weights."""
+    from paramcount.hardware import lookup
+    from paramcount.memory.speed import vllm
+    from paramcount.memory.speed.work import flat
+
+    m, h200 = paramcount.load("meta-llama/Llama-3.1-8B"), lookup("H200")
+    prompt, width = 8192, 32 * 32 * 128  # layers × query heads × head dim
+    attention = 2 * prompt * (prompt + 1) * width
+    for kv, rate in ((2, h200.flops["bf16"]), (1, h200.flops["fp8"])):
+        w = flat(m, planner(m, "fp8", "vllm").weights.rows, kv)
+        matmuls = w.prompt_flops(prompt) - attention
+        expected = matmuls / h200.flops["fp8"] + attention / rate
+        assert vllm.prompt_seconds(w, h200, "fp8", prompt) == pytest.approx(expected)
+
+
+def test_aiconfigurator_fp8_runs_are_fitted_with_an_fp8_kv_cache():
+    """AIConfigurator's fp8 profile serves an fp8 KV cache; its Qwen3-32B fp8 runs at tensor parallel 1
+    and 2 say so themselves: each measured TPOT is under what the H100's datasheet bandwidth takes
+    to read the fp8 weights and a bf16 cache at the run's mean depth (a bound, no fitted factor)."""
+    from paramcount.hardware import lookup
+
+    fit = _fit_module()
+    rows, _ = fit.read_vllm()
+    assert {r.kv for r in rows if r.dtype == "fp8"} == {"fp8"} and {r.kv for r in rows if r.dtype != "fp8"} == {"auto"}
+    qwen = [r for r in rows if r.model == "Qwen/Qwen3-32B" and r.dtype == "fp8" and r.tp <= 2]
+    assert len(qwen) == 2
+    for r in qwen:
+        assert fit.vllm_plan(r.model, r.dtype, r.tp, r.kv)[0].kv_bytes == 1
+        _, bf16 = fit.vllm_plan(r.model, r.dtype, r.tp)
+        depth = r.isl + r.osl // 2
+        read = sum(bf16.weights.values()) + r.streams * sum(bf16.kv(depth).values())
+        assert r.tpot < read / lookup("H100 SXM").bandwidth_bytes_per_s
+
+
+def test_vulkan_rows_are_fitted_apart_from_the_vendors_backends():
+    """llama.cpp's Vulkan rows never enter the CUDA/ROCm fits (factors.json); they are read on their
+    own (fit.py's report), each on a card of the catalog."""
+    fit = _fit_module()
+    native, _ = fit.read()
+    vulkan, _ = fit.read(backend="Vulkan")
+    key = lambda r: (r.hardware, r.model, r.test, r.measured)  # noqa: E731
+    assert len(vulkan) >= 10 and not {key(r) for r in vulkan} & {key(r) for r in native}
+    assert {r.hardware for r in vulkan} >= {"rtx3090-24gb", "rtx4070-12gb", "rx9070xt-16gb"}
+    assert all(r.source.endswith(("/10879", "/13506")) for r in vulkan)
 
 
 def test_llama_cpp_splits_layers_over_several_gpus():
@@ -291,6 +352,8 @@ def test_the_command_prints_the_figures_and_their_json(capsys):
             ["--gpu", "RTX 4090", "--runtime", "vllm", "--dtype", "q4_k_m"],
             "--dtype: q4_k_m is a GGUF type: llama.cpp and Ollama load it",
         ),
+        (["--gpu", "RTX 4090", "--runtime", "llama.cpp", "--kv-dtype", "fp8"], "--kv-dtype: not a setting of"),
+        (["--gpu", "H100 SXM", "--runtime", "vllm", "--kv-dtype", "fp9"], "--kv-dtype: vLLM's --kv-cache-dtype is one"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):

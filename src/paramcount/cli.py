@@ -1117,6 +1117,7 @@ def run_speed(argv: Sequence[str]) -> int:
         "--prompt", type=whole, default=512, metavar="N", help="prompt tokens for prefill and TTFT (default 512)"
     )
     p.add_argument("--concurrency", type=whole, default=1, metavar="N", help="streams decoding at once (default 1)")
+    p.add_argument("--kv-dtype", metavar="DTYPE", help="vLLM's --kv-cache-dtype: auto (default), fp8, bf16, …")
     p.add_argument(
         "--cpu", metavar="NAME", help="the host CPU, for layers or tensors left in host memory (auto: this one)"
     )
@@ -1132,6 +1133,7 @@ def run_speed(argv: Sequence[str]) -> int:
     options = {k: getattr(args, k) for k in ("gpu_layers", "overrides", "tensor_split", "split_mode", "main_gpu")}
     options = placement_options({k: v for k, v in options.items() if v is not None} | _nkvo(args))
     options |= {"flash_attn": args.flash_attn} if args.flash_attn else {}
+    options |= {"kv_dtype": args.kv_dtype} if args.kv_dtype else {}
     gpus = _machine("gpu") if args.gpu.strip() == "auto" else [g.strip() for g in args.gpu.split(",") if g.strip()]
     cpu = _machine("cpu")[0] if args.cpu and args.cpu.strip() == "auto" else args.cpu
     model = load_model(args.model, args)

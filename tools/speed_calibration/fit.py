@@ -68,8 +68,9 @@ class Row:
         return int(self.test.removeprefix("pp").removeprefix("tg"))
 
 
-def read(folder: Path = HERE) -> tuple[list[Row], int]:
-    """The fitted rows of every CSV in ``folder``, and how many rows were left out."""
+def read(folder: Path = HERE, backend: str | None = None) -> tuple[list[Row], int]:
+    """The fitted rows of every CSV in ``folder``, and how many rows were left out; with
+    ``backend`` (``Vulkan``), that backend's rows on cards of the catalog instead of the vendor's own."""
     from paramcount.hardware import catalog
     from paramcount.memory.speed.factors import family
 
@@ -82,6 +83,7 @@ def read(folder: Path = HERE) -> tuple[list[Row], int]:
             for r in csv.DictReader(f):
                 hw = known.get(r["hardware"])
                 native = NATIVE[hw.vendor if hw.kind == "gpu" else hw.kind] if hw else None
+                native = backend if hw and backend else native
                 if native is None or native != r["backend"] or r["test"][:2] not in PHASE:
                     left += 1
                     continue
@@ -271,12 +273,20 @@ class Serve:
     ttft: float
     tpot: float
     runtime: str = "vllm"
+    kv: str = "auto"  # --kv-cache-dtype the run was served with (see read_vllm)
 
 
 def read_vllm(path: Path = VLLM) -> tuple[list[Serve], int]:
     """The fitted vLLM rows, and how many were left out: hardware not in the catalog, or more
     streams than the KV cache paramcount plans for them holds (vLLM queues the rest: their TTFT
-    counts whole requests waiting, which no prefill model predicts)."""
+    counts whole requests waiting, which no prefill model predicts).
+
+    ``kv_cache_dtype``: the runs' KV cache. AIConfigurator's ``fp8`` precision is its fp8 profile,
+    fp8 GEMMs and an fp8 KV cache and attention (``sdk/task_v1_compat.py``, ``_PROFILE_TO_QUANT``),
+    launched with ``--kv-cache-dtype fp8_e4m3`` (``generator/config/backend_config_mapping.yaml``);
+    the bf16 rows keep vLLM's ``auto``. The Qwen3-32B fp8 runs could not have read a bf16 cache: at
+    tensor parallel 1 and 2 their measured TPOT (16.85 and 11.63 ms) is under the time the H100's
+    datasheet bandwidth takes for the fp8 weights and a bf16 cache alone (18.2 and 13.3 ms)."""
     from paramcount.hardware import catalog
     from paramcount.memory.speed.factors import family
 
@@ -287,7 +297,7 @@ def read_vllm(path: Path = VLLM) -> tuple[list[Serve], int]:
             hw = known.get(r["hardware"])
             row = Serve(r["source"], r["hardware"], family(hw) if hw else "", r["model"], r["dtype"], int(r["tp"]),
                         int(r["isl"]), int(r["osl"]), int(r["concurrency"]), float(r["ttft_ms"]) / 1e3,
-                        float(r["tpot_ms"]) / 1e3)  # fmt: skip
+                        float(r["tpot_ms"]) / 1e3, kv=r["kv_cache_dtype"])  # fmt: skip
             if hw is None or queued(row):
                 left += 1
                 continue
@@ -296,20 +306,21 @@ def read_vllm(path: Path = VLLM) -> tuple[list[Serve], int]:
 
 
 @cache
-def vllm_plan(model: str, dtype: str, tp: int):
-    """vLLM's planner and one rank's work for a model in a scheme over ``tp`` ranks."""
+def vllm_plan(model: str, dtype: str, tp: int, kv: str = "auto"):
+    """vLLM's planner and one rank's work for a model in a scheme over ``tp`` ranks, its KV cache
+    in ``kv`` (``--kv-cache-dtype``: the cache's bytes per value are what a decode step reads)."""
     import paramcount
     from paramcount.memory.runtimes import planner
     from paramcount.memory.speed.work import flat
 
     m = paramcount.load(model)
-    p = planner(m, dtype, "vllm", tp=tp)
+    p = planner(m, dtype, "vllm", tp=tp, kv_dtype=kv)
     return p, flat(m, p.weights.rows, p.kv_bytes, tp)
 
 
 def queued(r: Serve) -> bool:
     """More streams than fit the KV cache at ``isl + osl`` tokens each (``serving``'s max_concurrency)."""
-    p, _ = vllm_plan(r.model, r.dtype, r.tp)
+    p, _ = vllm_plan(r.model, r.dtype, r.tp, r.kv)
     return r.streams > p.serving(hardware(r.hardware).memory_bytes, r.isl + r.osl)["max_concurrency"]
 
 
@@ -318,7 +329,7 @@ def serve_features(r: Serve):
     """(decode step at the mean depth isl + osl/2, the prompt's seconds at the peak): the package's own."""
     from paramcount.memory.speed import vllm
 
-    _, w = vllm_plan(r.model, r.dtype, r.tp)
+    _, w = vllm_plan(r.model, r.dtype, r.tp, r.kv)
     hw = hardware(r.hardware)
     s = vllm.step(w, hw, r.dtype, r.isl + r.osl // 2, r.streams, r.tp)
     return s, vllm.prompt_seconds(w, hw, r.dtype, r.isl)
@@ -495,6 +506,53 @@ def report(rows: list[Row], left: int) -> str:
     return "\n".join(lines)
 
 
+def vulkan_report() -> str:
+    """Markdown: llama.cpp's Vulkan rows on cards of the catalog, fitted per family on their own
+    and held out one at a time; a family with one card is listed, not fitted. Report only:
+    ``paramcount speed`` takes the vendor's backend's factors (factors.json holds no Vulkan fit)."""
+    rows, _ = read(backend="Vulkan")
+    lines = ["| family | phase | cards | median abs error | p90 abs error |", "|---|---|---:|---:|---:|"]
+    every = []
+    for (_, fam), rs in groups(rows).items():
+        loo = leave_one_out(rs) if len({r.hardware for r in rs}) > 1 else [(r, None) for r in rs]
+        every += loo
+        for phase in ("decode", "prefill"):
+            errs = [p / r.measured - 1 for r, p in loo if r.phase == phase and p]
+            cards = len({r.hardware for r in rs if r.phase == phase})
+            s = summary(errs) if errs else None
+            cells = f"{s['median']:.1%} | {s['p90']:.1%}" if s else "— | — (one card: nothing to hold out)"
+            lines.append(f"| {fam} | {phase} | {cards} | {cells} |")
+    lines += ["", "| device | model | dtype | fa | test | measured t/s | predicted t/s (leave-one-out) | error |",
+              "|---|---|---|---:|---|---:|---:|---:|"]  # fmt: skip
+    for r, p in every:
+        err = f"{p / r.measured - 1:+.1%}" if p else "—"
+        lines.append(f"| {r.device} | {r.model} | {r.dtype} | {int(r.flash)} | {r.test} | {r.measured:g} | "
+                     f"{p or 0:.1f} | {err} |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def type_report(rows: list[Row]) -> str:
+    """Markdown: would a prefill factor per GGUF type hold? In each family whose prompts ran in
+    more than one type (Apple's F16 and Q4_0), every prompt held out one at a time, predicted from
+    one factor fitted on the family's other prompts, then from a factor fitted only on its own type's."""
+    lines = ["| family | types | prompts | one factor: median | p90 | a factor per type: median | p90 |",
+             "|---|---|---:|---:|---:|---:|---:|"]  # fmt: skip
+    for (_, fam), rs in groups(rows).items():
+        tg, pp = [r for r in rs if r.phase == "decode"], [r for r in rs if r.phase == "prefill"]
+        if len({r.dtype for r in pp}) < 2:
+            continue
+        cells = []
+        for split in (False, True):
+            errs = []
+            for i, r in enumerate(pp):
+                others = [o for j, o in enumerate(pp) if j != i and (not split or o.dtype == r.dtype)]
+                errs.append(predict(r, fit(tg + others)) / r.measured - 1)
+            s = summary(errs)
+            cells += [f"{s['median']:.1%}", f"{s['p90']:.1%}"]
+        lines.append(f"| {fam} | {', '.join(sorted({r.dtype for r in pp}))} | {len(pp)} | {' | '.join(cells)} |")
+    return "\n".join(lines)
+
+
 def validation(folder: Path = HERE / "validation") -> str:
     """Markdown: the held-out rows (``validation/*.csv``, never fitted) against the committed factors."""
     from paramcount.memory.speed.factors import fitted
@@ -524,6 +582,10 @@ def main() -> None:
         print(report(rows, left))
         print(f"\nvLLM (tools/speed_calibration/vllm.csv), {FOLDS}-fold held out:\n")
         print(vllm_report(*read_vllm()))
+        print("\nA prefill factor per GGUF type, held out one prompt at a time:\n")
+        print(type_report(rows))
+        print("\nllama.cpp's Vulkan backend (fitted on its own rows, report only):\n")
+        print(vulkan_report())
         print("\nHeld out (tools/speed_calibration/validation/, never fitted):\n")
         print(validation())
 

@@ -100,15 +100,20 @@ def speed(
     return run[chosen](model, rows, host, dtype, settings, options)
 
 
+# vLLM's --kv-cache-dtype (the planner's kv_dtype): an fp8 cache halves what a decode step reads of it
+VLLM_SPEED = {"kv_dtype": "--kv-dtype"}
+
+
 def _own_options(runtime: str, options: dict) -> None:
     """Each runtime takes its own planner's options (llama.cpp's placement and cache flags, vLLM's
     --tp and batch settings); one given to another runtime is a one-line error naming its flag."""
     from ..runtimes import LLAMA_OPTIONS, OWN
 
     takes = OWN.get("llama.cpp" if runtime == "ollama" else runtime, {})
+    takes = {**takes, **VLLM_SPEED} if runtime == "vllm" else takes
     for key, value in options.items():
         if value is not None and key not in takes:
-            flag = {**LLAMA_OPTIONS, **OWN["vllm"]}.get(key, key)
+            flag = {**LLAMA_OPTIONS, **OWN["vllm"], **VLLM_SPEED}.get(key, key)
             raise ParamcountError(f"not a setting of {runtime}", field=flag)
 
 

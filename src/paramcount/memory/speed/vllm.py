@@ -9,8 +9,10 @@ chunking the one that does not fit. So, per tensor-parallel rank:
   it reads (the weight shard once, each stream's KV at depth T, the embedding rows looked up), F
   the FLOPs of N tokens, L the layers (``c``: what each layer adds beyond its reads and FLOPs: the
   tensor-parallel all-reduces, norms, kernel launches);
-* a **prompt** of P tokens does its causal FLOPs at ``g`` × their time at the scheme's peak
-  (fp8 weights: the fp8 matrix rate; else the 16-bit one);
+* a **prompt** of P tokens does its causal FLOPs at ``g`` × their time at the peaks: the weights'
+  matmuls at the scheme's (fp8 weights: the fp8 matrix rate, vLLM's CUTLASS fp8 GEMM; else the
+  16-bit one), attention's at the KV cache's (an fp8 cache: fp8, FlashAttention 3 computing in it;
+  else 16-bit);
 * under a steady load each stream's next prompt is prefilled inside the others' steps, so a
   measured time per output token adds ``(N / output) · prefill(P)``; the decode figure here is the
   step alone (the calibration subtracts that share from each measurement before fitting, with the
@@ -58,19 +60,34 @@ def peak(hw: Any, scheme: str) -> float | None:
     return None
 
 
+def attention_peak(hw: Any, work: Work) -> float | None:
+    """The FLOP/s attention's products run at: the fp8 units over an fp8 KV cache (FlashAttention 3
+    computes in the cache's fp8, queries quantised too: vLLM's docs, features/quantization/
+    quantized_kvcache.md), else the 16-bit ones, whatever the weights' scheme."""
+    return peak(hw, "fp8" if work.kv_element_bytes == 1 else "bf16")
+
+
+def _seconds(flops: int, top: float | None) -> float:
+    return flops / top if top else 0.0
+
+
 def step(work: Work, hw: Any, scheme: str, depth: int, streams: int, ranks: int = 1) -> Step:
-    """The work of one decode step of ``streams`` sequences at ``depth`` cells on one of ``ranks``."""
+    """The work of one decode step of ``streams`` sequences at ``depth`` cells on one of ``ranks``:
+    the weights' matmuls at the scheme's peak, attention's at the cache's (:func:`attention_peak`)."""
     read = sum(work.weights.values()) + streams * (sum(work.kv(depth).values()) + work.lookup)
     flops = streams * work.flops(depth)
-    top = peak(hw, scheme) or 0.0
-    compute = flops / top if top else 0.0
+    attention = streams * (work.flops(depth) - work.flops(0))
+    compute = _seconds(flops - attention, peak(hw, scheme)) + _seconds(attention, attention_peak(hw, work))
     return Step(read / hw.bandwidth_bytes_per_s, compute, sum(work.layers.values()), read, flops, ranks)
 
 
 def prompt_seconds(work: Work, hw: Any, scheme: str, prompt: int) -> float | None:
-    """A prompt's causal FLOPs on one rank at the scheme's peak (None: no FLOP/s in the catalog)."""
-    top = peak(hw, scheme)
-    return work.prompt_flops(prompt) / top if top else None
+    """A prompt's causal FLOPs on one rank at their peaks: the matmuls at the scheme's, attention's
+    at the cache's (None: no FLOP/s in the catalog)."""
+    top, attention = peak(hw, scheme), work.prompt_attention_flops(prompt)
+    if not top:
+        return None
+    return (work.prompt_flops(prompt) - attention) / top + _seconds(attention, attention_peak(hw, work) or top)
 
 
 def step_seconds(s: Step, terms: dict[str, float]) -> float:

@@ -46,6 +46,7 @@ class Work:
     resident: Mapping[int | None, int] | None = None  # every weight byte each device holds (None: as read)
     notes: tuple[str, ...] = ()  # what the reads leave out (no KV layout known: the cache's reads)
     scores_per_cell: int = 0  # flash attention off: bytes the attention scores move per token and cell
+    kv_element_bytes: int | None = None  # the cache's bytes per value where one dtype holds it all (vLLM's)
 
     def scores(self, cells: int) -> dict[int | None, int]:
         """Bytes the attention scores of ``cells`` (token, context cell) pairs move, per device:
@@ -72,7 +73,11 @@ class Work:
 
     def prompt_flops(self, tokens: int) -> int:
         """FLOPs of a prompt of ``tokens`` under a causal mask (token t attends to t + 1 cells)."""
-        return tokens * 2 * self.matmul_params + 2 * tokens * (tokens + 1) * self.attention_width
+        return tokens * 2 * self.matmul_params + self.prompt_attention_flops(tokens)
+
+    def prompt_attention_flops(self, tokens: int) -> int:
+        """Of :meth:`prompt_flops`, attention's: QKᵀ and AV over the causal triangle."""
+        return 2 * tokens * (tokens + 1) * self.attention_width
 
 
 def llamacpp(planner: Any) -> Work:
@@ -177,4 +182,4 @@ def flat(model: Any, rows: Any, kv_element_bytes: int, devices: int = 1) -> Work
     return Work({0: round((weights - found.table) * share)}, round(found.row * share), kinds, {0: share}, {0: n},
                 round(forward.matmul_params * share), round(forward.attention_width * share), active,
                 {0: round((sum(r.bytes for r in rows) - found.table) * share)},
-                _unknown(layout, why))  # fmt: skip
+                _unknown(layout, why), kv_element_bytes=kv_element_bytes)  # fmt: skip
