@@ -712,25 +712,62 @@ def layer_width(widths: Any, tp: int) -> int:
     return 4 * widths.hidden + -(-max(widths.attention, widths.ffn) // tp)
 
 
-def profile_peak(widths: Any, o: Options, dtype_bytes: int, context: int) -> Term:
+@dataclass(frozen=True)
+class Peak:
+    """What the profiling pass's widest layer holds: the dense estimate (``widths``) or, for a
+    model with routed experts, its attention and dense layers split over TP and the fused-MoE
+    kernel's buffers (:mod:`paramcount.memory.runtimes.vllm.moe`, ``moe``)."""
+
+    widths: Any
+    moe: Any = None
+    fp8: bool = False
+
+    def bytes(self, o: Options, tokens: int, b: int) -> int:
+        """The widest layer's bytes over ``tokens`` tokens on one rank."""
+        if self.moe is None:
+            return tokens * layer_width(self.widths, o.tp) * b
+        from .moe import workspace
+
+        m = self.moe
+        split = -(-max(m.attention, m.dense) // o.tp)
+        experts = workspace(m, o.version, o.tp if o.ep == 1 else 1, tokens, b, self.fp8)
+        return tokens * (4 * m.hidden + m.held) * b + max(tokens * split * b, experts)
+
+
+def profile_peak(peak: Peak, o: Options, dtype_bytes: int, context: int) -> Term:
     """The activation peak of vLLM's profiling run: a forward pass over max_num_batched_tokens
-    tokens (the widest layer's tensors, the projections' outputs split over TP) and the
-    sampler's dummy runs over min(tokens, max_num_seqs) rows of logits (the second in fp32)."""
+    tokens (the widest layer's tensors, the projections' outputs split over TP; an MoE layer's
+    fused-kernel buffers) and the sampler's dummy runs over min(tokens, max_num_seqs) rows of
+    logits (the second in fp32)."""
+    widths = peak.widths
     tokens = o.tokens(context)
-    per_token = layer_width(widths, o.tp)
-    layer = tokens * per_token * dtype_bytes
+    layer = peak.bytes(o, tokens, dtype_bytes)
     rows = min(o.seqs, tokens)
     logits = rows * widths.logits * 4 * SAMPLER_COPIES if widths.logits else 0
-    formula = (
-        f"T·(4h + max(W_attn, W_ffn)/TP)·b + S·V·4·{SAMPLER_COPIES} = {tokens:,}·(4·{widths.hidden:,} + "
-        f"max({widths.attention:,}, {widths.ffn:,})/{o.tp})·{dtype_bytes} + {rows}·{widths.logits:,}·4·"
-        f"{SAMPLER_COPIES} = {layer + logits:,} B"
-    )
+    tail = f" + S·V·4·{SAMPLER_COPIES} = {layer:,} + {rows}·{widths.logits:,}·4·{SAMPLER_COPIES} = {layer + logits:,} B"
+    if peak.moe is None:
+        formula = (
+            f"T·(4h + max(W_attn, W_ffn)/TP)·b + S·V·4·{SAMPLER_COPIES} = {tokens:,}·(4·{widths.hidden:,} + "
+            f"max({widths.attention:,}, {widths.ffn:,})/{o.tp})·{dtype_bytes} + {rows}·{widths.logits:,}·4·"
+            f"{SAMPLER_COPIES} = {layer + logits:,} B"
+        )
+        layer_said = "one layer's tensors at a time"
+    else:
+        from .moe import describe
+
+        formula = f"T·(4h + held)·b + max(T·max(W_attn, W_dense)/TP·b, MoE buffers){tail}"
+        layer_said = "one layer's tensors at a time; in an MoE layer " + describe(
+            peak.moe, o.version, o.tp if o.ep == 1 else 1
+        )
     said = (
-        f"the profiling pass over max_num_batched_tokens {tokens:,} (one layer's tensors at a time) and the "
+        f"the profiling pass over max_num_batched_tokens {tokens:,} ({layer_said}) and the "
         f"sampler's over {rows:,} rows (max_num_seqs) of fp32 logits (logits, probabilities, log-probabilities)"
     )
     source = SRC_PROFILE_OLD.get(o.version, SRC_PROFILE)
+    if peak.moe is not None:
+        from .moe import OLD_LINES, SRC_MOE
+
+        source += "; " + SRC_MOE["old" if o.version in OLD_LINES else "new"]
     return Term("activations", "activations (profiled peak)", layer + logits, formula, said, True, source)
 
 
@@ -783,7 +820,7 @@ def capture_sizes(o: Options, context: int) -> list[int]:
     return sorted(set(sizes))
 
 
-def cuda_graphs(widths: Any, o: Options, dtype_bytes: int, context: int) -> Term:
+def cuda_graphs(peak: Peak, o: Options, dtype_bytes: int, context: int) -> Term:
     """The CUDA graphs' memory: one piecewise graph per capture size (mixed batches) and one full
     graph per size up to max_num_seqs tokens (decode-only batches: FULL_AND_PIECEWISE, the default),
     each taken to keep one layer's tensors at its size (the pool they share holds the rest)."""
@@ -791,11 +828,11 @@ def cuda_graphs(widths: Any, o: Options, dtype_bytes: int, context: int) -> Term
     if not sizes:
         return Term("cuda_graphs", "CUDA graphs", 0, "--enforce-eager: none", "no CUDA graphs", False, SRC_GRAPHS)
     full = [s for s in sizes if s <= o.seqs] if o.accounting.graphs == "full_and_piecewise" else []
-    per_token = layer_width(widths, o.tp) * dtype_bytes
-    n = (sum(sizes) + sum(full)) * per_token
+    per_token = peak.bytes(o, 1, dtype_bytes)
+    n = (sum(sizes) + sum(full)) * per_token  # linear: no captured size reaches a fused-MoE chunk
+    each = "(4h + max(W_attn, W_ffn)/TP)·b" if peak.moe is None else "an MoE layer's bytes per token"
     formula = (
-        f"(Σ piecewise sizes + Σ full sizes) · (4h + max(W_attn, W_ffn)/TP)·b = ({sum(sizes):,} + {sum(full):,}) · "
-        f"{per_token:,} B = {n:,} B"
+        f"(Σ piecewise sizes + Σ full sizes) · {each} = ({sum(sizes):,} + {sum(full):,}) · {per_token:,} B = {n:,} B"
     )
     said = (
         _graph_kinds(o, sizes, full)
@@ -893,6 +930,9 @@ class VllmPlanner:
                 f"the vLLM plan needs the model's attention layout: {self.partial}", field="--runtime"
             )
         self.widths = shape_widths(model)
+        from .moe import read as moe_layers
+
+        self._peak = Peak(self.widths, moe_layers(model), self.scheme == "fp8")
         from ...context.kv_layout import attention_heads
         from ...core.limits import Limit
 
@@ -970,10 +1010,10 @@ class VllmPlanner:
         )
 
     def peak(self, context: int) -> Term:
-        return profile_peak(self.widths, self.o, self.act_bytes, context)
+        return profile_peak(self._peak, self.o, self.act_bytes, context)
 
     def graphs(self, context: int) -> Term:
-        return cuda_graphs(self.widths, self.o, self.act_bytes, context)
+        return cuda_graphs(self._peak, self.o, self.act_bytes, context)
 
     def beside(self, context: int) -> int:
         """What must be free beside the claim: the CUDA context, and cuBLAS, NCCL and the CUDA
