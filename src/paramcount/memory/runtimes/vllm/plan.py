@@ -47,7 +47,9 @@ from ....errors import ParamcountError, brief
 from ....model import Model
 from ....records import replace
 from ...core.terms import GIB, Term
+from .marlin import SRC_MARLIN
 from .mxfp4 import SRC_MXFP4
+from .quant_config import SRC_IGNORED
 from .state import SRC_ALIGN, SRC_STATE, SRC_STATE_SHARD, VLLM_VERSION, StateSpec, attention_block, state_spec
 
 # vLLM 0.33.0's defaults: vllm/config/cache.py CacheConfig (gpu_memory_utilization = 0.92,
@@ -897,7 +899,7 @@ class VllmPlanner:
             )
         self.model = model
         self.o = options(kv_dtype=kv_dtype, **given)
-        from .quant_config import config_scheme, fp8_ignored
+        from .quant_config import awq_keep, config_group, config_scheme, fp8_ignored
 
         ignored = fp8_ignored(model)
         self.scheme = find(scheme or config_scheme(model) or default_scheme(model)).name
@@ -918,9 +920,12 @@ class VllmPlanner:
             every, some = kept_suffixes(ignored, int((model.config or {}).get("num_hidden_layers") or 0))
             listed = matching(every, weights(model, self.scheme, keep=keep, pure=pure).rows)
             keep = ",".join([keep, *listed])
-        self.weights = weights(model, self.scheme, keep=keep, pure=pure)
+        group = config_group(model) if self.scheme == config_scheme(model) else None
+        if keep is None and self.scheme == "awq-int4":
+            keep, listed = awq_keep(model, lambda k: weights(model, self.scheme, keep=k, pure=pure, group_size=group))
+        self.weights = weights(model, self.scheme, keep=keep, pure=pure, group_size=group)
         self.rows, self.mxfp4_note = self._held_rows()
-        self.ignored_note = self._kept_layers(some, listed) if some or ignored else None
+        self.ignored_note = self._kept_layers(some, listed) if some or ignored or listed else None
         self.dtype = compute_dtype(self.scheme, model)
         self.act_bytes = activation_bytes(self.dtype)
         self.kv_bytes = KV_BYTES[self.o.kv_dtype] or self.act_bytes
@@ -944,6 +949,7 @@ class VllmPlanner:
         self.state = state_spec(model, self.o.tp, self.dtype, self.scheme) if has_state else None
         self.layers = decoder_layers(self.weights.rows) if has_state else sum(k.layers for k in self.layout.kinds)
         check_split(self.heads, self.layers, self.o)
+        self.rows, self.marlin_note = self._marlin_rows()
         tied = any(r.role == "tied" for r in self.weights.rows)
         self.stages = self._stages(tied)
         self.active = _active_share(model, self.weights.rows)
@@ -963,7 +969,7 @@ class VllmPlanner:
         kept = [*listed[:6], *(["…"] if len(listed) > 6 else []), *([f"{len(extra)} layers' own"] if extra else [])]
         return (
             f"the checkpoint's quantization_config keeps {', '.join(kept) or 'nothing this plan holds'} in 16-bit "
-            "(vLLM skips them: is_layer_skipped)"
+            f"(vLLM skips them: {'is_layer_skipped_awq' if self.scheme.startswith('awq') else 'is_layer_skipped'})"
         )
 
     def _held_rows(self) -> tuple[list[Any], str | None]:
@@ -974,6 +980,19 @@ class VllmPlanner:
         capability = card.capability if card is not None else None
         experts_tp = self.o.tp if self.o.ep == 1 else 1
         return held_rows(self.weights.rows, capability, self.o.version, experts_tp)
+
+    def _marlin_rows(self) -> tuple[list[Any], str | None]:
+        """GPTQ/AWQ layers as the kernel vLLM picks on the GPU holds them (runtimes.vllm.marlin)."""
+        from .marlin import held_rows
+
+        card = self.o.gpu
+        capability = card.capability if card is not None else None
+
+        def placement(r: Any) -> tuple[bool, Fraction]:
+            share = _tp_share(r, self.heads, self.o, self.o.tp) or Fraction(1)
+            return _module(r.name)[0] in ROW, share
+
+        return held_rows(self.rows, self.model, self.scheme, (capability, self.o.version), placement)
 
     def _stages(self, tied: bool) -> list[Stage]:
         o = self.o
@@ -1122,6 +1141,8 @@ class VllmPlanner:
             said += f"; {self.mxfp4_note}"
         if self.ignored_note:
             said += f"; {self.ignored_note}"
+        if self.marlin_note:
+            said += f"; {self.marlin_note}"
         label = f"weights ({self.scheme}, {split})"
         return Term(
             "weights",
@@ -1132,7 +1153,9 @@ class VllmPlanner:
             bool(unknown),
             SRC_SHARD
             + (f"; {SRC_STATE_SHARD}" if self.state is not None else "")
-            + (f"; {SRC_MXFP4}" if self.mxfp4_note else ""),
+            + (f"; {SRC_MXFP4}" if self.mxfp4_note else "")
+            + (f"; {SRC_MARLIN}" if self.marlin_note else "")
+            + (f"; {SRC_IGNORED}" if self.ignored_note else ""),
         )
 
     def _kv_term(self, stage: Stage, blocks: int, context: int, batch: int) -> Term:
