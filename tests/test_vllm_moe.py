@@ -98,3 +98,13 @@ def test_a_dense_model_keeps_the_dense_estimate():
     w = p.widths
     assert p.peak(8192).bytes == 8192 * (4 * w.hidden + max(w.attention, w.ffn)) * B + sampler(1024, 128256)
     assert "fused" not in p.peak(8192).source
+
+
+def test_an_encoder_tower_left_out_of_the_profile_says_so():
+    """profile_run runs the vision encoder over dummy images before the pass (MultiModalBudget); the
+    plan does not model it and says so in the term, for image+text models only."""
+    vl = planner(paramcount.load("Qwen/Qwen2.5-VL-72B-Instruct"), "bf16", "vllm", tp=4).plan(8192)
+    text = qwen3_moe().plan(8192)
+    assert "not counted" in vl.term("activations").assumption
+    assert "vision encoder" in vl.term("activations").assumption and vl.term("activations").estimate
+    assert "not counted" not in text.term("activations").assumption

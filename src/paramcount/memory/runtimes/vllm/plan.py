@@ -723,6 +723,7 @@ class Peak:
     widths: Any
     moe: Any = None
     fp8: bool = False
+    encoders: tuple[str, ...] = ()  # the model's encoder towers (vision, audio), whose profile is not counted
 
     def bytes(self, o: Options, tokens: int, b: int) -> int:
         """The widest layer's bytes over ``tokens`` tokens on one rank."""
@@ -765,6 +766,9 @@ def profile_peak(peak: Peak, o: Options, dtype_bytes: int, context: int) -> Term
         f"the profiling pass over max_num_batched_tokens {tokens:,} ({layer_said}) and the "
         f"sampler's over {rows:,} rows (max_num_seqs) of fp32 logits (logits, probabilities, log-probabilities)"
     )
+    if peak.encoders:
+        encoders = ENCODER_PROFILE.format(", ".join(peak.encoders))
+        said += f"; not counted (the figure can be low for this model): {encoders}"
     source = SRC_PROFILE_OLD.get(o.version, SRC_PROFILE)
     if peak.moe is not None:
         from .moe import OLD_LINES, SRC_MOE
@@ -773,6 +777,14 @@ def profile_peak(peak: Peak, o: Options, dtype_bytes: int, context: int) -> Term
     return Term("activations", "activations (profiled peak)", layer + logits, formula, said, True, source)
 
 
+# vllm/v1/worker/gpu/model_runner.py GPUModelRunner.profile_run (profile_encoder_cache over
+# get_dummy_encoder_profile_inputs), vllm/multimodal/encoder_budget.py MultiModalBudget (the budget
+# max(max_num_batched_tokens, the most tokens one item can have), items = budget // those tokens)
+ENCODER_PROFILE = (
+    "before the pass vLLM runs the {} over dummy items of the most tokens one item can have, as many as "
+    "its encoder budget (max(max_num_batched_tokens, those tokens)) holds, and keeps their outputs through "
+    "the pass (profile_run, MultiModalBudget)"
+)
 SAMPLER_COPIES = 3
 CUDA_CONTEXT = GIB // 2  # the CUDA context and the kernels it loads, on a data-centre GPU
 NON_TORCH = GIB // 4  # cuBLAS handles and workspaces, on one GPU
@@ -937,7 +949,8 @@ class VllmPlanner:
         self.widths = shape_widths(model)
         from .moe import read as moe_layers
 
-        self._peak = Peak(self.widths, moe_layers(model), self.scheme == "fp8")
+        encoders = tuple(t.replace("_", " ") for t in model.towers() if t.endswith("_encoder"))
+        self._peak = Peak(self.widths, moe_layers(model), self.scheme == "fp8", encoders)
         from ...context.kv_layout import attention_heads
         from ...core.limits import Limit
 
