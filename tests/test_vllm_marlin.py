@@ -175,3 +175,18 @@ def test_a_stored_gptq_checkpoint_on_ampere(tmp_path):
     on = {gpu: planner(m, None, "vllm", gpu=gpu).stages[0].share.bytes for gpu in ("t4", "a100-80gb")}
     dropped = sum(qzeros(out, inp, 32) + 4 * inp for _, out, inp in linears())
     assert on["t4"] - on["a100-80gb"] == dropped
+
+
+@pytest.mark.parametrize("group", [0, -5, "abc", True, 1 << 40])
+def test_a_bad_group_size_is_refused_in_one_line(tmp_path, capsys, group):
+    tiny(tmp_path, **{**GPTQ, "group_size": group})
+    rc = main(["memory", str(tmp_path / "config.json"), "--runtime", "vllm"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and "quantization_config.group_size" in err and "\n" not in err
+
+
+def test_modules_to_not_convert_that_is_not_a_list_is_refused_in_one_line(tmp_path, capsys):
+    tiny(tmp_path, **{**AWQ, "modules_to_not_convert": "visual"})
+    rc = main(["memory", str(tmp_path / "config.json"), "--runtime", "vllm"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and "modules_to_not_convert must be a list" in err and "\n" not in err

@@ -79,7 +79,20 @@ def config_group(model: Any) -> int | None:
     if not isinstance(q, dict) or q.get("quant_method") not in ("gptq", "awq"):
         return None
     g = q.get("group_size", q.get("q_group_size"))
-    return g if isinstance(g, int) and not isinstance(g, bool) else None
+    if g is None:
+        return None
+    valid = (
+        isinstance(g, int)
+        and not isinstance(g, bool)
+        and (0 < g <= 1 << 30 or (g == -1 and q["quant_method"] == "gptq"))
+    )
+    if not valid:
+        also = " or -1 (one group per row)" if q["quant_method"] == "gptq" else ""
+        raise ParamcountError(
+            f"quantization_config.group_size must be a positive integer{also}, not {brief(g)}",
+            field="quantization_config.group_size",
+        )
+    return g
 
 
 def awq_keep(model: Any, rows_for: Any) -> tuple[str | None, list[str]]:
@@ -90,6 +103,11 @@ def awq_keep(model: Any, rows_for: Any) -> tuple[str | None, list[str]]:
     for some decoder layers only is refused (this plan holds the layers as one row)."""
     q = (getattr(model, "config", None) or {}).get("quantization_config")
     names = q.get("modules_to_not_convert") if isinstance(q, dict) and q.get("quant_method") == "awq" else None
+    if names is not None and not isinstance(names, list):
+        raise ParamcountError(
+            f"quantization_config.modules_to_not_convert must be a list of module names, not {brief(names)}",
+            field="quantization_config.modules_to_not_convert",
+        )
     names = [n for n in (names or []) if isinstance(n, str) and n][:1000]
     if not names:
         return None, []
