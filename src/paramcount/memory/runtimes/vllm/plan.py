@@ -47,7 +47,9 @@ from ....errors import ParamcountError, brief
 from ....model import Model
 from ....records import replace
 from ...core.terms import GIB, Term
+from .marlin import SRC_MARLIN
 from .mxfp4 import SRC_MXFP4
+from .quant_config import SRC_IGNORED
 from .state import SRC_ALIGN, SRC_STATE, SRC_STATE_SHARD, VLLM_VERSION, StateSpec, attention_block, state_spec
 
 # vLLM 0.33.0's defaults: vllm/config/cache.py CacheConfig (gpu_memory_utilization = 0.92,
@@ -712,28 +714,77 @@ def layer_width(widths: Any, tp: int) -> int:
     return 4 * widths.hidden + -(-max(widths.attention, widths.ffn) // tp)
 
 
-def profile_peak(widths: Any, o: Options, dtype_bytes: int, context: int) -> Term:
+@dataclass(frozen=True)
+class Peak:
+    """What the profiling pass's widest layer holds: the dense estimate (``widths``) or, for a
+    model with routed experts, its attention and dense layers split over TP and the fused-MoE
+    kernel's buffers (:mod:`paramcount.memory.runtimes.vllm.moe`, ``moe``)."""
+
+    widths: Any
+    moe: Any = None
+    fp8: bool = False
+    encoders: tuple[str, ...] = ()  # the model's encoder towers (vision, audio), whose profile is not counted
+
+    def bytes(self, o: Options, tokens: int, b: int) -> int:
+        """The widest layer's bytes over ``tokens`` tokens on one rank."""
+        if self.moe is None:
+            return tokens * layer_width(self.widths, o.tp) * b
+        from .moe import workspace
+
+        m = self.moe
+        split = -(-max(m.attention, m.dense) // o.tp)
+        experts = workspace(m, o.version, o.tp if o.ep == 1 else 1, tokens, b, self.fp8)
+        return tokens * (4 * m.hidden + m.held) * b + max(tokens * split * b, experts)
+
+
+def profile_peak(peak: Peak, o: Options, dtype_bytes: int, context: int) -> Term:
     """The activation peak of vLLM's profiling run: a forward pass over max_num_batched_tokens
-    tokens (the widest layer's tensors, the projections' outputs split over TP) and the
-    sampler's dummy runs over min(tokens, max_num_seqs) rows of logits (the second in fp32)."""
+    tokens (the widest layer's tensors, the projections' outputs split over TP; an MoE layer's
+    fused-kernel buffers) and the sampler's dummy runs over min(tokens, max_num_seqs) rows of
+    logits (the second in fp32)."""
+    widths = peak.widths
     tokens = o.tokens(context)
-    per_token = layer_width(widths, o.tp)
-    layer = tokens * per_token * dtype_bytes
+    layer = peak.bytes(o, tokens, dtype_bytes)
     rows = min(o.seqs, tokens)
     logits = rows * widths.logits * 4 * SAMPLER_COPIES if widths.logits else 0
-    formula = (
-        f"T·(4h + max(W_attn, W_ffn)/TP)·b + S·V·4·{SAMPLER_COPIES} = {tokens:,}·(4·{widths.hidden:,} + "
-        f"max({widths.attention:,}, {widths.ffn:,})/{o.tp})·{dtype_bytes} + {rows}·{widths.logits:,}·4·"
-        f"{SAMPLER_COPIES} = {layer + logits:,} B"
-    )
+    tail = f" + S·V·4·{SAMPLER_COPIES} = {layer:,} + {rows}·{widths.logits:,}·4·{SAMPLER_COPIES} = {layer + logits:,} B"
+    if peak.moe is None:
+        formula = (
+            f"T·(4h + max(W_attn, W_ffn)/TP)·b + S·V·4·{SAMPLER_COPIES} = {tokens:,}·(4·{widths.hidden:,} + "
+            f"max({widths.attention:,}, {widths.ffn:,})/{o.tp})·{dtype_bytes} + {rows}·{widths.logits:,}·4·"
+            f"{SAMPLER_COPIES} = {layer + logits:,} B"
+        )
+        layer_said = "one layer's tensors at a time"
+    else:
+        from .moe import describe
+
+        formula = f"T·(4h + held)·b + max(T·max(W_attn, W_dense)/TP·b, MoE buffers){tail}"
+        layer_said = "one layer's tensors at a time; in an MoE layer " + describe(
+            peak.moe, o.version, o.tp if o.ep == 1 else 1
+        )
     said = (
-        f"the profiling pass over max_num_batched_tokens {tokens:,} (one layer's tensors at a time) and the "
+        f"the profiling pass over max_num_batched_tokens {tokens:,} ({layer_said}) and the "
         f"sampler's over {rows:,} rows (max_num_seqs) of fp32 logits (logits, probabilities, log-probabilities)"
     )
+    if peak.encoders:
+        encoders = ENCODER_PROFILE.format(", ".join(peak.encoders))
+        said += f"; not counted (the figure can be low for this model): {encoders}"
     source = SRC_PROFILE_OLD.get(o.version, SRC_PROFILE)
+    if peak.moe is not None:
+        from .moe import OLD_LINES, SRC_MOE
+
+        source += "; " + SRC_MOE["old" if o.version in OLD_LINES else "new"]
     return Term("activations", "activations (profiled peak)", layer + logits, formula, said, True, source)
 
 
+# vllm/v1/worker/gpu/model_runner.py GPUModelRunner.profile_run (profile_encoder_cache over
+# get_dummy_encoder_profile_inputs), vllm/multimodal/encoder_budget.py MultiModalBudget (the budget
+# max(max_num_batched_tokens, the most tokens one item can have), items = budget // those tokens)
+ENCODER_PROFILE = (
+    "before the pass vLLM runs the {} over dummy items of the most tokens one item can have, as many as "
+    "its encoder budget (max(max_num_batched_tokens, those tokens)) holds, and keeps their outputs through "
+    "the pass (profile_run, MultiModalBudget)"
+)
 SAMPLER_COPIES = 3
 CUDA_CONTEXT = GIB // 2  # the CUDA context and the kernels it loads, on a data-centre GPU
 NON_TORCH = GIB // 4  # cuBLAS handles and workspaces, on one GPU
@@ -783,7 +834,7 @@ def capture_sizes(o: Options, context: int) -> list[int]:
     return sorted(set(sizes))
 
 
-def cuda_graphs(widths: Any, o: Options, dtype_bytes: int, context: int) -> Term:
+def cuda_graphs(peak: Peak, o: Options, dtype_bytes: int, context: int) -> Term:
     """The CUDA graphs' memory: one piecewise graph per capture size (mixed batches) and one full
     graph per size up to max_num_seqs tokens (decode-only batches: FULL_AND_PIECEWISE, the default),
     each taken to keep one layer's tensors at its size (the pool they share holds the rest)."""
@@ -791,11 +842,11 @@ def cuda_graphs(widths: Any, o: Options, dtype_bytes: int, context: int) -> Term
     if not sizes:
         return Term("cuda_graphs", "CUDA graphs", 0, "--enforce-eager: none", "no CUDA graphs", False, SRC_GRAPHS)
     full = [s for s in sizes if s <= o.seqs] if o.accounting.graphs == "full_and_piecewise" else []
-    per_token = layer_width(widths, o.tp) * dtype_bytes
-    n = (sum(sizes) + sum(full)) * per_token
+    per_token = peak.bytes(o, 1, dtype_bytes)
+    n = (sum(sizes) + sum(full)) * per_token  # linear: no captured size reaches a fused-MoE chunk
+    each = "(4h + max(W_attn, W_ffn)/TP)·b" if peak.moe is None else "an MoE layer's bytes per token"
     formula = (
-        f"(Σ piecewise sizes + Σ full sizes) · (4h + max(W_attn, W_ffn)/TP)·b = ({sum(sizes):,} + {sum(full):,}) · "
-        f"{per_token:,} B = {n:,} B"
+        f"(Σ piecewise sizes + Σ full sizes) · {each} = ({sum(sizes):,} + {sum(full):,}) · {per_token:,} B = {n:,} B"
     )
     said = (
         _graph_kinds(o, sizes, full)
@@ -860,7 +911,7 @@ class VllmPlanner:
             )
         self.model = model
         self.o = options(kv_dtype=kv_dtype, **given)
-        from .quant_config import config_scheme, fp8_ignored
+        from .quant_config import awq_keep, config_group, config_scheme, fp8_ignored
 
         ignored = fp8_ignored(model)
         self.scheme = find(scheme or config_scheme(model) or default_scheme(model)).name
@@ -881,9 +932,12 @@ class VllmPlanner:
             every, some = kept_suffixes(ignored, int((model.config or {}).get("num_hidden_layers") or 0))
             listed = matching(every, weights(model, self.scheme, keep=keep, pure=pure).rows)
             keep = ",".join([keep, *listed])
-        self.weights = weights(model, self.scheme, keep=keep, pure=pure)
+        group = config_group(model) if self.scheme == config_scheme(model) else None
+        if keep is None and self.scheme == "awq-int4":
+            keep, listed = awq_keep(model, lambda k: weights(model, self.scheme, keep=k, pure=pure, group_size=group))
+        self.weights = weights(model, self.scheme, keep=keep, pure=pure, group_size=group)
         self.rows, self.mxfp4_note = self._held_rows()
-        self.ignored_note = self._kept_layers(some, listed) if some or ignored else None
+        self.ignored_note = self._kept_layers(some, listed) if some or ignored or listed else None
         self.dtype = compute_dtype(self.scheme, model)
         self.act_bytes = activation_bytes(self.dtype)
         self.kv_bytes = KV_BYTES[self.o.kv_dtype] or self.act_bytes
@@ -893,6 +947,10 @@ class VllmPlanner:
                 f"the vLLM plan needs the model's attention layout: {self.partial}", field="--runtime"
             )
         self.widths = shape_widths(model)
+        from .moe import read as moe_layers
+
+        encoders = tuple(t.replace("_", " ") for t in model.towers() if t.endswith("_encoder"))
+        self._peak = Peak(self.widths, moe_layers(model), self.scheme == "fp8", encoders)
         from ...context.kv_layout import attention_heads
         from ...core.limits import Limit
 
@@ -904,6 +962,7 @@ class VllmPlanner:
         self.state = state_spec(model, self.o.tp, self.dtype, self.scheme) if has_state else None
         self.layers = decoder_layers(self.weights.rows) if has_state else sum(k.layers for k in self.layout.kinds)
         check_split(self.heads, self.layers, self.o)
+        self.rows, self.marlin_note = self._marlin_rows()
         tied = any(r.role == "tied" for r in self.weights.rows)
         self.stages = self._stages(tied)
         self.active = _active_share(model, self.weights.rows)
@@ -923,7 +982,7 @@ class VllmPlanner:
         kept = [*listed[:6], *(["…"] if len(listed) > 6 else []), *([f"{len(extra)} layers' own"] if extra else [])]
         return (
             f"the checkpoint's quantization_config keeps {', '.join(kept) or 'nothing this plan holds'} in 16-bit "
-            "(vLLM skips them: is_layer_skipped)"
+            f"(vLLM skips them: {'is_layer_skipped_awq' if self.scheme.startswith('awq') else 'is_layer_skipped'})"
         )
 
     def _held_rows(self) -> tuple[list[Any], str | None]:
@@ -934,6 +993,19 @@ class VllmPlanner:
         capability = card.capability if card is not None else None
         experts_tp = self.o.tp if self.o.ep == 1 else 1
         return held_rows(self.weights.rows, capability, self.o.version, experts_tp)
+
+    def _marlin_rows(self) -> tuple[list[Any], str | None]:
+        """GPTQ/AWQ layers as the kernel vLLM picks on the GPU holds them (runtimes.vllm.marlin)."""
+        from .marlin import held_rows
+
+        card = self.o.gpu
+        capability = card.capability if card is not None else None
+
+        def placement(r: Any) -> tuple[bool, Fraction]:
+            share = _tp_share(r, self.heads, self.o, self.o.tp) or Fraction(1)
+            return _module(r.name)[0] in ROW, share
+
+        return held_rows(self.rows, self.model, self.scheme, (capability, self.o.version), placement)
 
     def _stages(self, tied: bool) -> list[Stage]:
         o = self.o
@@ -970,10 +1042,10 @@ class VllmPlanner:
         )
 
     def peak(self, context: int) -> Term:
-        return profile_peak(self.widths, self.o, self.act_bytes, context)
+        return profile_peak(self._peak, self.o, self.act_bytes, context)
 
     def graphs(self, context: int) -> Term:
-        return cuda_graphs(self.widths, self.o, self.act_bytes, context)
+        return cuda_graphs(self._peak, self.o, self.act_bytes, context)
 
     def beside(self, context: int) -> int:
         """What must be free beside the claim: the CUDA context, and cuBLAS, NCCL and the CUDA
@@ -1082,6 +1154,8 @@ class VllmPlanner:
             said += f"; {self.mxfp4_note}"
         if self.ignored_note:
             said += f"; {self.ignored_note}"
+        if self.marlin_note:
+            said += f"; {self.marlin_note}"
         label = f"weights ({self.scheme}, {split})"
         return Term(
             "weights",
@@ -1092,7 +1166,9 @@ class VllmPlanner:
             bool(unknown),
             SRC_SHARD
             + (f"; {SRC_STATE_SHARD}" if self.state is not None else "")
-            + (f"; {SRC_MXFP4}" if self.mxfp4_note else ""),
+            + (f"; {SRC_MXFP4}" if self.mxfp4_note else "")
+            + (f"; {SRC_MARLIN}" if self.marlin_note else "")
+            + (f"; {SRC_IGNORED}" if self.ignored_note else ""),
         )
 
     def _kv_term(self, stage: Stage, blocks: int, context: int, batch: int) -> Term:

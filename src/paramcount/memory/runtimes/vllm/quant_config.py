@@ -6,6 +6,11 @@ vLLM's FP8 methods quantise linear layers only and skip those the config lists:
 ``modules_to_not_convert``, ``Fp8Config`` reads ``ignored_layers`` (else ``modules_to_not_convert``);
 ``get_quant_method`` returns ``UnquantizedLinearMethod`` where ``is_layer_skipped`` finds the layer's prefix
 in that list (vllm/model_executor/layers/quantization/fbgemm_fp8.py, fp8.py, utils/quant_utils.py).
+
+GPTQ and AWQ checkpoints are planned at their ``bits`` and ``group_size`` (GPTQ 4 or 8 bits, AWQ
+4; other widths refused in one line); AWQ's ``modules_to_not_convert`` stay 16-bit where a
+listed name is part of a layer's name (``is_layer_skipped_awq``). How each kernel then holds
+the layers is :mod:`paramcount.memory.runtimes.vllm.marlin`.
 """
 
 from __future__ import annotations
@@ -14,12 +19,14 @@ import fnmatch
 import re
 from typing import Any
 
+from ....errors import ParamcountError, brief
 from ...weights.base import Row
 from ...weights.layouts import Part
 
 SRC_IGNORED = (
     "vllm/model_executor/layers/quantization/fbgemm_fp8.py FBGEMMFp8Config (modules_to_not_convert), fp8.py "
-    "Fp8Config (ignored_layers), utils/quant_utils.py is_layer_skipped"
+    "Fp8Config (ignored_layers), utils/quant_utils.py is_layer_skipped; awq.py is_layer_skipped_awq "
+    "(AWQConfig, AWQMarlinConfig: modules_to_not_convert)"
 )
 IGNORE_KEY = {"fbgemm_fp8": "modules_to_not_convert", "fp8": "ignored_layers"}
 _LAYER_NAME = re.compile(r"^(?P<stack>.*\.layers)\.(?P<i>\d+)\.(?P<suffix>.+)$")
@@ -46,7 +53,75 @@ def config_scheme(model: Any) -> str | None:
         return "fp8"
     if q.get("quant_method") == "bitsandbytes" and q.get("load_in_4bit"):
         return "fp4" if q.get("bnb_4bit_quant_type") == "fp4" else "nf4"
+    if q.get("quant_method") in ("gptq", "awq"):
+        return _gptq_awq(q)
     return None
+
+
+def _gptq_awq(q: dict[str, Any]) -> str:
+    """GPTQConfig / AWQConfig (vllm/model_executor/layers/quantization/gptq.py, awq.py): the
+    weight bits of ``bits`` (``w_bit``); the plan holds GPTQ at 4 or 8 bits and AWQ at 4."""
+    method = q["quant_method"]
+    bits = q.get("bits", q.get("w_bit", 4))
+    allowed = (4, 8) if method == "gptq" else (4,)
+    if isinstance(bits, bool) or bits not in allowed:
+        raise ParamcountError(
+            f"quantization_config: {method.upper()} at {brief(bits)} bits is not planned for vLLM "
+            f"(planned: {' or '.join(map(str, allowed))} bits)",
+            field="quantization_config.bits",
+        )
+    return f"{method}-int{bits}"
+
+
+def config_group(model: Any) -> int | None:
+    """The group size a GPTQ/AWQ checkpoint's quantization_config names (None: the scheme's 128)."""
+    q = (getattr(model, "config", None) or {}).get("quantization_config")
+    if not isinstance(q, dict) or q.get("quant_method") not in ("gptq", "awq"):
+        return None
+    g = q.get("group_size", q.get("q_group_size"))
+    if g is None:
+        return None
+    valid = (
+        isinstance(g, int)
+        and not isinstance(g, bool)
+        and (0 < g <= 1 << 30 or (g == -1 and q["quant_method"] == "gptq"))
+    )
+    if not valid:
+        also = " or -1 (one group per row)" if q["quant_method"] == "gptq" else ""
+        raise ParamcountError(
+            f"quantization_config.group_size must be a positive integer{also}, not {brief(g)}",
+            field="quantization_config.group_size",
+        )
+    return g
+
+
+def awq_keep(model: Any, rows_for: Any) -> tuple[str | None, list[str]]:
+    """The keep items for an AWQ checkpoint whose quantization_config lists ``modules_to_not_convert``
+    (AWQConfig / AWQMarlinConfig: ``is_layer_skipped_awq`` leaves a linear layer unquantised where a
+    listed name is a substring of its prefix): the scheme's own (outside the decoder layers,
+    routers) and each quantised module so named; (None, []) when nothing is listed. A name
+    for some decoder layers only is refused (this plan holds the layers as one row)."""
+    q = (getattr(model, "config", None) or {}).get("quantization_config")
+    names = q.get("modules_to_not_convert") if isinstance(q, dict) and q.get("quant_method") == "awq" else None
+    if names is not None and not isinstance(names, list):
+        raise ParamcountError(
+            f"quantization_config.modules_to_not_convert must be a list of module names, not {brief(names)}",
+            field="quantization_config.modules_to_not_convert",
+        )
+    names = [n for n in (names or []) if isinstance(n, str) and n][:1000]
+    if not names:
+        return None, []
+    some = [n for n in names if _LAYER_NAME.match(n + ".x")]
+    if some:
+        raise ParamcountError(
+            f"quantization_config.modules_to_not_convert keeps {brief(some[0])} in some layers only; the vLLM "
+            "plan follows AWQ names that hold in every layer or outside them",
+            field="quantization_config.modules_to_not_convert",
+        )
+    base = "outside,router"
+    modules = [r.name.rpartition(".")[0] for r in rows_for(base).rows if r.role == "quantised"]
+    listed = list(dict.fromkeys(m for m in modules if any(n in m for n in names)))
+    return (",".join([base, *listed]) if listed else None), listed
 
 
 def kept_suffixes(names: list[str], layers: int) -> tuple[list[str], list[tuple[int, str]]]:
