@@ -7,7 +7,11 @@ from F16) and loaded by llama.cpp (v0.5.0 and ggml-org/llama.cpp@0c1e57098, byte
 its CPU backend; ``compute_bytes`` is the bytes behind its "CPU compute buffer size" line, the
 same for the three file types. The plan is made from the config: the file type does not change
 the compute buffer, and the compute term reads only the widths a config and its converted file
-share (n_embd, heads, the feed-forward, n_vocab, the layer kinds).
+share (n_embd, heads, the feed-forward, n_vocab, the layer kinds). ``specs``: each config's GGUF
+file as tests/gguf_files.py writes it (F16, laid out as the converter writes these families),
+for which llama-cpp-python 0.3.36's llama.cpp (libllama 0.5.0) logs every row's figure to the byte;
+``peak``: the tensors its GGML_ALLOCATOR_DEBUG build logs in use at the peak
+(``python tools/llamacpp_peak.py unseen35 N --json``).
 """
 
 from __future__ import annotations
@@ -22,26 +26,18 @@ from paramcount.cli import main
 from paramcount.memory import inference
 from paramcount.memory.core.terms import Term
 
+from .gguf_files import write
+
 DOC = json.loads((Path(__file__).parent / "fixtures" / "llamacpp_unseen35.json").read_text())
 CASES = DOC["cases"]
-
-# rows the plan holds within 1%, and for the others the band of today's error (a known miss,
-# kept from growing; see the docstring of test_open_rows_stay_where_they_are)
-HELD = {("lfm2", 4096, 1, "on"), ("lfm2", 4096, 4, "on"), ("lfm2", 512, 4, "off")}
-OPEN = {
-    ("granitemoehybrid", 4096, 1, "on"): (-0.10, -0.09),
-    ("granitemoehybrid", 4096, 4, "on"): (-0.10, -0.09),
-    ("lfm2", 512, 1, "on"): (-0.12, -0.11),
-    ("llama", 512, 4, "off"): (-0.12, -0.11),
-}
 
 
 def key(case: dict) -> tuple[str, int, int, str]:
     return case["config"], case["context"], case["parallel"], case["flash_attn"]
 
 
-def compute(case: dict) -> Term:
-    model = paramcount.load(DOC["configs"][case["config"]])
+def compute(case: dict, model=None) -> Term:
+    model = model or paramcount.load(DOC["configs"][case["config"]])
     plan = inference(
         model, context=case["context"], batch=case["parallel"], runtime="llama.cpp", ubatch=512,
         flash_attn=case["flash_attn"], device="cpu", cpu="none",
@@ -49,38 +45,50 @@ def compute(case: dict) -> Term:
     return plan.term("compute")
 
 
-def test_every_row_is_either_held_or_open():
-    assert {key(c) for c in CASES} == HELD | set(OPEN)
+IDS = ["-".join(map(str, key(c))) for c in CASES]
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if key(c) in HELD], ids=lambda c: "-".join(map(str, key(c))))
+@pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_compute_within_one_percent(case):
-    """LFM2, whose last layer attends: the logits lie over inp_embd and the hidden state only
-    (the last layer's input lands in the attention's freed block), at 4,096 cells with one and
-    four sequences and at 512 cells × 4 without flash attention: 37,752,832 B planned,
-    37,750,784 logged (+0.005%; 39,849,984 before, +5.6%)."""
+    """Every row within 1% (before this rule: Granite 4.0-H −9.9% at 4,096 cells, LFM2 at 512
+    cells × 1 −11.1%, Llama at 512 cells × 4 without flash attention −11.8%; the other three
+    LFM2 rows +0.005% already). The term stays an estimate: the landing rules
+    (``plan.landing``) are read for these graphs, not replayed for every one."""
     term = compute(case)
     assert abs(term.bytes / case["compute_bytes"] - 1) <= 0.01
     assert term.estimate
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if key(c) in OPEN], ids=lambda c: "-".join(map(str, key(c))))
-def test_open_rows_stay_where_they_are(case):
-    """Not yet held (issue 35): Granite 4.0-H at 4,096 cells (−9.9%: what lies under its logits
-    is more than inp_embd, the hidden state, the last input and the shared expert's input),
-    LFM2 at 512 cells with one sequence (−11.1%: the 0.5 MiB f16 mask's freed block is too small
-    for what the larger masks' blocks take in), Llama at 512 cells × 4 sequences without flash
-    attention (−11.8%). The plan stays an estimate, under by the error recorded here.
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_the_peak_is_the_last_hidden_state_under_the_logits(case):
+    """What llama.cpp's own allocator logged at the peak (``peak``: GGML_ALLOCATOR_DEBUG,
+    tools/llamacpp_peak.py): ``inp_embd`` above the freed token ids, the last hidden state, and
+    the logits above it, so the buffer is where the hidden state ends plus the logits. The
+    plan's output moment puts the hidden state where the log has it: right above ``inp_embd``
+    (LFM2 where the KQ mask's freed block holds it), or above the graph inputs' block and
+    1 (Granite at 4,096 cells), 2 (LFM2 at 512 cells × 1) or 3 (Llama at 512 × 4 without flash
+    attention) n_embd-wide blocks."""
+    (embd, e0, e1), (_, h0, h1), (logits, l0, l1) = case["peak"]
+    t, cfg = 512, DOC["configs"][case["config"]]
+    block = cfg["hidden_size"] * t * 4
+    assert (embd, logits) == ("inp_embd", "result_output")
+    assert (e0, e1 - e0, h1 - h0, l0, l1) == (4 * t, block, block, h1, case["compute_bytes"])
+    assert l1 - l0 == cfg["vocab_size"] * t * 4
+    # what the plan counts besides the token ids' slot, inp_embd, the hidden state and the logits
+    plan_gap = compute(case).bytes - (e0 + 2 * block + (l1 - l0))
+    assert 0 <= plan_gap - (h0 - e1) <= 2048  # the positions, counted among the inputs, where none lie there
 
-    What the logged figures decompose into (arithmetic on the fixture, not yet a rule): Llama's
-    is, to the byte, the logits, every graph input (token ids, positions and out_ids, 2,048 B
-    each; k_idxs 4,096; the f32 mask 1,048,576; the transposed V's v_idxs 524,288) and five
-    n_embd-wide blocks; Granite's the logits, its f16 mask and three n_embd blocks plus 12,320 B;
-    LFM2's at 512 × 1 the logits, its mask and four n_embd blocks plus 14,368 B."""
-    low, high = OPEN[key(case)]
-    term = compute(case)
-    assert low <= term.bytes / case["compute_bytes"] - 1 <= high
-    assert term.estimate
+
+@pytest.mark.parametrize("name", sorted(DOC["specs"]))
+def test_the_files_read_as_their_configs(name, tmp_path):
+    """The GGUF spec of each config (``specs``: its metadata and tensors laid out as the
+    converter's own specs of these families in llamacpp_hybrid.json and tests/gguf_files.py's
+    llama_spec, at these widths; llama.cpp logs every row's recorded compute buffer for it, to
+    the byte) plans the compute buffer its config does (Granite's NoPE read from
+    ``rope.scaling.finetuned`` false, as llama.cpp reads it)."""
+    model = paramcount.load(write(DOC["specs"][name], tmp_path / f"{name}.gguf"))
+    for case in (c for c in CASES if c["config"] == name):
+        assert compute(case, model).bytes == compute(case).bytes
 
 
 def test_the_cli_gives_the_same_compute_term(tmp_path, capsys):

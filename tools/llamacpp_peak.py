@@ -9,6 +9,12 @@ ggml-alloc could not reuse. Needs llama-cpp-python 0.3.36's Python package with
 
     python tools/llamacpp_peak.py granitemoehybrid medium 0     # llamacpp_hybrid.json
     python tools/llamacpp_peak.py buffers 12                    # llamacpp_buffers.json
+    python tools/llamacpp_peak.py unseen35 6 [--json]           # llamacpp_unseen35.json
+
+``--json`` prints the peak's tensors as ``[name, start, end]`` rows (how
+llamacpp_unseen35.json's ``peaks`` were recorded). The peak is the largest ``max_size`` line:
+llama_context::sched_reserve reserves several graphs (the prompt's, one token's, the prompt's
+again) and ggml_gallocr_reserve_n only grows the buffer, so its size is the largest graph's.
 """
 
 from __future__ import annotations
@@ -37,6 +43,11 @@ def case_of(args: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
         doc = json.loads((FIXTURES / "llamacpp_buffers.json").read_text())
         case = doc["cases"][int(args[1])]
         return doc["models"][case["model"]], {**case, "n_ctx": case["context"] * case["parallel"]}
+    if args[0] == "unseen35":
+        doc = json.loads((FIXTURES / "llamacpp_unseen35.json").read_text())
+        case = doc["cases"][int(args[1])]
+        run = {"n_ctx": case["context"] * case["parallel"], "ubatch": 512, "kv_unified": False}
+        return doc["specs"][case["config"]], {**case, **run, "compute_mib": case["compute_bytes"] / 2**20}
     rec = json.loads((FIXTURES / "llamacpp_hybrid.json").read_text())["families"][args[0]][args[1]]
     return rec["spec"], rec["cases"][int(args[2])]
 
@@ -65,15 +76,20 @@ def peak(path: Path, case: dict[str, Any]) -> list[str]:
 
 
 def main() -> None:
-    spec, case = case_of(sys.argv[1:])
+    args = [a for a in sys.argv[1:] if a != "--json"]
+    spec, case = case_of(args)
     with tempfile.TemporaryDirectory() as tmp:
         log = peak(write(spec, Path(tmp) / "m.gguf"), case)
     maxes = [line for line in log if line.startswith("max_size[")]
     if not maxes:
         sys.exit("no max_size lines: build ggml-alloc.c with GGML_ALLOCATOR_DEBUG")
-    print(f"recorded {case['compute_mib']} MiB; the peak: {maxes[-1].split(':')[0]}")
+    top_line = max(maxes, key=lambda line: float(line.split("=")[1].split("MB")[0]))
+    if "--json" in sys.argv:
+        print(json.dumps([[name, int(a, 16), int(b, 16)] for name, a, b in TENSOR.findall(top_line)]))
+        return
+    print(f"recorded {case['compute_mib']} MiB; the peak: {top_line.split(':')[0]}")
     top = 0
-    for name, a, b in TENSOR.findall(maxes[-1]):
+    for name, a, b in TENSOR.findall(top_line):
         start, end = int(a, 16), int(b, 16)
         hole = f"  (hole {(start - top) / 2**20:.3f} MiB below)" if start - top > 64 else ""
         print(f"{name:32s} {start / 2**20:10.3f} - {end / 2**20:10.3f} MiB{hole}")

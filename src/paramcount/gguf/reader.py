@@ -100,6 +100,9 @@ ARCH_KEYS = (
     "kda.head_dim",
     "full_attention_interval",
     "attention.recurrent_layers",
+    # Granite 4.0-H's switch for rotary positions (src/models/granite-hybrid.cpp: has_rope): its
+    # compute graph takes no inp_pos without them (memory/runtimes/llamacpp/plan.py graph_inputs)
+    "rope.scaling.finetuned",
 )
 
 

@@ -176,6 +176,18 @@ def shape_model(model: Model) -> Model:
     return model
 
 
+def feed_forwards(model: Model) -> list[FeedForward]:
+    """Every layer's feed-forwards as :func:`widths` and :func:`gguf_widths` read them: a GGUF
+    file's from its tensors (k = ``expert_used_count`` routed experts), any other model's from
+    its tree (:func:`shape_model`)."""
+    if is_gguf(model):
+        meta = metadata(model)
+        used = meta.integer("expert_used_count", 0, low=0)
+        blocks = [_weights(b, meta.source) for b in model.tree.children if isinstance(b, Block) and b.name == "blk"]
+        return [f for shapes in blocks for f in _ffns(shapes, used)]
+    return [f for g in layers(shape_model(model)) for f in g.ffn]
+
+
 def shape_widths(model: Model) -> Widths:
     """The layer widths the inference activation estimate reads: a GGUF file's from its tensors
     (:func:`gguf_widths`), any other model's from :func:`shape_model`."""

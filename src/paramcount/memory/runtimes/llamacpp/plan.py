@@ -262,6 +262,10 @@ class Shape:
     vocab: int  # n_vocab: rows of the output head
     # n_embd-wide tensors or holes under the logits besides inp_embd and the hidden state (shape_of)
     tail: int = 0
+    # where the last layer's output lands on a CPU (:func:`landing`): "llama", "lfm2", "granite" or ""
+    lands: str = ""
+    product: int = 0  # llama: a dense gated feed-forward's product (n_ff); granite: routed experts per token
+    positions: bool = True  # the graph takes inp_pos (RoPE); Granite 4.0-H's NoPE attention does not
 
     @property
     def attention(self) -> int:
@@ -309,6 +313,9 @@ def compute(shape: Shape, layout: Layout, cells: Cells, o: Options, mixer: Mixer
         "feed-forward": masks + (3 * shape.hidden + shape.ffn) * t * F32,
         "output": (shape.below_logits + shape.vocab) * t * F32,
     }
+    land = landing(shape, cells, o, widest) if o.device == "cpu" else None
+    if land is not None:  # the last layer's output lands above the graph inputs' block (see landing)
+        moments["output"] = (2 * shape.hidden + shape.vocab) * t * F32 + land.under - 2 * t * 4
     if not n_kv:  # no attention layer: no masks, no attention moment
         del moments["attention"]
     if not shape.ffn:  # no feed-forward (Mamba): no moment of its own
@@ -320,7 +327,7 @@ def compute(shape: Shape, layout: Layout, cells: Cells, o: Options, mixer: Mixer
     total = inputs + moments[peak]
     parts = tuple(
         Term(f"compute.{k.replace('-', '_')}", k + (" (the peak)" if k == peak else ""), v,
-             _moment_formula(k, shape, t, n_kv, o, mixer, cells) + f" = {v:,} B", "", True)
+             _moment_formula(k, shape, t, n_kv, o, mixer, cells, land) + f" = {v:,} B", "", True)
         for k, v in moments.items()
     )  # fmt: skip
     fa = f"flash attention {'on' if o.flash else 'off'}" + (" (auto resolves to on)" if o.flash_attn == "auto" else "")
@@ -348,9 +355,101 @@ _MIXER_SRC = (
 )
 
 
+@dataclass(frozen=True)
+class Landing:
+    """What lies under the last layer's output on a CPU, besides ``inp_embd``: ``under`` bytes
+    (the freed token ids' slot, the graph inputs' block and ``blocks`` n_embd-wide blocks)."""
+
+    under: int
+    formula: str
+
+
+def graph_inputs(shape: Shape, cells: Cells, o: Options, n_kv: int) -> tuple[int, int]:
+    """(bytes, out_ids' bytes) of the graph inputs ggml-alloc places right above ``inp_embd``
+    (``ggml_gallocr_alloc_graph_impl`` allocates the graph's input leafs first, in the order the
+    graph made them), each padded to the CPU buffer's 32 B (``ggml_dyn_tallocr_alloc``):
+    ``rs_s_copy`` (int32 per sequence, hybrid graphs: ``build_rs_inp``), ``inp_pos`` (int32 per
+    token, where the attention is rotary), ``attn_inp_k_idxs`` (int64 per token),
+    ``attn_inp_v_idxs`` (int64 per token, or per token and V element where V is stored
+    transposed, without flash attention: ``llama_kv_cache::build_input_v_idxs``), the KQ mask
+    (``n_kv × n_tokens``, f16 with flash attention, else f32: ``build_attn_inp_kq_mask``) and
+    ``out_ids`` (int32 per output: ``build_inp_out_ids``)."""
+    t = cells.n_tokens
+    rs = pad(4 * cells.n_seq_max, 32) if shape.lands in ("lfm2", "granite") else 0
+    pos = pad(4 * t, 32) if shape.positions else 0
+    v_idxs = pad(8 * t * (1 if o.flash else shape.v), 32)
+    mask = pad(n_kv * t * (2 if o.flash else F32), 32)
+    out_ids = pad(4 * t, 32)
+    return rs + pos + pad(8 * t, 32) + v_idxs + mask + out_ids, out_ids
+
+
+def landing(shape: Shape, cells: Cells, o: Options, n_kv: int) -> Landing | None:
+    """Where ggml-alloc puts the last layer's output on one CPU, for the three graphs whose
+    placement was read off its log (None: the output moment's :attr:`Shape.below_logits`).
+
+    The logits are larger than any freed block, so ``ggml_dyn_tallocr_alloc`` puts them at the
+    start of the last free block, right above the highest tensor still in use: the last
+    hidden state (normed in place). Under it lie the freed token ids' slot, ``inp_embd`` and,
+    where the hidden state could not go lower, the graph inputs' block (:func:`graph_inputs`,
+    all freed by then) and the blocks above it, as ggml-alloc placed them at the time
+    (best fit among the free blocks but the last). Read with GGML_ALLOCATOR_DEBUG (tools/
+    llamacpp_peak.py) on llama.cpp 0.5.0 and held to tests/fixtures/llamacpp_unseen35.json,
+    llamacpp_hybrid.json and llamacpp_landing.json:
+
+    * ``lfm2`` whose last layer attends (src/models/lfm2.cpp: ``ggml_get_rows(prev_cur,
+      inp_out_ids)`` after the attention): the picked rows of the layer's input are allocated
+      when the flash attention has freed the KQ mask; if the inputs' block (out_ids, still in
+      use, aside) holds one n_embd block they land in it, right above ``inp_embd``; else above
+      the layer's input and the attention output, two blocks over the inputs' block;
+    * ``granite`` (Granite 4.0-H's last layer attends, a shared expert after the routed ones):
+      the routed experts' output is allocated while the layer's normed input (which the shared
+      expert still reads) and the routed products are in use; the normed input takes the
+      inputs' freed block where it fits, and the output lands one block over the inputs' block
+      (the residual's), else two;
+    * ``llama`` (dense, gated feed-forward) without flash attention: the last layer's
+      ``ffn_inp`` (the picked rows of the attention output plus the residual) lies two blocks
+      over the inputs' block; where the inputs' block is under one n_embd block and the freed
+      span under ``ffn_inp`` takes the feed-forward product (``ffn_swiglu``), the product goes
+      there and the output above ``ffn_inp``: three blocks over the inputs' block; with the
+      product too wide the output lands right above ``inp_embd``. Not read: an inputs' block of
+      one n_embd block or more with a narrow product (n_ff 2,048 at n_embd 896 and 1,024 cells:
+      two blocks over the inputs' block, left to :attr:`Shape.below_logits`, −10.7%).
+
+    Granite with the inputs' block wider than the normed input, the routed products and their sum
+    (``2 + k`` blocks) keeps them inside it, and the peak is no longer read here either (8,192
+    cells of the issue-35 config: −4.6%).
+    """
+    if not shape.lands:
+        return None
+    t = cells.n_tokens
+    block = shape.hidden * t * F32
+    inputs, out_ids = graph_inputs(shape, cells, o, n_kv)
+    if shape.lands == "lfm2":
+        blocks = None if inputs - out_ids >= block else 2
+    elif shape.lands == "granite":  # the normed input, the routed products and their sum: above or inside
+        inside = inputs >= (2 + shape.product) * block
+        blocks = None if inside else 1 if inputs >= block else 2
+    else:  # read without flash attention only (with it, n_ff 2,048 at n_embd 896 lands right above inp_embd)
+        fits = not o.flash and inputs < block and inputs + 2 * block >= shape.product * t * F32
+        blocks = 3 if fits else None
+    if blocks is None:
+        return None
+    tokens = pad(4 * t, 32)
+    under = tokens + inputs + blocks * block
+    formula = f"the graph inputs {inputs:,} B + {blocks} · n_embd · n_tokens · 4 B"
+    return Landing(under, formula)
+
+
 def _moment_formula(
-    moment: str, s: Shape, t: int, n_kv: Mapping[bool, int], o: Options, mixer: Mixer | None, cells: Cells
-) -> str:
+    moment: str, s: Shape, t: int, n_kv: Mapping[bool, int], o: Options, mixer: Mixer | None, cells: Cells,
+    land: Landing | None = None,
+) -> str:  # fmt: skip
+    if moment == "output" and land is not None:
+        return (
+            f"token ids {pad(4 * t, 32):,} B + inp_embd + {land.formula} + the last hidden state + logits n_vocab ·"
+            f" n_tokens · 4 B, less the token ids and positions counted apart = (2 · {s.hidden:,} + {s.vocab:,})"
+            f" · {t:,} · 4 B + {land.under:,} B − {2 * t * 4:,} B"
+        )
     if moment == "recurrent mixer" and mixer is not None:
         masks = " + ".join(f"{n:,} · {t:,} · {2 if o.flash else 4} B" for n in n_kv.values()) or "0"
         return f"masks {masks} + ({mixer.formula(t, cells.n_seq_max)}) · 4 B"
@@ -401,7 +500,41 @@ def shape_of(model: Model, layout: Layout, widths: Any, recurrent: Any = None) -
     d_k, d_v = _head_dims(model, layout, h, heads)
     k, v = max((_kind_widths(kind) for kind in layout.kinds if kind.attention in ("full", "sliding")), default=(0, 0))
     tail = _tail(model, widths, _last_recurrent(recurrent))
-    return Shape(h, heads, heads * d_k, k, v, heads * d_v, widths.graph_ffn, widths.logits, tail)
+    lands, product = _lands(model, layout, recurrent)
+    positions = not (recurrent is not None and recurrent.arch == "granitehybrid" and _nope(model))
+    return Shape(h, heads, heads * d_k, k, v, heads * d_v, widths.graph_ffn, widths.logits, tail, lands, product,
+                 positions)  # fmt: skip
+
+
+def _lands(model: Model, layout: Layout, h: Any) -> tuple[str, int]:
+    """Which of :func:`landing`'s graphs this is, with a dense llama's feed-forward product width
+    (n_ff) or Granite's routed experts per token: one attention cache kind (one mask), and for
+    the hybrids a last layer that attends."""
+    from ...tree.widths import feed_forwards
+
+    arch = _arch(model)
+    if sum(k.attention in ("full", "sliding") for k in layout.kinds) != 1:
+        return "", 0
+    ffns = feed_forwards(model)
+    routed = max((f.times for f in ffns), default=1)
+    if arch in ("lfm2", "granitehybrid"):
+        attends = h is not None and bool(h.recurrent) and (h.n_layer - 1) not in h.recurrent
+        return ("lfm2" if arch == "lfm2" else "granite") if attends else "", routed
+    if arch == "llama" and not (h is not None and h.recurrent) and ffns and all(f.gated for f in ffns) and routed == 1:
+        return "llama", max(f.inner for f in ffns)
+    return "", 0
+
+
+def _nope(model: Model) -> bool:
+    """Granite 4.0-H without rotary positions: llama.cpp's graph then takes no ``inp_pos``
+    (src/models/granite-hybrid.cpp: ``if (hparams.has_rope(0)) inp_pos = build_inp_pos()``, rope
+    on unless the file says ``rope.scaling.finetuned`` false, which the converter writes for a
+    config's ``position_embedding_type`` "nope")."""
+    if is_gguf(model):
+        from ....gguf.meta import metadata
+
+        return metadata(model).get("rope.scaling.finetuned", True) is False
+    return str(dict(model.config or {}).get("position_embedding_type", "")).lower() == "nope"
 
 
 def _last_recurrent(h: Any) -> bool:
