@@ -40,8 +40,17 @@ OPEN = {
     ("d-gate-up", "compute.CUDA0"): (-0.16, -0.15),
     # a layer's experts all moved away: its feed-forward moment is still charged to its GPU (safe side)
     ("moe-ts11-exps0-to1", "compute.CUDA0"): (0.26, 0.28),
-    # layers left in host memory: the first GPU's copies of their weights are not all freed in time
-    ("dense1150-ll", "compute.CUDA0"): (-0.18, -0.17),
+    # layers or experts left in host memory: the first GPU runs their ops on a prompt (offload_op) and
+    # holds more than the every-layer moment (issue 35 read "the every-layer buffer" off other files)
+    **{
+        (name, "compute.CUDA0"): (-0.18, -0.17)
+        for name in ("dense1150-ll", "ngl6-ts42", "ngl4-ts21", "ngl8-ts44", "ngl2-ts11")
+    },
+    ("ngl8-ts10", "compute.CUDA0"): (-0.031, -0.030),
+    ("ngl6-ts42-c8192", "compute.CUDA0"): (-0.075, -0.074),
+    ("ngl6-ts42-ub256", "compute.CUDA0"): (-0.203, -0.202),
+    ("moe-cpuexps", "compute.CUDA0"): (-0.239, -0.238),
+    ("moe-cpuexps-ffndown", "compute.CUDA0"): (-0.313, -0.312),
 }
 OPEN_FITS = {"moe-1150-1400", "moe-1300x2"}  # answers that stand on a partial offload's compute (dense1150-ll)
 # the first GPU's projection (MiB, plan − llama.cpp) where it is not within 1%: layers or experts left in
@@ -77,6 +86,11 @@ def _bytes(case: dict) -> dict[str, int]:
     return out
 
 
+def _all_on_gpus(case: dict) -> bool:
+    """Every layer (-ngl 9 of 8 and the output, or unset) and every tensor on the two GPUs."""
+    return case.get("ngl", 9) >= 9 and "CPU" not in case.get("ot", "")
+
+
 @pytest.mark.parametrize("case", DOC["cases"], ids=[c["name"] for c in DOC["cases"]])
 def test_buffers_per_device_as_llama_cpp_allocates_them(case):
     got = _bytes(case)
@@ -84,17 +98,20 @@ def test_buffers_per_device_as_llama_cpp_allocates_them(case):
         assert got.get(key, 0) == case["bytes"][key], key
     for key in COMPUTE:
         measured, planned = case["bytes"][key], got.get(key, 0)
+        if not measured:  # a GPU with no work
+            assert planned == 0, key
+            continue
         low, high = OPEN.get((case["name"], key), (-0.01, 0.01))
         assert low <= planned / measured - 1 <= high, (key, planned, measured)
 
 
 def test_the_scheduler_rules_to_the_byte():
     """Pipeline parallelism, the -ot activations and the host's inputs are exact wherever the
-    one-device moments are (flash attention on): 90 of the 96 buffers."""
-    exact = sum(
-        _bytes(c).get(k, 0) == c["bytes"][k] for c in DOC["cases"] for k in COMPUTE if c.get("fa", "on") == "on"
-    )
-    assert exact == 90
+    one-device moments are (flash attention on) and nothing is left in host memory: 70 of those
+    25 settings' 75 buffers (the rest: :data:`OPEN`, and two MoE -ot cases within 0.2%)."""
+    cases = [c for c in DOC["cases"] if c.get("fa", "on") == "on" and _all_on_gpus(c)]
+    exact = sum(_bytes(c).get(k, 0) == c["bytes"][k] for c in cases for k in COMPUTE)
+    assert exact == 70
 
 
 @pytest.mark.parametrize("run", DOC["fits"], ids=[r["name"] for r in DOC["fits"]])
