@@ -300,14 +300,16 @@ def test_two_gpus_by_tensor_split():
     assert plan.term("weights").bytes == one.term("weights").bytes
     assert plan.term("overhead").bytes == 2 * one.term("overhead").bytes
     compute = {p.key: p.bytes for p in plan.term("compute").parts}
-    # pipeline parallelism (every layer on 2 GPUs, -sm layer): the later GPU keeps 4 copies of its
-    # split inputs (hidden state, masks, positions), the host 3 more of every graph input
+    # pipeline parallelism (every layer on 2 GPUs, -sm layer): the last GPU keeps 4 copies of its
+    # split inputs (two n_embd blocks, positions, KV indices, masks, output ids), the host 3 more of
+    # every graph input (tests/test_llamacpp_multidev.py holds both to llama.cpp)
     t, embd = 512, 4096 * 512 * 4
-    masks = one.term("host_compute").bytes - 2 * t * 4 - 2 * embd
-    assert compute["compute.CUDA1"] == one.term("compute").bytes + 4 * (embd + masks + t * 4)
+    masks = one.term("host_compute").bytes - 2 * t * 4 - 2 * embd - 2 * t * 8 - t * 4
+    small = t * 4 + 2 * t * 8 + masks + t * 4
+    assert compute["compute.CUDA1"] == one.term("compute").bytes + 4 * (2 * embd + small)
     assert compute["compute.CUDA0"] < one.term("compute").bytes
     host = plan.term("host_compute").bytes
-    assert host == one.term("host_compute").bytes + 3 * (2 * t * 4 + masks + embd)
+    assert host == one.term("host_compute").bytes + 3 * (2 * t * 4 + masks + embd + 2 * t * 8 + t * 4)
     devices = plan.settings["devices"]
     assert devices["CUDA0"] + devices["CUDA1"] == plan.total and devices["host"] == plan.host
     assert devices["CUDA0"] == sum(p.bytes for t in plan.terms for p in t.parts if p.key.endswith(".CUDA0")) + (

@@ -431,7 +431,8 @@ def _device_line(d: dict) -> str:
     layers = "every layer by free memory (-ts unset)" if d["layers"] is None else f"{d['layers']} layers"
     free, used = d["free_bytes"] // 2**20, d["projected_bytes"] // 2**20
     left = (d["free_bytes"] - d["projected_bytes"]) // 2**20
-    return f"{d['device']}: {layers}, {used:,} MiB used, {left:,} MiB of {free:,} MiB left free"
+    short = "" if d.get("keeps_margin", True) else f", short of its {d['margin_bytes'] // 2**20:,} MiB margin"
+    return f"{d['device']}: {layers}, {used:,} MiB used, {left:,} MiB of {free:,} MiB left free{short}"
 
 
 def render_fit(fit: Fit) -> Group:

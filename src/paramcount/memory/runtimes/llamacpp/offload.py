@@ -39,6 +39,7 @@ from ....records import replace
 from ...core.terms import Term
 from . import plan as lcp
 from .placement import CPU, INPUT_LAYER, PLACEMENT_OPTIONS, Placed, Placement, layer_range, place, placement
+from .sched import SCHED_MAX_COPIES, Inputs, pipeline_copies, received
 
 
 @dataclass(frozen=True)
@@ -386,37 +387,48 @@ def split_term(off: Offload, t: Term, pieces: list[tuple[int, int]], host_key: s
     return on_gpu, off_gpu
 
 
-# the moments of :func:`.plan.compute` that count ``inp_embd`` (its feed-forward's 3 · n_embd, the
-# output's ``below_logits``): on a GPU it is not there (it is a graph input, on the CPU)
-_EMBD_MOMENTS = ("compute.feed_forward", "compute.output")
-# ggml/src/ggml-backend.cpp: the copies the scheduler keeps of each input with pipeline parallelism
-SCHED_MAX_COPIES = 4
+# the moments of :func:`.plan.compute` that count ``inp_embd`` (the attention's residual, the
+# output's ``below_logits``): on a GPU it is not there (it is a graph input, on the CPU). The
+# feed-forward's third n_embd block is there: the GPU's copy of inp_embd, or of the hidden state
+# from the GPU before. Measured (tests/fixtures/llamacpp_multidev.json): an attention-peaked GPU
+# (no flash attention) holds the one-CPU moment less n_embd, a feed-forward-peaked first GPU the
+# one-CPU moment, each with its small inputs
+_EMBD_MOMENTS = ("compute.attention", "compute.output")
 
 
 @dataclass(frozen=True)
 class Graph:
     """What the reserved graph's scheduler moves between backends, in bytes: ``inputs`` (token
     ids and positions), ``masks`` (the KQ masks), ``embd`` (one n_embd × n_tokens F32 block),
-    ``logits`` (n_vocab × n_tokens F32) and ``positions`` (n_tokens I32)."""
+    ``logits`` (n_vocab × n_tokens F32), ``positions`` (n_tokens I32), ``idxs`` (each KV cache's
+    k_idxs and v_idxs, I64) and ``out_ids`` (n_tokens I32)."""
 
     inputs: int
     masks: int
     embd: int
     logits: int
     positions: int
+    idxs: int = 0
+    out_ids: int = 0
+
+    def small(self) -> Inputs:
+        """The split inputs beside the n_embd blocks (:class:`.sched.Inputs`)."""
+        return Inputs(self.positions, self.idxs, self.masks, self.out_ids)
 
 
-def compute_terms(off: Offload, base: Term, g: Graph) -> tuple[Term, Term]:
-    """The GPUs' compute buffers and the CPU backend's (CUDA_Host), estimates."""
+def compute_terms(off: Offload, base: Term, g: Graph, shape: Any = None) -> tuple[Term, Term]:
+    """The GPUs' compute buffers and the CPU backend's (CUDA_Host), estimates; ``shape``: the
+    model's widths (:class:`.plan.Shape`), for what -ot sends to another GPU."""
     parts = on_gpu(base, g)
     moments = {p.key: p.bytes for p in parts}
-    per = _per_gpu(off, moments, g)
+    per = _per_gpu(off, moments, g, received(off, shape, g.positions // 4) if shape is not None else {})
     total = sum(t.bytes for t in per)
     many = len(per) > 1
     formula = " + ".join(f"{t.bytes:,} B ({t.label})" for t in per) + f" = {total:,} B" if many else per[0].formula
     src = (
         base.source
-        + "; ggml/src/ggml-backend.cpp ggml_backend_sched_backend_id_from_cur, ggml_backend_sched_split_graph"
+        + "; ggml/src/ggml-backend.cpp ggml_backend_sched_backend_id_from_cur, ggml_backend_sched_split_graph;"
+        " held to llama.cpp over 2 RPC devices in tests/fixtures/llamacpp_multidev.json"
     )
     gpu = replace(base, bytes=total, formula=formula, assumption=base.assumption + _compute_said(off), source=src,
                   parts=tuple(per) if many else parts)  # fmt: skip
@@ -444,12 +456,20 @@ def one_gpu(planner: Any, found: tuple[Term, ...], cells: Any, attention: Any, c
         return found
     g = graph(planner, cells, attention)
     parts = on_gpu(comp, g)
-    peak = max(p.bytes for p in parts)
-    size = g.inputs + peak
-    formula = f"token ids and positions {g.inputs:,} B + the largest moment on the GPU {peak:,} B = {size:,} B"
+    key, size = gpu_peak({p.key: p.bytes for p in parts}, g)
+    formula = f"the largest moment on the GPU, {key.split('.')[-1]}, with its inputs = {size:,} B"
     said = comp.assumption + "; inp_embd, a graph input, is on the CPU (ggml_backend_sched_backend_id_from_cur)"
     device = replace(comp, bytes=size, formula=formula, assumption=said, parts=parts)
     return (*(device if t is comp else t for t in found), host_compute(g))
+
+
+def gpu_peak(moments: dict[str, int], g: Graph) -> tuple[str, int]:
+    """A GPU's largest moment and its bytes: at a layer's moment the positions and the KV
+    indices are there too (split inputs, live to the split's last layer; the token ids stay on
+    the CPU); at the output's they are freed (measured, tests/fixtures/llamacpp_multidev.json)."""
+    sized = {k: v + (0 if k == "compute.output" else g.positions + g.idxs) for k, v in moments.items()}
+    key = max(sized, key=sized.get)
+    return key, sized[key]
 
 
 def pipeline(off: Offload) -> bool:
@@ -462,35 +482,36 @@ def pipeline(off: Offload) -> bool:
     return p.devices > 1 and every and p.split_mode == "layer" and p.kv_offload and not p.overrides
 
 
-def _per_gpu(off: Offload, moments: dict[str, int], g: Graph) -> list[Term]:
+def _per_gpu(off: Offload, moments: dict[str, int], g: Graph, got: dict[int, int]) -> list[Term]:
     """Each GPU's buffer: the largest moment among the layers it runs (the first GPU also those
-    in host memory, on a prompt). The copies of host weights and K/V it makes for those splits
-    are freed after their split (``ggml_backend_sched_split_graph``: with one copy the split
-    inputs are ordinary graph nodes to ggml-alloc), so they add nothing, but where no layer and
-    no output is on a GPU: the peak is then the output op, reading the logits, the output weight
-    and one n_embd block. With pipeline parallelism each later GPU keeps 4 copies of its split
-    inputs (the hidden state, the masks, the positions: set input and output, never freed), as
-    issue 35 measured; the first GPU's copies of the CPU's inputs are not added (the measurement
-    names the later GPUs only, though the source reads as if it made them too)."""
+    in host memory, on a prompt), with its inputs (:func:`gpu_peak`). The copies of host weights
+    and K/V it makes for those splits are freed after their split (``ggml_backend_sched_split_graph``:
+    with one copy the split inputs are ordinary graph nodes to ggml-alloc), so they add nothing,
+    but where no layer and no output is on a GPU: the peak is then the output op, reading the
+    logits, the output weight and one n_embd block. With pipeline parallelism each GPU keeps
+    4 copies of its split inputs (:func:`.sched.pipeline_copies`); ``got``: what a GPU runs
+    for layers on another device (:func:`.sched.received`)."""
     p, devs, out = off.placement, off.layer_devices(), off.output_device()
     on_host = None in devs
     layer_keys = [k for k in moments if k != "compute.output" and (p.kv_offload or k != "compute.attention")]
-    split = SCHED_MAX_COPIES * (g.embd + g.masks + g.positions) if pipeline(off) else 0
+    parallel, first = pipeline(off), next((d for d in devs if d is not None), out)
     per = []
     for d, name in enumerate(p.names()):
         keys = (layer_keys if d in devs or (d == 0 and on_host) else []) + (
             ["compute.output"] if out == d or (d == 0 and out is None) else []
         )
-        peak = max((moments[k] for k in keys if k in moments), default=0)
-        formula = f"inputs {g.inputs:,} B + peak {peak:,} B"
-        size = g.inputs + peak if peak else 0
+        key, size = gpu_peak({k: moments[k] for k in keys if k in moments}, g) if keys else ("", 0)
+        formula = f"peak {key.split('.')[-1]} with its inputs {size:,} B" if keys else "no work"
         if d == 0 and out is None and not any(x is not None for x in devs):
             weight = off.output_weight()
             size = g.logits + weight + g.embd
             formula = f"logits {g.logits:,} B + output weight {weight:,} B + n_embd block {g.embd:,} B"
-        elif d > 0 and split:
-            size += split
-            formula += f" + {SCHED_MAX_COPIES} copies of its split inputs {split:,} B"
+        elif parallel and keys:
+            copies = pipeline_copies(d == first, out == d, key != "compute.output", g.embd, g.small())
+            size += copies
+            formula += f" + {SCHED_MAX_COPIES} copies of its split inputs, less the one its peak held, {copies:,} B"
+        if got.get(d, 0) > size:
+            size, formula = got[d], f"the feed-forward work -ot sends it from another device's layer {got[d]:,} B"
         per.append(Term(f"compute.{name}", f"{name} compute buffer", size, formula + f" = {size:,} B", "", True))
     return per
 
@@ -513,7 +534,12 @@ def _compute_said(off: Offload) -> str:
     if pipeline(off):
         said += (
             "; pipeline parallelism is on (llama_context: several GPUs, every layer, -sm layer, no -ot): the"
-            " scheduler keeps GGML_SCHED_MAX_COPIES = 4 copies of each later GPU's split inputs"
+            " scheduler keeps GGML_SCHED_MAX_COPIES = 4 copies of each GPU's split inputs"
+        )
+    if p.overrides and p.devices > 1:
+        said += (
+            "; a feed-forward tensor -ot puts on another GPU than its layer's runs there, on its input copied in"
+            " (ggml_backend_sched_split_graph): that GPU's buffer is at least that moment"
         )
     return said
 
@@ -529,13 +555,14 @@ _HOST_COMPUTE_SRC = (
 def host_compute(g: Graph, parallel: bool = False) -> Term:
     """The CPU backend's compute buffer (the host-side split's): the graph's inputs, token ids
     and positions, the KQ masks, ``inp_embd`` (F32, n_embd × n_tokens, an input) and the input
-    layer's GET_ROWS rows beside it. With --no-kv-offload no more (the attention's ops on a
-    prompt are offloaded). With pipeline parallelism 3 more copies of every graph input."""
-    inputs = g.inputs + g.masks + g.embd
+    layer's GET_ROWS rows beside it, the KV indices and the output ids (inputs too). With
+    --no-kv-offload no more (the attention's ops on a prompt are offloaded). With pipeline
+    parallelism 3 more copies of every graph input (measured over 2 RPC devices, to the byte)."""
+    inputs = g.inputs + g.masks + g.embd + g.idxs + g.out_ids
     size = inputs + g.embd
     formula = (
-        f"token ids and positions {g.inputs:,} B + KQ masks {g.masks:,} B + inp_embd {g.embd:,} B + the input"
-        f" layer's rows {g.embd:,} B"
+        f"token ids and positions {g.inputs:,} B + KQ masks {g.masks:,} B + inp_embd {g.embd:,} B + KV indices"
+        f" {g.idxs:,} B + output ids {g.out_ids:,} B + the input layer's rows {g.embd:,} B"
     )
     if parallel:
         size += (SCHED_MAX_COPIES - 1) * inputs
@@ -543,7 +570,8 @@ def host_compute(g: Graph, parallel: bool = False) -> Term:
     said = (
         "the CPU backend's buffer: the graph's inputs (ggml_backend_sched_backend_id_from_cur: GGML_TENSOR_FLAG_INPUT"
         " on the last backend, the CPU), inp_embd and the input layer's GET_ROWS; per-layer embedding inputs"
-        " (Gemma 3n, 4) and the one-token graph's CPU work are not counted; from the scheduler's source, not measured"
+        " (Gemma 3n, 4) and the one-token graph's CPU work are not counted; from the scheduler's source, held to"
+        " llama.cpp over RPC devices (tests/fixtures/llamacpp_multidev.json)"
     )
     label = "CUDA_Host compute buffer"
     return Term("host_compute", label, size, formula + f" = {size:,} B", said, True, _HOST_COMPUTE_SRC, host=True)
@@ -580,7 +608,7 @@ def terms(planner: Any, cells: Any, attention: Any, kv: Term | None, state: Term
         gpu.append(on)
         host.append(off_gpu)
     if comp is not None:
-        on, host_c = compute_terms(off, comp, graph(planner, cells, attention))
+        on, host_c = compute_terms(off, comp, graph(planner, cells, attention), planner.shape)
         gpu.append(on)
         host.append(host_c)
     if out is not None:
@@ -593,7 +621,16 @@ def graph(planner: Any, cells: Any, attention: Any) -> Graph:
     """The sizes the scheduler moves, for ``cells``' reserved micro-batch."""
     t, shape = cells.n_tokens, planner.shape
     masks = _masks(attention, cells, planner.options) if attention.kinds else 0
-    return Graph(2 * t * 4, masks, shape.hidden * t * 4, shape.vocab * t * 4, t * 4)
+    return Graph(2 * t * 4, masks, shape.hidden * t * 4, shape.vocab * t * 4, t * 4,
+                 _idxs(attention, t, shape, planner.options), t * 4)  # fmt: skip
+
+
+def _idxs(attention: Any, t: int, shape: Any, o: Any) -> int:
+    """Each KV cache's ``k_idxs`` and ``v_idxs`` (I64; llama_kv_cache::build_input_k_idxs,
+    build_input_v_idxs: without flash attention V is stored transposed, one index per value
+    element), graph inputs: one cache, or two for a model with sliding-window layers."""
+    caches = len({k.window is None for k in attention.kinds})
+    return caches * t * 8 * (1 + (1 if o.flash else shape.v))
 
 
 def _masks(attention: Any, cells: Any, o: Any) -> int:
