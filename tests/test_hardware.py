@@ -421,3 +421,19 @@ def test_older_and_popular_gpus_are_in_the_catalog(name, key, bandwidth, fp32_tf
 def test_cpus_of_the_ddr4_generation_too(name, key, stated, gbs):
     cpu = lookup(name)
     assert cpu.key == key and cpu.stated == stated and cpu.bandwidth_bytes_per_s == gbs * 1e9
+
+
+def test_every_cpu_has_derived_peaks_from_its_microarchitecture():
+    """cpus.py: per-core per-cycle issue × cores × the vendor's maximum boost, marked derived."""
+    for r in (r for r in ROWS if r.kind == "cpu"):
+        assert r.flops["fp32"] and r.flops["int8"] >= r.vector_flops["int8"] > r.flops["fp32"], r.key
+        assert set(r.vector_flops) <= set(r.flops) and any("derived" in n for n in r.notes), r.key
+        assert (r.flops != r.vector_flops) == ("amx_int8" in r.features), r.key
+        assert len(r.sources) >= 2, r.key  # the vendor's page, the microarchitecture's reference
+    assert lookup("EPYC 9654").flops["fp32"] == pytest.approx(96 * 32 * 3.7e9)  # Zen 4: 2 × 256-bit FMA
+    assert lookup("Ryzen 9 9950X").flops["fp32"] == pytest.approx(16 * 64 * 5.7e9)  # Zen 5: 2 × 512-bit
+    assert lookup("Xeon Platinum 8480+").flops["int8"] == pytest.approx(56 * 2048 * 3.8e9)  # AMX
+    assert lookup("Xeon Platinum 8480+").vector_flops["int8"] == pytest.approx(56 * 256 * 3.8e9)  # AVX-512 VNNI
+    hybrid = lookup("i9-13900K")  # 8 P-cores (2 × 256-bit) at 5.8 GHz, 16 E-cores (2 × 128-bit) at 4.3
+    assert hybrid.flops["fp32"] == pytest.approx(8 * 32 * 5.8e9 + 16 * 16 * 4.3e9)
+    assert "bf16" not in lookup("Ryzen 9 5950X").flops  # Zen 3: no AVX-512 BF16

@@ -163,10 +163,10 @@ def fit_prefill(rows: list[Row], bandwidth: float | None) -> dict[str, float]:
         moved = sum(w.scores(r.tokens * (r.tokens + 1) // 2).values()) / (hw.bandwidth_bytes_per_s * (bandwidth or 1))
         seconds = r.tokens / r.measured - moved
         if seconds > 0:
-            data.append((w.prompt_flops(r.tokens), seconds, hw))
-    if all(peak(hw) for _, _, hw in data) and data[0][2].kind != "apple":
-        return {"compute": _round(_geomean(f / peak(hw) / t for f, t, hw in data))}
-    return {"flop_per_byte": _round(_geomean(f / hw.bandwidth_bytes_per_s / t for f, t, hw in data))}
+            data.append((w.prompt_flops(r.tokens), seconds, hw, w.weight_type))
+    if all(peak(hw, t) for _, _, hw, t in data) and data[0][2].kind != "apple":
+        return {"compute": _round(_geomean(f / peak(hw, k) / t for f, t, hw, k in data))}
+    return {"flop_per_byte": _round(_geomean(f / hw.bandwidth_bytes_per_s / t for f, t, hw, _ in data))}
 
 
 def _geomean(values: Iterable[float]) -> float:

@@ -8,7 +8,7 @@ are decimal, as datasheets print them (936 GB/s is 936·10^9 bytes per second).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 GIB = 2**30
@@ -53,10 +53,14 @@ class Hardware:
     memory_channels: int | None = None  # CPU rows: DDR channels per socket
     memory_speed_mts: int | None = None  # CPU rows: the supported DDR speed, MT/s
     family: str = ""  # "GeForce RTX 30", "Instinct", "M2 Max", "EPYC 9004": for listing
+    # CPU rows: the AVX2/AVX-512 units' peaks per dtype (what ggml's vec_dot kernels run on), apart
+    # from ``flops``, which on Xeon from Sapphire Rapids gives AMX's int8 and bf16 tile rates
+    vector_flops: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # a read-only view: the rows are shared by every caller
         object.__setattr__(self, "flops", MappingProxyType(dict(self.flops)))
+        object.__setattr__(self, "vector_flops", MappingProxyType(dict(self.vector_flops)))
 
     def __hash__(self) -> int:  # the mapping of FLOP/s is not hashable; a row is its key
         return hash(self.key)
@@ -80,6 +84,7 @@ class Hardware:
             "stated": self.stated,
             "bandwidth_bytes_per_s": self.bandwidth_bytes_per_s,
             "flops": dict(self.flops),
+            "vector_flops": dict(self.vector_flops),
             "capability": list(self.capability) if self.capability else None,
             "cores": self.cores,
             "features": list(self.features),

@@ -9,9 +9,9 @@ Prefill (``llama_decode`` of a prompt in ubatches of ``-ub`` tokens, 512 by defa
 FLOPs at the family's share of its peak dense 16-bit rate, on the device holding each weight. A
 weight left in host memory is still multiplied on the first GPU for a batch of 32 tokens or more
 (ggml-cuda's ``ggml_backend_cuda_device_offload_op``: ``get_op_batch_size >= 32``), and
-``ggml_backend_sched_split_graph`` copies it there once per ubatch, over PCIe. On a CPU alone the
-prompt runs at the CPU's rate (no factor fitted: its bound is left unstated when the catalog has
-no FLOP/s for it).
+``ggml_backend_sched_split_graph`` copies it there once per ubatch, over PCIe. On a CPU (alone,
+or the host's share of an offload that stays there) the matmuls run at the rate of the units
+ggml-cpu's kernel for the weights' type uses (:func:`cpu_peak`).
 
 Time to first token: the prompt's prefill (the first token is sampled from its last logits); with
 ``--parallel N`` prompts arriving together, llama-server batches them (``n_batch``), so each waits
@@ -48,30 +48,65 @@ class Setup:
         return self.cpu if device is HOST else self.gpus[device]
 
 
-def peak(hw: Any) -> float | None:
-    """The peak FLOP/s of ``hw`` a bound uses: its dense 16-bit matrix rate, else its vector
-    rate; None where the catalog has none (Apple's GPUs past M2, CPUs)."""
+# ggml-cpu/amx/common.h ``qtype_has_amx_kernels``: the types ggml_backend_amx_mul_mat multiplies
+# on AMX tiles (tdpbusd); the others stay on the AVX-512 VNNI vec_dot kernels
+AMX_TYPES = ("q4_0", "q4_1", "q8_0", "q4_k", "q5_k", "q6_k", "iq4_xs")
+FLOAT_TYPES = ("fp32", "fp16", "bf16", "stored")
+
+
+def peak(hw: Any, weight_type: str = "") -> float | None:
+    """The peak FLOP/s of ``hw`` a prompt's matmuls in ``weight_type`` (a scheme: ``q4_k_m``,
+    ``bf16``) run at: on a CPU its kernel's units (:func:`cpu_peak`); on a GPU its dense 16-bit
+    matrix rate, else its vector rate; None where the catalog has none (Apple's GPUs past M2)."""
+    if hw.kind == "cpu":
+        return cpu_peak(hw, weight_type)
     for dtype in PEAK_DTYPES:
         if hw.flops.get(dtype):
             return float(hw.flops[dtype])
     return None
 
 
-def ceiling(hw: Any) -> float | None:
+def cpu_peak(hw: Any, weight_type: str, tiles: bool = False) -> float | None:
+    """The rate of the CPU units ggml-cpu's matmul uses for ``weight_type``.
+    ``ggml_compute_forward_mul_mat`` converts the activations to the type's ``vec_dot_type``
+    (``type_traits_cpu``): a quantised type's to Q8_0/Q8_K, whose products are int8 dot products
+    (``ggml_vec_dot_q4_K_q8_K`` and the others in arch/x86/quants.c: ``mul_sum_us8_pairs_float``,
+    VNNI ``vpdpbusd`` where present, else ``vpmaddubsw``; the repacked ``ggml_gemm_q4_K_8x8_q8_K``
+    of repack.cpp likewise). F16 runs in fp32 after F16C's conversion (``ggml_vec_dot_f16``,
+    llamafile's ``tinyBLAS``); BF16 on AVX-512 BF16's ``vdpbf16ps`` where the CPU has it
+    (``ggml_vec_dot_bf16``), else in fp32. With ``tiles`` (the bound), AMX's int8 rate for the
+    types of :data:`AMX_TYPES` (ggml-cpu/amx/mmq.cpp); without (the estimate), the vector units':
+    the family's share was fitted on vector kernels, and AMX's tiles do not run back to back in
+    ggml's kernels (the scales' f32 post-processing interleaves with them: llama.cpp PR #7707)."""
+    vector = hw.vector_flops or hw.flops
+    kind = weight_type.lower()
+    if kind == "bf16" and vector.get("bf16"):
+        return float(vector["bf16"])
+    if kind in FLOAT_TYPES or not kind:
+        return float(vector["fp32"]) if vector.get("fp32") else None
+    if tiles and "amx_int8" in hw.features and kind.startswith(AMX_TYPES) and hw.flops.get("int8"):
+        return float(hw.flops["int8"])
+    return float(vector["int8"]) if vector.get("int8") else None
+
+
+def ceiling(hw: Any, weight_type: str = "") -> float | None:
     """The FLOP/s no kernel passes on ``hw``, for the bounds: the largest of its 16-bit, int8
-    (llama.cpp's quantised matmuls run on int8 units: ``mul_mat_q``) and fp32 rates."""
+    (llama.cpp's quantised matmuls run on int8 units: ``mul_mat_q``) and fp32 rates; on a CPU the
+    rate of the units its kernel for ``weight_type`` can run on (no other kernel runs that type)."""
+    if hw.kind == "cpu":
+        return cpu_peak(hw, weight_type, tiles=True)
     rates = [hw.flops[d] for d in ("fp16", "bf16", "int8", "fp32") if hw.flops.get(d)]
     return float(max(rates)) if rates else None
 
 
-def effective(hw: Any, f: Fitted | None) -> float | None:
+def effective(hw: Any, f: Fitted | None, weight_type: str = "") -> float | None:
     """The FLOP/s a prompt's matmuls reach: the family's fitted share of the peak, or (Apple,
     whose GPU FLOP/s are not published past M2) its fitted FLOP/s per byte/s of bandwidth."""
     if f is None:
         return None
     if f.get("flop_per_byte"):
         return f.get("flop_per_byte") * hw.bandwidth_bytes_per_s
-    top, share = peak(hw), f.get("compute")
+    top, share = peak(hw, weight_type), f.get("compute")
     return top * share if top and share else None
 
 
@@ -91,7 +126,7 @@ def decode(
         hw = _hardware(setup, dev)
         f = table(runtime, family(hw))
         used[hw.key] = f
-        parts.append(_decode_part(hw, f, read, round(flops * share.get(dev, 0)), layers))
+        parts.append(_decode_part(hw, f, read, round(flops * share.get(dev, 0)), layers, work.weight_type))
     return _figure("decode", parts, 1, used, work, depth, streams)  # a step: one token per stream
 
 
@@ -133,8 +168,8 @@ def _hardware(setup: Setup, dev: int | None) -> Any:
     return hw
 
 
-def _decode_part(hw: Any, f: Fitted | None, read: int, flops: int, layers: int) -> Part:
-    bw, top, reach = hw.bandwidth_bytes_per_s, ceiling(hw), effective(hw, f)
+def _decode_part(hw: Any, f: Fitted | None, read: int, flops: int, layers: int, weight_type: str = "") -> Part:
+    bw, top, reach = hw.bandwidth_bytes_per_s, ceiling(hw, weight_type), effective(hw, f, weight_type)
     bound_compute = flops / top if top else 0.0
     bound = max(read / bw, bound_compute)
     e, c = (f.get("bandwidth"), f.get("layer_s") or 0.0) if f else (None, 0.0)
@@ -172,7 +207,8 @@ def prefill(
         hw = _hardware(setup, dev)
         f = table(runtime, family(hw))
         used[hw.key] = f
-        parts.append(_prefill_part(hw, f, round(flops * s), held.get(dev, 0) * ubatches, scores.get(dev, 0)))
+        parts.append(_prefill_part(hw, f, round(flops * s), held.get(dev, 0) * ubatches, scores.get(dev, 0),
+                                   work.weight_type))  # fmt: skip
     return _figure("prefill", parts, prompt, used, work, prompt, 1)
 
 
@@ -186,12 +222,12 @@ def _pcie_part(host_bytes: int, ubatches: int, gpu: Any) -> Part:
     return Part("pcie", moved, 0, None, moved / link, "PCIe/host memory", True)
 
 
-def _prefill_part(hw: Any, f: Fitted | None, flops: int, read: int, scores: int = 0) -> Part:
+def _prefill_part(hw: Any, f: Fitted | None, flops: int, read: int, scores: int = 0, weight_type: str = "") -> Part:
     """A device's share of a prompt: its FLOPs at the fitted share of the peak, or, where more,
     its weights read once per ubatch (all of a mixture's experts: a ubatch's tokens pick most of
     them) at the fitted share of the bandwidth; then, without flash attention, the scores moved
     through memory (separate kernels: their time adds). The bound takes each at its peak."""
-    top, reach, bw = ceiling(hw), effective(hw, f), hw.bandwidth_bytes_per_s
+    top, reach, bw = ceiling(hw, weight_type), effective(hw, f, weight_type), hw.bandwidth_bytes_per_s
     e = f.get("bandwidth") if f else None
     share = e or 1.0  # no fitted factor: the peak
     weights, moved = read / (bw * share), scores / (bw * share)

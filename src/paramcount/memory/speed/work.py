@@ -47,6 +47,7 @@ class Work:
     notes: tuple[str, ...] = ()  # what the reads leave out (no KV layout known: the cache's reads)
     scores_per_cell: int = 0  # flash attention off: bytes the attention scores move per token and cell
     kv_element_bytes: int | None = None  # the cache's bytes per value where one dtype holds it all (vLLM's)
+    weight_type: str = ""  # the scheme the matmuls' weights are in (q4_k_m, bf16): which CPU units run them
 
     def scores(self, cells: int) -> dict[int | None, int]:
         """Bytes the attention scores of ``cells`` (token, context cell) pairs move, per device:
@@ -106,7 +107,7 @@ def llamacpp(planner: Any) -> Work:
     kinds = _kv_kinds(planner)
     return Work(weights, lookups(rows).row, kinds, shares, layers, forward.matmul_params,
                 forward.attention_width, active, resident, _unknown(planner.layout, planner.partial),
-                _scores_per_cell(planner))  # fmt: skip
+                _scores_per_cell(planner), weight_type=planner.scheme)  # fmt: skip
 
 
 SCORE_PASSES = 4  # KQ written, read and written by the softmax, read by KQV (f32 each)
