@@ -235,6 +235,24 @@ def loss_blocks_again(states: int, other: int, logits: int, block: int) -> Term:
     )
 
 
+def states_in_loss_blocks(states: int, logits: int, block: int) -> Term:
+    """Training without checkpointing, where the optimizer's parameter-shaped tensors fit in none
+    of the activations' blocks (an fp32 MLP weight's state larger than a bf16 N × I activation:
+    training.plan ``_blocks_fit``): AdamW's states, created at the first step (torch/optim/adamw.py
+    ``_init_group``), take the largest freed blocks, the logits' (b·N·V) and the loss's (4·N·V,
+    three), as :func:`loss_blocks_again` reads it for checkpointing with no other freed block to
+    take them first; the next step's loss allocates anew each loss block a state split. Replayed
+    (``--replay``): Gemma 3 1B, mixed, 2,048 × 1 reserved three loss blocks (6.44 GB) again in
+    its second step (this: three); Qwen2.5 1.5B (mixed, 2,048 × 1) one, 1.25 GB (this: three,
+    3.73 GB), where the first optimizer step's cached blocks (:func:`activations_cached`, 5.5 GB)
+    are the larger phase and set the plan. An estimate of the allocator's order."""
+    left = max(0, states - logits // 2)
+    n = min(3, -(-left // block)) if block else 0
+    formula = f"min(3, ⌈max(0, states {states:,} − ½ logits {logits:,}) / {block:,}⌉) × {block:,} B = {n * block:,} B"
+    said = "the optimizer's first states split the loss's freed blocks; the next step allocates them anew"
+    return Term("overhead.again", "loss blocks allocated again", n * block, formula, said, True, AGAIN_SOURCE)
+
+
 def logits_block_held(states: int, other: int, logits: int) -> Term:
     """Training with ``gradient_checkpointing_enable()``: the logits' block, free and held at the peak.
 

@@ -80,7 +80,7 @@ class TrainingPlanner:
         base = (*states, act)
         weights = sum(t.bytes for t in base if t.key in ("weights", "master_weights"))
         rest = sum(t.bytes for t in base) - weights
-        again = self._again(states, act, context * batch, self._outgrown(raw, act, context * batch))
+        again = self._again(states, act, context * batch, self._outgrown(raw, act, context * batch, zero))
         extra = self.overhead.split_term(weights, rest, "the training terms beyond the weights", again)
         settings = self._settings(context, batch, gpus, zero, why)
         return Plan(self.model, "training", (*base, extra), settings, planner=self)
@@ -100,21 +100,37 @@ class TrainingPlanner:
             out.append(_overhead.loss_blocks_again(moments, other, logits, 4 * rows))
             out.append(_overhead.logits_block_held(moments, other, logits))
         if outgrown is not None:
-            out.append(_overhead.activations_cached(act.bytes, outgrown))
+            out.append(self._step_phase(states, act, tokens, outgrown))
         return tuple(out)
 
-    def _outgrown(self, states: list[Term], act: Term, tokens: int) -> int | None:
+    def _step_phase(self, states: list[Term], act: Term, tokens: int, outgrown: int) -> Term:
+        """The larger of the two phases after the first optimizer step, beyond the activations: that
+        step's own (the activations' blocks cached beside its tensors), or, where its states fit no
+        activation block and took the loss's freed blocks instead, the next step's loss allocating
+        them again (:func:`~paramcount.memory.core.overhead.states_in_loss_blocks`)."""
+        from ..training.saved import vocab
+
+        cached = _overhead.activations_cached(act.bytes, outgrown)
+        if self.recompute == "full" or outgrown >= 0 or _blocks_fit(self.shapes, tokens, self.precision):
+            return cached
+        rows = tokens * vocab(self.shapes)
+        logits = (4 if self.precision == "fp32" else 2) * rows
+        again = _overhead.states_in_loss_blocks(_moments(states), logits, 4 * rows)
+        return again if again.bytes > cached.bytes else cached
+
+    def _outgrown(self, states: list[Term], act: Term, tokens: int, zero: int) -> int | None:
         """The optimizer step's gradients and AdamW temporaries less the activations the backward
         freed (negative where the activations are larger), where the step holds the activations'
         blocks cached beside its own; None where it does not: without a gradients term (LoRA's
-        frozen weights; ZeRO's shards), or where best fit reuses the activations' blocks for the
-        step's parameter-shaped tensors (:func:`_blocks_fit`) and only a step that outgrows them
-        still holds them (a gradients term beyond the activations)."""
+        frozen weights), or where best fit reuses the activations' blocks for the step's
+        parameter-shaped tensors (:func:`_blocks_fit`), and under ZeRO (DeepSpeed's optimizer and
+        buffers, not torch's AdamW: not read), where only a step that outgrows them still holds them
+        (a gradients term beyond the activations)."""
         grads = next((t for t in states if t.key == "gradients"), None)
         if grads is None or not grads.bytes:
             return None
         outgrown = grads.bytes + _moments(states) // 2 - act.bytes
-        if _blocks_fit(self.shapes, tokens, self.precision):
+        if zero or _blocks_fit(self.shapes, tokens, self.precision):
             return outgrown if outgrown > 0 else None
         return outgrown
 
