@@ -68,6 +68,33 @@ def test_a_peak_at_the_optimizer_step_keeps_half_the_activations_cached():
     assert backward.term("gradients").bytes == 0 and _part(backward, "overhead.step") is None
 
 
+def test_an_optimizer_step_whose_states_fit_no_activation_block_holds_them_cached():
+    """Qwen2.5 1.5B in mixed precision at 2,048 × 1: an fp32 MLP weight's state (8,960 × 1,536 × 4 B)
+    is larger than a bf16 MLP activation (2,048 × 8,960 × 2 B), so the first optimizer step reserves
+    anew beside half the activations' cached blocks, though the backward's activations outweigh its
+    gradients and temporaries (the replay: 7.4 GB cached beyond the step's tensors); at 2,048 × 2
+    the states fit in the activations' blocks and nothing is added."""
+    model = paramcount.load("Qwen/Qwen2.5-1.5B")
+    plan = memory.train(model, precision="mixed", context=2048, batch=1)
+    act, moments = plan.term("activations").bytes, _moments(plan)
+    outgrown = moments // 2 + moments // 2 - act  # fp32 gradients and _foreach_sqrt's temporaries
+    assert plan.term("gradients").bytes == 0 and outgrown < 0
+    assert _part(plan, "overhead.step").bytes == min(act // 2, outgrown + act // 2) > 0
+    assert _part(memory.train(model, precision="mixed", context=2048, batch=2), "overhead.step") is None
+
+
+def test_states_that_fit_no_activation_block_split_the_loss_blocks_allocated_again():
+    """Gemma 3 1B in mixed precision at 2,048 × 1: its 8 GB of fp32 states fit in no bf16 MLP
+    activation's block (6,912 × 1,152 × 4 B against 2,048 × 6,912 × 2 B) and take the logits' and
+    the three loss blocks, which the next step allocates anew (the replay: 6.44 GB); that phase is
+    the larger one. Qwen2.5 1.5B's first optimizer step holds more than its three loss blocks."""
+    gemma = memory.train(paramcount.load("google/gemma-3-1b-pt"), precision="mixed", context=2048)
+    block = 4 * 2048 * 262144
+    assert _part(gemma, "overhead.again").bytes == 3 * block and _part(gemma, "overhead.step") is None
+    qwen = memory.train(paramcount.load("Qwen/Qwen2.5-1.5B"), precision="mixed", context=2048)
+    assert _part(qwen, "overhead.again") is None and _part(qwen, "overhead.step").bytes > 3 * 4 * 2048 * 151936
+
+
 @pytest.mark.parametrize(
     ("scheme", "attn", "blocks"),
     [("bf16", "eager", 3), ("fp16", "eager", 0), ("bf16", "sdpa", 0), ("fp32", "eager", 0)],

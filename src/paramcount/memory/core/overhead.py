@@ -235,6 +235,24 @@ def loss_blocks_again(states: int, other: int, logits: int, block: int) -> Term:
     )
 
 
+def states_in_loss_blocks(states: int, logits: int, block: int) -> Term:
+    """Training without checkpointing, where the optimizer's parameter-shaped tensors fit in none
+    of the activations' blocks (an fp32 MLP weight's state larger than a bf16 N × I activation:
+    training.plan ``_blocks_fit``): AdamW's states, created at the first step (torch/optim/adamw.py
+    ``_init_group``), take the largest freed blocks, the logits' (b·N·V) and the loss's (4·N·V,
+    three), as :func:`loss_blocks_again` reads it for checkpointing with no other freed block to
+    take them first; the next step's loss allocates anew each loss block a state split. Replayed
+    (``--replay``): Gemma 3 1B, mixed, 2,048 × 1 reserved three loss blocks (6.44 GB) again in
+    its second step (this: three); Qwen2.5 1.5B (mixed, 2,048 × 1) one, 1.25 GB (this: three,
+    3.73 GB), where the first optimizer step's cached blocks (:func:`activations_cached`, 5.5 GB)
+    are the larger phase and set the plan. An estimate of the allocator's order."""
+    left = max(0, states - logits // 2)
+    n = min(3, -(-left // block)) if block else 0
+    formula = f"min(3, ⌈max(0, states {states:,} − ½ logits {logits:,}) / {block:,}⌉) × {block:,} B = {n * block:,} B"
+    said = "the optimizer's first states split the loss's freed blocks; the next step allocates them anew"
+    return Term("overhead.again", "loss blocks allocated again", n * block, formula, said, True, AGAIN_SOURCE)
+
+
 def logits_block_held(states: int, other: int, logits: int) -> Term:
     """Training with ``gradient_checkpointing_enable()``: the logits' block, free and held at the peak.
 
@@ -252,21 +270,34 @@ def logits_block_held(states: int, other: int, logits: int) -> Term:
     return Term("overhead.logits", "logits block held (checkpointing)", held, formula, said, True, AGAIN_SOURCE)
 
 
-def activations_cached(activations: int) -> Term:
-    """A training step whose peak is the optimizer step: half the activations' blocks, still cached.
+def activations_cached(activations: int, outgrown: int) -> Term:
+    """The optimizer step's phase: half the activations' blocks still cached beside its tensors.
 
-    When the gradients and AdamW's temporaries (``torch._foreach_sqrt`` of ``exp_avg_sq``: one
-    moment's size, a tensor per parameter) outgrow the activations the backward freed, the step
-    is the peak, and the allocator still holds most of the activations' blocks: split by the
-    gradients filled in during the backward, too small or too scattered for the parameter-shaped
-    temporaries, which take new segments. Measured on an H200 (peak reserved − peak allocated,
-    against the planned activations): 0.83 of them for Granite 3.1 3B-A800M (bf16, 1,024 × 2),
-    0.76 (mixed, 2,048 × 1), 0.60 for Phi-3 mini (mixed, 1,024 × 2), 0.55 for SmolLM3 3B
-    (mixed, 1,024 × 2), 0.61 for OLMoE (bf16, 1,024 × 1), 0.26 for Llama 3.2 3B (bf16,
-    1,024 × 2); half is planned. This project's reading of the allocator, an estimate."""
-    held = activations // 2
-    formula = f"½ × activations {activations:,} B = {held:,} B"
-    said = "the optimizer step is the peak: the backward's freed activation blocks stay cached"
+    The backward frees the activations, and the optimizer step then allocates parameter-shaped
+    tensors: the gradients filled in during the backward, AdamW's states at the first step
+    (torch/optim/adamw.py ``_init_group``: ``torch.zeros_like(p)`` per parameter, created at the
+    first ``step()``, after the backward) and its temporaries (``torch._foreach_sqrt`` of
+    ``exp_avg_sq`` in ``_multi_tensor_adamw``: one moment's size, a tensor per parameter). Best
+    fit (c10/cuda/CUDACachingAllocator.cpp ``get_free_block``) finds few of the activations'
+    token-shaped blocks large enough for a weight-shaped tensor, so the step reserves new segments
+    while about half the activations' blocks stay cached, free. That phase holds the gradients,
+    temporaries and half the activations beyond the states; the next step's forward finds its
+    blocks again. What the plan adds here is that phase beyond the larger of the backward's
+    activations and the gradients term (gradients + temporaries − activations, ``outgrown``):
+    min(½·activations, max(0, outgrown + ½·activations)).
+
+    Measured on an H200 (peak reserved − peak allocated, against the planned activations), where
+    the step outgrows the activations: 0.83 of them for Granite 3.1 3B-A800M (bf16, 1,024 × 2),
+    0.76 (mixed, 2,048 × 1), 0.60 for Phi-3 mini (mixed, 1,024 × 2), 0.55 for SmolLM3 3B (mixed,
+    1,024 × 2), 0.61 for OLMoE (bf16, 1,024 × 1), 0.26 for Llama 3.2 3B (bf16, 1,024 × 2).
+    Replayed (``--replay``) where it does not: Qwen2.5 1.5B, mixed, 2,048 × 1 reserved 38.32 GB by
+    the first optimizer step's end, 7.4 GB (0.54 of the activations) cached beyond the weights,
+    gradients, states and temporaries, and its second step's peak added one loss block to that.
+    This project's reading of the allocator, an estimate."""
+    half = activations // 2
+    held = min(half, max(0, outgrown + half))
+    formula = f"min(½ × activations {activations:,}, max(0, outgrown {outgrown:,} + ½ × activations)) = {held:,} B"
+    said = "the optimizer step: the backward's freed activation blocks stay cached beside the new parameter-shaped ones"
     return Term(
         "overhead.step", "activations' blocks cached at the optimizer step", held, formula, said, True, AGAIN_SOURCE
     )

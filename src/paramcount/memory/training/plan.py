@@ -75,19 +75,21 @@ class TrainingPlanner:
         context, batch = positive(context, "--context"), positive(batch, "--batch")
         gpus, zero = gpus or self.gpus, self.zero if zero is None else zero
         act = of_step(self.shapes, self._step(context, batch))
-        states = _at_peak(self.states(zero, gpus), act)
+        raw = self.states(zero, gpus)
+        states = _at_peak(raw, act)
         base = (*states, act)
         weights = sum(t.bytes for t in base if t.key in ("weights", "master_weights"))
         rest = sum(t.bytes for t in base) - weights
-        again = self._again(states, act, context * batch)
+        again = self._again(states, act, context * batch, self._outgrown(raw, act, context * batch, zero))
         extra = self.overhead.split_term(weights, rest, "the training terms beyond the weights", again)
         settings = self._settings(context, batch, gpus, zero, why)
         return Plan(self.model, "training", (*base, extra), settings, planner=self)
 
-    def _again(self, states: list[Term], act: Term, tokens: int) -> tuple[Term, ...]:
+    def _again(self, states: list[Term], act: Term, tokens: int, outgrown: int | None) -> tuple[Term, ...]:
         """What the caching allocator holds beyond the peak allocation, modelled apart from the
-        reserve's share: the loss's blocks under checkpointing, the activations' blocks when the
-        optimizer step is the peak (the gradients term, held beyond the activations, is not 0)."""
+        reserve's share: the loss's blocks under checkpointing, the activations' blocks still
+        cached at the optimizer step where that phase then outgrows the backward's (``outgrown``:
+        the gradients and AdamW's temporaries less the activations; None without gradients)."""
         from ..training.saved import vocab
 
         out = []
@@ -97,9 +99,40 @@ class TrainingPlanner:
             logits = (4 if self.precision == "fp32" else 2) * rows
             out.append(_overhead.loss_blocks_again(moments, other, logits, 4 * rows))
             out.append(_overhead.logits_block_held(moments, other, logits))
-        if any(t.key == "gradients" and t.bytes for t in states):
-            out.append(_overhead.activations_cached(act.bytes))
+        if outgrown is not None:
+            out.append(self._step_phase(states, act, tokens, outgrown))
         return tuple(out)
+
+    def _step_phase(self, states: list[Term], act: Term, tokens: int, outgrown: int) -> Term:
+        """The larger of the two phases after the first optimizer step, beyond the activations: that
+        step's own (the activations' blocks cached beside its tensors), or, where its states fit no
+        activation block and took the loss's freed blocks instead, the next step's loss allocating
+        them again (:func:`~paramcount.memory.core.overhead.states_in_loss_blocks`)."""
+        from ..training.saved import vocab
+
+        cached = _overhead.activations_cached(act.bytes, outgrown)
+        if self.recompute == "full" or outgrown >= 0 or _blocks_fit(self.shapes, tokens, self.precision):
+            return cached
+        rows = tokens * vocab(self.shapes)
+        logits = (4 if self.precision == "fp32" else 2) * rows
+        again = _overhead.states_in_loss_blocks(_moments(states), logits, 4 * rows)
+        return again if again.bytes > cached.bytes else cached
+
+    def _outgrown(self, states: list[Term], act: Term, tokens: int, zero: int) -> int | None:
+        """The optimizer step's gradients and AdamW temporaries less the activations the backward
+        freed (negative where the activations are larger), where the step holds the activations'
+        blocks cached beside its own; None where it does not: without a gradients term (LoRA's
+        frozen weights), or where best fit reuses the activations' blocks for the step's
+        parameter-shaped tensors (:func:`_blocks_fit`), and under ZeRO (DeepSpeed's optimizer and
+        buffers, not torch's AdamW: not read), where only a step that outgrows them still holds them
+        (a gradients term beyond the activations)."""
+        grads = next((t for t in states if t.key == "gradients"), None)
+        if grads is None or not grads.bytes:
+            return None
+        outgrown = grads.bytes + _moments(states) // 2 - act.bytes
+        if zero or _blocks_fit(self.shapes, tokens, self.precision):
+            return outgrown if outgrown > 0 else None
+        return outgrown
 
     def _step(self, context: int, batch: int) -> Any:
         from ..training.saved import step
@@ -147,6 +180,23 @@ def _at_peak(states: list[Term], act: Term) -> list[Term]:
     )
     held = Term("gradients", f"{grads.label}, beyond the activations", need, formula, said, True, grads.source)
     return [held if t is grads else t for t in states]
+
+
+def _blocks_fit(shapes: Model, tokens: int, precision: str) -> bool:
+    """Whether the optimizer step's parameter-shaped tensors fit in the activations' freed blocks.
+
+    The bulk of both is the feed-forward's: an N × I activation of p bytes (gate, up, their
+    product: training.saved ``_inner``) against an I × h weight's gradient, AdamW state
+    (``torch.zeros_like(p)`` in torch/optim/adamw.py ``_init_group``, the parameter's dtype) and
+    ``_foreach_sqrt`` temporary, of s bytes (4 for fp32 weights, also under autocast; 2 in bf16).
+    The caching allocator serves each from the smallest cached block at least its size
+    (c10/cuda/CUDACachingAllocator.cpp ``get_free_block``), so they fit when N·p ≥ h·s, and never
+    for routed experts, whose weights are one (E, out, in) tensor each."""
+    from ..tree.layers import layers
+
+    p, s = (4, 4) if precision == "fp32" else (2, 4) if precision == "mixed" else (2, 2)
+    ffns = [(g.hidden, f) for g in layers(shapes) for f in g.ffn]
+    return bool(ffns) and all(not f.experts and tokens * p >= h * s for h, f in ffns)
 
 
 def _moments(states: list[Term]) -> int:

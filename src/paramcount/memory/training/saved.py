@@ -66,7 +66,8 @@ RECOMPUTE = ("none", "selective", "full")
 class Step:
     """One training step's setting: ``precision`` (``mixed`` = fp32 weights under autocast),
     ``recompute`` (``none``/``full``), ``eager`` attention, ``window`` reached by the context
-    (sliding layers get a mask), ``adapters`` (a peft LoRA or None)."""
+    (sliding layers get a mask), ``adapters`` (a peft LoRA or None), ``weight_in_fp32``: the
+    RMSNorms scale by their weight before the cast back (Gemma's, :func:`_norm`)."""
 
     context: int
     batch: int
@@ -76,6 +77,7 @@ class Step:
     heads: int = 1
     masked_layers: int = 0
     adapters: object = None
+    weight_in_fp32: bool = False
 
     @property
     def p(self) -> int:
@@ -87,24 +89,42 @@ class Step:
 
 
 def _norm(h: int, s: Step, readers: int) -> int:
-    """One RMSNorm's saved bytes per token, with the projections' saved inputs (``readers``)."""
+    """One RMSNorm's saved bytes per token, with the projections' saved inputs (``readers``).
+
+    Gemma's (``Gemma3RMSNorm.forward``, models/gemma3/modeling_gemma3.py; Gemma and Gemma 2 the
+    same) multiplies by ``1 + weight`` in fp32 before ``type_as``: that multiply saves the fp32
+    normalised value (4h) where Llama's saves its 16-bit cast (p·h); in fp32 and under autocast
+    (an fp32 stream) the two are the same bytes."""
     if s.adapters is not None:
         return 4 * h + s.p * h
     if s.precision == "mixed":
         return 8 * h + 2 * h * readers
     if s.precision == "fp32":
         return 12 * h
-    return (4 + 2 * s.p) * h
+    return (8 + s.p) * h if s.weight_in_fp32 else (4 + 2 * s.p) * h
+
+
+def _post_norm(h: int, s: Step) -> int:
+    """A norm whose output only joins the residual stream (Gemma 2 and 3's ``post_attention_layernorm``
+    and ``post_feedforward_layernorm``, ``Gemma3DecoderLayer.forward``): its upcast, saved by ``pow``
+    and the ``rsqrt`` multiply (4h), and what the weight multiply saves (the fp32 normalised value
+    for Gemma's norm, else its p-byte cast; 4h in fp32 or an fp32 stream); no reader saves its
+    output. Frozen (LoRA), the weight multiply saves nothing."""
+    if s.adapters is not None:
+        return 4 * h
+    return 8 * h if s.weight_in_fp32 or s.precision in ("mixed", "fp32") else (4 + s.p) * h
 
 
 def per_token(g: Layer, s: Step, qk_norm: bool) -> int:
     """Bytes one layer saves per token (without the T×T terms)."""
     p, frozen = s.p, s.adapters is not None
     n = sum(_norm(g.hidden, s, 3) for _ in g.attention) + (_norm(g.hidden, s, 2) if g.ffn else 0)
+    n += max(0, g.norms - len(g.attention) - len(g.ffn)) * _post_norm(g.hidden, s)  # sandwich norms
     for a in g.attention:
         n += p * (a.qkv + a.width)
-        if qk_norm:
-            n += (4 + p) * (a.qkv - (a.qkv - a.width) // 2)  # q and k: the attention width and one of k/v
+        if qk_norm:  # q and k: the attention width and one of k/v; Gemma's norm keeps 4 B more
+            qk = (8 + p if s.precision != "fp32" else 8) if s.weight_in_fp32 and not frozen else 4 + p
+            n += qk * (a.qkv - (a.qkv - a.width) // 2)
     for f in g.ffn:
         n += _routed(f, g.hidden, s) if f.experts else _inner(f, p, frozen)
     return n
@@ -197,6 +217,8 @@ def _positive(value: object, field: str) -> int:
 
 def of_step(model: Model, s: Step) -> Term:
     """Everything the step holds for its backward at its peak, the start of the loss's backward."""
+    # GemmaRMSNorm, Gemma2RMSNorm, Gemma3RMSNorm (and Gemma 3n's) scale before the cast (_norm)
+    s = replace(s, weight_in_fp32=model.model_type.startswith("gemma"))
     groups = layers(model)
     qk = any(m.name.rsplit(".", 1)[-1] in _QK_NORMS for m in walk(model))
     loss = 12 * s.tokens * vocab(model)

@@ -52,13 +52,15 @@ class FeedForward:
 
 @dataclass(frozen=True)
 class Layer:
-    """A run of identical layers (``label``), run ``runs`` times per forward pass."""
+    """A run of identical layers (``label``), run ``runs`` times per forward pass; ``norms``:
+    the norm modules with weights outside its attention blocks (q/k norms are the attention's)."""
 
     label: str
     runs: int
     hidden: int
     attention: tuple[Attention, ...]
     ffn: tuple[FeedForward, ...]
+    norms: int = 0
 
 
 def layers(model: Model) -> list[Layer]:
@@ -81,8 +83,10 @@ def _layer(m: Module, model_type: str) -> Layer:
     attention = [(u, _attention(u, inner)) for u in units]
     hidden = attention[0][1][0] if attention else _width(inner)
     ffn = list(_feed_forwards(inner, units, hidden))
+    norms = sum(x.copies for x in inner if x.kind == "norms" and x.tensors() and not _inside(x, units))
     # a unit inside a nested stack (ALBERT's inner layers) appears once per copy
-    return Layer(m.label, m.runs, hidden, tuple(a for u, (_, a) in attention for _ in range(u.copies)), tuple(ffn))
+    atts = tuple(a for u, (_, a) in attention for _ in range(u.copies))
+    return Layer(m.label, m.runs, hidden, atts, tuple(ffn), norms)
 
 
 def _linears(mods: list[Module]) -> list[Module]:
