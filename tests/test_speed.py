@@ -504,3 +504,29 @@ def test_vllm_says_when_the_streams_overflow_its_kv_cache():
     over = _speed("meta-llama/Llama-3.1-8B", ("H100 SXM",), "vllm", "bf16", concurrency=4096, context=32768)
     assert not any("queues" in n for n in fits.notes)
     assert any(n.startswith("4096 streams of 32,768 tokens: the KV cache holds ") for n in over.notes)
+
+
+def test_mlx_decode_reads_the_group_sizes_scales_and_biases():
+    """mlx-4bit at --group-size 32 holds twice the scales and biases of 64: a decode step reads
+    the MLX plan's weights at that group (each row scaled to its exact total), not group 64's."""
+    from paramcount.errors import ParamcountError
+    from paramcount.memory.runtimes.mlx.plan import MlxPlanner
+
+    model = paramcount.load("meta-llama/Meta-Llama-3-8B")
+    read, held = {}, {}
+    for group in (32, 64, 128):
+        s = _speed("meta-llama/Meta-Llama-3-8B", ("Apple M2 Max 64GB",), "mlx", "mlx-4bit", group_size=group)
+        read[group] = s.decode.terms["bytes_read_per_step"]["weights"]
+        held[group] = MlxPlanner(model, "mlx-4bit", group_size=group).weights_bytes
+    assert read[32] > read[64] > read[128]
+    for group in (32, 128):  # the same share of the plan's bytes is read (the embedding table but its rows)
+        assert read[group] / read[64] == pytest.approx(held[group] / held[64], rel=1e-6)
+    assert (
+        read[64]
+        == _speed("meta-llama/Meta-Llama-3-8B", ("Apple M2 Max 64GB",), "mlx", "mlx-4bit").decode.terms[
+            "bytes_read_per_step"
+        ]["weights"]
+    )  # 64: mlx-lm's default
+    with pytest.raises(ParamcountError, match="for mlx-Nbit schemes") as e:
+        _speed("meta-llama/Meta-Llama-3-8B", ("Apple M2 Max 64GB",), "mlx", "bf16", group_size=32)
+    assert e.value.field == "--group-size"

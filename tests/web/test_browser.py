@@ -853,6 +853,7 @@ def test_ollama_fills_or_hides_each_section_at_the_modelfiles_context(sized, hom
     pg.wait_for_selector("#ollama:not([hidden])")
     for part in ("#plot-part", "#precisions-part", "#memory-grid"):
         assert pg.locator(part).is_hidden(), part
+    pg.wait_for_selector("#advice-list li")  # the recommendations answer beside the plan, not before it
     for part in ("#verdict", "#ollama", "#terms tbody", "#advice-list"):
         assert text_of(pg, part), part  # what is shown is filled
     assert pg.locator('#advice-list li[data-runtime="ollama"]').count() == 1
@@ -892,7 +893,7 @@ def test_a_hand_edited_address_says_one_plain_line(sized):
     wait_contains(pg, "#memory-error", "batch: not a whole number")
     assert text_of(pg, "#memory-error") == "batch: not a whole numberbatch"  # the line, then its field's tag
     pg.goto(pg.base + "/?model=meta-llama/Meta-Llama-3-8B&runtime=vllm2")
-    wait_contains(pg, "#memory-error", "runtime: one of transformers, llama.cpp, vllm or ollama")
+    wait_contains(pg, "#memory-error", "runtime: one of transformers, llama.cpp, vllm, ollama or mlx")
     assert "Input should" not in text_of(pg, "#memory-error")
 
 
@@ -937,3 +938,154 @@ def test_one_recommendation_per_runtime_with_a_command_to_copy(sized):
     other.goto(pg.base + "/static/favicon.svg")
     assert other.evaluate("navigator.clipboard.readText()") == first.command != recs[-1].command
     other.close()
+
+
+# ---- issue 33 (host RAM, vLLM's version and CPUs, MLX) and 34 (speed on the page); at each width
+
+CONTROLS_PROBE = """(ids) => {
+  const doc = document.documentElement;
+  const width = doc.clientWidth;
+  return {
+    scroll: [doc.scrollWidth, doc.clientWidth],
+    off: ids.filter((id) => {
+      const el = document.getElementById(id);
+      const r = el.getBoundingClientRect();
+      return el.closest('[hidden]') || !r.width || r.left < 0 || r.right > width;
+    }),
+  };
+}"""
+
+SPEED_PROBE = """() => {
+  const svg = document.querySelector('#speedplot');
+  const card = svg.closest('.card').getBoundingClientRect(), box = svg.getBoundingClientRect();
+  const spans = (cls) => [...svg.querySelectorAll('text.' + cls)].map((t) => {
+    const b = t.getBBox();
+    return [t.textContent, b.x, b.x + b.width, b.y, b.y + b.height];
+  });
+  return {
+    inside: box.left >= card.left - 1 && box.right <= card.right + 1 && box.width > 0,
+    x: spans('xtick'), y: spans('ytick'),
+    series: [...svg.querySelectorAll('polyline[data-series]')].map((p) => [p.dataset.series, p.points.length]),
+    figures: [...document.querySelectorAll('.speed-figure')].map((f) => {
+      const r = f.getBoundingClientRect();
+      return [f.dataset.phase, r.left >= card.left - 1 && r.right <= card.right + 1];
+    }),
+  };
+}"""
+
+
+def layout_ok(pg, ids: list[str]) -> None:
+    probe = pg.evaluate(CONTROLS_PROBE, ids)
+    assert probe["scroll"][0] <= probe["scroll"][1], probe  # nothing off-screen sideways
+    assert not probe["off"], probe
+
+
+def test_host_ram_is_held_to_the_host_part_and_the_recommendations(sized):
+    """RAM typed beside the GPU: llama.cpp's host part at -ngl 16 against it (2GB: no; the
+    recommendations asked with it, as `fit --ram`), kept in the address; a bad size is one line."""
+    from paramcount.advise import recommend
+    from paramcount.memory.fit import host_bytes
+    from paramcount.memory.runtimes import inference
+
+    pg = sized
+    llama = paramcount.load("llama-3-8b")
+    pg.goto(pg.base + "/?model=meta-llama/Meta-Llama-3-8B&runtime=llama.cpp&scheme=q4_k_m&ngl=16&gpu=rtx4090")
+    wait_memory(pg, llama, "q4_k_m")
+    layout_ok(pg, ["ram", "gpu", "batch"])
+    pg.fill("#ram", "2GB")
+    pg.press("#ram", "Enter")
+    plan = inference(llama, "q4_k_m", 4096, runtime="llama.cpp", gpu_layers=16)
+    held = host_bytes(plan)
+    wait_text(pg, "#ram-check", f"host part {held / 2**30:.2f} GiB does not fit in {2e9 / 2**30:.2f} GiB of RAM (2GB)")
+    assert held > 2e9 and text_of(pg, "#verdict .tag") == "does not fit" and "ram=2GB" in pg.url
+    recs = recommend(llama, "rtx4090", ram=2_000_000_000)
+    pg.wait_for_selector('#advice[data-gpu="rtx4090"]')
+    for r in (r for r in recs if r.fits):
+        said = pg.locator(f'#advice-list li[data-runtime="{r.runtime}"] .said')
+        expect(said).to_contain_text(f"{r.scheme} at {r.context:,} tokens")
+    layout_ok(pg, ["ram", "ram-check"])
+    pg.fill("#ram", "lots")
+    pg.press("#ram", "Enter")
+    wait_contains(pg, "#memory-error", "ram: expected a size like 24GB or 20GiB, got 'lots'")
+    assert text_of(pg, "#memory-error") == "ram: expected a size like 24GB or 20GiB, got 'lots'ram"  # its field's tag
+
+
+def test_vllm_version_vllm_on_cpus_and_mlx_plan_as_the_cli(sized):
+    """--vllm-version 0.6 from the address, then --device cpu with 64GB of RAM, then MLX at
+    mlx-4bit, group 32, 4-bit KV on an M2 Max: each figure the library's, each control on screen."""
+    from paramcount.memory.core.gpus import gpu
+    from paramcount.memory.runtimes import inference, planner
+
+    pg = sized
+    llama = paramcount.load("llama-3-8b")
+    pg.goto(pg.base + "/?model=meta-llama/Meta-Llama-3-8B&runtime=vllm&vllm=0.6&gpu=h100")
+    old = planner(llama, "bf16", "vllm", vllm_version="0.6", gpu="h100").serving(gpu("h100").memory, 4096)
+    wait_text(pg, "#kv-tokens", fmt(old["kv_tokens"]))
+    assert pg.input_value("#vllm-version") == "0.6" and pg.locator("#kv-space").is_hidden()
+    layout_ok(pg, ["vllm-version", "device", "tp", "utilization"])
+    pg.fill("#ram", "64GB")
+    pg.press("#ram", "Enter")
+    pg.select_option("#device", "cpu")
+    cpu = inference(llama, "bf16", 4096, runtime="vllm", device="cpu", ram=64_000_000_000, vllm_version="0.6")
+    wait_text(pg, "#verdict .big", f"{cpu.total / 2**30:.2f} GiB")
+    assert text_of(pg, "#verdict .tag") == "fits in RAM" and text_of(pg, "#serving").startswith("vLLM on CPUs")
+    assert pg.locator("#precisions-part").is_hidden()  # a fit is on a GPU
+    wait_contains(pg, "#speed-error", "paramcount speed models vLLM on GPUs, not its CPU platform")
+    layout_ok(pg, ["device", "kv-space", "ram"])
+    assert "device=cpu" in pg.url and "vllm=0.6" in pg.url
+    pg.select_option("#gpu", "m2-max-64gb")
+    pg.select_option("#runtime", "mlx")
+    pg.wait_for_selector('#memory[data-runtime="mlx"]')
+    pg.select_option("#scheme", "mlx-4bit")
+    pg.wait_for_selector('#memory[data-scheme="mlx-4bit"]')
+    pg.select_option("#group-size", "32")
+    pg.select_option("#kv-bits", "4")
+    expect(pg).to_have_url(re.compile("group=32.*kvbits=4"), timeout=TIMEOUT)  # written once that plan is drawn
+    mlx = inference(llama, "mlx-4bit", 4096, runtime="mlx", group_size=32, kv_bits=4)
+    assert text_of(pg, "#verdict .big") == f"{mlx.total / 2**30:.2f} GiB"
+    layout_ok(pg, ["group-size", "kv-bits", "runtime", "scheme"])
+    pg.select_option("#scheme", "bf16")  # a float scheme has no group: the control goes
+    pg.wait_for_selector('#memory[data-scheme="bf16"]')
+    assert pg.locator("#group-size").is_hidden()
+
+
+def test_speed_against_context_says_estimates_and_bounds(sized):
+    """Llama-3-8B at Q4_K_M on an RTX 4090 under llama.cpp: decode, prefill and TTFT as
+    `paramcount speed` predicts them, the estimate with its expected error and the bound as a bound;
+    the curve one point per depth, its labels apart, inside its card. transformers has only the
+    bound, drawn alone; MLX on an NVIDIA card is one plain line."""
+    from paramcount.memory.speed import speed
+
+    pg = sized
+    llama = paramcount.load("llama-3-8b")
+    pg.goto(pg.base + "/?model=meta-llama/Meta-Llama-3-8B&runtime=llama.cpp&scheme=q4_k_m&gpu=rtx4090")
+    pg.wait_for_selector('#speed-part[data-state="drawn"][data-scheme="q4_k_m"]')
+    s = speed(llama, ["RTX 4090"], "llama.cpp", "q4_k_m", 4096, 512, 1)
+    decode = pg.locator('.speed-figure[data-phase="decode"]')
+    assert decode.locator(".speed-value").inner_text() == f"{s.decode.tokens_per_s:,.1f} tok/s"
+    e = s.decode.error
+    assert decode.locator(".speed-sub").inner_text() == (
+        f"estimate ±{round(e['median'] * 100)}% (p90 {round(e['p90'] * 100)}%, {e['rows']} runs)"
+    )
+    bound = decode.locator(".speed-bound").inner_text()
+    assert bound.startswith(f"upper bound {s.decode.bound_tokens_per_s:,.1f} tok/s"), bound
+    ttft = pg.locator('.speed-figure[data-phase="ttft"] .speed-value').inner_text()
+    assert ttft == f"{s.ttft.seconds * 1e3:,.0f} ms", ttft
+    probe = pg.evaluate(SPEED_PROBE)
+    assert probe["inside"] and all(ok for _, ok in probe["figures"]) and len(probe["figures"]) == 3, probe
+    assert dict(probe["series"]) == {"estimate": 7, "bound": 7}, probe  # 128 … 8,192 tokens
+    for spans in (sorted(probe["x"], key=lambda t: t[1]), sorted(probe["y"], key=lambda t: t[3])):
+        assert len(spans) >= 3, probe
+    xs = sorted((a, b) for _, a, b, _, _ in probe["x"])
+    assert all(b1 + 2 <= a2 for (_, b1), (a2, _) in itertools.pairwise(xs)), probe
+    ys = sorted((a, b) for *_, a, b in probe["y"])
+    assert all(b1 <= a2 for (_, b1), (a2, _) in itertools.pairwise(ys)), probe
+    layout_ok(pg, ["speedplot", "speed-figures"])
+    pg.select_option("#runtime", "transformers")
+    pg.wait_for_selector('#speed-part[data-state="drawn"][data-runtime="transformers"]')
+    assert text_of(pg, '.speed-figure[data-phase="decode"] .speed-value') == "no estimate"
+    assert dict(pg.evaluate(SPEED_PROBE)["series"]) == {"bound": 7}  # the bound alone, labelled as such
+    assert "upper bound (dashed)" in text_of(pg, "#speed-legend") and "estimate" not in text_of(pg, "#speed-legend")
+    pg.select_option("#runtime", "mlx")
+    pg.wait_for_selector('#speed-part[data-state="error"]')
+    assert text_of(pg, "#speed-error") == "runtime: MLX runs on Apple silicon, not NVIDIA GeForce RTX 4090runtime"

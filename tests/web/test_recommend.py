@@ -55,7 +55,8 @@ def test_the_api_recommends_at_the_context_asked(client, capsys):
         ({"context": 0}, 422, "context: at least 1"),
         ({"context": 1 << 31}, 422, "context: at most 1,073,741,824"),
         ({"context": "long"}, 422, "context: not a whole number"),
-        ({"ram": "lots"}, 400, "ram: expected a size like 24GB"),
+        ({"ram": "lots"}, 422, "ram: expected a size like 24GB"),  # read as --ram reads it, in the schema
+        ({"ram": "0GB"}, 422, "ram: a size must be positive"),
         ({"ram": "x" * 41}, 422, "ram: at most 40 characters"),
         ({"runtimes": ["mlc"]}, 422, "runtimes.0: one of llama.cpp, vllm, transformers or ollama"),
         ({"runtimes": ["vllm"] * 5}, 422, "runtimes: at most 4 items"),
@@ -77,7 +78,7 @@ def test_a_bad_recommend_request_is_one_line_naming_its_field(client, extra, sta
         ({"batch": "abc"}, "batch: not a whole number"),
         ({"batch": None}, "batch: not a whole number"),
         ({"tp": 2.5}, "tp: not a whole number"),
-        ({"runtime": "foo"}, "runtime: one of transformers, llama.cpp, vllm or ollama"),
+        ({"runtime": "foo"}, "runtime: one of transformers, llama.cpp, vllm, ollama or mlx"),
         ({"mode": "fast"}, "mode: one of inference, training or lora"),
         ({"gpu": ""}, "gpu: empty"),
         ({"gpu_memory_utilization": 2}, "gpu_memory_utilization: at most 1"),

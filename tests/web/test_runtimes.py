@@ -10,7 +10,7 @@ import pytest
 
 import paramcount
 from paramcount.memory.core.gpus import gpu
-from paramcount.memory.fit import LLAMA_INFERENCE, VLLM_INFERENCE, fit
+from paramcount.memory.fit import LLAMA_INFERENCE, MLX_INFERENCE, VLLM_INFERENCE, fit
 from paramcount.memory.runtimes import inference, planner
 from paramcount.web.planner import PAGE_RUNTIMES as RUNTIMES  # the page's: MLX is not on it yet
 
@@ -29,6 +29,10 @@ SETTINGS = {
     "vllm": (
         {"scheme": "fp8", "tp": 2, "gpu_memory_utilization": 0.85},
         {"tp": 2, "utilization": 0.85, "gpu": "h100"},
+    ),
+    "mlx": (  # mlx-lm's --group-size and --kv-bits, as `memory --runtime mlx` takes them
+        {"scheme": "mlx-4bit", "group_size": 32, "kv_bits": 4},
+        {"group_size": 32, "kv_bits": 4},
     ),
 }
 
@@ -53,16 +57,17 @@ def llama():
 @pytest.mark.parametrize("runtime", RUNTIMES)
 def test_each_runtimes_plan_is_the_librarys(client, llama, runtime):
     fields, options = SETTINGS[runtime]
-    r = memory(client, runtime=runtime, context=8192, batch=3, gpu="h100", **fields)
+    batch = 1 if runtime == "mlx" else 3  # mlx_lm.generate runs one sequence
+    r = memory(client, runtime=runtime, context=8192, batch=batch, gpu="h100", **fields)
     assert r.status_code == 200, r.text
     got = r.json()
-    lib = inference(llama, fields["scheme"], 8192, batch=3, runtime=runtime, **options)
+    lib = inference(llama, fields["scheme"], 8192, batch=batch, runtime=runtime, **options)
     assert got["runtime"] == runtime and got["total"] == lib.total
     assert terms(got["terms"]) == terms(lib.terms)
     assert got["fits"] == (lib.total <= gpu("h100").usable)
     series = {s["key"]: s["bytes"] for s in got["curve"]["series"]}
     for i, context in enumerate(got["curve"]["contexts"]):  # every point of the curve, the same runtime
-        at = inference(llama, fields["scheme"], context, batch=3, runtime=runtime, **options)
+        at = inference(llama, fields["scheme"], context, batch=batch, runtime=runtime, **options)
         assert {k: v[i] for k, v in series.items()} == {t.key: t.bytes for t in at.terms if not t.host}, context
 
 
@@ -70,13 +75,15 @@ def test_each_runtimes_plan_is_the_librarys(client, llama, runtime):
 def test_each_precision_is_fitted_under_the_same_runtime(client, llama, runtime):
     fields, options = SETTINGS[runtime]
     got = memory(client, runtime=runtime, context=8192, gpu="h100", **fields).json()
-    expected = {"llama.cpp": LLAMA_INFERENCE, "vllm": VLLM_INFERENCE}.get(runtime)
+    expected = {"llama.cpp": LLAMA_INFERENCE, "vllm": VLLM_INFERENCE, "mlx": MLX_INFERENCE}.get(runtime)
     schemes = [r["scheme"] for r in got["precisions"]]
     if expected:
         assert schemes == list(expected) + ([] if fields["scheme"] in expected else [fields["scheme"]])
     served = {k: v for k, v in options.items() if k != "gpu"}  # fit's GPU is its own argument
     for row in got["precisions"]:
-        lib = fit(llama, "h100", 8192, 1, only=(row["scheme"],), runtime=runtime, **served).rows[0]
+        # MLX's --group-size is the mlx-Nbit rows' (a float row takes none: mlx-lm refuses it)
+        grouped = {k: v for k, v in served.items() if k != "group_size" or row["scheme"].startswith("mlx-")}
+        lib = fit(llama, "h100", 8192, 1, only=(row["scheme"],), runtime=runtime, **grouped).rows[0]
         assert (row["total"], row["fits"], row["max_context"]) == (lib.plan.total, lib.fits, lib.max_context)
         assert row["max_sequences"] == (lib.serving["max_sequences"] if runtime == "vllm" else None)
 
@@ -130,7 +137,7 @@ def test_a_gguf_file_defaults_to_llama_cpp(client, tmp_path):
 @pytest.mark.parametrize(
     ("fields", "status", "field", "said"),
     [
-        ({"runtime": "tensorrt"}, 422, "runtime", "runtime: one of transformers, llama.cpp, vllm or ollama"),
+        ({"runtime": "tensorrt"}, 422, "runtime", "runtime: one of transformers, llama.cpp, vllm, ollama or mlx"),
         ({"runtime": "vllm", "tp": 0}, 422, "tp", "tp: at least 1"),
         ({"runtime": "vllm", "tp": 3}, 400, "tp", "attention heads to divide evenly"),
         ({"runtime": "vllm", "gpu_memory_utilization": 1.5}, 422, "gpu_memory_utilization", ": at most 1"),
@@ -183,6 +190,14 @@ def test_the_options_offer_what_each_runtime_takes(client, llama):
     assert memory(client, context=low - 1).status_code == 422
     scheme = {"transformers": "bf16", "llama.cpp": "q8_0", "vllm": "bf16"}
     assert o["runtime_kv_dtypes"].pop("ollama") == ["f16", "q8_0", "q4_0"]  # a GGUF file's: test_ollama_* below
+    assert o["runtime_kv_dtypes"].pop("mlx") == []  # MLX's cache is the activation dtype, or --kv-bits
+    for bits in o["mlx_kv_bits"]:  # every --kv-bits and --group-size the page offers, mlx-lm's planner takes
+        assert memory(client, runtime="mlx", scheme="bf16", kv_bits=bits).status_code == 200, bits
+    for group in o["mlx_group_sizes"]:
+        assert memory(client, runtime="mlx", scheme="mlx-4bit", group_size=group).status_code == 200, group
+    assert o["vllm_versions"][0] == "latest" and {"0.6", "0.8", "0.10", "0.20"} <= set(o["vllm_versions"])
+    for version in o["vllm_versions"]:
+        assert memory(client, runtime="vllm", vllm_version=version).status_code == 200, version
     for runtime, kinds in o["runtime_kv_dtypes"].items():
         assert kinds, runtime
         for kv in kinds:  # every cache type the page offers, the runtime's planner takes

@@ -240,6 +240,12 @@ def recommend_plan(q: schemas.RecommendRequest, uploads: Any, loaded: tuple | No
         return planner.recommendations(model, q)
 
 
+def speed_plan(q: schemas.SpeedRequest, uploads: Any, loaded: tuple | None = None) -> dict[str, Any]:
+    with counting():
+        model, _ = loaded or load(q, uploads)
+        return planner.speed(model, q)
+
+
 def load(q: Any, uploads: Any) -> tuple:
     return sources.load(q.source, q.model_class, q.num_labels, q.overrides, uploads)
 
@@ -366,6 +372,12 @@ def _routes(api: FastAPI) -> None:
         """One recommendation per runtime: the scheme, context and command to paste, as
         `paramcount fit MODEL --gpu GPU --json` gives them under ``recommendations``."""
         return await watched(request, answer, request, recommend_plan, q)
+
+    @api.post("/api/speed", response_model=schemas.SpeedResponse, responses=ERRORS)
+    async def speed(q: schemas.SpeedRequest, request: Request) -> dict[str, Any]:
+        """Decode, prefill and time to first token, as `paramcount speed --json` gives them, and
+        decode against the KV depth: each figure an estimate with its expected error, or a bound."""
+        return await watched(request, answer, request, speed_plan, q)
 
 
 def hold_upload(u: schemas.UploadRequest, request: Request) -> dict[str, Any]:

@@ -22,7 +22,8 @@ MIN_CONTEXT_EXP, MAX_CONTEXT_EXP = 7, 20  # the curve and the slider: 128 to 1,0
 GROUPS = {"consumer": "GeForce", "data-centre": "Data centre", "apple": "Apple silicon", "custom": "Custom"}
 TRAINING_LABELS = {"mixed": "mixed (bf16 + fp32 master)", "qlora": "qlora (NF4 base)"}
 RUNTIME_LABELS = {"transformers": "transformers", "llama.cpp": "llama.cpp", "vllm": "vLLM", "ollama": "Ollama"}
-PAGE_RUNTIMES = ("transformers", "llama.cpp", "vllm")  # the request's choices (schemas.py): MLX not yet
+RUNTIME_LABELS |= {"mlx": "MLX"}
+PAGE_RUNTIMES = ("transformers", "llama.cpp", "vllm", "mlx")  # the request's choices (schemas.py), with ollama
 OLLAMA_KV = ("f16", "q8_0", "q4_0")  # Ollama's KV cache types (fs/ggml GGML.SupportsKVCacheType)
 # What runtime ollama takes besides the model, context, batch (num_parallel) and GPU: the CLI's OLLAMA_TAKES.
 OLLAMA_FIELDS = ("kv_dtype", "flash_attn", "num_gpu", "free_vram")
@@ -32,6 +33,8 @@ PLACEMENT = ("n_gpu_layers", "override_tensor", "n_cpu_moe", "tensor_split", "sp
 TP_SIZES = (1, 2, 4, 8)  # what the page offers: the GPUs of one machine; the API takes any size vLLM accepts
 # The request's runtime options by the names runtimes.planner takes them.
 RUNTIME_OPTIONS = {"tp": "tp", "gpu_memory_utilization": "utilization", "flash_attn": "flash_attn"}
+RUNTIME_OPTIONS |= {"vllm_version": "vllm_version", "device": "device", "kv_cache_space": "kv_cache_space"}
+RUNTIME_OPTIONS |= {"group_size": "group_size", "kv_bits": "kv_bits"}  # mlx-lm's --group-size, --kv-bits
 # The library names the command line's flag at fault; the page marks the request's field.
 FLAG_FIELDS = {
     "--runtime": "runtime",
@@ -51,14 +54,28 @@ FLAG_FIELDS = {
     "--main-gpu": "main_gpu",
     "num_gpu": "num_gpu",
     "targets": "lora_targets",  # lora(): a targets pattern refused
+    "--vllm-version": "vllm_version",
+    "--device": "device",
+    "--kv-cache-space": "kv_cache_space",
+    "--group-size": "group_size",
+    "--kv-bits": "kv_bits",
+    "--ram": "ram",
+    "--batch": "batch",
+    "--gpu": "gpu",
+    "--context": "context",  # paramcount speed's flags (memory/speed/estimate.py)
+    "--prompt": "prompt",
+    "--cpu": "cpu",
+    "--concurrency": "concurrency",
 }
 
 
 def options() -> dict[str, Any]:
     """What the planner's controls offer: schemes, training precisions, cache dtypes, GPUs."""
+    from ..hardware import catalog
     from ..memory.core.gpus import GPUS
     from ..memory.runtimes.llamacpp.plan import FLASH
-    from ..memory.runtimes.vllm.plan import UTILIZATION
+    from ..memory.runtimes.mlx.quant import BITS, GROUPS  # mx.quantize's widths: the weights' and --kv-bits'
+    from ..memory.runtimes.vllm.plan import LATEST, UTILIZATION, VERSIONS
     from ..memory.training.optimizer import OPTIMIZERS
     from ..memory.training.plan import TRAINING_PRECISIONS
     from ..memory.training.saved import RECOMPUTE
@@ -66,23 +83,27 @@ def options() -> dict[str, Any]:
     from .schemas import MAX_CONTEXT
 
     return {
-        "schemes": [{"value": s, "label": s} for s in SCHEMES],
+        "schemes": [{"value": s, "label": s} for s in dict.fromkeys((*SCHEMES, *MLX_SCHEMES))],
         "training_precisions": [{"value": p, "label": TRAINING_LABELS.get(p, p)} for p in TRAINING_PRECISIONS],
         "kv_dtypes": _kv_dtypes("transformers"),
         "optimizers": list(OPTIMIZERS),
         "recompute": list(RECOMPUTE),
-        "gpus": [_gpu_option(g) for g in GPUS.values()],
+        "gpus": [_gpu_option(g) for g in (*GPUS.values(), *apple_chips())],
         "default_gpu": DEFAULT_GPU,
         "default_lora_rank": DEFAULT_LORA_RANK,
         "context_range": [2**MIN_CONTEXT_EXP, 2**MAX_CONTEXT_EXP],
         "context_bounds": [1, MAX_CONTEXT],
         "runtimes": [{"value": r, "label": RUNTIME_LABELS[r]} for r in (*PAGE_RUNTIMES, "ollama")],
-        "runtime_kv_dtypes": {**{r: _kv_dtypes(r) for r in PAGE_RUNTIMES}, "ollama": list(OLLAMA_KV)},
+        "runtime_kv_dtypes": {**{r: _kv_dtypes(r) for r in PAGE_RUNTIMES}, "ollama": list(OLLAMA_KV), "mlx": []},
         "runtime_schemes": runtime_schemes(),
         "runtime_default_scheme": dict(DEFAULT_SCHEME),
         "tp_sizes": list(TP_SIZES),
         "default_utilization": float(UTILIZATION),
         "flash_attn": list(FLASH),
+        "vllm_versions": [LATEST, *(v for v in reversed(VERSIONS) if v != LATEST)],
+        "mlx_group_sizes": list(GROUPS),
+        "mlx_kv_bits": list(BITS),
+        "cpus": [{"value": h.key, "label": h.name} for h in catalog() if h.kind == "cpu"],
     }
 
 
@@ -91,7 +112,10 @@ def options() -> dict[str, Any]:
 # says: "stored"); vLLM its served dtypes and quantised checkpoints; llama.cpp the GGUF types.
 TRANSFORMERS_SCHEMES = ("fp32", "fp16", "bf16", "bnb-int8", "nf4", "fp4", "stored")
 VLLM_SCHEMES = ("bf16", "fp16", "fp8", "gptq-int4", "gptq-int8", "awq-int4", "stored")
-DEFAULT_SCHEME = {"transformers": "bf16", "vllm": "bf16", "llama.cpp": "q4_k_m", "ollama": "stored"}
+# mlx-lm: its float dtypes and mlx_lm.convert -q --q-bits N (memory/runtimes/mlx/quant.py BITS)
+MLX_FLOATS = ("bf16", "fp16", "fp32")
+MLX_SCHEMES = (*MLX_FLOATS, "mlx-8bit", "mlx-6bit", "mlx-5bit", "mlx-4bit", "mlx-3bit", "mlx-2bit")
+DEFAULT_SCHEME = {"transformers": "bf16", "vllm": "bf16", "llama.cpp": "q4_k_m", "ollama": "stored", "mlx": "bf16"}
 
 
 def runtime_schemes() -> dict[str, list[str]]:
@@ -105,6 +129,7 @@ def runtime_schemes() -> dict[str, list[str]]:
         "vllm": list(VLLM_SCHEMES),
         "llama.cpp": ["stored", "fp32", "fp16", "bf16", *gguf],
         "ollama": ["stored"],
+        "mlx": [*MLX_SCHEMES, "stored"],
     }
 
 
@@ -122,6 +147,15 @@ def _kv_dtypes(runtime: str) -> list[str]:
     from ..memory.context.kv_cache import CACHE_DTYPES
 
     return list(CACHE_DTYPES)
+
+
+def apple_chips() -> list[Any]:
+    """Each Apple chip of the hardware catalog as the planner's GPU (its working set): MLX runs
+    on them, and a chip, unlike a bare size, has the bandwidth and peaks speed reads."""
+    from ..hardware import catalog
+    from ..memory.core.gpus import gpu
+
+    return [gpu(h.key) for h in catalog() if h.kind == "apple"]
 
 
 def _gpu_option(g: Any) -> dict[str, Any]:
@@ -147,9 +181,13 @@ def plan(model: Model, q: Any, header: Any = None) -> dict[str, Any]:
     _not_ollama(q)
     q = q.model_copy(update={"context": modelfile_context(model, q.context)})
     runtime, planner = _runtime_planner(model, q, card)
-    if planner.partial:
+    if getattr(planner, "partial", None):  # MLX plans a config's model whole, or refuses
         return _weights_only(model, q, card, planner, runtime)
-    return _full(model, q, card, planner, runtime)
+    try:
+        return _full(model, q, card, planner, runtime)
+    except ParamcountError as e:  # a setting the plan itself refuses (MLX's --batch): the request's field
+        e.field = FLAG_FIELDS.get(e.field, e.field)
+        raise
 
 
 def modelfile_context(model: Model, context: int | None) -> int | None:
@@ -216,6 +254,7 @@ def ollama(model: Model, q: Any, card: Any, header: Any) -> dict[str, Any]:
         "notes": list(p.notes),
         "gpu": gpu_dict(card),
         "fits": o.num_gpu >= o.layers_model,
+        "ram": _ram(p, q),
         "context_limit": max_positions(model),
         "curve": {"contexts": [], "series": []},  # Ollama's estimate is at its num_ctx alone
         "precisions": [],  # Ollama runs the file as stored
@@ -268,12 +307,44 @@ def _runtime_planner(model: Model, q: Any, card: Any) -> tuple[str, Any]:
 
     try:
         runtime = runtimes.runtime(q.runtime, model)
-        served = {"gpu": card} if runtime in ("vllm", "transformers") else {}
-        options = {**_runtime_options(q), **placement_options(q), **served}
+        served = {"gpu": card} if runtime in ("vllm", "transformers") and not on_cpus(q, runtime) else {}
+        # vLLM's CPU platform claims its share of RAM, as the CLI's vllm_cpu passes --ram
+        ram = {"ram": ram_bytes(q)} if on_cpus(q, runtime) and q.ram else {}
+        options = {**_runtime_options(q), **placement_options(q), **served, **ram}
         return runtime, runtimes.planner(model, q.scheme, runtime, kv_dtype=q.kv_dtype, **options)
     except ParamcountError as e:
         e.field = FLAG_FIELDS.get(e.field, e.field)
         raise
+
+
+def on_cpus(q: Any, runtime: str | None) -> bool:
+    """vLLM on its CPU platform (``--device cpu``): planned in RAM, no GPU."""
+    return runtime == "vllm" and q.device == "cpu"
+
+
+def ram_bytes(q: Any) -> int | None:
+    from ..memory.core.gpus import parse_size
+
+    return parse_size(q.ram, "ram") if q.ram else None
+
+
+def _ram(plan: Any, q: Any) -> dict[str, Any] | None:
+    """The host part against ``ram`` (memory --ram --json's ``ram``), or None without one."""
+    from ..memory.fit import host_bytes
+
+    ram = ram_bytes(q)
+    if ram is None:
+        return None
+    held = host_bytes(plan)
+    return {"bytes": ram, "host": held, "fits": held <= ram}
+
+
+def _fits(total: int, card: Any, ram: dict[str, Any] | None, cpus: bool) -> bool | None:
+    """On the GPU and the host part in RAM (fit --ram's rule); vLLM on CPUs: in RAM alone, and no
+    verdict without a RAM to hold it against."""
+    if cpus:
+        return None if ram is None else ram["fits"]
+    return total <= card.usable and (ram is None or ram["fits"])
 
 
 def _runtime_options(q: Any) -> dict[str, Any]:
@@ -307,6 +378,7 @@ def _full(model: Model, q: Any, card: Any, planner: Any, runtime: str | None) ->
     context, why = context_for(model, q.context)
     p = planner.plan(context=context, batch=q.batch)
     limit = max_positions(model)
+    ram, cpus = _ram(p, q), on_cpus(q, runtime)
     return {
         "mode": q.mode,
         "runtime": runtime,
@@ -317,11 +389,12 @@ def _full(model: Model, q: Any, card: Any, planner: Any, runtime: str | None) ->
         "settings": {**{k: _plain(v) for k, v in p.settings.items()}, "context": context, "context_from": why},
         "notes": list(p.notes),
         "gpu": gpu_dict(card),
-        "fits": p.total <= card.usable,
+        "fits": _fits(p.total, card, ram, cpus),
+        "ram": ram,
         "context_limit": limit,
         "curve": _curve(planner, q.batch, context, limit),
-        "precisions": _precisions(model, card, context, q, runtime),
-        "serving": planner.serving(card.memory, context) if runtime == "vllm" else None,
+        "precisions": [] if cpus else _precisions(model, card, context, q, runtime),  # a fit is on a GPU
+        "serving": planner.serving(0 if cpus else card.memory, context) if runtime == "vllm" else None,
     }
 
 
@@ -361,19 +434,26 @@ def _weights_only(model: Model, q: Any, card: Any, planner: Any, runtime: str) -
         "settings": {"scheme": q.scheme, "context": None, "batch": q.batch},
         "notes": [f"weights only: {planner.partial}"],
         "gpu": gpu_dict(card),
-        "fits": term.bytes <= card.usable,
+        "fits": term.bytes <= card.usable and (q.ram is None or sum(t.bytes for t in host) <= ram_bytes(q)),
+        "ram": None if q.ram is None else _ram_of(sum(t.bytes for t in host), q),
         "context_limit": None,
         "curve": {"contexts": [], "series": []},
         "precisions": [_weights_row(model, name) for name in chosen],
     }
 
 
+def _ram_of(held: int, q: Any) -> dict[str, Any]:
+    ram = ram_bytes(q) or 0
+    return {"bytes": ram, "host": held, "fits": held <= ram}
+
+
 def _inference_precisions(runtime: str | None) -> tuple[str, ...]:
     """The precisions fit.py tries for a runtime: llama.cpp's file types, what vLLM serves most,
     or the standard ones."""
-    from ..memory.fit import LLAMA_INFERENCE, VLLM_INFERENCE, precisions
+    from ..memory.fit import LLAMA_INFERENCE, MLX_INFERENCE, VLLM_INFERENCE, precisions
 
-    return {"llama.cpp": LLAMA_INFERENCE, "vllm": VLLM_INFERENCE}.get(runtime) or precisions("inference")
+    by_runtime = {"llama.cpp": LLAMA_INFERENCE, "vllm": VLLM_INFERENCE, "mlx": MLX_INFERENCE}
+    return by_runtime.get(runtime or "") or precisions("inference")
 
 
 def _weights_row(model: Model, name: str) -> dict[str, Any]:
@@ -430,14 +510,24 @@ def _precisions(model: Model, card: Any, context: int, q: Any, runtime: str | No
         if runtime == "vllm":
             options["tp"] = q.tp or 1  # the chosen split: without one, a vLLM fit searches for the fewest GPUs
     chosen += [] if q.scheme in chosen else [q.scheme]
-    return [_fit_row(model, card, context, q.batch, mode, name, options) for name in chosen]
+    ram = ram_bytes(q)
+    return [_fit_row(model, card, context, q.batch, mode, name, _grouped(options, name), ram) for name in chosen]
 
 
-def _fit_row(model: Model, card: Any, context: int, batch: int, mode: str, name: str, options: dict) -> dict:
+def _grouped(options: dict, name: str) -> dict:
+    """MLX's --group-size applies to its mlx-Nbit rows; a float row (bf16) takes none (mlx-lm's)."""
+    if options.get("group_size") is None or name.startswith("mlx-"):
+        return options
+    return {**options, "group_size": None}
+
+
+def _fit_row(
+    model: Model, card: Any, context: int, batch: int, mode: str, name: str, options: dict, ram: int | None = None
+) -> dict:
     from ..memory.fit import fit
 
     try:
-        row = fit(model, card, context, batch, mode, only=(name,), **options).rows[0]
+        row = fit(model, card, context, batch, mode, only=(name,), ram=ram, **options).rows[0]
     except BadSource:  # a malformed file, whatever the precision: the request's error, as fit's
         raise
     except ParamcountError as e:
@@ -454,3 +544,64 @@ def _fit_row(model: Model, card: Any, context: int, batch: int, mode: str, name:
         "gpus": row.gpus if mode == "training" else None,
         "max_sequences": row.serving["max_sequences"] if row.serving else None,
     }
+
+
+# ---- speed: paramcount speed's figures, and decode against context ------------------------------
+
+SPEED_OPTIONS = ("vllm_version", "group_size", "flash_attn")
+
+
+def speed(model: Model, q: Any) -> dict[str, Any]:
+    """Decode, prefill and TTFT as ``paramcount speed --json`` gives them for the request's
+    settings (:func:`paramcount.memory.speed.speed`, the call it makes), and decode per stream at
+    each KV depth of the memory curve's contexts: the estimate (None where the runtime and card
+    have no fitted factors) and the upper bound. Several cards of the kind chosen stand for vLLM's
+    tensor parallel and llama.cpp's -ts shares, as ``speed --gpu A,A`` names them."""
+    from ..memory.core.limits import max_positions
+    from ..memory.core.plan import context_for
+    from ..memory.speed import speed as predict
+
+    context, _ = context_for(model, modelfile_context(model, q.context))
+    limit = max_positions(model)
+    dtype = None if q.scheme in (None, "stored") else q.scheme  # stored: the file's own (advise's rule)
+    options = {**{k: getattr(q, k) for k in SPEED_OPTIONS if getattr(q, k) is not None}, **placement_options(q)}
+
+    def at(depth: int) -> Any:
+        return predict(model, rows, q.runtime, dtype, depth, q.prompt, q.concurrency, q.cpu, **options)
+
+    if q.device == "cpu":  # speed.py times vLLM on the GPUs named; never a CPU plan's figures on a GPU
+        raise ParamcountError("paramcount speed models vLLM on GPUs, not its CPU platform", field="device")
+    try:
+        rows = [_speed_card(q.gpu)] * _cards(q, options)
+        shown = at(context)
+        points = [(c, at(c).decode) for c in contexts(context, limit)]
+    except ParamcountError as e:
+        e.field = FLAG_FIELDS.get(e.field, e.field)
+        raise
+    curve = {
+        "contexts": [c for c, _ in points],
+        "estimate": [_rate(f.tokens_per_s) for _, f in points],
+        "bound": [_rate(f.bound_tokens_per_s) for _, f in points],
+    }
+    return {"speed": shown.to_dict(), "curve": curve, "context_limit": limit}
+
+
+def _cards(q: Any, options: dict[str, Any]) -> int:
+    """How many cards the settings name: vLLM's --tp, llama.cpp's -ts shares (else one)."""
+    if q.tp is not None:
+        return q.tp
+    return len(options.get("tensor_split") or ()) or 1
+
+
+def _speed_card(name: str) -> Any:
+    """The hardware catalog's row for the card chosen (its bandwidth and peaks); a bare size has none."""
+    from ..memory.core.gpus import gpu, hardware_row
+
+    row = hardware_row(gpu(name))
+    if row is None:
+        raise ParamcountError("a size, not a card of the catalog: name the card for its speed", field="gpu")
+    return row
+
+
+def _rate(x: float | None) -> float | None:
+    return None if x is None else round(x, 2)

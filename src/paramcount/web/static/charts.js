@@ -472,5 +472,78 @@
     hover.addEventListener("mouseleave", () => tooltip(null));
   }
 
-  window.Charts = { sunburst, legend, memoryBar, memoryPlot, setUnit, termColor, KIND_COLORS, fmtInt, short, esc };
+  /* ---- decode speed against context -------------------------------------------------------- */
+
+  const SPEED_COLORS = { estimate: "#3451b2", bound: "#8a94a3" };
+
+  function rate(v) {
+    return v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2);
+  }
+
+  // Decode tokens/s per stream at each KV depth: the estimate as a solid line, the upper bound
+  // dashed (a bound is never drawn as an estimate); the context planned marked. Axes as memoryPlot's.
+  function speedPlot(svg, curve, current) {
+    clear(svg);
+    const W = svg.clientWidth || 560, H = 240, m = { l: 52, r: 14, t: 14, b: 34 };
+    svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
+    const xs = curve.contexts;
+    const values = [...curve.estimate, ...curve.bound].filter((v) => v !== null);
+    if (!xs.length || !values.length) return;
+    const ymax = Math.max(...values) * 1.15 || 1; // headroom: the axis title clears the lines
+    const lx = (c) => Math.log2(c);
+    const x0 = lx(xs[0]), x1 = lx(xs[xs.length - 1]);
+    const x = (c) => m.l + ((W - m.l - m.r) * (lx(c) - x0)) / (x1 - x0 || 1);
+    const y = (v) => H - m.b - ((H - m.t - m.b) * v) / ymax;
+    const grid = el("g", { class: "grid" }, svg);
+    const axis = el("g", { class: "axis" }, svg);
+    const step = niceStep(ymax, 5);
+    for (let v = 0; v <= ymax; v += step) {
+      el("line", { x1: m.l, x2: W - m.r, y1: y(v), y2: y(v) }, grid);
+      const t = el("text", { x: m.l - 6, y: y(v) + 4, "text-anchor": "end", class: "ytick" }, axis);
+      t.textContent = `${+v.toFixed(2)}`;
+    }
+    const labels = xs.map((c) => {
+      const tick = el("line", { x1: x(c), x2: x(c), y1: H - m.b, y2: H - m.b + 4 }, axis);
+      const t = el("text", { x: x(c), y: H - m.b + 17, "text-anchor": "middle", class: "xtick" }, axis);
+      t.textContent = tokens(c);
+      return Object.assign(t, { tick });
+    });
+    thin(labels, 6);
+    el("line", { x1: m.l, x2: W - m.r, y1: H - m.b, y2: H - m.b }, axis);
+    const xl = el("text", { x: W - m.r, y: H - 4, "text-anchor": "end" }, axis);
+    xl.textContent = "KV depth (tokens, log scale)";
+    const yl = el("text", { x: m.l + 6, y: m.t + 4, "text-anchor": "start", class: "ylabel" }, axis);
+    yl.textContent = "decode tok/s per stream";
+    for (const key of ["bound", "estimate"]) {
+      const pts = xs.map((c, i) => [c, curve[key][i]]).filter(([, v]) => v !== null);
+      if (!pts.length) continue;
+      const line = el("polyline", {
+        points: pts.map(([c, v]) => `${x(c).toFixed(1)},${y(v).toFixed(1)}`).join(" "), fill: "none",
+        stroke: SPEED_COLORS[key], "stroke-width": key === "estimate" ? 2 : 1.5,
+        "stroke-dasharray": key === "bound" ? "5 4" : "none",
+      }, svg);
+      line.dataset.series = key;
+    }
+    if (current && current >= xs[0] && current <= xs[xs.length - 1]) {
+      el("line", { x1: x(current), x2: x(current), y1: m.t, y2: H - m.b, stroke: "#3451b2", "stroke-width": 1, "stroke-opacity": 0.5 }, svg);
+    }
+    const hover = el("rect", { x: m.l, y: m.t, width: W - m.l - m.r, height: H - m.t - m.b, fill: "transparent" }, svg);
+    hover.addEventListener("mousemove", (ev) => {
+      const box = svg.getBoundingClientRect();
+      const px = ((ev.clientX - box.left) * W) / box.width;
+      let best = 0;
+      xs.forEach((c, i) => {
+        if (Math.abs(x(c) - px) < Math.abs(x(xs[best]) - px)) best = i;
+      });
+      const est = curve.estimate[best], bound = curve.bound[best];
+      const said = [est === null ? "no estimate" : `estimate ${rate(est)} tok/s`,
+        bound === null ? "" : `upper bound ${rate(bound)} tok/s`].filter(Boolean).join("<br>");
+      tooltip(`<b>${fmtInt(xs[best])} tokens deep</b><br>${said}`, ev);
+    });
+    hover.addEventListener("mouseleave", () => tooltip(null));
+  }
+
+  window.Charts = {
+    sunburst, legend, memoryBar, memoryPlot, speedPlot, SPEED_COLORS, rate, setUnit, termColor, KIND_COLORS, fmtInt, short, esc,
+  };
 })();
