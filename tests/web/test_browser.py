@@ -190,9 +190,38 @@ def test_three_actions_bert_then_llama_3_8b_on_a_24_gb_gpu(page):
         assert cells[3] == ("✓ fits" if row.fits else "✗ no")
     assert not expected.row("fp32").fits  # 32 GB of weights alone: no
     if os.environ.get("UPDATE_SCREENSHOTS"):
+        page.wait_for_selector('#advice[data-model="meta-llama/Meta-Llama-3-8B"]')  # its own recommendations
         page.locator("#input").scroll_into_view_if_needed()
         DOCS_SHOT.parent.mkdir(exist_ok=True)
         page.screenshot(path=str(DOCS_SHOT), clip={"x": 0, "y": 0, "width": 1280, "height": 1900}, full_page=True)
+
+
+def test_the_recommendations_never_show_the_last_models_lines(page):
+    """Switching model clears the recommendations until the new ones arrive: BERT's transformers
+    line (BertForMaskedLM) once stood under Llama-3-8B's heading for the length of the request."""
+    page.goto(page.base + "/")
+    page.wait_for_selector('#advice[data-model="google-bert/bert-base-chinese"] #advice-list li[data-runtime]')
+    assert "BertForMaskedLM" in text_of(page, "#advice-list")
+    page.fill("#search", "Llama-3-8B")
+    page.keyboard.press("Enter")
+    shown = page.evaluate(
+        """() => new Promise((done) => {
+          const seen = [];
+          const note = () => seen.push([
+            document.getElementById("model-name").innerText, document.getElementById("advice-list").innerText,
+          ]);
+          const look = () => {
+            note();
+            if (document.getElementById("advice").dataset.model === "meta-llama/Meta-Llama-3-8B") done(seen);
+            else requestAnimationFrame(look);
+          };
+          new MutationObserver(note).observe(document.body, { childList: true, subtree: true, characterData: true });
+          look();
+        })"""
+    )
+    stale = [(name, said) for name, said in shown if "Llama-3-8B" in name and "BertForMaskedLM" in said]
+    assert any("Llama-3-8B" in name for name, _ in shown) and "LlamaForCausalLM" in shown[-1][1]
+    assert not stale, stale[0]  # under Llama-3-8B's heading, never BERT's lines
 
 
 def test_bloom_printout_then_change_the_precision(page):
@@ -853,7 +882,7 @@ def test_ollama_fills_or_hides_each_section_at_the_modelfiles_context(sized, hom
     pg.wait_for_selector("#ollama:not([hidden])")
     for part in ("#plot-part", "#precisions-part", "#memory-grid"):
         assert pg.locator(part).is_hidden(), part
-    pg.wait_for_selector("#advice-list li")  # the recommendations answer beside the plan, not before it
+    pg.wait_for_selector("#advice-list li[data-runtime]")  # the recommendations answer beside the plan, not before it
     for part in ("#verdict", "#ollama", "#terms tbody", "#advice-list"):
         assert text_of(pg, part), part  # what is shown is filled
     assert pg.locator('#advice-list li[data-runtime="ollama"]').count() == 1

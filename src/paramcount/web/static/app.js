@@ -1019,6 +1019,11 @@
     adviceKey = key;
     const seq = ++adviceSeq;
     const list = $("advice-list");
+    // the last model's or card's lines must not stand beside this one's heading while it is worked out
+    list.innerHTML = "";
+    list.appendChild(text("li", "muted", "working out the recommendations…"));
+    delete $("advice").dataset.model;
+    delete $("advice").dataset.gpu;
     try {
       const a = await api("/api/recommend", body);
       if (seq !== adviceSeq) return;
