@@ -232,3 +232,12 @@ def test_blocks_from_the_first_up_and_no_overhead_before_0_3_10(files):
     new = estimate_plan(model, gpu("rtx3060"), Asked(version="0.7.0"), free=2 << 30)
     assert max(f.layer(g) or 0 for g in f.groups) == f.layer("token_embd") > f.layer("blk.0")
     assert new.estimate.buffer == f.layer("token_embd") + new.sizes.kv[0]
+
+
+@pytest.mark.parametrize("version, cells", [("0.6.5", 512), ("0.9.0", 2048), ("0.11.4", 2048), ("0.11.5", 512)])
+def test_every_estimate_took_2048_cells_at_least_from_0_7_1_to_0_11_4(files, version, cells):
+    """llm/memory.go v0.7.1…v0.11.4: ``opts.NumCtx = max(opts.NumCtx, 2048)`` for any model without
+    a projector file; before, only with one; from v0.11.5 only for a vision model (GetRunner)."""
+    model = paramcount.load(str(files["llama3.2:3b"]))
+    o = estimate_plan(model, gpu("a100-80gb"), Asked(version=version, context=512, parallel=1))
+    assert sum(o.sizes.kv) == cells * 28 * (128 + 128) * 8 * 2  # f16 K and V of 8 heads of 128, 28 layers

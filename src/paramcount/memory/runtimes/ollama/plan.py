@@ -180,7 +180,8 @@ def _schedule(f, got, asked, flash_ok, projector, devices, rel):
     tries = (asked.parallel,) if asked.parallel is not None else (1,) if one else (rel.auto_parallel, 1)
     runs = []
     for p in dict.fromkeys(tries):
-        s = resolve(f, replace(asked, parallel=p), _vision(got), flash_ok, rel)
+        floor = {"sched": _vision(got), "all": True, "projector": bool(got.projectors)}[rel.ctx_floor]
+        s = resolve(f, replace(asked, parallel=p), floor, flash_ok, rel)
         runs.append((s, graph_size(f, s.context, s.batch, s.parallel, s.kv_type, rel, s.flash)))
     if runs[-1][0].num_gpu == 0:
         return *runs[-1], []

@@ -62,8 +62,12 @@ def resolve(f: OllamaGGUF, asked: Asked, vision: bool, flash_ok: bool, rel: Rele
     """The settings llm/server.go passes to estimateGPULayers for this file, in release ``rel``
     (``asked.parallel`` None: 1; the scheduler's automatic choice is :func:`plan.estimate_plan`'s)."""
     notes: list[str] = []
-    context, said = _context(f, asked, vision, notes, rel)
+    context, said = _context(f, asked, vision and rel.ctx_floor == "sched", notes, rel)
     parallel = 1 if f.pooling else whole(asked.parallel or 1, "OLLAMA_NUM_PARALLEL", 1)
+    if vision and rel.ctx_floor != "sched" and context * parallel < 2048:  # inside the estimate, on num_ctx·parallel
+        context, said = -(-2048 // parallel), f"num_ctx·num_parallel raised to 2048 (llm/memory.go, {rel.name})"
+        if 2048 % parallel:
+            notes.append(f"Ollama estimates {2048:,} cells in all; shown as {context:,} per sequence × {parallel}")
     # num_batch is cut to num_ctx; before v0.11.8 the scheduler had multiplied num_ctx by num_parallel
     batch = min(whole(asked.batch or DEFAULT_BATCH, "num_batch", 1), context * (1 if rel.subsets else parallel))
     flash = (asked.flash if asked.flash is not None else f.arch in rel.flash_default) and flash_ok
