@@ -278,11 +278,14 @@ def _terms(s: Sizes, e: Estimate, st: Settings, lib: str, graph_said: str, rel: 
         Term("buffer", "one-layer buffer", e.buffer * used, f"{used} × (blk.0 + its KV)",
              "one more layer's weights and cache reserved on each GPU used, 'as a buffer'", True, mem),
         Term("weights", "weights on the GPU", weights, placed_said,
-             "tensor bytes in Ollama's type table (TypeSize/BlockSize), blocks placed from the last one down; the "
+             "tensor bytes in Ollama's type table (TypeSize/BlockSize), blocks placed from the "
+             + ("last one down" if rel.blocks_down else "first one up") + "; the "
              "output layer is output_norm + output (token_embd when tied), with a vision tower in the file",
              False, mem),
         Term("kv_cache", "KV cache", kv, f"num_ctx·num_parallel·(K+V head dims)·kv heads·{_kv_said(st)} per block",
-             "Ollama's formula: unpadded cells, every layer at the whole context", True, gra),
+             "Ollama's formula: unpadded cells, every layer at the whole context"
+             + (", but its sliding-window (num_parallel·window + batch) or recurrent layers at their own size" if len(set(s.kv)) > 1 else ""),
+             True, gra),
         Term("projector", "projector weights", s.projector if e.layers else 0, "every tensor of the projector file",
              "the multimodal projector, held on the first GPU", False, mem),
         Term("graph", f"graph ({graph_kind} offload)", e.graph, f"{graph_kind}-offload size: {graph_said}",
