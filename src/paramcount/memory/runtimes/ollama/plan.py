@@ -262,6 +262,9 @@ def _num_gpu(requested: int, e: Estimate, gpus: bool, layers: int) -> int:
     return e.layers if requested < 0 else min(requested, layers)
 
 
+WINDOWED = ", but its sliding-window (num_parallel·window + batch) or recurrent layers at their own size"
+
+
 def _terms(s: Sizes, e: Estimate, st: Settings, lib: str, graph_said: str, rel: Release) -> tuple[Term, ...]:
     used = sum(1 for n in e.split if n > 0) if e.layers else 0
     placed = range(len(s.blocks) - e.placed, len(s.blocks)) if rel.blocks_down else range(e.placed)
@@ -284,7 +287,7 @@ def _terms(s: Sizes, e: Estimate, st: Settings, lib: str, graph_said: str, rel: 
              False, mem),
         Term("kv_cache", "KV cache", kv, f"num_ctx·num_parallel·(K+V head dims)·kv heads·{_kv_said(st)} per block",
              "Ollama's formula: unpadded cells, every layer at the whole context"
-             + (", but its sliding-window (num_parallel·window + batch) or recurrent layers at their own size" if len(set(s.kv)) > 1 else ""),
+             + (WINDOWED if len(set(s.kv)) > 1 else ""),
              True, gra),
         Term("projector", "projector weights", s.projector if e.layers else 0, "every tensor of the projector file",
              "the multimodal projector, held on the first GPU", False, mem),
