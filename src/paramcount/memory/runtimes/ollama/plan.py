@@ -132,9 +132,10 @@ def estimate_plan(
     free: int | None = None,
     files: Inputs | None = None,
 ) -> OllamaPlan:
-    """Ollama v0.12.10's estimate for ``model`` (a GGUF file or ``ollama:NAME``) on ``count``
-    of ``card``, each with ``free`` bytes free as the driver reports them (default: all of it).
-    ``files``: the headers already read (the web page's upload), instead of reading the source."""
+    """Ollama's estimate (v0.12.10's, or ``asked.version``'s: :mod:`.versions`) for ``model`` (a
+    GGUF file or ``ollama:NAME``) on ``count`` of ``card``, each with ``free`` bytes free as the
+    driver reports them (default: all of it). ``files``: the headers already read (the web
+    page's upload), instead of reading the source."""
     from ...core.plan import Plan
 
     if not is_gguf(model):
