@@ -73,11 +73,11 @@ def library(card: GPU) -> str:
     return "ROCm" if card.name.startswith("AMD") else "CUDA"
 
 
-def flash_supported(card: GPU, lib: str) -> bool:
+def flash_supported(card: GPU, lib: str, rel: Release = NEWEST) -> bool:
     """``ml.FlashAttentionSupported``: every library but CUDA on a compute capability 7.2 card
-    (Jetson Xavier). (Its CUDA test reads the driver's major version, which is at least 7 on
+    (Jetson Xavier), from v0.12.4. (Its CUDA test reads the driver's major version, which is at least 7 on
     any driver that runs Ollama.)"""
-    return not (lib == "CUDA" and card.capability == (7, 2))
+    return not (lib == "CUDA" and card.capability == (7, 2) and rel.xavier_no_flash)
 
 
 @dataclass(frozen=True)
@@ -147,7 +147,7 @@ def estimate_plan(
     _check(f, count, free, rel)
     devices = [Device(lib, card.usable if free is None else free)] * count
     projector = sum(p.layer(g) or 0 for p in got.projectors for g in p.groups)
-    s, graph, used = _schedule(f, got, asked, flash_supported(card, lib), projector, devices, rel)
+    s, graph, used = _schedule(f, got, asked, flash_supported(card, lib, rel), projector, devices, rel)
     at = sizes(f, graph, projector, used, rel)
     est = estimate(at, used, s.overhead, s.num_gpu, rel)
     roomy = [Device(lib, 1 << 62)]  # Ollama's figure for every layer on one GPU

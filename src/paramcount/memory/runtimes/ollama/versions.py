@@ -66,6 +66,7 @@ class Release:
     gptoss_context: bool = False  # server/routes.go: num_ctx at least 8192 for the gptoss family (v0.11.0 on)
     gptoss_flash: bool = True  # SupportsFlashAttention (false for gptoss in v0.11.2 to v0.11.4)
     flash_default: frozenset[str] = frozenset()  # GGML.FlashAttention: on by default for these
+    xavier_no_flash: bool = False  # no flash attention on CUDA compute capability 7.2 (v0.12.4 on)
     subsets: bool = False  # pickBestFullFitByLibrary tries 1, 2, … GPUs (else one GPU, then all)
     engine: frozenset[str] = frozenset()  # architectures sized by allocating them, not estimated
     recurrent: bool = False  # a layer without heads cached as its conv + SSM state (f32)
@@ -97,7 +98,7 @@ DELTAS: tuple[tuple[tuple[int, int, int], dict[str, object]], ...] = (
     ((0, 11, 11), {"engine": ENGINE_0_11_11, "recurrent": True}),  # eb10390de: new estimates by default
     ((0, 12, 0), {"engine": ENGINE_0_11_11 | {"qwen3"}}),
     ((0, 12, 3), {"engine": ENGINE_0_11_11 | {"qwen3", "qwen3moe"}}),
-    ((0, 12, 4), {"flash_default": FLASH_0_11_8 | {"qwen3", "qwen3moe"}}),
+    ((0, 12, 4), {"flash_default": FLASH_0_11_8 | {"qwen3", "qwen3moe"}, "xavier_no_flash": True}),  # aa45f7ce2
     ((0, 12, 5), {"engine": ENGINE_0_11_11 | {"qwen3moe"}}),  # qwen3 back on the llama engine
     ((0, 12, 6), {"engine": ENGINE_0_11_11 | {"qwen3", "qwen3moe"}, "flash_default": "+gemma3"}),
     ((0, 12, 7), {"engine": ENGINE_0_11_11 | {"qwen3", "qwen3moe", "qwen3vl", "qwen3vlmoe"}}),
