@@ -241,3 +241,14 @@ def test_every_estimate_took_2048_cells_at_least_from_0_7_1_to_0_11_4(files, ver
     model = paramcount.load(str(files["llama3.2:3b"]))
     o = estimate_plan(model, gpu("a100-80gb"), Asked(version=version, context=512, parallel=1))
     assert sum(o.sizes.kv) == cells * 28 * (128 + 128) * 8 * 2  # f16 K and V of 8 heads of 128, 28 layers
+
+
+def test_mxfp4_before_ollama_knew_ggml_type_39(files):
+    """fs/ggml/type.go: MXFP4 arrived with gpt-oss (v0.11.0) as ggml type 4, the type Ollama's own
+    files use; type 39 (llama.cpp's) sized from v0.11.8. Between, a type-39 tensor is counted as
+    its type-4 twin and the plan says so; before v0.11.0 Ollama sizes it 0 bytes: refused."""
+    o = ours(files, LOGS[0], "0.11.2")[0]
+    assert o.plan.settings["mxfp4_as_type_4"] is True and any("as type 4" in n for n in o.plan.notes)
+    assert "mxfp4_as_type_4" not in ours(files, LOGS[0], "0.11.8")[0].plan.settings
+    with pytest.raises(ParamcountError, match=r"Ollama v0\.10\.1 sizes tensor type MXFP4 as 0 bytes"):
+        ours(files, LOGS[0], "0.10.1")

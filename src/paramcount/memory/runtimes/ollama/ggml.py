@@ -10,6 +10,7 @@ Go's order (``a*b*9/16`` is ``(a*b*9)//16``), so the figures are Ollama's to the
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -61,6 +62,7 @@ class OllamaGGUF:
 
     def __init__(self, info: GGUFFile):
         self.info, self.source = info, info.path
+        self.types, self.release, self.mxfp4 = TYPE_SIZES, VERSION, "39"  # v0.12.10's table (:meth:`at`)
         self.arch = info.architecture or "unknown"  # KV.Architecture's default
         self.groups: dict[str, dict[str, Any]] = {}
         for t in info.tensors:
@@ -128,14 +130,30 @@ class OllamaGGUF:
 
     # ---- tensors -------------------------------------------------------------------------------
 
+    def at(self, rel: Release) -> OllamaGGUF:
+        """This file as release ``rel`` sizes its tensors. MXFP4 came with gpt-oss (v0.11.0) as ggml
+        type 4 (formerly Q4_2), the type Ollama's own gpt-oss files use; ggml's id 39 joined it in
+        v0.11.8 (``case 4, TensorTypeMXFP4``). Before v0.11.8 a type-39 tensor is sized as its
+        type-4 twin (17 bytes per 32), and :attr:`mxfp4_as_4` says so; before v0.11.0, refused."""
+        other = copy.copy(self)
+        other.release, other.mxfp4 = rel.name, rel.mxfp4
+        if not rel.mxfp4:
+            other.types = {k: v for k, v in TYPE_SIZES.items() if k not in (4, 39)}
+        return other
+
+    @property
+    def mxfp4_as_4(self) -> bool:
+        """A ggml type-39 (MXFP4) tensor counted as Ollama's type 4, for a release before v0.11.8."""
+        return self.mxfp4 == "4" and any(t.type_id == 39 for t in self.info.tensors)
+
     def size(self, t: Any) -> int:
         """``Tensor.Size``: elements × TypeSize / BlockSize, in Ollama's table."""
-        if t.type_id not in TYPE_SIZES:
+        if t.type_id not in self.types:
             raise ParamcountError(
-                f"Ollama {VERSION} sizes tensor type {t.type_name} as 0 bytes (fs/ggml/ggml.go TypeSize); "
+                f"Ollama {self.release} sizes tensor type {t.type_name} as 0 bytes (fs/ggml/ggml.go TypeSize); "
                 "its estimate for this file is not modelled", source=self.source, field=t.name,
             )  # fmt: skip
-        block, nbytes = TYPE_SIZES[t.type_id]
+        block, nbytes = self.types[t.type_id]
         return t.elements * nbytes // block
 
     def layer(self, name: str) -> int | None:

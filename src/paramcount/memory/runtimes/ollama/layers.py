@@ -104,11 +104,12 @@ def estimate(s: Sizes, devices: Sequence[Device], overhead: int, num_gpu: int = 
     split, count, overflow = _blocks(s, devices, alloc, room, (overhead, graph, buffer, num_gpu, overflow), rel)
     fully = count >= len(s.blocks)
     placed, output_placed = count, False
+    wanted = num_gpu < 0 or count < num_gpu
     if s.output > 0:
-        if num_gpu < 0 or count < num_gpu:
+        if wanted:
             output_placed = _place(len(room), count, devices, alloc, room, overhead + graph, s.output, split)
             count += output_placed
-        if count < len(s.blocks) + 1:
+        if count < len(s.blocks) + 1 and (wanted or rel.output_overflow):  # before v0.7.1 only when wanted
             fully, overflow = False, overflow + s.output
     return _finish(s, alloc, split, count, fully, buffer, placed, output_placed, overflow)
 

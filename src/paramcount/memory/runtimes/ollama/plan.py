@@ -143,10 +143,10 @@ def estimate_plan(
     got = files or inputs(model.source)
     asked = _with_modelfile(asked or Asked(), got.options)
     rel = release(asked.version)
-    f, lib = got.model, library(card)
+    f, lib = got.model.at(rel), library(card)
     _check(f, count, free, rel)
     devices = [Device(lib, card.usable if free is None else free)] * count
-    projector = sum(p.layer(g) or 0 for p in got.projectors for g in p.groups)
+    projector = sum(p.at(rel).layer(g) or 0 for p in got.projectors for g in p.groups)
     s, graph, used = _schedule(f, got, asked, flash_supported(card, lib, rel), projector, devices, rel)
     at = sizes(f, graph, projector, used, rel)
     est = estimate(at, used, s.overhead, s.num_gpu, rel)
@@ -154,7 +154,7 @@ def estimate_plan(
     everything = estimate(sizes(f, graph, projector, roomy, rel), roomy, 0, -1, rel)
     num_gpu = _num_gpu(s.num_gpu, est, bool(used), f.blocks + 1)
     said = graph.formula if graph.partial else "HeadCountMax/HeadCountKVMin · KV total / 6 (no GraphSize case)"
-    settings = _settings(s, devices, lib, num_gpu, said, len(used), rel)
+    settings = _settings(s, devices, lib, num_gpu, said, len(used), rel, f.mxfp4_as_4)
     terms = _terms(at, est, s, lib, said, rel)
     shown = Plan(model, "inference", terms, settings, (*s.notes, *_notes(f, est, s, rel)))
     today = now(f, projector, [card.usable] * count, devices[0].free, asked, _vision(got))
@@ -308,7 +308,14 @@ def _kv_said(st: Settings) -> str:
 
 
 def _settings(
-    s: Settings, devices: Sequence[Device], lib: str, num_gpu: int, formula: str, used: int, rel: Release
+    s: Settings,
+    devices: Sequence[Device],
+    lib: str,
+    num_gpu: int,
+    formula: str,
+    used: int,
+    rel: Release,
+    mxfp4: bool = False,
 ) -> dict:
     return {
         "runtime": "ollama",
@@ -332,6 +339,7 @@ def _settings(
         "free_per_gpu": devices[0].free,
         "gpu_overhead": s.overhead,
         "graph_formula": formula,
+        **({"mxfp4_as_type_4": True} if mxfp4 else {}),  # a flag: the figure is Ollama's own file's
     }
 
 
@@ -345,4 +353,9 @@ def _notes(f: OllamaGGUF, e: Estimate, s: Settings, rel: Release) -> tuple[str, 
     )
     if s.overhead:
         said.append(f"OLLAMA_GPU_OVERHEAD keeps {s.overhead:,} B of each GPU free; it is not in the total")
+    if f.mxfp4_as_4:
+        said.append(
+            f"Ollama {rel.name} sizes ggml type 39 (MXFP4) as 0 bytes; its own gpt-oss files store MXFP4 as type 4 "
+            "(17 bytes per 32, fs/ggml/type.go), which is what is counted here"
+        )
     return tuple(said)

@@ -62,8 +62,10 @@ class Release:
     largest_buffer: bool = False  # v0.7.0: the buffer layer is the largest layer group, not blk.0
     ctx_floor: str = "projector"  # num_ctx ≥ 2048: with a projector file (estimate), every model, vision (sched)
     projector_overflow: bool = False  # a projector no GPU holds counted in the total (v0.7.1 on)
+    output_overflow: bool = False  # the output layer counted in the total even past num_gpu (v0.7.1 on)
     gptoss: str = ""  # GraphSize's gptoss case: "", "2x", "1x", "flash"
     gptoss_context: bool = False  # server/routes.go: num_ctx at least 8192 for the gptoss family (v0.11.0 on)
+    mxfp4: str = ""  # Ollama's MXFP4: none, ggml type "4" (v0.11.0, its gpt-oss files), or "39" too (v0.11.8)
     gptoss_flash: bool = True  # SupportsFlashAttention (false for gptoss in v0.11.2 to v0.11.4)
     flash_default: frozenset[str] = frozenset()  # GGML.FlashAttention: on by default for these
     xavier_no_flash: bool = False  # no flash attention on CUDA compute capability 7.2 (v0.12.4 on)
@@ -87,14 +89,26 @@ DELTAS: tuple[tuple[tuple[int, int, int], dict[str, object]], ...] = (
     ((0, 6, 3), {"gemma3_sliding": True, "vision": "gpu0"}),  # per-layer kv; VisionGraphSize for gemma3
     ((0, 6, 7), {"default_context": 4096, "auto_parallel": 2, "projector_parallel_one": False, "graphs": "+llama4"}),
     ((0, 7, 0), {"blocks_down": True, "largest_buffer": True}),  # 94ab428e3 / 0478d440f
-    ((0, 7, 1), {"largest_buffer": False, "vision": "last", "projector_overflow": True, "ctx_floor": "all"}),
+    (
+        (0, 7, 1),
+        {
+            "largest_buffer": False,
+            "vision": "last",
+            "projector_overflow": True,
+            "output_overflow": True,
+            "ctx_floor": "all",
+        },
+    ),
     ((0, 9, 3), {"per_layer_heads": True, "trained_cut": True}),  # b2b270ad5: HeadCountMax, HeadCountKVMin
     ((0, 10, 0), {"auto_parallel": 1}),
-    ((0, 11, 0), {"gptoss": "2x", "gptoss_context": True}),  # case "gptoss": partialOffload = 2 * fullOffload
+    (
+        (0, 11, 0),
+        {"gptoss": "2x", "gptoss_context": True, "mxfp4": "4"},
+    ),  # case "gptoss": partialOffload = 2 * fullOffload
     ((0, 11, 2), {"gptoss_flash": False}),
     ((0, 11, 3), {"gptoss": "1x"}),  # partialOffload = fullOffload
     ((0, 11, 5), {"subsets": True, "gptoss_flash": True, "ctx_floor": "sched"}),  # pickBestFullFitByLibrary
-    ((0, 11, 8), {"gptoss": "flash", "flash_default": FLASH_0_11_8}),  # 85ccf7354
+    ((0, 11, 8), {"gptoss": "flash", "flash_default": FLASH_0_11_8, "mxfp4": "39"}),  # 85ccf7354
     ((0, 11, 11), {"engine": ENGINE_0_11_11, "recurrent": True}),  # eb10390de: new estimates by default
     ((0, 12, 0), {"engine": ENGINE_0_11_11 | {"qwen3"}}),
     ((0, 12, 3), {"engine": ENGINE_0_11_11 | {"qwen3", "qwen3moe"}}),
