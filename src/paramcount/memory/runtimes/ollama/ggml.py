@@ -396,7 +396,7 @@ ARCH_GRAPHS: Mapping[str, Any] = {
 
 
 def vision_graph(f: OllamaGGUF, rel: Release = NEWEST) -> tuple[int, int]:
-    """``GGML.VisionGraphSize`` (v0.6.3 on): a vision tower in the model's own file, its ``v.*``
+    """``GGML.VisionGraphSize`` (v0.6.1 on): a vision tower in the model's own file, its ``v.*``
     weights and, for gemma3, a graph of ``4·(image²·channels + embedding·patch + patches²·heads)``."""
     if rel.vision == "none" or not f.uint("vision.block_count"):
         return 0, 0

@@ -66,8 +66,8 @@ class Estimate:
 def sizes(f: OllamaGGUF, graph: Graph, projector: int, devices: Sequence[Device], rel: Release = NEWEST) -> Sizes:
     """What estimateGPULayers reads before its loops. Without a projector file, a vision tower in
     the model's own file (``vision.block_count``, ``GGML.VisionGraphSize``: its ``v.*`` weights and
-    graph) is held on the first GPU like a projector (v0.6.3 to v0.7.0), then goes with the output
-    layer (v0.7.1 on); before v0.6.3 it is not counted."""
+    graph) is held on the first GPU like a projector (v0.6.1 to v0.7.0), then goes with the output
+    layer (v0.7.1 on); before v0.6.1 it is not counted."""
     blocks = tuple(f.layer(f"blk.{i}") for i in range(f.blocks))
     head = f.layer("output")
     output = (f.layer("output_norm") or 0) + (head if head is not None else f.layer("token_embd") or 0)

@@ -86,7 +86,8 @@ DELTAS: tuple[tuple[tuple[int, int, int], dict[str, object]], ...] = (
     ((0, 5, 0), {"kv_types": True}),  # 1bdab9fdb: k/v context quantization
     ((0, 5, 13), {"context_env": True}),  # envconfig.ContextLength
     ((0, 6, 0), {"graphs": "+gemma3"}),  # case "gemma", "gemma2", "gemma3"
-    ((0, 6, 3), {"gemma3_sliding": True, "vision": "gpu0"}),  # per-layer kv; VisionGraphSize for gemma3
+    ((0, 6, 1), {"vision": "gpu0"}),  # VisionGraphSize for gemma3, held like a projector
+    ((0, 6, 3), {"gemma3_sliding": True}),  # per-layer kv
     ((0, 6, 7), {"default_context": 4096, "auto_parallel": 2, "projector_parallel_one": False, "graphs": "+llama4"}),
     ((0, 7, 0), {"blocks_down": True, "largest_buffer": True}),  # 94ab428e3 / 0478d440f
     (
