@@ -245,10 +245,13 @@ def test_every_estimate_took_2048_cells_at_least_from_0_7_1_to_0_11_4(files, ver
 
 def test_mxfp4_before_ollama_knew_ggml_type_39(files):
     """fs/ggml/type.go: MXFP4 arrived with gpt-oss (v0.11.0) as ggml type 4, the type Ollama's own
-    files use; type 39 (llama.cpp's) sized from v0.11.8. Between, a type-39 tensor is counted as
-    its type-4 twin and the plan says so; before v0.11.0 Ollama sizes it 0 bytes: refused."""
-    o = ours(files, LOGS[0], "0.11.2")[0]
+    files use; type 39 (llama.cpp's) sized from v0.11.5. Between, a type-39 tensor is counted as
+    its type-4 twin and the plan says so; before v0.11.0 Ollama sizes it 0 bytes: refused. BF16
+    (the attention here) is not sized before v0.3.14."""
+    o = ours(files, LOGS[0], "0.11.4")[0]
     assert o.plan.settings["mxfp4_as_type_4"] is True and any("as type 4" in n for n in o.plan.notes)
-    assert "mxfp4_as_type_4" not in ours(files, LOGS[0], "0.11.8")[0].plan.settings
+    assert "mxfp4_as_type_4" not in ours(files, LOGS[0], "0.11.5")[0].plan.settings
+    with pytest.raises(ParamcountError, match=r"Ollama v0\.3\.13 sizes tensor type BF16 as 0 bytes"):
+        ours(files, LOGS[0], "0.3.13")
     with pytest.raises(ParamcountError, match=r"Ollama v0\.10\.1 sizes tensor type MXFP4 as 0 bytes"):
         ours(files, LOGS[0], "0.10.1")

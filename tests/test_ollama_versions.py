@@ -1,6 +1,6 @@
 """Earlier Ollama releases' estimates, held to each release's own code.
 
-tools/ollama_versions/record.py built twelve releases' ``EstimateGPULayers`` (v0.2.0 to v0.11.8,
+tools/ollama_versions/record.py built thirteen releases' ``EstimateGPULayers`` (v0.2.0 to v0.11.8,
 ``llm/memory.go`` with its GGUF reader and ``GraphSize``, unchanged) and ran them on the models of
 test_ollama_logs.py and a small Mixtral-style llama, over free memory, one or two GPUs, num_ctx
 and num_gpu: tests/fixtures/ollama_versions.json. paramcount's estimate for the same release must

@@ -29,7 +29,7 @@ from tests.gguf_files import llama_spec, write  # noqa: E402
 from tests.test_ollama_logs import MODELS  # noqa: E402
 
 RELEASES = ("v0.2.0", "v0.2.8", "v0.3.9", "v0.3.14", "v0.5.1", "v0.6.2", "v0.6.5", "v0.7.0", "v0.9.6", "v0.11.2",
-            "v0.11.4", "v0.11.8")  # fmt: skip
+            "v0.11.4", "v0.11.5", "v0.11.8")  # fmt: skip
 GIB = 1 << 30
 FREE = ([2 * GIB], [3 * GIB], [8 * GIB], [2 * GIB, 3 * GIB], [600 << 20])
 MOE = llama_spec("moe", 4, 256, 8, 2, 512, 1000, experts=4, used=2)
@@ -41,9 +41,9 @@ def models() -> dict[str, dict]:
 
 
 def grid(model: str, release: str):
-    """The cases: gpt-oss only where the release sizes its MXFP4 (v0.11.8) and at 8,192 tokens."""
+    """The cases: gpt-oss only where the release sizes ggml type 39 (v0.11.5 on) and at 8,192 tokens."""
     if model == "gpt-oss:20b":
-        return itertools.product(FREE, (8192,), (-1, 5)) if release == "v0.11.8" else ()
+        return itertools.product(FREE, (8192,), (-1, 5)) if release in ("v0.11.5", "v0.11.8") else ()
     return itertools.product(FREE, (2048, 8192), (-1, 5))
 
 

@@ -133,17 +133,22 @@ class OllamaGGUF:
     def at(self, rel: Release) -> OllamaGGUF:
         """This file as release ``rel`` sizes its tensors. MXFP4 came with gpt-oss (v0.11.0) as ggml
         type 4 (formerly Q4_2), the type Ollama's own gpt-oss files use; ggml's id 39 joined it in
-        v0.11.8 (``case 4, TensorTypeMXFP4``). Before v0.11.8 a type-39 tensor is sized as its
-        type-4 twin (17 bytes per 32), and :attr:`mxfp4_as_4` says so; before v0.11.0, refused."""
+        v0.11.5 (``case TensorTypeMXFP4, 39``), at 129 bytes per 256 until v0.11.8 (``BlockSize``
+        did not list it: its default, 256). Before v0.11.5 a type-39 tensor is sized as its
+        type-4 twin (17 bytes per 32), and :attr:`mxfp4_as_4` says so; before v0.11.0, refused.
+        BF16 (type 30) is sized from v0.3.14 (not in v0.5.12); a type the release sizes as 0
+        bytes is refused (:meth:`size`)."""
         other = copy.copy(self)
         other.release, other.mxfp4 = rel.name, rel.mxfp4
-        if not rel.mxfp4:
-            other.types = {k: v for k, v in TYPE_SIZES.items() if k not in (4, 39)}
+        unknown = (() if rel.mxfp4 else (4, 39)) + (() if rel.bf16 else (30,))
+        other.types = {k: v for k, v in TYPE_SIZES.items() if k not in unknown}
+        if rel.mxfp4 == "39/256":  # TypeSize 1 + BlockSize/2, BlockSize's default 256: 39 not in its list
+            other.types[39] = (256, 129)
         return other
 
     @property
     def mxfp4_as_4(self) -> bool:
-        """A ggml type-39 (MXFP4) tensor counted as Ollama's type 4, for a release before v0.11.8."""
+        """A ggml type-39 (MXFP4) tensor counted as Ollama's type 4, for a release before v0.11.5."""
         return self.mxfp4 == "4" and any(t.type_id == 39 for t in self.info.tensors)
 
     def size(self, t: Any) -> int:
@@ -267,21 +272,22 @@ def graph_size(
 
 
 def _gptoss_names(rel: Release) -> tuple[str, ...]:
-    """GraphSize's gptoss case: from v0.11.0, named ``gpt-oss`` too from v0.11.8."""
-    return ("gptoss", "gpt-oss") if rel.gptoss == "flash" else ("gptoss",) if rel.gptoss else ()
+    """GraphSize's gptoss case: from v0.11.0, named ``gpt-oss`` too from v0.11.5."""
+    return ("gptoss", "gpt-oss") if rel.gptoss in ("2/6", "flash") else ("gptoss",) if rel.gptoss else ()
 
 
 def _gptoss(f: OllamaGGUF, d: Dims, kv_total: int, rel: Release, parallel: int, flash: bool) -> tuple[int, int, str]:
     """The gptoss case, on the default cache's total (every layer at the whole context, summed
     before the case recomputes the windows): ``4·heads/kv heads·total/6`` (v0.11.0: partial twice
-    that, v0.11.3: the same); from v0.11.8 no full figure (memory.go takes the partial) and a
-    partial of ``2·…/6``, or ``(4·num_parallel + context/1024 + 110) MiB`` with flash attention."""
+    that, v0.11.3: the same); from v0.11.5 no full figure (memory.go takes the partial) and a
+    partial of ``2·…/6``, from v0.11.8 ``(4·num_parallel + context/1024 + 110) MiB`` with flash
+    attention."""
     gqa = max(f.uints("attention.head_count", 1)), max(min(f.uints("attention.head_count_kv", 1)), 1)
     said = f"the gptoss case of GraphSize ({rel.name})"
-    if rel.gptoss != "flash":
+    if rel.gptoss in ("2x", "1x"):
         full = 4 * gqa[0] // gqa[1] * kv_total // 6
         return (2 * full if rel.gptoss == "2x" else full), full, said
-    if flash:
+    if flash and rel.gptoss == "flash":
         return (4 * parallel + (d.context >> 10) + 110) << 20, 0, said + ", flash attention"
     return 2 * gqa[0] // gqa[1] * kv_total // 6, 0, said
 

@@ -68,7 +68,7 @@ def resolve(f: OllamaGGUF, asked: Asked, vision: bool, flash_ok: bool, rel: Rele
         context, said = -(-2048 // parallel), f"num_ctx·num_parallel raised to 2048 (llm/memory.go, {rel.name})"
         if 2048 % parallel:
             notes.append(f"Ollama estimates {2048:,} cells in all; shown as {context:,} per sequence × {parallel}")
-    # num_batch is cut to num_ctx; before v0.11.8 the scheduler had multiplied num_ctx by num_parallel
+    # num_batch is cut to num_ctx; before v0.11.5 the scheduler had multiplied num_ctx by num_parallel
     batch = min(whole(asked.batch or DEFAULT_BATCH, "num_batch", 1), context * (1 if rel.subsets else parallel))
     flash = (asked.flash if asked.flash is not None else f.arch in rel.flash_default) and flash_ok
     flash = flash and f.supports_flash() and (rel.gptoss_flash or f.arch != "gptoss")

@@ -63,9 +63,10 @@ class Release:
     ctx_floor: str = "projector"  # num_ctx ≥ 2048: with a projector file (estimate), every model, vision (sched)
     projector_overflow: bool = False  # a projector no GPU holds counted in the total (v0.7.1 on)
     output_overflow: bool = False  # the output layer counted in the total even past num_gpu (v0.7.1 on)
-    gptoss: str = ""  # GraphSize's gptoss case: "", "2x", "1x", "flash"
+    gptoss: str = ""  # GraphSize's gptoss case: "", "2x", "1x", "2/6", "flash"
     gptoss_context: bool = False  # server/routes.go: num_ctx at least 8192 for the gptoss family (v0.11.0 on)
-    mxfp4: str = ""  # Ollama's MXFP4: none, ggml type "4" (v0.11.0, its gpt-oss files), or "39" too (v0.11.8)
+    mxfp4: str = ""  # MXFP4: none, ggml type "4" (v0.11.0), type 39 too at 129 B/256 (v0.11.5), "39" (v0.11.8)
+    bf16: bool = False  # TypeSize knows BF16 (ggml type 30): v0.3.14 to v0.5.11, then from v0.5.13
     gptoss_flash: bool = True  # SupportsFlashAttention (false for gptoss in v0.11.2 to v0.11.4)
     flash_default: frozenset[str] = frozenset()  # GGML.FlashAttention: on by default for these
     xavier_no_flash: bool = False  # no flash attention on CUDA compute capability 7.2 (v0.12.4 on)
@@ -83,7 +84,10 @@ class Release:
 DELTAS: tuple[tuple[tuple[int, int, int], dict[str, object]], ...] = (
     ((0, 2, 2), {"graphs": "+chatglm"}),  # llm/ggml.go GraphSize: case "chatglm"
     ((0, 3, 10), {"gpu_overhead": True, "llama_full_vocab": True}),  # b05c9e83d; llama fullOffload max(…, vocab)
-    ((0, 5, 0), {"kv_types": True}),  # 1bdab9fdb: k/v context quantization
+    ((0, 3, 14), {"bf16": True}),  # typeSize: case 30
+    ((0, 5, 0), {"kv_types": True}),
+    ((0, 5, 12), {"bf16": False}),  # fs/ggml's first TypeSize, without BF16
+    ((0, 5, 13), {"bf16": True}),  # 1bdab9fdb: k/v context quantization
     ((0, 5, 13), {"context_env": True}),  # envconfig.ContextLength
     ((0, 6, 0), {"graphs": "+gemma3"}),  # case "gemma", "gemma2", "gemma3"
     ((0, 6, 1), {"vision": "gpu0"}),  # VisionGraphSize for gemma3, held like a projector
@@ -102,13 +106,11 @@ DELTAS: tuple[tuple[tuple[int, int, int], dict[str, object]], ...] = (
     ),
     ((0, 9, 3), {"per_layer_heads": True, "trained_cut": True}),  # b2b270ad5: HeadCountMax, HeadCountKVMin
     ((0, 10, 0), {"auto_parallel": 1}),
-    (
-        (0, 11, 0),
-        {"gptoss": "2x", "gptoss_context": True, "mxfp4": "4"},
-    ),  # case "gptoss": partialOffload = 2 * fullOffload
+    ((0, 11, 0), {"gptoss": "2x", "gptoss_context": True, "mxfp4": "4"}),  # partial = 2 × full
     ((0, 11, 2), {"gptoss_flash": False}),
     ((0, 11, 3), {"gptoss": "1x"}),  # partialOffload = fullOffload
-    ((0, 11, 5), {"subsets": True, "gptoss_flash": True, "ctx_floor": "sched"}),  # pickBestFullFitByLibrary
+    ((0, 11, 5), {"subsets": True, "ctx_floor": "sched"}),  # pickBestFullFitByLibrary; GetRunner's floor
+    ((0, 11, 5), {"gptoss_flash": True, "mxfp4": "39/256", "gptoss": "2/6"}),  # TypeSize 39; no full graph
     ((0, 11, 8), {"gptoss": "flash", "flash_default": FLASH_0_11_8, "mxfp4": "39"}),  # 85ccf7354
     ((0, 11, 11), {"engine": ENGINE_0_11_11, "recurrent": True}),  # eb10390de: new estimates by default
     ((0, 12, 0), {"engine": ENGINE_0_11_11 | {"qwen3"}}),
