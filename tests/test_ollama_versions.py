@@ -17,7 +17,7 @@ import pytest
 from paramcount.gguf.reader import read_header
 from paramcount.memory.runtimes.ollama.ggml import OllamaGGUF, graph_size
 from paramcount.memory.runtimes.ollama.layers import Device, estimate, sizes
-from paramcount.memory.runtimes.ollama.settings import Asked, resolve
+from paramcount.memory.runtimes.ollama.settings import from_env, resolve
 from paramcount.memory.runtimes.ollama.versions import release
 
 from .gguf_files import llama_spec, write
@@ -35,12 +35,12 @@ def files(tmp_path_factory):
 
 
 def ours(f: OllamaGGUF, case: dict) -> dict:
-    """The estimate as the harness called it: num_ctx as given (num_parallel 1), no OLLAMA_*
+    """The estimate as the harness called it: num_ctx as given (num_parallel 1), the case's OLLAMA_*
     variables, every GPU CUDA with 457 MiB of minimum; the 2,048 floor where the release put it
     inside the estimate (v0.7.1 to v0.11.4: every model)."""
     rel = release(case["release"])
     f = f.at(rel)
-    asked = Asked(context=case["num_ctx"], parallel=1, num_gpu=case["num_gpu"], version=case["release"])
+    asked = from_env(case["env"], context=case["num_ctx"], parallel=1, num_gpu=case["num_gpu"], version=case["release"])
     s = resolve(f, asked, rel.ctx_floor == "all", True, rel)
     graph = graph_size(f, s.context, s.batch, s.parallel, s.kv_type, rel, s.flash)
     devices = [Device("CUDA", free) for free in case["free"]]

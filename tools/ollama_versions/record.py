@@ -32,6 +32,8 @@ RELEASES = ("v0.2.0", "v0.2.8", "v0.3.9", "v0.3.14", "v0.5.1", "v0.6.2", "v0.6.5
             "v0.11.4", "v0.11.5", "v0.11.8")  # fmt: skip
 GIB = 1 << 30
 FREE = ([2 * GIB], [3 * GIB], [8 * GIB], [2 * GIB, 3 * GIB], [600 << 20])
+# the server's environment, one setting at a time (read by envconfig as the release reads it)
+ENVS = ({"OLLAMA_FLASH_ATTENTION": "1", "OLLAMA_KV_CACHE_TYPE": "q8_0"}, {"OLLAMA_GPU_OVERHEAD": str(512 << 20)})
 MOE = llama_spec("moe", 4, 256, 8, 2, 512, 1000, experts=4, used=2)
 
 
@@ -57,12 +59,15 @@ def main(git_dir: str, build: str) -> None:
         subprocess.run(["bash", str(here / "build.sh"), release, git_dir, build], check=True, env=os.environ)
         binary = Path(build) / f"go-{release}" / "est"
         for name, path in files.items():
-            for free, ctx, num_gpu in grid(name, release):
+            runs = [(case, {}) for case in grid(name, release)]
+            runs += [(([3 * GIB], 8192, -1), env) for env in ENVS if name != "gpt-oss:20b"]
+            for (free, ctx, num_gpu), env in runs:
                 argv = [str(binary), "-model", str(path), "-free", ",".join(map(str, free)), "-num-ctx", str(ctx),
                         "-num-gpu", str(num_gpu)]  # fmt: skip
-                got = json.loads(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)
+                run = subprocess.run(argv, capture_output=True, text=True, check=True, env={**os.environ, **env})
+                got = json.loads(run.stdout)
                 cases.append({"release": release, "model": name, "free": free, "num_ctx": ctx, "num_gpu": num_gpu,
-                              "ollama": {**got, "per_gpu": got["per_gpu"] or []}})  # fmt: skip
+                              "env": env, "ollama": {**got, "per_gpu": got["per_gpu"] or []}})  # fmt: skip
     out = ROOT / "tests" / "fixtures" / "ollama_versions.json"
     doc = {"about": __doc__.split("\n\n")[1].replace("\n", " "), "releases": list(RELEASES), "cases": cases}
     out.write_text(json.dumps(doc, separators=(",", ":")) + "\n")
