@@ -825,6 +825,10 @@ def runtime_args(p: Parser) -> None:
     o.add_argument(
         "--free-vram", metavar="SIZE", help="free memory on the GPU, as its driver reports it (default: all)"
     )
+    o.add_argument(
+        "--ollama-version", metavar="X.Y.Z", help="the Ollama release whose estimate is made: 0.2.0 … 0.12.10, or "
+        "0.2 … 0.12 for a line's last release (default: 0.12.10, the last that estimated layers)",
+    )  # fmt: skip
 
 
 def mlx_args(p: Parser) -> None:
@@ -1223,7 +1227,7 @@ def run_replay(args: argparse.Namespace, p: Parser) -> int:
     return 0 if card is None or result.total <= card.usable else 1
 
 
-OLLAMA_FLAGS = ("num_gpu", "free_vram")
+OLLAMA_FLAGS = ("num_gpu", "free_vram", "ollama_version")
 # what --runtime ollama reads: Ollama's num_ctx, OLLAMA_NUM_PARALLEL, flash attention and KV type
 OLLAMA_TAKES = ("runtime", "parallel", "concurrency", "flash_attn", "cache_type_k", "cache_type_v", *OLLAMA_FLAGS)
 
@@ -1254,7 +1258,10 @@ def run_ollama(args: argparse.Namespace, brief: bool) -> int:
     ]
     wrong = _given(args, tuple(f for f in others if hasattr(args, f)))
     if wrong:
-        takes = "--context, --parallel, --flash-attn, --cache-type-k/-v, --num-gpu, --free-vram and OLLAMA_* variables"
+        takes = (
+            "--context, --parallel, --flash-attn, --cache-type-k/-v, --num-gpu, --free-vram, --ollama-version and "
+            "OLLAMA_* variables"
+        )
         raise ParamcountError(f"not an Ollama setting (it takes {takes})", field="--" + wrong[0].replace("_", "-"))
     if not args.gpu:
         raise ParamcountError(
@@ -1277,7 +1284,7 @@ def _ollama_given(args: argparse.Namespace) -> dict:
     flash = {"on": True, "off": False}.get(args.flash_attn or "")
     given = sequences != 1 or _given(args, ("parallel", "concurrency"))  # else OLLAMA_NUM_PARALLEL
     return {"context": args.context, "parallel": sequences if given else None, "flash": flash, "kv_type": k or v,
-            "num_gpu": args.num_gpu}  # fmt: skip
+            "num_gpu": args.num_gpu, "version": args.ollama_version}  # fmt: skip
 
 
 def run_fit(argv: Sequence[str]) -> int:

@@ -285,6 +285,13 @@ def test_ollama_on_too_little_memory_offloads_part_of_the_layers(client, tiny_gg
     assert 0 < o["num_gpu"] < o["layers_model"] == 5 and not got["fits"] and o["free"] == 540 << 20
 
 
+def test_ollama_as_an_earlier_release_estimated(client, tiny_gguf):
+    source, _ = tiny_gguf
+    got = memory(client, source, runtime="ollama", scheme="stored", gpu="rtx3060", ollama_version="0.5.1").json()
+    assert got["ollama"]["version"] == got["settings"]["version"] == "v0.5.1"
+    assert got["settings"]["num_ctx"] == 2048 and got["settings"]["num_parallel"] == 4  # tried at 4, it fits
+
+
 @pytest.mark.parametrize(
     ("fields", "field", "said"),
     [
@@ -293,6 +300,8 @@ def test_ollama_on_too_little_memory_offloads_part_of_the_layers(client, tiny_gg
         ({"gpu_memory_utilization": 0.5}, "gpu_memory_utilization", "not an Ollama setting"),
         ({"free_vram": "lots"}, "free_vram", "expected a size like 24GB or 20GiB, got 'lots'"),
         ({"free_vram": "-1GB"}, "free_vram", "expected a size like 24GB"),
+        ({"ollama_version": "0.1.48"}, "ollama_version", "unknown Ollama release '0.1.48'"),
+        ({"ollama_version": "0.13.0"}, "ollama_version", "does not estimate layers"),
     ],
 )
 def test_bad_ollama_settings_are_one_line_errors(client, tiny_gguf, fields, field, said):

@@ -26,8 +26,8 @@ RUNTIME_LABELS |= {"mlx": "MLX"}
 PAGE_RUNTIMES = ("transformers", "llama.cpp", "vllm", "mlx")  # the request's choices (schemas.py), with ollama
 OLLAMA_KV = ("f16", "q8_0", "q4_0")  # Ollama's KV cache types (fs/ggml GGML.SupportsKVCacheType)
 # What runtime ollama takes besides the model, context, batch (num_parallel) and GPU: the CLI's OLLAMA_TAKES.
-OLLAMA_FIELDS = ("kv_dtype", "flash_attn", "num_gpu", "free_vram")
-OLLAMA_ONLY = ("num_gpu", "free_vram")
+OLLAMA_FIELDS = ("kv_dtype", "flash_attn", "num_gpu", "free_vram", "ollama_version")
+OLLAMA_ONLY = ("num_gpu", "free_vram", "ollama_version")
 # llama.cpp's placement flags as the request names them (-ngl, -ot, --n-cpu-moe, -ts, -sm, -mg)
 PLACEMENT = ("n_gpu_layers", "override_tensor", "n_cpu_moe", "tensor_split", "split_mode", "main_gpu")
 TP_SIZES = (1, 2, 4, 8)  # what the page offers: the GPUs of one machine; the API takes any size vLLM accepts
@@ -46,6 +46,7 @@ FLAG_FIELDS = {
     "--cache-type-k": "kv_dtype",
     "--cache-type-v": "kv_dtype",
     "--free-vram": "free_vram",
+    "--ollama-version": "ollama_version",
     "--n-gpu-layers": "n_gpu_layers",
     "--override-tensor": "override_tensor",
     "--n-cpu-moe": "n_cpu_moe",
@@ -241,7 +242,11 @@ def ollama(model: Model, q: Any, card: Any, header: Any) -> dict[str, Any]:
 
     if not is_gguf(model):
         raise ParamcountError("Ollama runs GGUF files: drop a .gguf file", field="runtime")
-    o = compared(model, card, _ollama_asked(q), free=_free(q), files=_ollama_files(header))
+    try:
+        o = compared(model, card, _ollama_asked(q), free=_free(q), files=_ollama_files(header))
+    except ParamcountError as e:  # the library names the command line's flag; the page, the field
+        e.field = FLAG_FIELDS.get(e.field, e.field)
+        raise
     p = o.plan
     return {
         "mode": q.mode,
@@ -273,12 +278,12 @@ def _ollama_asked(q: Any) -> Any:
         raise ParamcountError("Ollama runs the GGUF file as stored: choose the precision stored", field="scheme")
     wrong = [f for f in (*RUNTIME_OPTIONS, *PLACEMENT) if f not in OLLAMA_FIELDS and getattr(q, f) not in (None, [])]
     if wrong:
-        takes = "context, batch (num_parallel), kv_dtype, flash_attn, num_gpu and free_vram"
+        takes = "context, batch (num_parallel), kv_dtype, flash_attn, num_gpu, free_vram and ollama_version"
         raise ParamcountError(f"not an Ollama setting (it takes {takes})", field=wrong[0])
     flash = {"on": True, "off": False}.get(q.flash_attn or "")
     given = q.batch != 1 or "batch" in q.model_fields_set  # else OLLAMA_NUM_PARALLEL
     return from_env(os.environ, context=q.context, parallel=q.batch if given else None, flash=flash,
-                    kv_type=q.kv_dtype, num_gpu=q.num_gpu)  # fmt: skip
+                    kv_type=q.kv_dtype, num_gpu=q.num_gpu, version=q.ollama_version)  # fmt: skip
 
 
 def _free(q: Any) -> int | None:

@@ -327,6 +327,10 @@ class MemoryRequest(ModelQuery):
     free_vram: str | None = Field(
         None, min_length=1, max_length=40, description="ollama: free memory on the GPU, like 7.5GiB (default: all)"
     )
+    ollama_version: str | None = Field(
+        None, min_length=1, max_length=20, description="ollama: the release whose estimate is made, 0.2.0 to 0.12.10 "
+        "(default 0.12.10)",
+    )  # fmt: skip
 
 
 class MemTerm(BaseModel):

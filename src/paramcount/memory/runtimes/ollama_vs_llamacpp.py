@@ -34,7 +34,7 @@ WHY = {
 def plan(
     model: Any, card: GPU, asked: Asked | None = None, count: int = 1, free: int | None = None, files: Any = None
 ) -> OllamaPlan:
-    """Ollama v0.12.10's estimate for ``model`` (read from a GGUF file or ``ollama:NAME``, or
+    """Ollama's estimate (v0.12.10's, or ``asked.version``'s) for ``model`` (a GGUF file or ``ollama:NAME``, or
     ``files``: its headers already read) on ``count`` GPUs like ``card``, each with ``free`` bytes
     free (default: its usable memory), with llama.cpp's plan for the same settings beside it."""
     return compare(model, estimate_plan(model, card, asked, count, free, files))

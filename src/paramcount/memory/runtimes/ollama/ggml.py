@@ -10,12 +10,16 @@ Go's order (``a*b*9/16`` is ``(a*b*9)//16``), so the figures are Ollama's to the
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ....errors import ParamcountError
 from ....gguf.reader import GGUFFile
+from .versions import Release, release
+
+NEWEST = release()
 
 VERSION = "v0.12.10"  # the last release whose llm/memory.go estimated layers (80d34260)
 GGML_GO = f"ollama {VERSION} fs/ggml/ggml.go"
@@ -58,6 +62,7 @@ class OllamaGGUF:
 
     def __init__(self, info: GGUFFile):
         self.info, self.source = info, info.path
+        self.types, self.release, self.mxfp4 = TYPE_SIZES, VERSION, "39"  # v0.12.10's table (:meth:`at`)
         self.arch = info.architecture or "unknown"  # KV.Architecture's default
         self.groups: dict[str, dict[str, Any]] = {}
         for t in info.tensors:
@@ -125,14 +130,35 @@ class OllamaGGUF:
 
     # ---- tensors -------------------------------------------------------------------------------
 
+    def at(self, rel: Release) -> OllamaGGUF:
+        """This file as release ``rel`` sizes its tensors. MXFP4 came with gpt-oss (v0.11.0) as ggml
+        type 4 (formerly Q4_2), the type Ollama's own gpt-oss files use; ggml's id 39 joined it in
+        v0.11.5 (``case TensorTypeMXFP4, 39``), at 129 bytes per 256 until v0.11.8 (``BlockSize``
+        did not list it: its default, 256). Before v0.11.5 a type-39 tensor is sized as its
+        type-4 twin (17 bytes per 32), and :attr:`mxfp4_as_4` says so; before v0.11.0, refused.
+        BF16 (type 30) is sized from v0.3.14 (not in v0.5.12); a type the release sizes as 0
+        bytes is refused (:meth:`size`)."""
+        other = copy.copy(self)
+        other.release, other.mxfp4 = rel.name, rel.mxfp4
+        unknown = (() if rel.mxfp4 else (4, 39)) + (() if rel.bf16 else (30,))
+        other.types = {k: v for k, v in TYPE_SIZES.items() if k not in unknown}
+        if rel.mxfp4 == "39/256":  # TypeSize 1 + BlockSize/2, BlockSize's default 256: 39 not in its list
+            other.types[39] = (256, 129)
+        return other
+
+    @property
+    def mxfp4_as_4(self) -> bool:
+        """A ggml type-39 (MXFP4) tensor counted as Ollama's type 4, for a release before v0.11.5."""
+        return self.mxfp4 == "4" and any(t.type_id == 39 for t in self.info.tensors)
+
     def size(self, t: Any) -> int:
         """``Tensor.Size``: elements × TypeSize / BlockSize, in Ollama's table."""
-        if t.type_id not in TYPE_SIZES:
+        if t.type_id not in self.types:
             raise ParamcountError(
-                f"Ollama {VERSION} sizes tensor type {t.type_name} as 0 bytes (fs/ggml/ggml.go TypeSize); "
+                f"Ollama {self.release} sizes tensor type {t.type_name} as 0 bytes (fs/ggml/ggml.go TypeSize); "
                 "its estimate for this file is not modelled", source=self.source, field=t.name,
             )  # fmt: skip
-        block, nbytes = TYPE_SIZES[t.type_id]
+        block, nbytes = self.types[t.type_id]
         return t.elements * nbytes // block
 
     def layer(self, name: str) -> int | None:
@@ -164,17 +190,40 @@ def group_of(name: str) -> tuple[str, str]:
     return parts[0], ".".join(parts[1:])
 
 
-def kv_bytes(f: OllamaGGUF, context: int, kv_type: str) -> tuple[int, ...]:
+def kv_bytes(
+    f: OllamaGGUF, context: int, kv_type: str, rel: Release = NEWEST, batch: int = 0, parallel: int = 1
+) -> tuple[int, ...]:
     """GraphSize's default cache: ``context·(K+V head dims)·kv heads`` at the cache type's bytes per
-    element for an attention layer; a recurrent layer (no heads) its conv and SSM state in f32."""
+    element for an attention layer; a recurrent layer (no heads) its conv and SSM state in f32
+    (v0.11.11 on; before it every layer took the most KV heads). Gemma 3's local layers (v0.6.3
+    on) and gpt-oss's even layers (v0.11.0 on) hold a window of ``num_parallel·window + batch``."""
     dk, dv = f.head_dims
     num, den = KV_BYTES[kv_type]
     heads, kv_heads = f.per_layer("attention.head_count"), f.per_layer("attention.head_count_kv")
+    if not rel.recurrent:  # one figure for every layer: HeadCountKV(), HeadCountKVMax() from v0.9.3
+        kv_heads = [max(kv_heads)] * len(kv_heads)
+        heads = [1] * len(heads)
     recurrent = _recurrent(f)
     out = []
     for h, hkv in zip(heads, kv_heads, strict=True):
         out.append(context * (dk + dv) * hkv * num // den if h > 0 and hkv > 0 else recurrent)
-    return tuple(out)
+    return _windows(f, tuple(out), rel, (num, den), batch * parallel and (batch, parallel, context))
+
+
+def _windows(f: OllamaGGUF, kv: tuple[int, ...], rel: Release, bpe: tuple[int, int], at: Any) -> tuple[int, ...]:
+    """The sliding-window layers of the Ollama engine's models, while the estimate sized them
+    (before v0.11.11): Gemma 3's local layers (v0.6.3 on) and gpt-oss's even ones (v0.11.0 on)
+    hold ``num_parallel·window + batch`` cells. ``at``: (batch, parallel, context), or falsy."""
+    if not at:
+        return kv
+    (batch, parallel, context), (num, den) = at, bpe
+    cell = sum(f.head_dims) * max(f.per_layer("attention.head_count_kv"))
+    if f.arch == "gemma3" and rel.gemma3_sliding:  # every 6th layer global (gemma3GlobalCacheCount)
+        window = parallel * f.uint("attention.sliding_window") + batch
+        return tuple(kv[i] if (i + 1) % 6 == 0 else window * cell * num // den for i in range(len(kv)))
+    if f.arch in ("gptoss", "gpt-oss") and rel.gptoss:  # bytes per cell first, then × cells (Go's order)
+        return tuple(cell * num // den * ((parallel * 4096 + batch) if i % 2 == 0 else context) for i in range(len(kv)))
+    return kv
 
 
 def _recurrent(f: OllamaGGUF) -> int:
@@ -203,16 +252,44 @@ def dims(f: OllamaGGUF, context: int, batch: int) -> Dims:
     return Dims(batch, context, f.embedding, heads, kv, f.vocab, f.head_dim, f.head_dims[0])
 
 
-def graph_size(f: OllamaGGUF, context: int, batch: int, parallel: int, kv_type: str) -> Graph:
-    """``GGML.GraphSize(context, batch, numParallel, kvCacheType, …)`` for the llama engine's
-    architectures (the Ollama engine's are refused before: :data:`OLLAMA_ENGINE`); 0 and 0 for
-    one without a case (estimateGPULayers then takes :func:`gqa_share`)."""
+def graph_size(
+    f: OllamaGGUF, context: int, batch: int, parallel: int, kv_type: str, rel: Release = NEWEST, flash: bool = False
+) -> Graph:
+    """``GGML.GraphSize(context, batch, numParallel, kvCacheType, …)`` as release ``rel`` has it
+    (the Ollama engine's architectures are refused before where it no longer estimated them);
+    0 and 0 for one without a case (estimateGPULayers then takes :func:`gqa_share`)."""
     context *= parallel
     d = dims(f, context, batch)
-    kv = kv_bytes(f, context, kv_type)
-    rule = ARCH_GRAPHS.get(f.arch)
+    kv = kv_bytes(f, context, kv_type, rel, batch, parallel)
+    if f.arch in _gptoss_names(rel):
+        partial, full, said = _gptoss(f, d, sum(kv_bytes(f, context, kv_type, rel)), rel, parallel, flash)
+        return Graph(kv, partial, full, said)
+    rule = ARCH_GRAPHS.get(f.arch) if f.arch in rel.graphs else None
     partial, full, said = rule(f, d) if rule else (0, 0, "")
+    if f.arch == "llama" and not rel.llama_full_vocab and f.tensor("blk.0", "ffn_gate.0.weight") is None:
+        full = 4 * d.batch * (1 + 4 * d.embedding + d.context * (1 + d.heads))  # before v0.3.10: no vocab term
     return Graph(kv, partial, full, said or "none in GraphSize for this architecture")
+
+
+def _gptoss_names(rel: Release) -> tuple[str, ...]:
+    """GraphSize's gptoss case: from v0.11.0, named ``gpt-oss`` too from v0.11.5."""
+    return ("gptoss", "gpt-oss") if rel.gptoss in ("2/6", "flash") else ("gptoss",) if rel.gptoss else ()
+
+
+def _gptoss(f: OllamaGGUF, d: Dims, kv_total: int, rel: Release, parallel: int, flash: bool) -> tuple[int, int, str]:
+    """The gptoss case, on the default cache's total (every layer at the whole context, summed
+    before the case recomputes the windows): ``4·heads/kv heads·total/6`` (v0.11.0: partial twice
+    that, v0.11.3: the same); from v0.11.5 no full figure (memory.go takes the partial) and a
+    partial of ``2·…/6``, from v0.11.8 ``(4·num_parallel + context/1024 + 110) MiB`` with flash
+    attention."""
+    gqa = max(f.uints("attention.head_count", 1)), max(min(f.uints("attention.head_count_kv", 1)), 1)
+    said = f"the gptoss case of GraphSize ({rel.name})"
+    if rel.gptoss in ("2x", "1x"):
+        full = 4 * gqa[0] // gqa[1] * kv_total // 6
+        return (2 * full if rel.gptoss == "2x" else full), full, said
+    if flash and rel.gptoss == "flash":
+        return (4 * parallel + (d.context >> 10) + 110) << 20, 0, said + ", flash attention"
+    return 2 * gqa[0] // gqa[1] * kv_total // 6, 0, said
 
 
 def gqa_share(f: OllamaGGUF, kv_total: int) -> int:
@@ -313,6 +390,8 @@ ARCH_GRAPHS: Mapping[str, Any] = {
     "llama": _llama,
     "gemma": _gemma,
     "gemma2": _gemma,
+    "gemma3": _gemma,  # v0.6.0 to v0.11.10 (then the Ollama engine's)
+    "llama4": _llama,  # v0.6.7 to v0.11.10
     "command-r": _command_r,
     "qwen2": _qwen2,
     "phi2": _phi2,
@@ -320,3 +399,17 @@ ARCH_GRAPHS: Mapping[str, Any] = {
     "deepseek2": _deepseek2,
     "chatglm": _chatglm,
 }
+
+
+def vision_graph(f: OllamaGGUF, rel: Release = NEWEST) -> tuple[int, int]:
+    """``GGML.VisionGraphSize`` (v0.6.1 on): a vision tower in the model's own file, its ``v.*``
+    weights and, for gemma3, a graph of ``4·(image²·channels + embedding·patch + patches²·heads)``."""
+    if rel.vision == "none" or not f.uint("vision.block_count"):
+        return 0, 0
+    weights = sum(f.layer(g) or 0 for g in f.groups if g == "v" or g.startswith("v."))
+    image, patch = f.uint("vision.image_size"), f.uint("vision.patch_size")
+    if f.arch != "gemma3" or patch == 0:  # the other architectures' cases are not estimated here
+        return weights, 0
+    patches = (image // patch) * (image // patch) + (f.tensor("v", "class_embd") is not None)
+    heads, width = f.uint("vision.attention.head_count"), f.uint("vision.embedding_length")
+    return weights, 4 * (image * image * f.uint("vision.num_channels") + width * patch + patches * patches * heads)

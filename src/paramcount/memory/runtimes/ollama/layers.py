@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .ggml import Graph, OllamaGGUF, gqa_share
+from .ggml import NEWEST, Graph, OllamaGGUF, gqa_share, vision_graph
+from .versions import Release
 
 MIB = 1 << 20
 MINIMUM = 457 * MIB  # ml/device.go DeviceInfo.MinimumMemory (CUDA, ROCm, Vulkan)
@@ -42,6 +43,7 @@ class Sizes:
     projector: int  # llamaEngineProjectorWeights: every tensor of the projector files, on GPU 0
     partial: int  # graphPartialOffload after the Metal and multi-GPU rules
     full: int  # graphFullOffload after them
+    first: int | None = None  # the buffer layer's weights when not blk.0's (v0.7.0: the largest group)
 
 
 @dataclass(frozen=True)
@@ -61,29 +63,32 @@ class Estimate:
     overflow: int
 
 
-def sizes(f: OllamaGGUF, graph: Graph, projector: int, devices: Sequence[Device]) -> Sizes:
+def sizes(f: OllamaGGUF, graph: Graph, projector: int, devices: Sequence[Device], rel: Release = NEWEST) -> Sizes:
     """What estimateGPULayers reads before its loops. Without a projector file, a vision tower in
-    the model's own file (``vision.block_count``) goes with the output layer
-    (``GGML.VisionGraphSize``: its ``v.*`` weights; its graph is 0 for the llama engine's
-    architectures, whose cases there are all the Ollama engine's)."""
+    the model's own file (``vision.block_count``, ``GGML.VisionGraphSize``: its ``v.*`` weights and
+    graph) is held on the first GPU like a projector (v0.6.1 to v0.7.0), then goes with the output
+    layer (v0.7.1 on); before v0.6.1 it is not counted."""
     blocks = tuple(f.layer(f"blk.{i}") for i in range(f.blocks))
     head = f.layer("output")
     output = (f.layer("output_norm") or 0) + (head if head is not None else f.layer("token_embd") or 0)
-    if projector == 0 and f.uint("vision.block_count"):
-        output += sum(f.layer(g) or 0 for g in f.groups if g == "v" or g.startswith("v."))
+    if projector == 0:
+        tower = sum(vision_graph(f, rel))
+        projector, output = (tower, output) if rel.vision == "gpu0" else (0, output + tower)
+    first = max(f.layer(g) or 0 for g in f.groups) if rel.largest_buffer and f.groups else None
     partial, full = graph.partial or gqa_share(f, sum(graph.kv)), graph.full
     full = full or partial
     if devices and devices[0].library == "Metal":  # "on metal there's no partial offload overhead"
         partial = full
     elif len(devices) > 1:  # "multigpu should always use the partial graph size"
         full = partial
-    return Sizes(blocks, graph.kv, output, projector, partial, full)
+    return Sizes(blocks, graph.kv, output, projector, partial, full, first)
 
 
-def estimate(s: Sizes, devices: Sequence[Device], overhead: int, num_gpu: int = -1) -> Estimate:
+def estimate(s: Sizes, devices: Sequence[Device], overhead: int, num_gpu: int = -1, rel: Release = NEWEST) -> Estimate:
     """``estimateGPULayers``: the layers placed on ``devices`` (all of one library), in its order."""
     graph = max(s.partial, s.full)
-    buffer = (s.blocks[0] if s.blocks and s.blocks[0] is not None else 0) + (s.kv[0] if s.kv else 0)
+    first = s.first if s.first is not None else s.blocks[0] if s.blocks and s.blocks[0] is not None else 0
+    buffer = first + (s.kv[0] if s.kv else 0)
     alloc, room = [0] * len(devices), []
     for i, d in enumerate(devices):  # GPUs that hold the overheads, the buffer and one more layer
         gzo = s.projector if not room else 0
@@ -94,29 +99,33 @@ def estimate(s: Sizes, devices: Sequence[Device], overhead: int, num_gpu: int = 
     overflow = 0
     if room:
         alloc[room[0]] += s.projector
-    else:
+    elif rel.projector_overflow:
         overflow += s.projector
-    split, count, overflow = _blocks(s, devices, alloc, room, overhead, graph, buffer, num_gpu, overflow)
+    split, count, overflow = _blocks(s, devices, alloc, room, (overhead, graph, buffer, num_gpu, overflow), rel)
     fully = count >= len(s.blocks)
     placed, output_placed = count, False
+    wanted = num_gpu < 0 or count < num_gpu
     if s.output > 0:
-        if num_gpu < 0 or count < num_gpu:
+        if wanted:
             output_placed = _place(len(room), count, devices, alloc, room, overhead + graph, s.output, split)
             count += output_placed
-        if count < len(s.blocks) + 1:
+        if count < len(s.blocks) + 1 and (wanted or rel.output_overflow):  # before v0.7.1 only when wanted
             fully, overflow = False, overflow + s.output
     return _finish(s, alloc, split, count, fully, buffer, placed, output_placed, overflow)
 
 
-def _blocks(s, devices, alloc, room, overhead, graph, buffer, num_gpu, overflow):
-    """The loop over blocks, last to first: each goes to ``room[i % j]`` if it fits there, and a
-    GPU it does not fit on leaves ``room`` for good."""
+def _blocks(s, devices, alloc, room, at, rel):
+    """The loop over blocks, last to first (from blk.0 up before v0.7.0): each goes to
+    ``room[i % j]`` if it fits there, and a GPU it does not fit on leaves ``room`` for good.
+    Before v0.7.0 what did not fit is counted after the loop, at the last block's size."""
+    overhead, graph, buffer, num_gpu, overflow = at
     split, count, size = [0] * len(devices), 0, buffer
-    for i in range(len(s.blocks) - 1, -1, -1):
+    order = range(len(s.blocks) - 1, -1, -1) if rel.blocks_down else range(len(s.blocks))
+    for i in order:
         if s.blocks[i] is not None:  # "some models have inconsistent layer sizes"
             size = s.blocks[i] + s.kv[i]
         if 0 <= num_gpu <= count:  # the user's num_gpu reached
-            overflow += size
+            overflow += size if rel.blocks_down else 0
             continue
         for j in range(len(room), 0, -1):
             g = room[i % j]
@@ -126,8 +135,10 @@ def _blocks(s, devices, alloc, room, overhead, graph, buffer, num_gpu, overflow)
                 count += 1
                 break
             del room[i % j]
-        if not room:
+        if not room and rel.blocks_down:
             overflow += size
+    if not rel.blocks_down:
+        overflow += max(len(s.blocks) - count, 0) * size
     return split, count, overflow
 
 

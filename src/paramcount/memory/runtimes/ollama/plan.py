@@ -12,7 +12,7 @@ runs llama-server and leaves ``-ngl`` to llama.cpp's own fit (``llm/llama_server
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +22,20 @@ from ....gguf.meta import is_gguf
 from ...core.gpus import GPU
 from ...core.terms import Term
 from .current import now
-from .ggml import OLLAMA_ENGINE, VERSION, OllamaGGUF, graph_size
+from .ggml import NEWEST, OllamaGGUF, graph_size
 from .layers import Device, Estimate, Sizes, estimate, sizes
 from .settings import Asked, Settings, resolve
+from .versions import Release, release
 
 MAX_BLOCKS = 512  # llama.cpp's LLAMA_MAX_LAYERS: a file claiming more is refused, not looped over
-MEMORY_GO = f"ollama {VERSION} llm/memory.go estimateGPULayers"
-GRAPH_GO = f"ollama {VERSION} fs/ggml/ggml.go GraphSize"
+
+
+def memory_go(rel: Release) -> str:
+    return f"ollama {rel.name} llm/memory.go " + ("estimateGPULayers" if rel.subsets else "EstimateGPULayers")
+
+
+def graph_go(rel: Release) -> str:
+    return f"ollama {rel.name} {'fs/ggml' if rel.version >= (0, 5, 12) else 'llm'}/ggml.go GraphSize"
 
 
 @dataclass(frozen=True)
@@ -66,11 +73,11 @@ def library(card: GPU) -> str:
     return "ROCm" if card.name.startswith("AMD") else "CUDA"
 
 
-def flash_supported(card: GPU, lib: str) -> bool:
+def flash_supported(card: GPU, lib: str, rel: Release = NEWEST) -> bool:
     """``ml.FlashAttentionSupported``: every library but CUDA on a compute capability 7.2 card
-    (Jetson Xavier). (Its CUDA test reads the driver's major version, which is at least 7 on
+    (Jetson Xavier), from v0.12.4. (Its CUDA test reads the driver's major version, which is at least 7 on
     any driver that runs Ollama.)"""
-    return not (lib == "CUDA" and card.capability == (7, 2))
+    return not (lib == "CUDA" and card.capability == (7, 2) and rel.xavier_no_flash)
 
 
 @dataclass(frozen=True)
@@ -88,6 +95,7 @@ class OllamaPlan:
     current: dict[str, Any] = field(default_factory=dict)  # today's Ollama (current.now)
     compared: tuple[dict[str, Any], ...] = ()  # rows beside llama.cpp's plan
     llama_cpp: Any = None  # llama.cpp's plan at the same context, or None when it cannot plan it
+    release: Release = NEWEST  # the Ollama release whose estimate this is
 
     @property
     def free(self) -> int:
@@ -100,7 +108,7 @@ class OllamaPlan:
         return {
             **self.plan.to_dict(),
             "ollama": {
-                "version": VERSION,
+                "version": self.release.name,
                 "num_gpu": self.num_gpu,
                 "layers_model": self.layers_model,
                 "layers_estimated": self.estimate.layers,
@@ -124,45 +132,95 @@ def estimate_plan(
     free: int | None = None,
     files: Inputs | None = None,
 ) -> OllamaPlan:
-    """Ollama v0.12.10's estimate for ``model`` (a GGUF file or ``ollama:NAME``) on ``count``
-    of ``card``, each with ``free`` bytes free as the driver reports them (default: all of it).
-    ``files``: the headers already read (the web page's upload), instead of reading the source."""
+    """Ollama's estimate (v0.12.10's, or ``asked.version``'s: :mod:`.versions`) for ``model`` (a
+    GGUF file or ``ollama:NAME``) on ``count`` of ``card``, each with ``free`` bytes free as the
+    driver reports them (default: all of it). ``files``: the headers already read (the web
+    page's upload), instead of reading the source."""
     from ...core.plan import Plan
 
     if not is_gguf(model):
         raise ParamcountError("Ollama runs GGUF files: give a .gguf file or ollama:NAME", source=model.source)
     got = files or inputs(model.source)
-    f, lib = got.model, library(card)
-    _check(f, count, free)
-    devices = [Device(lib, card.usable if free is None else free)] * count
     asked = _with_modelfile(asked or Asked(), got.options)
-    s = resolve(f, asked, _vision(got), flash_supported(card, lib))
-    graph = graph_size(f, s.context, s.batch, s.parallel, s.kv_type)
-    projector = sum(p.layer(g) or 0 for p in got.projectors for g in p.groups)
-    used = _load(f, graph, projector, devices, s)
-    at = sizes(f, graph, projector, used)
-    est = estimate(at, used, s.overhead, s.num_gpu)
+    rel = release(asked.version)
+    f, lib = got.model.at(rel), library(card)
+    _check(f, count, free, rel)
+    devices = [Device(lib, card.usable if free is None else free)] * count
+    projector = sum(p.at(rel).layer(g) or 0 for p in got.projectors for g in p.groups)
+    s, graph, used = _schedule(f, got, asked, flash_supported(card, lib, rel), projector, devices, rel)
+    at = sizes(f, graph, projector, used, rel)
+    est = estimate(at, used, s.overhead, s.num_gpu, rel)
     roomy = [Device(lib, 1 << 62)]  # Ollama's figure for every layer on one GPU
-    everything = estimate(sizes(f, graph, projector, roomy), roomy, 0)
+    everything = estimate(sizes(f, graph, projector, roomy, rel), roomy, 0, -1, rel)
     num_gpu = _num_gpu(s.num_gpu, est, bool(used), f.blocks + 1)
     said = graph.formula if graph.partial else "HeadCountMax/HeadCountKVMin · KV total / 6 (no GraphSize case)"
-    settings = _settings(s, devices, lib, num_gpu, said, len(used))
-    shown = Plan(model, "inference", _terms(at, est, s, lib, said), settings, (*s.notes, *_notes(f, est, s)))
+    settings = _settings(s, devices, lib, num_gpu, said, len(used), rel, f.mxfp4_as_4)
+    terms = _terms(at, est, s, lib, said, rel)
+    shown = Plan(model, "inference", terms, settings, (*s.notes, *_notes(f, est, s, rel)))
     today = now(f, projector, [card.usable] * count, devices[0].free, asked, _vision(got))
     return OllamaPlan(
-        shown, num_gpu, f.blocks + 1, est, everything, sizes(f, graph, projector, roomy), len(used), s, today
+        shown,
+        num_gpu,
+        f.blocks + 1,
+        est,
+        everything,
+        sizes(f, graph, projector, roomy, rel),
+        len(used),
+        s,
+        today,
+        release=rel,
     )
 
 
-def _check(f: OllamaGGUF, count: int, free: int | None) -> None:
+def _schedule(f, got, asked, flash_ok, projector, devices, rel):
+    """``server/sched.go``'s choice of num_parallel and GPUs, then the settings and graph
+    ``NewLlamaServer`` estimates with: without OLLAMA_NUM_PARALLEL, ``defaultParallel`` (4 before
+    v0.6.7, 2 before v0.10.0, then 1) where the model fits at it, else 1; the fewest GPUs that hold
+    every layer (one, else all of them before v0.11.5's pickBestFullFitByLibrary), else all."""
+    one = asked.parallel is None and ((got.projectors and rel.projector_parallel_one) or f.pooling)
+    tries = (asked.parallel,) if asked.parallel is not None else (1,) if one else (rel.auto_parallel, 1)
+    runs = []
+    for p in dict.fromkeys(tries):
+        floor = {"sched": _vision(got), "all": True, "projector": bool(got.projectors)}[rel.ctx_floor]
+        s = resolve(f, replace(asked, parallel=p), floor, flash_ok, rel)
+        runs.append((s, graph_size(f, s.context, s.batch, s.parallel, s.kv_type, rel, s.flash)))
+    if runs[-1][0].num_gpu == 0:
+        return *runs[-1], []
+    ordered = sorted(devices, key=lambda d: d.free, reverse=True)
+    for n in range(1, len(ordered) + 1) if rel.subsets else dict.fromkeys((1, len(ordered))):
+        for s, graph in runs:
+            if _fits(f, graph, projector, ordered[:n], s, rel):
+                return s, graph, ordered[:n]
+    return *runs[-1], list(devices)
+
+
+def _fits(f: OllamaGGUF, graph: Any, projector: int, devices: Sequence[Device], s: Settings, rel: Release) -> bool:
+    """``PredictServerFit``: the estimate places every layer, or num_gpu's."""
+    e = estimate(sizes(f, graph, projector, devices, rel), devices, s.overhead, s.num_gpu, rel)
+    return e.layers > 0 and e.layers >= (f.blocks + 1 if s.num_gpu < 0 else s.num_gpu)
+
+
+def _check(f: OllamaGGUF, count: int, free: int | None, rel: Release) -> None:
     if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 64:
         raise ParamcountError(f"expected 1..64 GPUs, got {count!r}", field="count")
     if free is not None and (isinstance(free, bool) or not isinstance(free, int) or not 0 <= free < 1 << 62):
         raise ParamcountError(f"expected free memory in bytes, got {free!r}", field="--free-vram")
-    if f.arch in OLLAMA_ENGINE:
+    if f.arch in rel.engine:
         raise ParamcountError(
-            f"Ollama {VERSION} runs {f.arch} on its own engine, which sizes layers by allocating them on the GPU "
-            "(llm/server.go ollamaServer.Load), not with the estimate modelled here", source=f.source,
+            f"Ollama {rel.name} runs {f.arch} on its own engine, which sizes layers by allocating them on the GPU "
+            "(llm/server.go ollamaServer.Load), not with the estimate modelled here (before v0.11.11 it "
+            "estimated them: --ollama-version)", source=f.source,
+        )  # fmt: skip
+    if f.arch in rel.unsupported:
+        raise ParamcountError(
+            f"Ollama {rel.name}'s estimate for {f.arch} (its own cache and vision graph) is not modelled",
+            source=f.source,
+        )
+    arrays = [k for k in ("attention.head_count", "attention.head_count_kv") if isinstance(f.value(k), list)]
+    if arrays and not rel.per_layer_heads:  # KV.HeadCount read a number: an array divided by zero
+        raise ParamcountError(
+            f"Ollama {rel.name} reads one head count (per-layer counts from v0.9.3)", source=f.source,
+            field=f"{f.arch}.{arrays[0]}",
         )  # fmt: skip
     if not 1 <= f.blocks <= MAX_BLOCKS:
         raise ParamcountError(
@@ -186,24 +244,14 @@ def _vision(got: Inputs) -> bool:
     return bool(got.projectors) or got.model.value("vision.block_count") is not None
 
 
-def _load(f: OllamaGGUF, graph: Any, projector: int, devices: Sequence[Device], s: Settings) -> list[Device]:
-    """``llamaServer.Load``'s choice of GPUs: none for num_gpu 0, else the fewest that hold every
-    layer, the most free memory first (:func:`full_fit`), else all (one library: its partial fit)."""
-    if s.num_gpu == 0:
-        return []
-    return full_fit(f, graph, projector, devices, s) or list(devices)
-
-
-def full_fit(f: OllamaGGUF, graph: Any, projector: int, devices: Sequence[Device], s: Settings) -> list[Device]:
+def full_fit(
+    f: OllamaGGUF, graph: Any, projector: int, devices: Sequence[Device], s: Settings, rel: Release = NEWEST
+) -> list[Device]:
     """``pickBestFullFitByLibrary``: 1, 2, … of the GPUs, most free memory first, until
     ``predictServerFit`` says every layer (or num_gpu's) fits; none when no subset does."""
     ordered = sorted(devices, key=lambda d: d.free, reverse=True)
-    want = f.blocks + 1 if s.num_gpu < 0 else s.num_gpu
-    for n in range(1, len(ordered) + 1):
-        e = estimate(sizes(f, graph, projector, ordered[:n]), ordered[:n], s.overhead, s.num_gpu)
-        if e.layers > 0 and e.layers >= want:
-            return ordered[:n]
-    return []
+    fitting = (ordered[:n] for n in range(1, len(ordered) + 1) if _fits(f, graph, projector, ordered[:n], s, rel))
+    return next(fitting, [])
 
 
 def _num_gpu(requested: int, e: Estimate, gpus: bool, layers: int) -> int:
@@ -215,9 +263,13 @@ def _num_gpu(requested: int, e: Estimate, gpus: bool, layers: int) -> int:
     return e.layers if requested < 0 else min(requested, layers)
 
 
-def _terms(s: Sizes, e: Estimate, st: Settings, lib: str, graph_said: str) -> tuple[Term, ...]:
+WINDOWED = ", but its sliding-window (num_parallel·window + batch) or recurrent layers at their own size"
+
+
+def _terms(s: Sizes, e: Estimate, st: Settings, lib: str, graph_said: str, rel: Release) -> tuple[Term, ...]:
     used = sum(1 for n in e.split if n > 0) if e.layers else 0
-    placed = range(len(s.blocks) - e.placed, len(s.blocks))
+    placed = range(len(s.blocks) - e.placed, len(s.blocks)) if rel.blocks_down else range(e.placed)
+    mem, gra = memory_go(rel), graph_go(rel)
     weights = sum(s.blocks[i] or 0 for i in placed) + (s.output if e.output_placed else 0)
     kv = sum(s.kv[i] for i in placed)
     minimum = (457 if lib != "Metal" else 512) << 20
@@ -226,24 +278,27 @@ def _terms(s: Sizes, e: Estimate, st: Settings, lib: str, graph_said: str) -> tu
     rows = [
         Term("minimum", "device minimum", minimum * used, f"{used} × {minimum >> 20} MiB",
              "memory Ollama sets aside on each GPU it uses for the driver and context structures", True,
-             f"ollama {VERSION} ml/device.go DeviceInfo.MinimumMemory"),
+             f"ollama {rel.name} " + ("ml/device.go DeviceInfo.MinimumMemory" if rel.engine else "MinimumMemory")),
         Term("buffer", "one-layer buffer", e.buffer * used, f"{used} × (blk.0 + its KV)",
-             "one more layer's weights and cache reserved on each GPU used, 'as a buffer'", True, MEMORY_GO),
+             "one more layer's weights and cache reserved on each GPU used, 'as a buffer'", True, mem),
         Term("weights", "weights on the GPU", weights, placed_said,
-             "tensor bytes in Ollama's type table (TypeSize/BlockSize), blocks placed from the last one down; the "
+             "tensor bytes in Ollama's type table (TypeSize/BlockSize), blocks placed from the "
+             + ("last one down" if rel.blocks_down else "first one up") + "; the "
              "output layer is output_norm + output (token_embd when tied), with a vision tower in the file",
-             False, MEMORY_GO),
+             False, mem),
         Term("kv_cache", "KV cache", kv, f"num_ctx·num_parallel·(K+V head dims)·kv heads·{_kv_said(st)} per block",
-             "Ollama's formula: unpadded cells, every layer at the whole context", True, GRAPH_GO),
+             "Ollama's formula: unpadded cells, every layer at the whole context"
+             + (WINDOWED if len(set(s.kv)) > 1 else ""),
+             True, gra),
         Term("projector", "projector weights", s.projector if e.layers else 0, "every tensor of the projector file",
-             "the multimodal projector, held on the first GPU", False, MEMORY_GO),
+             "the multimodal projector, held on the first GPU", False, mem),
         Term("graph", f"graph ({graph_kind} offload)", e.graph, f"{graph_kind}-offload size: {graph_said}",
-             "Ollama's formula for llama.cpp's compute buffers", True, f"{GRAPH_GO}; {MEMORY_GO}"),
+             "Ollama's formula for llama.cpp's compute buffers", True, f"{gra}; {mem}"),
     ]  # fmt: skip
     if e.total > e.vram:
         rows.append(
             Term("overflow", "left in system memory", e.total - e.vram, "TotalSize − VRAMSize",
-                 "the layers (with their cache) and reserves the GPUs did not take", True, MEMORY_GO, host=True)
+                 "the layers (with their cache) and reserves the GPUs did not take", True, mem, host=True)
         )  # fmt: skip
     return tuple(t for t in rows if t.bytes or t.key in ("weights", "graph"))
 
@@ -252,10 +307,19 @@ def _kv_said(st: Settings) -> str:
     return {"": "2 B", "f16": "2 B", "q8_0": "1 B", "q4_0": "0.5 B"}[st.kv_type]
 
 
-def _settings(s: Settings, devices: Sequence[Device], lib: str, num_gpu: int, formula: str, used: int) -> dict:
+def _settings(
+    s: Settings,
+    devices: Sequence[Device],
+    lib: str,
+    num_gpu: int,
+    formula: str,
+    used: int,
+    rel: Release,
+    mxfp4: bool = False,
+) -> dict:
     return {
         "runtime": "ollama",
-        "version": VERSION,
+        "version": rel.name,
         "scheme": "stored",
         "context": s.context,
         "context_from": s.context_from,
@@ -275,17 +339,23 @@ def _settings(s: Settings, devices: Sequence[Device], lib: str, num_gpu: int, fo
         "free_per_gpu": devices[0].free,
         "gpu_overhead": s.overhead,
         "graph_formula": formula,
+        **({"mxfp4_as_type_4": True} if mxfp4 else {}),  # a flag: the figure is Ollama's own file's
     }
 
 
-def _notes(f: OllamaGGUF, e: Estimate, s: Settings) -> tuple[str, ...]:
+def _notes(f: OllamaGGUF, e: Estimate, s: Settings, rel: Release) -> tuple[str, ...]:
     n = f.blocks + 1
     said = [f"Ollama would run {e.layers} of {n} layers on the GPU (num_gpu {e.layers})" if e.layers else
             f"Ollama would run all {n} layers on the CPU: no layer fits beside its reserves (num_gpu 0)"]  # fmt: skip
     said.append(
-        f"modelled: Ollama {VERSION}'s estimate; v0.12.11 on sizes layers by allocating them on the GPU, and "
+        f"modelled: Ollama {rel.name}'s estimate; v0.12.11 on sizes layers by allocating them on the GPU, and "
         "v0.30 on runs llama-server, which picks -ngl with llama.cpp's own fit"
     )
     if s.overhead:
         said.append(f"OLLAMA_GPU_OVERHEAD keeps {s.overhead:,} B of each GPU free; it is not in the total")
+    if f.mxfp4_as_4:
+        said.append(
+            f"Ollama {rel.name} sizes ggml type 39 (MXFP4) as 0 bytes; its own gpt-oss files store MXFP4 as type 4 "
+            "(17 bytes per 32, fs/ggml/type.go), which is what is counted here"
+        )
     return tuple(said)

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ....errors import ParamcountError
-from .ggml import FLASH_DEFAULT, VERSION, OllamaGGUF
+from .ggml import NEWEST, OllamaGGUF
+from .versions import Release
 
-DEFAULT_CONTEXT = 4096  # envconfig.ContextLength's default in v0.12.10
 DEFAULT_BATCH = 512  # api.DefaultOptions NumBatch
 MAX_SETTING = 1 << 24
 
@@ -36,6 +36,7 @@ class Asked:
     kv_type: str | None = None  # OLLAMA_KV_CACHE_TYPE
     overhead: int = 0  # OLLAMA_GPU_OVERHEAD, bytes reserved on each GPU
     default_context: int | None = None  # OLLAMA_CONTEXT_LENGTH: num_ctx when no one sets it
+    version: str | None = None  # the Ollama release whose estimate is made (versions.parse; None: newest)
 
 
 @dataclass(frozen=True)
@@ -57,14 +58,24 @@ def whole(value: object, field: str, low: int) -> int:
     return value
 
 
-def resolve(f: OllamaGGUF, asked: Asked, vision: bool, flash_ok: bool) -> Settings:
-    """The settings llm/server.go passes to estimateGPULayers for this file."""
+def resolve(f: OllamaGGUF, asked: Asked, vision: bool, flash_ok: bool, rel: Release = NEWEST) -> Settings:
+    """The settings llm/server.go passes to estimateGPULayers for this file, in release ``rel``
+    (``asked.parallel`` None: 1; the scheduler's automatic choice is :func:`plan.estimate_plan`'s)."""
     notes: list[str] = []
-    context, said = _context(f, asked, vision, notes)
-    batch = min(whole(asked.batch or DEFAULT_BATCH, "num_batch", 1), context)
+    context, said = _context(f, asked, vision and rel.ctx_floor == "sched", notes, rel)
     parallel = 1 if f.pooling else whole(asked.parallel or 1, "OLLAMA_NUM_PARALLEL", 1)
-    flash = (asked.flash if asked.flash is not None else f.arch in FLASH_DEFAULT) and flash_ok and f.supports_flash()
+    if vision and rel.ctx_floor != "sched" and context * parallel < 2048:  # inside the estimate, on num_ctx·parallel
+        context, said = -(-2048 // parallel), f"num_ctx·num_parallel raised to 2048 (llm/memory.go, {rel.name})"
+        if 2048 % parallel:
+            notes.append(f"Ollama estimates {2048:,} cells in all; shown as {context:,} per sequence × {parallel}")
+    # num_batch is cut to num_ctx; before v0.11.5 the scheduler had multiplied num_ctx by num_parallel
+    batch = min(whole(asked.batch or DEFAULT_BATCH, "num_batch", 1), context * (1 if rel.subsets else parallel))
+    flash = (asked.flash if asked.flash is not None else f.arch in rel.flash_default) and flash_ok
+    flash = flash and f.supports_flash() and (rel.gptoss_flash or f.arch != "gptoss")
     kv = (asked.kv_type or "").strip().lower()
+    if kv and not rel.kv_types:
+        notes.append(f"Ollama {rel.name}'s estimate keeps the KV cache in f16 (OLLAMA_KV_CACHE_TYPE: v0.5.0 on)")
+        kv = ""
     if kv not in ("", "f16", "q8_0", "q4_0"):  # GGML.SupportsKVCacheType
         notes.append(f"Ollama's KV cache types are f16, q8_0 and q4_0: {kv!r} is ignored (f16)")
         kv = ""
@@ -75,22 +86,28 @@ def resolve(f: OllamaGGUF, asked: Asked, vision: bool, flash_ok: bool) -> Settin
     overhead = asked.overhead
     if isinstance(overhead, bool) or not isinstance(overhead, int) or not 0 <= overhead < 1 << 62:
         raise ParamcountError(f"expected bytes, a whole number, got {overhead!r}", field="OLLAMA_GPU_OVERHEAD")
+    if overhead and not rel.gpu_overhead:
+        notes.append(f"Ollama {rel.name} does not read OLLAMA_GPU_OVERHEAD (v0.3.10 on): it is ignored")
+        overhead = 0
     return Settings(context, said, batch, parallel, num_gpu, flash, kv if flash else "", overhead, tuple(notes))
 
 
-def _context(f: OllamaGGUF, asked: Asked, vision: bool, notes: list[str]) -> tuple[int, str]:
+def _context(f: OllamaGGUF, asked: Asked, vision: bool, notes: list[str], rel: Release) -> tuple[int, str]:
     if asked.context is not None:
         context, said = whole(asked.context, "num_ctx", 1), "num_ctx"
-    elif asked.default_context is not None:
+    elif asked.default_context is not None and rel.context_env:
         context, said = whole(asked.default_context, "OLLAMA_CONTEXT_LENGTH", 0), "OLLAMA_CONTEXT_LENGTH"
     else:
-        context, said = DEFAULT_CONTEXT, f"OLLAMA_CONTEXT_LENGTH's default in Ollama {VERSION}"
+        env = "OLLAMA_CONTEXT_LENGTH's default" if rel.context_env else "num_ctx's default"
+        context, said = rel.default_context, f"{env} in Ollama {rel.name}"
     if context < 4:
         context, said = 4, "num_ctx raised to 4 (server/sched.go GetRunner)"
+    if f.arch == "gptoss" and rel.gptoss_context and context < 8192:
+        context, said = 8192, "num_ctx raised to 8192 for gpt-oss (server/routes.go scheduleRunner)"
     if vision and context < 2048:
         context, said = 2048, "num_ctx raised to 2048 for a model that sees images (server/sched.go GetRunner)"
     trained = f.uint("context_length")
-    if 0 < trained < context:
+    if 0 < trained < context and rel.trained_cut:
         notes.append(f"num_ctx {context:,} is past the trained {trained:,}: Ollama cuts it (NewLlamaServer)")
         context, said = trained, "the trained context_length (llm/server.go NewLlamaServer)"
     return context, said
