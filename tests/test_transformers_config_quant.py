@@ -235,3 +235,31 @@ def test_other_methods_refused_in_one_line(tmp_path, method):
         ).returncode
         == 0
     )
+
+
+MIXTRAL = {**TINY, "model_type": "mixtral", "architectures": ["MixtralForCausalLM"], "num_local_experts": 4}
+
+
+def test_fp8_fp4_experts(tmp_path):
+    """expert_dtype fp4 (DeepSeek-V4's form): FP8Experts holds int8 of two e2m1 values a byte and an fp32
+    scale per row and 32 inputs; attention FP8Linear at one 128×128 block each; router, norms,
+    embeddings and lm_head bf16."""
+    qc = {"quant_method": "fp8", "weight_block_size": [128, 128], "expert_dtype": "fp4"}
+    term, _ = weights(tiny(tmp_path, qc, **MIXTRAL), "h100-sxm")
+    attention = sum(i * o + 4 for i, o in LINEARS[:4])  # one block scale each: every dim ≤ 128
+    gate_up = 4 * 256 * 64 // 2 + 4 * 256 * (64 // 32) * 4  # [E, 2I, H]
+    down = 4 * 64 * 128 // 2 + 4 * 64 * (128 // 32) * 4  # [E, H, I]
+    rest = (2 * 128 * 64 + 2 * (4 * 64 + 2 * 64) + 64) * 2
+    assert term.bytes == 2 * (attention + gate_up + down) + rest == 181_920
+
+
+def test_fp8_dequantize_true_is_bf16(tmp_path):
+    term, plan = weights(tiny(tmp_path, {"quant_method": "fp8", "dequantize": True}), "h100-sxm")
+    assert (term.bytes, term.estimate) == ((2 * sum(i * o for i, o in LINEARS) + OUTSIDE) * 2, False)
+    assert plan.settings["quantization_config"] == "fp8 (dequantised to bf16)"
+
+
+def test_fp8_embeddings_refused(tmp_path):
+    with pytest.raises(ParamcountError) as e:
+        weights(tiny(tmp_path, {"quant_method": "fp8", "modules_to_convert": ["model.embed_tokens"]}), "h100")
+    assert e.value.field == "quantization_config.modules_to_convert"

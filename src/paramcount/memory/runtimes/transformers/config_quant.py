@@ -72,6 +72,8 @@ def config_weights(model: Model, gpu: GPU | None, keep: Any, pure: bool) -> tupl
         return _bnb(model, q), loading(model, gpu)
     found = loading(model, gpu)
     assert found is not None
+    if q.get("dequantize") is True:  # validate_environment returns early; replace_with_fp8_linear converts nothing
+        found = Loading(name, False, f"{name} dequantised to bf16: the quantization_config says dequantize true")
     from ...weights.schemes import weights
 
     plain = weights(model, "bf16", pure=pure)
@@ -174,20 +176,31 @@ def _fp8(model: Model, q: Mapping[str, Any], plain: Weights) -> Weights:
     skip = _patterns(patterns or [])
     linear = {s.name for s in slots(model.tree, model.model_type) if s.linear}
     output = _default_skips(model) if patterns is None else set()
+    if q.get("modules_to_convert"):  # FP8Embedding for the listed embeddings: not planned
+        raise ParamcountError(
+            "quantization_config.modules_to_convert (FP8 embeddings) is not planned for transformers from a "
+            "config; give --dtype to plan the weights at a scheme",
+            field="quantization_config.modules_to_convert",
+        )
     ue8m0 = q.get("scale_fmt") == "ue8m0"
     static = q.get("activation_scheme") == "static"
+    # DeepseekV4Config moves a top-level expert_dtype into the quantization_config (configuration_deepseek_v4.py)
+    fp4 = q.get("expert_dtype", (model.config or {}).get("expert_dtype")) == "fp4"
     rows = []
     for r in plain.rows:
         module = r.name.rpartition(".")[0]
         experts = _EXPERTS.search(r.name) and len(r.shape) == 3
         convert = (r.name in linear or experts) and r.role != "tied" and r.name not in output
         if convert and not (skip and _skipped(module, skip)):
-            rows.append(_fp8_row(r, block, ue8m0, static, bool(experts)))
+            rows.append(
+                _fp4_experts(r, ue8m0, static) if experts and fp4 else _fp8_row(r, block, ue8m0, static, bool(experts))
+            )
         else:
             rows.append(replace(r, role="not quantised") if r.role == "quantised" else r)
     size = "per tensor" if block is None else f"block {block[0]}×{block[1]}"
     note = (
-        f"FP8 ({size}{', ue8m0 scales' if ue8m0 else ''}{', static activation scales' if static else ''}) "
+        f"FP8 ({size}{', ue8m0 scales' if ue8m0 else ''}{', static activation scales' if static else ''}"
+        f"{', fp4 experts' if fp4 else ''}) "
         f"as the quantization_config says: linear layers and fused experts fp8 with their weight_scale_inv, "
         f"the rest bf16 ({SRC_FP8})"
     )
@@ -230,6 +243,19 @@ def _fp8_row(r: Row, block: list[int] | None, ue8m0: bool, static: bool, experts
     if static:
         parts += (part("activation_scale", "fp32", e),)
     return Row(r.name, r.count, r.shape, "fp8 (quantization_config)", "quantised", parts, r.kind)
+
+
+def _fp4_experts(r: Row, ue8m0: bool, static: bool) -> Row:
+    """FP8Experts with expert_dtype fp4 (_alloc_expert_proj): int8 weights of two e2m1 values a
+    byte [E, out, in/2] and a scale per row and 32 inputs [E, max(out, 2 for gate_up), ⌈in/32⌉]."""
+    e, out, inp = (int(d) for d in r.shape)
+    floor = 2 if r.name.endswith("gate_up_proj") else 1
+    scales = e * max(out, floor) * ceil_div(inp, 32)
+    scale = part("scale_inv (ue8m0)", "uint8", scales) if ue8m0 else part("scale_inv", "fp32", scales)
+    parts: tuple[Part, ...] = (part("weight (two fp4 values a byte)", "int8", e * out * (inp // 2)), scale)
+    if static:
+        parts += (part("activation_scale", "fp32", e),)
+    return Row(r.name, r.count, r.shape, "fp4 experts (quantization_config)", "quantised", parts, r.kind)
 
 
 def _mxfp4(plain: Weights) -> Weights:
