@@ -263,3 +263,11 @@ def test_fp8_embeddings_refused(tmp_path):
     with pytest.raises(ParamcountError) as e:
         weights(tiny(tmp_path, {"quant_method": "fp8", "modules_to_convert": ["model.embed_tokens"]}), "h100")
     assert e.value.field == "quantization_config.modules_to_convert"
+
+
+def test_a_quantization_config_not_an_object_is_refused(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**TINY, "quantization_config": "fp8"}))
+    with pytest.raises(ParamcountError) as e:
+        weights(paramcount.load(str(path)), "h100")
+    assert e.value.field == "quantization_config"

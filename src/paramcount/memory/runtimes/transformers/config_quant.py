@@ -45,8 +45,11 @@ _BOUNDARY = r"(?:(?<=\.)|(?=\.|$))"  # quantizers_utils.should_convert_module
 
 
 def quant_config(model: Model) -> Mapping[str, Any] | None:
+    """The config's quantization_config (None: there is none); anything but an object is refused."""
     q = (model.config or {}).get("quantization_config")
-    return q if isinstance(q, Mapping) else None
+    if q is not None and not isinstance(q, Mapping):
+        raise ParamcountError(f"quantization_config must be an object, not {brief(q)}", field="quantization_config")
+    return q
 
 
 def config_weights(model: Model, gpu: GPU | None, keep: Any, pure: bool) -> tuple[Weights, Loading | None]:
