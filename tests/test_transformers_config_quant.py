@@ -271,3 +271,12 @@ def test_a_quantization_config_not_an_object_is_refused(tmp_path):
     with pytest.raises(ParamcountError) as e:
         weights(paramcount.load(str(path)), "h100")
     assert e.value.field == "quantization_config"
+
+
+def test_awq_modules_to_not_convert_stay_fp16(tmp_path):
+    """AWQ's modules_to_not_convert (should_convert_module: "mlp.down_proj" matches as a suffix) keep
+    both layers' down projections fp16."""
+    qc = {"quant_method": "awq", "bits": 4, "group_size": 32, "modules_to_not_convert": ["mlp.down_proj"]}
+    term, _ = weights(tiny(tmp_path, qc), "rtx4090")
+    expected = 2 * (sum(awq_layer(i, o, 32) for i, o in LINEARS[:6]) + 128 * 64 * 2) + OUTSIDE * 2
+    assert (term.bytes, term.estimate) == (expected, True)

@@ -101,7 +101,11 @@ def _gptq_awq(model: Model) -> Weights:
 
     s = config_scheme(model, "transformers")
     assert s is not None
-    w = weights(model, s, group_size=config_group(model))
+    group = config_group(model)
+    w = weights(model, s, group_size=group)
+    listed = _awq_skips(model, w) if s.startswith("awq") else []
+    if listed:  # quantizer_awq.py: modules_to_not_convert beside the default skips, as should_convert_module reads them
+        w = weights(model, s, group_size=group, keep=",".join([*w.keep, *listed]))
     tensors = "qweight, qzeros, scales, g_idx" if s.startswith("gptq") else "qweight, qzeros, scales"
     why = (
         f"{w.note or _said(w)}; the checkpoint's {s.split('-')[0].upper()} tensors as stored ({tensors}); "
@@ -110,6 +114,21 @@ def _gptq_awq(model: Model) -> Weights:
         "(Marlin) repack the tensors"
     )
     return replace(w, bound=True, note=why)
+
+
+def _awq_skips(model: Model, w: Weights) -> list[str]:
+    """The quantised modules an AWQ config's modules_to_not_convert names."""
+    names = (quant_config(model) or {}).get("modules_to_not_convert")
+    if names is None:
+        return []
+    if not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+        raise ParamcountError(
+            f"quantization_config.modules_to_not_convert must be a list of module names, not {brief(names)}",
+            field="quantization_config.modules_to_not_convert",
+        )
+    skip = _patterns(names)
+    modules = [r.name.rpartition(".")[0] for r in w.rows if r.role == "quantised"]
+    return list(dict.fromkeys(m for m in modules if skip and _skipped(m, skip)))
 
 
 def _bnb(model: Model, q: Mapping[str, Any]) -> Weights:
