@@ -127,9 +127,10 @@ def test_gpu_table_has_nvidias_compute_capability(card, capability):
 
 
 def test_a_config_alone_says_what_transformers_would_load():
-    """DeepSeek-V3's published config has an FP8 quantization_config; planned from its shapes
-    the weights are bf16, and the plan says so and what transformers keeps on the card."""
-    notes = inference(paramcount.load("deepseek-ai/DeepSeek-V3"), context=64, gpu="h100").notes
+    """DeepSeek-V3's published config has an FP8 quantization_config; planned at --dtype bf16 from
+    its shapes, the plan says so and what transformers keeps on the card (with no --dtype the plan
+    holds what transformers loads: tests/test_transformers_config_quant.py)."""
+    notes = inference(paramcount.load("deepseek-ai/DeepSeek-V3"), "bf16", context=64, gpu="h100").notes
     assert any(n.startswith("FP8 kept on H100 SXM 80GB") and "bf16 from the shapes" in n for n in notes)
     notes = inference(paramcount.load("deepseek-ai/DeepSeek-V3"), context=64, gpu="a100-80gb").notes
     assert any(n.startswith("FP8 dequantised to bf16 on A100 80GB: compute capability 8.0 < 8.9") for n in notes)

@@ -52,21 +52,30 @@ class InferencePlanner:
         from ...weights.schemes import weights
         from ...weights.stored import is_checkpoint
         from .attention import attending
+        from .config_quant import config_method, config_weights, quant_config
         from .loading import dequantised, loading, shapes_note
 
         self.model = model
         self.images = image_input(model, images, image_size)  # their tokens join every sequence's context
         self.audio = audio_input(model, audio)  # and so do the clip's
         self._encoder_terms: dict[int, tuple[Term, ...]] = {}
-        self.scheme = find(scheme or default_scheme(model)).name
+        card = find_gpu(gpu) if gpu is not None else None
+        # a config's quantization_config, no --dtype: what transformers loads for it (config_quant)
+        from_config = scheme is None and not is_checkpoint(model) and quant_config(model) is not None
+        self.from_config = None  # the quantization_config's method and what transformers does with it
+        if from_config:
+            w, self.loaded = config_weights(model, card, keep, pure)
+            self.scheme = w.scheme
+            self.from_config = config_method(model, self.loaded)
+        else:
+            self.scheme = find(scheme or default_scheme(model)).name
+            w = weights(model, self.scheme, keep=keep, pure=pure)
+            self.loaded = loading(model, card) if self.scheme == "stored" else None  # the quantization_config
         self.dtype = compute_dtype(self.scheme, model)
         self.kv_dtype = kv_dtype or self.dtype
         self.cache = {"cache": cache, "encoder_length": encoder_length, "mla": mla}
         self.overhead = _overhead.parse(overhead) if overhead is not None else _overhead.MEASURED
-        w = weights(model, self.scheme, keep=keep, pure=pure)
-        card = find_gpu(gpu) if gpu is not None else None
-        self.loaded = loading(model, card) if self.scheme == "stored" else None  # the quantization_config
-        if self.loaded and self.loaded.kept is False:
+        if self.loaded and self.loaded.kept is False and not from_config:
             w = dequantised(w, self.loaded.why)
         self.keep = ",".join(w.keep) or "none"
         self.unquantised = w.unquantised()
@@ -85,8 +94,10 @@ class InferencePlanner:
         if self.attending:
             self.attending.kernel(1, self.dtype)  # refuses flash_attention_2 in fp32 now, not at a fit's search
         self.limit = Limit.of(model)
-        shapes = None if is_checkpoint(model) else shapes_note(model, card, self.scheme)
+        shapes = None if is_checkpoint(model) or from_config else shapes_note(model, card, self.scheme)
         self.quant_notes = (self.loaded.why,) if self.loaded else (shapes,) if shapes else ()
+        if from_config and w.bound and not (self.loaded and self.loaded.kept is None):  # else its line says so
+            self.quant_notes += (f"weights an estimate: {w.note.partition('an estimate: ')[2]}",)
 
     def plan(self, context: int, batch: int = 1, why: str = "--context") -> Plan:
         from ...context.kv_cache import kv_cache
@@ -190,6 +201,7 @@ class InferencePlanner:
             "context_from": why,
             "batch": batch,
             "overhead": self.overhead.text,
+            **({"quantization_config": self.from_config} if self.from_config else {}),
             **({"attn": self.attending.impl, "attn_from": self.attending.why} if self.attending else {}),
             **({"images": self.images.count, "image_tokens": self.images.tokens} if self.images else {}),
             **({"audio_seconds": float(self.audio.seconds), "audio_tokens": self.audio.tokens} if self.audio else {}),

@@ -22,6 +22,9 @@ from typing import Any
 from ....errors import ParamcountError, brief
 from ...weights.base import Row
 from ...weights.layouts import Part
+from ...weights.quant_config import config_group, config_scheme
+
+__all__ = ["config_group", "config_scheme"]  # shared with the transformers plan (weights.quant_config)
 
 SRC_IGNORED = (
     "vllm/model_executor/layers/quantization/fbgemm_fp8.py FBGEMMFp8Config (modules_to_not_convert), fp8.py "
@@ -41,58 +44,6 @@ def fp8_ignored(model: Any) -> list[str] | None:
     # Fp8Config.from_config falls back to modules_to_not_convert where ignored_layers is absent
     names = q.get(IGNORE_KEY[q["quant_method"]]) or q.get("modules_to_not_convert") or []
     return [n for n in names if isinstance(n, str)][:100_000]
-
-
-def config_scheme(model: Any) -> str | None:
-    """The scheme vLLM loads a checkpoint's quantization_config as, where planned here: fp8 for
-    FP8 methods, nf4 or fp4 for bitsandbytes 4-bit (BitsAndBytesConfig, bnb_4bit_quant_type)."""
-    q = (getattr(model, "config", None) or {}).get("quantization_config")
-    if not isinstance(q, dict):
-        return None
-    if q.get("quant_method") in IGNORE_KEY:
-        return "fp8"
-    if q.get("quant_method") == "bitsandbytes" and q.get("load_in_4bit"):
-        return "fp4" if q.get("bnb_4bit_quant_type") == "fp4" else "nf4"
-    if q.get("quant_method") in ("gptq", "awq"):
-        return _gptq_awq(q)
-    return None
-
-
-def _gptq_awq(q: dict[str, Any]) -> str:
-    """GPTQConfig / AWQConfig (vllm/model_executor/layers/quantization/gptq.py, awq.py): the
-    weight bits of ``bits`` (``w_bit``); the plan holds GPTQ at 4 or 8 bits and AWQ at 4."""
-    method = q["quant_method"]
-    bits = q.get("bits", q.get("w_bit", 4))
-    allowed = (4, 8) if method == "gptq" else (4,)
-    if isinstance(bits, bool) or bits not in allowed:
-        raise ParamcountError(
-            f"quantization_config: {method.upper()} at {brief(bits)} bits is not planned for vLLM "
-            f"(planned: {' or '.join(map(str, allowed))} bits)",
-            field="quantization_config.bits",
-        )
-    return f"{method}-int{bits}"
-
-
-def config_group(model: Any) -> int | None:
-    """The group size a GPTQ/AWQ checkpoint's quantization_config names (None: the scheme's 128)."""
-    q = (getattr(model, "config", None) or {}).get("quantization_config")
-    if not isinstance(q, dict) or q.get("quant_method") not in ("gptq", "awq"):
-        return None
-    g = q.get("group_size", q.get("q_group_size"))
-    if g is None:
-        return None
-    valid = (
-        isinstance(g, int)
-        and not isinstance(g, bool)
-        and (0 < g <= 1 << 30 or (g == -1 and q["quant_method"] == "gptq"))
-    )
-    if not valid:
-        also = " or -1 (one group per row)" if q["quant_method"] == "gptq" else ""
-        raise ParamcountError(
-            f"quantization_config.group_size must be a positive integer{also}, not {brief(g)}",
-            field="quantization_config.group_size",
-        )
-    return g
 
 
 def awq_keep(model: Any, rows_for: Any) -> tuple[str | None, list[str]]:
