@@ -89,3 +89,20 @@ def test_gpt_oss_120b_on_h100_under_0_10_as_logged():
 def test_gpt_oss_120b_on_h100_latest_as_logged():
     rows, _ = held_rows(gpt_oss_120b_rows(), (9, 0), "latest", 1)
     assert sum(r.bytes for r in rows) == pytest.approx(TRITON_LOG["logged"]["weights_gib"] * GIB, rel=0.02)
+
+
+def test_the_catalog_config_is_served_as_its_mxfp4_checkpoint():
+    """gpt-oss's config says its experts ship as MXFP4 (quantization_config): with no --dtype vLLM's
+    plan holds them so (it gave 217.61 GiB of bf16, marked exact), as the checkpoint's rows above do;
+    on 0.10's Marlin path it meets the log, on the Triton path it is an estimate (swizzle not modelled)."""
+    m = paramcount.load("openai/gpt-oss-120b")
+    assert m.config["quantization_config"]["quant_method"] == "mxfp4"
+    marlin = planner(m, None, "vllm", gpu="h100-sxm", vllm_version="0.10").plan(4096).term("weights")
+    shipped, _ = held_rows(gpt_oss_120b_rows(), (9, 0), "0.10", 1)
+    assert marlin.bytes == sum(r.bytes for r in shipped)
+    assert marlin.bytes == pytest.approx(MARLIN_LOG["logged"]["weights_gib"] * GIB, rel=0.02)
+    assert not marlin.estimate and "MXFP4 experts" in marlin.label
+    triton = planner(m, None, "vllm", gpu="h100-sxm").plan(4096).term("weights")
+    assert triton.estimate and "swizzled layout" in triton.assumption
+    named = planner(m, "bf16", "vllm", gpu="h100-sxm").plan(4096).term("weights")  # a scheme named: the shapes at it
+    assert named.bytes > 3 * triton.bytes and not named.estimate

@@ -65,6 +65,32 @@ def held_rows(rows: Any, capability: tuple[int, int] | None, version: str, tp: i
     return out, note
 
 
+_CONFIG_EXPERT = re.compile(r"\.experts\.(gate_up_proj|down_proj)$")
+
+
+def config_mxfp4(model: Any) -> bool:
+    """Whether ``model``'s config says its experts ship as MXFP4 (gpt-oss: ``quant_method`` mxfp4)."""
+    q = (getattr(model, "config", None) or {}).get("quantization_config")
+    return isinstance(q, dict) and q.get("quant_method") == "mxfp4"
+
+
+def config_rows(rows: Any) -> list[Any]:
+    """A config's rows with its experts as an MXFP4 checkpoint ships them (gpt-oss's
+    quantization_config: the experts quantised, ``modules_to_not_convert`` — attention, router,
+    embeddings, head — and the biases in bf16): transformers' (experts, in, out) parameters become
+    vLLM's (experts, out, in) uint8 weights, two fp4 values a byte, and one E8M0 scale per 32."""
+    out = []
+    for r in rows:
+        if _CONFIG_EXPERT.search(r.name) and len(r.shape) == 3:
+            experts, k, n = (int(d) for d in r.shape)
+            nbytes = experts * n * (k // 2 + k // MXFP4_BLOCK)
+            part = Part("uint8 weights and E8M0 scales (quantization_config)", "uint8", nbytes, nbytes)
+            out.append(replace(r, shape=(experts, n, k), format="mxfp4 (quantization_config)", parts=(part,)))
+        else:
+            out.append(r)
+    return out
+
+
 def _sizes(rows: list[Any]) -> tuple[int, int] | None:
     """(intermediate, hidden) of the MXFP4 experts: gate_up_proj is (experts, 2 × intermediate, hidden)."""
     for r in rows:
