@@ -134,6 +134,8 @@ def test_golden(golden, command, shard):
 def test_the_two_files_agree():
     """The hashes a review reads are those of the outputs the tests compare, and every key is
     a (command, catalog model) the tests still run (a removed model or command drops its entries)."""
+    if UPDATE:
+        pytest.skip("the outputs are being rewritten (by other workers too): rerun without UPDATE_GOLDEN")
     golden = _load(OUTPUTS, gzip.open)
     assert _load(HASHES) == {k: _digest(v) for k, v in sorted(golden.items())}
     assert set(golden) == {_key(c, m) for c in COMMANDS for m in MODELS}

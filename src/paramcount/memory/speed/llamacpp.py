@@ -269,6 +269,13 @@ def _figure(phase: str, parts: Sequence[Part], tokens: int, used: dict, work: Wo
     main = max((p for p in parts if p.device in used), key=lambda p: p.bytes + p.flops, default=None)
     f = used.get(main.device) if main else None
     error = f.expected(phase) if f and not missing else None
+    families = sorted({used[p.device].family for p in parts if used.get(p.device)})
+    if len(families) > 1:  # each part's factors come from single-family runs: none measured the mix
+        error = None
+        why = why or (
+            f"the model is split across {' and '.join(families)}: each part's factors were fitted on runs of one "
+            "family, none on such a split, so the estimate's error is unknown"
+        )
     if host_only:
         why = f"{names} at its peak (no measurement of it was fitted): the estimate is optimistic, its error unknown"
     return Figure(phase, seconds, bound, tokens, binds, tuple(parts), _terms(work, depth, streams, phase),
