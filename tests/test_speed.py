@@ -539,7 +539,8 @@ def test_a_model_split_across_families_claims_no_expected_error():
     from paramcount.memory.runtimes.llamacpp.placement import n_cpu_moe
 
     experts = n_cpu_moe(30)
-    split = _speed("Qwen/Qwen3-30B-A3B", ("RTX 3060 12GB",), "llama.cpp", "q4_k_m", overrides=experts, cpu="Ryzen 9 7950X")
+    card, cpu = ("RTX 3060 12GB",), "Ryzen 9 7950X"
+    split = _speed("Qwen/Qwen3-30B-A3B", card, "llama.cpp", "q4_k_m", overrides=experts, cpu=cpu)
     assert split.decode.seconds is not None and split.decode.error is None
     assert "split across cpu and nvidia-geforce" in split.decode.why
     whole = _speed("Qwen/Qwen3-30B-A3B", ("RTX 4090",), "llama.cpp", "q4_k_m")
