@@ -190,3 +190,23 @@ def test_modules_to_not_convert_that_is_not_a_list_is_refused_in_one_line(tmp_pa
     rc = main(["memory", str(tmp_path / "config.json"), "--runtime", "vllm"])
     err = capsys.readouterr().err.strip()
     assert rc == 2 and "modules_to_not_convert must be a list" in err and "\n" not in err
+
+
+@pytest.mark.parametrize(
+    "quant, said",
+    [
+        ({"quant_method": "compressed-tensors", "format": "float-quantized"}, "'compressed-tensors' is not planned"),
+        ({"quant_method": "bitsandbytes", "load_in_8bit": True}, "'bitsandbytes (8-bit)' is not planned"),
+        ({"quant_method": "hqq"}, "'hqq' is not planned"),
+    ],
+)
+def test_a_method_vllm_is_not_planned_for_is_refused_not_planned_bf16(tmp_path, capsys, quant, said):
+    """Its shapes at bf16 would be marked exact and be wrong: one line, exit 2, naming the field;
+    --dtype still plans the shapes at the scheme named."""
+    m = tiny(tmp_path, **quant)
+    folder = tmp_path / "config.json"
+    folder.write_text(json.dumps(m.config))
+    rc = main(["memory", str(folder), "--runtime", "vllm", "--gpu", "h100-sxm"])
+    err = capsys.readouterr().err
+    assert rc == 2 and said in err and "quantization_config.quant_method" in err and err.count("\n") == 1
+    assert main(["memory", str(folder), "--runtime", "vllm", "--gpu", "h100-sxm", "--dtype", "bf16"]) == 0

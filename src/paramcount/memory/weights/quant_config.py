@@ -64,3 +64,21 @@ def config_group(model: Any) -> int | None:
             field="quantization_config.group_size",
         )
     return g
+
+
+def unplanned(model: Any, runtime: str, planned: tuple[str, ...]) -> None:
+    """Refuse a config whose quantization_config names a method ``runtime``'s plan does not load (its
+    shapes at bf16 would look exact and be wrong); --dtype plans the shapes at a named scheme instead."""
+    q = (getattr(model, "config", None) or {}).get("quantization_config")
+    if q is None:
+        return
+    name = q.get("quant_method") if isinstance(q, dict) else None
+    if isinstance(q, dict) and name == "bitsandbytes" and not q.get("load_in_4bit"):
+        name = "bitsandbytes (8-bit)"
+    if name not in planned:
+        raise ParamcountError(
+            f"{brief(name)} is not planned for {runtime} from a config (planned: "
+            f"{', '.join('bitsandbytes 4-bit' if p == 'bitsandbytes' else p for p in planned)}); "
+            "give --dtype to plan the weights at a scheme",
+            field="quantization_config.quant_method",
+        )

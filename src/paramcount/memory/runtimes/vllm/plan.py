@@ -914,6 +914,12 @@ class VllmPlanner:
         from .quant_config import awq_keep, config_group, config_scheme, fp8_ignored
 
         ignored = fp8_ignored(model)
+        from ...weights.stored import is_checkpoint
+
+        if scheme is None and not is_checkpoint(model):  # a checkpoint's stored bytes are read as they are
+            from ...weights.quant_config import FP8_METHODS, unplanned
+
+            unplanned(model, "vLLM", (*FP8_METHODS, "bitsandbytes", "gptq", "awq", "mxfp4"))
         self.scheme = find(scheme or config_scheme(model) or default_scheme(model)).name
         # bitsandbytes 4-bit is served (vllm/model_executor/layers/quantization/bitsandbytes.py); 8-bit is not planned
         if self.scheme.startswith(("q", "iq", "bnb")) and self.scheme not in ("stored",):
