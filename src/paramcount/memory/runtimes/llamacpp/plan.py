@@ -45,6 +45,7 @@ from ...core import overhead as _overhead
 from ...core.limits import Limit
 from ...core.terms import Term
 from .recurrent import Mixer, mixer, recurrent_hparams, state_term
+from .replay import ARCHS, Dense, buffer
 
 PAD = 256  # llama.cpp pads n_ctx, n_ctx_seq and the SWA cache to 256 cells
 UBATCH = 512  # llama_context_default_params: n_ubatch
@@ -339,6 +340,58 @@ def compute(shape: Shape, layout: Layout, cells: Cells, o: Options, mixer: Mixer
     label = f"compute buffer ({t:,}-token micro-batch)"
     src = _COMPUTE_SRC + (_MIXER_SRC if mixer is not None else "")
     return Term("compute", label, total, formula, assumption, True, src, parts)
+
+
+def replayed(dense: Dense, cells: Cells, o: Options) -> Term:
+    """The compute buffer of a dense decoder on a CPU, replayed (:mod:`.replay`): the graph
+    llama.cpp builds for the reserved micro-batches, placed as ggml-alloc places it."""
+    streams = cells.streams
+    tokens = -(-cells.n_tokens // streams) * streams  # graph_reserve: a multiple of n_seqs
+    d = replace(dense, n_kv=cells.n_ctx_seq, tokens=tokens, streams=streams, flash=o.flash, outputs=cells.n_tokens)
+    total = buffer(d)
+    fa = f"flash attention {'on' if o.flash else 'off'}" + (" (auto resolves to on)" if o.flash_attn == "auto" else "")
+    formula = (
+        f"ggml-alloc's buffer for the {tokens:,}-token graph ({streams} stream(s), n_kv {d.n_kv:,}, {fa}) and the "
+        f"{streams}-token one, replayed over the first, the repeating and the last layers = {total:,} B"
+    )
+    assumption = (
+        f"reserved prompt n_tokens = min(n_ctx, n_ubatch) = {cells.n_tokens:,} (--ubatch), all of them outputs; "
+        f"{fa} (--flash-attn); the graph of llama.cpp 0.5.0's {dense.arch} builder, one CPU buffer (32 B aligned)"
+    )
+    label = f"compute buffer ({cells.n_tokens:,}-token micro-batch)"
+    return Term("compute", label, total, formula, assumption, False, _REPLAY_SRC)
+
+
+_REPLAY_SRC = (
+    "llama.cpp src/llama-context.cpp llama_context::sched_reserve / graph_reserve; src/models/llama.cpp, "
+    "qwen2.cpp, qwen3.cpp and src/llama-graph.cpp build_inp_embd, build_qkv, build_attn, build_attn_mha, "
+    "build_ffn (the graph, paramcount.memory.runtimes.llamacpp.replay); ggml/src/ggml-alloc.c "
+    "ggml_gallocr_alloc_graph_impl, ggml_dyn_tallocr_alloc (the placement, .gallocr); held to "
+    "tests/fixtures/llamacpp_landing.json, llamacpp_replay.json"
+)
+
+
+def dense_of(model: Model, layout: Layout, shape: Shape | None, recurrent: Any, o: Options) -> Dense | None:
+    """The replay's model where it covers the graph: llama, qwen2 and qwen3 files (Mistral's
+    convert to llama), one full-attention cache kind, a dense gated feed-forward in every layer,
+    on a CPU, without embeddings output, with an unquantised cache (a quantised one adds the
+    Hadamard rotations of ``llama_kv_cache``'s ``attn_rot_k`` / ``attn_rot_v``, not emitted) (None:
+    the closed form)."""
+    from ...tree.widths import feed_forwards
+
+    arch = _arch(model)
+    if shape is None or arch not in ARCHS or o.device != "cpu" or o.embeddings or recurrent is not None:
+        return None
+    if any(DTYPES[t.upper()].elements > 1 for t in (o.type_k, o.type_v)):
+        return None
+    if len(layout.kinds) != 1 or layout.kinds[0].attention != "full" or layout.kinds[0].stores != "kv":
+        return None
+    ffns = feed_forwards(model)
+    if not ffns or not all(f.gated and f.times == 1 for f in ffns):
+        return None
+    kind = layout.kinds[0]
+    return Dense(arch, shape.hidden, shape.heads, kind.kv_heads, kind.key_dim, kind.value_dim,
+                 max(f.inner for f in ffns), shape.vocab, kind.layers, 0, 0)  # fmt: skip
 
 
 _COMPUTE_SRC = (
@@ -652,6 +705,7 @@ class LlamaCppPlanner:
         default = CPU_OVERHEAD if self.options.device == "cpu" else GPU_DEFAULT
         self.overhead = _overhead.parse(overhead) if overhead is not None else default
         self.shape = None if self.partial else shape_of(model, self.layout, shape_widths(model), self.recurrent)
+        self.dense = None if self.partial else dense_of(model, self.layout, self.shape, self.recurrent, self.options)
         self.limit = Limit.of(model)
 
     def plan(self, context: int, batch: int = 1, why: str = "--context") -> Any:
@@ -670,7 +724,10 @@ class LlamaCppPlanner:
         attention = replace(self.layout, kinds=tuple(k for k in self.layout.kinds if k.attention != "state"))
         kv = kv_term(attention, cells, o) if attention.kinds else None
         state = state_term(self.recurrent, cells, o) if self.recurrent and self.recurrent.recurrent else None
-        comp = compute(self.shape, attention, cells, o, mixer(self.recurrent))
+        if self.dense is not None:  # replayed where it covers the graph, else the closed form (an estimate)
+            comp = replayed(self.dense, cells, o)
+        else:
+            comp = compute(self.shape, attention, cells, o, mixer(self.recurrent))
         out = output(self.shape, cells, o)
         base = (self.weights, *(t for t in (kv, state) if t is not None), comp, out, *self.repack)
         terms = (*base, *self._overhead(sum(t.bytes for t in base)), *self.host)
