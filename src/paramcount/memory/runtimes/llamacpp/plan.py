@@ -36,7 +36,7 @@ from typing import Any
 from ....arch.cache import LayerKind, Layout
 from ....dtypes import DTYPES
 from ....errors import ParamcountError
-from ....gguf.meta import is_gguf
+from ....gguf.meta import is_gguf, metadata
 from ....ir import join
 from ....model import Model
 from ....records import replace
@@ -374,14 +374,17 @@ _REPLAY_SRC = (
 def dense_of(model: Model, layout: Layout, shape: Shape | None, recurrent: Any, o: Options) -> Dense | None:
     """The replay's model where it covers the graph: llama, qwen2 and qwen3 files (Mistral's
     convert to llama), one full-attention cache kind, a dense gated feed-forward in every layer,
-    on a CPU, without embeddings output, with an unquantised cache (a quantised one adds the
+    on a CPU (embeddings on add nothing: their pooling type is none, ``build_pooling`` returns,
+    and ``result_norm`` is an output already), with an unquantised cache (a quantised one adds the
     Hadamard rotations of ``llama_kv_cache``'s ``attn_rot_k`` / ``attn_rot_v``, not emitted) (None:
     the closed form)."""
     from ...tree.widths import feed_forwards
 
     arch = _arch(model)
-    if shape is None or arch not in ARCHS or o.device != "cpu" or o.embeddings or recurrent is not None:
+    if shape is None or arch not in ARCHS or o.device != "cpu" or recurrent is not None:
         return None
+    if o.embeddings and is_gguf(model) and metadata(model).integer("pooling_type", 0, low=0):
+        return None  # mean, CLS or last-token pooling adds its ops (build_pooling): not emitted
     if any(DTYPES[t.upper()].elements > 1 for t in (o.type_k, o.type_v)):
         return None
     if len(layout.kinds) != 1 or layout.kinds[0].attention != "full" or layout.kinds[0].stores != "kv":
