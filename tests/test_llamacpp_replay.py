@@ -6,7 +6,9 @@ free, in order, for issue 35's Llama file with and without flash attention: the 
 the ported allocator must place every tensor where llama.cpp 0.5.0 did) and
 tests/fixtures/llamacpp_replay.json (tools/record_llamacpp_replay.py: llama, qwen2 and qwen3
 files of other widths at other micro-batches, sequence counts and flash attention settings,
-recorded after the replay was written and held out from it: its "CPU compute buffer size").
+recorded after the replay was written and held out from it: its "CPU compute buffer size"; the
+quantised-cache rows were recorded after the Hadamard rotations were emitted, which were checked
+against tests/fixtures/llamacpp_buffers.json's two quantised rows only).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import pytest
 import paramcount
 from paramcount.memory import inference
 from paramcount.memory.runtimes.llamacpp.gallocr import DynAllocator, reserve
-from paramcount.memory.runtimes.llamacpp.replay import Dense, _Builder, replay
+from paramcount.memory.runtimes.llamacpp.replay import Dense, _Builder, replay, rotations
 
 from .gguf_files import write
 
@@ -74,14 +76,15 @@ def files(tmp_path_factory) -> dict[str, paramcount.Model]:
 
 
 def _key(c: dict) -> str:
-    return f"{c['spec']}-{c['context']}x{c['parallel']}-ub{c.get('ubatch', 512)}-fa{c['flash_attn']}"
+    return f"{c['spec']}-{c['context']}x{c['parallel']}-ub{c['ubatch']}-fa{c['flash_attn']}-{c['type_k']}-{c['type_v']}"
 
 
 @pytest.mark.parametrize("case", RECORDED["cases"], ids=_key)
 def test_held_out_files_and_settings_within_one_percent(files, case):
     plan = inference(
         files[case["spec"]], context=case["context"], batch=case["parallel"], runtime="llama.cpp",
-        ubatch=case["ubatch"], flash_attn=case["flash_attn"], device="cpu", cpu="none",
+        ubatch=case["ubatch"], flash_attn=case["flash_attn"], type_k=case["type_k"], type_v=case["type_v"],
+        device="cpu", cpu="none",
     )  # fmt: skip
     term = plan.term("compute")
     assert f"{case['compute_bytes'] / 2**20:.2f}" == case["compute_mib"]
@@ -90,8 +93,21 @@ def test_held_out_files_and_settings_within_one_percent(files, case):
 
 
 def test_the_closed_form_stays_an_estimate_where_the_replay_does_not_reach(files):
-    """A quantised cache (Hadamard rotations not emitted) and a hybrid keep the closed form, flagged."""
-    llama = inference(files["llama"], context=4096, runtime="llama.cpp", device="cpu", type_k="q8_0", cpu="none")
+    """A hybrid (LFM2) and any plan for a GPU keep the closed form, flagged."""
     lfm2 = inference(files["lfm2"], context=4096, runtime="llama.cpp", device="cpu", cpu="none")
-    for plan in (llama, lfm2):
+    gpu = inference(files["llama"], context=4096, runtime="llama.cpp")
+    for plan in (lfm2, gpu):
         assert plan.term("compute").estimate
+
+
+def test_a_quantised_cache_adds_its_hadamard_rotations():
+    """``build_input_k_rot``: the largest power of two from 64 dividing the K head; V: 64; none
+    for f16 or a head not a multiple of 64."""
+    assert rotations(64, 64, True, True) == (64, 64)
+    assert rotations(128, 128, True, False) == (128, 0)
+    assert rotations(192, 80, True, True) == (64, 0)
+    assert rotations(128, 128, False, False) == (0, 0)
+    graph = _Builder(replace(LLAMA, flash=True, k_rot=64, v_rot=64)).build(2)
+    rotated = [n for n in graph.nodes if n.op == "MUL_MAT" and n.src[0].name.endswith("_rot")]
+    assert len(rotated) == 2 * 4  # Q, K and V rotated in, the attention output rotated back, each layer
+    assert [t.name for t in graph.leafs if t.name.endswith("_rot")] == ["attn_inp_k_rot", "attn_inp_v_rot"]

@@ -45,7 +45,7 @@ from ...core import overhead as _overhead
 from ...core.limits import Limit
 from ...core.terms import Term
 from .recurrent import Mixer, mixer, recurrent_hparams, state_term
-from .replay import ARCHS, Dense, buffer
+from .replay import ARCHS, Dense, buffer, rotations
 
 PAD = 256  # llama.cpp pads n_ctx, n_ctx_seq and the SWA cache to 256 cells
 UBATCH = 512  # llama_context_default_params: n_ubatch
@@ -375,9 +375,8 @@ def dense_of(model: Model, layout: Layout, shape: Shape | None, recurrent: Any, 
     """The replay's model where it covers the graph: llama, qwen2 and qwen3 files (Mistral's
     convert to llama), one full-attention cache kind, a dense gated feed-forward in every layer,
     on a CPU (embeddings on add nothing: their pooling type is none, ``build_pooling`` returns,
-    and ``result_norm`` is an output already), with an unquantised cache (a quantised one adds the
-    Hadamard rotations of ``llama_kv_cache``'s ``attn_rot_k`` / ``attn_rot_v``, not emitted) (None:
-    the closed form)."""
+    and ``result_norm`` is an output already); a quantised cache's Hadamard rotations emitted
+    (:func:`.replay.rotations`) (None: the closed form)."""
     from ...tree.widths import feed_forwards
 
     arch = _arch(model)
@@ -385,16 +384,16 @@ def dense_of(model: Model, layout: Layout, shape: Shape | None, recurrent: Any, 
         return None
     if o.embeddings and is_gguf(model) and metadata(model).integer("pooling_type", 0, low=0):
         return None  # mean, CLS or last-token pooling adds its ops (build_pooling): not emitted
-    if any(DTYPES[t.upper()].elements > 1 for t in (o.type_k, o.type_v)):
-        return None
     if len(layout.kinds) != 1 or layout.kinds[0].attention != "full" or layout.kinds[0].stores != "kv":
         return None
     ffns = feed_forwards(model)
     if not ffns or not all(f.gated and f.times == 1 for f in ffns):
         return None
     kind = layout.kinds[0]
+    quantised = (DTYPES[t.upper()].elements > 1 for t in (o.type_k, o.type_v))
+    k_rot, v_rot = rotations(kind.key_dim, kind.value_dim, *quantised)
     return Dense(arch, shape.hidden, shape.heads, kind.kv_heads, kind.key_dim, kind.value_dim,
-                 max(f.inner for f in ffns), shape.vocab, kind.layers, 0, 0)  # fmt: skip
+                 max(f.inner for f in ffns), shape.vocab, kind.layers, 0, 0, k_rot=k_rot, v_rot=v_rot)  # fmt: skip
 
 
 _COMPUTE_SRC = (

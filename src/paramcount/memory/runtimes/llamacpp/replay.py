@@ -27,6 +27,7 @@ first, those middle layers and the last give the buffer of the whole stack
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from math import prod
 from typing import Any
 
 from .gallocr import INPUT, OUTPUT, Graph, Tensor, reserve
@@ -53,6 +54,20 @@ class Dense:
     streams: int = 1
     flash: bool = True
     outputs: int | None = None  # rows the head computes (reserve: every token)
+    k_rot: int = 0  # a quantised K cache's Hadamard rotation (nrot × nrot), 0: none
+    v_rot: int = 0  # a quantised V cache's
+
+
+def rotations(head_k: int, head_v: int, k_quantised: bool, v_quantised: bool) -> tuple[int, int]:
+    """``llama_kv_cache``'s ``attn_rot_k`` / ``attn_rot_v`` (a quantised cache type and a head
+    size a multiple of 64) and their matrices' sides (``build_input_k_rot``: the largest power of
+    two from 64 that divides the K head; ``build_input_v_rot``: 64)."""
+    k = 0
+    if k_quantised and head_k % 64 == 0:
+        k = 64
+        while head_k % (2 * k) == 0:
+            k *= 2
+    return k, 64 if v_quantised and head_v % 64 == 0 else 0
 
 
 def _w(name: str, *ne: int) -> Tensor:
@@ -92,7 +107,16 @@ class _Builder:
         v_idxs = _input("attn_inp_v_idxs", I64, t if d.flash else t * d.heads_kv * d.head_v)
         mask = _input("attn_inp_kq_mask", F16 if d.flash else F32, d.n_kv, t // d.streams, 1, d.streams)
         out_ids = _input("out_ids", I32, d.outputs or t)
+        self.k_rot = _input("attn_inp_k_rot", F32, d.k_rot, d.k_rot)
+        self.v_rot = _input("attn_inp_v_rot", F32, d.v_rot, d.v_rot)
         return embd, pos, k_idxs, v_idxs, mask, out_ids
+
+    def hadamard(self, cur: Tensor, rot: Tensor) -> Tensor:
+        """``llama_mul_mat_hadamard`` (src/llama-impl.h) of a contiguous tensor: a 2-D reshape,
+        ``ggml_mul_mat(rot, ·)`` and a reshape back."""
+        n = rot.ne[0]
+        flat = _view(cur.name + " (reshaped)", cur, "RESHAPE", (n, prod(cur.ne) // n))
+        return _view(cur.name + " (rotated)", self.op(cur.name, "MUL_MAT", flat.ne, rot, flat), "RESHAPE", cur.ne)
 
     def qkv(self, x: Tensor, pos: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """``build_qkv``, qwen3's Q/K norms and ``ggml_rope_ext`` (src/models/<arch>.cpp)."""
@@ -116,6 +140,10 @@ class _Builder:
         d, t = self.d, self.d.tokens
         _, pos, k_idxs, v_idxs, mask, _ = ins
         q, k, v = self.qkv(x, pos)
+        if d.k_rot:  # build_attn: Q and K rotated by the K cache's matrix, V by the V cache's
+            q, k = self.hadamard(q, self.k_rot), self.hadamard(k, self.k_rot)
+        if d.v_rot:
+            v = self.hadamard(v, self.v_rot)
         for cur in (q, v, k):
             self.g.expand(cur)
         cache_k, cache_v = _w("cache_k", d.head_k * d.heads_kv, d.n_kv), _w("cache_v", d.head_v * d.heads_kv, d.n_kv)
@@ -138,6 +166,8 @@ class _Builder:
             kqv = self.op("kqv", "MUL_MAT", (d.head_v, t, d.heads), kv[1], kq)
             cur = self.op("kqv_out", "CONT", (width, t), _view("kqv (permuted)", kqv, "PERMUTE", kqv.ne))
         self.g.expand(cur)
+        if d.v_rot:  # the attention output rotated back before attn_output
+            cur = self.hadamard(cur, self.v_rot)
         return self.op("attn_out", "MUL_MAT", (d.hidden, t), _w("wo", width, d.hidden), cur)
 
     def ffn(self, x: Tensor) -> Tensor:
