@@ -2,7 +2,8 @@
 and ``.gallocr``).
 
 Oracles: tests/fixtures/llamacpp_replay_trace.json (ggml-alloc's own log of every allocation and
-free, in order, for issue 35's Llama file with and without flash attention: the emitted graph and
+free, in order, for issue 35's Llama file with and without flash attention and its LFM2 file at
+512 and 4,096 cells: the emitted graph and
 the ported allocator must place every tensor where llama.cpp 0.5.0 did) and
 tests/fixtures/llamacpp_replay.json (tools/record_llamacpp_replay.py: llama, qwen2 and qwen3
 files of other widths at other micro-batches, sequence counts and flash attention settings,
@@ -33,11 +34,16 @@ LANDING = json.loads((FIXTURES / "llamacpp_landing.json").read_text())
 
 # issue 35's Llama file (llamacpp_landing.json "llama"): 896 wide, 14 heads, 2 KV heads of 64, n_ff 2,432
 LLAMA = Dense("llama", 896, 14, 2, 64, 64, 2432, 24000, 6, n_kv=512, tokens=512)
+# its LFM2 file ("lfm2"): 1,024 wide, short convolutions (l_cache 3) but in layers 2 and 5, n_ff 3,072
+LFM2 = Dense("lfm2", 1024, 16, 8, 64, 64, 3072, 16384, 6, n_kv=512, tokens=512, recurrent=(0, 1, 3, 4), d_conv=2)
 
 
-@pytest.mark.parametrize("case", TRACE["cases"], ids=lambda c: f"{c['context']}x{c['parallel']}-fa{c['flash_attn']}")
+@pytest.mark.parametrize(
+    "case", TRACE["cases"], ids=lambda c: f"{c['spec']}-{c['context']}x{c['parallel']}-fa{c['flash_attn']}"
+)
 def test_every_allocation_and_free_where_ggml_alloc_logged_it(case):
-    d = replace(LLAMA, n_kv=case["context"], streams=case["parallel"], flash=case["flash_attn"] == "on")
+    base = {"llama": LLAMA, "lfm2": LFM2}[case["spec"]]
+    d = replace(base, n_kv=case["context"], streams=case["parallel"], flash=case["flash_attn"] == "on")
     g = reserve(_Builder(d).build(d.layers))
     events = [[kind, offset, size] for kind, _, offset, size in g.events if kind != "reuse"]
     assert events == case["events"]
@@ -93,10 +99,11 @@ def test_held_out_files_and_settings_within_one_percent(files, case):
 
 
 def test_the_closed_form_stays_an_estimate_where_the_replay_does_not_reach(files):
-    """A hybrid (LFM2) and any plan for a GPU keep the closed form, flagged."""
-    lfm2 = inference(files["lfm2"], context=4096, runtime="llama.cpp", device="cpu", cpu="none")
+    """Granite 4.0-H, LFM2 over a unified cache and any plan for a GPU keep the closed form, flagged."""
+    granite = inference(files["granitemoehybrid"], context=4096, runtime="llama.cpp", device="cpu", cpu="none")
+    unified = inference(files["lfm2"], context=4096, batch=2, runtime="llama.cpp", device="cpu", kv_unified=True)
     gpu = inference(files["llama"], context=4096, runtime="llama.cpp")
-    for plan in (lfm2, gpu):
+    for plan in (granite, unified, gpu):
         assert plan.term("compute").estimate
 
 

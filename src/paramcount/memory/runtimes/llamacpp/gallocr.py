@@ -187,7 +187,7 @@ class _Gallocr:
         if node.flags & OUTPUT:
             return
         hn = self.h(node)
-        self.events.append(("free", node.name, hn.offset, self.alloc.aligned(self.size_of(node))))
+        self.events.append(("free", node.name, hn.offset, self.size_of(node)))  # logged unaligned, freed aligned
         self.alloc.free(hn.offset, self.size_of(node))
         hn.allocated = False
 
