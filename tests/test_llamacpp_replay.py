@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 import paramcount
+from paramcount.cli import main
 from paramcount.memory import inference
 from paramcount.memory.runtimes.llamacpp.gallocr import DynAllocator, reserve
 from paramcount.memory.runtimes.llamacpp.replay import Dense, _Builder, replay, rotations
@@ -118,3 +119,11 @@ def test_a_quantised_cache_adds_its_hadamard_rotations():
     rotated = [n for n in graph.nodes if n.op == "MUL_MAT" and n.src[0].name.endswith("_rot")]
     assert len(rotated) == 2 * 4  # Q, K and V rotated in, the attention output rotated back, each layer
     assert [t.name for t in graph.leafs if t.name.endswith("_rot")] == ["attn_inp_k_rot", "attn_inp_v_rot"]
+
+
+def test_the_cli_says_no_term_is_an_estimate(files, capsys):
+    """A replayed plan on a CPU has no estimated term left; the table says so, not "estimates ()"."""
+    argv = ["memory", files["llama"].source, "--runtime", "llama.cpp", "--context", "4096", "--device", "cpu"]
+    assert main([*argv, "--cpu-features", "none"]) == 0
+    out = capsys.readouterr().out
+    assert "no estimates: every term is exact" in out and "estimates ()" not in out
