@@ -166,7 +166,7 @@ def compute_error(files, fam, size, case) -> float:
 
 @pytest.mark.parametrize(("fam", "size", "i"), recorded("medium"))
 def test_compute_estimate_at_published_widths(files, fam, size, i):
-    """The compute buffer, an estimate: within 5% at the published widths, at every recorded
+    """The compute buffer, an estimate (LFM2's replayed): within 5% at the published widths, at every recorded
     setting (1 to 32 sequences, flash attention on and off, micro-batch 256), where the logits,
     the attention scores, a Mamba-2 mixer (Codestral: 116.37 planned, 116.49 MiB measured;
     248.00 and 251.75 with 32 sequences, the scan's output above the convolution input's block)
@@ -174,7 +174,10 @@ def test_compute_estimate_at_published_widths(files, fam, size, i):
     case = FAMILIES[fam][size]["cases"][i]
     err = compute_error(files, fam, size, case)
     assert abs(err) <= 0.05, f"{err:+.1%}"
-    assert plan_of(files[fam, size], case).term("compute").estimate
+    replayed = fam == "lfm2" and not case["kv_unified"]  # replay.py: LFM2's graph, one stream per sequence
+    assert plan_of(files[fam, size], case).term("compute").estimate is not replayed
+    if replayed:  # to the logged MiB's rounding
+        assert abs(err) <= 0.001
 
 
 @pytest.mark.parametrize(("fam", "size", "i"), recorded("small"))

@@ -161,7 +161,8 @@ def render_plan(plan: Plan, gpu: GPU | None = None, ram: int | None = None) -> G
     parts: list[Any] = [heading(plan), Text(""), terms_table(plan, gpu), Text("")]
     share = plan.estimated / plan.total if plan.total else 0
     estimated = ", ".join(t.key for t in plan.device_terms if t.estimate)
-    parts.append(Text(f"estimates ({estimated}) are {share:.1%} of the total; how each term is computed:"))
+    said = f"estimates ({estimated}) are {share:.1%} of the total" if estimated else "no estimates: every term is exact"
+    parts.append(Text(f"{said}; how each term is computed:"))
     parts += how(plan)
     parts += [Text(f"note: {note}", style="yellow") for note in plan.notes]
     if gpu is not None:

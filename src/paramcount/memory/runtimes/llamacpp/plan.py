@@ -36,7 +36,7 @@ from typing import Any
 from ....arch.cache import LayerKind, Layout
 from ....dtypes import DTYPES
 from ....errors import ParamcountError
-from ....gguf.meta import is_gguf
+from ....gguf.meta import is_gguf, metadata
 from ....ir import join
 from ....model import Model
 from ....records import replace
@@ -45,6 +45,7 @@ from ...core import overhead as _overhead
 from ...core.limits import Limit
 from ...core.terms import Term
 from .recurrent import Mixer, mixer, recurrent_hparams, state_term
+from .replay import ARCHS, Dense, buffer, rotations
 
 PAD = 256  # llama.cpp pads n_ctx, n_ctx_seq and the SWA cache to 256 cells
 UBATCH = 512  # llama_context_default_params: n_ubatch
@@ -339,6 +340,75 @@ def compute(shape: Shape, layout: Layout, cells: Cells, o: Options, mixer: Mixer
     label = f"compute buffer ({t:,}-token micro-batch)"
     src = _COMPUTE_SRC + (_MIXER_SRC if mixer is not None else "")
     return Term("compute", label, total, formula, assumption, True, src, parts)
+
+
+def replayed(dense: Dense, cells: Cells, o: Options) -> Term:
+    """The compute buffer of a dense decoder on a CPU, replayed (:mod:`.replay`): the graph
+    llama.cpp builds for the reserved micro-batches, placed as ggml-alloc places it."""
+    streams = cells.streams
+    tokens = -(-cells.n_tokens // streams) * streams  # graph_reserve: a multiple of n_seqs
+    d = replace(dense, n_kv=cells.n_ctx_seq, tokens=tokens, streams=streams, flash=o.flash, outputs=cells.n_tokens)
+    total = buffer(d)
+    fa = f"flash attention {'on' if o.flash else 'off'}" + (" (auto resolves to on)" if o.flash_attn == "auto" else "")
+    layers = "every layer" if dense.recurrent else "the first, the repeating and the last layers"
+    formula = (
+        f"ggml-alloc's buffer for the {tokens:,}-token graph ({streams} stream(s), n_kv {d.n_kv:,}, {fa}) and the "
+        f"{streams}-token one, replayed over {layers} = {total:,} B"
+    )
+    assumption = (
+        f"reserved prompt n_tokens = min(n_ctx, n_ubatch) = {cells.n_tokens:,} (--ubatch), all of them outputs; "
+        f"{fa} (--flash-attn); the graph of llama.cpp 0.5.0's {dense.arch} builder, one CPU buffer (32 B aligned)"
+    )
+    label = f"compute buffer ({cells.n_tokens:,}-token micro-batch)"
+    return Term("compute", label, total, formula, assumption, False, _REPLAY_SRC)
+
+
+_REPLAY_SRC = (
+    "llama.cpp src/llama-context.cpp llama_context::sched_reserve / graph_reserve; src/models/llama.cpp, "
+    "qwen2.cpp, qwen3.cpp, lfm2.cpp and src/llama-graph.cpp build_inp_embd, build_qkv, build_attn, "
+    "build_attn_mha, build_rs, build_ffn (the graph, paramcount.memory.runtimes.llamacpp.replay); "
+    "ggml/src/ggml-alloc.c ggml_gallocr_alloc_graph_impl, ggml_dyn_tallocr_alloc (the placement, .gallocr); "
+    "held to tests/fixtures/llamacpp_replay_trace.json, llamacpp_replay.json, llamacpp_landing.json"
+)
+
+
+def dense_of(model: Model, layout: Layout, shape: Shape | None, recurrent: Any, o: Options) -> Dense | None:
+    """The replay's model where it covers the graph: llama, qwen2 and qwen3 files (Mistral's
+    convert to llama) and LFM2 (its short convolutions, one sequence per stream), one
+    full-attention cache kind, a dense gated feed-forward in every layer, on a CPU (embeddings on
+    add nothing: their pooling type is none, ``build_pooling`` returns, and ``result_norm`` is an
+    output already); a quantised cache's Hadamard rotations emitted (:func:`.replay.rotations`)
+    (None: the closed form)."""
+    from ...tree.widths import feed_forwards
+
+    arch = _arch(model)
+    if shape is None or arch not in ARCHS or o.device != "cpu" or not _replayable(arch, recurrent, o):
+        return None
+    if o.embeddings and is_gguf(model) and metadata(model).integer("pooling_type", 0, low=0):
+        return None  # mean, CLS or last-token pooling adds its ops (build_pooling): not emitted
+    kinds = [k for k in layout.kinds if k.attention != "state"]
+    if len(kinds) != 1 or kinds[0].attention != "full" or kinds[0].stores != "kv":
+        return None
+    ffns = feed_forwards(model)
+    if not ffns or not all(f.gated and f.times == 1 for f in ffns):
+        return None
+    kind = kinds[0]
+    quantised = (DTYPES[t.upper()].elements > 1 for t in (o.type_k, o.type_v))
+    k_rot, v_rot = rotations(kind.key_dim, kind.value_dim, *quantised)
+    layers, rec, d_conv = kind.layers, (), 0
+    if recurrent is not None:  # LFM2: every layer, the short-convolution ones named
+        layers, rec, d_conv = recurrent.n_layer, tuple(recurrent.recurrent), recurrent.n_embd_r // recurrent.n_embd
+    return Dense(arch, shape.hidden, shape.heads, kind.kv_heads, kind.key_dim, kind.value_dim,
+                 max(f.inner for f in ffns), shape.vocab, layers, 0, 0, k_rot=k_rot, v_rot=v_rot, recurrent=rec,
+                 d_conv=d_conv)  # fmt: skip
+
+
+def _replayable(arch: str, recurrent: Any, o: Options) -> bool:
+    """A dense graph, or LFM2's whose attention does not slide, one stream per sequence (a
+    unified cache reserves one sequence over several cells: not recorded)."""
+    if recurrent is None or not recurrent.recurrent:
+        return arch != "lfm2"
+    return arch == "lfm2" and recurrent.window is None and not o.kv_unified
 
 
 _COMPUTE_SRC = (
@@ -652,6 +722,7 @@ class LlamaCppPlanner:
         default = CPU_OVERHEAD if self.options.device == "cpu" else GPU_DEFAULT
         self.overhead = _overhead.parse(overhead) if overhead is not None else default
         self.shape = None if self.partial else shape_of(model, self.layout, shape_widths(model), self.recurrent)
+        self.dense = None if self.partial else dense_of(model, self.layout, self.shape, self.recurrent, self.options)
         self.limit = Limit.of(model)
 
     def plan(self, context: int, batch: int = 1, why: str = "--context") -> Any:
@@ -670,12 +741,16 @@ class LlamaCppPlanner:
         attention = replace(self.layout, kinds=tuple(k for k in self.layout.kinds if k.attention != "state"))
         kv = kv_term(attention, cells, o) if attention.kinds else None
         state = state_term(self.recurrent, cells, o) if self.recurrent and self.recurrent.recurrent else None
-        comp = compute(self.shape, attention, cells, o, mixer(self.recurrent))
+        if self.dense is not None:  # replayed where it covers the graph, else the closed form (an estimate)
+            comp = replayed(self.dense, cells, o)
+        else:
+            comp = compute(self.shape, attention, cells, o, mixer(self.recurrent))
         out = output(self.shape, cells, o)
         base = (self.weights, *(t for t in (kv, state) if t is not None), comp, out, *self.repack)
         terms = (*base, *self._overhead(sum(t.bytes for t in base)), *self.host)
         terms = self._arranged(terms, cells, attention, kv, state, comp, out)
-        notes = (*warned, *self.layout.notes, *_notes(o), *_mixer_note(self.recurrent))
+        mixed = _mixer_note(self.recurrent) if self.dense is None else ()  # replayed: nothing left out
+        notes = (*warned, *self.layout.notes, *_notes(o), *mixed)
         settings = self._settings(cells, context, why, batch, terms)
         notes += _placed_note(settings)
         return Plan(self.model, "inference", terms, settings, notes, planner=self)
