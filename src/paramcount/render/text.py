@@ -168,7 +168,8 @@ def catalog_table(rows: Sequence[tuple[str, str, str, int, int, int | None]], wi
             break
         keep.remove(names.index(drop))
     tight = width is not None and _catalog_width(cells, keep) > width  # then no space at either edge
-    t = Table(show_edge=False, pad_edge=not tight)
+    tighter = tight and _catalog_width(cells, keep) - 2 > width  # then one space a column, after it
+    t = Table(show_edge=False, pad_edge=not tight, padding=(0, 1, 0, 0) if tighter else (0, 1))
     for i in keep:
         t.add_column(CATALOG_COLUMNS[i][0], justify=CATALOG_COLUMNS[i][1])
     for row in cells:
