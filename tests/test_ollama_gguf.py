@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import struct
+from pathlib import Path
 
 import pytest
 
@@ -65,6 +66,22 @@ def as_type_4(data: bytes, spec: dict) -> bytes:
             assert struct.unpack_from("<I", out, at)[0] == 39
             struct.pack_into("<I", out, at, 4)
     return bytes(out)
+
+
+def type_4_file(folder: Path) -> Path:
+    """test_ollama_logs.py's gpt-oss:20b as Ollama v0.11.0 … v0.11.7 wrote it: written with type 39
+    (data a sparse hole), then the header's MXFP4 type ids set to 4 in place."""
+    from .test_ollama_logs import MODELS
+
+    spec = MODELS["gpt-oss:20b"]()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = write(spec, folder / "gpt-oss-20b-type-4.gguf")
+    size = pg.read_header(path).data_offset  # the header only: the data is never read
+    with open(path, "r+b") as f:
+        head = f.read(size)
+        f.seek(0)
+        f.write(as_type_4(head, spec))
+    return path
 
 
 def store(home, spec: dict, name: str = "gpt-oss", tag: str = "tiny") -> tuple[bytes, bytes]:
@@ -155,3 +172,16 @@ def test_type_4_anywhere_else_is_refused_in_one_line(home, capsys, arch):
     assert "tensor blk.0.ffn_gate_exps.weight: ggml type 4 (Q4_2, removed from ggml)" in err
     with pytest.raises(ParamcountError, match="only Ollama's own gpt-oss files"):
         header(as_type_4(write(gpt_oss(arch), home / "f.gguf").read_bytes(), gpt_oss(arch)))
+
+
+def test_each_release_estimates_type_4_as_its_own_code(tmp_path):
+    """tools/ollama_versions/record_type_4.py ran v0.11.2's, v0.11.4's and v0.11.8's own
+    EstimateGPULayers on gpt-oss:20b with type-4 experts (v0.11.2/4 put 6/11 layers on 8 GiB where
+    the type-39 file, its experts sized 0 bytes, took all 25): paramcount equals each to the byte."""
+    from .test_ollama_versions import ours
+
+    recorded = json.loads((Path(__file__).parent / "fixtures" / "ollama_type_4.json").read_text())
+    f = OllamaGGUF(pg.read_header(type_4_file(tmp_path)))
+    assert {c["release"] for c in recorded["cases"]} == {"v0.11.2", "v0.11.4", "v0.11.8"}
+    wrong = [(c["release"], c["free"], c["num_gpu"]) for c in recorded["cases"] if ours(f, c) != c["ollama"]]
+    assert not wrong, wrong
