@@ -103,7 +103,7 @@ BIG = 1 << 62
         (build(kvs=(ARCH, kv("general.alignment", U32, struct.pack("<I", 0)))), "general.alignment 0"),
         (build(tensors=((("a.weight", [8] * 5), F32, 0),)), "tensor a.weight: 5 dimensions"),
         (build(tensors=((("a.weight", [1 << 40] * 3), F32, 0),)), "dimensions [1099511627776"),
-        (build(tensors=((("a.weight", [8]), 4, 0),)), "tensor a.weight: unknown ggml type 4"),
+        (build(tensors=((("a.weight", [8]), 4, 0),)), "tensor a.weight: ggml type 4 (Q4_2, removed from ggml)"),
         (build(tensors=((("a.weight", [8]), 999, 0),)), "unknown ggml type 999"),
         (build(tensors=((("a.weight", [33]), Q4_0, 0),)), "row length 33 is not a multiple of Q4_0's block of 32"),
         (build(tensors=((("a.weight", [8]), F32, 4),), data=64), "data offset 4 is not aligned to 32"),

@@ -42,6 +42,20 @@ MAX_METADATA = 1 << 16  # metadata entries
 MAX_WALKED = 1 << 22  # array items read one by one (strings, nested arrays, per-layer numbers), in all
 MAX_KEPT_BYTES = 1 << 25  # metadata keys, kept strings and tensor names, in all
 
+# Ollama's gpt-oss files store MXFP4 as ggml type 4 (once Q4_2, removed from ggml; llama.cpp's
+# MXFP4 is 39): ollama v0.11.0-v0.11.7 convert/reader.go ``tensorKindMXFP4 = 4``, written by
+# convert/convert_gptoss.go for the experts (ffn_{gate,up}_exps or the fused ffn_gate_up_exps, and
+# ffn_down_exps), each block a 1-byte E8M0 scale then 16 bytes of 32 fp4 values: 17 bytes per 32,
+# ggml's block_mxfp4 size, in another nibble order. Ollama reads type 4 as MXFP4 (fs/ggml/ggml.go
+# BlockSize 32, TypeSize ``1 + blockSize/2``, v0.11.0 until v0.30's 9db4bdbad; ml/backend/ggml/ggml.go
+# Backend.Load repacks a Kind-4 tensor into ggml type 39 from v0.11.5; before, its vendored ggml.h
+# had ``GGML_TYPE_MXFP4 = 4``), for any architecture. Only that converter writes
+# type 4, and only it names the architecture ``gptoss`` (gptossModel.KV; llama.cpp's converter
+# writes ``gpt-oss`` with type 39): there type 4 is MXFP4, anywhere else refused. llama.cpp
+# refuses it (ggml.c type_traits[4] "DEPRECATED", block size 0: gguf.cpp gguf_init_from_file_impl
+# "not a multiple of block size (0)").
+OLLAMA_MXFP4, OLLAMA_MXFP4_ARCH = 4, "gptoss"
+
 # GGUFValueType -> struct code, for the fixed-size scalar types.
 _SCALAR = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
 _STRING, _ARRAY = 8, 9
@@ -68,6 +82,7 @@ _BLOCK = re.compile(r"^blk\.\d+\.")
 # Architecture metadata worth showing, as ``{arch}.<key>``.
 # Model.config's key for GGUFFile.data_order (not a GGUF key: the layout of the file's data section)
 DATA_ORDER = "paramcount.data_order"
+OLLAMA_TYPE_4 = "paramcount.ollama_type_4"  # the tensors stored as Ollama's MXFP4 type 4 (OLLAMA_MXFP4)
 ARCH_KEYS = (
     "block_count",
     "context_length",
@@ -352,6 +367,16 @@ def _alignment(meta: Mapping[str, Any], default: int, r: _Reader) -> int:
     return align
 
 
+def _types(meta: Mapping[str, Any]) -> tuple[dict[int, Any], dict[int, str]]:
+    """Each ggml type id's (elements, bytes) per block and name; in Ollama's own gpt-oss files
+    (:data:`OLLAMA_MXFP4_ARCH`) type 4 too, as MXFP4."""
+    sizes = {i: DTYPES[name] for name, i in GGML_IDS.items()}
+    names = {i: name for name, i in GGML_IDS.items()}
+    if meta.get("general.architecture") == OLLAMA_MXFP4_ARCH:
+        sizes[OLLAMA_MXFP4], names[OLLAMA_MXFP4] = DTYPES["MXFP4"], "MXFP4"
+    return sizes, names
+
+
 def _tensor_info(r: _Reader, i: int, sizes: Mapping[int, tuple[int, int]], names: Mapping[int, str]) -> GGUFTensor:
     name = _text(r.string(f"the name of tensor {i}", MAX_NAME_BYTES))
     n_dims = r.u32(f"the rank of {name}")
@@ -359,6 +384,11 @@ def _tensor_info(r: _Reader, i: int, sizes: Mapping[int, tuple[int, int]], names
         raise r.fail(f"tensor {name}: {n_dims} dimensions; GGUF allows at most {MAX_DIMS}")
     ne = list(r.scalar(f"{n_dims}Q", f"the dimensions of {name}", many=True))
     type_id, offset = r.scalar("IQ", f"the type and data offset of {name}", many=True)
+    if type_id == OLLAMA_MXFP4 and type_id not in sizes:
+        raise r.fail(
+            f"tensor {name}: ggml type 4 (Q4_2, removed from ggml); only Ollama's own gpt-oss files "
+            f"(architecture {OLLAMA_MXFP4_ARCH}) use it, for MXFP4"
+        )
     if type_id not in sizes:
         raise r.fail(f"tensor {name}: unknown ggml type {type_id}")
     elements = math.prod(ne)
@@ -391,8 +421,6 @@ def _check_data(r: _Reader, tensors: list[GGUFTensor], data_offset: int, alignme
 
 def parse(buf: mmap.mmap | bytes, source: str) -> GGUFFile:
     """The header of a GGUF file held in ``buf`` (only header bytes are read)."""
-    sizes = {i: DTYPES[name] for name, i in GGML_IDS.items()}
-    names = {i: name for name, i in GGML_IDS.items()}
     r = _Reader(buf, source)
     if not len(buf):
         raise r.fail("empty file, not GGUF")
@@ -419,6 +447,7 @@ def parse(buf: mmap.mmap | bytes, source: str) -> GGUFFile:
     if kv_count > MAX_METADATA:
         raise r.fail(f"header holds {kv_count:,} metadata entries; at most {MAX_METADATA:,} are read")
     meta = _metadata(r, kv_count)
+    sizes, names = _types(meta)
     tensors = [_tensor_info(r, i, sizes, names) for i in range(tensor_count)]
     alignment = _alignment(meta, DEFAULT_ALIGNMENT, r)
     data_offset = -(-r.pos // alignment) * alignment
@@ -566,6 +595,12 @@ def _notes(info: GGUFFile) -> list[str]:
     names = {t.name for t in info.tensors}
     if "token_embd.weight" in names and "output.weight" not in names:
         notes.append("no output.weight: the output head reuses token_embd.weight (tied)")
+    type_4 = ollama_type_4(info)
+    if type_4:
+        notes.append(
+            f"MXFP4 as Ollama stores it: {len(type_4):,} tensors of ggml type 4 (llama.cpp's MXFP4 is 39), read "
+            "as Ollama reads them (32 values in 17 bytes); llama.cpp cannot load this file"
+        )
     if "rope_freqs.weight" in names:
         notes.append("rope_freqs.weight is a stored RoPE frequency table, counted as the file counts it")
     return notes
@@ -575,7 +610,16 @@ def _config(info: GGUFFile) -> dict[str, Any]:
     """What the planners read: the architecture's metadata, and the layout of the data section
     (``general.alignment`` and the tensors' order: llama.cpp maps a span of the file)."""
     order = info.data_order()
-    return {**info.arch_metadata(), "general.alignment": info.alignment, **({DATA_ORDER: order} if order else {})}
+    type_4 = ollama_type_4(info)
+    return {
+        **info.arch_metadata(), "general.alignment": info.alignment, **({DATA_ORDER: order} if order else {}),
+        **({OLLAMA_TYPE_4: type_4} if type_4 else {}),
+    }  # fmt: skip
+
+
+def ollama_type_4(info: GGUFFile) -> tuple[str, ...]:
+    """The tensors an Ollama gpt-oss file stores as ggml type 4 (MXFP4 in Ollama's numbering)."""
+    return tuple(t.name for t in info.tensors if t.type_id == OLLAMA_MXFP4)
 
 
 def to_model(info: GGUFFile) -> Model:

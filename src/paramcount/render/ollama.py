@@ -53,6 +53,8 @@ def why(o: OllamaPlan, card: GPU) -> list[Text]:
 def today(o: OllamaPlan) -> Text:
     """What today's Ollama does instead: its num_ctx, llama-server's arguments, its prediction."""
     c = o.current
+    if c.get("loads") is False:
+        return Text(f"Ollama {c['version']} cannot run this file: {c['why_not']}", style="dim")
     args = " ".join(c["llama_server_args"])
     ngl = "" if "-ngl" in c["llama_server_args"] else ", -ngl left to llama.cpp's fit"
     pad = f", LLAMA_ARG_FIT_TARGET={c['fit_target_mib']} (MiB, for the projector)" if c["fit_target_mib"] else ""

@@ -102,13 +102,21 @@ def runtime(name: str | None, model: Model) -> str:
     return canonical(name)
 
 
-def planner(model: Model, scheme: str | None, name: str | None = None, **options: Any) -> Any:
-    """An inference planner for ``model`` under the chosen runtime."""
+def planner(
+    model: Model, scheme: str | None, name: str | None = None, *, for_ollama: bool = False, **options: Any
+) -> Any:
+    """An inference planner for ``model`` under the chosen runtime. ``for_ollama``: llama.cpp's
+    planner for the model Ollama has loaded (its gpt-oss files' ggml type 4 repacked to MXFP4,
+    llama.cpp's 39: ollama ml/backend/ggml/ggml.go Backend.Load), which llama.cpp itself refuses."""
     chosen = runtime(name, model)
     _check(chosen, options)
     _loads(chosen, scheme)
     if chosen == "llama.cpp":
         from .llamacpp.offload import PlacedPlanner  # llama.cpp's planner, with -ngl, -ot and -ts
+        from .llamacpp.plan import loadable
+
+        if not for_ollama:
+            loadable(model)
 
         return PlacedPlanner(model, scheme, **_own(options, "llama.cpp"))
     if chosen == "vllm":

@@ -47,7 +47,8 @@ def llama_cpp_plan(model: Any, o: OllamaPlan) -> Any:
 
     s = o.settings
     kv = s.kv_type or "f16"
-    p = planner(model, None, "llama.cpp", flash_attn="on" if s.flash else "off", type_k=kv, type_v=kv, embeddings=True)
+    flash = "on" if s.flash else "off"
+    p = planner(model, None, "llama.cpp", for_ollama=True, flash_attn=flash, type_k=kv, type_v=kv, embeddings=True)
     return p.plan(s.context, s.parallel, "Ollama's num_ctx")
 
 

@@ -161,7 +161,9 @@ def _cpu(given: Any) -> Any | None:
 # ---- llama.cpp and Ollama ---------------------------------------------------------------------
 
 
-def _llamacpp(model: Model, rows: tuple, host: Any, dtype: str | None, settings: dict, options: dict) -> Speed:
+def _llamacpp(
+    model: Model, rows: tuple, host: Any, dtype: str | None, settings: dict, options: dict, for_ollama: bool = False
+) -> Speed:
     from ..runtimes import planner
 
     alone = rows[0].kind == "cpu"
@@ -176,7 +178,7 @@ def _llamacpp(model: Model, rows: tuple, host: Any, dtype: str | None, settings:
             f"{shares} shares for {len(rows)} GPU{'s' * (len(rows) > 1)} named in --gpu: give one per card",
             field="--tensor-split",
         )
-    p = planner(model, dtype, "llama.cpp", **options)
+    p = planner(model, dtype, "llama.cpp", for_ollama=for_ollama, **options)
     work = lcp_work(p, alone)
     setup = lcp.Setup(rows, host)
     return _llama_figures(model, "llama.cpp", setup, work, p.options.ubatch, {**settings, "dtype": p.scheme})
@@ -214,7 +216,7 @@ def _ollama(model: Model, rows: tuple, host: Any, dtype: str | None, settings: d
         layers, said = _ollama_layers(model, rows)
         if layers is not None:
             given["gpu_layers"], note = layers, said
-    s = _llamacpp(model, rows, host, dtype, settings, given)
+    s = _llamacpp(model, rows, host, dtype, settings, given, for_ollama=True)
     return replace(s, runtime="ollama", notes=(*s.notes, note, "Ollama runs llama.cpp's kernels: its factors apply"))
 
 

@@ -892,6 +892,23 @@ def _amx_bytes(r: Any) -> int:
     return r.count * (-(-one // TENSOR_ALIGNMENT) * TENSOR_ALIGNMENT)
 
 
+def loadable(model: Model) -> None:
+    """Refuse a file llama.cpp cannot open: Ollama's gpt-oss files store MXFP4 as ggml type 4,
+    which llama.cpp's table holds as the removed Q4_2 (ggml.c type_traits[4]: "DEPRECATED", block
+    size 0), and gguf.cpp gguf_init_from_file_impl fails on it ("… not a multiple of block size (0)")."""
+    from ....gguf.reader import OLLAMA_TYPE_4
+
+    type_4 = (model.config or {}).get(OLLAMA_TYPE_4)
+    if type_4:
+        raise ParamcountError(
+            f"llama.cpp cannot load this file: {len(type_4):,} tensors are ggml type 4, Ollama's MXFP4 (llama.cpp's "
+            "is 39; its type 4 is the removed Q4_2, which gguf_init_from_file_impl refuses): use --runtime ollama "
+            "with --ollama-version 0.11.0 … 0.11.10",
+            source=model.source,
+            field=type_4[0],
+        )
+
+
 def _output_copy(w: Any, arch: str | None, gguf: bool) -> Any:
     """The token embedding's row when llama.cpp loads it again as the output head: a config's
     tied head, or a GGUF file without output.weight, on an architecture that does so."""

@@ -64,7 +64,22 @@ def now(f: OllamaGGUF, projector: int, totals: list[int], free: int, asked: Any,
         "predicted_vram": vram,
         "predicted_fits": vram <= free * len(totals) * 80 // 100,
         "source": "ollama " + HEAD + " server/routes.go Serve, server/sched.go load, llm/llama_server.go",
+        **_type_4(f),
     }
+
+
+def _type_4(f: OllamaGGUF) -> dict[str, Any]:
+    """An older gpt-oss file's MXFP4 as ggml type 4: since v0.30 (9db4bdbad) Ollama neither sizes it
+    (fs/ggml/ggml.go TypeSize lists only 39 for MXFP4) nor repacks it (Backend.Load went with its
+    engine), and llama-server refuses type 4 (gguf.cpp gguf_init_from_file_impl: block size 0)."""
+    n = sum(t.type_id == 4 for t in f.info.tensors)
+    if not n:
+        return {}
+    why = (
+        f"{n:,} tensors are ggml type 4 (MXFP4 as Ollama v0.11.0 … v0.11.7 wrote it), which llama-server "
+        "cannot load (Ollama's own reading of it went with its engine in v0.30)"
+    )
+    return {"loads": False, "why_not": why}
 
 
 def _fit_target(projector: int, num_gpu: int, layers: int, free: int) -> int | None:
