@@ -22,17 +22,6 @@ from .gguf_files import write
 DOC = json.loads((Path(__file__).parent / "fixtures" / "llamacpp_landing.json").read_text())
 CASES = DOC["cases"]
 
-# settings the landing rules do not read, and the old output moment (or another) misses by this
-# band: Granite with its routed products inside the inputs' block (5,120
-# to 8,192 cells), and Granite without flash attention, whose attention moment is the peak
-OPEN = {
-    ("granitemoehybrid", 5120, 1, "on"): (0.01, 0.02),
-    ("granitemoehybrid", 6144, 1, "on"): (-0.03, -0.02),
-    ("granitemoehybrid", 8192, 1, "on"): (-0.05, -0.04),
-    ("granitemoehybrid", 4096, 1, "off"): (0.01, 0.02),
-    ("granitemoehybrid", 2048, 4, "off"): (0.02, 0.03),
-}
-
 
 def key(case: dict) -> tuple[str, int, int, str]:
     return case["spec"], case["context"], case["parallel"], case["flash_attn"]
@@ -55,26 +44,21 @@ def compute(files, case: dict) -> int:
     return plan.term("compute").bytes
 
 
-def test_the_open_settings_are_recorded():
-    assert set(OPEN) <= {key(c) for c in CASES}
-
-
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_the_recorded_bytes_are_the_logged_mib(case):
     assert f"{case['compute_bytes'] / 2**20:.2f}" == case["compute_mib"]
     assert case["peak"][-1][2] == case["compute_bytes"]
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if key(c) not in OPEN], ids=lambda c: "-".join(map(str, key(c))))
+@pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_compute_within_one_percent(files, case):
     """Where the output lands above the graph inputs (LFM2 at 1,024 cells and at 512 × 2 with
     flash attention, Granite at 256 to 2,048 cells, the llamas of n_ff 2,048 and n_embd 1,024 at
     512 cells without flash attention: 1.0% to 12.9% under before the rule) and where it lands
-    right above ``inp_embd`` or another moment is the peak (the rest), within 1%."""
+    right above ``inp_embd`` or another moment is the peak (the rest), within 1%; Granite's
+    graph is replayed (its routed products inside the inputs' block at 5,120 to 8,192 cells:
+    +1.2%, -2.8%, -4.6% by the landing rule; without flash attention, where the attention moment
+    is the peak, at 4,096 × 1 and 2,048 × 4: +1.3%, +2.5%), equal to the byte."""
     assert abs(compute(files, case) / case["compute_bytes"] - 1) <= 0.01
-
-
-@pytest.mark.parametrize("case", [c for c in CASES if key(c) in OPEN], ids=lambda c: "-".join(map(str, key(c))))
-def test_open_settings_stay_where_they_are(files, case):
-    low, high = OPEN[key(case)]
-    assert low <= compute(files, case) / case["compute_bytes"] - 1 <= high
+    if case["spec"] == "granitemoehybrid":
+        assert compute(files, case) == case["compute_bytes"]

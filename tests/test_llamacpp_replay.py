@@ -100,8 +100,9 @@ def test_held_out_files_and_settings_within_one_percent(files, case):
 
 
 def test_the_closed_form_stays_an_estimate_where_the_replay_does_not_reach(files):
-    """Granite 4.0-H, LFM2 over a unified cache and any plan for a GPU keep the closed form, flagged."""
-    granite = inference(files["granitemoehybrid"], context=4096, runtime="llama.cpp", device="cpu", cpu="none")
+    """Granite 4.0-H and LFM2 over a unified cache and any plan for a GPU keep the closed form, flagged."""
+    granite = inference(files["granitemoehybrid"], context=4096, batch=2, runtime="llama.cpp", device="cpu",
+                        kv_unified=True)  # fmt: skip
     unified = inference(files["lfm2"], context=4096, batch=2, runtime="llama.cpp", device="cpu", kv_unified=True)
     gpu = inference(files["llama"], context=4096, runtime="llama.cpp")
     for plan in (granite, unified, gpu):

@@ -365,16 +365,19 @@ def replayed(dense: Dense, cells: Cells, o: Options) -> Term:
 
 _REPLAY_SRC = (
     "llama.cpp src/llama-context.cpp llama_context::sched_reserve / graph_reserve; src/models/llama.cpp, "
-    "qwen2.cpp, qwen3.cpp, lfm2.cpp and src/llama-graph.cpp build_inp_embd, build_qkv, build_attn, "
-    "build_attn_mha, build_rs, build_ffn (the graph, paramcount.memory.runtimes.llamacpp.replay); "
+    "qwen2.cpp, qwen3.cpp, lfm2.cpp, granite-hybrid.cpp, mamba-base.cpp build_mamba2_layer and "
+    "src/llama-graph.cpp build_inp_embd, build_qkv, build_attn, build_attn_mha, build_rs, build_ffn, "
+    "build_moe_ffn (the graph, paramcount.memory.runtimes.llamacpp.replay); "
     "ggml/src/ggml-alloc.c ggml_gallocr_alloc_graph_impl, ggml_dyn_tallocr_alloc (the placement, .gallocr); "
-    "held to tests/fixtures/llamacpp_replay_trace.json, llamacpp_replay.json, llamacpp_landing.json"
+    "held to tests/fixtures/llamacpp_replay_trace.json, llamacpp_replay.json, llamacpp_landing.json, "
+    "llamacpp_granite.json"
 )
 
 
 def dense_of(model: Model, layout: Layout, shape: Shape | None, recurrent: Any, o: Options) -> Dense | None:
     """The replay's model where it covers the graph: llama, qwen2 and qwen3 files (Mistral's
-    convert to llama) and LFM2 (its short convolutions, one sequence per stream), one
+    convert to llama), LFM2 (its short convolutions, one sequence per stream) and Granite 4.0-H
+    (Mamba-2 layers, routed and shared experts or a dense feed-forward: :func:`_granite`), one
     full-attention cache kind, a dense gated feed-forward in every layer, on a CPU (embeddings on
     add nothing: their pooling type is none, ``build_pooling`` returns, and ``result_norm`` is an
     output already); a quantised cache's Hadamard rotations emitted (:func:`.replay.rotations`)
@@ -390,24 +393,66 @@ def dense_of(model: Model, layout: Layout, shape: Shape | None, recurrent: Any, 
     if len(kinds) != 1 or kinds[0].attention != "full" or kinds[0].stores != "kv":
         return None
     ffns = feed_forwards(model)
-    if not ffns or not all(f.gated and f.times == 1 for f in ffns):
+    granite = _granite(model) if arch == "granitehybrid" else None
+    if not ffns or not (granite or all(f.gated and f.times == 1 for f in ffns)):
         return None
     kind = kinds[0]
     quantised = (DTYPES[t.upper()].elements > 1 for t in (o.type_k, o.type_v))
     k_rot, v_rot = rotations(kind.key_dim, kind.value_dim, *quantised)
     layers, rec, d_conv = kind.layers, (), 0
-    if recurrent is not None:  # LFM2: every layer, the short-convolution ones named
+    if recurrent is not None:  # LFM2, Granite: every layer, the recurrent ones named
         layers, rec, d_conv = recurrent.n_layer, tuple(recurrent.recurrent), recurrent.n_embd_r // recurrent.n_embd
-    return Dense(arch, shape.hidden, shape.heads, kind.kv_heads, kind.key_dim, kind.value_dim,
-                 max(f.inner for f in ffns), shape.vocab, layers, 0, 0, k_rot=k_rot, v_rot=v_rot, recurrent=rec,
-                 d_conv=d_conv)  # fmt: skip
+    dense = Dense(arch, shape.hidden, shape.heads, kind.kv_heads, kind.key_dim, kind.value_dim,
+                  max(f.inner for f in ffns), shape.vocab, layers, 0, 0, k_rot=k_rot, v_rot=v_rot, recurrent=rec,
+                  d_conv=d_conv)  # fmt: skip
+    if granite is None:
+        return dense
+    d_inner, d_state, groups, _ = recurrent.ssm
+    xbc = d_inner + 2 * groups * d_state  # n_embd_r = (d_conv - 1) · xbc: the state's columns
+    (ffn, moe, scales), columns = granite, (recurrent.n_embd_r // xbc if rec else 0)
+    return replace(dense, ffn=ffn, d_conv=columns, ssm=recurrent.ssm, moe=moe, rope=not _nope(model), scales=scales)
+
+
+def _granite(model: Model) -> tuple[int, tuple[int, int, int, int], tuple[bool, bool, bool]] | None:
+    """Granite 4.0-H's feed-forward and muP multipliers as llama.cpp reads them
+    (``llama_model_granite_hybrid::load_arch_hparams``): n_ff, (n_expert, n_expert_used, n_ff,
+    n_ff_shexp) (routed experts where n_expert > 0, else a dense feed-forward) and whether
+    ``f_embedding_scale``, ``f_residual_scale`` and ``f_logit_scale`` are set (non-zero: each adds
+    a ``ggml_scale``); a config's as convert_hf_to_gguf.py's GraniteMoeModel / GraniteModel write
+    them (``num_local_experts``, ``num_experts_per_tok``, ``intermediate_size``,
+    ``shared_intermediate_size``; ``embedding_multiplier``, ``residual_multiplier``,
+    ``logits_scaling``, written where truthy; a GGUF file's are not read: see below). None: a
+    file or config that states no n_ff."""
+    if is_gguf(model):
+        from ...tree.widths import feed_forwards
+
+        meta = metadata(model)
+        keys = ("feed_forward_length", "expert_count", "expert_used_count")
+        ff, n_exp, used = (meta.integer(k, 0, low=0) for k in keys)
+        # n_ff_shexp: the ffn_down_shexp tensor's width (create_tensor holds it to the key); the
+        # multipliers are not among the keys the reader keeps: each ggml_scale takes its single
+        # parent's block in place (ggml_gallocr_allocate_node), so no tensor moves without them
+        shexp = next((f.inner for f in feed_forwards(model) if f.times == 1), 0) if n_exp else 0
+        scales = (False, False, False)
+    else:
+        c = dict(model.config or {})
+        keys = ("intermediate_size", "num_local_experts", "num_experts_per_tok", "shared_intermediate_size")
+        ff, n_exp, used, shexp = (c.get(k) or 0 for k in keys)
+        scales = tuple(bool(c.get(k)) for k in ("embedding_multiplier", "residual_multiplier", "logits_scaling"))
+    if not all(isinstance(v, int) and v >= 0 for v in (ff, n_exp, used, shexp)) or not ff or (n_exp and not used):
+        return None
+    return ff, (n_exp, used, ff, shexp) if n_exp else (0, 0, 0, 0), scales  # type: ignore[return-value]
 
 
 def _replayable(arch: str, recurrent: Any, o: Options) -> bool:
-    """A dense graph, or LFM2's whose attention does not slide, one stream per sequence (a
-    unified cache reserves one sequence over several cells: not recorded)."""
+    """A dense graph, LFM2's whose attention does not slide or Granite 4.0-H's, one stream per
+    sequence (a unified cache reserves one sequence over several cells: not recorded)."""
     if recurrent is None or not recurrent.recurrent:
         return arch != "lfm2"
+    if arch == "granitehybrid":  # Mamba-2 layers (build_mamba2_layer), one sequence per stream
+        d_inner, _, groups, heads = recurrent.ssm
+        # build_mamba2_layer's GGML_ASSERTs: d_inner a multiple of the SSM heads and of the groups
+        return not o.kv_unified and all(recurrent.ssm) and d_inner % heads == 0 and d_inner % groups == 0
     return arch == "lfm2" and recurrent.window is None and not o.kv_unified
 
 
