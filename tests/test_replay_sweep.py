@@ -26,7 +26,7 @@ ROWS = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
 # Under, on the unsafe side: training without checkpointing where the first optimizer step's states
 # fit in the activations' blocks and the next step allocates them anew (Qwen2.5 1.5B at 2,048 tokens
 # in bf16, and × 2 in mixed precision; not yet modelled), eager SmolLM3 and one LoRA. Over: the
-# reserve's share on fp32 inference and checkpointed steps, eager attention's three blocks, pythia's.
+# reserve's share on fp32 inference and checkpointed steps, eager attention's three blocks.
 # Issue 36's two held-out misses (Qwen2.5 1.5B mixed at 2,048 × 1, Gemma 3 1B bf16 at 2,048 × 2)
 # are within the goal since the optimizer step's cached activation blocks and Gemma's norms.
 KNOWN: dict[str, str] = {
@@ -50,17 +50,11 @@ KNOWN: dict[str, str] = {
     "H100: EleutherAI/pythia-410m, train, 2,048 × 2, precision bf16, recompute full": (
         "plan 8.29 GB against the replay's 6.54 GB (+27%)"
     ),
-    "H100: EleutherAI/pythia-410m, train, 4,096 × 2, precision mixed, recompute none": (
-        "plan 24.38 GB against the replay's 20.11 GB (+21%)"
-    ),
     "H100: Qwen/Qwen2.5-0.5B, train, 4,096 × 2, precision bf16, recompute full": (
         "plan 27.67 GB against the replay's 19.97 GB (+39%)"
     ),
     "H100: Qwen/Qwen2.5-0.5B, 8,192 × 1, dtype fp32": "plan 14.93 GB against the replay's 12.16 GB (+23%)",
     "H100: Qwen/Qwen3-0.6B, 8,192 × 1, dtype fp32": "plan 19.38 GB against the replay's 15.88 GB (+22%)",
-    "H100: EleutherAI/pythia-410m, train, 8,192 × 1, precision mixed, recompute none": (
-        "plan 24.38 GB against the replay's 20.11 GB (+21%)"
-    ),
     "H100: Qwen/Qwen2.5-0.5B, train, 8,192 × 1, precision bf16, recompute full": (
         "plan 27.67 GB against the replay's 19.97 GB (+39%)"
     ),
