@@ -9,7 +9,7 @@ for N = B·T tokens, activations of p bytes, per layer and token:
   p·h) and its output, saved by the projections that read it (p·h); in fp32 the upcast is no
   copy and the three are 4h each; under ``torch.autocast`` (``mixed``: fp32 weights, so an fp32
   residual stream) each projection saves its own bf16 cast of the fp32 output (2h per
-  projection: q, k, v after the attention norm; gate and up after the MLP's, a plain MLP's one);
+  projection: q, k, v after the attention norm; gate and up after the MLP's; GPT-NeoX's one each);
 - a LayerNorm (torch's, GPT-NeoX; OLMo's parameter-free one): its input, not its output, is what
   ``native_layer_norm``'s backward needs (p·h, or 4h for OLMo's fp32 cast and an fp32 stream),
   and its output saved by its readers; GPT-NeoX's parallel residual feeds both norms one input,
@@ -149,8 +149,9 @@ def _post_norm(h: int, s: Step) -> int:
 def per_token(g: Layer, s: Step, qk_norm: bool) -> int:
     """Bytes one layer saves per token (without the T×T terms)."""
     p, frozen = s.p, s.adapters is not None
-    # the projections reading a norm: q, k, v (one fused), gate and up (a plain MLP's one)
-    ups = 2 if any(f.gated for f in g.ffn) else 1
+    # the projections reading a norm: q, k, v (one fused), gate and up (a plain MLP's one, where
+    # the LayerNorms are read as the replay holds them: _layer_norms)
+    ups = 1 if s.layer_norm and not any(f.gated for f in g.ffn) else 2
     n = sum(_norm(g.hidden, s, 1 if s.fused_view else 3) for _ in g.attention) + (
         _norm(g.hidden, s, ups) if g.ffn else 0
     )
@@ -270,18 +271,22 @@ def of_step(model: Model, s: Step) -> Term:
 
 
 def _layer_norms(model: Model) -> dict[str, object]:
-    """Whether the layers' norms are LayerNorms (:func:`_layer_norm`): torch's, known by their
-    bias, or OLMo's parameter-free ``OlmoLayerNorm``; and GPT-NeoX's parallel residual
-    (``use_parallel_residual``, True by default in ``GPTNeoXConfig``)."""
+    """The LayerNorms read as the replay holds them (:func:`_layer_norm`): GPT-NeoX's
+    ``torch.nn.LayerNorm`` with its parallel residual (``use_parallel_residual``, True by default
+    in ``GPTNeoXConfig``), and OLMo's parameter-free ``OlmoLayerNorm``."""
     if model.model_type == "olmo":
         return {"layer_norm": "olmo"}
-    biased = any(m.kind == "norms" and any(t.name == "bias" for t in m.tensors()) for m in walk(model))
-    parallel = model.model_type == "gpt_neox" and bool(model.config.get("use_parallel_residual", True))
+    if model.model_type != "gpt_neox":
+        # Other LayerNorm models (GPT-2's family: Conv1D, a split c_attn, NewGELU's intermediates)
+        # save tensors this module does not read yet; the replay holds GPT-2 under its plan
+        # already (-24% of the peak allocation, mixed, 1,024 × 2), so their norms keep the
+        # RMSNorm count rather than plan less.
+        return {}
+    parallel = bool(model.config.get("use_parallel_residual", True))
     # GPTNeoXAttention.forward: ``qkv.chunk(3, dim=-1)`` of the fused projection's output; sdpa
     # saves the value it is called with, a view, which keeps the whole fused output alive beside
     # the q, k (rotated) and v (made contiguous) copies the kernel saves
-    fused = {"fused_view": model.model_type == "gpt_neox"}
-    return {"layer_norm": "torch", "parallel": parallel, **fused} if biased else fused
+    return {"layer_norm": "torch", "parallel": parallel, "fused_view": True}
 
 
 def _layers(groups: list[Layer], s: Step, qk: bool, loss: int) -> Term:
