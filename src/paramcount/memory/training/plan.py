@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -97,11 +98,21 @@ class TrainingPlanner:
             rows, moments = tokens * vocab(self.shapes), _moments(states)
             other = act.bytes - sum(p.bytes for p in act.parts if p.key == "activations.loss")
             logits = (4 if self.precision == "fp32" else 2) * rows
-            out.append(_overhead.loss_blocks_again(moments, other, logits, 4 * rows))
+            out.append(_overhead.loss_blocks_again(moments, other, logits, 4 * rows, self._largest_gradient()))
             out.append(_overhead.logits_block_held(moments, other, logits))
         if outgrown is not None:
             out.append(self._step_phase(states, act, tokens, outgrown))
         return tuple(out)
+
+    def _largest_gradient(self) -> int:
+        """The largest gradient a step allocates: the biggest trainable tensor's, in the
+        parameters' dtype (fp32 under autocast); 0 for LoRA, whose adapters are small."""
+        if self.adapters is not None:
+            return 0
+        from .optimizer import model_shapes
+
+        biggest = max((math.prod(shape) for shape, _ in model_shapes(self.model).items), default=0)
+        return biggest * (2 if self.precision == "bf16" else 4)
 
     def _step_phase(self, states: list[Term], act: Term, tokens: int, outgrown: int) -> Term:
         """The larger of the two phases after the first optimizer step, beyond the activations: that

@@ -9,7 +9,11 @@ for N = B·T tokens, activations of p bytes, per layer and token:
   p·h) and its output, saved by the projections that read it (p·h); in fp32 the upcast is no
   copy and the three are 4h each; under ``torch.autocast`` (``mixed``: fp32 weights, so an fp32
   residual stream) each projection saves its own bf16 cast of the fp32 output (2h per
-  projection: q, k, v after the attention norm; gate and up after the MLP's);
+  projection: q, k, v after the attention norm; gate and up after the MLP's; GPT-NeoX's one each);
+- a LayerNorm (torch's, GPT-NeoX; OLMo's parameter-free one): its input, not its output, is what
+  ``native_layer_norm``'s backward needs (p·h, or 4h for OLMo's fp32 cast and an fp32 stream),
+  and its output saved by its readers; GPT-NeoX's parallel residual feeds both norms one input,
+  and its value, a view of the fused q/k/v output, keeps that output alive (p·3h);
 - attention (sdpa's flash or efficient kernel): the query, key and value it was called with
   and its output, p·(q + k + v + o) (rotary embeddings save only the shared cos and sin; the
   output projection reads the kernel's output without a copy); per-head q/k norms (Qwen3,
@@ -78,6 +82,9 @@ class Step:
     masked_layers: int = 0
     adapters: object = None
     weight_in_fp32: bool = False
+    layer_norm: str = ""
+    parallel: bool = False
+    fused_view: bool = False
 
     @property
     def p(self) -> int:
@@ -95,6 +102,8 @@ def _norm(h: int, s: Step, readers: int) -> int:
     same) multiplies by ``1 + weight`` in fp32 before ``type_as``: that multiply saves the fp32
     normalised value (4h) where Llama's saves its 16-bit cast (p·h); in fp32 and under autocast
     (an fp32 stream) the two are the same bytes."""
+    if s.layer_norm:
+        return _layer_norm(h, s, readers)
     if s.adapters is not None:
         return 4 * h + s.p * h
     if s.precision == "mixed":
@@ -102,6 +111,28 @@ def _norm(h: int, s: Step, readers: int) -> int:
     if s.precision == "fp32":
         return 12 * h
     return (8 + s.p) * h if s.weight_in_fp32 else (4 + 2 * s.p) * h
+
+
+def _layer_norm(h: int, s: Step, readers: int) -> int:
+    """A LayerNorm's saved bytes per token, with its readers'. ``native_layer_norm``'s backward
+    needs its input, mean and rstd, not its output (torch/csrc/autograd derivatives.yaml
+    ``native_layer_norm``): ``torch.nn.LayerNorm`` (GPT-NeoX) saves its p-byte input, OLMo's
+    ``OlmoLayerNorm.forward`` (models/olmo/modeling_olmo.py) ``F.layer_norm`` of the input cast to
+    fp32 (4h), then casts back. Its output is saved by the projections that read it (p·h); under
+    ``torch.autocast`` (``layer_norm`` runs in fp32, an fp32 stream) each projection saves its own
+    bf16 cast (2h per reader) and the fp32 output is saved by none."""
+    upcast = 4 * h if s.layer_norm == "olmo" or s.precision in ("mixed", "fp32") else s.p * h
+    if s.adapters is None and s.precision == "mixed":
+        return upcast + 2 * h * readers
+    return upcast + s.p * h
+
+
+def _shared_input(h: int, s: Step) -> int:
+    """GPT-NeoX with ``use_parallel_residual`` (``GPTNeoXLayer.forward``): both norms read the
+    layer's input, so the MLP's norm saves the tensor the attention's already holds."""
+    if not (s.parallel and s.layer_norm):
+        return 0
+    return 4 * h if s.layer_norm == "olmo" or s.precision in ("mixed", "fp32") else s.p * h
 
 
 def _post_norm(h: int, s: Step) -> int:
@@ -118,10 +149,16 @@ def _post_norm(h: int, s: Step) -> int:
 def per_token(g: Layer, s: Step, qk_norm: bool) -> int:
     """Bytes one layer saves per token (without the T×T terms)."""
     p, frozen = s.p, s.adapters is not None
-    n = sum(_norm(g.hidden, s, 3) for _ in g.attention) + (_norm(g.hidden, s, 2) if g.ffn else 0)
+    # the projections reading a norm: q, k, v (one fused), gate and up (a plain MLP's one, where
+    # the LayerNorms are read as the replay holds them: _layer_norms)
+    ups = 1 if s.layer_norm and not any(f.gated for f in g.ffn) else 2
+    n = sum(_norm(g.hidden, s, 1 if s.fused_view else 3) for _ in g.attention) + (
+        _norm(g.hidden, s, ups) if g.ffn else 0
+    )
+    n -= _shared_input(g.hidden, s) if g.attention and g.ffn else 0
     n += max(0, g.norms - len(g.attention) - len(g.ffn)) * _post_norm(g.hidden, s)  # sandwich norms
     for a in g.attention:
-        n += p * (a.qkv + a.width)
+        n += p * (a.qkv + a.width) + (2 if s.precision == "mixed" else p) * a.qkv * s.fused_view
         if qk_norm:  # q and k: the attention width and one of k/v; Gemma's norm keeps 4 B more
             qk = (8 + p if s.precision != "fp32" else 8) if s.weight_in_fp32 and not frozen else 4 + p
             n += qk * (a.qkv - (a.qkv - a.width) // 2)
@@ -218,7 +255,7 @@ def _positive(value: object, field: str) -> int:
 def of_step(model: Model, s: Step) -> Term:
     """Everything the step holds for its backward at its peak, the start of the loss's backward."""
     # GemmaRMSNorm, Gemma2RMSNorm, Gemma3RMSNorm (and Gemma 3n's) scale before the cast (_norm)
-    s = replace(s, weight_in_fp32=model.model_type.startswith("gemma"))
+    s = replace(s, weight_in_fp32=model.model_type.startswith("gemma"), **_layer_norms(model))
     groups = layers(model)
     qk = any(m.name.rsplit(".", 1)[-1] in _QK_NORMS for m in walk(model))
     loss = 12 * s.tokens * vocab(model)
@@ -231,6 +268,25 @@ def of_step(model: Model, s: Step) -> Term:
     if s.recompute == "selective":
         said += "; transformers has no selective recomputation: planned as none (sdpa keeps no T×T anyway)"
     return Term("activations", label, total, formula, said, True, SOURCE, tuple(parts))
+
+
+def _layer_norms(model: Model) -> dict[str, object]:
+    """The LayerNorms read as the replay holds them (:func:`_layer_norm`): GPT-NeoX's
+    ``torch.nn.LayerNorm`` with its parallel residual (``use_parallel_residual``, True by default
+    in ``GPTNeoXConfig``), and OLMo's parameter-free ``OlmoLayerNorm``."""
+    if model.model_type == "olmo":
+        return {"layer_norm": "olmo"}
+    if model.model_type != "gpt_neox":
+        # Other LayerNorm models (GPT-2's family: Conv1D, a split c_attn, NewGELU's intermediates)
+        # save tensors this module does not read yet; the replay holds GPT-2 under its plan
+        # already (-24% of the peak allocation, mixed, 1,024 × 2), so their norms keep the
+        # RMSNorm count rather than plan less.
+        return {}
+    parallel = bool(model.config.get("use_parallel_residual", True))
+    # GPTNeoXAttention.forward: ``qkv.chunk(3, dim=-1)`` of the fused projection's output; sdpa
+    # saves the value it is called with, a view, which keeps the whole fused output alive beside
+    # the q, k (rotated) and v (made contiguous) copies the kernel saves
+    return {"layer_norm": "torch", "parallel": parallel, "fused_view": True}
 
 
 def _layers(groups: list[Layer], s: Step, qk: bool, loss: int) -> Term:
