@@ -185,3 +185,16 @@ def test_each_release_estimates_type_4_as_its_own_code(tmp_path):
     assert {c["release"] for c in recorded["cases"]} == {"v0.11.2", "v0.11.4", "v0.11.8"}
     wrong = [(c["release"], c["free"], c["num_gpu"]) for c in recorded["cases"] if ours(f, c) != c["ollama"]]
     assert not wrong, wrong
+
+
+@pytest.mark.parametrize("command", ["memory", "fit", "speed"])
+def test_llama_cpp_cannot_load_ollamas_gptoss_name_refused_in_one_line(home, capsys, command):
+    """A type-39 file Ollama's converter wrote (v0.11.8 on) still names its architecture ``gptoss``:
+    llm_arch_from_string does not know it, llama_model_loader throws "unknown model architecture"."""
+    folder = home / "files"
+    folder.mkdir()
+    path = write(gpt_oss(), folder / "gptoss-39.gguf")
+    err = one_line([command, str(path), "--runtime", "llama.cpp", "--gpu", "rtx4090"], capsys)
+    assert "its architecture 'gptoss' is Ollama's name for gpt-oss" in err
+    ollama = ["memory", str(path), "--runtime", "ollama", "--ollama-version", "0.11.8", "--gpu", "rtx4090"]
+    assert main(ollama) == 0  # Ollama's own estimate plans it

@@ -952,6 +952,16 @@ def loadable(model: Model) -> None:
             source=model.source,
             field=type_4[0],
         )
+    # gguf_init_from_file_impl reads the tensor types first: a type-4 file fails there, before its name
+    if is_gguf(model) and model.model_type == "gptoss":
+        # Ollama's own gpt-oss converter names the architecture gptoss; llama.cpp's is gpt-oss, and
+        # llm_arch_from_string's unknown name makes llama_model_loader throw "unknown model architecture"
+        raise ParamcountError(
+            "llama.cpp cannot load this file: its architecture 'gptoss' is Ollama's name for gpt-oss "
+            "(llama.cpp's is 'gpt-oss'; llama_model_loader: unknown model architecture): use --runtime ollama",
+            source=model.source,
+            field="general.architecture",
+        )
 
 
 def _output_copy(w: Any, arch: str | None, gguf: bool) -> Any:
