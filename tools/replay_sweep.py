@@ -42,11 +42,16 @@ MODES = (
     ("lora", {"r": 16, "targets": None, "recompute": "full"}),
 )
 SHAPES = ((512, 1), (2048, 1), (2048, 2), (4096, 2), (8192, 1))
+# GPT-2's family (Conv1D, a split c_attn, NewGELU, dropout masks): training, within its 1,024 positions
+GPT2 = ("openai-community/gpt2", "openai-community/gpt2-medium")
+GPT2_MODES = MODES[3:6]
+GPT2_SHAPES = ((512, 1), (1024, 2), (1024, 8))
 
 
 def cases() -> list[list]:
     """Every model at a shape and mode before the next shape: a stopped run covers them all."""
-    return [[kind, m, T, B, o] for T, B in SHAPES for kind, o in MODES for m in MODELS]
+    sweep = [[kind, m, T, B, o] for T, B in SHAPES for kind, o in MODES for m in MODELS]
+    return sweep + [[kind, m, T, B, o] for T, B in GPT2_SHAPES for kind, o in GPT2_MODES for m in GPT2]
 
 
 def main(out: Path) -> None:

@@ -22,7 +22,10 @@ for N = B·T tokens, activations of p bytes, per layer and token:
   (an attention call; this project's reading); eager attention saves the fp32 softmax and its
   cast, (4 + p)·H·T² per sequence and layer;
 - a gated MLP: gate (SiLU's input), its activation and up (the product's), the product (the
-  down projection's): 4·p·I; a plain one 2·p·I;
+  down projection's): 4·p·I; a plain one 2·p·I, GPT-2's NewGELU (``gelu_new``) 5·p·I;
+- GPT-2 (:func:`_gpt2`): its ``Conv1D`` projections save their input as ``nn.Linear`` does,
+  one fused ``c_attn`` reads each ``ln_1`` and its q/k/v views are what sdpa saves; the
+  dropouts save bool masks (1 B an element: two a layer, the embeddings', eager's T×T);
 - k of E routed experts (``integrations/moe.py grouped_mm_experts_forward`` after a top-k
   router such as ``OlmoeTopKRouter``): k·(2·p·h + 4·p·I + p + 24) + 4·E + 8·k, the gathered
   input and down output, the gated MLP's tensors, the routing weight and three int64 index
@@ -43,8 +46,9 @@ for N = B·T tokens, activations of p bytes, per layer and token:
 
 Checked against the peak of live tensor storage in a CPU training step (tests/test_saved.py)
 and the H100 runs in tests/fixtures/gpu_h100.json. Not modelled: log-sum-exp and ``rsqrt``
-vectors (a few bytes per token), dropout masks (the models train without dropout), fused
-q/k/v or gate/up projections (counted as separate casts under autocast).
+vectors (a few bytes per token), dropout masks outside GPT-2 (the other families train without
+dropout), fused q/k/v or gate/up projections outside GPT-NeoX and GPT-2 (counted as separate
+casts under autocast).
 """
 
 from __future__ import annotations
@@ -85,6 +89,10 @@ class Step:
     layer_norm: str = ""
     parallel: bool = False
     fused_view: bool = False
+    fused_split: bool = False
+    new_gelu: bool = False
+    dropouts: int = 0
+    attn_dropout: bool = False
 
     @property
     def p(self) -> int:
@@ -152,7 +160,7 @@ def per_token(g: Layer, s: Step, qk_norm: bool) -> int:
     # the projections reading a norm: q, k, v (one fused), gate and up (a plain MLP's one, where
     # the LayerNorms are read as the replay holds them: _layer_norms)
     ups = 1 if s.layer_norm and not any(f.gated for f in g.ffn) else 2
-    n = sum(_norm(g.hidden, s, 1 if s.fused_view else 3) for _ in g.attention) + (
+    n = sum(_norm(g.hidden, s, 1 if s.fused_view or s.fused_split else 3) for _ in g.attention) + (
         _norm(g.hidden, s, ups) if g.ffn else 0
     )
     n -= _shared_input(g.hidden, s) if g.attention and g.ffn else 0
@@ -164,7 +172,13 @@ def per_token(g: Layer, s: Step, qk_norm: bool) -> int:
             n += qk * (a.qkv - (a.qkv - a.width) // 2)
     for f in g.ffn:
         n += _routed(f, g.hidden, s) if f.experts else _inner(f, p, frozen)
-    return n
+        # NewGELUActivation.forward (transformers activations.py, GPT-2's ``gelu_new``) written as
+        # elementwise ops: ``pow`` saves its input (the c_fc output, counted), the product saves
+        # ``0.5 * input`` and ``1 + tanh(...)``, ``tanh`` its output: three more p·I tensors
+        n += 3 * p * f.inner * f.times if s.new_gelu and not f.gated and not f.experts else 0
+    # bool masks of the residual dropouts (GPT2Attention's resid_dropout, GPT2MLP's dropout):
+    # CUDA's fused kernel, native_dropout, saves its mask (1 B an element) for the backward
+    return n + s.dropouts * g.hidden
 
 
 def _inner(f: FeedForward, p: int, frozen: bool) -> int:
@@ -189,7 +203,8 @@ def quadratic(g: Layer, s: Step) -> int:
     """The T×T tensors one layer saves: eager's softmax and its cast."""
     if not s.eager:
         return 0
-    return len(g.attention) * (4 + s.p) * s.heads * s.batch * s.context * s.context
+    mask = 1 if s.attn_dropout else 0  # dropout on the attention weights: its bool mask
+    return len(g.attention) * (4 + s.p + mask) * s.heads * s.batch * s.context * s.context
 
 
 def activations(
@@ -276,17 +291,35 @@ def _layer_norms(model: Model) -> dict[str, object]:
     in ``GPTNeoXConfig``), and OLMo's parameter-free ``OlmoLayerNorm``."""
     if model.model_type == "olmo":
         return {"layer_norm": "olmo"}
+    if model.model_type == "gpt2":
+        return _gpt2(model)
     if model.model_type != "gpt_neox":
-        # Other LayerNorm models (GPT-2's family: Conv1D, a split c_attn, NewGELU's intermediates)
-        # save tensors this module does not read yet; the replay holds GPT-2 under its plan
-        # already (-24% of the peak allocation, mixed, 1,024 × 2), so their norms keep the
-        # RMSNorm count rather than plan less.
+        # Other LayerNorm models save tensors this module does not read yet: their norms keep
+        # the RMSNorm count rather than plan less.
         return {}
     parallel = bool(model.config.get("use_parallel_residual", True))
     # GPTNeoXAttention.forward: ``qkv.chunk(3, dim=-1)`` of the fused projection's output; sdpa
     # saves the value it is called with, a view, which keeps the whole fused output alive beside
     # the q, k (rotated) and v (made contiguous) copies the kernel saves
     return {"layer_norm": "torch", "parallel": parallel, "fused_view": True}
+
+
+def _gpt2(model: Model) -> dict[str, object]:
+    """GPT-2 (transformers models/gpt2/modeling_gpt2.py) as the replay holds it: ``nn.LayerNorm``
+    (saves its input) before one fused ``c_attn``, a ``Conv1D`` (pytorch_utils.py ``Conv1D.forward``:
+    ``torch.addmm`` on a view of its input, which it saves as ``nn.Linear`` does; autocast casts
+    it to bf16); ``GPT2Attention.forward`` splits the output into q/k/v views that sdpa saves as
+    they are (no rotary, no copy), so the fused output is the q, k and v counted; NewGELU for
+    ``gelu_new``; the dropouts of ``resid_pdrop`` (two a layer), ``embd_pdrop`` and, under eager
+    attention, ``attn_pdrop`` save bool masks (sdpa's flash kernel keeps only its RNG state)."""
+    c = model.config
+    return {
+        "layer_norm": "torch",
+        "fused_split": True,
+        "new_gelu": c.get("activation_function", "gelu_new") == "gelu_new",
+        "dropouts": 2 if c.get("resid_pdrop", 0.1) else 0,
+        "attn_dropout": bool(c.get("attn_pdrop", 0.1)),
+    }
 
 
 def _layers(groups: list[Layer], s: Step, qk: bool, loss: int) -> Term:
@@ -310,6 +343,7 @@ def _extras(model: Model, groups: list[Layer], s: Step) -> list[Term]:
     v = vocab(model)
     out = [
         Term("activations.norm", "final norm", n * _norm(h, s, 1), f"{n:,} × {_norm(h, s, 1)}", "", True, SOURCE),
+        *_embedding_dropout(model, s, h),
         Term(
             "activations.loss",
             "loss: fp32 logits' log-softmax and its backward",
@@ -369,6 +403,15 @@ def _extras(model: Model, groups: list[Layer], s: Step) -> list[Term]:
     return out
 
 
+def _embedding_dropout(model: Model, s: Step, h: int) -> list[Term]:
+    """GPT-2's ``drop`` after the embeddings (``GPT2Model.forward``, ``embd_pdrop``): its bool
+    mask, 1 B an element, saved by native_dropout for the backward."""
+    if model.model_type != "gpt2" or not model.config.get("embd_pdrop", 0.1):
+        return []
+    n = s.tokens * h
+    return [Term("activations.dropout", "embedding dropout's mask", n, f"{n:,} × 1 B", "", True, SOURCE)]
+
+
 def _head(model: Model) -> Module | None:
     """The output head's module, or None."""
     name = output_embedding(model)
@@ -387,11 +430,12 @@ def vocab(model: Model) -> int:
 
 
 def _matmul_params(model: Model) -> int:
-    """Weights the matmuls read: every linear layer's, and a tied output head's."""
-    from ..tree.modules import LINEAR
+    """Weights the matmuls read: every linear layer's (GPT-2's ``Conv1D`` too: autocast casts
+    ``torch.addmm``'s weight as ``linear``'s), and a tied output head's."""
+    from ..tree.modules import CONV1D, LINEAR
 
     mods = list(walk(model))
-    n = sum(m.d_in * m.d_out * m.copies for m in mods if m.type == LINEAR)
+    n = sum(m.d_in * m.d_out * m.copies for m in mods if m.type in (LINEAR, CONV1D))
     head = output_embedding(model)
     if head and not any(m.name == head and m.type == LINEAR for m in mods):
         n += next((m.d_in * m.d_out for m in mods if m.name == head), 0)

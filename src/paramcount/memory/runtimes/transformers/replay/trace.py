@@ -15,7 +15,8 @@ What differs from a CUDA run, so far as known: the attention kernel is chosen he
 ``_fused_sdp_choice`` chooses it on a Hopper card (flash for fp16/bf16 without a mask, the
 memory-efficient kernel with one or in fp32, math in fp32 with grouped heads); kernels'
 private workspaces (cuBLAS's, reductions' scratch) are not seen; ``torch.autocast("cuda")``
-passes meta tensors by, so :class:`Autocast` casts as it would for ``mixed`` training.
+passes meta tensors by, so :class:`Autocast` casts as it would for ``mixed`` training, and
+``at::dropout`` would take its unfused path on meta tensors, so :func:`dropout` takes CUDA's.
 """
 
 from __future__ import annotations
@@ -104,20 +105,36 @@ class Autocast:
             self.caching, self.cache = False, {}
 
 
+def dropout(x: torch.Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> torch.Tensor:
+    """``F.dropout`` as CUDA runs it: ``at::dropout`` takes the fused kernel on a CUDA tensor with
+    0 < p < 1 (aten/src/ATen/native/Dropout.cpp ``is_fused_kernel_acceptable``), ``native_dropout``,
+    whose backward keeps its bool mask (derivatives.yaml ``native_dropout``); on meta tensors it
+    would take ``_dropout_impl``, whose product saves a noise tensor in the input's dtype."""
+    if not (training and 0 < p < 1 and x.numel()) or inplace:
+        return _DROPOUT(x, p, training, inplace)
+    return torch.native_dropout(x, p, True)[0]
+
+
+_DROPOUT = torch.nn.functional.dropout
+
+
 @contextmanager
 def kernels(autocast: Autocast | None = None):
-    """``sdpa`` in place of PyTorch's, above autograd (so that a training step saves what the
-    chosen kernel's backward needs) and in checkpointing's recomputation too; with ``autocast``,
-    its casts before ``linear``, ``matmul`` and sdpa."""
+    """``sdpa`` and the fused dropout in place of PyTorch's, above autograd (so that a training
+    step saves what the chosen kernel's backward needs) and in checkpointing's recomputation too;
+    with ``autocast``, its casts before ``linear``, ``matmul``, ``addmm`` (GPT-2's ``Conv1D``,
+    transformers pytorch_utils.py; autocast_mode.cpp lists it lower-precision) and sdpa."""
     F = torch.nn.functional
-    saved = F.scaled_dot_product_attention, F.linear, torch.matmul
+    saved = F.scaled_dot_product_attention, F.linear, torch.matmul, torch.addmm, F.dropout
     F.scaled_dot_product_attention = autocast.wrap(sdpa) if autocast else sdpa
+    F.dropout = dropout
     if autocast:
         F.linear, torch.matmul = autocast.wrap(F.linear), autocast.wrap(torch.matmul)
+        torch.addmm = autocast.wrap(torch.addmm)
     try:
         yield
     finally:
-        F.scaled_dot_product_attention, F.linear, torch.matmul = saved
+        F.scaled_dot_product_attention, F.linear, torch.matmul, torch.addmm, F.dropout = saved
 
 
 class Recorder(TorchDispatchMode):
@@ -155,6 +172,11 @@ class Recorder(TorchDispatchMode):
         if func is aten._safe_softmax.default:  # its CUDA kernel is this composite (SoftMax.cpp)
             with self:
                 return safe_softmax(*args, **kwargs)
+        if func is aten.native_dropout.default:  # CUDA's fused kernel: the output and a bool mask
+            out = func(*args, **kwargs)
+            for t in out:
+                self.allocate(t, str(func))
+            return out
         if func is aten.softmax.int and half_to_float(args, kwargs):
             func, args, kwargs = aten._softmax.default, (args[0], args[1], True), {}
         # A composite op seen whole (no autograd to decompose it, as in inference_mode) is
