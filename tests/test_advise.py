@@ -186,6 +186,11 @@ def test_recommendations_carry_the_speed_model_s_figures():
     assert llama.speed["decode"]["value"] == same["decode_tokens_per_s"]
     assert llama.speed["decode"]["label"] == "estimate" and llama.speed["decode"]["expected_error"]["p90"] > 0
     assert hf.speed["decode"]["label"] == "upper bound"
+    from paramcount.render.advice import speed_words
+
+    said = speed_words(hf.speed)  # transformers: bounds only, each on its side
+    assert "decode ≤" in said and "first token in ≥" in said and "≈" not in said, said
+    assert "first token in ≈" in speed_words(llama.speed)  # an estimate
     (sized,) = recommend(model, "12GiB", ram=32 * GIB, runtimes=["llama.cpp"])
     assert "not a card of the catalog" in sized.speed["unavailable"]
     moe = load("Qwen/Qwen3-30B-A3B")

@@ -1100,6 +1100,8 @@ def test_speed_against_context_says_estimates_and_bounds(sized):
     assert bound.startswith(f"upper bound {s.decode.bound_tokens_per_s:,.1f} tok/s"), bound
     ttft = pg.locator('.speed-figure[data-phase="ttft"] .speed-value').inner_text()
     assert ttft == f"{s.ttft.seconds * 1e3:,.0f} ms", ttft
+    least = pg.locator('.speed-figure[data-phase="ttft"] .speed-bound').inner_text()
+    assert least.startswith("no less than "), least  # a time's bound is the shortest it can take
     probe = pg.evaluate(SPEED_PROBE)
     assert probe["inside"] and all(ok for _, ok in probe["figures"]) and len(probe["figures"]) == 3, probe
     assert dict(probe["series"]) == {"estimate": 7, "bound": 7}, probe  # 128 … 8,192 tokens

@@ -49,12 +49,15 @@ def speed_words(s: dict[str, Any]) -> str:
     if d:
         parts.append(f"decode {_approx(d)}{d['value']:,.0f} tokens/s at {s['context_depth']:,} deep ({_said(d)})")
     if t:
-        parts.append(f"a {s['prompt_tokens']}-token prompt's first token in {_approx(t)}{t['value']:.2f} s")
+        parts.append(f"a {s['prompt_tokens']}-token prompt's first token in {_approx(t, time=True)}{t['value']:.2f} s")
     return "; ".join(parts)
 
 
-def _approx(f: dict[str, Any]) -> str:
-    return "≤" if f["label"] == "upper bound" else "≈"
+def _approx(f: dict[str, Any], time: bool = False) -> str:
+    """``≈`` for an estimate; for a bound on speed, ``≤`` a rate and ``≥`` a time (the shortest it takes)."""
+    if not f["label"].startswith("upper bound"):
+        return "≈"
+    return "≥" if time else "≤"
 
 
 def _said(f: dict[str, Any]) -> str:

@@ -1205,7 +1205,9 @@
       fig.appendChild(text("div", "speed-value", f.estimate ? speedValue(phase, f.estimate) : "no estimate"));
       fig.appendChild(text("div", "speed-sub", f.estimate ? expectedError(f.estimate.expected_error) : (f.note || "")));
       if (f.upper_bound && (f.upper_bound.tokens_per_s || f.upper_bound.seconds)) {
-        fig.appendChild(text("div", "speed-bound", `upper bound ${speedValue(phase, f.upper_bound)} (${f.bound_by})`));
+        // a bound on speed: the most tokens a second, or for a time the least it can take
+        const side = phase === "ttft" ? "no less than" : "upper bound";
+        fig.appendChild(text("div", "speed-bound", `${side} ${speedValue(phase, f.upper_bound)} (${f.bound_by})`));
       }
       box.appendChild(fig);
     }
