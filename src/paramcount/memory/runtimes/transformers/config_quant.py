@@ -116,16 +116,22 @@ def _gptq_awq(model: Model) -> Weights:
     return replace(w, bound=True, note=why)
 
 
+def _names(q: Mapping[str, Any], key: str) -> list[str] | None:
+    """``quantization_config[key]``: a list of module names, or None where absent (else refused)."""
+    names = q.get(key)
+    if names is not None and not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+        raise ParamcountError(
+            f"quantization_config.{key} must be a list of module names, not {brief(names)}",
+            field=f"quantization_config.{key}",
+        )
+    return names
+
+
 def _awq_skips(model: Model, w: Weights) -> list[str]:
     """The quantised modules an AWQ config's modules_to_not_convert names."""
-    names = (quant_config(model) or {}).get("modules_to_not_convert")
+    names = _names(quant_config(model) or {}, "modules_to_not_convert")
     if names is None:
         return []
-    if not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
-        raise ParamcountError(
-            f"quantization_config.modules_to_not_convert must be a list of module names, not {brief(names)}",
-            field="quantization_config.modules_to_not_convert",
-        )
     skip = _patterns(names)
     modules = [r.name.rpartition(".")[0] for r in w.rows if r.role == "quantised"]
     return list(dict.fromkeys(m for m in modules if skip and _skipped(m, skip)))
@@ -146,12 +152,7 @@ def _bnb(model: Model, q: Mapping[str, Any]) -> Weights:
             "quantization_config: bitsandbytes needs load_in_4bit or load_in_8bit true",
             field="quantization_config.load_in_4bit",
         )
-    skip = q.get("llm_int8_skip_modules")
-    if skip is not None and not (isinstance(skip, list) and all(isinstance(n, str) for n in skip)):
-        raise ParamcountError(
-            f"quantization_config.llm_int8_skip_modules must be a list of module names, not {brief(skip)}",
-            field="quantization_config.llm_int8_skip_modules",
-        )
+    skip = _names(q, "llm_int8_skip_modules")
     keep = "output" if skip is None else ",".join(skip[:1000]) or "none"
     return weights(model, s, keep=keep, double_quant=dq or None)
 
@@ -189,12 +190,7 @@ def _fp8(model: Model, q: Mapping[str, Any], plain: Weights) -> Weights:
             f"quantization_config.weight_block_size must be two positive integers or null, not {brief(block)}",
             field="quantization_config.weight_block_size",
         )
-    patterns = q.get("modules_to_not_convert")
-    if patterns is not None and not (isinstance(patterns, list) and all(isinstance(p, str) for p in patterns)):
-        raise ParamcountError(
-            f"quantization_config.modules_to_not_convert must be a list of module names, not {brief(patterns)}",
-            field="quantization_config.modules_to_not_convert",
-        )
+    patterns = _names(q, "modules_to_not_convert")
     skip = _patterns(patterns or [])
     linear = {s.name for s in slots(model.tree, model.model_type) if s.linear}
     output = _default_skips(model) if patterns is None else set()
