@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -213,10 +214,24 @@ def test_num_parallel_multiplies_the_cache(tiny):
 def test_the_environment_as_envconfig_reads_it():
     env = {"OLLAMA_NUM_PARALLEL": "0", "OLLAMA_FLASH_ATTENTION": "yes", "OLLAMA_CONTEXT_LENGTH": "'2048'"}
     a = from_env(env)
-    assert (a.parallel, a.flash, a.default_context) == (1, True, 2048)  # max(n, 1); unreadable bool: true
+    assert (a.parallel, a.flash, a.default_context) == (0, True, 2048)  # 0 kept; unreadable bool: true
     assert env_bool({"X": "False"}, "X") is False and env_bool({}, "X") is None
     assert from_env({"OLLAMA_GPU_OVERHEAD": "lots"}).overhead == 0  # unreadable: the default
     assert from_env({"OLLAMA_NUM_PARALLEL": "4"}, parallel=2).parallel == 2  # a flag wins
+
+
+def test_num_parallel_0_is_automatic_before_0_11_5_and_1_after(tiny):
+    """sched.go: ``*numParallel <= 0`` tries defaultParallel (4 in v0.5.7), then 1; v0.11.5 on
+    ``numParallel < 1`` is 1. On a card that holds four streams the old release takes four."""
+    zero = from_env({"OLLAMA_NUM_PARALLEL": "0"}, context=4096)
+    old = estimate_plan(tiny, gpu("rtx3060"), replace(zero, version="0.5.7"))
+    assert (
+        old.settings.parallel
+        == 4
+        == estimate_plan(tiny, gpu("rtx3060"), Asked(context=4096, version="0.5.7")).settings.parallel
+    )
+    for version in ("0.11.5", "0.12.10"):
+        assert estimate_plan(tiny, gpu("rtx3060"), replace(zero, version=version)).settings.parallel == 1
 
 
 # ---- refusals ---------------------------------------------------------------------------------

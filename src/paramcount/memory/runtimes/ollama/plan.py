@@ -176,7 +176,11 @@ def _schedule(f, got, asked, flash_ok, projector, devices, rel):
     """``server/sched.go``'s choice of num_parallel and GPUs, then the settings and graph
     ``NewLlamaServer`` estimates with: without OLLAMA_NUM_PARALLEL, ``defaultParallel`` (4 before
     v0.6.7, 2 before v0.10.0, then 1) where the model fits at it, else 1; the fewest GPUs that hold
-    every layer (one, else all of them before v0.11.5's pickBestFullFitByLibrary), else all."""
+    every layer (one, else all of them before v0.11.5's pickBestFullFitByLibrary), else all.
+    OLLAMA_NUM_PARALLEL=0 is that automatic choice before v0.11.5 (``*numParallel <= 0`` in
+    pickBestFullFitByLibrary), 1 after (``if numParallel < 1 { numParallel = 1 }`` in sched.load)."""
+    if asked.parallel == 0:
+        asked = replace(asked, parallel=None if rel.zero_parallel_auto else 1)
     one = asked.parallel is None and ((got.projectors and rel.projector_parallel_one) or f.pooling)
     tries = (asked.parallel,) if asked.parallel is not None else (1,) if one else (rel.auto_parallel, 1)
     runs = []

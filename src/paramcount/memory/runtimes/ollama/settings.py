@@ -142,7 +142,7 @@ def from_env(env: Mapping[str, str], **given: Any) -> Asked:
     parallel = env_uint(env, "OLLAMA_NUM_PARALLEL")
     found = {
         "default_context": env_uint(env, "OLLAMA_CONTEXT_LENGTH"),
-        "parallel": max(parallel, 1) if parallel is not None else None,
+        "parallel": parallel,  # 0: automatic before v0.11.5, else 1 (the plan's _schedule decides)
         "flash": env_bool(env, "OLLAMA_FLASH_ATTENTION"),
         "kv_type": var(env, "OLLAMA_KV_CACHE_TYPE").lower() or None,
         "overhead": env_uint(env, "OLLAMA_GPU_OVERHEAD") or 0,
