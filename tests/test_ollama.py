@@ -234,6 +234,17 @@ def test_num_parallel_0_is_automatic_before_0_11_5_and_1_after(tiny):
         assert estimate_plan(tiny, gpu("rtx3060"), replace(zero, version=version)).settings.parallel == 1
 
 
+def test_before_0_11_5_the_fit_is_checked_before_the_trained_length_cut(tiny):
+    """tiny was trained at 8,192. v0.11.4's scheduler asks pickBestFullFitByLibrary at num_ctx
+    32,768, which one 800 MiB card does not hold: it takes both, though NewLlamaServer then cuts
+    num_ctx to 8,192. From v0.11.5 llamaServer.Load checks the fit after the cut: one card."""
+    for version, cards in (("0.11.4", 2), ("0.11.5", 1), ("0.12.10", 1)):
+        o = estimate_plan(tiny, gpu("rtx3060"), Asked(context=32768, parallel=1, version=version), 2, 800 << 20)
+        assert (o.gpus_used, o.settings.context, o.num_gpu) == (cards, 8192, L + 1)
+        asked_at_trained = Asked(context=8192, parallel=1, version=version)
+        assert estimate_plan(tiny, gpu("rtx3060"), asked_at_trained, 2, 800 << 20).gpus_used == 1
+
+
 # ---- refusals ---------------------------------------------------------------------------------
 
 

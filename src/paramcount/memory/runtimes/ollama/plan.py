@@ -183,19 +183,24 @@ def _schedule(f, got, asked, flash_ok, projector, devices, rel):
         asked = replace(asked, parallel=None if rel.zero_parallel_auto else 1)
     one = asked.parallel is None and ((got.projectors and rel.projector_parallel_one) or f.pooling)
     tries = (asked.parallel,) if asked.parallel is not None else (1,) if one else (rel.auto_parallel, 1)
-    runs = []
-    for p in dict.fromkeys(tries):
-        floor = {"sched": _vision(got), "all": True, "projector": bool(got.projectors)}[rel.ctx_floor]
-        s = resolve(f, replace(asked, parallel=p), floor, flash_ok, rel)
-        runs.append((s, graph_size(f, s.context, s.batch, s.parallel, s.kv_type, rel, s.flash)))
-    if runs[-1][0].num_gpu == 0:
-        return *runs[-1], []
+    floor = {"sched": _vision(got), "all": True, "projector": bool(got.projectors)}[rel.ctx_floor]
+
+    def at(p: int | None, cut: bool) -> tuple[Settings, Any]:
+        s = resolve(f, replace(asked, parallel=p), floor, flash_ok, rel, cut)
+        return s, graph_size(f, s.context, s.batch, s.parallel, s.kv_type, rel, s.flash)
+
+    # before v0.11.5 server/sched.go checked the fit at the asked num_ctx and NewLlamaServer cut it
+    # to the trained length afterwards; from v0.11.5 llamaServer.Load checks it after the cut
+    runs = {p: at(p, rel.fit_in_load) for p in dict.fromkeys(tries)}
+    last = tries[-1]
+    if runs[last][0].num_gpu == 0:
+        return *at(last, True), []
     ordered = sorted(devices, key=lambda d: d.free, reverse=True)
     for n in range(1, len(ordered) + 1) if rel.subsets else dict.fromkeys((1, len(ordered))):
-        for s, graph in runs:
+        for p, (s, graph) in runs.items():
             if _fits(f, graph, projector, ordered[:n], s, rel):
-                return s, graph, ordered[:n]
-    return *runs[-1], list(devices)
+                return *at(p, True), ordered[:n]
+    return *at(last, True), list(devices)
 
 
 def _fits(f: OllamaGGUF, graph: Any, projector: int, devices: Sequence[Device], s: Settings, rel: Release) -> bool:

@@ -58,11 +58,15 @@ def whole(value: object, field: str, low: int) -> int:
     return value
 
 
-def resolve(f: OllamaGGUF, asked: Asked, vision: bool, flash_ok: bool, rel: Release = NEWEST) -> Settings:
+def resolve(
+    f: OllamaGGUF, asked: Asked, vision: bool, flash_ok: bool, rel: Release = NEWEST, cut: bool = True
+) -> Settings:
     """The settings llm/server.go passes to estimateGPULayers for this file, in release ``rel``
-    (``asked.parallel`` None: 1; the scheduler's automatic choice is :func:`plan.estimate_plan`'s)."""
+    (``asked.parallel`` None: 1; the scheduler's automatic choice is :func:`plan.estimate_plan`'s).
+    ``cut``: num_ctx cut to the trained length as NewLlamaServer does (the scheduler's fit check
+    runs before that, at the asked num_ctx)."""
     notes: list[str] = []
-    context, said = _context(f, asked, vision and rel.ctx_floor == "sched", notes, rel)
+    context, said = _context(f, asked, vision and rel.ctx_floor == "sched", notes, rel, cut)
     parallel = 1 if f.pooling else whole(asked.parallel or 1, "OLLAMA_NUM_PARALLEL", 1)
     if vision and rel.ctx_floor != "sched" and context * parallel < 2048:  # inside the estimate, on num_ctx·parallel
         context, said = -(-2048 // parallel), f"num_ctx·num_parallel raised to 2048 (llm/memory.go, {rel.name})"
@@ -92,7 +96,9 @@ def resolve(f: OllamaGGUF, asked: Asked, vision: bool, flash_ok: bool, rel: Rele
     return Settings(context, said, batch, parallel, num_gpu, flash, kv if flash else "", overhead, tuple(notes))
 
 
-def _context(f: OllamaGGUF, asked: Asked, vision: bool, notes: list[str], rel: Release) -> tuple[int, str]:
+def _context(
+    f: OllamaGGUF, asked: Asked, vision: bool, notes: list[str], rel: Release, cut: bool = True
+) -> tuple[int, str]:
     if asked.context is not None:
         context, said = whole(asked.context, "num_ctx", 1), "num_ctx"
     elif asked.default_context is not None and rel.context_env:
@@ -107,7 +113,7 @@ def _context(f: OllamaGGUF, asked: Asked, vision: bool, notes: list[str], rel: R
     if vision and context < 2048:
         context, said = 2048, "num_ctx raised to 2048 for a model that sees images (server/sched.go GetRunner)"
     trained = f.uint("context_length")
-    if 0 < trained < context and rel.trained_cut:
+    if 0 < trained < context and rel.trained_cut and cut:
         notes.append(f"num_ctx {context:,} is past the trained {trained:,}: Ollama cuts it (NewLlamaServer)")
         context, said = trained, "the trained context_length (llm/server.go NewLlamaServer)"
     return context, said

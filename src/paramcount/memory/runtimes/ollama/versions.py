@@ -71,6 +71,7 @@ class Release:
     flash_default: frozenset[str] = frozenset()  # GGML.FlashAttention: on by default for these
     xavier_no_flash: bool = False  # no flash attention on CUDA compute capability 7.2 (v0.12.4 on)
     subsets: bool = False  # pickBestFullFitByLibrary tries 1, 2, … GPUs (else one GPU, then all)
+    fit_in_load: bool = False  # the fit checked in llamaServer.Load, after NewLlamaServer's trained-length cut
     zero_parallel_auto: bool = True  # OLLAMA_NUM_PARALLEL=0 tries defaultParallel, then 1 (`<= 0` in sched.go)
     engine: frozenset[str] = frozenset()  # architectures sized by allocating them, not estimated
     recurrent: bool = False  # a layer without heads cached as its conv + SSM state (f32)
@@ -110,8 +111,8 @@ DELTAS: tuple[tuple[tuple[int, int, int], dict[str, object]], ...] = (
     ((0, 11, 0), {"gptoss": "2x", "gptoss_context": True, "mxfp4": "4"}),  # partial = 2 × full
     ((0, 11, 2), {"gptoss_flash": False}),
     ((0, 11, 3), {"gptoss": "1x"}),  # partialOffload = fullOffload
-    # pickBestFullFitByLibrary; GetRunner's floor; OLLAMA_NUM_PARALLEL=0 read as 1
-    ((0, 11, 5), {"subsets": True, "ctx_floor": "sched", "zero_parallel_auto": False}),
+    # pickBestFullFitByLibrary, called from llamaServer.Load; GetRunner's floor; OLLAMA_NUM_PARALLEL=0 read as 1
+    ((0, 11, 5), {"subsets": True, "ctx_floor": "sched", "fit_in_load": True, "zero_parallel_auto": False}),
     ((0, 11, 5), {"gptoss_flash": True, "mxfp4": "39/256", "gptoss": "2/6"}),  # TypeSize 39; no full graph
     ((0, 11, 8), {"gptoss": "flash", "flash_default": FLASH_0_11_8, "mxfp4": "39"}),  # 85ccf7354
     ((0, 11, 11), {"engine": ENGINE_0_11_11, "recurrent": True}),  # eb10390de: new estimates by default
