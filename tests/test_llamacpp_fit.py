@@ -102,7 +102,8 @@ def test_fit_prints_llama_fit_params(capsys):
     argv = ["fit", "meta-llama/Llama-3.1-8B", "--runtime", "llama.cpp", "--gpu", "8GB", "--dtype", "q8_0"]
     assert main([*argv, "--width", "200"]) == 1
     out = capsys.readouterr().out
-    assert "what llama.cpp's --fit (on by default) picks" in out and "  q8_0: -c " in out and " -ngl " in out
+    assert "what llama.cpp's --fit (on by default) picks" in out and "  q8_0: " in out
+    assert "\n    -c 4096 -ngl " in out  # the arguments on a line of their own, to paste
     argv[-1] = "q4_k_m"
     assert main([*argv, "--width", "200"]) == 0
     assert "--fit (on by default) picks" not in capsys.readouterr().out

@@ -119,7 +119,7 @@ def test_fit_answers_as_llama_fit_params_gives_them(run):
     p = _planner(run["model"])
     trained = DOC["models"][run["model"]]["config"]["max_position_embeddings"]  # the file's context_length
     r = fit_params_multi(p, [f * MIB for f in run["free_mib"]], run["ctx"], 1, trained)
-    answer = r.arguments()
+    answer = r.arguments(printed=True)
     if run["name"] in OPEN_FITS:
         assert answer != run["llama_cpp"]  # open: see OPEN_FITS
         return

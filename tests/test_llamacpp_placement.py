@@ -10,6 +10,7 @@ llama_model_loader::create_tensor (vendored llama.cpp), restated here in their p
 
 from __future__ import annotations
 
+import itertools
 import random
 from fractions import Fraction
 
@@ -236,7 +237,7 @@ def test_rope_factors_go_with_layer_zero_and_norms_with_the_output():
         (n_cpu_moe(20), "--n-cpu-moe 20"),
         (n_cpu_moe(1), "--n-cpu-moe 1"),
         # not what --n-cpu-moe gives (a layer skipped, another buffer): the patterns as -ot reads them
-        (n_cpu_moe(3)[1:], "-ot " + ",".join(f"{p}=CPU" for p, _ in n_cpu_moe(3)[1:])),
+        (n_cpu_moe(3)[1:], "-ot blk\\.([1-2])" + EXPS + "=CPU"),  # layers 1 and 2, merged
         (((r"blk\.1\.ffn", "CUDA1"), (r"exps", "CPU")), r"-ot blk\.1\.ffn=CUDA1,exps=CPU"),
     ],
 )
@@ -244,4 +245,53 @@ def test_override_flags_are_the_shortest_flags_that_read_back(found, flags):
     """fit's settings line shows the flags, never the tuple (it printed 20 patterns for --n-cpu-moe 20)."""
     assert override_flags(found) == flags
     if flags.startswith("-ot "):
-        assert overrides(flags[4:]) == found
+        assert same_buffers(overrides(flags[4:]), found)
+
+
+def same_buffers(a, b, n_layer: int = 130) -> bool:
+    """Every tensor name of an n_layer model gets one buffer under both lists of overrides."""
+    names = [f"blk.{i}.{t}.weight" for i in range(n_layer) for t in TENSORS] + ["output.weight", "token_embd.weight"]
+    pa, pb = (placement(overrides=o, tensor_split=(1.0, 1.0)) for o in (a, b))
+    return all(pa.override(n) == pb.override(n) for n in names)
+
+
+TENSORS = (
+    "attn_q",
+    "ffn_up",
+    "ffn_down",
+    "ffn_gate",
+    "ffn_up_exps",
+    "ffn_down_exps",
+    "ffn_gate_exps",
+    "ffn_gate_up_exps",
+)
+FRACTIONS = (r"\.ffn_(gate|gate_up|down).*", r"\.ffn_down.*", EXPS)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_merged_overrides_place_every_tensor_as_the_list_does(seed):
+    """What fit prints (a ~1,600-character -ot for 32 layers before) is merged into number ranges
+    (blk\\.(1[7-9]|[2-3][0-9]|4[0-8])\\.…): each tensor of a 130-layer model gets the same buffer,
+    and the merged line reads back through -ot's own parser."""
+    rng = random.Random(seed)
+    found, il = [], rng.randrange(0, 120)
+    while il < 130 and len(found) < 60:
+        found.append((f"blk\\.{il}{rng.choice(FRACTIONS)}", rng.choice(("CPU", "CPU", "CUDA1"))))
+        il += rng.choice((1, 1, 1, 2))
+    flags = override_flags(tuple(found))
+    assert same_buffers(overrides(flags.removeprefix("-ot ")), found) if flags.startswith("-ot ") else True
+    runs = 1 + sum(_key(a) != _key(b) or _layer(a) + 1 != _layer(b) for a, b in itertools.pairwise(found))
+    assert flags.count("=") <= runs  # one pattern for each run of neighbouring layers alike
+
+
+def _key(override: tuple[str, str]) -> tuple[str, str]:
+    return override[0].split("\\.", 2)[2], override[1]
+
+
+def _layer(override: tuple[str, str]) -> int:
+    return int(override[0].split("\\.", 2)[1])
+
+
+def test_fit_prints_one_short_line_for_32_layers_of_experts():
+    found = ((r"blk\.16\.ffn_down.*", "CPU"), *((f"blk\\.{i}{EXPS}", "CPU") for i in range(17, 49)))
+    assert override_flags(found) == r"-ot blk\.16\.ffn_down.*=CPU,blk\.(1[7-9]|[2-3][0-9]|4[0-8])" + EXPS + "=CPU"

@@ -14,7 +14,7 @@ from ..memory.core.gpus import CUDA_TOTAL, GPU
 from ..memory.core.plan import Plan
 from ..memory.core.terms import GB, GIB, Term
 from ..memory.fit import Fit, Overview, Row, gpu_dict, host_bytes
-from .text import LABELS, n
+from .text import LABELS, Command, n
 
 
 def gb(b: int) -> str:
@@ -408,14 +408,16 @@ def fit_params_lines(fit: Fit) -> list[Text]:
         )
     for r in rows:
         f = r.fit_params
-        said = f"failed: {f.failed}" if f.failed else f.arguments()
-        host = f.devices().get("host", 0)
-        where = "the GPUs" if f.per_device else "the GPU"
-        used = f"  ({f.used // 2**20:,} MiB on {where}, {host // 2**20:,} MiB in host memory)" if not f.failed else ""
         on = "the GPUs (split by free memory)" if f.per_device else "the GPU"
-        used += f"; every layer on {on} up to -c {n(f.longest)}" if f.longest else "; not every layer at any context"
-        out.append(Text(f"  {r.precision}: {said}{used}", style="red" if f.failed else ""))
-        out += [Text(f"    {_device_line(d)}") for d in f.per_device if not f.failed]
+        longest = f"every layer on {on} up to -c {n(f.longest)}" if f.longest else "not every layer at any context"
+        if f.failed:
+            out.append(Text(f"  {r.precision}: failed: {f.failed}; {longest}", style="red"))
+            continue
+        where, host = "the GPUs" if f.per_device else "the GPU", f.devices().get("host", 0)
+        used = f"{f.used // 2**20:,} MiB on {where}, {host // 2**20:,} MiB in host memory"
+        out.append(Text(f"  {r.precision}: {used}; {longest}"))
+        out.append(Command(f"    {f.arguments()}"))
+        out += [Text(f"    {_device_line(d)}") for d in f.per_device]
     return out
 
 

@@ -183,6 +183,10 @@ def _catalog_width(cells: list[list[str]], keep: list[int]) -> int:
     return sum(widths) + 3 * len(keep) - 1
 
 
+class Command(Text):
+    """A command line to paste: printed on one line the terminal may fold but never we (soft wrap)."""
+
+
 class _Console(Console):
     """A console whose tables never cut a number, a word or a header: a table too wide for the
     console is drawn with each column at least as wide as its longest word (a right-aligned,
@@ -197,6 +201,11 @@ class _Console(Console):
         )
 
     def print(self, *objects: Any, **kwargs: Any) -> None:
+        if any(isinstance(o, Group) and any(isinstance(r, Command) for r in o.renderables) for o in objects):
+            for o in objects:  # a group holding a command: its parts one by one, the command unwrapped
+                for part in o.renderables if isinstance(o, Group) else (o,):
+                    self.print(part, **{**kwargs, "soft_wrap": isinstance(part, Command) or kwargs.get("soft_wrap")})
+            return
         super().print(*(_fit(obj, self, self.width) for obj in objects), **kwargs)
 
 

@@ -30,7 +30,7 @@ from typing import Any
 
 from ....errors import ParamcountError
 from ....records import replace
-from .placement import CPU
+from .placement import CPU, compact_overrides
 
 MIB = 1 << 20
 MARGIN = 1024 * MIB  # common.h fit_params_target: 1024 MiB per device (-fitt)
@@ -80,9 +80,11 @@ class FitParams:
     per_device: tuple[dict[str, Any], ...] = ()  # several GPUs: each one's free, margin and projected bytes
     source: str = SRC
 
-    def arguments(self) -> str:
+    def arguments(self, printed: bool = False) -> str:
         """As ``llama-fit-params`` prints them: ``-c N -ngl L [-ts a,b] [-ot "..."]`` (fit-params.cpp:
-        -ts as whole numbers, without its trailing zeros, and only while more than one is left)."""
+        -ts as whole numbers, without its trailing zeros, and only while more than one is left),
+        but ``-ot``'s per-layer patterns merged (:func:`.placement.compact_overrides`: the same
+        placement in a line that pastes); ``printed``: the patterns one by one, as the tool prints them."""
         out = f"-c {self.n_ctx} -ngl {-1 if self.ngl is None else self.ngl}"
         ts = list(self.tensor_split)
         while len(ts) > 1 and ts[-1] == 0:
@@ -90,7 +92,8 @@ class FitParams:
         if len(ts) > 1:
             out += " -ts " + ",".join(str(int(v)) for v in ts)
         if self.overrides:
-            out += ' -ot "' + ",".join(f"{p}={b}" for p, b in self.overrides) + '"'
+            listed = ",".join(f"{p}={b}" for p, b in self.overrides)
+            out += f' -ot "{listed if printed else compact_overrides(self.overrides)}"'
         return out
 
     def devices(self) -> dict[str, int]:

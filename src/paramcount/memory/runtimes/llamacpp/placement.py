@@ -162,10 +162,57 @@ class Placement:
             out.append(f"--n-cpu-moe {moe}")
             rest = rest[moe:]
         if rest:
-            out.append('-ot "' + ",".join(f"{p}={b}" for p, b in rest) + '"')
+            out.append(f'-ot "{compact_overrides(rest)}"')
         if not self.kv_offload:
             out.append("-nkvo")
         return " ".join(out)
+
+
+_LAYER = re.compile(r"blk\\\.(0|[1-9]\d*)(\\\..*)")  # a per-layer pattern: blk\.N then \. and the rest
+
+
+def compact_overrides(given: Sequence[tuple[str, str]]) -> str:
+    """``-ot``'s argument, with neighbouring per-layer patterns that differ only in the layer
+    merged into one (``blk\\.(1[7-9]|2[0-9])\\.ffn_…=CPU`` for twelve items): the same buffer
+    for every tensor, as the patterns name disjoint layers and their order among the others is
+    kept (llama_model_loader::create_tensor takes the first match); short enough to paste."""
+    out: list[tuple[str, list[int], str]] = []  # (rest of the pattern, layers, buffer)
+    for pattern, buft in given:
+        m = _LAYER.fullmatch(pattern)
+        if m and out and out[-1][0] == m[2] and out[-1][2] == buft and out[-1][1][-1] + 1 == int(m[1]):
+            out[-1][1].append(int(m[1]))
+        else:
+            out.append((m[2], [int(m[1])], buft) if m else (pattern, [], buft))
+    return ",".join(f"blk\\.{_numbers(ls[0], ls[-1])}{rest}={b}" if ls else f"{rest}={b}" for rest, ls, b in out)
+
+
+def _numbers(lo: int, hi: int) -> str:
+    """A regex for the whole numbers lo..hi: ``7``, ``(1[7-9]|[2-3][0-9]|4[0-8])``."""
+    if lo == hi:
+        return str(lo)
+    parts = []
+    while lo <= hi:  # split at each power of ten: numbers of one length
+        top = min(hi, 10 ** len(str(lo)) - 1)
+        parts += _same_length(str(lo), str(top))
+        lo = top + 1
+    return "(" + "|".join(parts) + ")"
+
+
+def _same_length(lo: str, hi: str) -> list[str]:
+    """Regexes for lo..hi, two numbers of one length, most significant digit first."""
+    if len(lo) == 1:
+        return [lo if lo == hi else f"[{lo}-{hi}]"]
+    if lo[0] == hi[0]:
+        return [lo[0] + p for p in _same_length(lo[1:], hi[1:])]
+    tail, zeros, nines = len(lo) - 1, "0" * (len(lo) - 1), "9" * (len(lo) - 1)
+    out = [] if lo[1:] == zeros else [lo[0] + p for p in _same_length(lo[1:], nines)]
+    first = int(lo[0]) + (lo[1:] != zeros)
+    last = int(hi[0]) - (hi[1:] != nines)
+    if first <= last:
+        out.append((str(first) if first == last else f"[{first}-{last}]") + "[0-9]" * tail)
+    if hi[1:] != nines:
+        out += [hi[0] + p for p in _same_length(zeros, hi[1:])]
+    return out
 
 
 def _leading_cpu_moe(given: Sequence[tuple[str, str]]) -> int:
@@ -248,7 +295,7 @@ def override_flags(found: tuple[tuple[str, str], ...]) -> str:
         return "--cpu-moe"
     if found and found == n_cpu_moe(len(found)):
         return f"--n-cpu-moe {len(found)}"
-    return "-ot " + ",".join(f"{pattern}={buft}" for pattern, buft in found)
+    return f"-ot {compact_overrides(found)}"
 
 
 def tensor_split(text: str) -> tuple[float, ...]:
