@@ -10,6 +10,7 @@ from rich.text import Text
 
 from ..advise import Recommendation
 from ..memory.core.terms import GIB
+from .text import Command
 
 NAMES = {"llama.cpp": "llama.cpp", "vllm": "vLLM", "transformers": "transformers", "ollama": "Ollama", "mlx": "MLX"}
 
@@ -35,7 +36,7 @@ def lines(recs: Sequence[Recommendation]) -> list[Text]:
         out.append(Text(said))
         if r.speed:
             out.append(Text(f"    {speed_words(r.speed)}", style="dim"))
-        out.append(Text(f"    {r.command}", no_wrap=True, overflow="ignore", style="cyan"))
+        out.append(Command(f"    {r.command}", style="cyan"))
     return out
 
 
@@ -69,15 +70,11 @@ def _said(f: dict[str, Any]) -> str:
     return f"estimate, 90% within ±{err['p90']:.0%} on {err['rows']} measured runs"
 
 
-COMMANDS = ("llama-server ", "vllm serve ", "python -c ", "curl ", "mlx_lm.chat ")  # what a command line starts with
-
-
 def show(console: Any, recs: Sequence[Recommendation]) -> None:
     """Print the lines: words wrapped to the console's width, each command on one line the
     terminal may fold but never we (soft wrap: pasted, it stays one command)."""
     for line in lines(recs):
-        command = line.plain.strip().startswith(COMMANDS)
-        console.print(line, soft_wrap=command)
+        console.print(line, soft_wrap=isinstance(line, Command))
 
 
 def to_json(recs: Sequence[Recommendation]) -> list[dict[str, Any]]:
