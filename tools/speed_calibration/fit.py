@@ -555,6 +555,31 @@ def generation_report(loo: list[tuple[Row, float | None]]) -> list[str]:
     return lines
 
 
+def borrowed_report(rows: list[Row]) -> str:
+    """Markdown: the mlx rows predicted with llama.cpp's factors for their family (what MLX's
+    figures borrowed before it had its own), against the mlx family's own leave-one-out errors."""
+    from paramcount.memory.speed.factors import fitted
+
+    lines = ["| runtime's rows | factors | phase | rows | median abs error | p90 abs error |",
+             "|---|---|---|---:|---:|---:|"]  # fmt: skip
+    for (runtime, fam), rs in groups(rows).items():
+        lent = fitted("llama.cpp", fam) if runtime != "llama.cpp" else None
+        if lent is None:
+            continue
+        terms = {k: v for k, v in lent.terms.items() if k in ("bandwidth", "layer_s", "flop_per_byte")}
+        own = leave_one_out(rs)
+        for phase in ("decode", "prefill"):
+            sel = [(r, p) for r, p in own if r.phase == phase and p]
+            if not sel:
+                continue
+            lent_errors = summary([predict(r, terms) / r.measured - 1 for r, _ in sel])
+            own_errors = summary([p / r.measured - 1 for r, p in sel])
+            named = ((f"llama.cpp's {fam} (borrowed)", lent_errors), (f"its own {fam} (leave-one-out)", own_errors))
+            for name, e in named:
+                lines.append(f"| {runtime} | {name} | {phase} | {len(sel)} | {e['median']:.1%} | {e['p90']:.1%} |")
+    return "\n".join(lines)
+
+
 def vulkan_report() -> str:
     """Markdown: llama.cpp's Vulkan rows on cards of the catalog, fitted per family on their own
     and held out one at a time; a family with one card is listed, not fitted. Report only:
@@ -631,6 +656,8 @@ def main() -> None:
         print(report(rows, left))
         print(f"\nvLLM (tools/speed_calibration/vllm.csv), {FOLDS}-fold held out:\n")
         print(vllm_report(*read_vllm()))
+        print("\nMLX's rows with llama.cpp's factors borrowed, against its own:\n")
+        print(borrowed_report(rows))
         print("\nA prefill factor per GGUF type, held out one prompt at a time:\n")
         print(type_report(rows))
         print("\nllama.cpp's Vulkan backend (fitted on its own rows, report only):\n")
