@@ -416,11 +416,12 @@ def test_older_and_popular_gpus_are_in_the_catalog(name, key, bandwidth, fp32_tf
         ("Ryzen 9 7950X3D", "ryzen-9-7950x3d", "2 channels DDR5-5200", 83.2),
         ("Intel Xeon Platinum 8380", "xeon-platinum-8380", "8 channels DDR4-3200", 204.8),
         ("i9-12900K", "core-i9-12900k", "2 channels DDR5-4800", 76.8),
+        ("Core Ultra 7 258V", "core-ultra-7-258v", "LPDDR5X-8533, 128-bit", 136.528),  # Lunar Lake: 2 × 8533 × 8
     ],
 )
 def test_cpus_of_the_ddr4_generation_too(name, key, stated, gbs):
     cpu = lookup(name)
-    assert cpu.key == key and cpu.stated == stated and cpu.bandwidth_bytes_per_s == gbs * 1e9
+    assert cpu.key == key and cpu.stated == stated and cpu.bandwidth_bytes_per_s == round(gbs * 1e9)
 
 
 def test_every_cpu_has_derived_peaks_from_its_microarchitecture():
@@ -437,3 +438,5 @@ def test_every_cpu_has_derived_peaks_from_its_microarchitecture():
     hybrid = lookup("i9-13900K")  # 8 P-cores (2 × 256-bit) at 5.8 GHz, 16 E-cores (2 × 128-bit) at 4.3
     assert hybrid.flops["fp32"] == pytest.approx(8 * 32 * 5.8e9 + 16 * 16 * 4.3e9)
     assert "bf16" not in lookup("Ryzen 9 5950X").flops  # Zen 3: no AVX-512 BF16
+    lunar = lookup("258V")  # 4 Lion Cove (2 × 256-bit) at 4.8 GHz, 4 Skymont (4 × 128-bit) at 3.7
+    assert lunar.flops["fp32"] == pytest.approx(4 * 32 * 4.8e9 + 4 * 32 * 3.7e9)

@@ -90,6 +90,12 @@ def test_every_calibration_row_cites_its_source():
                 assert row["source"].startswith(("https://github.com/ikawrakow/ik_llama.cpp/pull/",
                                                  "https://ahelpme.com/")), row  # fmt: skip
                 assert row["backend"] == "CPU" and "memory" in row["note"] and "llama.cpp" in row["via"], row
+            elif path.name == "mlx.csv":  # mlx-lm's own output, in its repositories' threads or a results page
+                mlx_pages = ("https://github.com/ml-explore/", "https://github.com/itsmostafa/inference-speed-tests/")
+                assert row["source"].startswith(mlx_pages), row
+                assert row["runtime"] == "mlx" and row["backend"] == "Metal" and row["dtype"], row
+                if row["test"].startswith("tg"):  # generation follows the prompt: the mean depth is stated
+                    assert int(row["depth"]) >= int(row["test"][2:]) // 2 and "depth" in row["note"], row
             else:
                 assert row["source"].startswith(("https://github.com/ggml-org/llama.cpp/discussions/",
                                                  "https://github.com/ggml-org/llama.cpp/pull/")), row  # fmt: skip
@@ -199,7 +205,7 @@ def test_the_bound_that_binds():
     ("runtime", "gpus", "dtype", "calibrated"),
     [("llama.cpp", ("RTX 3090",), "q4_k_m", True), ("ollama", ("RTX 3090",), "q4_k_m", True),
      ("vllm", ("H100 SXM",), "bf16", True), ("vllm", ("RTX 4090",), "bf16", False),
-     ("mlx", ("Apple M4 Max 128GB",), "bf16", False),
+     ("mlx", ("Apple M4 Max 128GB",), "bf16", True),
      ("transformers", ("A100 SXM 80GB",), "bf16", None), ("llama.cpp", ("EPYC 9124",), "q4_0", True)],
 )  # fmt: skip
 def test_every_runtime_answers_for_a_catalog_model(runtime, gpus, dtype, calibrated):
@@ -545,3 +551,28 @@ def test_a_model_split_across_families_claims_no_expected_error():
     assert "split across cpu and nvidia-geforce" in split.decode.why
     whole = _speed("Qwen/Qwen3-30B-A3B", ("RTX 4090",), "llama.cpp", "q4_k_m")
     assert whole.decode.error is not None and whole.decode.error["family"] == "nvidia-geforce"
+
+
+def test_mlx_takes_its_own_factors_fitted_on_mlx_lm_runs_with_their_error():
+    """MLX's figures come from the ``mlx`` factors (tools/speed_calibration/mlx.csv), not llama.cpp's,
+    and carry their leave-one-out error; held to the LM Studio MLX run of Qwen2.5-32B-Instruct 4-bit
+    on an M4 Pro 64GB (12.14 tokens/s at about 350 cells, a row of mlx.csv)."""
+    s = _speed("Qwen/Qwen2.5-32B-Instruct", ("Apple M4 Pro 64GB",), "mlx", "mlx-4bit", context=350)
+    d = s.to_dict()["decode"]
+    assert {f["runtime"] for f in d["factors"]} == {"mlx"}
+    err = d["estimate"]["expected_error"]
+    assert (err["runtime"], err["family"]) == ("mlx", "apple") and err["rows"] >= 10
+    assert abs(s.decode.tokens_per_s / 12.14 - 1) <= err["p90"]
+    assert s.prefill.error["runtime"] == "mlx" and s.prefill.tokens_per_s > 0
+
+
+def test_mlx_without_its_own_factors_borrows_llamacpps_and_says_so(monkeypatch):
+    """Where no mlx factor is fitted for the family, llama.cpp's are borrowed: the figure carries no
+    expected error, its note says borrowed, and its factors name whose they are."""
+    from paramcount.memory.speed import estimate, factors
+
+    kept = {k: v for k, v in factors.table().items() if k[0] != "mlx"}
+    monkeypatch.setattr(estimate, "fitted", lambda runtime, fam: kept.get((runtime, fam)))
+    d = _speed("Qwen/Qwen2.5-7B", ("Apple M4 Max 128GB",), "mlx", "mlx-4bit").to_dict()["decode"]
+    assert d["estimate"]["tokens_per_s"] > 0 and d["estimate"]["expected_error"] is None
+    assert "borrowed" in d["note"] and {f["runtime"] for f in d["factors"]} == {"llama.cpp, borrowed by mlx"}

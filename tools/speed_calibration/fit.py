@@ -6,7 +6,10 @@
 Each CSV row is one published measurement with its source (``source``: the thread, ``via``: what
 was transcribed). A row is fitted when its ``hardware`` names a row of ``paramcount.hardware`` and
 its backend is its vendor's own (CUDA on NVIDIA, ROCm on AMD, Metal on Apple); the others stay in
-the data, unfitted. The features come from paramcount itself: the bytes a step reads and the FLOPs
+the data, unfitted. ``mlx.csv`` holds mlx-lm's published runs (``mlx_lm.generate``/``benchmark``:
+a prompt, then generation after it, so each decode row states its mean ``depth``), fitted as the
+``mlx`` runtime on mlx-lm's own work (``estimate.mlx_work``) and its prefill step (2048 tokens).
+The features come from paramcount itself: the bytes a step reads and the FLOPs
 a prompt does (:mod:`paramcount.memory.speed.work`, the memory plan's rows and placement).
 
 Per runtime and family:
@@ -58,6 +61,7 @@ class Row:
     measured: float  # tokens/s
     device: str
     flash: bool = True  # llama-bench -fa 1
+    depth: int | None = None  # KV cells a decode row's mean step attends over, where not tgN's N/2
 
     @property
     def phase(self) -> str:
@@ -66,6 +70,12 @@ class Row:
     @property
     def tokens(self) -> int:
         return int(self.test.removeprefix("pp").removeprefix("tg"))
+
+    @property
+    def cells(self) -> int:
+        """The mean context depth of a decode row: llama-bench's tgN starts empty (N/2); an
+        mlx-lm run generates after its prompt, so its ``depth`` column states prompt + N/2."""
+        return self.depth if self.depth is not None else self.tokens // 2
 
 
 def read(folder: Path = HERE, backend: str | None = None) -> tuple[list[Row], int]:
@@ -87,19 +97,35 @@ def read(folder: Path = HERE, backend: str | None = None) -> tuple[list[Row], in
                 if native is None or native != r["backend"] or r["test"][:2] not in PHASE:
                     left += 1
                     continue
+                depth = int(r["depth"]) if r.get("depth") else None  # mlx.csv: the decode's mean depth
                 rows.append(Row(r["source"], r["runtime"], family(hw), hw.key, r["model"], r["dtype"], r["test"],
-                                float(r["tokens_per_s"]), r["device"], r["flash_attn"] == "1"))  # fmt: skip
+                                float(r["tokens_per_s"]), r["device"], r["flash_attn"] == "1", depth))  # fmt: skip
     return rows, left
 
 
 @cache
-def work(model: str, dtype: str, flash: bool = True):
+def work(model: str, dtype: str, flash: bool = True, runtime: str = "llama.cpp"):
+    """The package's own work of a row: llama.cpp's planner, or mlx-lm's (``estimate.mlx_work``)."""
     import paramcount
     from paramcount.memory.runtimes import planner
+    from paramcount.memory.speed.estimate import mlx_work
     from paramcount.memory.speed.work import llamacpp
 
+    if runtime == "mlx":
+        return mlx_work(paramcount.load(model), dtype)
     fa = "on" if flash else "off"
     return llamacpp(planner(paramcount.load(model), dtype, "llama.cpp", flash_attn=fa))
+
+
+def row_work(r: Row):
+    return work(r.model, r.dtype, r.flash, r.runtime)
+
+
+def chunk(r: Row) -> int:
+    """Tokens a prompt's forward pass takes at once: llama-bench's ubatch, mlx-lm's prefill step."""
+    from paramcount.memory.speed.estimate import MLX_PREFILL_STEP
+
+    return MLX_PREFILL_STEP if r.runtime == "mlx" else 512
 
 
 @cache
@@ -118,8 +144,8 @@ def decode_features(r: Row) -> tuple[float, float]:
     from paramcount.memory.speed.llamacpp import _step_reads
     from paramcount.memory.speed.work import HOST
 
-    w, hw = work(r.model, r.dtype, r.flash), hardware(r.hardware)
-    read = sum(b for d, b in _step_reads(w, r.tokens // 2, 1).items() if d is not HOST)
+    w, hw = row_work(r), hardware(r.hardware)
+    read = sum(b for d, b in _step_reads(w, r.cells, 1).items() if d is not HOST)
     return read / hw.bandwidth_bytes_per_s, sum(n for d, n in w.layers.items() if d is not HOST)
 
 
@@ -159,7 +185,7 @@ def fit_prefill(rows: list[Row], bandwidth: float | None) -> dict[str, float]:
 
     data = []
     for r in rows:
-        w, hw = work(r.model, r.dtype, r.flash), hardware(r.hardware)
+        w, hw = row_work(r), hardware(r.hardware)
         moved = sum(w.scores(r.tokens * (r.tokens + 1) // 2).values()) / (hw.bandwidth_bytes_per_s * (bandwidth or 1))
         seconds = r.tokens / r.measured - moved
         if seconds > 0:
@@ -200,11 +226,11 @@ def predict(r: Row, terms: dict[str, float]) -> float | None:
 
     f = Fitted(r.runtime, r.family, terms, {}, {}, ())
     setup = llamacpp.Setup((hardware(r.hardware),))
-    w = work(r.model, r.dtype, r.flash)
+    w = row_work(r)
     if r.phase == "decode":
-        fig = llamacpp.decode(w, setup, r.tokens // 2, table=lambda *_: f)
+        fig = llamacpp.decode(w, setup, r.cells, table=lambda *_: f)
     else:
-        fig = llamacpp.prefill(w, setup, r.tokens, table=lambda *_: f)
+        fig = llamacpp.prefill(w, setup, r.tokens, chunk(r), table=lambda *_: f)
     return fig.tokens_per_s
 
 
@@ -498,11 +524,59 @@ def report(rows: list[Row], left: int) -> str:
             if errs:
                 s = summary(errs)
                 lines.append(f"| {runtime} | {fam} | {phase} | {len(errs)} | {s['median']:.1%} | {s['p90']:.1%} |")
+    lines += ["", *generation_report(every)]
     lines += ["", "| device | model | dtype | test | measured t/s | predicted t/s (leave-one-out) | error |",
               "|---|---|---|---|---:|---:|---:|"]  # fmt: skip
     for r, p in every:
         err = f"{p / r.measured - 1:+.1%}" if p else "—"
         lines.append(f"| {r.device} | {r.model} | {r.dtype} | {r.test} | {r.measured:g} | {p or 0:.1f} | {err} |")
+    return "\n".join(lines)
+
+
+def generation(r: Row) -> str:
+    """An Apple chip's generation (M1 … M4) or a CPU's catalog family (EPYC 9004, Xeon 6 …)."""
+    hw = hardware(r.hardware)
+    return hw.family.split()[0] if hw.kind == "apple" else hw.family
+
+
+def generation_report(loo: list[tuple[Row, float | None]]) -> list[str]:
+    """Markdown lines: the family-wide leave-one-out errors of the Apple and CPU families split by
+    chip generation or CPU family (one factor per family is fitted: these rows are too few to fit
+    one per generation, and the split shows whether one would differ)."""
+    lines = ["| runtime | family | generation | phase | rows | median abs error | p90 abs error |",
+             "|---|---|---|---|---:|---:|---:|"]  # fmt: skip
+    split: dict[tuple[str, str, str, str], list[float]] = {}
+    for r, p in loo:
+        if r.family in ("apple", "cpu") and p:
+            split.setdefault((r.runtime, r.family, generation(r), r.phase), []).append(p / r.measured - 1)
+    for (runtime, fam, gen, phase), errs in sorted(split.items()):
+        s = summary(errs)
+        lines.append(f"| {runtime} | {fam} | {gen} | {phase} | {len(errs)} | {s['median']:.1%} | {s['p90']:.1%} |")
+    return lines
+
+
+def borrowed_report(rows: list[Row]) -> str:
+    """Markdown: the mlx rows predicted with llama.cpp's factors for their family (what MLX's
+    figures borrowed before it had its own), against the mlx family's own leave-one-out errors."""
+    from paramcount.memory.speed.factors import fitted
+
+    lines = ["| runtime's rows | factors | phase | rows | median abs error | p90 abs error |",
+             "|---|---|---|---:|---:|---:|"]  # fmt: skip
+    for (runtime, fam), rs in groups(rows).items():
+        lent = fitted("llama.cpp", fam) if runtime != "llama.cpp" else None
+        if lent is None:
+            continue
+        terms = {k: v for k, v in lent.terms.items() if k in ("bandwidth", "layer_s", "flop_per_byte")}
+        own = leave_one_out(rs)
+        for phase in ("decode", "prefill"):
+            sel = [(r, p) for r, p in own if r.phase == phase and p]
+            if not sel:
+                continue
+            lent_errors = summary([predict(r, terms) / r.measured - 1 for r, _ in sel])
+            own_errors = summary([p / r.measured - 1 for r, p in sel])
+            named = ((f"llama.cpp's {fam} (borrowed)", lent_errors), (f"its own {fam} (leave-one-out)", own_errors))
+            for name, e in named:
+                lines.append(f"| {runtime} | {name} | {phase} | {len(sel)} | {e['median']:.1%} | {e['p90']:.1%} |")
     return "\n".join(lines)
 
 
@@ -582,6 +656,8 @@ def main() -> None:
         print(report(rows, left))
         print(f"\nvLLM (tools/speed_calibration/vllm.csv), {FOLDS}-fold held out:\n")
         print(vllm_report(*read_vllm()))
+        print("\nMLX's rows with llama.cpp's factors borrowed, against its own:\n")
+        print(borrowed_report(rows))
         print("\nA prefill factor per GGUF type, held out one prompt at a time:\n")
         print(type_report(rows))
         print("\nllama.cpp's Vulkan backend (fitted on its own rows, report only):\n")

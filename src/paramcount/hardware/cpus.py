@@ -80,8 +80,12 @@ _FAMILIES = {
     "Xeon 6 (Granite Rapids SP)": ("intel", 8, 6400, XEON6_AMX, _INTEL + "series/240357/intel-xeon-6.html", "Redwood Cove (server)"),
     "Core 13th/14th gen": ("intel", 2, 5600, CORE, _INTEL + "series/230485/14th-generation-intel-core-i9-processors.html", "Raptor Cove"),
     "Core Ultra 200S": ("intel", 2, 6400, CORE, _INTEL + "series/241071/intel-core-ultra-processors-series-2.html", "Lion Cove"),
+    # Lunar Lake: LPDDR5X-8533 on the package, a 128-bit bus (two 64-bit channels' width)
+    "Core Ultra 200V": ("intel", 2, 8533, CORE, _INTEL + "series/241071/intel-core-ultra-processors-series-2.html", "Lion Cove"),
 }  # fmt: skip
-_E_CORES = {"Core 12th gen": "Gracemont", "Core 13th/14th gen": "Gracemont", "Core Ultra 200S": "Skymont"}
+_E_CORES = {"Core 12th gen": "Gracemont", "Core 13th/14th gen": "Gracemont", "Core Ultra 200S": "Skymont",
+            "Core Ultra 200V": "Skymont"}  # fmt: skip
+_LPDDR = {"Core Ultra 200V": "LPDDR5X"}  # memory on the package: not DIMMs
 _DDR4 = {"EPYC 7003", "Threadripper PRO 5000", "Ryzen 5000", "Xeon 3rd gen (Ice Lake)"}
 
 
@@ -99,6 +103,12 @@ def _peaks(family: str, cores: int, ghz: float, e: tuple[int, float] | None) -> 
     if small:
         clocks += f" and {small} {_E_CORES[family]} at {small_ghz} GHz"
     return vector, flops, clocks, tuple(dict.fromkeys(u[0][2] for u in units))
+
+
+def _stated(family: str, channels: int, mts: int) -> str:
+    if family in _LPDDR:
+        return f"{_LPDDR[family]}-{mts}, {channels * 64}-bit"
+    return f"{channels} channels DDR{4 if family in _DDR4 else 5}-{mts}"
 
 
 def _cpu(key: str, name: str, family: str, cores: int, ghz: float, aliases: tuple[str, ...] = (),
@@ -121,7 +131,7 @@ def _cpu(key: str, name: str, family: str, cores: int, ghz: float, aliases: tupl
         sources=(page, *uarchs),
         cores=cores,
         features=features,
-        stated=f"{channels} channels DDR{4 if family in _DDR4 else 5}-{mts}",
+        stated=_stated(family, channels, mts),
         notes=(
             "bandwidth: channels × MT/s × 8 bytes, one socket",
             f"FLOP/s derived: per-core per-cycle issue of the microarchitecture × {clocks} (the vendor's "
@@ -196,4 +206,6 @@ ALL = (
     _cpu("core-i9-13900k", "Intel Core i9-13900K", "Core 13th/14th gen", 24, 5.8, ("i9-13900K", "13900K"), e=(16, 4.3)),
     _cpu("core-i9-14900k", "Intel Core i9-14900K", "Core 13th/14th gen", 24, 6.0, ("i9-14900K", "14900K"), e=(16, 4.4)),
     _cpu("core-ultra-9-285k", "Intel Core Ultra 9 285K", "Core Ultra 200S", 24, 5.7, ("Ultra 9 285K", "285K"), e=(16, 4.6)),
+    _cpu("core-ultra-7-258v", "Intel Core Ultra 7 258V", "Core Ultra 200V", 8, 4.8, ("Ultra 7 258V", "258V"), e=(4, 3.7)),
+    _cpu("core-ultra-9-288v", "Intel Core Ultra 9 288V", "Core Ultra 200V", 8, 5.1, ("Ultra 9 288V", "288V"), e=(4, 3.7)),
 )  # fmt: skip

@@ -9,9 +9,10 @@ uses), reads what a token touches from it (:mod:`.work`) and times it on the har
   :mod:`.llamacpp`, calibrated on llama-bench runs;
 * ``vllm`` (tensor parallel over the GPUs named, continuous batching of ``concurrency`` streams):
   :mod:`.vllm`, calibrated on AIConfigurator's measured runs on NVIDIA's data-centre cards; on
-  another family, and ``mlx`` (Apple unified memory, one chip), each rank's share of llama.cpp's
-  arithmetic with llama.cpp's factors for the same hardware family, said to be borrowed and
-  carrying no expected error (no measurement of either was fitted);
+  another family, each rank's share of llama.cpp's arithmetic with llama.cpp's factors for the
+  same hardware family, said to be borrowed and carrying no expected error;
+* ``mlx`` (Apple unified memory, one chip): the same arithmetic with the ``mlx`` factors fitted on
+  mlx-lm's published runs (tools/speed_calibration/mlx.csv), with their leave-one-out error;
 * ``transformers``: only the bounds (its per-layer Python and launch overhead was not measured).
 """
 
@@ -281,15 +282,25 @@ def _vllm_fitted(model: Model, hw: Any, work: Work, settings: dict, chunk: int, 
 
 
 def _mlx(model: Model, rows: tuple, host: Any, dtype: str | None, settings: dict, options: dict) -> Speed:
-    """MLX on an Apple chip: every weight in unified memory, read once per step."""
-    from ..weights.schemes import weights
-
+    """MLX on an Apple chip: every weight in unified memory, read once per step; the ``mlx``
+    factors fitted on mlx-lm's measured runs (tools/speed_calibration/mlx.csv), else llama.cpp's
+    for the family, said to be borrowed."""
     if rows[0].kind != "apple":
         raise ParamcountError(f"MLX runs on Apple silicon, not {rows[0].name}", field="--runtime")
     scheme = dtype or "bf16"
-    work = flat(model, _mlx_rows(model, scheme, weights, options.get("group_size")), 2)
+    work = mlx_work(model, scheme, options.get("group_size"))
     terms = ("bandwidth", "layer_s", "flop_per_byte")
     return _borrowed(model, "mlx", rows, work, {**settings, "dtype": scheme}, terms, MLX_PREFILL_STEP)
+
+
+def mlx_work(model: Model, scheme: str, group: int | None = None) -> Work:
+    """What a token reads and computes under mlx-lm (the calibration's features are the same):
+    every weight on the one chip, a 16-bit KV cache (mlx-lm's ``KVCache`` keeps the keys and values
+    in the activations' dtype), and no attention-score traffic term (its models call
+    ``mx.fast.scaled_dot_product_attention``, mlx_lm/models/base.py ``scaled_dot_product_attention``)."""
+    from ..weights.schemes import weights
+
+    return flat(model, _mlx_rows(model, scheme, weights, group), 2)
 
 
 def _mlx_rows(model: Model, scheme: str, weights: Any, group: int | None = None) -> list[Any]:

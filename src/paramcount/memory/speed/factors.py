@@ -18,7 +18,8 @@ quantised kernels do not need) apart from NVIDIA's workstation and data-centre c
   per byte/s of memory bandwidth (an Apple chip's GPU cores grow with its memory bus).
 
 vLLM's own terms (``decode_compute``, ``allreduce_s``, ``steady``, ``request_s``, ``queue``) are
-described in :mod:`.vllm`.
+described in :mod:`.vllm`. MLX (runtime ``mlx``, family ``apple``) has the llama.cpp terms, fitted
+on mlx-lm's published runs (``tools/speed_calibration/mlx.csv``) over mlx-lm's own work.
 
 Each family's ``error`` gives the leave-one-out |error| of decode and prefill over its rows
 (median and 90th percentile): the expected error a figure from it carries.
