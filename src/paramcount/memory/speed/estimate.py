@@ -47,6 +47,7 @@ class Speed:
     prefill: Figure
     ttft: Figure
     notes: tuple[str, ...] = field(default_factory=tuple)
+    binding: Any | None = None  # the card whose time every step takes (vLLM's slowest rank), else None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -54,6 +55,7 @@ class Speed:
             "model": {"name": self.model.name, "parameters": self.model.total},
             "runtime": self.runtime,
             "hardware": [{"key": h.key, "name": h.name} for h in self.hardware],
+            "binding": None if self.binding is None else {"key": self.binding.key, "name": self.binding.name},
             "cpu": None if self.cpu is None else {"key": self.cpu.key, "name": self.cpu.name},
             "settings": self.settings,
             "decode_tokens_per_s": _round(self.decode.tokens_per_s),
@@ -254,7 +256,8 @@ def _vllm(model: Model, rows: tuple, host: Any, dtype: str | None, settings: dic
         s = _borrowed(model, "vllm", (slowest,), work, {**settings, "dtype": p.scheme, "tp": tp},
                       ("bandwidth", "compute"), chunk)  # fmt: skip
         s = replace(s, ttft=_queued(s.prefill, settings["concurrency"]))
-    return replace(s, notes=(*s.notes, *_overflow(p, slowest, settings)))
+    # every card named is a rank (listed, as --gpu named them); the figures are the slowest's
+    return replace(s, hardware=tuple(rows), binding=slowest, notes=(*s.notes, *_overflow(p, slowest, settings)))
 
 
 def _overflow(p: Any, hw: Any, settings: dict) -> tuple[str, ...]:
