@@ -1148,7 +1148,8 @@
     const r = runtimeQuery();
     return {
       ...modelQuery(), runtime: plan.runtime, scheme: m.scheme, gpu: m.gpu, context: plan.settings.context,
-      prompt: Number.isFinite(m.prompt) ? m.prompt : null, concurrency: m.batch, tp: r.tp, vllm_version: r.vllm_version, group_size: r.group_size, device: r.device,
+      prompt: Number.isFinite(m.prompt) ? m.prompt : null, // null: the API's "not a whole number"
+      concurrency: m.batch, tp: r.tp, vllm_version: r.vllm_version, group_size: r.group_size, device: r.device,
       cpu: ["llama.cpp", "ollama"].includes(plan.runtime) && m.cpu ? m.cpu : null,
       // auto is each runtime's own default (Ollama's: off), as a command without -fa
       flash_attn: r.flash_attn && r.flash_attn !== "auto" ? r.flash_attn : null,
