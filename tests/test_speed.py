@@ -292,6 +292,30 @@ def test_the_headline_names_every_tensor_parallel_card_and_each_bound_its_side(c
     assert _speed().ttft.to_dict()["upper_bound"]["label"] == "upper bound on speed: the shortest time"
 
 
+def test_vllm_lists_every_card_named_and_says_the_slowest_binds(capsys):
+    """--gpu A,B under vLLM: both ranks in the JSON's hardware, in the order named, and the binding
+    card the slower (A100's 2.0 TB/s against H100's 3.35): its time is every step's, so the figures
+    are those of two A100s; the headline names both cards and which sets the step."""
+    from paramcount.cli import main
+
+    mixed = _speed("meta-llama/Llama-3.1-8B", ("H100 SXM", "A100 SXM 80GB"), "vllm", "bf16")
+    d = mixed.to_dict()
+    assert [h["key"] for h in d["hardware"]] == ["h100-sxm", "a100-sxm-80gb"]
+    assert d["binding"] == {"key": "a100-sxm-80gb", "name": "NVIDIA A100 SXM4 80GB"}
+    slow = _speed("meta-llama/Llama-3.1-8B", ("A100 SXM 80GB",) * 2, "vllm", "bf16")
+    assert mixed.decode.seconds == slow.decode.seconds and mixed.prefill.seconds == slow.prefill.seconds
+    assert [h["key"] for h in slow.to_dict()["hardware"]] == ["a100-sxm-80gb"] * 2  # each rank, not one card
+    assert _speed().to_dict()["binding"] is None  # llama.cpp: every device's part summed, none alone binds
+    argv = ["speed", "meta-llama/Llama-3.1-8B", "--gpu", "H100 SXM,A100 SXM 80GB", "--runtime", "vllm"]
+    argv += ["--width", "240"]
+    assert main(argv) == 0
+    head = capsys.readouterr().out.splitlines()[0]
+    assert head.endswith(
+        "on NVIDIA H100 SXM5 80GB + NVIDIA A100 SXM4 80GB (tensor parallel 2; NVIDIA A100 SXM4 80GB, the slowest, "
+        "sets each step)"
+    ), head
+
+
 def test_vllm_decode_step_is_the_fitted_sum_of_its_terms():
     """a·bytes/bandwidth + b·FLOPs/peak + (c + d)·layers on each rank; d (the all-reduces) only over
     several. fp8 weights multiply at the fp8 rate; attention over a bf16 cache at the bf16 rate."""
@@ -400,6 +424,7 @@ def test_the_command_prints_the_figures_and_their_json(capsys):
         (["--gpu", "RTX 9999"], "--gpu: unknown hardware 'RTX 9999'"),
         (["--gpu", "RTX 4090", "--concurrency", "0"], "--concurrency"),
         (["--gpu", "RTX 4090", "--runtime", "mlx"], "MLX runs on Apple silicon"),
+        (["--gpu", "EPYC 9654", "--runtime", "vllm"], "--runtime: vLLM's speed is modelled on GPUs only"),
         (["--gpu", "RTX 4090", "--runtime", "tgi"], "--runtime: unknown runtime 'tgi'"),
         (["--gpu", "RTX 4090", "--runtime", "llama.cpp", "-ngl", "10"], "--cpu: layers or tensors stay in host memory"),
         (["--gpu", "RTX 4090", "--cpu", "RTX 3090", "--runtime", "llama.cpp", "-ngl", "10"], "--cpu: "),

@@ -1059,7 +1059,7 @@ def test_vllm_version_vllm_on_cpus_and_mlx_plan_as_the_cli(sized):
     wait_text(pg, "#verdict .big", f"{cpu.total / 2**30:.2f} GiB")
     assert text_of(pg, "#verdict .tag") == "fits in RAM" and text_of(pg, "#serving").startswith("vLLM on CPUs")
     assert pg.locator("#precisions-part").is_hidden()  # a fit is on a GPU
-    wait_contains(pg, "#speed-error", "paramcount speed models vLLM on GPUs, not its CPU platform")
+    wait_contains(pg, "#speed-error", "vLLM's speed is modelled on GPUs only")  # the CLI's refusal, not a blank
     layout_ok(pg, ["device", "kv-space", "ram"])
     assert "device=cpu" in pg.url and "vllm=0.6" in pg.url
     pg.select_option("#gpu", "m2-max-64gb")
@@ -1120,3 +1120,38 @@ def test_speed_against_context_says_estimates_and_bounds(sized):
     pg.select_option("#runtime", "mlx")
     pg.wait_for_selector('#speed-part[data-state="error"]')
     assert text_of(pg, "#speed-error") == "runtime: MLX runs on Apple silicon, not NVIDIA GeForce RTX 4090runtime"
+
+
+def test_the_prompt_sets_prefill_and_ttft_and_lives_in_the_address(sized):
+    """The prompt field is `speed --prompt`: 2,048 tokens give the library's prefill and TTFT for
+    that prompt (decode stays the KV depth's), the field stays on screen and in the address, an
+    address with it draws it again, and a bad value is one line under Speed, the plan kept."""
+    from paramcount.memory.speed import speed
+
+    pg = sized
+    llama = paramcount.load("llama-3-8b")
+    pg.goto(pg.base + "/?model=meta-llama/Meta-Llama-3-8B&runtime=llama.cpp&scheme=q4_k_m&gpu=rtx4090")
+    pg.wait_for_selector('#speed-part[data-state="drawn"][data-scheme="q4_k_m"]')
+    assert pg.input_value("#prompt") == "512" and "prompt=" not in pg.url  # the CLI's default, unsaid
+    layout_ok(pg, ["prompt", "speed-figures"])
+    pg.fill("#prompt", "2048")
+    pg.press("#prompt", "Enter")
+    s = speed(llama, ["RTX 4090"], "llama.cpp", "q4_k_m", 4096, 2048, 1)
+    wait_text(pg, '.speed-figure[data-phase="prefill"] .stat-label', "prefill of 2,048 tokens")
+    assert text_of(pg, '.speed-figure[data-phase="ttft"] .speed-value') == f"{s.ttft.seconds * 1e3:,.0f} ms"
+    prefill = text_of(pg, '.speed-figure[data-phase="prefill"] .speed-value')
+    assert prefill == f"{s.prefill.tokens_per_s:,.1f} tok/s"
+    assert text_of(pg, '.speed-figure[data-phase="decode"] .speed-value') == f"{s.decode.tokens_per_s:,.1f} tok/s"
+    expect(pg).to_have_url(re.compile("prompt=2048"), timeout=TIMEOUT)
+    pg.goto(pg.url)  # the address alone
+    wait_text(pg, '.speed-figure[data-phase="prefill"] .stat-label', "prefill of 2,048 tokens")
+    assert pg.input_value("#prompt") == "2048"
+    pg.fill("#prompt", "0")
+    pg.press("#prompt", "Enter")
+    pg.wait_for_selector('#speed-part[data-state="error"]')
+    assert text_of(pg, "#speed-error") == "prompt: at least 1prompt"  # the line, then its field's tag
+    assert pg.get_attribute("#prompt", "aria-invalid") == "true" and text_of(pg, "#verdict .tag")
+    assert pg.locator("#speedplot").is_hidden() and not pg.locator(".speed-figure").count()
+    layout_ok(pg, ["prompt", "speed-error"])
+    pg.goto(pg.base + "/?model=meta-llama/Meta-Llama-3-8B&runtime=llama.cpp&scheme=q4_k_m&prompt=many")
+    wait_text(pg, "#speed-error", "prompt: not a whole numberprompt")

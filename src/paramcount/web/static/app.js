@@ -36,6 +36,7 @@
       vllm_version: "latest", device: "gpu", kv_space: null, // vLLM's --vllm-version, --device, --kv-cache-space
       group_size: 64, kv_bits: null, // mlx-lm's --group-size (of mlx-Nbit weights) and --kv-bits
       cpu: "", // the host CPU for speed's layers in RAM (paramcount speed --cpu; "": none)
+      prompt: 512, // paramcount speed's --prompt: prefill and TTFT (NaN: not a number, which the API names)
     },
   };
   let modelSeq = 0;
@@ -953,9 +954,20 @@
     $("ram").addEventListener("change", () => { m.ram = $("ram").value.trim(); planMemory(); });
     $("cpu").addEventListener("change", () => { // the speed's alone: no new memory plan
       m.cpu = $("cpu").value;
-      writeAddress();
-      if (state.plan && m.mode === "inference") planSpeed(state.plan);
+      respeed();
     });
+    // As typed, whatever it is: the API checks it as the CLI's --prompt and says a bad one in a line
+    $("prompt").addEventListener("change", () => {
+      const raw = $("prompt").value.trim();
+      m.prompt = raw === "" ? NaN : Number(raw);
+      respeed();
+    });
+  }
+
+  // A setting of the speed's alone (the host CPU, the prompt): no new memory plan.
+  function respeed() {
+    writeAddress();
+    if (state.plan && state.mem.mode === "inference") planSpeed(state.plan);
   }
 
   // Controls of one mode (data-for) and, at inference, of one runtime (data-for-runtime).
@@ -1136,6 +1148,7 @@
     const r = runtimeQuery();
     return {
       ...modelQuery(), runtime: plan.runtime, scheme: m.scheme, gpu: m.gpu, context: plan.settings.context,
+      prompt: Number.isFinite(m.prompt) ? m.prompt : null, // null: the API's "not a whole number"
       concurrency: m.batch, tp: r.tp, vllm_version: r.vllm_version, group_size: r.group_size, device: r.device,
       cpu: ["llama.cpp", "ollama"].includes(plan.runtime) && m.cpu ? m.cpu : null,
       // auto is each runtime's own default (Ollama's: off), as a command without -fa
@@ -1152,6 +1165,7 @@
       const d = await api("/api/speed", speedBody(plan));
       if (seq !== speedSeq) return;
       $("speed-error").hidden = true;
+      $("prompt").setAttribute("aria-invalid", "false");
       state.speed = d;
       renderSpeed(d);
       Object.assign(part.dataset, {
@@ -1162,6 +1176,7 @@
       if (seq !== speedSeq) return;
       clearSpeed();
       showError($("speed-error"), err);
+      $("prompt").setAttribute("aria-invalid", String(err.field === "prompt"));
       part.dataset.state = "error";
     }
   }
@@ -1498,7 +1513,7 @@
       targets: m.mode === "lora" ? m.lora_targets : "", runtime: r.runtime, tp: r.tp,
       utilization: r.gpu_memory_utilization, flash_attn: r.flash_attn, num_gpu: r.num_gpu, free_vram: r.free_vram,
       ngl: r.n_gpu_layers, ncmoe: r.n_cpu_moe, ts: r.tensor_split, ot: r.override_tensor[0] ?? null,
-      ram: m.ram, cpu: m.mode === "inference" ? m.cpu : "", vllm: r.vllm_version, device: r.device, kvspace: r.kv_cache_space, group: r.group_size, kvbits: r.kv_bits,
+      ram: m.ram, cpu: m.mode === "inference" ? m.cpu : "", prompt: m.mode === "inference" && m.prompt !== 512 ? m.prompt : "", vllm: r.vllm_version, device: r.device, kvspace: r.kv_cache_space, group: r.group_size, kvbits: r.kv_bits,
     };
     for (const [k, v] of Object.entries(pairs)) if (v !== null && v !== "") q.set(k, String(v));
   }
@@ -1533,7 +1548,7 @@
     if (q.has("context")) m.context = contextValue(q.get("context"));
     const pick = { gpu: "gpu", kv: "kv_dtype", optimizer: "optimizer", recompute: "recompute", targets: "lora_targets", runtime: "runtime", flash_attn: "flash_attn", free_vram: "free_vram", ngl: "ngl", ts: "ts", ot: "ot", ram: "ram", cpu: "cpu", vllm: "vllm_version", device: "device" };
     for (const [k, field] of Object.entries(pick)) if (q.has(k)) m[field] = q.get(k);
-    for (const [k, field] of [["batch", "batch"], ["rank", "lora_rank"], ["tp", "tp"], ["utilization", "utilization"], ["num_gpu", "num_gpu"], ["ncmoe", "ncmoe"], ["kvspace", "kv_space"], ["group", "group_size"], ["kvbits", "kv_bits"]]) {
+    for (const [k, field] of [["batch", "batch"], ["rank", "lora_rank"], ["tp", "tp"], ["utilization", "utilization"], ["num_gpu", "num_gpu"], ["ncmoe", "ncmoe"], ["kvspace", "kv_space"], ["group", "group_size"], ["kvbits", "kv_bits"], ["prompt", "prompt"]]) {
       if (num(k) !== null) m[field] = num(k);
     }
     if (m.runtime) m.shown = m.runtime;
@@ -1552,7 +1567,7 @@
     const values = { runtime: m.shown, tp: String(m.tp), "flash-attn": m.flash_attn, utilization: String(m.utilization),
       "num-gpu": m.num_gpu === null ? "" : String(m.num_gpu), "free-vram": m.free_vram,
       ngl: m.ngl, ts: m.ts, ot: m.ot, ncmoe: m.ncmoe === null ? "" : String(m.ncmoe),
-      ram: m.ram, cpu: m.cpu, "vllm-version": m.vllm_version, device: m.device, "kv-space": m.kv_space === null ? "" : String(m.kv_space),
+      ram: m.ram, cpu: m.cpu, prompt: Number.isFinite(m.prompt) ? String(m.prompt) : "", "vllm-version": m.vllm_version, device: m.device, "kv-space": m.kv_space === null ? "" : String(m.kv_space),
       "group-size": String(m.group_size), "kv-bits": m.kv_bits === null ? "" : String(m.kv_bits),
       optimizer: m.optimizer, recompute: m.recompute, gpu: m.gpu, batch: String(m.batch), "lora-rank": String(m.lora_rank),
       "lora-targets": m.lora_targets, "num-labels": state.numLabels === null ? "" : String(state.numLabels), overrides: state.overrides.join(" ") };

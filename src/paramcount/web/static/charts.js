@@ -1,5 +1,6 @@
 /* paramcount's charts: plain SVG, no library. A sunburst of the module tree, a stacked bar of
-   memory against a GPU, and memory against context. Every number drawn comes from the API. */
+   memory against a GPU, and memory and decode speed against context (on the same axes).
+   Every number drawn comes from the API. */
 "use strict";
 
 (function () {
@@ -405,6 +406,52 @@
     return String(n);
   }
 
+  // The axes both plots against context draw: context on a log2 x (ticks at each point, labels
+  // thinned so "32K" and "40K" never run together, ``xTitle`` at its end) and a linear y from 0 to
+  // ``ymax`` (grid lines every nice step of ``one``, each labelled by ``yText``). Returns the scales.
+  function contextAxes(svg, box, xs, ymax, one, yText, xTitle) {
+    const { W, H, m } = box;
+    const lx = (c) => Math.log2(c);
+    const x0 = lx(xs[0]), x1 = lx(xs[xs.length - 1]);
+    const x = (c) => m.l + ((W - m.l - m.r) * (lx(c) - x0)) / (x1 - x0 || 1);
+    const y = (v) => H - m.b - ((H - m.t - m.b) * v) / ymax;
+    const grid = el("g", { class: "grid" }, svg);
+    const axis = el("g", { class: "axis" }, svg);
+    const step = niceStep(ymax / one, 5);
+    for (let v = 0; v * one <= ymax; v += step) {
+      el("line", { x1: m.l, x2: W - m.r, y1: y(v * one), y2: y(v * one) }, grid);
+      const t = el("text", { x: m.l - 6, y: y(v * one) + 4, "text-anchor": "end", class: "ytick" }, axis);
+      t.textContent = yText(+v.toFixed(2));
+    }
+    const labels = xs.map((c) => {
+      const tick = el("line", { x1: x(c), x2: x(c), y1: H - m.b, y2: H - m.b + 4 }, axis);
+      const t = el("text", { x: x(c), y: H - m.b + 17, "text-anchor": "middle", class: "xtick" }, axis);
+      t.textContent = tokens(c);
+      return Object.assign(t, { tick });
+    });
+    thin(labels, 6);
+    el("line", { x1: m.l, x2: W - m.r, y1: H - m.b, y2: H - m.b }, axis);
+    const title = el("text", { x: W - m.r, y: H - 4, "text-anchor": "end" }, axis);
+    title.textContent = xTitle;
+    return { x, y, axis };
+  }
+
+  // A transparent layer over the plot area calling ``say(i)`` with the point nearest the pointer.
+  function hoverNearest(svg, box, xs, x, say) {
+    const { W, H, m } = box;
+    const hover = el("rect", { x: m.l, y: m.t, width: W - m.l - m.r, height: H - m.t - m.b, fill: "transparent" }, svg);
+    hover.addEventListener("mousemove", (ev) => {
+      const r = svg.getBoundingClientRect();
+      const px = ((ev.clientX - r.left) * W) / r.width;
+      let best = 0;
+      xs.forEach((c, i) => {
+        if (Math.abs(x(c) - px) < Math.abs(x(xs[best]) - px)) best = i;
+      });
+      tooltip(say(best), ev);
+    });
+    hover.addEventListener("mouseleave", () => tooltip(null));
+  }
+
   function memoryPlot(svg, curve, capacity, capacityLabel, current) {
     clear(svg);
     const W = svg.clientWidth || 560, H = 280, m = { l: 52, r: 14, t: 14, b: 34 };
@@ -415,29 +462,8 @@
     const peak = Math.max(...totals);
     const showCap = capacity && capacity <= peak * 3; // a far-off capacity would flatten the curve
     const ymax = Math.max(peak, showCap ? capacity : 0) * 1.08 || 1;
-    const lx = (c) => Math.log2(c);
-    const x0 = lx(xs[0]), x1 = lx(xs[xs.length - 1]);
-    const x = (c) => m.l + ((W - m.l - m.r) * (lx(c) - x0)) / (x1 - x0 || 1);
-    const y = (b) => H - m.b - ((H - m.t - m.b) * b) / ymax;
-    const grid = el("g", { class: "grid" }, svg);
-    const axis = el("g", { class: "axis" }, svg);
-    const one = SCALE[UNIT];
-    const step = niceStep(ymax / one, 5);
-    for (let v = 0; v * one <= ymax; v += step) {
-      el("line", { x1: m.l, x2: W - m.r, y1: y(v * one), y2: y(v * one) }, grid);
-      const t = el("text", { x: m.l - 6, y: y(v * one) + 4, "text-anchor": "end" }, axis);
-      t.textContent = `${+v.toFixed(2)} ${UNIT}`;
-    }
-    const labels = xs.map((c) => {
-      const tick = el("line", { x1: x(c), x2: x(c), y1: H - m.b, y2: H - m.b + 4 }, axis);
-      const t = el("text", { x: x(c), y: H - m.b + 17, "text-anchor": "middle", class: "xtick" }, axis);
-      t.textContent = tokens(c);
-      return Object.assign(t, { tick });
-    });
-    thin(labels, 6);
-    el("line", { x1: m.l, x2: W - m.r, y1: H - m.b, y2: H - m.b }, axis);
-    const label = el("text", { x: W - m.r, y: H - 4, "text-anchor": "end" }, axis);
-    label.textContent = "context (tokens, log scale)";
+    const box = { W, H, m };
+    const { x, y } = contextAxes(svg, box, xs, ymax, SCALE[UNIT], (v) => `${v} ${UNIT}`, "context (tokens, log scale)");
     const below = xs.map(() => 0);
     curve.series.forEach((s, k) => {
       const top = below.map((b, i) => b + s.bytes[i]);
@@ -458,18 +484,10 @@
     if (current && current >= xs[0] && current <= xs[xs.length - 1]) {
       el("line", { x1: x(current), x2: x(current), y1: m.t, y2: H - m.b, stroke: "#3451b2", "stroke-width": 1.5 }, svg);
     }
-    const hover = el("rect", { x: m.l, y: m.t, width: W - m.l - m.r, height: H - m.t - m.b, fill: "transparent" }, svg);
-    hover.addEventListener("mousemove", (ev) => {
-      const box = svg.getBoundingClientRect();
-      const px = ((ev.clientX - box.left) * W) / box.width;
-      let best = 0;
-      xs.forEach((c, i) => {
-        if (Math.abs(x(c) - px) < Math.abs(x(xs[best]) - px)) best = i;
-      });
+    hoverNearest(svg, box, xs, x, (best) => {
       const rows = curve.series.map((s) => `${esc(s.label)}: ${gb(s.bytes[best])} ${UNIT}`).join("<br>");
-      tooltip(`<b>${fmtInt(xs[best])} tokens</b>: ${gb(totals[best])} ${UNIT}<br>${rows}`, ev);
+      return `<b>${fmtInt(xs[best])} tokens</b>: ${gb(totals[best])} ${UNIT}<br>${rows}`;
     });
-    hover.addEventListener("mouseleave", () => tooltip(null));
   }
 
   /* ---- decode speed against context -------------------------------------------------------- */
@@ -490,28 +508,8 @@
     const values = [...curve.estimate, ...curve.bound].filter((v) => v !== null);
     if (!xs.length || !values.length) return;
     const ymax = Math.max(...values) * 1.15 || 1; // headroom: the axis title clears the lines
-    const lx = (c) => Math.log2(c);
-    const x0 = lx(xs[0]), x1 = lx(xs[xs.length - 1]);
-    const x = (c) => m.l + ((W - m.l - m.r) * (lx(c) - x0)) / (x1 - x0 || 1);
-    const y = (v) => H - m.b - ((H - m.t - m.b) * v) / ymax;
-    const grid = el("g", { class: "grid" }, svg);
-    const axis = el("g", { class: "axis" }, svg);
-    const step = niceStep(ymax, 5);
-    for (let v = 0; v <= ymax; v += step) {
-      el("line", { x1: m.l, x2: W - m.r, y1: y(v), y2: y(v) }, grid);
-      const t = el("text", { x: m.l - 6, y: y(v) + 4, "text-anchor": "end", class: "ytick" }, axis);
-      t.textContent = `${+v.toFixed(2)}`;
-    }
-    const labels = xs.map((c) => {
-      const tick = el("line", { x1: x(c), x2: x(c), y1: H - m.b, y2: H - m.b + 4 }, axis);
-      const t = el("text", { x: x(c), y: H - m.b + 17, "text-anchor": "middle", class: "xtick" }, axis);
-      t.textContent = tokens(c);
-      return Object.assign(t, { tick });
-    });
-    thin(labels, 6);
-    el("line", { x1: m.l, x2: W - m.r, y1: H - m.b, y2: H - m.b }, axis);
-    const xl = el("text", { x: W - m.r, y: H - 4, "text-anchor": "end" }, axis);
-    xl.textContent = "KV depth (tokens, log scale)";
+    const box = { W, H, m };
+    const { x, y, axis } = contextAxes(svg, box, xs, ymax, 1, String, "KV depth (tokens, log scale)");
     const yl = el("text", { x: m.l + 6, y: m.t + 4, "text-anchor": "start", class: "ylabel" }, axis);
     yl.textContent = "decode tok/s per stream";
     for (const key of ["bound", "estimate"]) {
@@ -527,20 +525,12 @@
     if (current && current >= xs[0] && current <= xs[xs.length - 1]) {
       el("line", { x1: x(current), x2: x(current), y1: m.t, y2: H - m.b, stroke: "#3451b2", "stroke-width": 1, "stroke-opacity": 0.5 }, svg);
     }
-    const hover = el("rect", { x: m.l, y: m.t, width: W - m.l - m.r, height: H - m.t - m.b, fill: "transparent" }, svg);
-    hover.addEventListener("mousemove", (ev) => {
-      const box = svg.getBoundingClientRect();
-      const px = ((ev.clientX - box.left) * W) / box.width;
-      let best = 0;
-      xs.forEach((c, i) => {
-        if (Math.abs(x(c) - px) < Math.abs(x(xs[best]) - px)) best = i;
-      });
+    hoverNearest(svg, box, xs, x, (best) => {
       const est = curve.estimate[best], bound = curve.bound[best];
       const said = [est === null ? "no estimate" : `estimate ${rate(est)} tok/s`,
         bound === null ? "" : `upper bound ${rate(bound)} tok/s`].filter(Boolean).join("<br>");
-      tooltip(`<b>${fmtInt(xs[best])} tokens deep</b><br>${said}`, ev);
+      return `<b>${fmtInt(xs[best])} tokens deep</b><br>${said}`;
     });
-    hover.addEventListener("mouseleave", () => tooltip(null));
   }
 
   window.Charts = {
