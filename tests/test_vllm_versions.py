@@ -236,3 +236,106 @@ def test_qwen3_235b_fp8_kv_as_logged():
     )
     kv = p.serving(gib(79.22), f["max_model_len"])["kv_cache_bytes"]
     assert kv == pytest.approx(gib(row["logged"]["kv_cache_gib"]), rel=0.02)
+
+
+# ---- CUDA-graph memory against every public log that states it (issue 35) ---------------------------------
+
+GRAPH_ROWS = [r for r in ALL if "cuda_graphs_taken_gib" in r["logged"] or "cuda_graphs_estimated_gib" in r["logged"]]
+MELLEA = next(r for r in ALL if r["source"].endswith("mellea/pull/416"))  # V0, Qwen3-0.6B, 80 GB
+
+
+def graph_plan(row):
+    """The row's plan: V0 rows at V0's defaults, the 0.21+ row on its 24 GB GPU (vllm serve's defaults there)."""
+    if row is QWEN:
+        return qwen_plan(), QWEN["flags"]["max_model_len"]
+    f = row["flags"]
+    p = planner(
+        paramcount.load(row["model"]),
+        "bf16",
+        "vllm",
+        tp=f["tp"],
+        utilization=f.get("gpu_memory_utilization", "0.90"),
+        vllm_version=row["version"],
+    )
+    return p, f.get("max_model_len", 8192)
+
+
+def graph_miss(row) -> float:
+    p, context = graph_plan(row)
+    logged = row["logged"].get("cuda_graphs_taken_gib", row["logged"].get("cuda_graphs_estimated_gib"))
+    return p.graphs(context).bytes / gib(logged) - 1
+
+
+@pytest.mark.parametrize("row", GRAPH_ROWS, ids=lambda r: f"{r['model']}-{r['version']}")
+def test_graph_count_as_logged(row):
+    """The graphs each log names are the graphs the plan captures (count and largest size)."""
+    from paramcount.memory.runtimes.vllm.plan import capture_sizes
+
+    p, context = graph_plan(row)
+    sizes = capture_sizes(p.o, context)
+    logged = row["logged"].get("cuda_graphs") or row["logged"]["cuda_graph_sizes"]
+    count = logged.get("count", logged.get("piecewise"))
+    largest = logged.get("largest", logged.get("piecewise_largest"))
+    assert (len(sizes), sizes[-1]) == (count, largest)
+
+
+def test_graph_error_is_the_measured_one():
+    """The error the plan's JSON carries for each release line is the least and greatest miss over
+    the logs of that line, to the hundredth outward: a change to the rule that moves a miss fails here."""
+    import math
+
+    from paramcount.memory.runtimes.vllm.plan import GRAPH_ERROR
+
+    misses: dict[str, list[float]] = {}
+    for row in GRAPH_ROWS:
+        misses.setdefault(row["version"], []).append(graph_miss(row))
+    measured = {
+        v: (math.floor(min(m) * 100) / 100, math.ceil(max(m) * 100) / 100, len(m)) for v, m in misses.items()
+    }
+    assert measured == GRAPH_ERROR
+
+
+def test_graph_error_in_the_json():
+    m = paramcount.load("meta-llama/Meta-Llama-3-8B")
+    for version, logs in (("0.6", 2), ("0.8", 0), ("latest", 1)):
+        plan = planner(m, "bf16", "vllm", vllm_version=version).plan(8192).to_dict()
+        term = next(t for t in _walk(plan["terms"]) if t["key"] == "cuda_graphs")
+        assert term["estimate"] is True and term["error"]["logs"] == logs
+        assert ("low" in term["error"]) == (logs > 0)
+
+
+def _walk(terms):
+    for t in terms:
+        yield t
+        yield from _walk(t["parts"])
+
+
+def test_v0_later_build_weights_and_kv_as_logged():
+    """A later V0 build (mellea#416, Qwen3-0.6B on an 80 GB GPU at 0.80): weights and the KV cache
+    within 2% (the peak and non-torch misses below offset)."""
+    p, context = graph_plan(MELLEA)
+    s = p.serving(gib(MELLEA["logged"]["total_gpu_memory_gib"]), context)
+    assert p.stages[0].share.bytes == pytest.approx(gib(MELLEA["logged"]["weights_gib"]), rel=0.02)
+    assert s["kv_cache_bytes"] == pytest.approx(gib(MELLEA["logged"]["kv_cache_gib"]), rel=0.02)
+    assert s["kv_blocks"] == pytest.approx(MELLEA["logged"]["gpu_blocks"], rel=0.02)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="V0 non_torch_memory: 0.16 GiB logged by a later V0 build (mellea#416; vllm#12126 logs 0.16 on an H100 "
+    "too), 0.25 GiB planned: 92 MiB over the 64 MiB tolerance; what the later baseline (vllm#12059) still counts is "
+    "not transcribed here",
+)
+def test_v0_later_build_non_torch_as_logged():
+    p, context = graph_plan(MELLEA)
+    term = next(t for t in p.plan(context).terms if t.key == "non_torch")
+    assert abs(term.bytes - gib(MELLEA["logged"]["non_torch_gib"])) <= SMALL
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="V0 profile peak for Qwen3-0.6B: 0.23 GiB logged (mellea#416), 0.64 GiB planned over 8,192 tokens",
+)
+def test_v0_later_build_peak_as_logged():
+    p, context = graph_plan(MELLEA)
+    assert abs(p.peak(context).bytes - gib(MELLEA["logged"]["activation_peak_gib"])) <= SMALL
