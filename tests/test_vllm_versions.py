@@ -289,9 +289,7 @@ def test_graph_error_is_the_measured_one():
     misses: dict[str, list[float]] = {}
     for row in GRAPH_ROWS:
         misses.setdefault(row["version"], []).append(graph_miss(row))
-    measured = {
-        v: (math.floor(min(m) * 100) / 100, math.ceil(max(m) * 100) / 100, len(m)) for v, m in misses.items()
-    }
+    measured = {v: (math.floor(min(m) * 100) / 100, math.ceil(max(m) * 100) / 100, len(m)) for v, m in misses.items()}
     assert measured == GRAPH_ERROR
 
 
