@@ -244,7 +244,7 @@ GRAPH_ROWS = [r for r in ALL if "cuda_graphs_taken_gib" in r["logged"] or "cuda_
 MELLEA = next(r for r in ALL if r["source"].endswith("mellea/pull/416"))  # V0, Qwen3-0.6B, 80 GB
 
 
-def graph_plan(row):
+def row_plan(row):
     """The row's plan at vllm serve's defaults for its release line and GPU (the 0.21+ row on its 24 GB GPU)."""
     if row is QWEN:
         return qwen_plan(), QWEN["flags"]["max_model_len"]
@@ -262,7 +262,7 @@ def graph_plan(row):
 
 
 def graph_miss(row) -> float:
-    p, context = graph_plan(row)
+    p, context = row_plan(row)
     logged = row["logged"].get("cuda_graphs_taken_gib", row["logged"].get("cuda_graphs_estimated_gib"))
     return p.graphs(context).bytes / gib(logged) - 1
 
@@ -275,7 +275,7 @@ def test_graph_count_as_logged(row):
     piecewise sizes and the full ones up to max_num_seqs (count and largest)."""
     from paramcount.memory.runtimes.vllm.plan import capture_sizes
 
-    p, context = graph_plan(row)
+    p, context = row_plan(row)
     sizes = capture_sizes(p.o, context)
     kinds = {"decode": sizes} if row["version"] == "0.6" else {"piecewise": sizes}
     if row["version"] != "0.6" and p.o.accounting.graphs == "full_and_piecewise":
@@ -286,18 +286,37 @@ def test_graph_count_as_logged(row):
             assert (len(planned), planned[-1]) == (logged[kind], logged[f"{kind}_largest"]), kind
 
 
+def _band(misses):
+    """Per release line: the least and greatest miss (to the hundredth, outward) and how many."""
+    import math
+
+    lines: dict[str, list[float]] = {}
+    for version, miss in misses:
+        lines.setdefault(version, []).append(miss)
+    return {v: (math.floor(min(m) * 100) / 100, math.ceil(max(m) * 100) / 100, len(m)) for v, m in lines.items()}
+
+
 def test_graph_error_is_the_measured_one():
     """The error the plan's JSON carries for each release line is the least and greatest miss over
     the logs of that line, to the hundredth outward: a change to the rule that moves a miss fails here."""
-    import math
-
     from paramcount.memory.runtimes.vllm.plan import GRAPH_ERROR
 
-    misses: dict[str, list[float]] = {}
-    for row in GRAPH_ROWS:
-        misses.setdefault(row["version"], []).append(graph_miss(row))
-    measured = {v: (math.floor(min(m) * 100) / 100, math.ceil(max(m) * 100) / 100, len(m)) for v, m in misses.items()}
-    assert measured == GRAPH_ERROR
+    assert _band((r["version"], graph_miss(r)) for r in GRAPH_ROWS) == GRAPH_ERROR
+
+
+NON_TORCH_ROWS = [r for r in ALL if "non_torch_gib" in r["logged"]]
+
+
+def test_non_torch_error_is_the_measured_one():
+    """V0's non_torch_memory: the 0.6.5 development build's 1.79 / 3.58 GiB and the later builds'
+    0.16 (TP 1) / 0.25 GiB (TP 2), against the plan's 0.25 GiB + 0.125 GiB a peer."""
+    from paramcount.memory.runtimes.vllm.plan import NON_TORCH_ERROR, non_torch
+
+    misses = []
+    for row in NON_TORCH_ROWS:
+        p, _ = row_plan(row)
+        misses.append((row["version"], non_torch(p.o).bytes / gib(row["logged"]["non_torch_gib"]) - 1))
+    assert len(NON_TORCH_ROWS) == 5 and _band(misses) == NON_TORCH_ERROR
 
 
 def test_graph_error_in_the_json():
@@ -307,6 +326,8 @@ def test_graph_error_in_the_json():
         term = next(t for t in _walk(plan["terms"]) if t["key"] == "cuda_graphs")
         assert term["estimate"] is True and term["error"]["logs"] == logs
         assert ("low" in term["error"]) == (logs > 0)
+        non_torch = next(t for t in _walk(plan["terms"]) if t["key"] == "non_torch")
+        assert non_torch["error"]["logs"] == (5 if version == "0.6" else 0)
 
 
 def _walk(terms):
@@ -318,7 +339,7 @@ def _walk(terms):
 def test_v0_later_build_weights_and_kv_as_logged():
     """A later V0 build (mellea#416, Qwen3-0.6B on an 80 GB GPU at 0.80): weights and the KV cache
     within 2% (the peak and non-torch misses below offset)."""
-    p, context = graph_plan(MELLEA)
+    p, context = row_plan(MELLEA)
     s = p.serving(gib(MELLEA["logged"]["total_gpu_memory_gib"]), context)
     assert p.stages[0].share.bytes == pytest.approx(gib(MELLEA["logged"]["weights_gib"]), rel=0.02)
     assert s["kv_cache_bytes"] == pytest.approx(gib(MELLEA["logged"]["kv_cache_gib"]), rel=0.02)
@@ -327,12 +348,12 @@ def test_v0_later_build_weights_and_kv_as_logged():
 
 @pytest.mark.xfail(
     strict=True,
-    reason="V0 non_torch_memory: 0.16 GiB logged by a later V0 build (mellea#416; vllm#12126 logs 0.16 on an H100 "
-    "too), 0.25 GiB planned: 92 MiB over the 64 MiB tolerance; what the later baseline (vllm#12059) still counts is "
-    "not transcribed here",
+    reason="V0 non_torch_memory: 0.16 GiB logged by later V0 builds on an H100 at TP 1 (mellea#416, "
+    "gateway-api-inference-extension#550, vllm#12126), 0.25 GiB planned: 92 MiB over the 64 MiB tolerance; the "
+    "figure is CUDA's lazily loaded modules and NCCL's buffers, which the plan cannot derive (its error is in the JSON)",
 )
 def test_v0_later_build_non_torch_as_logged():
-    p, context = graph_plan(MELLEA)
+    p, context = row_plan(MELLEA)
     term = next(t for t in p.plan(context).terms if t.key == "non_torch")
     assert abs(term.bytes - gib(MELLEA["logged"]["non_torch_gib"])) <= SMALL
 
@@ -342,5 +363,5 @@ def test_v0_later_build_non_torch_as_logged():
     reason="V0 profile peak for Qwen3-0.6B: 0.23 GiB logged (mellea#416), 0.64 GiB planned over 8,192 tokens",
 )
 def test_v0_later_build_peak_as_logged():
-    p, context = graph_plan(MELLEA)
+    p, context = row_plan(MELLEA)
     assert abs(p.peak(context).bytes - gib(MELLEA["logged"]["activation_peak_gib"])) <= SMALL
