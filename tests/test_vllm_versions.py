@@ -172,8 +172,8 @@ def test_qwen_kv_tokens_from_logged_bytes():
 @pytest.mark.xfail(
     strict=True,
     reason="CUDA graphs: the plan keeps one layer's tensors per captured size, 1.46 GiB for Qwen3-8B's 51 "
-    "piecewise and 35 full graphs; vLLM 0.21+ estimates 0.52 GiB (LMCache#3430); the pool's sharing between "
-    "sizes is not modelled",
+    "piecewise and 35 full graphs; vLLM 0.21+ estimates 0.52 GiB (LMCache#3430). No per-graph term fitted on half "
+    "of the six graph logs held the other half (docs/vllm.md); the plan's JSON carries the measured error",
 )
 def test_qwen_cuda_graphs_as_logged():
     p = qwen_plan()
@@ -236,3 +236,132 @@ def test_qwen3_235b_fp8_kv_as_logged():
     )
     kv = p.serving(gib(79.22), f["max_model_len"])["kv_cache_bytes"]
     assert kv == pytest.approx(gib(row["logged"]["kv_cache_gib"]), rel=0.02)
+
+
+# ---- CUDA-graph memory against every public log that states it (issue 35) ---------------------------------
+
+GRAPH_ROWS = [r for r in ALL if "cuda_graphs_taken_gib" in r["logged"] or "cuda_graphs_estimated_gib" in r["logged"]]
+MELLEA = next(r for r in ALL if r["source"].endswith("mellea/pull/416"))  # V0, Qwen3-0.6B, 80 GB
+
+
+def row_plan(row):
+    """The row's plan at vllm serve's defaults for its release line and GPU (the 0.21+ row on its 24 GB GPU)."""
+    if row is QWEN:
+        return qwen_plan(), QWEN["flags"]["max_model_len"]
+    f = row["flags"]
+    p = planner(
+        paramcount.load(row["model"]),
+        row.get("scheme", "bf16"),
+        "vllm",
+        tp=f["tp"],
+        utilization=f.get("gpu_memory_utilization", "0.90"),
+        vllm_version=row["version"],
+        **({"gpu": row["plan_gpu"]} if "plan_gpu" in row else {}),
+    )
+    return p, f.get("max_model_len", 8192)
+
+
+def graph_miss(row) -> float:
+    p, context = row_plan(row)
+    logged = row["logged"].get("cuda_graphs_taken_gib", row["logged"].get("cuda_graphs_estimated_gib"))
+    return p.graphs(context).bytes / gib(logged) - 1
+
+
+@pytest.mark.parametrize(
+    "row", [r for r in GRAPH_ROWS if "cuda_graph_sizes" in r["logged"]], ids=lambda r: f"{r['model']}-{r['version']}"
+)
+def test_graph_count_as_logged(row):
+    """The graphs each log names are the graphs the plan captures: V0's decode graphs, or the
+    piecewise sizes and the full ones up to max_num_seqs (count and largest)."""
+    from paramcount.memory.runtimes.vllm.plan import capture_sizes
+
+    p, context = row_plan(row)
+    sizes = capture_sizes(p.o, context)
+    kinds = {"decode": sizes} if row["version"] == "0.6" else {"piecewise": sizes}
+    if row["version"] != "0.6" and p.o.accounting.graphs == "full_and_piecewise":
+        kinds["full"] = [s for s in sizes if s <= p.o.seqs]
+    logged = row["logged"]["cuda_graph_sizes"]
+    for kind, planned in kinds.items():
+        if kind in logged:
+            assert (len(planned), planned[-1]) == (logged[kind], logged[f"{kind}_largest"]), kind
+
+
+def _band(misses):
+    """Per release line: the least and greatest miss (to the hundredth, outward) and how many."""
+    import math
+
+    lines: dict[str, list[float]] = {}
+    for version, miss in misses:
+        lines.setdefault(version, []).append(miss)
+    return {v: (math.floor(min(m) * 100) / 100, math.ceil(max(m) * 100) / 100, len(m)) for v, m in lines.items()}
+
+
+def test_graph_error_is_the_measured_one():
+    """The error the plan's JSON carries for each release line is the least and greatest miss over
+    the logs of that line, to the hundredth outward: a change to the rule that moves a miss fails here."""
+    from paramcount.memory.runtimes.vllm.plan import GRAPH_ERROR
+
+    assert _band((r["version"], graph_miss(r)) for r in GRAPH_ROWS) == GRAPH_ERROR
+
+
+NON_TORCH_ROWS = [r for r in ALL if "non_torch_gib" in r["logged"]]
+
+
+def test_non_torch_error_is_the_measured_one():
+    """V0's non_torch_memory: the 0.6.5 development build's 1.79 / 3.58 GiB and the later builds'
+    0.16 (TP 1) / 0.25 GiB (TP 2), against the plan's 0.25 GiB + 0.125 GiB a peer."""
+    from paramcount.memory.runtimes.vllm.plan import NON_TORCH_ERROR, non_torch
+
+    misses = []
+    for row in NON_TORCH_ROWS:
+        p, _ = row_plan(row)
+        misses.append((row["version"], non_torch(p.o).bytes / gib(row["logged"]["non_torch_gib"]) - 1))
+    assert len(NON_TORCH_ROWS) == 5 and _band(misses) == NON_TORCH_ERROR
+
+
+def test_graph_error_in_the_json():
+    m = paramcount.load("meta-llama/Meta-Llama-3-8B")
+    for version, logs in (("0.6", 2), ("0.10", 0), ("0.20", 2), ("latest", 1)):
+        plan = planner(m, "bf16", "vllm", vllm_version=version).plan(8192).to_dict()
+        term = next(t for t in _walk(plan["terms"]) if t["key"] == "cuda_graphs")
+        assert term["estimate"] is True and term["error"]["logs"] == logs
+        assert ("low" in term["error"]) == (logs > 0)
+        non_torch = next(t for t in _walk(plan["terms"]) if t["key"] == "non_torch")
+        assert non_torch["error"]["logs"] == (5 if version == "0.6" else 0)
+
+
+def _walk(terms):
+    for t in terms:
+        yield t
+        yield from _walk(t["parts"])
+
+
+def test_v0_later_build_weights_and_kv_as_logged():
+    """A later V0 build (mellea#416, Qwen3-0.6B on an 80 GB GPU at 0.80): weights and the KV cache
+    within 2% (the peak and non-torch misses below offset)."""
+    p, context = row_plan(MELLEA)
+    s = p.serving(gib(MELLEA["logged"]["total_gpu_memory_gib"]), context)
+    assert p.stages[0].share.bytes == pytest.approx(gib(MELLEA["logged"]["weights_gib"]), rel=0.02)
+    assert s["kv_cache_bytes"] == pytest.approx(gib(MELLEA["logged"]["kv_cache_gib"]), rel=0.02)
+    assert s["kv_blocks"] == pytest.approx(MELLEA["logged"]["gpu_blocks"], rel=0.02)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="V0 non_torch_memory: 0.16 GiB logged by later V0 builds on an H100 at TP 1 (mellea#416, "
+    "gateway-api-inference-extension#550, vllm#12126), 0.25 GiB planned: 92 MiB over the 64 MiB tolerance; the "
+    "figure is CUDA's lazily loaded modules and NCCL's buffers, not derived here (its error is in the JSON)",
+)
+def test_v0_later_build_non_torch_as_logged():
+    p, context = row_plan(MELLEA)
+    term = next(t for t in p.plan(context).terms if t.key == "non_torch")
+    assert abs(term.bytes - gib(MELLEA["logged"]["non_torch_gib"])) <= SMALL
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="V0 profile peak for Qwen3-0.6B: 0.23 GiB logged (mellea#416), 0.64 GiB planned over 8,192 tokens",
+)
+def test_v0_later_build_peak_as_logged():
+    p, context = row_plan(MELLEA)
+    assert abs(p.peak(context).bytes - gib(MELLEA["logged"]["activation_peak_gib"])) <= SMALL

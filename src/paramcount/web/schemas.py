@@ -345,6 +345,11 @@ class MemTerm(BaseModel):
     host: bool = Field(
         False, description="true (and present) only for memory held on the host beside the GPU: not in total"
     )
+    error: dict[str, Any] | None = Field(
+        None,
+        description="an estimate's measured error, where it has been held to recorded figures: low and high "
+        "(plan / logged - 1), logs (how many; 0: none found), against (where they are kept)",
+    )
 
 
 class GPUInfo(BaseModel):

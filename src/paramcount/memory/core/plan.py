@@ -112,6 +112,7 @@ def term_dict(t: Term) -> dict[str, Any]:
         "source": t.source,
         "parts": [term_dict(p) for p in t.parts],
         **({"host": True} if t.host else {}),
+        **({"error": dict(t.error)} if t.error else {}),
     }
 
 

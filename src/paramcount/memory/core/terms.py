@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 GB = 10**9
 GIB = 2**30
@@ -17,6 +18,8 @@ class Term:
     are sub-terms whose bytes sum to this one. ``host`` marks memory the runtime holds in host
     RAM beside the device the plan is for (llama.cpp's input layer on a GPU): a plan's
     ``total`` leaves it out and its ``host`` sums it, so it is never added to GPU memory.
+    ``error`` is an estimate's measured error where it has been held to recorded figures (the
+    least and greatest relative error, the number of figures and where they are kept).
     """
 
     key: str
@@ -28,6 +31,7 @@ class Term:
     source: str = ""
     parts: tuple[Term, ...] = ()
     host: bool = False
+    error: tuple[tuple[str, Any], ...] = ()  # (name, value) pairs, hashable like the rest
 
     @property
     def gb(self) -> float:
