@@ -57,6 +57,11 @@ def test_where_no_run_was_fitted_only_the_bound_labelled_with_why(gpu, dtype, wh
     assert d["decode_tokens_per_s"] is None and d["ttft_s"] is None
 
 
+def test_a_mixture_of_experts_gets_the_bound_only():
+    d = _speed("mistralai/Mixtral-8x7B-v0.1", gpu="H200", dtype="bf16").to_dict()
+    assert d["decode"]["estimate"] is None and "mixture of experts" in d["decode"]["note"]
+
+
 def test_several_gpus_give_the_first_ones_bound_only():
     d = speed(paramcount.load("meta-llama/Llama-2-7b-hf"), ["A100 SXM 80GB", "A100 SXM 80GB"], "transformers", "fp16")
     assert d.decode.seconds is None and "several GPUs" in d.decode.why and len(d.hardware) == 1

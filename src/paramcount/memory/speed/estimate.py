@@ -330,7 +330,7 @@ def _transformers(model: Model, rows: tuple, host: Any, dtype: str | None, setti
     scheme, hw = dtype or "bf16", rows[0]
     work = hf.work(model, weights(model, scheme).rows)
     own = hf.own(hw)
-    why = _hf_uncalibrated(hw, own, scheme, len(rows))
+    why = _hf_uncalibrated(hw, own, scheme, len(rows), work.active < 1)
     table = (lambda *_: None) if why else (lambda *_: own)
     streams = settings["concurrency"]
     dec = hf.decode(work, hw, settings["context"], streams, table=table)
@@ -340,13 +340,17 @@ def _transformers(model: Model, rows: tuple, host: Any, dtype: str | None, setti
         figures = {k: replace(v, seconds=None, error=None, why=why) for k, v in figures.items()}
     else:
         figures = {k: _hf_fitted_on(v, hw, own) for k, v in figures.items()}
-    notes = (*_said(work), *(() if why else (hf.SETTING,)))
+    notes = (*work.notes, *(() if why else (hf.SETTING,)))  # llama.cpp's note on experts is not transformers
     return Speed(model, "transformers", rows[:1], None, {**settings, "dtype": scheme}, **figures, notes=notes)
 
 
-def _hf_uncalibrated(hw: Any, own: Fitted | None, scheme: str, gpus: int) -> str:
+def _hf_uncalibrated(hw: Any, own: Fitted | None, scheme: str, gpus: int, moe: bool = False) -> str:
     """Why transformers' figures on ``hw`` are bounds alone ('' where an estimate is made)."""
     from . import hf
+
+    if moe:  # e.g. MixtralSparseMoeBlock: a Python loop over the experts, each its own kernels
+        return ("a mixture of experts: transformers runs its experts one after another from Python, and every run "
+                "fitted was a dense model: only the bound")  # fmt: skip
 
     if own is None:
         return (f"transformers was not calibrated on {family(hw)} hardware (no run of it was fitted: its per-layer "
