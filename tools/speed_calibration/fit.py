@@ -24,6 +24,12 @@ package's own ``llamacpp.decode``/``prefill``) from the factors fitted on the ot
 vLLM (``vllm.csv``: AIConfigurator's measured serving runs, TTFT and TPOT at a concurrency) is
 fitted per family on its own terms (:mod:`paramcount.memory.speed.vllm`), by least absolute
 relative error, and held out ten-fold (one fit per fold).
+
+transformers (``transformers.csv``: optimum-benchmark's committed ``model.generate`` runs) is fitted
+per family on the package's own arithmetic (:mod:`paramcount.memory.speed.hf`): decode's
+``bandwidth`` and ``layer_s`` as llama.cpp's, prefill's ``compute`` on the time a forward's layers'
+launches leave; the runs of settings the data do not cover stay in the file, unfitted
+(``hf_left_out`` says why); held out one row at a time.
 tests/test_speed.py refits the committed data and checks factors.json is what this script writes.
 """
 
