@@ -85,6 +85,12 @@ def test_every_calibration_row_cites_its_source():
                 assert row["commit"] in row["source"] and row["row_id"], row
                 assert float(row["ttft_ms"]) > 0 and float(row["tpot_ms"]) > 0
                 continue
+            if path.name == "transformers.csv":  # model.generate runs: a report at a commit (test_speed_transformers)
+                assert row["source"].startswith(("https://github.com/huggingface/optimum-benchmark/blob/",
+                                                 "https://github.com/huggingface/optimum/blob/",
+                                                 "https://github.com/h2oai/h2ogpt/blob/")), row  # fmt: skip
+                assert row["via"] and float(row["decode_tokens_per_s"] or row["generate_s"]) > 0, row
+                continue
             if path.name == "llamacpp_cpu.csv":  # CPU runs: mainline llama.cpp in a fork's PR, or an article;
                 # a CPU's bandwidth is its populated channels': every row says what memory it assumes
                 assert row["source"].startswith(("https://github.com/ikawrakow/ik_llama.cpp/pull/",
@@ -206,7 +212,8 @@ def test_the_bound_that_binds():
     [("llama.cpp", ("RTX 3090",), "q4_k_m", True), ("ollama", ("RTX 3090",), "q4_k_m", True),
      ("vllm", ("H100 SXM",), "bf16", True), ("vllm", ("RTX 4090",), "bf16", False),
      ("mlx", ("Apple M4 Max 128GB",), "bf16", True),
-     ("transformers", ("A100 SXM 80GB",), "bf16", None), ("llama.cpp", ("EPYC 9124",), "q4_0", True)],
+     ("transformers", ("A100 SXM 80GB",), "bf16", True), ("transformers", ("RTX 4090",), "bf16", None),
+     ("llama.cpp", ("EPYC 9124",), "q4_0", True)],
 )  # fmt: skip
 def test_every_runtime_answers_for_a_catalog_model(runtime, gpus, dtype, calibrated):
     s = _speed("Qwen/Qwen2.5-7B", gpus, runtime, dtype).to_dict()

@@ -223,6 +223,13 @@ def test_transformers_speed_is_a_bound_labelled_as_one(client):
     assert set(body["curve"]["estimate"]) == {None} and all(b > 0 for b in body["curve"]["bound"])
 
 
+def test_transformers_speed_on_a_fitted_family_is_an_estimate_beside_its_bound(client):
+    body = post(client, "/api/speed", runtime="transformers", gpu="a100-sxm-80gb", scheme="fp16").json()
+    decode = body["speed"]["decode"]
+    assert decode["estimate"]["label"] == "estimate" and decode["estimate"]["expected_error"]["rows"] >= 6
+    assert decode["upper_bound"]["tokens_per_s"] > decode["estimate"]["tokens_per_s"] > 0
+
+
 def test_a_partial_offload_is_timed_with_the_host_cpu(client, capsys):
     fields = {"runtime": "llama.cpp", "scheme": "q4_k_m", "gpu": "rtx4090", "n_gpu_layers": 16, "context": 4096}
     body = post(client, "/api/speed", **fields, cpu="AMD EPYC 9124").json()

@@ -27,6 +27,12 @@ package's own ``llamacpp.decode``/``prefill``) from the factors fitted on the ot
 vLLM (``vllm.csv``: AIConfigurator's measured serving runs, TTFT and TPOT at a concurrency) is
 fitted per family on its own terms (:mod:`paramcount.memory.speed.vllm`), by least absolute
 relative error, and held out ten-fold (one fit per fold).
+
+transformers (``transformers.csv``: optimum-benchmark's committed ``model.generate`` runs) is fitted
+per family on the package's own arithmetic (:mod:`paramcount.memory.speed.hf`): decode's
+``bandwidth`` and ``layer_s`` as llama.cpp's, prefill's ``compute`` on the time a forward's layers'
+launches leave; the runs of settings the data do not cover stay in the file, unfitted
+(``hf_left_out`` says why); held out one row at a time.
 tests/test_speed.py refits the committed data and checks factors.json is what this script writes.
 """
 
@@ -46,6 +52,7 @@ HERE = Path(__file__).resolve().parent
 OUT = HERE.parents[1] / "src" / "paramcount" / "memory" / "speed" / "factors.json"
 NATIVE = {"nvidia": "CUDA", "amd": "ROCm", "apple": "Metal", "intel": "SYCL", "cpu": "CPU"}  # by vendor / kind
 VLLM = HERE / "vllm.csv"  # AIConfigurator's measured vLLM runs (TTFT, TPOT at a concurrency)
+TRANSFORMERS = HERE / "transformers.csv"  # optimum-benchmark's model.generate runs (read_transformers)
 PHASE = {"tg": "decode", "pp": "prefill"}  # llama-bench's tests: tgN (N tokens generated), ppN (a prompt of N)
 
 
@@ -87,7 +94,7 @@ def read(folder: Path = HERE, backend: str | None = None) -> tuple[list[Row], in
     known = {h.key: h for h in catalog()}
     rows, left = [], 0
     for path in sorted(folder.glob("*.csv")):
-        if path.name == VLLM.name:  # vLLM's serving runs: read_vllm
+        if path.name in (VLLM.name, TRANSFORMERS.name):  # their own readers: read_vllm, read_transformers
             continue
         with path.open(newline="", encoding="utf-8") as f:
             for r in csv.DictReader(f):
@@ -275,7 +282,7 @@ def factors(rows: list[Row]) -> dict:
         "fitted_by": "tools/speed_calibration/fit.py",
         "data": "tools/speed_calibration/*.csv",
         "error": "held-out |predicted/measured - 1| (leave-one-out, or as held_out says): median and 90th percentile",
-        "factors": out + vllm_factors(read_vllm()[0]),
+        "factors": out + vllm_factors(read_vllm()[0]) + hf_factors(read_transformers()[0]),
     }
 
 
@@ -503,6 +510,194 @@ def vllm_report(rows: list[Serve], left: int) -> str:
     return "\n".join(lines)
 
 
+# ---- transformers: model.generate runs (transformers.csv) ---------------------------------------
+
+HF_MAX_BATCH = 8  # batches fitted: past 8 streams eager attention's own time outgrows the per-layer overhead
+HF_DTYPES = ("fp16", "bf16")
+
+
+@dataclass(frozen=True)
+class Generate:
+    """One measured ``model.generate`` run's decode (tokens/s per stream, over ``new`` tokens after
+    a prompt of ``prompt``: a mean depth of prompt + new/2) or prefill (one forward of the prompt,
+    prompt tokens/s) on one GPU, with a batch of ``batch`` sequences."""
+
+    source: str
+    hardware: str
+    family: str
+    model: str
+    dtype: str
+    attn: str
+    batch: int
+    prompt: int
+    new: int
+    phase: str
+    measured: float
+    runtime: str = "transformers"
+
+    @property
+    def depth(self) -> int:
+        return self.prompt + self.new // 2
+
+
+def read_transformers(path: Path = TRANSFORMERS) -> tuple[list[Generate], int]:
+    """The fitted transformers rows (each run's decode; a batch of one's prefill too), and how many
+    runs were left out (:func:`hf_left_out` says why)."""
+    from paramcount.hardware import catalog
+    from paramcount.memory.speed.factors import family
+
+    known = {h.key: h for h in catalog()}
+    rows, left = [], 0
+    with path.open(newline="", encoding="utf-8") as f:
+        for r in csv.DictReader(f):
+            hw = known.get(r["hardware"])
+            if hw is None or hf_left_out(r, hw):
+                left += 1
+                continue
+            batch, prompt, new = int(r["batch"]), int(r["prompt"]), int(r["new_tokens"])
+            common = (r["source"], hw.key, family(hw), r["model"], r["dtype"], r["attn_implementation"], batch, prompt)
+            rows.append(Generate(*common, new, "decode", _hf_decode_rate(r, batch, new)))
+            if batch == 1 and r["forward_s"]:
+                rows.append(Generate(*common, new, "prefill", prompt / float(r["forward_s"])))
+    return rows, left
+
+
+def hf_left_out(r: dict, hw) -> str:
+    """Why a run is not fitted ('' where it is): not on a GPU of the catalog under its vendor's own
+    backend, a setting the data do not cover (quantised kernels, a static cache, torch.compile,
+    batches past HF_MAX_BATCH), or a setting the source does not state."""
+    if hw.kind != "gpu" or NATIVE[hw.vendor] != r["backend"]:
+        return "not a GPU under its vendor's backend"
+    if not (r["model"] and r["transformers"] and r["attn_implementation"] and r["prompt"] and r["new_tokens"]):
+        return "a setting not stated (model, transformers version, attention, prompt or tokens)"
+    if r["quantization"] or r["dtype"] not in HF_DTYPES:
+        return "quantised kernels: not fitted"
+    if r["cache"] != "dynamic" or r["compile"] != "0":
+        return "static cache or torch.compile: not fitted"
+    return "" if int(r["batch"]) <= HF_MAX_BATCH else f"a batch past {HF_MAX_BATCH}: not fitted"
+
+
+def _hf_decode_rate(r: dict, batch: int, new: int) -> float:
+    """Tokens/s per stream after the prompt: the published decode throughput (all streams) over
+    the batch, or, where only generate's and the prompt's latencies were published, the new
+    tokens after the first (which the prompt's forward gives) over the time past that forward."""
+    if r["decode_tokens_per_s"]:
+        return float(r["decode_tokens_per_s"]) / batch
+    return (new - 1) / (float(r["generate_s"]) - float(r["forward_s"]))
+
+
+@cache
+def hf_work(model: str, dtype: str):
+    import paramcount
+    from paramcount.memory.speed import hf
+    from paramcount.memory.weights.schemes import weights
+
+    m = paramcount.load(model)
+    return hf.work(m, weights(m, dtype).rows)
+
+
+def hf_decode_features(r: Generate) -> tuple[float, float]:
+    """(bytes a step reads / bandwidth, layers): the package's own step reads (:mod:`paramcount.memory.speed.hf`)."""
+    from paramcount.memory.speed.llamacpp import _step_reads
+    from paramcount.memory.speed.work import HOST
+
+    w, hw = hf_work(r.model, r.dtype), hardware(r.hardware)
+    read = sum(b for d, b in _step_reads(w, r.depth, r.batch).items() if d is not HOST)
+    return read / hw.bandwidth_bytes_per_s, sum(w.layers.values())
+
+
+def fit_hf(rows: list[Generate]) -> dict[str, float]:
+    """transformers' ``bandwidth`` and ``layer_s`` (decode, by least squares on relative error as
+    :func:`fit_decode`, a ≥ 1, c ≥ 0) and ``compute`` (prefill: the geometric mean of the share of
+    the peak each prompt's FLOPs reached in the time its layers' launches leave,
+    :func:`paramcount.memory.speed.hf.prefill`)."""
+    from paramcount.memory.speed.llamacpp import peak
+
+    out: dict[str, float] = {}
+    data = [(*hf_decode_features(r), 1 / r.measured) for r in rows if r.phase == "decode"]
+    if len(data) >= 2:
+        a, c = _least_squares(data)
+        if a < 1:
+            a, c = 1.0, _one(data, 1.0)
+        if c < 0:
+            a, c = max(1.0, sum(x / t for x, _, t in data) / sum((x / t) ** 2 for x, _, t in data)), 0.0
+        out.update({"bandwidth": _round(1 / a), "layer_s": _round(c)})
+    shares = []
+    for r in (r for r in rows if r.phase == "prefill"):  # the prompt's seconds past the layers' launches
+        w = hf_work(r.model, r.dtype)
+        seconds = r.prompt / r.measured - out.get("layer_s", 0.0) * sum(w.layers.values())
+        if seconds > 0:
+            shares.append(w.prompt_flops(r.prompt) / seconds / peak(hardware(r.hardware)))
+    if shares:
+        out["compute"] = _round(_geomean(shares))
+    return out
+
+
+def predict_hf(r: Generate, terms: dict[str, float]) -> float | None:
+    """The package's own estimate of row ``r`` with these factors (tokens/s)."""
+    from paramcount.memory.speed import hf
+    from paramcount.memory.speed.factors import Fitted
+
+    f = Fitted(r.runtime, r.family, terms, {}, {}, ())
+    w, hw = hf_work(r.model, r.dtype), hardware(r.hardware)
+    if r.phase == "decode":
+        return hf.decode(w, hw, r.depth, r.batch, table=lambda *_: f).tokens_per_s
+    return hf.prefill(w, hw, r.prompt, table=lambda *_: f).tokens_per_s
+
+
+def leave_one_out_hf(rows: list[Generate]) -> list[tuple[Generate, float | None]]:
+    """Each row predicted from the factors fitted on the others (a run's decode and prefill are
+    separate rows: each phase's fit leaves out only the row predicted)."""
+    return [(r, predict_hf(r, fit_hf(rows[:i] + rows[i + 1 :]))) for i, r in enumerate(rows)]
+
+
+def hf_factors(rows: list[Generate]) -> list[dict]:
+    out = []
+    for fam in sorted({r.family for r in rows}):
+        rs = [r for r in rows if r.family == fam]
+        loo = leave_one_out_hf(rs)
+        error = {}
+        for phase in ("decode", "prefill"):
+            errs = [p / r.measured - 1 for r, p in loo if r.phase == phase and p]
+            if errs:
+                error[phase] = summary(errs)
+        count = {phase: sum(r.phase == phase for r in rs) for phase in ("decode", "prefill")}
+        dtypes = "/".join(sorted({r.dtype for r in rs}))
+        setting = f"model.generate, DynamicCache, no torch.compile, {dtypes}, batch 1 to {max(r.batch for r in rs)}"
+        out.append({"runtime": "transformers", "family": fam, "terms": fit_hf(rs), "rows": count, "error": error,
+                    "hardware": sorted({r.hardware for r in rs}), "attention": sorted({r.attn for r in rs}),
+                    "setting": setting, "sources": sorted({r.source for r in rs})})  # fmt: skip
+    return out
+
+
+def hf_report(rows: list[Generate], left: int) -> str:
+    """Markdown: transformers' leave-one-out residuals per family, phase and attention, then every row."""
+    lines = [
+        f"{len(rows)} transformers rows fitted (decode of each run, prefill of a batch of one), {left} runs left out "
+        "(quantised kernels, batches past 8, a GPU not in the catalog, a setting the source does not state).",
+        "",
+        "| family | phase | attention | rows | median abs error | p90 abs error |",
+        "|---|---|---|---:|---:|---:|",
+    ]
+    every = []
+    for fam in sorted({r.family for r in rows}):
+        loo = leave_one_out_hf([r for r in rows if r.family == fam])
+        every += loo
+        for phase in ("decode", "prefill"):
+            for attn in ("all", *sorted({r.attn for r, _ in loo})):
+                errs = [p / r.measured - 1 for r, p in loo if r.phase == phase and p and attn in ("all", r.attn)]
+                if errs:
+                    s = summary(errs)
+                    lines.append(f"| {fam} | {phase} | {attn} | {len(errs)} | {s['median']:.1%} | {s['p90']:.1%} |")
+    lines += ["", "| GPU | model | attention | batch | prompt | new | phase | measured t/s | predicted t/s | error |",
+              "|---|---|---|---:|---:|---:|---|---:|---:|---:|"]  # fmt: skip
+    for r, p in every:
+        err = f"{p / r.measured - 1:+.1%}" if p else "—"
+        lines.append(f"| {r.hardware} | {r.model} | {r.attn} | {r.batch} | {r.prompt} | {r.new} | {r.phase} | "
+                     f"{r.measured:.1f} | {p or 0:.1f} | {err} |")  # fmt: skip
+    return "\n".join(lines)
+
+
 def text(doc: dict) -> str:
     return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
 
@@ -662,6 +857,8 @@ def main() -> None:
         print(type_report(rows))
         print("\nllama.cpp's Vulkan backend (fitted on its own rows, report only):\n")
         print(vulkan_report())
+        print("\ntransformers (tools/speed_calibration/transformers.csv), held out one row at a time:\n")
+        print(hf_report(*read_transformers()))
         print("\nHeld out (tools/speed_calibration/validation/, never fitted):\n")
         print(validation())
 

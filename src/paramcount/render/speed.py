@@ -83,10 +83,16 @@ def _terms(f: Figure) -> list[Text]:
         return []
     line = (
         f"a decode step reads {read['weights']:,} B of weights, {read['kv_cache']:,} B of KV cache at "
-        f"{t['context_depth']:,} tokens and {read['embedding_rows']:,} B of embedding rows; "
+        f"{t['context_depth']:,} tokens{_copy(read)} and {read['embedding_rows']:,} B of embedding rows; "
         f"{t['flops_per_token']:,} FLOPs a token"
     )
     return [Text(line, style="dim")]
+
+
+def _copy(read: dict[str, int]) -> str:
+    """transformers' DynamicCache copies the cache each step (:mod:`paramcount.memory.speed.hf`)."""
+    copy = read.get("kv_cache_copy")
+    return f", {copy:,} B copying it (DynamicCache's torch.cat)" if copy else ""
 
 
 def _notes(s: Speed) -> list[Text]:

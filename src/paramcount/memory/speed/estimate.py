@@ -13,7 +13,9 @@ uses), reads what a token touches from it (:mod:`.work`) and times it on the har
   same hardware family, said to be borrowed and carrying no expected error;
 * ``mlx`` (Apple unified memory, one chip): the same arithmetic with the ``mlx`` factors fitted on
   mlx-lm's published runs (tools/speed_calibration/mlx.csv), with their leave-one-out error;
-* ``transformers``: only the bounds (its per-layer Python and launch overhead was not measured).
+* ``transformers``: :mod:`.hf`, calibrated on optimum-benchmark's ``model.generate`` runs (16-bit
+  weights, a ``DynamicCache``, no ``torch.compile``); on a family none of them ran on, or in a
+  setting they do not cover, only the bounds.
 """
 
 from __future__ import annotations
@@ -342,15 +344,56 @@ class _Scaled:
 
 
 def _transformers(model: Model, rows: tuple, host: Any, dtype: str | None, settings: dict, options: dict) -> Speed:
-    """transformers: the bounds only (its eager per-layer overhead was not measured here)."""
+    """transformers' ``model.generate`` on one GPU (:mod:`.hf`): an estimate with its expected error
+    where transformers' own runs of the card's family were fitted (16-bit weights, a
+    ``DynamicCache``, no ``torch.compile``), else the bounds alone, saying why."""
     from ..weights.schemes import weights
+    from . import hf
 
-    scheme = dtype or "bf16"
-    work = flat(model, weights(model, scheme).rows, 2)
-    s = _borrowed(model, "transformers", rows[:1], work, {**settings, "dtype": scheme}, (), settings["prompt"])
-    why = "transformers was not calibrated (its per-layer launch overhead dominates small models): only the bound"
-    figures = {k: replace(getattr(s, k), seconds=None, error=None, why=why) for k in ("decode", "prefill", "ttft")}
-    return replace(s, **figures)
+    scheme, hw = dtype or "bf16", rows[0]
+    work = hf.work(model, weights(model, scheme).rows)
+    own = hf.own(hw)
+    why = _hf_uncalibrated(hw, own, scheme, len(rows), work.active < 1)
+    table = (lambda *_: None) if why else (lambda *_: own)
+    streams = settings["concurrency"]
+    dec = hf.decode(work, hw, settings["context"], streams, table=table)
+    pre = hf.prefill(work, hw, settings["prompt"], table=table)
+    figures = {"decode": dec, "prefill": pre, "ttft": lcp.ttft(pre, streams)}
+    if why:
+        figures = {k: replace(v, seconds=None, error=None, why=why) for k, v in figures.items()}
+    else:
+        figures = {k: _hf_fitted_on(v, hw, own) for k, v in figures.items()}
+    notes = (*work.notes, *(() if why else (hf.SETTING,)))  # llama.cpp's note on experts is not transformers
+    return Speed(model, "transformers", rows[:1], None, {**settings, "dtype": scheme}, **figures, notes=notes)
+
+
+def _hf_uncalibrated(hw: Any, own: Fitted | None, scheme: str, gpus: int, moe: bool = False) -> str:
+    """Why transformers' figures on ``hw`` are bounds alone ('' where an estimate is made)."""
+    from . import hf
+
+    if moe:  # e.g. MixtralSparseMoeBlock: a Python loop over the experts, each its own kernels
+        return ("a mixture of experts: transformers runs its experts one after another from Python, and every run "
+                "fitted was a dense model: only the bound")  # fmt: skip
+
+    if own is None:
+        return (f"transformers was not calibrated on {family(hw)} hardware (no run of it was fitted: its per-layer "
+                "Python and launch overhead is unmeasured there): only the bound")  # fmt: skip
+    if scheme not in hf.DTYPES:
+        return f"transformers was calibrated on {'/'.join(hf.DTYPES)} weights only, not {scheme}: only the bound"
+    if gpus > 1:
+        return "transformers over several GPUs (device_map's layer split) was not calibrated: the first GPU's bound"
+    return ""
+
+
+def _hf_fitted_on(f: Figure, hw: Any, own: Fitted) -> Figure:
+    """The expected error says which cards the factors were fitted on, and whether this is one:
+    transformers' overhead is the host's Python and kernel launches, so another card (and its
+    host) may err beyond it."""
+    if f.error is None:
+        return f
+    return replace(
+        f, error={**f.error, "fitted_hardware": list(own.hardware), "this_hardware_fitted": hw.key in own.hardware}
+    )
 
 
 def _borrowed(

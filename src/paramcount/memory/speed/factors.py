@@ -46,6 +46,7 @@ class Fitted:
     rows: dict[str, int]  # rows per phase (decode, prefill)
     error: dict[str, dict[str, float]]  # phase -> {"median": …, "p90": …}: leave-one-out |error|
     sources: tuple[str, ...]
+    hardware: tuple[str, ...] = ()  # the cards fitted, where factors.json lists them (transformers')
 
     def get(self, term: str) -> float | None:
         return self.terms.get(term)
@@ -66,7 +67,13 @@ def table() -> dict[tuple[str, str], Fitted]:
     out = {}
     for f in data["factors"]:
         out[f["runtime"], f["family"]] = Fitted(
-            f["runtime"], f["family"], f["terms"], f["rows"], f["error"], tuple(f["sources"])
+            f["runtime"],
+            f["family"],
+            f["terms"],
+            f["rows"],
+            f["error"],
+            tuple(f["sources"]),
+            tuple(f.get("hardware", ())),
         )
     return out
 
