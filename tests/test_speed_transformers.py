@@ -22,7 +22,7 @@ def _speed(name="meta-llama/Llama-2-7b-hf", gpu="A100 SXM 80GB", dtype="fp16", *
 
 
 def _fit_module():
-    from test_speed import _fit_module as load
+    from .test_speed import _fit_module as load
 
     return load()
 
