@@ -184,6 +184,15 @@ def test_second_source_total(model_id):
     assert "Source 1" in e.note and "Source 2" in e.note
 
 
+def test_the_llama_70b_distill_is_llama_3_3_70b_instruct():
+    """DeepSeek-R1-Distill-Llama-70B ships Llama 3.3 70B Instruct's config.json byte for byte (the
+    same sha256 recorded for both, sources in the entry's note), so it is an alias; its own
+    model.safetensors.index.json says 141,107,412,992 bytes of bf16."""
+    e = catalog.find("deepseek-ai/DeepSeek-R1-Distill-Llama-70B")
+    assert e is not None and e.id == "meta-llama/Llama-3.3-70B-Instruct"
+    assert from_config(e.config, e.id).total * 2 == 141_107_412_992
+
+
 @pytest.mark.parametrize(("name", "cls"), SEEDS)
 def test_seed_figures(name, cls):
     e = catalog.get(name)
