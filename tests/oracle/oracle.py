@@ -7,6 +7,8 @@ every tie. Imported by the oracle tests only; paramcount itself never imports th
 
 from __future__ import annotations
 
+import copy
+
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +29,9 @@ class Truth:
 
 
 def instantiate(raw: dict[str, Any], class_name: str, model_type: str) -> Any:
-    kwargs = {k: v for k, v in raw.items() if k != "model_type"}
+    # a deep copy: transformers writes into nested dicts it is given (rope_theta into rope_scaling),
+    # which would change the catalog's own entry for every later test in the process
+    kwargs = {k: copy.deepcopy(v) for k, v in raw.items() if k != "model_type"}
     config = transformers.AutoConfig.for_model(model_type, **kwargs)
     with torch.device("meta"):
         return getattr(transformers, class_name)(config)
