@@ -8,7 +8,6 @@ every tie. Imported by the oracle tests only; paramcount itself never imports th
 from __future__ import annotations
 
 import copy
-
 from dataclasses import dataclass
 from typing import Any
 
