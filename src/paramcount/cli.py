@@ -812,8 +812,9 @@ def runtime_args(p: Parser) -> None:
     v.add_argument(
         "--vllm-version",
         metavar="V",
-        help="the release whose memory accounting is planned: 0.6, 0.8, 0.10, 0.20 or latest (default latest); up "
-        "to 0.10 cuBLAS and NCCL are in the claim, up to 0.20 the CUDA graphs are beyond it",
+        help="the release whose memory accounting is planned: 0.6, 0.8, 0.10, 0.20, 0.32 (0.21 to 0.32) or latest "
+        "(default latest); up to 0.10 cuBLAS and NCCL are in the claim, up to 0.32 cuBLAS is, up to 0.20 the CUDA "
+        "graphs are beyond it",
     )
     mlx_args(p)
     o = p.add_argument_group(

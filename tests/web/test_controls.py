@@ -82,7 +82,7 @@ def test_a_bad_ram_is_one_plain_line(client, path, ram, said):
 # ---- vLLM: its version, and its CPU platform ------------------------------------------------------
 
 
-@pytest.mark.parametrize("version", ["0.6", "0.10", "latest"])
+@pytest.mark.parametrize("version", ["0.6", "0.10", "0.32", "latest"])
 def test_vllm_version_plans_as_the_cli(client, capsys, version):
     got = post(client, "/api/memory", runtime="vllm", vllm_version=version, gpu="h100").json()
     _, out = cli(capsys, ["memory", NAME, "--runtime", "vllm", "--vllm-version", version, "--gpu", "h100"])
@@ -124,7 +124,7 @@ def test_vllm_on_cpus_is_planned_in_ram_as_the_cli(client, capsys, given, flags)
             "kv_cache_space: at least 1",
         ),
         ({"runtime": "vllm", "device": "tpu"}, 422, "device", "device: one of gpu or cpu"),
-        ({"runtime": "vllm", "vllm_version": "0.7"}, 422, "vllm_version", "one of 0.6, 0.8, 0.10, 0.20 or latest"),
+        ({"runtime": "vllm", "vllm_version": "0.7"}, 422, "vllm_version", "0.20, 0.32 or latest"),
         ({"runtime": "llama.cpp", "vllm_version": "0.6"}, 400, "vllm_version", "is a vllm setting"),
         ({"mode": "training", "vllm_version": "0.6"}, 400, "vllm_version", "only for inference"),
         ({"runtime": "mlx", "group_size": 48}, 422, "group_size", "group_size: one of 32, 64 or 128"),

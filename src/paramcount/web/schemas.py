@@ -45,7 +45,7 @@ def _size(text: str) -> str:
 RAM = Annotated[str, Field(min_length=1, max_length=40), AfterValidator(_size)]
 RAM_HELP = "host RAM free for the model, like 64GB (--ram): a plan fits only if its host part fits too"
 # --vllm-version's release lines (memory/runtimes/vllm/plan.py VERSIONS)
-VLLM_VERSIONS = Literal["0.6", "0.8", "0.10", "0.20", "latest"]
+VLLM_VERSIONS = Literal["0.6", "0.8", "0.10", "0.20", "0.32", "latest"]
 
 
 class Strict(BaseModel):

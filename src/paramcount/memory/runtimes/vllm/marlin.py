@@ -22,7 +22,7 @@ Marlin, then the rest, the first that can implement the layer), whose
 
 Whatever the kernel, GPTQ's ``g_idx`` (one per input) is whole on a column-parallel rank.
 
-AWQ reaches ``choose_mp_linear_kernel`` only in the latest line (``AWQMarlinLinearMethod``
+AWQ reaches ``choose_mp_linear_kernel`` only from 0.21, the 0.32 and latest lines (``AWQMarlinLinearMethod``
 converting to the standard layout first); up to 0.20 its own Marlin path repacks each tensor
 at its size. Routed experts (the fused-MoE Marlin methods) are held as stored. The kernels'
 workspaces (``marlin_make_workspace_new``: an int32 per SM, per GPU) are not counted.
@@ -73,7 +73,7 @@ def kernel(method: str, capability: tuple[int, int] | None, version: str) -> str
     cap = capability or (9, 0)
     if cap < (8, 0):
         return "checkpoint"
-    if cap == (9, 0) and (method == "gptq" or version == "latest"):
+    if cap == (9, 0) and (method == "gptq" or version in ("0.32", "latest")):
         return "machete"
     return "marlin"
 

@@ -86,11 +86,12 @@ LATEST = "latest"
 class Accounting:
     """Where a vLLM release line books the memory made outside PyTorch and the CUDA graphs."""
 
-    non_torch_in_claim: bool  # cuBLAS and NCCL measured after the baseline snapshot: in the budget
+    non_torch_in_claim: bool  # cuBLAS handles made after the baseline snapshot: in the budget
     graphs_in_claim: bool  # graphs profiled before the KV cache is sized: in the budget
     start_check: bool  # refuses to start unless the free memory holds the claim
     source: str
     graphs: str = "full_and_piecewise"  # which CUDA graphs it captures: "decode" (V0), "piecewise", or both
+    nccl_in_claim: bool = True  # NCCL made after the baseline snapshot (the distributed init after it)
 
 
 # vllm/worker/worker.py Worker.determine_num_available_blocks (V0, 0.6): init_gpu_memory is read in
@@ -106,8 +107,10 @@ V0 = Accounting(
     "(after the KV cache)",
     "decode",
 )
-# vllm/v1/worker/gpu_worker.py (0.8 to 0.10): determine_available_memory under memory_profiling, its
-# non_kv_cache_memory = weights + torch peak + non_torch_increase; compile_or_warm_up_model captures the
+# vllm/v1/worker/gpu_worker.py (0.8 to 0.10): init_device reads the baseline (0.8.5: init_gpu_memory;
+# 0.10: MemorySnapshot) before init_worker_distributed_environment, and the profile run makes the cuBLAS
+# handles at its first matmul, so both are in determine_available_memory's non_kv_cache_memory (0.10:
+# memory_profiling's weights + torch peak + non_torch_increase); compile_or_warm_up_model captures the
 # graphs after initialize_from_config has allocated the KV cache. 0.8 reads the baseline with
 # mem_get_info and never compares it with the claim; 0.10's init_device refuses a GPU whose free memory
 # is under the requested share ("Free memory on device ... is less than desired GPU memory utilization").
@@ -120,18 +123,44 @@ V1_EARLY = Accounting(
     "piecewise",
 )
 V1_CHECKED = replace(V1_EARLY, start_check=True)
+# 0.11 moved init_worker_distributed_environment before the snapshot in Worker.init_device ("This
+# ensures NCCL buffers are allocated before we measure available memory"): NCCL sits beside the claim
+# from then on; the cuBLAS handles are still made by the profile run's first matmul, after the
+# snapshot, so memory_profiling counts them in the claim (non_torch_increase; by 0.27 total_consumed,
+# the free memory lost since the snapshot). 0.11 also made FULL_AND_PIECEWISE the default cudagraph_mode
+# (0.8 to 0.10: PIECEWISE only); 0.11 to 0.20 still capture the graphs after the KV cache.
+V1_GRAPHS_BEYOND = replace(V1_CHECKED, graphs="full_and_piecewise", nccl_in_claim=False)
+# 0.21 made the CUDA-graph estimate in the claim the default ("CUDA graph memory profiling is enabled
+# (default since v0.21.0)", gpu_worker.py, VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS); 0.21 to 0.32
+# book cuBLAS and NCCL as 0.11 does.
+V1_GRAPHS_IN = Accounting(
+    True,
+    True,
+    True,
+    "vllm/v1/worker/gpu_worker.py Worker.init_device (MemorySnapshot after the distributed init, no matmul "
+    "before it), determine_available_memory (memory_profiling, vllm/utils/mem_utils.py: non_kv_cache_memory "
+    "counts what the profile run made after the snapshot, the cuBLAS handles of its first matmul included; "
+    "cudagraph_memory_estimate_applied)",
+    nccl_in_claim=False,
+)
+# 0.33 makes the cuBLAS(Lt) handles before the snapshot (Worker.init_device: torch.mm and
+# torch.nn.functional.linear on a 16 × 16 tensor, "so they count as baseline like the NCCL buffers").
 V1_LATEST = Accounting(
     False,
     True,
     True,
     "vllm/v1/worker/gpu_worker.py Worker.init_device (request_memory), determine_available_memory "
     "(cudagraph_memory_estimate_applied)",
+    nccl_in_claim=False,
 )
-# 0.11 to 0.20 book as 0.10 does; 0.21 made the CUDA-graph estimate in the claim the default ("CUDA graph
-# memory profiling is enabled (default since v0.21.0)", gpu_worker.py, VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS).
-# 0.11 made FULL_AND_PIECEWISE the default cudagraph_mode (0.8 to 0.10: PIECEWISE only).
-V1_GRAPHS_BEYOND = replace(V1_CHECKED, graphs="full_and_piecewise")
-VERSIONS = {"0.6": V0, "0.8": V1_EARLY, "0.10": V1_CHECKED, "0.20": V1_GRAPHS_BEYOND, LATEST: V1_LATEST}
+VERSIONS = {
+    "0.6": V0,
+    "0.8": V1_EARLY,
+    "0.10": V1_CHECKED,
+    "0.20": V1_GRAPHS_BEYOND,
+    "0.32": V1_GRAPHS_IN,
+    LATEST: V1_LATEST,
+}
 
 SRC_CLAIM = (
     "vllm/v1/worker/utils.py request_memory (requested_memory = ⌈total × gpu_memory_utilization⌉); "
@@ -159,9 +188,11 @@ SRC_PROFILE_OLD = {
     "_dummy_sampler_run)",
 }
 SRC_PROFILE_OLD["0.10"] = SRC_PROFILE_OLD["0.20"] = SRC_PROFILE_OLD["0.8"]
+SRC_PROFILE_OLD["0.32"] = SRC_PROFILE_OLD["0.8"] + " (0.21's default: VLLM_USE_V2_MODEL_RUNNER off)"
 SRC_NON_TORCH = (
-    "vllm/v1/worker/gpu_worker.py Worker.init_device (init_worker_distributed_environment and the cuBLAS handles "
-    "come before the memory snapshot, so NCCL and cuBLAS memory is not taken from the claim)"
+    "vllm/v1/worker/gpu_worker.py Worker.init_device (init_worker_distributed_environment, and from 0.33 the "
+    "cuBLAS handles of a 16 × 16 torch.mm and linear, come before MemorySnapshot, so NCCL and cuBLAS memory "
+    "is not taken from the claim)"
 )
 SRC_GRAPHS = (
     "vllm/config/vllm.py VllmConfig._set_cudagraph_sizes (capture sizes); vllm/v1/worker/gpu/cudagraph_utils.py "
@@ -339,7 +370,9 @@ def _version(value: Any) -> str:
     if key not in VERSIONS:
         raise ParamcountError(
             f"vLLM version {brief(value)} is not planned; give one of {', '.join(VERSIONS)} "
-            "(0.6: V0; 0.8 to 0.20: V1 before the CUDA-graph estimate; latest: vLLM " + VLLM_VERSION + ")",
+            "(0.6: V0; 0.8 to 0.20: V1 before the CUDA-graph estimate; 0.32: 0.21 to 0.32; latest: vLLM "
+            + VLLM_VERSION
+            + ")",
             field="--vllm-version",
         )
     return key
@@ -803,7 +836,7 @@ GRAPH_ERROR: dict[str, tuple[float, float, int]] = {
     "0.6": (-0.20, 0.23, 2),
     "0.8": (-0.47, -0.46, 1),
     "0.20": (0.08, 1.11, 2),
-    LATEST: (1.81, 1.82, 1),
+    "0.32": (1.81, 1.82, 1),
 }
 # V0's non_torch_memory (memory_profiling: the non-torch memory made between init_device's baseline,
 # before the distributed init, and the end of the profile): 1.79 / 3.58 GiB (TP 1 / 2) from the 0.6.5
@@ -827,7 +860,7 @@ def error_words(table: dict[str, tuple[float, float, int]], version: str) -> str
     if version not in table:
         return "no public log of this release line states it"
     low, high, logs = table[version]
-    line = "vLLM 0.21 and later" if version == LATEST else f"vLLM {version}"
+    line = {"0.32": "vLLM 0.21 to 0.32", LATEST: "vLLM 0.33 and later"}.get(version, f"vLLM {version}")
     return f"against {logs} public log{'s' * (logs > 1)} of {line} it was {low:+.0%} … {high:+.0%} off"
 
 
@@ -838,8 +871,8 @@ def cuda_context() -> Term:
 
 
 def non_torch(o: Options) -> Term:
-    """cuBLAS and NCCL memory: made before the latest vLLM's snapshot, so beside its claim; up to
-    0.10 made after the baseline snapshot and measured as non_torch_memory, so in the claim."""
+    """cuBLAS and NCCL memory, whole: made before the latest vLLM's snapshot, so beside its claim;
+    up to 0.10 made after the baseline snapshot and measured as non_torch_memory, so in the claim."""
     peers = o.tp - 1 + (o.pp > 1)
     n = NON_TORCH + peers * NON_TORCH_PER_PEER
     formula = f"0.25 GiB + {peers} × 0.125 GiB = {n:,} B"
@@ -853,6 +886,41 @@ def non_torch(o: Options) -> Term:
     return Term(
         "non_torch", "cuBLAS and NCCL", n, formula, said, True, source, error=measured_error(NON_TORCH_ERROR, o.version)
     )
+
+
+def non_torch_split(o: Options) -> tuple[tuple[Term, ...], tuple[Term, ...]]:
+    """The non-torch terms in the claim and beside it. 0.11 to 0.32 make NCCL before the snapshot
+    and the cuBLAS handles after it (the profile run's first matmul): cuBLAS in the claim, NCCL
+    beside; the other lines keep both on one side, as one term."""
+    a = o.accounting
+    whole = non_torch(o)
+    if a.non_torch_in_claim == a.nccl_in_claim:
+        return ((whole,), ()) if a.non_torch_in_claim else ((), (whole,))
+    cublas = Term(
+        "non_torch",
+        "cuBLAS",
+        NON_TORCH,
+        f"0.25 GiB = {NON_TORCH:,} B",
+        f"cuBLAS handles and workspaces: vLLM {o.version} makes them at the profile run's first matmul, after its "
+        f"memory snapshot, and takes them out of the claim; {error_words(NON_TORCH_ERROR, o.version)}",
+        True,
+        a.source,
+        error=measured_error(NON_TORCH_ERROR, o.version),
+    )
+    nccl = whole.bytes - NON_TORCH
+    if not nccl:
+        return (cublas,), ()
+    beside = Term(
+        "nccl",
+        "NCCL",
+        nccl,
+        f"{nccl // NON_TORCH_PER_PEER} peers × 0.125 GiB = {nccl:,} B",
+        f"NCCL and custom all-reduce buffers per peer rank: vLLM {o.version} makes them in init_device before its "
+        "memory snapshot, so they must fit beside the claim",
+        True,
+        SRC_NON_TORCH,
+    )
+    return (cublas,), (beside,)
 
 
 def capture_sizes(o: Options, context: int) -> list[int]:
@@ -1086,7 +1154,7 @@ class VllmPlanner:
         a = self.o.accounting
         return (
             self.peak(context),
-            *((non_torch(self.o),) if a.non_torch_in_claim else ()),
+            *non_torch_split(self.o)[0],
             *((self.graphs(context),) if a.graphs_in_claim else ()),
         )
 
@@ -1095,7 +1163,7 @@ class VllmPlanner:
         a = self.o.accounting
         return (
             cuda_context(),
-            *(() if a.non_torch_in_claim else (non_torch(self.o),)),
+            *non_torch_split(self.o)[1],
             *(() if a.graphs_in_claim else (self.graphs(context),)),
         )
 
