@@ -13,6 +13,10 @@ class, whatever a nested ``model_type`` says (GLM-4.5V's vision_config says ``gl
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
+from ..errors import ParamcountError
 from ..ir import Block, Node, Tensor
 from . import Family, glm4_moe
 from .blocks import block, embedding, gated_mlp, linear, norm
@@ -122,6 +126,53 @@ def cache(c: Cfg, model_type: str, cls: str, mla: str) -> tuple[list, list[str]]
     return kinds, ["the language model (glm4v_moe_text) keeps the cache", *said]
 
 
+# Glm4vImageProcessor's defaults: size {"shortest_edge": 112 * 112, "longest_edge": 28 * 28 * 15000}
+# (a checkpoint's preprocessor_config.json may set others)
+MIN_PIXELS, MAX_PIXELS = 112 * 112, 28 * 28 * 15000
+
+
+def glm_resize(height: int, width: int, factor: int, frames: int, low: int, high: int) -> tuple[int, int]:
+    """transformers' glm4v ``smart_resize`` for one image (``num_frames`` = ``temporal_factor`` =
+    ``frames``): a side below ``factor`` scaled up first, both sides multiples of ``factor``, and
+    frames × area within [low, high]."""
+    if height < factor or width < factor:
+        scale = max(factor / height, factor / width)
+        height, width = int(height * scale), int(width * scale)
+    if max(height, width) / min(height, width) > 200:
+        raise ParamcountError(
+            f"an aspect ratio past 200 ({width}x{height}): the processor refuses it", field="--image-size"
+        )
+    h_bar, w_bar = round(height / factor) * factor, round(width / factor) * factor
+    if frames * h_bar * w_bar > high:
+        beta = math.sqrt((frames * height * width) / high)
+        h_bar = max(factor, math.floor(height / beta / factor) * factor)
+        w_bar = max(factor, math.floor(width / beta / factor) * factor)
+    elif frames * h_bar * w_bar < low:
+        beta = math.sqrt(low / (frames * height * width))
+        h_bar, w_bar = math.ceil(height * beta / factor) * factor, math.ceil(width * beta / factor) * factor
+    return h_bar, w_bar
+
+
+def image_tokens(c: Cfg, width: int, height: int) -> Any:
+    """Glm4vImageProcessor at its defaults: the image resized to multiples of patch × merge pixels
+    (glm_resize), cut into patches (one temporal step: the frame repeated), merged m×m into tokens
+    (Glm4vProcessor: grid_t·grid_h·grid_w / m²)."""
+    from .media import ImageTokens
+
+    v = vision_cfg(c)
+    p, m = int(v.int("patch_size", high=1 << 12)), int(v.int("spatial_merge_size", high=1 << 8))
+    t = int(v.int("temporal_patch_size", high=1 << 10))
+    h_bar, w_bar = glm_resize(height, width, p * m, t, MIN_PIXELS, MAX_PIXELS)
+    patches = (h_bar // p) * (w_bar // p)
+    said = (
+        f"Glm4vImageProcessor at its defaults: resized to {w_bar}x{h_bar} (multiples of {p * m} px, {MIN_PIXELS:,} to"
+        f" {MAX_PIXELS:,} pixels over {t} frames; a checkpoint's preprocessor_config.json may set others), {patches:,}"
+        f" {p}-px patches merged {m}x{m} into {patches // (m * m):,} image tokens; the <|begin_of_image|> and"
+        " <|end_of_image|> around them are text"
+    )
+    return ImageTokens(patches // (m * m), patches, int(v.int("hidden_size")), int(v.int("out_hidden_size")), said)
+
+
 FAMILY = Family(
     model_type="glm4v_moe",
     defaults=DEFAULTS,
@@ -129,6 +180,7 @@ FAMILY = Family(
     notes=notes,
     cache_layout=cache,
     classes={"Glm4vMoeModel": backbone, "Glm4vMoeForConditionalGeneration": causal_lm},
+    image_tokens=image_tokens,
 )
 
 __all__ = ["FAMILY", "backbone", "model"]
