@@ -34,6 +34,9 @@ DEFAULTS = {
     "mlp_layer_types": None,
     "attention_bias": False,
     "tie_word_embeddings": False,
+    # not a Glm4MoeLiteConfig field (kept as a plain attribute): read only for the MTP note and
+    # llama.cpp's file; GLM-4.7-Flash's config.json says 1
+    "num_nextn_predict_layers": 0,
 }
 
 # Glm4MoeLiteConfig.attribute_map (its head_dim -> qk_rope_head_dim is read by nothing here).

@@ -24,6 +24,7 @@ DEFAULTS = {
     "head_dim": None,
     "attention_bias": False,
     "tie_word_embeddings": False,
+    "use_cla": False,  # not a config field (a plain attribute transformers never reads): only said
 }
 
 
