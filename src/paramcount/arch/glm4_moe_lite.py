@@ -34,9 +34,6 @@ DEFAULTS = {
     "mlp_layer_types": None,
     "attention_bias": False,
     "tie_word_embeddings": False,
-    # not a Glm4MoeLiteConfig field (kept as a plain attribute): read only for the MTP note and
-    # llama.cpp's file; GLM-4.7-Flash's config.json says 1
-    "num_nextn_predict_layers": 0,
 }
 
 # Glm4MoeLiteConfig.attribute_map (its head_dim -> qk_rope_head_dim is read by nothing here).
@@ -91,6 +88,8 @@ FAMILY = Family(
     notes=notes,
     cache_layout=mla.cache_layout(),
     classes=decoder_classes("Glm4MoeLite", backbone, heads=("ForCausalLM",)),
+    # not a Glm4MoeLiteConfig field (a plain attribute): read for the MTP note and llama.cpp's file
+    extra_fields=("num_nextn_predict_layers",),
 )
 
 __all__ = ["FAMILY", "backbone", "layer", "mlp_types"]

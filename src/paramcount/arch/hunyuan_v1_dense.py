@@ -24,7 +24,6 @@ DEFAULTS = {
     "head_dim": None,
     "attention_bias": False,
     "tie_word_embeddings": False,
-    "use_cla": False,  # not a config field (a plain attribute transformers never reads): only said
 }
 
 
@@ -79,6 +78,7 @@ FAMILY = Family(
     notes=notes,
     cache_layout=cache_layout,
     classes=decoder_classes("HunYuanDenseV1", backbone, heads=("ForCausalLM", "ForSequenceClassification")),
+    extra_fields=("use_cla",),  # a plain attribute transformers never reads: only said in a note
 )
 
 __all__ = ["FAMILY", "backbone", "layer", "self_attn"]
