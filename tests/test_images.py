@@ -608,3 +608,24 @@ def test_gemma4_image_tokens_are_the_processors(no_video, size):
 def test_gemma4_without_a_tower_is_refused():
     with pytest.raises(ParamcountError, match="no vision_config"):
         images(paramcount.load({"model_type": "gemma4", "text_config": {}}), 1, (64, 64))
+
+
+@pytest.mark.parametrize("size", [*SIZES, (1, 1), (33, 4000), (8192, 600), (6000, 5000), (100, 27)])
+def test_glm4v_moe_image_tokens_are_the_processors(size):
+    """GLM-4.5V: Glm4vImageProcessor at its defaults (14-px patches merged 2x2, two frames), its
+    grid as Glm4vProcessor counts it (grid_t·grid_h·grid_w / merge²)."""
+    from transformers.models.glm4v.image_processing_pil_glm4v import Glm4vImageProcessorPil
+
+    grid = Glm4vImageProcessorPil()(images=[PIL.new("RGB", size)], return_tensors="np")["image_grid_thw"][0]
+    got = images(paramcount.load("zai-org/GLM-4.5V"), 1, size).each
+    assert got.tokens == int(grid.prod()) // 4 and got.patches == int(grid.prod())
+
+
+def test_glm4v_moe_refuses_an_aspect_ratio_the_processor_refuses():
+    from transformers.models.glm4v.image_processing_pil_glm4v import Glm4vImageProcessorPil
+
+    with pytest.raises(ValueError, match="aspect ratio"):
+        Glm4vImageProcessorPil()(images=[PIL.new("RGB", (6000, 28))], return_tensors="np")
+    with pytest.raises(ParamcountError, match="aspect ratio past 200") as e:
+        images(paramcount.load("zai-org/GLM-4.5V"), 1, (6000, 28))
+    assert e.value.field == "--image-size"

@@ -302,3 +302,14 @@ def test_default_targets_are_pefts_per_model_type():
     ):
         model, wrapped, _ = peft_model(small(model_id), None, r=8)
         assert lora(model).trainable == wrapped.get_nb_trainable_parameters()[0], model_id
+
+
+def test_a_composite_over_an_mla_text_model_targets_both_towers_projections():
+    """Mistral Small 4: peft has no default for mistral3; the composite's q_proj/v_proj (the
+    Pixtral tower's) and its MLA language model's q_b_proj/kv_b_proj, which has no v_proj."""
+    adapters = lora(load("mistralai/Mistral-Small-4-119B-2603"))
+    assert adapters.targets == ("q_proj", "v_proj", "q_b_proj", "kv_b_proj")
+    names = [r.name for r in adapters.rows]
+    assert any("language_model" in n and "kv_b_proj" in n for n in names)
+    assert any("vision_tower" in n and "v_proj" in n for n in names)
+    assert lora(load("mistralai/Mistral-Small-3.1-24B-Instruct-2503")).targets == ("q_proj", "v_proj")

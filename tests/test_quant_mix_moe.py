@@ -159,6 +159,39 @@ def glm4_moe(c: dict) -> Tensors:
     yield "lm_head.weight", (vocab, h)
 
 
+def glm4_moe_lite(c: dict) -> Tensors:
+    """glm.py Glm4MoeLiteModel(DeepseekV2Model) with skip_mtp False: DeepseekV2Model's file, the
+    MTP layers kept as blocks with their own embedding and output head copies (GLM-4.7-Flash's
+    checkpoint holds them)."""
+    h, vocab, n = c["hidden_size"], c["vocab_size"], c["num_hidden_layers"]
+    mtp = c.get("num_nextn_predict_layers", 0)
+    for name, shape in deepseek2({**c, "model_type": "deepseek_v3", "num_hidden_layers": n + mtp}):
+        yield name, shape
+        m = re.match(r"(model\.layers\.(\d+)\.)post_attention_layernorm\.weight", name)
+        if m and int(m[2]) >= n:
+            yield f"{m[1]}eh_proj.weight", (h, 2 * h)
+            yield from _norms(m[1], h, "enorm", "hnorm", "shared_head.norm")
+            yield f"{m[1]}embed_tokens.weight", (vocab, h)
+            yield f"{m[1]}shared_head.head.weight", (vocab, h)
+
+
+def hunyuan_dense(c: dict) -> Tensors:
+    """hunyuan.py HunYuanModel: the checkpoint's tensors, lm_head.weight skipped when tied."""
+    h, a, kv, d, vocab = (c[k] for k in ("hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim",
+                                         "vocab_size"))  # fmt: skip
+    bias = c["attention_bias"]
+    yield "model.embed_tokens.weight", (vocab, h)
+    for i in range(c["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        yield from _attention(p, h, a, kv, d, bias=bias, out_bias=bias)
+        yield from _norms(f"{p}self_attn.", d, "query_layernorm", "key_layernorm")
+        yield from _mlp(f"{p}mlp.", h, c["intermediate_size"])
+        yield from _norms(p, h, "input_layernorm", "post_attention_layernorm")
+    yield "model.norm.weight", (h,)
+    if not c["tie_word_embeddings"]:
+        yield "lm_head.weight", (vocab, h)
+
+
 def gpt_oss(c: dict) -> Tensors:
     """gpt_oss.py GptOssModel: MXFP4 expert blocks repacked as (E, rows, row length), gate_up
     de-interleaved into gate and up, the biases alike; ``sinks`` gets ``.weight``."""
@@ -437,6 +470,10 @@ CASES = {
     "GLM-5": ("zai-org/GLM-5", {}, dsa, "GLM_DSA", 1, "n_routed_experts"),
     "GLM-4.5-Air": ("zai-org/GLM-4.5-Air", {}, glm4_moe, "GLM4_MOE", None, "n_routed_experts"),
     "GLM-4.5": ("zai-org/GLM-4.5", {}, glm4_moe, "GLM4_MOE", None, "n_routed_experts"),
+    "GLM-4.7-Flash": ("zai-org/GLM-4.7-Flash", {}, glm4_moe_lite, "DEEPSEEK2+NEXTN", 1, "n_routed_experts"),
+    "Hunyuan-7B (tied)": ("tencent/Hunyuan-7B-Instruct", {}, hunyuan_dense, "HUNYUAN_DENSE", None, None),
+    "Hunyuan-7B (untied, biased)": ("tencent/Hunyuan-7B-Instruct", {"tie_word_embeddings": False,
+                                    "attention_bias": True}, hunyuan_dense, "HUNYUAN_DENSE", None, None),
     "gpt-oss-20b": ("openai/gpt-oss-20b", {}, gpt_oss, "GPT_OSS", None, "num_local_experts"),
     "gpt-oss-120b": ("openai/gpt-oss-120b", {}, gpt_oss, "GPT_OSS", None, "num_local_experts"),
     "MiniMax-M2": ("MiniMaxAI/MiniMax-M2", {}, minimax_m2, "MINIMAXM2", None, "num_local_experts"),
@@ -456,7 +493,9 @@ CASES = {
 # holds theirs: in llama-cpp-python 0.3.36's gguf-py, MODEL_TENSORS[DEEPSEEK32] is
 # MODEL_TENSORS[GLM_DSA] less ATTN_KV_B (the converter splits kv_b there too), and the name map
 # only picks which of tensor_mapping's names an architecture has.
-NAMED_AS = {"DEEPSEEK32": "GLM_DSA"}
+# MODEL_TENSORS[DEEPSEEK2] there also holds the NEXTN_* tensors (GLM-4.7-Flash's MTP layer), which
+# gguf 0.19.0's lacks: GLM_DSA's set holds both (less ATTN_K and ATTN_V, which MLA files have not).
+NAMED_AS = {"DEEPSEEK32": "GLM_DSA", "DEEPSEEK2+NEXTN": "GLM_DSA"}
 
 
 def _load(source, overrides: dict):
@@ -482,7 +521,7 @@ def test_mix_from_a_config_is_the_converted_file_quantised(case, ftype):
     assert set(got) == set(want)
     assert {k: v for k, v in got.items() if v != want[k]} == {}
     assert w.bytes == file_bytes(want)
-    assert "llama.cpp's converter writes it" in w.term().assumption or case.startswith(("MPT", "SantaCoder"))
+    assert "llama.cpp's converter writes it" in w.term().assumption or case.startswith(("MPT", "SantaCoder", "Hunyuan"))
 
 
 def test_mla_keeps_its_parameters_split_in_two_and_rows_of_qk_nope_fall_back():
@@ -564,6 +603,16 @@ def test_families_refused_with_the_converters_reason(source, words):
         weights(paramcount.load(source), "q4_k_m")
     assert words in str(e.value) and "\n" not in str(e.value)
     assert weights(paramcount.load(source), "q4_k").bytes > 0  # a single type still plans
+
+
+def test_mistral_small_4_mix_is_refused_naming_its_converter_class():
+    """Mistral Small 4's language model (mistral4) is converted by Mistral4Model, not the
+    Ministral3Model whose file the mistral3 composite's mixes state."""
+    m = paramcount.load("mistralai/Mistral-Small-4-119B-2603")
+    with pytest.raises(ParamcountError, match="use a single GGUF type such as q4_k") as e:
+        weights(m, "q4_k_m")
+    assert "Mistral4Model(DeepseekV2Model)" in str(e.value) and "\n" not in str(e.value)
+    assert weights(m, "q4_k").bytes > 0  # a single type still plans
 
 
 def test_a_refusal_is_one_line_at_the_cli(capsys):

@@ -364,6 +364,20 @@ def _dsa(c: Cfg, found: list[Slot], own_head: bool, held: str) -> Layout:
     return Layout(tuple(out), note + (_mtp_words(c, own_head, held, False) if mtp else ""))
 
 
+def _glm4_moe_lite(c: Cfg, found: list[Slot]) -> Layout:
+    """conversion/glm.py Glm4MoeLiteModel(DeepseekV2Model): DeepseekV2Model's file (kv_b_proj
+    split, experts stacked, correction biases), with skip_mtp False and block_count +=
+    num_nextn_predict_layers (unless --no-mtp); the MTP layer's embed_tokens and shared_head.head,
+    which GLM-4.7-Flash's checkpoint holds (its safetensors total less transformers' count is that
+    layer with both copies: tests/oracle/test_glm4_moe_lite.py), written as its blocks."""
+    from ..arch import glm4_moe_lite
+
+    mtp = mtp_layers(c, glm4_moe_lite.layer(c, "sparse"), own_head=True)
+    out = _apply(_after_layers(found, mtp), mla_kv_b(c), fused_experts(), correction_bias())
+    note = f"{_MLA_WORDS}, {_EXPERTS}, {_CORRECTION}"
+    return Layout(tuple(out), note + (_mtp_words(c, True, "GLM-4.7-Flash's checkpoint", False) if mtp else ""))
+
+
 def _glm4_moe(c: Cfg, found: list[Slot]) -> Layout:
     """conversion/glm.py Glm4MoeModel: block_count += num_nextn_predict_layers (kept unless
     --no-mtp); the MTP layer's own embed_tokens and shared_head.head are mapped when the
@@ -717,6 +731,7 @@ RULES: dict[str, Rule] = {
     "deepseek_v32": lambda c, found: _dsa(c, found, True, "laid out as DeepSeek-V3's checkpoint"),
     "glm_moe_dsa": lambda c, found: _dsa(c, found, False, "GLM-5's checkpoint"),
     "glm4_moe": _glm4_moe,
+    "glm4_moe_lite": _glm4_moe_lite,
     "gpt_oss": _gpt_oss,
     "minimax_m2": _minimax_m2,
     "llama4_text": _llama4_text,

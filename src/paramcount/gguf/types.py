@@ -88,6 +88,7 @@ ARCHS = {
     "deepseek_v32": "deepseek32",  # deepseek.py DeepseekV32Model(DeepseekV2Model), MTP layers kept
     "glm_moe_dsa": "glm-dsa",  # glm.py GlmMoeDsaModel(DeepseekV2Model), MTP layers kept
     "glm4_moe": "glm4moe",  # glm.py Glm4MoeModel (MTP layers kept)
+    "glm4_moe_lite": "deepseek2",  # glm.py Glm4MoeLiteModel(DeepseekV2Model), MTP layers kept
     "gpt_oss": "gpt-oss",  # gpt_oss.py GptOssModel
     "minimax_m2": "minimax-m2",  # minimax.py MiniMaxM2Model
     "llama4_text": "llama4",  # llama.py Llama4Model
@@ -99,6 +100,9 @@ ARCHS = {
     # The model's own tensors, names mapped by gguf-py's tensor_mapping: mpt.py MPTModel (no lm_head:
     # tied), starcoder.py StarCoderModel (GPTBigCodeForCausalLM; wpe F32 as position_embd)
     "mpt": "mpt", "gpt_bigcode": "starcoder",
+    # hunyuan.py HunYuanModel (HunYuanDenseV1ForCausalLM): query_layernorm/key_layernorm → attn_q_norm /
+    # attn_k_norm (F32); modify_tensors drops lm_head.weight when tie_word_embeddings is set
+    "hunyuan_v1_dense": "hunyuan-dense",
     # Hybrid and state-space families (mamba, mamba2, jamba, falcon_h1, granitemoehybrid,
     # nemotron_h, lfm2, qwen3_next, qwen3_5_text, qwen3_5_moe_text, kimi_linear): their
     # converters' renames, splits, added tensors and F32 rules are gguf_hybrid's
@@ -107,7 +111,14 @@ ARCHS = {
 # head_count_kv as the converter writes it, where it is not the config's: DeepseekV2Model sets
 # num_key_value_heads = 1 (MLA as MQA over the latent), StarCoderModel always writes 1. llama-quantize
 # reads n_gqa = n_head / head_count_kv from the file.
-KV_HEADS = {"deepseek_v2": 1, "deepseek_v3": 1, "deepseek_v32": 1, "glm_moe_dsa": 1, "gpt_bigcode": 1}
+KV_HEADS = {
+    "deepseek_v2": 1,
+    "deepseek_v3": 1,
+    "deepseek_v32": 1,
+    "glm_moe_dsa": 1,
+    "glm4_moe_lite": 1,
+    "gpt_bigcode": 1,
+}
 # Families refused by model_type, with the reason: no converter class (read in the converter).
 _CONVERTER = "llama.cpp's converter (llama-cpp-python 0.3.36)"
 NO_MIX = {
@@ -383,6 +394,18 @@ def not_stated(model_type: str, config: dict) -> str | None:
     return None
 
 
+# Text models a composite's converter class writes, but as a file whose tensors are not stated here.
+UNSTATED_TEXTS = {
+    # mistral3.py Mistral3Model picks its inner Mistral4Model(DeepseekV2Model) for a mistral4
+    # text_config (Mistral Small 4): llama.cpp architecture mistral4, with DeepseekV2Model's kv_b_proj
+    # split and its own handling of the checkpoint's 3-D experts
+    ("mistral3", "mistral4"): (
+        "mistral3.py Mistral3Model converts a mistral4 text_config through Mistral4Model(DeepseekV2Model)"
+        " (llama.cpp architecture mistral4), whose file's tensors are not stated here"
+    ),
+}
+
+
 def _composite_not_stated(model_type: str, config: dict) -> str | None:
     """Why the converter cannot write this composite config as the two files planned."""
     c = COMPOSITES[model_type]
@@ -390,6 +413,8 @@ def _composite_not_stated(model_type: str, config: dict) -> str | None:
     vision = config.get("vision_config") if isinstance(config.get("vision_config"), dict) else {}
     cls = c.converter.split("; ")
     kind = text.get("model_type", c.texts[0] if c.texts else "")
+    if (model_type, kind) in UNSTATED_TEXTS:
+        return UNSTATED_TEXTS[model_type, kind]
     if c.texts and kind not in c.texts:
         return f"text_config.model_type {kind!r} is not one {cls[0]} converts ({', '.join(c.texts)})"
     kind = vision.get("model_type", c.vision[1])

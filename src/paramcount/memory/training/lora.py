@@ -211,7 +211,7 @@ OWN_TARGETS = {
     "phi3": ("qkv_proj",),
     # MLA: q_proj where q_lora_rank is null
     **dict.fromkeys(
-        ("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa", "longcat_flash"),
+        ("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa", "longcat_flash", "glm4_moe_lite", "mistral4"),
         ("q_proj", "q_b_proj", "kv_b_proj"),
     ),
     "deepseek_v4": ("q_b_proj", "kv_proj"),  # its query up-projection and shared K=V projection
@@ -219,6 +219,8 @@ OWN_TARGETS = {
     **dict.fromkeys(
         ("gpt_oss", "olmoe", "phimoe", "ernie4_5_moe", "minimax_m2", "glm4_moe", "mimo_v2_flash"), ("q_proj", "v_proj")
     ),
+    # GLM-4.5V: its language model's q_proj/v_proj (the vision blocks' qkv is fused, left alone)
+    **dict.fromkeys(("glm4v_moe", "glm4v_moe_text"), ("q_proj", "v_proj")),
     **dict.fromkeys(("vit", "dinov2", "clip", "clip_text_model", "clip_vision_model", "llava"), ("q_proj", "v_proj")),
     **dict.fromkeys(
         (
@@ -250,7 +252,7 @@ OWN_TARGETS = {
         ("granite", "cohere", "cohere2", "olmo2", "olmo3", "smollm3", "ministral3", "seed_oss", "ernie4_5", "exaone4"),
         ("q_proj", "v_proj"),
     ),
-    **dict.fromkeys(("apertus", "glm4"), ("q_proj", "v_proj")),
+    **dict.fromkeys(("apertus", "glm4", "hunyuan_v1_dense"), ("q_proj", "v_proj")),
     # Mamba mixers have no q/v projections: their input and output projections
     **dict.fromkeys(("mamba", "mamba2"), ("in_proj", "out_proj")),
     # state-space hybrids: their attention layers' query and value projections
@@ -282,7 +284,19 @@ def default_targets(model: Model) -> tuple[tuple[str, ...], str | None]:
     if model.model_type in PEFT_TARGETS:
         return PEFT_TARGETS[model.model_type], None
     own = OWN_TARGETS.get(model.model_type, ("q_proj", "v_proj"))
+    text = _text_type(model)
+    extra = OWN_TARGETS.get(text, ()) if text != model.model_type else ()
+    if isinstance(own, tuple) and isinstance(extra, tuple) and not set(extra) <= set(own):
+        # a composite over a language model with other projections (Mistral Small 4: mistral3's
+        # q_proj/v_proj, the Pixtral tower's, and its MLA mistral4 text model's): both sets
+        own = tuple(dict.fromkeys((*own, *extra)))
     return own, f"peft has no default target_modules for {model.model_type}; assumed {', '.join(own)} (--lora-targets)"
+
+
+def _text_type(model: Model) -> str | None:
+    """A composite's language-model type (its ``text_config.model_type``), else None."""
+    text = (model.config or {}).get("text_config")
+    return text.get("model_type") if isinstance(text, dict) else None
 
 
 # ---- the public call --------------------------------------------------------------------------

@@ -1292,7 +1292,7 @@ def _towers(tree: Any, prefix: str = "") -> tuple[str, ...]:
 # ---- multi-token-prediction blocks ------------------------------------------------------------
 
 # A config's families whose converted file's only bound is its MTP layers' embedding and head copies
-_MTP_FAMILIES = frozenset({"glm4_moe", "deepseek_v32", "glm_moe_dsa"})
+_MTP_FAMILIES = frozenset({"glm4_moe", "glm4_moe_lite", "deepseek_v32", "glm_moe_dsa"})
 
 
 def _mtp_first(model: Model) -> tuple[str, int] | None:
