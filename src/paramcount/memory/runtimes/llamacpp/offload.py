@@ -608,13 +608,101 @@ def terms(planner: Any, cells: Any, attention: Any, kv: Term | None, state: Term
         gpu.append(on)
         host.append(off_gpu)
     if comp is not None:
-        on, host_c = compute_terms(off, comp, graph(planner, cells, attention), planner.shape)
+        sizes = sched_replay(planner, cells)
+        if sizes is None:  # a graph the split replay does not emit: the scheduler's rules in closed form
+            on, host_c = compute_terms(off, comp, graph(planner, cells, attention), planner.shape)
+        else:
+            on, host_c = replayed_terms(off, comp, sizes)
         gpu.append(on)
         host.append(host_c)
     if out is not None:
         host.append(output_term(off, out))
     kept = [t for t in gpu if t is not None]
     return (*kept, *_overheads(planner, kept), *(t for t in host if t is not None))
+
+
+_SPLIT_ARCHS = ("llama", "qwen2", "qwen3", "qwen3moe")  # the graphs the split replay emits and places
+
+
+def sched_replay(planner: Any, cells: Any) -> list[int] | None:
+    """Each backend's compute buffer (the GPUs in order, the CPU last) by :func:`.splits.replayed`,
+    for a dense llama, qwen2 or qwen3 decoder or a qwen3moe one (every layer routed: no shared
+    expert, ``build_moe_ffn`` with softmax gating and normalised weights) with -sm layer or none;
+    None: another graph (the closed form of :func:`compute_terms`)."""
+    from . import splits
+
+    off, o = planner.offload, planner.options
+    if planner.arch not in _SPLIT_ARCHS or off.placement.split_mode not in ("layer", "none") or off.unsure():
+        return None
+    dense = _split_dense(planner)
+    if dense is None:
+        return None
+    tokens = -(-cells.n_tokens // cells.streams) * cells.streams  # graph_reserve: a multiple of n_seqs
+    d = replace(dense, n_kv=cells.n_ctx_seq, tokens=tokens, streams=cells.streams, flash=o.flash,
+                outputs=cells.n_tokens)  # fmt: skip
+    t = splits.tensors(off, off.placement.kv_offload)
+    n_copies = SCHED_MAX_COPIES if pipeline(off) else 1
+    try:
+        return splits.replayed(d, t, len(off.placement.names()), n_copies)
+    except KeyError:  # a tensor the graph reads that the file's table does not name: not placed here
+        return None
+
+
+def _split_dense(planner: Any) -> Any:
+    """The replay's model (:class:`.replay.Dense`) of a llama, qwen2, qwen3 or qwen3moe file."""
+    o = replace(planner.options, device="cpu")
+    if planner.arch != "qwen3moe":
+        d = lcp.dense_of(planner.model, planner.layout, planner.shape, planner.recurrent, o)
+        return d if d is not None and not d.recurrent else None
+    if not planner.gguf or planner.shape is None:
+        return None
+    meta = lcp.metadata(planner.model)
+    keys = ("expert_count", "expert_used_count", "expert_feed_forward_length")
+    n_exp, used, ff = (meta.integer(k, 0, low=0) for k in keys)
+    kinds = [k for k in planner.layout.kinds if k.attention != "state"]
+    if not (n_exp and used and ff) or len(kinds) != 1 or kinds[0].attention != "full":
+        return None
+    k, sh = kinds[0], planner.shape
+    return lcp.Dense("qwen3moe", sh.hidden, sh.heads, k.kv_heads, k.key_dim, k.value_dim, ff, sh.vocab, k.layers, 0, 0,
+                     moe=(n_exp, used, ff, 0))  # fmt: skip
+
+
+def replayed_terms(off: Offload, base: Term, sizes: list[int]) -> tuple[Term, Term]:
+    """The GPUs' compute buffers and the CPU backend's from the split replay (:mod:`.splits`)."""
+    names = off.placement.names()
+    per = [Term(f"compute.{n}", f"{n} compute buffer", b, f"{b:,} B", "", True) for n, b in zip(names, sizes[:-1], strict=True)]
+    total = sum(t.bytes for t in per)
+    many = len(per) > 1
+    formula = " + ".join(f"{t.bytes:,} B ({t.label})" for t in per) + f" = {total:,} B" if many else per[0].formula
+    said = (
+        "; replayed as llama.cpp's scheduler splits the prompt graph (ggml_backend_sched_split_graph: each op on its"
+        " weights' backend, host weights' ops offloaded to the first GPU on a prompt, the copies each split needs,"
+        f" {SCHED_MAX_COPIES} of each with pipeline parallelism) and ggml-alloc places it, one buffer per backend"
+        " (ggml_gallocr_alloc_graph_impl), as ggml_backend_sched_reserve_size sizes it (--fit, llama-fit-params):"
+        " to the byte on RPC devices allocating as ggml-cuda; an estimate on CUDA, whose fusions keep some tensors"
+        " longer (ggml_backend_cuda_graph_optimize), and a run's own reserve also places each layer's norm on its"
+        " layer's device (llama_context::graph_get_cb) and keeps the one-token graph's buffers if larger"
+    )
+    src = base.source + _SPLITS_SRC
+    gpu = replace(base, bytes=total, formula=formula, assumption=base.assumption + said, source=src,
+                  parts=tuple(per) if many else base.parts)  # fmt: skip
+    host = sizes[-1]
+    host_said = (
+        "the CPU backend's buffer (CUDA_Host): the graph inputs, inp_embd, the input layer's rows and the work the"
+        " scheduler leaves on the CPU, replayed with the GPUs' (ggml_backend_sched_split_graph, ggml-alloc);"
+        " as ggml_backend_sched_reserve_size sizes it, to the byte on RPC devices; a run's own reserve also keeps the"
+        " one-token graph's CPU work if larger"
+    )
+    host_c = Term("host_compute", "CUDA_Host compute buffer", host, f"{host:,} B", host_said, True,
+                  _HOST_COMPUTE_SRC + _SPLITS_SRC, host=True)  # fmt: skip
+    return gpu, host_c
+
+
+_SPLITS_SRC = (
+    "; ggml/src/ggml-backend.cpp ggml_backend_sched_backend_id_from_cur, ggml_backend_sched_split_graph,"
+    " ggml_backend_sched_reserve_size; ggml/src/ggml-alloc.c ggml_gallocr_alloc_graph_impl"
+    " (paramcount.memory.runtimes.llamacpp.splits); held to tests/fixtures/llamacpp_multidev.json"
+)
 
 
 def graph(planner: Any, cells: Any, attention: Any) -> Graph:
