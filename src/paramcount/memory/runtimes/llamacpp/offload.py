@@ -670,7 +670,8 @@ def _split_dense(planner: Any) -> Any:
 def replayed_terms(off: Offload, base: Term, sizes: list[int]) -> tuple[Term, Term]:
     """The GPUs' compute buffers and the CPU backend's from the split replay (:mod:`.splits`)."""
     names = off.placement.names()
-    per = [Term(f"compute.{n}", f"{n} compute buffer", b, f"{b:,} B", "", True) for n, b in zip(names, sizes[:-1], strict=True)]
+    gpus = zip(names, sizes[:-1], strict=True)  # the CPU's is last
+    per = [Term(f"compute.{n}", f"{n} compute buffer", b, f"{b:,} B", "", True) for n, b in gpus]
     total = sum(t.bytes for t in per)
     many = len(per) > 1
     formula = " + ".join(f"{t.bytes:,} B ({t.label})" for t in per) + f" = {total:,} B" if many else per[0].formula
