@@ -421,9 +421,12 @@ def _signatures(t: Tensors) -> list[tuple]:
 def replayed(d: Any, t: Tensors, n_gpus: int, n_copies: int) -> list[int]:
     """Each backend's compute buffer for the prompt graph of ``d`` (:class:`.replay.Dense`)
     placed as ``t`` says. Bounded as :func:`.replay.replay` is: each run of alike layers
-    (:func:`_signatures`) is replayed over its first ``cap`` layers (the model's last layer kept
-    last), and ``cap`` doubles until the allocators' state at the start of a run's last two
-    replayed middle layers is the same, from where every further layer of the run replays alike."""
+    (:func:`_signatures`) is replayed over its first ``cap`` layers or one more, as many as the
+    run has modulo 2 (the model's last layer kept last), and ``cap`` doubles until the allocators'
+    state at the start of a run's last replayed middle layer is the one two layers before: from
+    there the run's layers replay alike with a period of one or two (ggml-alloc's best fit puts a
+    layer's output in one of two holes by turns), so the layers left out, an even number, change
+    nothing."""
     from dataclasses import replace as _replace
 
     from .replay import _Builder
@@ -441,10 +444,11 @@ def replayed(d: Any, t: Tensors, n_gpus: int, n_copies: int) -> list[int]:
         checks: list[tuple[int, int]] = []
         for i, run in enumerate(runs):
             last = i == len(runs) - 1
-            kept = run if len(run) <= cap else (run[: cap - 1] + run[-1:] if last else run[:cap])
+            k = cap + (len(run) - cap) % 2  # as many as the run's own count, modulo 2
+            kept = run if len(run) <= k else (run[: k - 1] + run[-1:] if last else run[:k])
             if len(kept) < len(run):
-                at = len(real) + cap - (2 if last else 1)  # the last replayed middle layer
-                checks.append((at - 1, at))
+                at = len(real) + k - (2 if last else 1)  # the last replayed middle layer
+                checks.append((at - 2, at))
             real += kept
         g = _Builder(_replace(d, layers=len(real))).build(len(real))
         seen: dict[int, tuple] = {}
