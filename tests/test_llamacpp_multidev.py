@@ -125,3 +125,31 @@ def test_an_answer_short_of_a_margin_says_so():
     assert r.arguments() == run["llama_cpp"] == "-c 4096 -ngl 9 -ts 5,4"
     assert [d["keeps_margin"] for d in r.per_device] == [True, False]
     assert any(s.startswith("CUDA1: 992 MiB left free at the answer, short of its 1,024 MiB margin") for s in r.steps)
+
+
+ONE_GPU = DOC["held_out"]["one_gpu"]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """The tiny Llama GGUF llama.cpp ran (tests/gguf_files.py writes it again, byte for byte)."""
+    from .gguf_files import llama_spec, write
+
+    s = ONE_GPU["spec"]
+    spec = llama_spec(s["name"], s["layers"], s["embedding"], s["heads"], s["kv_heads"], s["ffn"], s["vocab"],
+                      context=s["context"])  # fmt: skip
+    return paramcount.load(str(write(spec, tmp_path_factory.mktemp("onegpu") / "tiny.gguf")))
+
+
+@pytest.mark.parametrize("case", ONE_GPU["cases"], ids=lambda c: f"{c['fa']}-{c['ctx']}-ts{c['ts']}")
+def test_one_gpu_and_ts_1_0_compute_to_the_byte(tiny, case):
+    """A file none of the above is: on one device (no placement: the one-GPU plan) and on two with
+    -ts 1,0 (pipeline parallelism's copies on the first), the GPU's and the CPU backend's compute
+    buffers to the byte (the closed form before: -2,048 B with flash attention, +260,096 B without)."""
+    p = planner(tiny, None, "llama.cpp", flash_attn=case["fa"])
+    if case["ts"]:
+        p = p.placed(replace(p.placement, tensor_split=tuple(map(float, case["ts"]))))
+    terms = {t.key: t for t in p.plan(case["ctx"], 1).terms}
+    parts = {q.key: q.bytes for q in terms["compute"].parts}
+    assert parts.get("compute.CUDA0", terms["compute"].bytes) == case["compute"]
+    assert terms["host_compute"].bytes == case["host_compute"]

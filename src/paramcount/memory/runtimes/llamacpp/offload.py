@@ -454,6 +454,11 @@ def one_gpu(planner: Any, found: tuple[Term, ...], cells: Any, attention: Any, c
     ``llama_context::sched_reserve`` allocates beside it."""
     if comp is None or planner.options.device != "gpu":
         return found
+    every = _every_layer(planner)
+    sizes = sched_replay(every, cells)
+    if sizes is not None:  # the graph the split replay emits: as on several GPUs (-ts 1 places the same)
+        device, host = replayed_terms(every.offload, comp, sizes)
+        return (*(device if t is comp else t for t in found), host)
     g = graph(planner, cells, attention)
     parts = on_gpu(comp, g)
     key, size = gpu_peak({p.key: p.bytes for p in parts}, g)
@@ -461,6 +466,17 @@ def one_gpu(planner: Any, found: tuple[Term, ...], cells: Any, attention: Any, c
     said = comp.assumption + "; inp_embd, a graph input, is on the CPU (ggml_backend_sched_backend_id_from_cur)"
     device = replace(comp, bytes=size, formula=formula, assumption=said, parts=parts)
     return (*(device if t is comp else t for t in found), host_compute(g))
+
+
+def _every_layer(planner: Any) -> Any:
+    """The planner with its (default) placement's offload built: every layer on the one GPU."""
+    import copy
+
+    other = copy.copy(planner)
+    out = lcp._output_copy(planner.loaded, planner.arch, planner.gguf)
+    other.offload = build(planner.model, planner.loaded, planner.every, planner.arch, planner.gguf,
+                          planner.placement, out)  # fmt: skip
+    return other
 
 
 def gpu_peak(moments: dict[str, int], g: Graph) -> tuple[str, int]:
@@ -654,11 +670,19 @@ def _split_dense(planner: Any) -> Any:
     if planner.arch != "qwen3moe":
         d = lcp.dense_of(planner.model, planner.layout, planner.shape, planner.recurrent, o)
         return d if d is not None and not d.recurrent else None
-    if not planner.gguf or planner.shape is None:
+    if planner.shape is None:
         return None
-    meta = lcp.metadata(planner.model)
-    keys = ("expert_count", "expert_used_count", "expert_feed_forward_length")
-    n_exp, used, ff = (meta.integer(k, 0, low=0) for k in keys)
+    if planner.gguf:
+        meta = lcp.metadata(planner.model)
+        keys = ("expert_count", "expert_used_count", "expert_feed_forward_length")
+        n_exp, used, ff = (meta.integer(k, 0, low=0) for k in keys)
+    else:  # convert_hf_to_gguf.py's Qwen3MoeModel writes these three
+        c = dict(planner.model.config or {})
+        n_exp, used, ff = (c.get(k) for k in ("num_experts", "num_experts_per_tok", "moe_intermediate_size"))
+        if c.get("mlp_only_layers") or c.get("decoder_sparse_step", 1) != 1:  # some dense layers: not emitted
+            return None
+        if not all(isinstance(v, int) and v > 0 for v in (n_exp, used, ff)):
+            return None
     kinds = [k for k in planner.layout.kinds if k.attention != "state"]
     if not (n_exp and used and ff) or len(kinds) != 1 or kinds[0].attention != "full":
         return None
@@ -684,9 +708,14 @@ def replayed_terms(off: Offload, base: Term, sizes: list[int]) -> tuple[Term, Te
         " longer (ggml_backend_cuda_graph_optimize), and a run's own reserve also places each layer's norm on its"
         " layer's device (llama_context::graph_get_cb) and keeps the one-token graph's buffers if larger"
     )
+    if pipeline(off):
+        said += (
+            "; pipeline parallelism is on (llama_context: several GPUs, every layer, -sm layer, no -ot): the"
+            f" scheduler keeps GGML_SCHED_MAX_COPIES = {SCHED_MAX_COPIES} copies of each graph and split input"
+        )
     src = base.source + _SPLITS_SRC
     gpu = replace(base, bytes=total, formula=formula, assumption=base.assumption + said, source=src,
-                  parts=tuple(per) if many else base.parts)  # fmt: skip
+                  parts=tuple(per) if many else ())  # fmt: skip
     host = sizes[-1]
     host_said = (
         "the CPU backend's buffer (CUDA_Host): the graph inputs, inp_embd, the input layer's rows and the work the"

@@ -35,11 +35,13 @@ dependencies (its ``graph_optimize`` is NULL), ggml-cuda's fusions add some
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from .gallocr import INPLACE, INPUT, OUTPUT, DynAllocator, Graph, Tensor
 
+_RANGE = re.compile(r"(?<=\.)(\d+)(?:–(\d+))?(?=\.)")  # a row's layers: blk.0–15. (or layers.0–15.)
 VIEW_OPS = frozenset(("VIEW", "RESHAPE", "PERMUTE", "TRANSPOSE"))  # ggml-backend.cpp ggml_is_view_op
 OFFLOAD_BATCH = 32  # ggml-cuda.cu ggml_backend_cuda_device_offload_op: get_op_batch_size >= 32
 
@@ -461,10 +463,7 @@ def replayed(d: Any, t: Tensors, n_gpus: int, n_copies: int) -> list[int]:
 def tensors(off: Any, kv_offload: bool) -> Tensors:
     """:class:`Tensors` from a placed model (:class:`.offload.Offload`): each row's tensors by
     their GGUF names, one tensor's bytes each, its copy on a GPU padded as ggml-cuda pads it."""
-    import re
-
     from ....dtypes import DTYPES
-    from .placement import layer_range
     from .plan import MATRIX_ROW_PADDING
 
     where: dict[str, tuple[int | None, int, int]] = {}
@@ -474,13 +473,20 @@ def tensors(off: Any, kv_offload: bool) -> Tensors:
         block = DTYPES.get(r.format)
         short = -r.shape[-1] % MATRIX_ROW_PADDING if getattr(r, "shape", None) else 0
         padded = one + (short // block.elements * block.bytes if block is not None and block.elements > 1 else 0)
-        span = layer_range(r.name) if pl.name.startswith("blk.") else None
-        if span is None:
-            name = "output.weight" if pl.name.startswith("token_embd.weight as") else pl.name
-            where.setdefault(name, (pl.device, one, padded))
-            continue
-        template = re.sub(r"^blk\.\d+\.", "blk.{}.", pl.name)
-        first = int(pl.name.split(".")[1])
-        for il in range(first, first + span[1] - span[0] + 1):
-            where[template.format(il)] = (pl.device, one, padded)
+        name = pl.name if re.search(r"\.(weight|bias)$", pl.name) or " " in pl.name else pl.name + ".weight"
+        names = [name]
+        if "_gate_up_exps" in name and not off.gguf:  # a config's fused experts: the file has gate and up apart
+            names = [name.replace("gate_up", "gate"), name.replace("gate_up", "up")]
+            one, padded = one // 2, padded // 2
+        found = _RANGE.search(r.name) if name.startswith("blk.") else None  # a GGUF row's or a config's
+        span = (int(found[1]), int(found[2] or found[1])) if found else None
+        for name in names:
+            if span is None:
+                where.setdefault(
+                    "output.weight" if name.startswith("token_embd.weight as") else name, (pl.device, one, padded)
+                )
+                continue
+            template, first = re.sub(r"^blk\.\d+\.", "blk.{}.", name), int(name.split(".")[1])
+            for il in range(first, first + span[1] - span[0] + 1):
+                where[template.format(il)] = (pl.device, one, padded)
     return Tensors(where, tuple(off.layer_devices()), kv_offload)
