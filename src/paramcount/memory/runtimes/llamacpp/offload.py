@@ -15,8 +15,8 @@ What each GPU holds and what stays in host memory, by the placement rules of
   graphs :mod:`.splits` emits (llama, qwen2, qwen3, qwen3moe), the scheduler's splits replayed
   and each backend's buffer placed by ggml-alloc (:func:`sched_replay`; to the byte over RPC
   devices). Otherwise, in closed form: the GPUs' follow the whole-graph model of
-  :func:`.plan.compute`, each over the layers it runs, without ``inp_embd`` (``build_inp_embd`` makes it a graph input: the CPU's); the first
-  GPU also runs the layers left in host memory on a prompt
+  :func:`.plan.compute`, each over the layers it runs, without ``inp_embd`` (``build_inp_embd``
+  makes it a graph input: the CPU's); the first GPU also runs the layers left in host memory on a prompt
   (``ggml_backend_sched_backend_id_from_cur`` offloads an op on a host weight to the first backend
   whose ``offload_op`` takes it: ggml-cuda's takes batches of 32 or more); the weights copied in
   for a split are freed after it (``ggml_backend_sched_split_graph``: with one copy a split's
