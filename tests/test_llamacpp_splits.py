@@ -61,7 +61,7 @@ def test_the_bounded_replay_gives_the_whole_graphs_buffers(name, monkeypatch):
     whole = _whole(d, t, 2, n_copies)
     built = []
     real = splits.buffers
-    monkeypatch.setattr(splits, "buffers", lambda g, b, seen=None: built.append(len(g.nodes)) or real(g, b, seen))
+    monkeypatch.setattr(splits, "buffers", lambda g, b, *more: built.append(len(g.nodes)) or real(g, b, *more))
     assert splits.replayed(d, t, 2, n_copies) == whole
     nodes = len(_Builder(d).build(d.layers).nodes)
     assert max(built) < nodes  # fewer layers replayed than the model has

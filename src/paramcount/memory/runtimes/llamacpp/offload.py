@@ -457,9 +457,9 @@ def one_gpu(planner: Any, found: tuple[Term, ...], cells: Any, attention: Any, c
     if comp is None or planner.options.device != "gpu":
         return found
     every = _every_layer(planner)
-    sizes = sched_replay(every, cells)
-    if sizes is not None:  # the graph the split replay emits: as on several GPUs (-ts 1 places the same)
-        device, host = replayed_terms(every.offload, comp, sizes)
+    found_sizes = sched_replay(every, cells)
+    if found_sizes is not None:  # the graph the split replay emits: as on several GPUs (-ts 1 places the same)
+        device, host = replayed_terms(every.offload, comp, *found_sizes)
         return (*(device if t is comp else t for t in found), host)
     g = graph(planner, cells, attention)
     parts = on_gpu(comp, g)
@@ -626,11 +626,11 @@ def terms(planner: Any, cells: Any, attention: Any, kv: Term | None, state: Term
         gpu.append(on)
         host.append(off_gpu)
     if comp is not None:
-        sizes = sched_replay(planner, cells)
-        if sizes is None:  # a graph the split replay does not emit: the scheduler's rules in closed form
+        found = sched_replay(planner, cells)
+        if found is None:  # a graph the split replay does not emit: the scheduler's rules in closed form
             on, host_c = compute_terms(off, comp, graph(planner, cells, attention), planner.shape)
         else:
-            on, host_c = replayed_terms(off, comp, sizes)
+            on, host_c = replayed_terms(off, comp, *found)
         gpu.append(on)
         host.append(host_c)
     if out is not None:
@@ -642,8 +642,9 @@ def terms(planner: Any, cells: Any, attention: Any, kv: Term | None, state: Term
 _SPLIT_ARCHS = ("llama", "qwen2", "qwen3", "qwen3moe")  # the graphs the split replay emits and places
 
 
-def sched_replay(planner: Any, cells: Any) -> list[int] | None:
+def sched_replay(planner: Any, cells: Any) -> tuple[list[int], list[str]] | None:
     """Each backend's compute buffer (the GPUs in order, the CPU last) by :func:`.splits.replayed`,
+    and the tensor each tops out allocating,
     for a dense llama, qwen2 or qwen3 decoder or a qwen3moe one (every layer routed: no shared
     expert, ``build_moe_ffn`` with softmax gating and normalised weights) with -sm layer or none;
     None: another graph (the closed form of :func:`compute_terms`)."""
@@ -661,7 +662,8 @@ def sched_replay(planner: Any, cells: Any) -> list[int] | None:
     t = splits.tensors(off, off.placement.kv_offload)
     n_copies = SCHED_MAX_COPIES if pipeline(off) else 1
     try:
-        return splits.replayed(d, t, len(off.placement.names()), n_copies)
+        peaks: list[str] = []
+        return splits.replayed(d, t, len(off.placement.names()), n_copies, peaks), peaks
     except KeyError:  # a tensor the graph reads that the file's table does not name: not placed here
         return None
 
@@ -693,11 +695,11 @@ def _split_dense(planner: Any) -> Any:
                      moe=(n_exp, used, ff, 0))  # fmt: skip
 
 
-def replayed_terms(off: Offload, base: Term, sizes: list[int]) -> tuple[Term, Term]:
+def replayed_terms(off: Offload, base: Term, sizes: list[int], peaks: list[str]) -> tuple[Term, Term]:
     """The GPUs' compute buffers and the CPU backend's from the split replay (:mod:`.splits`)."""
     names = off.placement.names()
-    gpus = zip(names, sizes[:-1], strict=True)  # the CPU's is last
-    per = [Term(f"compute.{n}", f"{n} compute buffer", b, f"{b:,} B", "", True) for n, b in gpus]
+    gpus = zip(names, sizes, peaks, strict=False)  # the CPU's is last
+    per = [Term(f"compute.{n}", f"{n} compute buffer", b, _topped(b, at), "", True) for n, b, at in gpus]
     total = sum(t.bytes for t in per)
     many = len(per) > 1
     formula = " + ".join(f"{t.bytes:,} B ({t.label})" for t in per) + f" = {total:,} B" if many else per[0].formula
@@ -725,9 +727,14 @@ def replayed_terms(off: Offload, base: Term, sizes: list[int]) -> tuple[Term, Te
         " as ggml_backend_sched_reserve_size sizes it, to the byte on RPC devices; a run's own reserve also keeps the"
         " one-token graph's CPU work if larger"
     )
-    host_c = Term("host_compute", "CUDA_Host compute buffer", host, f"{host:,} B", host_said, True,
+    host_c = Term("host_compute", "CUDA_Host compute buffer", host, _topped(host, peaks[-1]), host_said, True,
                   _HOST_COMPUTE_SRC + _SPLITS_SRC, host=True)  # fmt: skip
     return gpu, host_c
+
+
+def _topped(size: int, at: str) -> str:
+    where = f"ggml-alloc's buffer tops out allocating {at.split('#')[0]!r}{' (a copy)' if '#' in at else ''}, "
+    return (where if at else "no work: ") + f"{size:,} B"
 
 
 _SPLITS_SRC = (

@@ -255,6 +255,7 @@ class Multi:
         self.allocs = [DynAllocator(a) for a in alignments]
         self.external = external
         self.hash: dict[int, _Node] = {}
+        self.peaks = [""] * len(alignments)  # per buffer: the tensor whose allocation set its size
 
     def h(self, t: Tensor) -> _Node:
         return self.hash.setdefault(id(t), _Node())
@@ -287,7 +288,10 @@ class Multi:
                         a.free(p.offset + a.aligned(node.nbytes), extra)
                     return
         hn.buffer = buf
+        top = self.allocs[buf].max_size
         hn.offset = self.allocs[buf].alloc(node.nbytes)
+        if self.allocs[buf].max_size > top:
+            self.peaks[buf] = node.name
 
     def free(self, t: Tensor) -> None:
         if t.flags & OUTPUT:
@@ -338,10 +342,11 @@ class Multi:
         return [a.max_size for a in self.allocs]
 
 
-def buffers(g: Graph, b: Backends, seen: dict[int, tuple] | None = None) -> list[int]:
+def buffers(g: Graph, b: Backends, seen: dict[int, tuple] | None = None, peaks: list[str] | None = None) -> list[int]:
     """Each backend's compute buffer for ``g`` (the GPUs in order, the CPU last):
     ``ggml_backend_sched_reserve_size`` (split, then ``ggml_gallocr_reserve_n_size``); ``seen``
-    collects the allocators' state at each layer's start."""
+    collects the allocators' state at each layer's start, ``peaks`` the tensor each buffer tops
+    out allocating."""
     at = assign(g, b)
     splits, copies = split(g, b, at)
     nodes, leafs = graph_copy(g, b, at, splits, copies)
@@ -349,7 +354,10 @@ def buffers(g: Graph, b: Backends, seen: dict[int, tuple] | None = None) -> list
     m = Multi(b.alignments, external)
     names = {id(t): t.name for t, _ in (*nodes, *leafs)}
     hook = None if seen is None else (lambda layer: seen.setdefault(layer, m.state(names)))
-    return m.run(nodes, leafs, hook)
+    sizes = m.run(nodes, leafs, hook)
+    if peaks is not None:  # the tensor each buffer tops out allocating
+        peaks[:] = m.peaks
+    return sizes
 
 
 # ---- the plan's placement as the scheduler sees it ----------------------------------------------
@@ -420,7 +428,7 @@ def _signatures(t: Tensors) -> list[tuple]:
     return [(t.layers[il], tuple(sorted(sig[il].items(), key=str))) for il in range(len(t.layers))]
 
 
-def replayed(d: Any, t: Tensors, n_gpus: int, n_copies: int) -> list[int]:
+def replayed(d: Any, t: Tensors, n_gpus: int, n_copies: int, peaks: list[str] | None = None) -> list[int]:
     """Each backend's compute buffer for the prompt graph of ``d`` (:class:`.replay.Dense`)
     placed as ``t`` says. Bounded as :func:`.replay.replay` is: each run of alike layers
     (:func:`_signatures`) is replayed over its first ``cap`` layers or one more, as many as the
@@ -454,7 +462,7 @@ def replayed(d: Any, t: Tensors, n_gpus: int, n_copies: int) -> list[int]:
             real += kept
         g = _Builder(_replace(d, layers=len(real))).build(len(real))
         seen: dict[int, tuple] = {}
-        sizes = buffers(g, backends(g, t, n_gpus, n_copies, tuple(real)), seen if checks else None)
+        sizes = buffers(g, backends(g, t, n_gpus, n_copies, tuple(real)), seen if checks else None, peaks)
         if all(seen.get(a) == seen.get(b) for a, b in checks):
             return sizes
         cap *= 2
