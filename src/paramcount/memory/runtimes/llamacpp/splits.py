@@ -14,8 +14,8 @@ The passes, each as ``ggml_backend_sched_split_graph`` runs them:
    inputs (``GGML_TENSOR_FLAG_INPUT``) on the CPU, an op on a weight on the weight's backend
    (``ggml_backend_sched_backend_id_from_cur``; not ROPE, not FLASH_ATTN_EXT), or on the first
    GPU where the weight is in host memory and the GPU's ``offload_op`` takes the op
-   (ggml-cuda's ``get_op_batch_size`` ≥ 32); ``llama_context::graph_get_cb`` has already put
-   each layer's ``norm`` on its layer's device (with every layer offloaded, or under 32 tokens);
+   (ggml-cuda's ``get_op_batch_size`` ≥ 32); the ``norm`` that ``llama_context::graph_get_cb``
+   pins to its layer's device is not pinned when the buffers are sized (:func:`backends`);
 2. the GPUs' assignments expanded down then up (the CPU's not), then every backend's, down then up;
 3. nodes still without one to the backend with the most inputs it can read;
 4. views and sources from their view source or their consumer;
@@ -49,14 +49,12 @@ OFFLOAD_BATCH = 32  # ggml-cuda.cu ggml_backend_cuda_device_offload_op: get_op_b
 @dataclass
 class Backends:
     """Where the graph's pre-allocated tensors are: ``weights`` and ``caches`` (id of the leaf
-    → backend), ``forced`` (id of a node → backend, ``ggml_backend_sched_set_tensor_backend``),
-    ``copy_bytes`` (id of a weight → the bytes of its copy on a GPU, ggml-cuda's
+    → backend), ``weight_bytes`` and ``copy_bytes`` (id of a weight → the bytes of its copy on a GPU, ggml-cuda's
     ``get_alloc_size``: the last row padded), the alignments (one per backend, the CPU last)."""
 
     n_gpus: int
     weights: dict[int, int]
     caches: dict[int, int]
-    forced: dict[int, int] = field(default_factory=dict)
     weight_bytes: dict[int, int] = field(default_factory=dict)
     copy_bytes: dict[int, int] = field(default_factory=dict)
     alignments: tuple[int, ...] = ()
@@ -104,7 +102,7 @@ def _from_cur(t: Tensor, b: Backends) -> int:
 
 def assign(g: Graph, b: Backends) -> dict[int, int]:
     """Passes 1 to 4: each tensor's backend (id → backend)."""
-    at: dict[int, int] = dict(b.forced)
+    at: dict[int, int] = {}  # no user assignments: see backends()
     for t in (*g.leafs, *g.nodes):
         if at.get(id(t), -1) == -1:
             at[id(t)] = _from_cur(t, b)
