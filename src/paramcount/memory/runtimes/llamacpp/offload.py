@@ -717,8 +717,9 @@ def replayed_terms(off: Offload, base: Term, sizes: list[int], peaks: list[str])
             "; pipeline parallelism is on (llama_context: several GPUs, every layer, -sm layer, no -ot): the"
             f" scheduler keeps GGML_SCHED_MAX_COPIES = {SCHED_MAX_COPIES} copies of each graph and split input"
         )
-    src = base.source + _SPLITS_SRC
-    gpu = replace(base, bytes=total, formula=formula, assumption=base.assumption + said, source=src,
+    src = lcp._REPLAY_SRC + _SPLITS_SRC
+    settings = base.assumption.replace("; the buffer is the largest moment (its parts do not add up)", "")
+    gpu = replace(base, bytes=total, formula=formula, assumption=settings + said, source=src,
                   parts=tuple(per) if many else ())  # fmt: skip
     host = sizes[-1]
     host_said = (
@@ -727,8 +728,10 @@ def replayed_terms(off: Offload, base: Term, sizes: list[int], peaks: list[str])
         " as ggml_backend_sched_reserve_size sizes it, to the byte on RPC devices; a run's own reserve also keeps the"
         " one-token graph's CPU work if larger"
     )
+    host_src = "llama.cpp src/llama-context.cpp llama_context::llama_context (the CPU backend's buffer type: the first"
+    host_src += " GPU's host one, CUDA_Host), sched_reserve; src/llama-graph.cpp build_inp_embd" + _SPLITS_SRC
     host_c = Term("host_compute", "CUDA_Host compute buffer", host, _topped(host, peaks[-1]), host_said, True,
-                  _HOST_COMPUTE_SRC + _SPLITS_SRC, host=True)  # fmt: skip
+                  host_src, host=True)  # fmt: skip
     return gpu, host_c
 
 
@@ -738,7 +741,8 @@ def _topped(size: int, at: str) -> str:
 
 
 _SPLITS_SRC = (
-    "; ggml/src/ggml-backend.cpp ggml_backend_sched_backend_id_from_cur, ggml_backend_sched_split_graph,"
+    "; src/models/qwen3moe.cpp; ggml/src/ggml-backend.cpp ggml_backend_sched_backend_id_from_cur,"
+    " ggml_backend_sched_split_graph,"
     " ggml_backend_sched_reserve_size; ggml/src/ggml-alloc.c ggml_gallocr_alloc_graph_impl"
     " (paramcount.memory.runtimes.llamacpp.splits); held to tests/fixtures/llamacpp_multidev.json"
 )
