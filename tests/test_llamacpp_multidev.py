@@ -57,7 +57,8 @@ def _bytes(case: dict) -> dict[str, int]:
         "kv_offload": not case.get("nkvo"),
     }
     given["overrides"] = overrides(case["ot"]) if case.get("ot") else ()
-    plan = p.placed(replace(p.placement, **given)).plan(case["ctx"], 1)
+    np_ = case.get("np", 1)  # -np sequences sharing -c: paramcount's context is per sequence
+    plan = p.placed(replace(p.placement, **given)).plan(case["ctx"] // np_, np_)
     out = {"host_compute": plan.term("host_compute").bytes}
     terms = {t.key: t for t in plan.terms}  # no KV term where no cache is on a GPU (-nkvo, -ngl 0)
     for key, short in (("weights", "weights"), ("kv_cache", "kv"), ("compute", "compute")):
@@ -94,9 +95,11 @@ def test_the_gpu_compute_stays_an_estimate():
 
 @pytest.mark.parametrize("case", DOC["held_out"]["cases"], ids=[c["name"] for c in DOC["held_out"]["cases"]])
 def test_held_out_settings_every_buffer_to_the_byte(case):
-    """16 settings recorded after the split replay was written (the fixture's ``held_out``: -nkvo,
-    -ngl 0, attention or router weights on the CPU, -ub 128 and 1,024, ...): every buffer, each GPU's
-    and the CPU backend's compute too, to the byte (the closed form before it: 34 of the 48 compute)."""
+    """19 settings recorded after the split replay was written (the fixture's ``held_out``: -nkvo,
+    -ngl 0, attention or router weights on the CPU, -ub 128 and 1,024, -np 2 and 4, ...): every
+    buffer, each GPU's and the CPU backend's compute too, to the byte (the closed form before it:
+    the first 16 settings' compute 34 of 48; with -np 4 and -ngl 6 the K/V views a GPU copies in
+    cover every stream's cells)."""
     got = _bytes(case)
     assert {k: got.get(k, 0) for k in case["bytes"]} == case["bytes"]
 

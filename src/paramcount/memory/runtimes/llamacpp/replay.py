@@ -210,7 +210,8 @@ class _Builder:
             v = self.hadamard(v, self.v_rot)
         for cur in (q, v, k):
             self.g.expand(cur)
-        cache_k, cache_v = _w("cache_k", d.head_k * d.heads_kv, d.n_kv), _w("cache_v", d.head_v * d.heads_kv, d.n_kv)
+        cells = d.n_kv * d.streams  # every stream's cells: get_k, get_v view them all (ggml_view_4d over n_stream)
+        cache_k, cache_v = _w("cache_k", d.head_k * d.heads_kv, cells), _w("cache_v", d.head_v * d.heads_kv, cells)
         k_rows = _view("Kcur (view)", k, "VIEW", (d.head_k * d.heads_kv, t))
         self.g.expand(_into("cache_k (view)", "SET_ROWS", k_rows, cache_k, k_idxs))
         v_rows = _view("Vcur (reshaped)", v, "RESHAPE", (d.head_v * d.heads_kv, t))
