@@ -160,3 +160,13 @@ def test_one_gpu_and_ts_1_0_compute_to_the_byte(tmp_path_factory, case):
     parts = {q.key: q.bytes for q in terms["compute"].parts}
     assert parts.get("compute.CUDA0", terms["compute"].bytes) == case["compute"]
     assert terms["host_compute"].bytes == case["host_compute"]
+
+
+@pytest.mark.parametrize("case", DOC["held_out"]["sm_none"]["cases"], ids=lambda c: f"{c['model']} {c['args']}")
+def test_sm_none_on_the_second_gpu_to_the_byte(case):
+    """-sm none -mg 1: the model on the second device alone (with -ngl 5 the host layers' prompt ops
+    offloaded to it, its only GPU), its compute buffer and the CPU backend's to the byte."""
+    p = _planner(case["model"])
+    given = {"split_mode": case["split_mode"], "main_gpu": case["main_gpu"], "gpu_layers": case["ngl"]}
+    terms = {t.key: t for t in p.placed(replace(p.placement, **given)).plan(4096, 1).terms}
+    assert (terms["compute"].bytes, terms["host_compute"].bytes) == (case["compute"], case["host_compute"])
