@@ -44,10 +44,11 @@ class Tensor:
     external: bool = False
     flags: int = 0
     layer: int = -1  # the layer that made it (-1: none), for the steady-state check
+    span: int = 0  # ggml_nbytes where the strides are not contiguous (a strided view's copy); 0: ne · size
 
     @property
     def nbytes(self) -> int:
-        return prod(self.ne) * self.size
+        return self.span or prod(self.ne) * self.size
 
 
 class Graph:

@@ -11,10 +11,12 @@ What each GPU holds and what stays in host memory, by the placement rules of
 * KV buffers: each layer's K and V on its layer's device, or all on the CPU with
   ``--no-kv-offload`` (``llama_kv_cache::llama_kv_cache``: ``offload ? model.dev_layer(il) :
   CPU``); -ot moves no cache;
-* compute buffers, one per backend (``llama_context::sched_reserve``), estimates:
-  the GPUs' follow the whole-graph model of :func:`.plan.compute`, each over the layers it
-  runs, without ``inp_embd`` (``build_inp_embd`` makes it a graph input: the CPU's); the first
-  GPU also runs the layers left in host memory on a prompt
+* compute buffers, one per backend (``llama_context::sched_reserve``), estimates: for the
+  graphs :mod:`.splits` emits (llama, qwen2, qwen3, qwen3moe), the scheduler's splits replayed
+  and each backend's buffer placed by ggml-alloc (:func:`sched_replay`; to the byte over RPC
+  devices). Otherwise, in closed form: the GPUs' follow the whole-graph model of
+  :func:`.plan.compute`, each over the layers it runs, without ``inp_embd`` (``build_inp_embd``
+  makes it a graph input: the CPU's); the first GPU also runs the layers left in host memory on a prompt
   (``ggml_backend_sched_backend_id_from_cur`` offloads an op on a host weight to the first backend
   whose ``offload_op`` takes it: ggml-cuda's takes batches of 32 or more); the weights copied in
   for a split are freed after it (``ggml_backend_sched_split_graph``: with one copy a split's
@@ -454,6 +456,11 @@ def one_gpu(planner: Any, found: tuple[Term, ...], cells: Any, attention: Any, c
     ``llama_context::sched_reserve`` allocates beside it."""
     if comp is None or planner.options.device != "gpu":
         return found
+    every = _every_layer(planner)
+    found_sizes = sched_replay(every, cells)
+    if found_sizes is not None:  # the graph the split replay emits: as on several GPUs (-ts 1 places the same)
+        device, host = replayed_terms(every.offload, comp, *found_sizes)
+        return (*(device if t is comp else t for t in found), host)
     g = graph(planner, cells, attention)
     parts = on_gpu(comp, g)
     key, size = gpu_peak({p.key: p.bytes for p in parts}, g)
@@ -461,6 +468,17 @@ def one_gpu(planner: Any, found: tuple[Term, ...], cells: Any, attention: Any, c
     said = comp.assumption + "; inp_embd, a graph input, is on the CPU (ggml_backend_sched_backend_id_from_cur)"
     device = replace(comp, bytes=size, formula=formula, assumption=said, parts=parts)
     return (*(device if t is comp else t for t in found), host_compute(g))
+
+
+def _every_layer(planner: Any) -> Any:
+    """The planner with its (default) placement's offload built: every layer on the one GPU."""
+    import copy
+
+    other = copy.copy(planner)
+    out = lcp._output_copy(planner.loaded, planner.arch, planner.gguf)
+    other.offload = build(planner.model, planner.loaded, planner.every, planner.arch, planner.gguf,
+                          planner.placement, out)  # fmt: skip
+    return other
 
 
 def gpu_peak(moments: dict[str, int], g: Graph) -> tuple[str, int]:
@@ -608,13 +626,126 @@ def terms(planner: Any, cells: Any, attention: Any, kv: Term | None, state: Term
         gpu.append(on)
         host.append(off_gpu)
     if comp is not None:
-        on, host_c = compute_terms(off, comp, graph(planner, cells, attention), planner.shape)
+        found = sched_replay(planner, cells)
+        if found is None:  # a graph the split replay does not emit: the scheduler's rules in closed form
+            on, host_c = compute_terms(off, comp, graph(planner, cells, attention), planner.shape)
+        else:
+            on, host_c = replayed_terms(off, comp, *found)
         gpu.append(on)
         host.append(host_c)
     if out is not None:
         host.append(output_term(off, out))
     kept = [t for t in gpu if t is not None]
     return (*kept, *_overheads(planner, kept), *(t for t in host if t is not None))
+
+
+_SPLIT_ARCHS = ("llama", "qwen2", "qwen3", "qwen3moe")  # the graphs the split replay emits and places
+
+
+def sched_replay(planner: Any, cells: Any) -> tuple[list[int], list[str]] | None:
+    """Each backend's compute buffer (the GPUs in order, the CPU last) by :func:`.splits.replayed`,
+    and the tensor each tops out allocating,
+    for a dense llama, qwen2 or qwen3 decoder or a qwen3moe one (every layer routed: no shared
+    expert, ``build_moe_ffn`` with softmax gating and normalised weights) with -sm layer or none;
+    None: another graph (the closed form of :func:`compute_terms`)."""
+    from . import splits
+
+    off, o = planner.offload, planner.options
+    if planner.arch not in _SPLIT_ARCHS or off.placement.split_mode not in ("layer", "none") or off.unsure():
+        return None
+    dense = _split_dense(planner)
+    if dense is None:
+        return None
+    tokens = -(-cells.n_tokens // cells.streams) * cells.streams  # graph_reserve: a multiple of n_seqs
+    d = replace(dense, n_kv=cells.n_ctx_seq, tokens=tokens, streams=cells.streams, flash=o.flash,
+                outputs=cells.n_tokens)  # fmt: skip
+    t = splits.tensors(off, off.placement.kv_offload)
+    n_copies = SCHED_MAX_COPIES if pipeline(off) else 1
+    try:
+        peaks: list[str] = []
+        return splits.replayed(d, t, len(off.placement.names()), n_copies, peaks), peaks
+    except KeyError:  # a tensor the graph reads that the file's table does not name: not placed here
+        return None
+
+
+def _split_dense(planner: Any) -> Any:
+    """The replay's model (:class:`.replay.Dense`) of a llama, qwen2, qwen3 or qwen3moe file."""
+    o = replace(planner.options, device="cpu")
+    if planner.arch != "qwen3moe":
+        d = lcp.dense_of(planner.model, planner.layout, planner.shape, planner.recurrent, o)
+        return d if d is not None and not d.recurrent else None
+    if planner.shape is None:
+        return None
+    if planner.gguf:
+        meta = lcp.metadata(planner.model)
+        keys = ("expert_count", "expert_used_count", "expert_feed_forward_length")
+        n_exp, used, ff = (meta.integer(k, 0, low=0) for k in keys)
+    else:  # convert_hf_to_gguf.py's Qwen3MoeModel writes these three
+        c = dict(planner.model.config or {})
+        n_exp, used, ff = (c.get(k) for k in ("num_experts", "num_experts_per_tok", "moe_intermediate_size"))
+        if c.get("mlp_only_layers") or c.get("decoder_sparse_step", 1) != 1:  # some dense layers: not emitted
+            return None
+        if not all(isinstance(v, int) and v > 0 for v in (n_exp, used, ff)):
+            return None
+    kinds = [k for k in planner.layout.kinds if k.attention != "state"]
+    if not (n_exp and used and ff) or len(kinds) != 1 or kinds[0].attention != "full":
+        return None
+    k, sh = kinds[0], planner.shape
+    return lcp.Dense("qwen3moe", sh.hidden, sh.heads, k.kv_heads, k.key_dim, k.value_dim, ff, sh.vocab, k.layers, 0, 0,
+                     moe=(n_exp, used, ff, 0))  # fmt: skip
+
+
+def replayed_terms(off: Offload, base: Term, sizes: list[int], peaks: list[str]) -> tuple[Term, Term]:
+    """The GPUs' compute buffers and the CPU backend's from the split replay (:mod:`.splits`)."""
+    names = off.placement.names()
+    gpus = zip(names, sizes, peaks, strict=False)  # the CPU's is last
+    per = [Term(f"compute.{n}", f"{n} compute buffer", b, _topped(b, at), "", True) for n, b, at in gpus]
+    total = sum(t.bytes for t in per)
+    many = len(per) > 1
+    formula = " + ".join(f"{t.bytes:,} B ({t.label})" for t in per) + f" = {total:,} B" if many else per[0].formula
+    said = (
+        "; replayed as llama.cpp's scheduler splits the prompt graph (ggml_backend_sched_split_graph: each op on its"
+        " weights' backend, host weights' ops offloaded to the first GPU on a prompt, the copies each split needs,"
+        f" {SCHED_MAX_COPIES} of each with pipeline parallelism) and ggml-alloc places it, one buffer per backend"
+        " (ggml_gallocr_alloc_graph_impl), as ggml_backend_sched_reserve_size sizes it (--fit, llama-fit-params):"
+        " to the byte on RPC devices allocating as ggml-cuda; an estimate on CUDA, whose fusions keep some tensors"
+        " longer (ggml_backend_cuda_graph_optimize), and a run's own reserve also places each layer's norm on its"
+        " layer's device (llama_context::graph_get_cb) and keeps the one-token graph's buffers if larger"
+    )
+    if pipeline(off):
+        said += (
+            "; pipeline parallelism is on (llama_context: several GPUs, every layer, -sm layer, no -ot): the"
+            f" scheduler keeps GGML_SCHED_MAX_COPIES = {SCHED_MAX_COPIES} copies of each graph and split input"
+        )
+    src = lcp._REPLAY_SRC + _SPLITS_SRC
+    settings = base.assumption.replace("; the buffer is the largest moment (its parts do not add up)", "")
+    gpu = replace(base, bytes=total, formula=formula, assumption=settings + said, source=src,
+                  parts=tuple(per) if many else ())  # fmt: skip
+    host = sizes[-1]
+    host_said = (
+        "the CPU backend's buffer (CUDA_Host): the graph inputs, inp_embd, the input layer's rows and the work the"
+        " scheduler leaves on the CPU, replayed with the GPUs' (ggml_backend_sched_split_graph, ggml-alloc);"
+        " as ggml_backend_sched_reserve_size sizes it, to the byte on RPC devices; a run's own reserve also keeps the"
+        " one-token graph's CPU work if larger"
+    )
+    host_src = "llama.cpp src/llama-context.cpp llama_context::llama_context (the CPU backend's buffer type: the first"
+    host_src += " GPU's host one, CUDA_Host), sched_reserve; src/llama-graph.cpp build_inp_embd" + _SPLITS_SRC
+    host_c = Term("host_compute", "CUDA_Host compute buffer", host, _topped(host, peaks[-1]), host_said, True,
+                  host_src, host=True)  # fmt: skip
+    return gpu, host_c
+
+
+def _topped(size: int, at: str) -> str:
+    where = f"ggml-alloc's buffer tops out allocating {at.split('#')[0]!r}{' (a copy)' if '#' in at else ''}, "
+    return (where if at else "no work: ") + f"{size:,} B"
+
+
+_SPLITS_SRC = (
+    "; src/models/qwen3moe.cpp; ggml/src/ggml-backend.cpp ggml_backend_sched_backend_id_from_cur,"
+    " ggml_backend_sched_split_graph,"
+    " ggml_backend_sched_reserve_size; ggml/src/ggml-alloc.c ggml_gallocr_alloc_graph_impl"
+    " (paramcount.memory.runtimes.llamacpp.splits); held to tests/fixtures/llamacpp_multidev.json"
+)
 
 
 def graph(planner: Any, cells: Any, attention: Any) -> Graph:

@@ -192,7 +192,7 @@ class _Builder:
                 c = self.op(name, "ADD", c.ne, c, _w("b" + name, heads * hd))
             out.append(_view(name, c, "RESHAPE", (hd, heads, t)))
         q, k, v = out
-        if d.arch in ("qwen3", "lfm2"):  # attn_q_norm / attn_k_norm over the reshaped heads
+        if d.arch in ("qwen3", "qwen3moe", "lfm2"):  # attn_q_norm / attn_k_norm over the reshaped heads
             q, k = self.norm(q, "Qcur_normed"), self.norm(k, "Kcur_normed")
         if d.rope:  # Granite 4.0-H without positions (has_rope false): Q and K as projected
             q = self.op("Qcur", "ROPE", q.ne, q, pos)
@@ -210,7 +210,8 @@ class _Builder:
             v = self.hadamard(v, self.v_rot)
         for cur in (q, v, k):
             self.g.expand(cur)
-        cache_k, cache_v = _w("cache_k", d.head_k * d.heads_kv, d.n_kv), _w("cache_v", d.head_v * d.heads_kv, d.n_kv)
+        cells = d.n_kv * d.streams  # every stream's cells: get_k, get_v view them all (ggml_view_4d over n_stream)
+        cache_k, cache_v = _w("cache_k", d.head_k * d.heads_kv, cells), _w("cache_v", d.head_v * d.heads_kv, cells)
         k_rows = _view("Kcur (view)", k, "VIEW", (d.head_k * d.heads_kv, t))
         self.g.expand(_into("cache_k (view)", "SET_ROWS", k_rows, cache_k, k_idxs))
         v_rows = _view("Vcur (reshaped)", v, "RESHAPE", (d.head_v * d.heads_kv, t))
@@ -369,7 +370,8 @@ class _Builder:
             cur = self.op("attn_rows", "GET_ROWS", (self.d.hidden, out_ids.ne[0]), cur, out_ids)
             res = self.op("inp_rows", "GET_ROWS", (self.d.hidden, out_ids.ne[0]), inp, out_ids)
         ffn_inp = self.op("ffn_inp", "ADD", cur.ne, cur, res)
-        out = self.ffn(self.norm(ffn_inp, "ffn_norm"))
+        x = self.norm(ffn_inp, "ffn_norm")
+        out = self.moe(x) if self.d.moe[0] else self.ffn(x)  # qwen3moe: build_moe_ffn, no shared expert
         return self.op("l_out", "ADD", out.ne, out, ffn_inp)
 
     def build(self, layers: int) -> Graph:
