@@ -33,21 +33,35 @@ def test_mixed_on_one_gpu_is_autocast_fp32_weights_and_gradients():
 
 
 @pytest.mark.parametrize(
-    ("model_id", "context", "batch", "lora", "blocks"),
+    ("model_id", "context", "batch", "blocks"),
     [  # what the allocator replayed reserved anew in the second step (tests/test_alloc_trace.py)
-        ("meta-llama/Llama-3.2-3B", 4096, 2, None, 3),
-        ("Qwen/Qwen3-0.6B", 4096, 2, None, 1),
-        ("Qwen/Qwen2.5-0.5B", 4096, 4, None, 0),  # 2 GB of states fit in the 5 GB logits block
-        ("meta-llama/Llama-3.2-3B", 4096, 2, 16, 0),  # a few adapter states split no loss block
+        ("meta-llama/Llama-3.2-3B", 4096, 2, 3),
+        ("Qwen/Qwen3-0.6B", 4096, 2, 1),
+        ("Qwen/Qwen2.5-0.5B", 4096, 4, 0),  # 2 GB of states fit in the 5 GB logits block
+        ("Qwen/Qwen2.5-0.5B", 2048, 1, 2),  # tools/replay_sweep.py: 8.25 GB = 5.75 + 2 x 1.25
+        ("meta-llama/Llama-3.2-1B", 2048, 2, 3),
     ],
 )
-def test_checkpointing_plans_the_loss_blocks_allocated_again(model_id, context, batch, lora, blocks):
+def test_checkpointing_holds_the_first_steps_larger_phase_and_the_loss_blocks_again(model_id, context, batch, blocks):
     model = paramcount.load(model_id)
-    plan = memory.train(model, precision="bf16", context=context, batch=batch, recompute="full", lora=lora)
-    block = 4 * context * batch * vocab(paramcount.memory.tree.widths.shape_model(model))
-    part = _part(plan, "overhead.again")
-    assert (part.bytes if part else 0) == blocks * block
+    plan = memory.train(model, precision="bf16", context=context, batch=batch, recompute="full")
+    rows = context * batch * vocab(paramcount.memory.tree.widths.shape_model(model))
+    weights, act, moments = plan.term("weights").bytes, plan.term("activations").bytes, _moments(plan)
+    backward = weights + act + 2 * rows  # the bf16 logits' block, cached
+    step = weights + weights + moments + moments // 2  # bf16 gradients, states, _foreach_sqrt's
+    peak = sum(t.bytes for t in plan.terms if t.key != "overhead")
+    assert _part(plan, "overhead.again").bytes == max(0, max(backward, step) + blocks * 4 * rows - peak)
+    reserve = _part(plan, "overhead.reserve").bytes
+    assert reserve == paramcount.memory.core.overhead.MEASURED_TRAINING.reserve(max(backward, step) - weights)
+    assert _part(plan, "overhead.logits") is None and _part(plan, "overhead.step") is None
     assert _part(memory.train(model, precision="bf16", context=context, batch=batch), "overhead.again") is None
+
+
+def test_checkpointed_lora_plans_the_loss_blocks_its_states_split():
+    model = paramcount.load("meta-llama/Llama-3.2-3B")  # a few adapter states split no loss block
+    plan = memory.train(model, precision="bf16", context=4096, batch=2, recompute="full", lora=16)
+    part = _part(plan, "overhead.again")
+    assert (part.bytes if part else 0) == 0
 
 
 def test_checkpointing_holds_the_logits_block_less_the_states_it_took():
@@ -56,7 +70,7 @@ def test_checkpointing_holds_the_logits_block_less_the_states_it_took():
     lora = memory.train(model, precision="bf16", context=4096, batch=2, recompute="full", lora=16)
     assert _part(lora, "overhead.logits").bytes == logits  # the adapters' states take none of it
     full = memory.train(model, precision="bf16", context=4096, batch=2, recompute="full")
-    assert _part(full, "overhead.logits") is None  # 12.9 GB of states fill it
+    assert _part(full, "overhead.logits") is None  # in the backward's phase (overhead.again)
     assert _part(memory.train(model, precision="bf16", context=4096, batch=2), "overhead.logits") is None
 
 

@@ -81,8 +81,14 @@ class TrainingPlanner:
         base = (*states, act)
         weights = sum(t.bytes for t in base if t.key in ("weights", "master_weights"))
         rest = sum(t.bytes for t in base) - weights
-        again = self._again(states, act, context * batch, self._outgrown(raw, act, context * batch, zero))
-        extra = self.overhead.split_term(weights, rest, "the training terms beyond the weights", again)
+        tokens = context * batch
+        covered = "the training terms beyond the weights"
+        steps = self._first_step(raw, act, tokens, weights, weights + rest) if not zero else None
+        if steps:  # checkpointed full training: the first step's larger phase, then the loss's blocks
+            rest, covered, again = steps
+        else:
+            again = self._again(states, act, tokens, self._outgrown(raw, act, tokens, zero))
+        extra = self.overhead.split_term(weights, rest, covered, again)
         settings = self._settings(context, batch, gpus, zero, why)
         return Plan(self.model, "training", (*base, extra), settings, planner=self)
 
@@ -103,6 +109,31 @@ class TrainingPlanner:
         if outgrown is not None:
             out.append(self._step_phase(states, act, tokens, outgrown))
         return tuple(out)
+
+    def _first_step(
+        self, raw: list[Term], act: Term, tokens: int, weights: int, peak: int
+    ) -> tuple[int, str, tuple[Term, ...]] | None:
+        """Full training with ``gradient_checkpointing_enable()`` under the measured overhead: the
+        share of the first step's larger phase beyond the weights, and what the second step's peak
+        holds beyond its allocation (:func:`~paramcount.memory.core.overhead.first_step_again`);
+        None for any other setup (LoRA's frozen weights, no checkpointing, ``--overhead``)."""
+        from ..training.saved import vocab
+
+        grads = next((t.bytes for t in raw if t.key == "gradients"), 0)
+        if self.recompute != "full" or not grads or self.adapters is not None:
+            return None
+        if not isinstance(self.overhead, _overhead.Measured):
+            return None
+        rows, moments = tokens * vocab(self.shapes), _moments(raw)
+        logits = (4 if self.precision == "fp32" else 2) * rows
+        other = act.bytes - sum(p.bytes for p in act.parts if p.key == "activations.loss")
+        backward = weights + act.bytes + logits
+        step = weights + grads + moments + moments // 2
+        spill = grads + moments - other - logits
+        term = _overhead.first_step_again(backward, step, peak, spill, 4 * rows, self._largest_gradient())
+        phase = "backward" if backward >= step else "optimizer step"
+        covered = f"the first step's larger phase beyond the weights (its {phase})"
+        return max(backward, step) - weights, covered, (term,)
 
     def _largest_gradient(self) -> int:
         """The largest gradient a step allocates: the biggest trainable tensor's, in the
