@@ -120,6 +120,30 @@ def test_eager_bf16_attention_keeps_three_score_blocks_cached(scheme, attn, bloc
     assert (part.bytes if part else 0) == blocks * 2 * 32 * 8192 * 8192
 
 
+def test_the_math_kernels_blocks_leave_the_reserves_share():
+    """sdpa in fp32 with grouped heads (the math kernel): its 9·B·H·T² bytes a call leave the 30%
+    share, and one bool block (B·H·T²) is held beyond the peak instead."""
+    model = paramcount.load("Qwen/Qwen2.5-0.5B")  # 14 query heads, 2 key/value heads
+    plan = memory.inference(model, "fp32", context=8192, batch=1)
+    unit = 14 * 8192 * 8192
+    assert _part(plan, "overhead.again").bytes == unit
+    rest = plan.term("kv_cache").bytes + plan.term("activations").bytes - (9 * unit + 6 * 8192 * 8192)
+    assert _part(plan, "overhead.reserve").bytes == 64 * 2**20 + rest * 30 // 100
+    assert _part(memory.inference(model, "bf16", context=8192, batch=1), "overhead.again") is None  # flash
+
+
+def test_eager_attentions_softmax_blocks_hold_the_optimizer_steps_tensors():
+    """GPT-J runs eager (its class has no sdpa path): at 2,048 tokens a layer's fp32 softmax
+    (4·16·2,048² B) is at least an MLP weight's bf16 state (16,384 × 4,096 × 2 B), so the step
+    reuses the freed blocks and none stays cached beside it; at 512 tokens it is not."""
+    model = paramcount.load("EleutherAI/gpt-j-6b")
+    assert memory.inference(model, "bf16", context=512).settings["attn"] == "eager"
+    long = memory.train(model, precision="bf16", context=2048)
+    assert long.term("gradients").bytes > 0 and _part(long, "overhead.step") is None
+    short = memory.train(model, precision="bf16", context=512)
+    assert _part(short, "overhead.step").bytes == short.term("activations").bytes // 2
+
+
 def test_usable_memory_is_what_cuda_reports():
     assert GPUS["h100"].usable == CUDA_TOTAL["h100"] == 85_017_493_504
     assert GPUS["h200"].usable == 150_109_880_320

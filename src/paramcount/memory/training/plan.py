@@ -75,7 +75,9 @@ class TrainingPlanner:
 
         context, batch = positive(context, "--context"), positive(batch, "--batch")
         gpus, zero = gpus or self.gpus, self.zero if zero is None else zero
-        act = of_step(self.shapes, self._step(context, batch))
+        step = self._step(context, batch)
+        act = of_step(self.shapes, step)
+        square = 4 * step.batch * step.heads * step.context**2 if step.eager else 0  # eager's fp32 softmax
         raw = self.states(zero, gpus)
         states = _at_peak(raw, act)
         base = (*states, act)
@@ -87,12 +89,14 @@ class TrainingPlanner:
         if steps:  # checkpointed full training: the first step's larger phase, then the loss's blocks
             rest, covered, again = steps
         else:
-            again = self._again(states, act, tokens, self._outgrown(raw, act, tokens, zero))
+            again = self._again(states, act, tokens, self._outgrown(raw, act, tokens, zero, square), square)
         extra = self.overhead.split_term(weights, rest, covered, again)
         settings = self._settings(context, batch, gpus, zero, why)
         return Plan(self.model, "training", (*base, extra), settings, planner=self)
 
-    def _again(self, states: list[Term], act: Term, tokens: int, outgrown: int | None) -> tuple[Term, ...]:
+    def _again(
+        self, states: list[Term], act: Term, tokens: int, outgrown: int | None, square: int = 0
+    ) -> tuple[Term, ...]:
         """What the caching allocator holds beyond the peak allocation, modelled apart from the
         reserve's share: the loss's blocks under checkpointing, the activations' blocks still
         cached at the optimizer step where that phase then outgrows the backward's (``outgrown``:
@@ -107,7 +111,7 @@ class TrainingPlanner:
             out.append(_overhead.loss_blocks_again(moments, other, logits, 4 * rows, self._largest_gradient()))
             out.append(_overhead.logits_block_held(moments, other, logits))
         if outgrown is not None:
-            out.append(self._step_phase(states, act, tokens, outgrown))
+            out.append(self._step_phase(states, act, tokens, outgrown, square))
         return tuple(out)
 
     def _first_step(
@@ -145,22 +149,24 @@ class TrainingPlanner:
         biggest = max((math.prod(shape) for shape, _ in model_shapes(self.model).items), default=0)
         return biggest * (2 if self.precision == "bf16" else 4)
 
-    def _step_phase(self, states: list[Term], act: Term, tokens: int, outgrown: int) -> Term:
+    def _step_phase(self, states: list[Term], act: Term, tokens: int, outgrown: int, square: int = 0) -> Term:
         """The larger of the two phases after the first optimizer step, beyond the activations: that
         step's own (the activations' blocks cached beside its tensors), or, where its states fit no
         activation block and took the loss's freed blocks instead, the next step's loss allocating
         them again (:func:`~paramcount.memory.core.overhead.states_in_loss_blocks`)."""
         from ..training.saved import vocab
 
-        cached = _overhead.activations_cached(act.bytes, outgrown)
-        if self.recompute == "full" or outgrown >= 0 or _blocks_fit(self.shapes, tokens, self.precision):
+        fit = _blocks_fit(self.shapes, tokens, self.precision, square)
+        # where the step's tensors fit the activations' blocks, best fit reuses them: none cached beside
+        cached = _overhead.activations_cached(0 if fit and square else act.bytes, outgrown)
+        if self.recompute == "full" or outgrown >= 0 or fit:
             return cached
         rows = tokens * vocab(self.shapes)
         logits = (4 if self.precision == "fp32" else 2) * rows
         again = _overhead.states_in_loss_blocks(_moments(states), logits, 4 * rows)
         return again if again.bytes > cached.bytes else cached
 
-    def _outgrown(self, states: list[Term], act: Term, tokens: int, zero: int) -> int | None:
+    def _outgrown(self, states: list[Term], act: Term, tokens: int, zero: int, square: int = 0) -> int | None:
         """The optimizer step's gradients and AdamW temporaries less the activations the backward
         freed (negative where the activations are larger), where the step holds the activations'
         blocks cached beside its own; None where it does not: without a gradients term (LoRA's
@@ -172,7 +178,7 @@ class TrainingPlanner:
         if grads is None or not grads.bytes:
             return None
         outgrown = grads.bytes + _moments(states) // 2 - act.bytes
-        if zero or _blocks_fit(self.shapes, tokens, self.precision):
+        if zero or _blocks_fit(self.shapes, tokens, self.precision, square):
             return outgrown if outgrown > 0 else None
         return outgrown
 
@@ -224,7 +230,7 @@ def _at_peak(states: list[Term], act: Term) -> list[Term]:
     return [held if t is grads else t for t in states]
 
 
-def _blocks_fit(shapes: Model, tokens: int, precision: str) -> bool:
+def _blocks_fit(shapes: Model, tokens: int, precision: str, square: int = 0) -> bool:
     """Whether the optimizer step's parameter-shaped tensors fit in the activations' freed blocks.
 
     The bulk of both is the feed-forward's: an N × I activation of p bytes (gate, up, their
@@ -238,7 +244,9 @@ def _blocks_fit(shapes: Model, tokens: int, precision: str) -> bool:
 
     p, s = (4, 4) if precision == "fp32" else (2, 4) if precision == "mixed" else (2, 2)
     ffns = [(g.hidden, f) for g in layers(shapes) for f in g.ffn]
-    return bool(ffns) and all(not f.experts and tokens * p >= h * s for h, f in ffns)
+    # eager attention's fp32 softmax, saved a layer (``square`` = 4·B·H·T² bytes), holds the
+    # weight instead where it is the larger block (GPT-J at 2,048 tokens: 268 MB, a 134 MB state)
+    return bool(ffns) and all(not f.experts and max(tokens * p, square // f.inner) >= h * s for h, f in ffns)
 
 
 def _moments(states: list[Term]) -> int:

@@ -58,13 +58,17 @@ SOURCE = (
     "aten/src/ATen/native/transformers/attention.cpp (_fused_sdp_choice, _scaled_dot_product_attention_math, "
     "convert_boolean_attn_mask); checked against tests/fixtures/gpu_h100.json (H100)"
 )
-# Model types whose transformers 5.23 class sets ``_supports_sdpa = False``: they run eager by
-# default (tests/oracle checks this table against the classes).
+# Model types whose transformers 5.23 class sets ``_supports_sdpa = False``, or leaves it at
+# PreTrainedModel's default False (GPT-J's and GPT-Neo's: their attention classes have no sdpa
+# path, models/gptj/modeling_gptj.py GPTJ_ATTENTION_CLASSES): they run eager by default
+# (tests/oracle checks this table against the classes).
 EAGER_DEFAULT = frozenset(
     {
         "deepseek_v4",
         "gemma2",
+        "gpt_neo",
         "gpt_oss",
+        "gptj",
         "granite_swa",
         "granitemoe_swa",
         "mimo_v2_flash",
