@@ -52,9 +52,9 @@ GPT2_SHAPES = ((512, 1), (1024, 2), (1024, 8))
 # fan_in_fan_out), checkpointed as the LoRA mode above
 GPT2_LORA = MODES[6:]
 # NewGELU (gelu_new) and dropout outside GPT-2: GPT-J and GPT-Neo (no dropout in their configs) and
-# Phi-2 (resid_pdrop 0.1), trained and adapted, within their 2,048 positions
+# Phi-2 (resid_pdrop 0.1), run, trained and adapted, within their 2,048 positions
 NEWGELU = ("EleutherAI/gpt-neo-1.3B", "microsoft/phi-2", "EleutherAI/gpt-j-6b")
-NEWGELU_MODES = MODES[3:7]
+NEWGELU_MODES = (MODES[0], *MODES[3:7])
 NEWGELU_SHAPES = ((512, 1), (2048, 1))
 
 
