@@ -144,6 +144,19 @@ def test_eager_attentions_softmax_blocks_hold_the_optimizer_steps_tensors():
     assert _part(short, "overhead.step").bytes == short.term("activations").bytes // 2
 
 
+def test_checkpointed_eager_attention_keeps_one_calls_blocks_cached():
+    """GPT-Neo runs eager: under checkpointing one call's T×T blocks (bf16: 10·B·H·T²) stay cached
+    at the loss's peak where an fp32 softmax (4·B·H·T²) is smaller than a loss block (4·N·V)."""
+    model = paramcount.load("EleutherAI/gpt-neo-1.3B")  # 16 heads, V = 50,257
+    lora = memory.train(model, precision="bf16", context=2048, recompute="full", lora=16)
+    assert _part(lora, "overhead.scores").bytes == 10 * 16 * 2048 * 2048
+    assert (
+        _part(memory.train(model, precision="bf16", context=2048, lora=16, recompute="none"), "overhead.scores") is None
+    )
+    sdpa = memory.train(paramcount.load("microsoft/phi-2"), precision="bf16", context=2048, recompute="full", lora=16)
+    assert _part(sdpa, "overhead.scores") is None
+
+
 def test_usable_memory_is_what_cuda_reports():
     assert GPUS["h100"].usable == CUDA_TOTAL["h100"] == 85_017_493_504
     assert GPUS["h200"].usable == 150_109_880_320

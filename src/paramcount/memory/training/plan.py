@@ -90,6 +90,7 @@ class TrainingPlanner:
             rest, covered, again = steps
         else:
             again = self._again(states, act, tokens, self._outgrown(raw, act, tokens, zero, square), square)
+        again += self._eager_blocks(step)
         extra = self.overhead.split_term(weights, rest, covered, again)
         settings = self._settings(context, batch, gpus, zero, why)
         return Plan(self.model, "training", (*base, extra), settings, planner=self)
@@ -138,6 +139,34 @@ class TrainingPlanner:
         phase = "backward" if backward >= step else "optimizer step"
         covered = f"the first step's larger phase beyond the weights (its {phase})"
         return max(backward, step) - weights, covered, (term,)
+
+    def _eager_blocks(self, step: Any) -> tuple[Term, ...]:
+        """Eager attention under ``gradient_checkpointing_enable()``: the T×T blocks of one
+        attention call, freed when the checkpointed forward's layer returns, cached at the loss's
+        peak where each (an fp32 softmax, 4·B·H·T²) is smaller than the loss's fp32 N×V blocks,
+        which best fit (c10/cuda/CUDACachingAllocator.cpp ``get_free_block``) cannot serve from
+        them. One call's working set as inference plans it
+        (:func:`~paramcount.memory.runtimes.transformers.attention.per_call`: in bf16 the scores,
+        an fp32 copy and the fp32 softmax, 10·B·H·T²). Replayed (tools/replay_sweep.py): GPT-Neo
+        1.3B's LoRA at 2,048 × 1 held four 268 MB fp32 blocks free at its peak (1.07 GB; this:
+        0.67 GB). An estimate of the allocator's order."""
+        from ..runtimes.transformers.attention import Kernel, per_call
+        from ..training.saved import vocab
+
+        square = step.batch * step.heads * step.context**2
+        if self.recompute != "full" or not step.eager or 4 * square >= 4 * step.tokens * vocab(self.shapes):
+            return ()
+        eager = Kernel("eager", "eager", True, False, "")
+        dtype = {"fp32": "fp32", "fp16": "fp16"}.get(self.precision, "bf16")
+        held = per_call(eager, step.batch, step.context, step.heads, 4 if dtype == "fp32" else 2, dtype=dtype)
+        formula = f"one eager call's T×T blocks, {held // square}·B·H·T² = {held:,} B"
+        said = "eager attention's freed T×T blocks, smaller than the loss's, cached at its peak (checkpointing)"
+        source = _overhead.AGAIN_SOURCE
+        return (
+            Term(
+                "overhead.scores", "eager attention's blocks cached (checkpointing)", held, formula, said, True, source
+            ),
+        )
 
     def _largest_gradient(self) -> int:
         """The largest gradient a step allocates: the biggest trainable tensor's, in the
