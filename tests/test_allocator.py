@@ -33,21 +33,35 @@ def test_mixed_on_one_gpu_is_autocast_fp32_weights_and_gradients():
 
 
 @pytest.mark.parametrize(
-    ("model_id", "context", "batch", "lora", "blocks"),
+    ("model_id", "context", "batch", "blocks"),
     [  # what the allocator replayed reserved anew in the second step (tests/test_alloc_trace.py)
-        ("meta-llama/Llama-3.2-3B", 4096, 2, None, 3),
-        ("Qwen/Qwen3-0.6B", 4096, 2, None, 1),
-        ("Qwen/Qwen2.5-0.5B", 4096, 4, None, 0),  # 2 GB of states fit in the 5 GB logits block
-        ("meta-llama/Llama-3.2-3B", 4096, 2, 16, 0),  # a few adapter states split no loss block
+        ("meta-llama/Llama-3.2-3B", 4096, 2, 3),
+        ("Qwen/Qwen3-0.6B", 4096, 2, 1),
+        ("Qwen/Qwen2.5-0.5B", 4096, 4, 0),  # 2 GB of states fit in the 5 GB logits block
+        ("Qwen/Qwen2.5-0.5B", 2048, 1, 2),  # tools/replay_sweep.py: 8.25 GB = 5.75 + 2 x 1.25
+        ("meta-llama/Llama-3.2-1B", 2048, 2, 3),
     ],
 )
-def test_checkpointing_plans_the_loss_blocks_allocated_again(model_id, context, batch, lora, blocks):
+def test_checkpointing_holds_the_first_steps_larger_phase_and_the_loss_blocks_again(model_id, context, batch, blocks):
     model = paramcount.load(model_id)
-    plan = memory.train(model, precision="bf16", context=context, batch=batch, recompute="full", lora=lora)
-    block = 4 * context * batch * vocab(paramcount.memory.tree.widths.shape_model(model))
-    part = _part(plan, "overhead.again")
-    assert (part.bytes if part else 0) == blocks * block
+    plan = memory.train(model, precision="bf16", context=context, batch=batch, recompute="full")
+    rows = context * batch * vocab(paramcount.memory.tree.widths.shape_model(model))
+    weights, act, moments = plan.term("weights").bytes, plan.term("activations").bytes, _moments(plan)
+    backward = weights + act + 2 * rows  # the bf16 logits' block, cached
+    step = weights + weights + moments + moments // 2  # bf16 gradients, states, _foreach_sqrt's
+    peak = sum(t.bytes for t in plan.terms if t.key != "overhead")
+    assert _part(plan, "overhead.again").bytes == max(0, max(backward, step) + blocks * 4 * rows - peak)
+    reserve = _part(plan, "overhead.reserve").bytes
+    assert reserve == paramcount.memory.core.overhead.MEASURED_TRAINING.reserve(max(backward, step) - weights)
+    assert _part(plan, "overhead.logits") is None and _part(plan, "overhead.step") is None
     assert _part(memory.train(model, precision="bf16", context=context, batch=batch), "overhead.again") is None
+
+
+def test_checkpointed_lora_plans_the_loss_blocks_its_states_split():
+    model = paramcount.load("meta-llama/Llama-3.2-3B")  # a few adapter states split no loss block
+    plan = memory.train(model, precision="bf16", context=4096, batch=2, recompute="full", lora=16)
+    part = _part(plan, "overhead.again")
+    assert (part.bytes if part else 0) == 0
 
 
 def test_checkpointing_holds_the_logits_block_less_the_states_it_took():
@@ -56,7 +70,7 @@ def test_checkpointing_holds_the_logits_block_less_the_states_it_took():
     lora = memory.train(model, precision="bf16", context=4096, batch=2, recompute="full", lora=16)
     assert _part(lora, "overhead.logits").bytes == logits  # the adapters' states take none of it
     full = memory.train(model, precision="bf16", context=4096, batch=2, recompute="full")
-    assert _part(full, "overhead.logits") is None  # 12.9 GB of states fill it
+    assert _part(full, "overhead.logits") is None  # in the backward's phase (overhead.again)
     assert _part(memory.train(model, precision="bf16", context=4096, batch=2), "overhead.logits") is None
 
 
@@ -104,6 +118,43 @@ def test_eager_bf16_attention_keeps_three_score_blocks_cached(scheme, attn, bloc
     plan = memory.inference(model, scheme, context=8192, batch=1, attn=attn)
     part = _part(plan, "overhead.again")
     assert (part.bytes if part else 0) == blocks * 2 * 32 * 8192 * 8192
+
+
+def test_the_math_kernels_blocks_leave_the_reserves_share():
+    """sdpa in fp32 with grouped heads (the math kernel): its 9·B·H·T² bytes a call leave the 30%
+    share, and one bool block (B·H·T²) is held beyond the peak instead."""
+    model = paramcount.load("Qwen/Qwen2.5-0.5B")  # 14 query heads, 2 key/value heads
+    plan = memory.inference(model, "fp32", context=8192, batch=1)
+    unit = 14 * 8192 * 8192
+    assert _part(plan, "overhead.again").bytes == unit
+    rest = plan.term("kv_cache").bytes + plan.term("activations").bytes - (9 * unit + 6 * 8192 * 8192)
+    assert _part(plan, "overhead.reserve").bytes == 64 * 2**20 + rest * 30 // 100
+    assert _part(memory.inference(model, "bf16", context=8192, batch=1), "overhead.again") is None  # flash
+
+
+def test_eager_attentions_softmax_blocks_hold_the_optimizer_steps_tensors():
+    """GPT-J runs eager (its class has no sdpa path): at 2,048 tokens a layer's fp32 softmax
+    (4·16·2,048² B) is at least an MLP weight's bf16 state (16,384 × 4,096 × 2 B), so the step
+    reuses the freed blocks and none stays cached beside it; at 512 tokens it is not."""
+    model = paramcount.load("EleutherAI/gpt-j-6b")
+    assert memory.inference(model, "bf16", context=512).settings["attn"] == "eager"
+    long = memory.train(model, precision="bf16", context=2048)
+    assert long.term("gradients").bytes > 0 and _part(long, "overhead.step") is None
+    short = memory.train(model, precision="bf16", context=512)
+    assert _part(short, "overhead.step").bytes == short.term("activations").bytes // 2
+
+
+def test_checkpointed_eager_attention_keeps_one_calls_blocks_cached():
+    """GPT-Neo runs eager: under checkpointing one call's T×T blocks (bf16: 10·B·H·T²) stay cached
+    at the loss's peak where an fp32 softmax (4·B·H·T²) is smaller than a loss block (4·N·V)."""
+    model = paramcount.load("EleutherAI/gpt-neo-1.3B")  # 16 heads, V = 50,257
+    lora = memory.train(model, precision="bf16", context=2048, recompute="full", lora=16)
+    assert _part(lora, "overhead.scores").bytes == 10 * 16 * 2048 * 2048
+    assert (
+        _part(memory.train(model, precision="bf16", context=2048, lora=16, recompute="none"), "overhead.scores") is None
+    )
+    sdpa = memory.train(paramcount.load("microsoft/phi-2"), precision="bf16", context=2048, recompute="full", lora=16)
+    assert _part(sdpa, "overhead.scores") is None
 
 
 def test_usable_memory_is_what_cuda_reports():

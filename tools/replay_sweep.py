@@ -48,10 +48,22 @@ GPT2_MODES = MODES[3:6]
 GPT2_SHAPES = ((512, 1), (1024, 2), (1024, 8))
 
 
+# GPT-2's LoRA: peft's default targets for gpt2 are c_attn, a Conv1D (peft's lora.Linear with
+# fan_in_fan_out), checkpointed as the LoRA mode above
+GPT2_LORA = MODES[6:]
+# NewGELU (gelu_new) and dropout outside GPT-2: GPT-J and GPT-Neo (no dropout in their configs) and
+# Phi-2 (resid_pdrop 0.1), run, trained and adapted, within their 2,048 positions
+NEWGELU = ("EleutherAI/gpt-neo-1.3B", "microsoft/phi-2", "EleutherAI/gpt-j-6b")
+NEWGELU_MODES = (MODES[0], *MODES[3:7])
+NEWGELU_SHAPES = ((512, 1), (2048, 1))
+
+
 def cases() -> list[list]:
     """Every model at a shape and mode before the next shape: a stopped run covers them all."""
     sweep = [[kind, m, T, B, o] for T, B in SHAPES for kind, o in MODES for m in MODELS]
-    return sweep + [[kind, m, T, B, o] for T, B in GPT2_SHAPES for kind, o in GPT2_MODES for m in GPT2]
+    sweep += [[kind, m, T, B, o] for T, B in GPT2_SHAPES for kind, o in GPT2_MODES for m in GPT2]
+    sweep += [[kind, m, T, B, o] for T, B in GPT2_SHAPES for kind, o in GPT2_LORA for m in GPT2]
+    return sweep + [[kind, m, T, B, o] for T, B in NEWGELU_SHAPES for kind, o in NEWGELU_MODES for m in NEWGELU]
 
 
 def main(out: Path) -> None:

@@ -263,6 +263,46 @@ def states_in_loss_blocks(states: int, logits: int, block: int) -> Term:
     return Term("overhead.again", "loss blocks allocated again", n * block, formula, said, True, AGAIN_SOURCE)
 
 
+def blocks_split(spill: int, block: int, largest_grad: int = 0) -> int:
+    """The loss blocks (``block`` bytes each, three) that ``spill`` bytes of states split, packed
+    best fit: none where the largest gradient is at least a block (:func:`first_step_again`)."""
+    return min(3, -(-max(0, spill) // block)) if block and largest_grad < block else 0
+
+
+def first_step_again(backward: int, step: int, peak: int, spill: int, block: int, largest_grad: int = 0) -> Term:
+    """Full training with ``gradient_checkpointing_enable()``: what the second step's peak holds
+    beyond its allocation (``peak``: weights, states and the activations at the loss's backward).
+
+    The first step reserves for the larger of its two phases: the backward (weights, activations
+    and the bf16 logits' block, b·N·V, freed by the loss's upcast and cached) and the optimizer
+    step (weights, gradients, AdamW's states and its ``_foreach_sqrt`` temporaries, one moment's
+    size: torch/optim/adamw.py ``_init_group``, ``_multi_tensor_adamw``), each with the reserve's
+    share. The gradients (allocated in the backward) and then the states take the blocks the
+    step freed, best fit (c10/cuda/CUDACachingAllocator.cpp ``get_free_block``: the smallest
+    that fits, split when larger): the checkpointed layers' tensors and the logits' block first,
+    then the loss's fp32 N×V blocks (4·N·V, three). Every loss block a state split is no longer
+    whole when the next step's loss asks for it, and a new segment is reserved: ⌈spill / block⌉,
+    at most three, where ``spill`` = gradients + states − the other freed blocks − the logits'
+    block; none where the largest gradient is at least a block (its segments of its own, freed
+    by ``zero_grad``, hold the loss: :func:`loss_blocks_again`). The states inside the old loss
+    blocks are in the peak allocation already, so the peak holds beyond it the larger phase plus
+    the new blocks, less the allocation. Replayed (tools/replay_sweep.py's checkpointed cases):
+    the end of the first step reserved 1.00–1.06 × the optimizer phase where it is the larger
+    (Qwen2.5 0.5B at 2,048 × 1: 5.75 GB for 4.94; Llama 3.2 1B at 2,048 × 2: 12.41 for 12.36),
+    and weights + 1.19–1.22 × the activations where the backward is; the second step then
+    reserved whole loss blocks (two for Qwen2.5 0.5B at 2,048 × 1, 8.25 GB = 5.75 + 2 × 1.25).
+    An estimate of the allocator's order."""
+    n = blocks_split(spill, block, largest_grad)
+    held = max(0, max(backward, step) + n * block - peak)
+    formula = (
+        f"max(0, max(backward {backward:,}, optimizer step {step:,}) + {n} × loss block {block:,} − peak {peak:,})"
+        f" = {held:,} B; {n} = min(3, ⌈max(0, spill {spill:,}) / {block:,}⌉)"
+        + (f" (none: the largest gradient {largest_grad:,} B ≥ a block)" if block and largest_grad >= block else "")
+    )
+    said = "gradient checkpointing: the first step's larger phase, and the loss blocks its states split, reserved again"
+    return Term("overhead.again", "first step's phase and loss blocks again", held, formula, said, True, AGAIN_SOURCE)
+
+
 def logits_block_held(states: int, other: int, logits: int) -> Term:
     """Training with ``gradient_checkpointing_enable()``: the logits' block, free and held at the peak.
 

@@ -75,18 +75,29 @@ class TrainingPlanner:
 
         context, batch = positive(context, "--context"), positive(batch, "--batch")
         gpus, zero = gpus or self.gpus, self.zero if zero is None else zero
-        act = of_step(self.shapes, self._step(context, batch))
+        step = self._step(context, batch)
+        act = of_step(self.shapes, step)
+        square = 4 * step.batch * step.heads * step.context**2 if step.eager else 0  # eager's fp32 softmax
         raw = self.states(zero, gpus)
         states = _at_peak(raw, act)
         base = (*states, act)
         weights = sum(t.bytes for t in base if t.key in ("weights", "master_weights"))
         rest = sum(t.bytes for t in base) - weights
-        again = self._again(states, act, context * batch, self._outgrown(raw, act, context * batch, zero))
-        extra = self.overhead.split_term(weights, rest, "the training terms beyond the weights", again)
+        tokens = context * batch
+        covered = "the training terms beyond the weights"
+        steps = self._first_step(raw, act, tokens, weights, weights + rest) if not zero else None
+        if steps:  # checkpointed full training: the first step's larger phase, then the loss's blocks
+            rest, covered, again = steps
+        else:
+            again = self._again(states, act, tokens, self._outgrown(raw, act, tokens, zero, square), square)
+        again += self._eager_blocks(step)
+        extra = self.overhead.split_term(weights, rest, covered, again)
         settings = self._settings(context, batch, gpus, zero, why)
         return Plan(self.model, "training", (*base, extra), settings, planner=self)
 
-    def _again(self, states: list[Term], act: Term, tokens: int, outgrown: int | None) -> tuple[Term, ...]:
+    def _again(
+        self, states: list[Term], act: Term, tokens: int, outgrown: int | None, square: int = 0
+    ) -> tuple[Term, ...]:
         """What the caching allocator holds beyond the peak allocation, modelled apart from the
         reserve's share: the loss's blocks under checkpointing, the activations' blocks still
         cached at the optimizer step where that phase then outgrows the backward's (``outgrown``:
@@ -101,8 +112,61 @@ class TrainingPlanner:
             out.append(_overhead.loss_blocks_again(moments, other, logits, 4 * rows, self._largest_gradient()))
             out.append(_overhead.logits_block_held(moments, other, logits))
         if outgrown is not None:
-            out.append(self._step_phase(states, act, tokens, outgrown))
+            out.append(self._step_phase(states, act, tokens, outgrown, square))
         return tuple(out)
+
+    def _first_step(
+        self, raw: list[Term], act: Term, tokens: int, weights: int, peak: int
+    ) -> tuple[int, str, tuple[Term, ...]] | None:
+        """Full training with ``gradient_checkpointing_enable()`` under the measured overhead: the
+        share of the first step's larger phase beyond the weights, and what the second step's peak
+        holds beyond its allocation (:func:`~paramcount.memory.core.overhead.first_step_again`);
+        None for any other setup (LoRA's frozen weights, no checkpointing, ``--overhead``)."""
+        from ..training.saved import vocab
+
+        grads = next((t.bytes for t in raw if t.key == "gradients"), 0)
+        if self.recompute != "full" or not grads or self.adapters is not None:
+            return None
+        if not isinstance(self.overhead, _overhead.Measured):
+            return None
+        rows, moments = tokens * vocab(self.shapes), _moments(raw)
+        logits = (4 if self.precision == "fp32" else 2) * rows
+        other = act.bytes - sum(p.bytes for p in act.parts if p.key == "activations.loss")
+        backward = weights + act.bytes + logits
+        step = weights + grads + moments + moments // 2
+        spill = grads + moments - other - logits
+        term = _overhead.first_step_again(backward, step, peak, spill, 4 * rows, self._largest_gradient())
+        phase = "backward" if backward >= step else "optimizer step"
+        covered = f"the first step's larger phase beyond the weights (its {phase})"
+        return max(backward, step) - weights, covered, (term,)
+
+    def _eager_blocks(self, step: Any) -> tuple[Term, ...]:
+        """Eager attention under ``gradient_checkpointing_enable()``: the T×T blocks of one
+        attention call, freed when the checkpointed forward's layer returns, cached at the loss's
+        peak where each (an fp32 softmax, 4·B·H·T²) is smaller than the loss's fp32 N×V blocks,
+        which best fit (c10/cuda/CUDACachingAllocator.cpp ``get_free_block``) cannot serve from
+        them. One call's working set as inference plans it
+        (:func:`~paramcount.memory.runtimes.transformers.attention.per_call`: in bf16 the scores,
+        an fp32 copy and the fp32 softmax, 10·B·H·T²). Replayed (tools/replay_sweep.py): GPT-Neo
+        1.3B's LoRA at 2,048 × 1 held four 268 MB fp32 blocks free at its peak (1.07 GB; this:
+        0.67 GB). An estimate of the allocator's order."""
+        from ..runtimes.transformers.attention import Kernel, per_call
+        from ..training.saved import vocab
+
+        square = step.batch * step.heads * step.context**2
+        if self.recompute != "full" or not step.eager or 4 * square >= 4 * step.tokens * vocab(self.shapes):
+            return ()
+        eager = Kernel("eager", "eager", True, False, "")
+        dtype = {"fp32": "fp32", "fp16": "fp16"}.get(self.precision, "bf16")
+        held = per_call(eager, step.batch, step.context, step.heads, 4 if dtype == "fp32" else 2, dtype=dtype)
+        formula = f"one eager call's T×T blocks, {held // square}·B·H·T² = {held:,} B"
+        said = "eager attention's freed T×T blocks, smaller than the loss's, cached at its peak (checkpointing)"
+        source = _overhead.AGAIN_SOURCE
+        return (
+            Term(
+                "overhead.scores", "eager attention's blocks cached (checkpointing)", held, formula, said, True, source
+            ),
+        )
 
     def _largest_gradient(self) -> int:
         """The largest gradient a step allocates: the biggest trainable tensor's, in the
@@ -114,22 +178,24 @@ class TrainingPlanner:
         biggest = max((math.prod(shape) for shape, _ in model_shapes(self.model).items), default=0)
         return biggest * (2 if self.precision == "bf16" else 4)
 
-    def _step_phase(self, states: list[Term], act: Term, tokens: int, outgrown: int) -> Term:
+    def _step_phase(self, states: list[Term], act: Term, tokens: int, outgrown: int, square: int = 0) -> Term:
         """The larger of the two phases after the first optimizer step, beyond the activations: that
         step's own (the activations' blocks cached beside its tensors), or, where its states fit no
         activation block and took the loss's freed blocks instead, the next step's loss allocating
         them again (:func:`~paramcount.memory.core.overhead.states_in_loss_blocks`)."""
         from ..training.saved import vocab
 
-        cached = _overhead.activations_cached(act.bytes, outgrown)
-        if self.recompute == "full" or outgrown >= 0 or _blocks_fit(self.shapes, tokens, self.precision):
+        fit = _blocks_fit(self.shapes, tokens, self.precision, square)
+        # where the step's tensors fit the activations' blocks, best fit reuses them: none cached beside
+        cached = _overhead.activations_cached(0 if fit and square else act.bytes, outgrown)
+        if self.recompute == "full" or outgrown >= 0 or fit:
             return cached
         rows = tokens * vocab(self.shapes)
         logits = (4 if self.precision == "fp32" else 2) * rows
         again = _overhead.states_in_loss_blocks(_moments(states), logits, 4 * rows)
         return again if again.bytes > cached.bytes else cached
 
-    def _outgrown(self, states: list[Term], act: Term, tokens: int, zero: int) -> int | None:
+    def _outgrown(self, states: list[Term], act: Term, tokens: int, zero: int, square: int = 0) -> int | None:
         """The optimizer step's gradients and AdamW temporaries less the activations the backward
         freed (negative where the activations are larger), where the step holds the activations'
         blocks cached beside its own; None where it does not: without a gradients term (LoRA's
@@ -141,7 +207,7 @@ class TrainingPlanner:
         if grads is None or not grads.bytes:
             return None
         outgrown = grads.bytes + _moments(states) // 2 - act.bytes
-        if zero or _blocks_fit(self.shapes, tokens, self.precision):
+        if zero or _blocks_fit(self.shapes, tokens, self.precision, square):
             return outgrown if outgrown > 0 else None
         return outgrown
 
@@ -193,7 +259,7 @@ def _at_peak(states: list[Term], act: Term) -> list[Term]:
     return [held if t is grads else t for t in states]
 
 
-def _blocks_fit(shapes: Model, tokens: int, precision: str) -> bool:
+def _blocks_fit(shapes: Model, tokens: int, precision: str, square: int = 0) -> bool:
     """Whether the optimizer step's parameter-shaped tensors fit in the activations' freed blocks.
 
     The bulk of both is the feed-forward's: an N × I activation of p bytes (gate, up, their
@@ -207,7 +273,9 @@ def _blocks_fit(shapes: Model, tokens: int, precision: str) -> bool:
 
     p, s = (4, 4) if precision == "fp32" else (2, 4) if precision == "mixed" else (2, 2)
     ffns = [(g.hidden, f) for g in layers(shapes) for f in g.ffn]
-    return bool(ffns) and all(not f.experts and tokens * p >= h * s for h, f in ffns)
+    # eager attention's fp32 softmax, saved a layer (``square`` = 4·B·H·T² bytes), holds the
+    # weight instead where it is the larger block (GPT-J at 2,048 tokens: 268 MB, a 134 MB state)
+    return bool(ffns) and all(not f.experts and max(tokens * p, square // f.inner) >= h * s for h, f in ffns)
 
 
 def _moments(states: list[Term]) -> int:

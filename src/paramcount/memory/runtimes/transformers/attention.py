@@ -58,13 +58,17 @@ SOURCE = (
     "aten/src/ATen/native/transformers/attention.cpp (_fused_sdp_choice, _scaled_dot_product_attention_math, "
     "convert_boolean_attn_mask); checked against tests/fixtures/gpu_h100.json (H100)"
 )
-# Model types whose transformers 5.23 class sets ``_supports_sdpa = False``: they run eager by
-# default (tests/oracle checks this table against the classes).
+# Model types whose transformers 5.23 class sets ``_supports_sdpa = False``, or leaves it at
+# PreTrainedModel's default False (GPT-J's and GPT-Neo's: their attention classes have no sdpa
+# path, models/gptj/modeling_gptj.py GPTJ_ATTENTION_CLASSES): they run eager by default
+# (tests/oracle checks this table against the classes).
 EAGER_DEFAULT = frozenset(
     {
         "deepseek_v4",
         "gemma2",
+        "gpt_neo",
         "gpt_oss",
+        "gptj",
         "granite_swa",
         "granitemoe_swa",
         "mimo_v2_flash",
@@ -167,6 +171,40 @@ def cached_again(k: Kernel, batch: int, context: int, heads: int, b: int, sinks:
     formula = f"3 × 2 B · B·H·T² = 3 × 2 · {batch} · {heads} · {context:,}² = {3 * unit:,} B"
     said = "eager attention's score blocks, cached and split between layers (bf16 softmax path)"
     return Term("overhead.again", "eager score blocks cached again", 3 * unit, formula, said, True, AGAIN_SOURCE)
+
+
+def exact_blocks(k: Kernel) -> bool:
+    """Whether one call's T×T tensors are served from blocks of their own size, reused whole by
+    every layer, so that the caching allocator holds nothing beyond them: the math kernel's.
+
+    Its fp32 scores, their softmax and ``_safe_softmax``'s bool copy are three sizes, the same
+    in every layer, each past 10 MiB at any context that matters, so each reserves a segment of
+    its size rounded to 2 MiB (c10/cuda/CUDACachingAllocator.cpp ``get_allocation_size``); all
+    are freed when the call returns, and best fit (``get_free_block``: smallest block that fits)
+    gives the next layer's requests those very blocks, unsplit (``should_split``: no remainder).
+    The layer's per-token tensors are smaller than the smallest of them but ask first for the
+    cached blocks of their own sizes. Replayed (``--replay``, tests/fixtures/replay_sweep.jsonl):
+    Qwen2.5 0.5B and Qwen3 0.6B in fp32 at 8,192 × 1 held 0.26 GB and 1.3 GB beyond peak
+    allocations of 11.1 GB and 14.6 GB, 8.9 GB and 12.1 GB of them the math kernel's. Eager
+    bf16's blocks, split between calls, are :func:`cached_again`'s."""
+    return k.kernel == "math"
+
+
+def exact_again(k: Kernel, batch: int, context: int, heads: int) -> Term | None:
+    """The math kernel: one bool block (B·H·T² bytes) held beyond the peak allocation.
+
+    Of its three blocks (:func:`exact_blocks`) the bool copy is the smallest, so between calls
+    best fit serves the layer's per-token tensors too large for any other cached block from it
+    (c10/cuda/CUDACachingAllocator.cpp ``get_free_block``), splitting it, and the next call's
+    bool copy reserves a segment of its own; the split one stays cached, most of it free.
+    Replayed (``--replay``): Llama 3.2 1B in fp32 at 8,192 × 1 held a second 2.15 GB bool
+    segment, 1.88 GB of it free, at its peak. An estimate of the allocator's order."""
+    if not exact_blocks(k):
+        return None
+    unit = heads * batch * context * context
+    formula = f"1 B · B·H·T² = {batch} · {heads} · {context:,}² = {unit:,} B"
+    said = "the math kernel's bool block, split between calls by the layer's tensors and reserved again"
+    return Term("overhead.again", "math kernel's bool block reserved again", unit, formula, said, True, AGAIN_SOURCE)
 
 
 def held(k: Kernel, batch: int, context: int, b: int, kinds: int) -> int:

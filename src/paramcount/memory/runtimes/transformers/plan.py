@@ -114,7 +114,7 @@ class InferencePlanner:
         base = (self.weights, kv, act, *self._encoders(batch))
         rest = sum(t.bytes for t in base) - self.weights.bytes
         again, scores = self._cached_again(seen, batch)
-        again += self._tied_again(rest)
+        again += self._tied_again(rest - self._own(seen, batch, scores))
         covered = "KV cache + activations"
         extra = self.overhead.split_term(self.weights.bytes, rest - scores, covered, again)
         settings = self._settings(cache.dtype, cache.cache, context, why, batch)
@@ -131,15 +131,26 @@ class InferencePlanner:
     def _cached_again(self, seen: int, batch: int) -> tuple[tuple[Term, ...], int]:
         """Eager bf16 attention's cached score blocks under the measured overhead, and the scores'
         own bytes (one call's), which the reserve's share then leaves out: the blocks are their
-        own term. A fixed-and-percent ``--overhead`` takes its share of everything instead."""
-        from .attention import cached_again, per_call
+        own term; the math kernel's scores, whose blocks the allocator reuses whole, leave it too
+        (:func:`~.attention.exact_blocks`). A fixed-and-percent ``--overhead`` takes its share of
+        everything instead."""
+        from .attention import cached_again, exact_again, per_call
 
         a, b = self.attending, activation_bytes(self.dtype)
         k = a.kernel(seen, self.dtype) if a and isinstance(self.overhead, _overhead.Measured) else None
         again = cached_again(k, batch, seen, a.heads, b, a.sinks, self.dtype) if k else None
+        again = again or (exact_again(k, batch, seen, a.heads) if k else None)
         if again is None:
             return (), 0
         return (again,), per_call(k, batch, seen, a.heads, b, a.sinks, self.dtype)
+
+    def _own(self, seen: int, batch: int, scores: int) -> int:
+        """What of one attention call's bytes reserves segments of its own, reused whole by every
+        layer (:func:`~.attention.exact_blocks`): not served from the tied output's freed block."""
+        from .attention import exact_blocks
+
+        a = self.attending
+        return scores if scores and exact_blocks(a.kernel(seen, self.dtype)) else 0
 
     def _tied_again(self, rest: int) -> tuple[Term, ...]:
         """The tied output layer's freed block under the measured overhead, for unquantised weights
@@ -230,6 +241,6 @@ class InferencePlanner:
         act = self._activations(seen, batch).bytes
         rest = kv + act + sum(t.bytes for t in self._encoders(batch))
         again, scores = self._cached_again(seen, batch)
-        again += self._tied_again(rest)
+        again += self._tied_again(rest - self._own(seen, batch, scores))
         extra = self.overhead.split(self.weights.bytes, rest - scores) + sum(t.bytes for t in again)
         return self.weights.bytes + rest + extra
