@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from math import prod
+from typing import Any
 
 # ggml_op_can_inplace (ggml-alloc.c): the ops whose result may take a parent's memory
 INPLACE = frozenset(
@@ -210,18 +211,24 @@ class _Gallocr:
         for parent in node.src:
             self.allocate(parent)
         self.allocate(node)
-        for parent in node.src:
-            p = self.h(parent)
-            p.n_children -= 1
-            if p.n_children or p.n_views:
-                continue
-            if parent.view_src is not None:
-                v = self.h(parent.view_src)
-                v.n_views -= 1
-                if v.n_views == 0 and v.n_children == 0 and v.allocated:
-                    self.free(parent.view_src)
-            elif p.allocated:
-                self.free(parent)
+        release_parents(node, self.h, self.free)
+
+
+def release_parents(node: Tensor, h: Callable[[Tensor], Any], free: Callable[[Tensor], None]) -> None:
+    """ggml_gallocr_alloc_graph_impl after a node: each parent whose last child it was is freed
+    (a view's parent once its last view and child are done); ``h`` gives a tensor's counters."""
+    for parent in node.src:
+        p = h(parent)
+        p.n_children -= 1
+        if p.n_children or p.n_views:
+            continue
+        if parent.view_src is not None:
+            v = h(parent.view_src)
+            v.n_views -= 1
+            if v.n_views == 0 and v.n_children == 0 and v.allocated:
+                free(parent.view_src)
+        elif p.allocated:
+            free(parent)
 
 
 def reserve(

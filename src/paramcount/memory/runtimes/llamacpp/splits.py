@@ -39,7 +39,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .gallocr import INPLACE, INPUT, OUTPUT, DynAllocator, Graph, Tensor
+from .gallocr import INPLACE, INPUT, OUTPUT, DynAllocator, Graph, Tensor, release_parents
 
 _RANGE = re.compile(r"(?<=\.)(\d+)(?:–(\d+))?(?=\.)")  # a row's layers: blk.0–15. (or layers.0–15.)
 VIEW_OPS = frozenset(("VIEW", "RESHAPE", "PERMUTE", "TRANSPOSE"))  # ggml-backend.cpp ggml_is_view_op
@@ -325,18 +325,7 @@ class Multi:
             for s in n.src:
                 self.allocate(s, buf)
             self.allocate(n, buf)
-            for s in n.src:
-                p = self.h(s)
-                p.n_children -= 1
-                if p.n_children or p.n_views:
-                    continue
-                if s.view_src is not None:
-                    v = self.h(s.view_src)
-                    v.n_views -= 1
-                    if v.n_views == 0 and v.n_children == 0 and v.allocated:
-                        self.free(s.view_src)
-                elif p.allocated:
-                    self.free(s)
+            release_parents(n, self.h, self.free)
         return [a.max_size for a in self.allocs]
 
 
