@@ -18,10 +18,11 @@ from rich.table import Table
 
 from paramcount.cli import main
 from paramcount.frontends import catalog
-from paramcount.render import advice, text
+from paramcount.render import text
 
 FULL = bool(os.environ.get("PARAMCOUNT_FULL_TABLES"))
-PASTED = advice.COMMANDS  # a command to paste: one line, however wide
+# a command to paste (render.text.Command): one line, however wide; "-c " starts llama-fit-params' arguments
+PASTED = ("llama-server ", "vllm serve ", "python -c ", "curl ", "mlx_lm.chat ", "-c ")
 
 MODELS = [e.id for e in catalog.entries()]
 WIDTHS = (60, 80, 120)
