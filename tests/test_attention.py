@@ -39,6 +39,38 @@ def test_what_each_kernel_allocates_per_call_and_holds():
     assert held(eager, B, T, 2, 2) == 2 * B * T * T * 2  # a float mask per kind
 
 
+def test_the_eager_paths_of_their_own():
+    """BLOOM, MPT, DeBERTa-v2 and MPNet as their modeling files run eager (attention.PATHS)."""
+    B, T, H = 2, 1000, 8
+    eager, square = kernel("eager", "bf16", False, False), H * B * T * T
+    # BLOOM: the bound scores and the previous layer's probabilities beside the generic path
+    assert per_call(eager, B, T, H, 2, dtype="bf16", path="alibi-held") == 14 * square
+    assert per_call(eager, B, T, H, 2, dtype="fp16", path="alibi-held") == 12 * square
+    assert per_call(eager, B, T, H, 4, dtype="fp32", path="alibi-held") == 16 * square
+    # MPT: the fp32 bias promotes the scores, so fp16 costs what bf16 does; a bool mask
+    assert per_call(eager, B, T, H, 2, dtype="fp16", path="alibi-fp32") == 10 * square
+    assert per_call(eager, B, T, H, 4, dtype="fp32", path="alibi-fp32") == 8 * square
+    assert held(eager, B, T, 2, 1, "alibi-fp32") == B * T * T
+    # softmax in the compute dtype: DeBERTa-v2's five score tensors, MPNet's two and its held bias
+    assert per_call(eager, B, T, H, 2, dtype="bf16", path="disentangled") == 10 * square
+    assert per_call(eager, B, T, H, 4, dtype="fp32", path="relative-bias") == 8 * square
+    assert held(eager, B, T, 2, 0, "relative-bias", H) == 2 * square
+
+
+@pytest.mark.parametrize(
+    "model, path",
+    [
+        ("bigscience/bloom-560m", "alibi-held"),
+        ("mosaicml/mpt-7b", "alibi-fp32"),
+        ("microsoft/deberta-v3-base", "disentangled"),
+        ("microsoft/mpnet-base", "relative-bias"),
+    ],
+)
+def test_these_run_eager_by_default(model, path):
+    plan = inference(paramcount.load(model), "bf16", context=512)
+    assert plan.settings["attn"] == "eager" and plan.planner.attending.path == path
+
+
 def test_defaults_follow_transformers():
     oss = paramcount.load("openai/gpt-oss-20b")
     assert implementation(oss, None)[0] == "eager"

@@ -56,6 +56,12 @@ GPT2_LORA = MODES[6:]
 NEWGELU = ("EleutherAI/gpt-neo-1.3B", "microsoft/phi-2", "EleutherAI/gpt-j-6b")
 NEWGELU_MODES = (MODES[0], *MODES[3:7])
 NEWGELU_SHAPES = ((512, 1), (2048, 1))
+# Eager by default (their classes set _supports_sdpa = False): BLOOM's and MPT's ALiBi attention
+# (baddbmm of the bias, an fp32 softmax), run and, for the small one, trained
+EAGER = ("bigscience/bloom-560m", "mosaicml/mpt-7b")
+EAGER_MODES = (MODES[0], MODES[2])
+EAGER_TRAIN = ("bigscience/bloom-560m",)
+EAGER_SHAPES = ((512, 1), (2048, 1))
 
 
 def cases() -> list[list]:
@@ -63,7 +69,9 @@ def cases() -> list[list]:
     sweep = [[kind, m, T, B, o] for T, B in SHAPES for kind, o in MODES for m in MODELS]
     sweep += [[kind, m, T, B, o] for T, B in GPT2_SHAPES for kind, o in GPT2_MODES for m in GPT2]
     sweep += [[kind, m, T, B, o] for T, B in GPT2_SHAPES for kind, o in GPT2_LORA for m in GPT2]
-    return sweep + [[kind, m, T, B, o] for T, B in NEWGELU_SHAPES for kind, o in NEWGELU_MODES for m in NEWGELU]
+    sweep += [[kind, m, T, B, o] for T, B in NEWGELU_SHAPES for kind, o in NEWGELU_MODES for m in NEWGELU]
+    sweep += [[kind, m, T, B, o] for T, B in EAGER_SHAPES for kind, o in MODES[4:5] for m in EAGER_TRAIN]
+    return sweep + [[kind, m, T, B, o] for T, B in EAGER_SHAPES[::-1] for kind, o in EAGER_MODES for m in EAGER]
 
 
 def main(out: Path) -> None:

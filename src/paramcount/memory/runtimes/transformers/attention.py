@@ -35,7 +35,8 @@ B, context T, H query heads and activations of b bytes:
   on an H200: Llama 3.2 1B at 8,192 tokens, 24.62 GB at the peak, 21.47 GB of it the bf16
   scores' 10 bytes. gpt-oss adds its sinks as a column and
   runs the softmax in the compute dtype: the scores, the concatenation and the softmax,
-  3b·B·H·T·(T + 1) (``models/gpt_oss/modeling_gpt_oss.eager_attention_forward``).
+  3b·B·H·T·(T + 1) (``models/gpt_oss/modeling_gpt_oss.eager_attention_forward``). BLOOM, MPT,
+  DeBERTa-v2 and MPNet have eager paths of their own (:data:`PATHS`).
 - ``flash_attention_2``: fp16/bf16 only, windows in the kernel, nothing T×T.
 
 Checked against the H100 measurements in tests/fixtures/gpu_h100.json: gpt-oss-20b's eager
@@ -64,14 +65,19 @@ SOURCE = (
 # (tests/oracle checks this table against the classes).
 EAGER_DEFAULT = frozenset(
     {
+        "bloom",
+        "deberta-v2",
         "deepseek_v4",
         "gemma2",
+        "gemma4_audio",
         "gpt_neo",
         "gpt_oss",
         "gptj",
         "granite_swa",
         "granitemoe_swa",
         "mimo_v2_flash",
+        "mpnet",
+        "mpt",
         "pegasus_x",
         "speech_to_text",
         "t5gemma",
@@ -85,6 +91,24 @@ AGAIN_SOURCE = (
     "tests/fixtures/gpu_h200.json (H200 eager runs)"
 )
 SINKS = frozenset({"gpt_oss"})  # eager attention with a sink column, softmax in the compute dtype
+# Eager paths of their own (the others: transformers' eager_attention_forward), each as its
+# modeling file runs it. "alibi-held" (models/bloom/modeling_bloom.py BloomAttention.forward):
+# ``alibi.baddbmm`` gives the scores, ``+ attention_mask`` a second tensor while the first stays
+# bound (``attention_scores``), then the fp32 softmax as above; and BloomBlock returns its
+# probabilities, which BloomModel's loop keeps (``outputs``) through the next layer's attention:
+# two b·B·H·T² more than the generic path. "alibi-fp32" (models/mpt/modeling_mpt.py
+# MptAttention.forward): the bf16/fp16 scores plus the fp32 ALiBi bias (``build_mpt_alibi_tensor``,
+# never cast) promote to fp32, so ``masked_fill`` and ``softmax(scores.float())`` run in fp32 in
+# every dtype: 5 · 2 B · B·H·T² at ``.to(dtype)`` in fp16 too (no half_to_float path); its
+# causal mask is held as bool (``create_causal_mask(...).to(torch.bool)``), B·T² bytes.
+# Softmax in the compute dtype (no fp32 copy): "disentangled" (models/deberta_v2/modeling_deberta_v2.py
+# DisentangledSelfAttention): the content scores stay bound while ``disentangled_attention_bias``
+# holds the gathered c2p scores, the running ``score``, the gathered p2c scores and their scaled
+# copy, 5b·B·H·T²; "relative-bias" (models/mpnet/modeling_mpnet.py MPNetSelfAttention): the scores
+# and their masked copy, then it and the softmax, 2b·B·H·T², beside the relative position bias
+# ``MPNetEncoder.compute_position_bias`` expands and holds all forward, B·H·T² in the compute dtype.
+PATHS = {"bloom": "alibi-held", "mpt": "alibi-fp32", "deberta-v2": "disentangled", "mpnet": "relative-bias"}
+NATIVE_SOFTMAX = {"disentangled": 5, "relative-bias": 2}  # score-sized tensors alive at once
 
 
 @dataclass(frozen=True)
@@ -132,9 +156,12 @@ def kernel(impl: str, dtype: str, windowed: bool, grouped: bool) -> Kernel:
     return Kernel(impl, "efficient", False, False, "sdpa in fp32: the memory-efficient kernel (no T×T)")
 
 
-def per_call(k: Kernel, batch: int, context: int, heads: int, b: int, sinks: bool = False, dtype: str = "") -> int:
+def per_call(
+    k: Kernel, batch: int, context: int, heads: int, b: int, sinks: bool = False, dtype: str = "", path: str = ""
+) -> int:
     """Bytes one attention call allocates beyond its per-token tensors (T×T and B·T² terms);
-    ``dtype`` tells fp16 (softmax straight to fp32) from bf16 (converted first) at b = 2."""
+    ``dtype`` tells fp16 (softmax straight to fp32) from bf16 (converted first) at b = 2;
+    ``path`` a model's own eager path (:data:`PATHS`)."""
     square = batch * context * context
     if k.kernel == "efficient" and k.masked:
         return square * b  # the additive bias (at::where of the bool mask)
@@ -143,13 +170,21 @@ def per_call(k: Kernel, batch: int, context: int, heads: int, b: int, sinks: boo
     if k.kernel == "eager":
         if sinks:
             return 3 * b * heads * batch * context * (context + 1)
+        if path == "alibi-held":  # + the scores kept bound and the previous layer's probabilities
+            return 2 * b * heads * square + per_call(k, batch, context, heads, b, dtype=dtype)
+        if path == "alibi-fp32" and b < 4:  # scores promoted to fp32 by the bias, in fp16 too
+            return (b + 8) * heads * square
+        if path in NATIVE_SOFTMAX:
+            return NATIVE_SOFTMAX[path] * b * heads * square
         if b >= 4 or dtype == "fp16":  # fp32: scores + softmax; fp16: scores + softmax + cast back
             return 8 * heads * square
         return (b + 8) * heads * square  # bf16: scores, their fp32 copy, the fp32 softmax
     return 0
 
 
-def cached_again(k: Kernel, batch: int, context: int, heads: int, b: int, sinks: bool, dtype: str) -> Term | None:
+def cached_again(
+    k: Kernel, batch: int, context: int, heads: int, b: int, sinks: bool, dtype: str, path: str = ""
+) -> Term | None:
     """Eager attention in bf16: the score blocks the caching allocator holds beyond the peak.
 
     Each layer allocates its scores, their scaled and masked copies and the bf16 cast (blocks
@@ -163,9 +198,12 @@ def cached_again(k: Kernel, batch: int, context: int, heads: int, b: int, sinks:
     replayed on these forwards' own allocations (tools/alloc_sim.py, tests/test_alloc_trace.py)
     gives the same run either end: under 1U or 2–3U beyond the peak, by where the driver places
     the segments (best fit splits the lowest address among equal blocks), which no plan can
-    know; the larger is planned. fp16 (no fp32 copy: 0.3U measured) and fp32 add nothing here.
-    An estimate."""
-    if k.kernel != "eager" or sinks or b >= 4 or dtype == "fp16":
+    know; the larger is planned. fp16 (no fp32 copy: 0.3U measured) and fp32 add nothing here,
+    nor do paths whose softmax runs in the compute dtype (:data:`NATIVE_SOFTMAX`: no fp32
+    blocks); MPT's fp16 scores are promoted to fp32 (:data:`PATHS`), its blocks as bf16's.
+    Replayed: MPT 7B in bf16 at 2,048 × 1 within +4% with them; BLOOM 560M at 2,048 × 1 reserved
+    more (tests/test_replay_sweep.py). An estimate."""
+    if k.kernel != "eager" or sinks or path in NATIVE_SOFTMAX or b >= 4 or (dtype == "fp16" and path != "alibi-fp32"):
         return None
     unit = 2 * heads * batch * context * context
     formula = f"3 × 2 B · B·H·T² = 3 × 2 · {batch} · {heads} · {context:,}² = {3 * unit:,} B"
@@ -207,11 +245,13 @@ def exact_again(k: Kernel, batch: int, context: int, heads: int) -> Term | None:
     return Term("overhead.again", "math kernel's bool block reserved again", unit, formula, said, True, AGAIN_SOURCE)
 
 
-def held(k: Kernel, batch: int, context: int, b: int, kinds: int) -> int:
+def held(k: Kernel, batch: int, context: int, b: int, kinds: int, path: str = "", heads: int = 0) -> int:
     """Masks held through the whole forward: sdpa's T×T bool mask (batch broadcast), eager's
-    float mask B·T²·b per mask kind (``kinds``: full and/or sliding layers)."""
+    float mask B·T²·b per mask kind (``kinds``: full and/or sliding layers), MPT's as bool;
+    MPNet's relative position bias, B·H·T²·b (``heads``)."""
     if k.kernel == "eager":
-        return kinds * batch * context * context * b
+        bias = heads * batch * context * context * b if path == "relative-bias" else 0
+        return bias + kinds * batch * context * context * (1 if path == "alibi-fp32" else b)
     if k.kernel == "efficient" and k.masked:
         return context * context
     return 0
@@ -230,6 +270,7 @@ class Attending:
     windows: tuple[int, ...]
     full: bool
     sinks: bool
+    path: str = ""
 
     def kernel(self, context: int, dtype: str) -> Kernel:
         """The masked kernel where a sliding window is reached, else the unmasked one."""
@@ -262,7 +303,8 @@ def attending(model: Model, layout: object, attn: str | None, heads_width: int =
     key_dim = max((k.key_dim for k in kinds), default=0)
     heads = query_heads(model) or (heads_width // key_dim if key_dim else 0) or kv_heads or 1
     full = any(k.window is None for k in kinds)
-    return Attending(impl, why, heads, 0 < kv_heads < heads, windows, full, model.model_type in SINKS)
+    sinks, path = model.model_type in SINKS, PATHS.get(model.model_type, "")
+    return Attending(impl, why, heads, 0 < kv_heads < heads, windows, full, sinks, path)
 
 
 _HEAD_FIELDS = ("num_attention_heads", "num_heads", "encoder_attention_heads")

@@ -138,11 +138,11 @@ class InferencePlanner:
 
         a, b = self.attending, activation_bytes(self.dtype)
         k = a.kernel(seen, self.dtype) if a and isinstance(self.overhead, _overhead.Measured) else None
-        again = cached_again(k, batch, seen, a.heads, b, a.sinks, self.dtype) if k else None
+        again = cached_again(k, batch, seen, a.heads, b, a.sinks, self.dtype, a.path) if k else None
         again = again or (exact_again(k, batch, seen, a.heads) if k else None)
         if again is None:
             return (), 0
-        return (again,), per_call(k, batch, seen, a.heads, b, a.sinks, self.dtype)
+        return (again,), per_call(k, batch, seen, a.heads, b, a.sinks, self.dtype, a.path)
 
     def _own(self, seen: int, batch: int, scores: int) -> int:
         """What of one attention call's bytes reserves segments of its own, reused whole by every

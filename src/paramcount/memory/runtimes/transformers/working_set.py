@@ -70,11 +70,13 @@ def activations(
     calls = [(0, 0)]
     for each in attending.kernels(context, dtype) if attending else ():
         repeat = 2 * w.heads_width if each.repeats else 0
-        calls.append((repeat, per_call(each, batch, context, attending.heads, b, attending.sinks, dtype)))
+        calls.append(
+            (repeat, per_call(each, batch, context, attending.heads, b, attending.sinks, dtype, attending.path))
+        )
     repeat, quad = max(calls, key=lambda c: tokens * c[0] * b + c[1])
     attn_phase = tokens * (4 * w.hidden + w.attention + repeat) * b + quad
     layer = max(ffn_phase, attn_phase)
-    masks = held(k, batch, context, b, attending.kinds) if k else 0
+    masks = held(k, batch, context, b, attending.kinds, attending.path, attending.heads) if k else 0
     positions = batch if w.last_only else tokens
     logits = positions * w.logits * (b + (4 if w.last_only else 0))
     where = ("last position, + fp32 copy" if w.last_only else "every position") if w.logits else "no LM head"
