@@ -201,8 +201,8 @@ def cached_again(
     know; the larger is planned. fp16 (no fp32 copy: 0.3U measured) and fp32 add nothing here,
     nor do paths whose softmax runs in the compute dtype (:data:`NATIVE_SOFTMAX`: no fp32
     blocks); MPT's fp16 scores are promoted to fp32 (:data:`PATHS`), its blocks as bf16's.
-    Replayed: MPT 7B in bf16 at 2,048 × 1 within +4% with them; BLOOM 560M at 2,048 × 1 reserved
-    more (tests/test_replay_sweep.py). An estimate."""
+    Replayed: MPT 7B in bf16 at 2,048 × 1 within +5.7% with them, BLOOM 560M within +2.6%
+    (tests/test_replay_sweep.py). An estimate."""
     if k.kernel != "eager" or sinks or path in NATIVE_SOFTMAX or b >= 4 or (dtype == "fp16" and path != "alibi-fp32"):
         return None
     unit = 2 * heads * batch * context * context

@@ -47,6 +47,11 @@ def half_to_float(args: tuple, kwargs: dict) -> bool:
     return args[0].dtype == torch.float16 and dtype == torch.float32
 
 
+def dropping(x: torch.Tensor, p: float, train: bool | None) -> bool:
+    """Whether ``aten.dropout`` drops anything (else ATen hands the input back, uncopied)."""
+    return bool(train) and p != 0 and x.numel() != 0
+
+
 def safe_softmax(x: torch.Tensor, dim: int, dtype: torch.dtype | None = None) -> torch.Tensor:
     """aten ``_safe_softmax`` as CUDA runs it: the softmax, then rows all -inf zeroed through a
     bool copy of the scores, B·H·T² bytes beside them (the meta kernel allocates the result
@@ -177,6 +182,12 @@ class Recorder(TorchDispatchMode):
             for t in out:
                 self.allocate(t, str(func))
             return out
+        if func is aten.dropout.default and not dropping(*args, **kwargs):
+            # at::dropout returns its input itself when nothing is dropped (aten/src/ATen/native/
+            # Dropout.cpp ``_dropout_impl``: ``if (p == 0 || !train || numel == 0) return input;``),
+            # where the Python decomposition ``decompose`` would run copies it (torch/_decomp/
+            # decompositions.py ``dropout``: ``input.clone()``): eval's dropouts allocate nothing
+            return args[0]
         if func is aten.softmax.int and half_to_float(args, kwargs):
             func, args, kwargs = aten._softmax.default, (args[0], args[1], True), {}
         # A composite op seen whole (no autograd to decompose it, as in inference_mode) is
