@@ -11,6 +11,7 @@ guarantee, measured with the same plan it searched over:
 from __future__ import annotations
 
 import json
+import shlex
 
 import pytest
 
@@ -161,3 +162,19 @@ def test_parallel_sequences_multiply_the_context_and_its_steps():
     assert r.steps[0].endswith(f"at -c {4 * trained:,}") and r.n_ctx % 1024 == 0 and r.n_ctx < 4 * trained
     unified, _ = setup("meta-llama/Llama-3.1-8B", kv_unified=True)
     assert fit_params(unified, 24 * GB - CUDA_CONTEXT, None, 4, trained).steps[0].endswith(f"at -c {trained:,}")
+
+
+def test_fits_merged_arguments_give_memory_the_plan_llama_cpps_list_gives(capsys):
+    """The short -ot line fit prints, fed back to ``memory``, plans the same bytes as llama.cpp's own
+    one-pattern-a-layer list (Qwen3-30B-A3B in q8_0 on a 4090: 773 characters of patterns)."""
+    model, where = "Qwen/Qwen3-30B-A3B", ["--runtime", "llama.cpp", "--gpu", "rtx4090"]
+    main(["fit", model, *where, "--dtype", "q8_0", "--json"])
+    fitted = json.loads(capsys.readouterr().out)["rows"][0]["fit_params"]
+    assert len(fitted["overrides"]) > 1 and len(fitted["arguments"]) < 200
+    listed = ["-c", str(fitted["n_ctx"]), "-ngl", str(fitted["n_gpu_layers"]), "-ot", ",".join(fitted["overrides"])]
+    plans = []
+    for flags in (shlex.split(fitted["arguments"]), listed):
+        main(["memory", model, *where, "--dtype", "q8_0", "--json", *flags])
+        plans.append(json.loads(capsys.readouterr().out))
+    bytes_of = [[(t["key"], t["bytes"]) for t in p["terms"]] for p in plans]  # the words count the patterns
+    assert plans[0]["total"] == plans[1]["total"] and bytes_of[0] == bytes_of[1]
